@@ -1,0 +1,52 @@
+# The padding workbench: `make report` (main job) and `make test` (every test).
+# With no conda env or venv active, both create .venv and install the project into it;
+# with one active, they install into that one.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+ifdef VIRTUAL_ENV
+  ENV_PREFIX := $(VIRTUAL_ENV)
+else ifdef CONDA_PREFIX
+  ENV_PREFIX := $(CONDA_PREFIX)
+else
+  ENV_PREFIX := $(CURDIR)/.venv
+endif
+PY := $(ENV_PREFIX)/bin/python
+BASE_PYTHON ?= $(shell command -v python3.11 || command -v python3)
+# One stamp per environment: reinstall when pyproject.toml changes.
+STAMP := .make/setup-$(subst /,_,$(ENV_PREFIX)).stamp
+DATA ?= data/case_lengths.csv
+REPORT_DIR ?= reports
+# Jupyter: use platformdirs paths (silences its migration DeprecationWarning, which
+# pytest's filterwarnings=error would turn into a failure).
+export JUPYTER_PLATFORM_DIRS := 1
+export MPLBACKEND := Agg
+
+.PHONY: help setup report test benchmarks clean
+
+help:  ## List the targets
+	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+
+setup: $(STAMP)  ## Create .venv (unless an env is active) and install the project with its dev extra
+
+$(STAMP): pyproject.toml
+	@if [ ! -x "$(PY)" ]; then \
+	  echo "creating $(ENV_PREFIX) with $(BASE_PYTHON)"; \
+	  "$(BASE_PYTHON)" -m venv "$(ENV_PREFIX)"; \
+	fi
+	"$(PY)" -m pip install --quiet --upgrade pip
+	"$(PY)" -m pip install --quiet -e '.[dev]'
+	@mkdir -p $(dir $@) && touch $@
+
+report: setup  ## Run every notebook on the bundled data into reports/ (executed copies, HTML, figures)
+	"$(PY)" -m analysis report "$(DATA)" --out "$(REPORT_DIR)"
+
+test: setup  ## Run every test: unit tests, doctests of the package, nbval over notebooks/
+	"$(PY)" -m pytest
+
+benchmarks: setup  ## Print the benchmark figures (timings are not tests)
+	@for script in benchmarks/bench_*.py; do echo "== $$script"; "$(PY)" "$$script" || exit 1; done
+
+clean:  ## Remove the venv, the stamps and generated reports
+	rm -rf .venv .make reports .pytest_cache .hypothesis

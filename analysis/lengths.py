@@ -1,0 +1,455 @@
+"""Exact histograms of sample lengths: the one value the whole workbench passes around.
+
+A dataset of millions of samples usually has only thousands of distinct lengths, so
+everything downstream (the padding model, the optimiser, the figures) works on
+``(lengths, counts)`` pairs.  Totals are exact: they are Python ``int`` values computed
+without any fixed-width accumulator, because the case this project comes from lost its
+first run to ``int32`` overflow (negative waste).
+
+This module imports nothing else from the project and reads no files.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["LengthHistogram"]
+
+_INT64_MAX = np.iinfo(np.int64).max
+# Below this maximum length, counting with bincount (O(n)) beats sorting (O(n log n)).
+_BINCOUNT_MAX_LENGTH = 1 << 24
+
+
+def _where(source: str | None, row: int | None) -> str:
+    """Prefix for an error message: ``"file.csv: row 3: "`` or ``""``."""
+    parts = [p for p in (source, None if row is None else f"row {row}") if p]
+    return ": ".join(parts) + ": " if parts else ""
+
+
+def _as_length_array(
+    values: Any, *, allow_zero: bool, source: str | None = None, first_row: int = 0
+) -> np.ndarray:
+    """Validate per-sample lengths and return them as a 1-D ``int64`` array.
+
+    Raises a one-line ``ValueError`` naming ``source`` and the offending row
+    (``first_row`` + position) for: bool, NaN/inf, non-integral float, negative (or zero
+    unless ``allow_zero``), too large for int64, non-numeric values, or not 1-D.
+    """
+    if isinstance(values, pd.Series | pd.Index):
+        values = values.to_numpy()
+    if isinstance(values, (str, bytes)):
+        raise ValueError(f"{_where(source, None)}expected a sequence of lengths, got a string")
+    arr = np.asarray(values)
+    if arr.ndim != 1:
+        if arr.ndim == 0:
+            raise ValueError(f"{_where(source, None)}expected a sequence of lengths, got a scalar")
+        raise ValueError(
+            f"{_where(source, None)}expected a 1-D sequence of lengths, got shape {arr.shape}"
+        )
+    kind = arr.dtype.kind
+    if kind == "O":
+        arr = _object_to_int64(arr, source=source, first_row=first_row)
+    elif kind == "b":
+        raise ValueError(f"{_where(source, first_row)}bool is not a length (dtype bool)")
+    elif kind == "f":
+        bad = ~np.isfinite(arr)
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise ValueError(f"{_where(source, first_row + i)}length is {arr[i].item()!r}, not a number")
+        bad = arr != np.floor(arr)
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise ValueError(f"{_where(source, first_row + i)}length {arr[i].item()!r} is not an integer")
+        bad = arr >= 2.0**63
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise ValueError(f"{_where(source, first_row + i)}length {arr[i].item()!r} is too large")
+        arr = arr.astype(np.int64)
+    elif kind == "u":
+        if arr.dtype.itemsize == 8:
+            bad = arr > np.uint64(_INT64_MAX)
+            if bad.any():
+                i = int(np.argmax(bad))
+                raise ValueError(f"{_where(source, first_row + i)}length {int(arr[i])} is too large")
+        arr = arr.astype(np.int64)
+    elif kind == "i":
+        arr = arr.astype(np.int64, copy=False)
+    else:
+        raise ValueError(f"{_where(source, None)}lengths must be integers, got dtype {arr.dtype}")
+    bad = arr < 0 if allow_zero else arr <= 0
+    if bad.any():
+        i = int(np.argmax(bad))
+        what = "negative" if arr[i] < 0 else "zero"
+        hint = "" if arr[i] < 0 else " (pass allow_zero=True if empty samples are intended)"
+        raise ValueError(f"{_where(source, first_row + i)}{what} length {int(arr[i])}{hint}")
+    return arr
+
+
+def _object_to_int64(arr: np.ndarray, *, source: str | None, first_row: int) -> np.ndarray:
+    """Convert an object array (a Python list with big ints, None, mixed types) exactly."""
+    out = np.empty(arr.shape, dtype=np.int64)
+    for i, v in enumerate(arr.tolist()):
+        where = _where(source, first_row + i)
+        if isinstance(v, bool | np.bool_):
+            raise ValueError(f"{where}bool {v!r} is not a length")
+        if isinstance(v, int | np.integer):
+            iv = int(v)
+        elif isinstance(v, float | np.floating):
+            if not math.isfinite(v):
+                raise ValueError(f"{where}length is {v!r}, not a number")
+            if not float(v).is_integer():
+                raise ValueError(f"{where}length {v!r} is not an integer")
+            iv = int(v)
+        else:
+            raise ValueError(f"{where}{v!r} is not a length (type {type(v).__name__})")
+        if iv > _INT64_MAX:
+            raise ValueError(f"{where}length {iv} is too large")
+        out[i] = iv if iv >= -_INT64_MAX else -1
+    return out
+
+
+def _count_distinct(arr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct ascending values of a validated non-negative int64 array, with counts."""
+    if arr.size == 0:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    top = int(arr.max())
+    if top < _BINCOUNT_MAX_LENGTH and top <= 8 * arr.size + 1024:
+        counts = np.bincount(arr)
+        lengths = np.flatnonzero(counts)
+        return lengths.astype(np.int64), counts[lengths].astype(np.int64)
+    lengths, counts = np.unique(arr, return_counts=True)
+    return lengths.astype(np.int64), counts.astype(np.int64)
+
+
+def _exact_dot(a: np.ndarray, b: np.ndarray) -> int:
+    """Exact ``sum(a * b)`` of two integer arrays as a Python int (no overflow)."""
+    return sum(map(operator.mul, a.tolist(), b.tolist()))
+
+
+@dataclass(frozen=True, eq=False)
+class LengthHistogram:
+    """Exact histogram of sample lengths (tokens, frames, characters...).
+
+    Parameters
+    ----------
+    lengths : numpy.ndarray
+        Distinct lengths, strictly ascending, ``int64``, non-negative.
+    counts : numpy.ndarray
+        Number of samples of each length, ``int64``, all positive.
+
+    Build one with :meth:`from_lengths` (per-sample values) or :meth:`from_counts`
+    (a histogram you already have); ``analysis.load_lengths`` reads files.  Both arrays
+    are read-only.  Zero-length samples are rejected unless ``allow_zero=True`` is passed
+    to the constructors, because an empty training sample is nearly always a data bug.
+
+    Examples
+    --------
+    >>> from analysis import LengthHistogram
+    >>> hist = LengthHistogram.from_lengths([3, 1, 3, 7])
+    >>> hist.lengths.tolist(), hist.counts.tolist()
+    ([1, 3, 7], [1, 2, 1])
+    >>> hist.n_samples, hist.total_tokens, hist.mean
+    (4, 14, 3.5)
+    >>> big = LengthHistogram.from_counts([8192], [2**40])
+    >>> big.total_tokens == 8192 * 2**40
+    True
+    """
+
+    lengths: np.ndarray
+    counts: np.ndarray
+
+    def __post_init__(self) -> None:
+        lengths = np.array(self.lengths, dtype=np.int64, copy=True)
+        counts = np.array(self.counts, dtype=np.int64, copy=True)
+        if lengths.ndim != 1 or counts.ndim != 1 or lengths.shape != counts.shape:
+            raise ValueError(
+                f"lengths and counts must be 1-D of equal size, got {lengths.shape} and {counts.shape}"
+            )
+        if lengths.size == 0:
+            raise ValueError("empty histogram: no samples")
+        if (counts <= 0).any():
+            raise ValueError("counts must be positive")
+        if lengths[0] < 0:
+            raise ValueError(f"negative length {int(lengths[0])}")
+        if (np.diff(lengths) <= 0).any():
+            raise ValueError("lengths must be distinct and ascending")
+        lengths.setflags(write=False)
+        counts.setflags(write=False)
+        object.__setattr__(self, "lengths", lengths)
+        object.__setattr__(self, "counts", counts)
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def from_lengths(cls, values: Iterable[int] | np.ndarray | pd.Series, *,
+                     allow_zero: bool = False) -> LengthHistogram:
+        """Histogram of per-sample lengths.
+
+        Accepts any integer dtype (int8..uint64), a Python list, a pandas Series, or
+        floats when every value is integral.  Bool, NaN, non-integral, negative and
+        (unless ``allow_zero``) zero values raise ``ValueError`` naming the first bad row.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> LengthHistogram.from_lengths(np.array([5, 5, 2], dtype=np.uint8)).total_tokens
+        12
+        >>> LengthHistogram.from_lengths([1.0, 2.5])
+        Traceback (most recent call last):
+        ...
+        ValueError: row 1: length 2.5 is not an integer
+        """
+        if not isinstance(values, np.ndarray | pd.Series | pd.Index | list | tuple):
+            values = list(values)
+        arr = _as_length_array(values, allow_zero=allow_zero)
+        if arr.size == 0:
+            raise ValueError("empty input: no lengths")
+        return cls(*_count_distinct(arr))
+
+    @classmethod
+    def from_counts(cls, lengths: Iterable[int] | np.ndarray, counts: Iterable[int] | np.ndarray,
+                    *, allow_zero: bool = False) -> LengthHistogram:
+        """Histogram from ``lengths`` and how many samples have each.
+
+        Lengths need not be sorted or distinct (repeats are summed); zero counts are
+        dropped; negative counts raise ``ValueError``.
+
+        Examples
+        --------
+        >>> h = LengthHistogram.from_counts([7, 3, 7], [1, 2, 4])
+        >>> h.lengths.tolist(), h.counts.tolist()
+        ([3, 7], [2, 5])
+        """
+        lengths_arr = _as_length_array(list(lengths) if not isinstance(lengths, np.ndarray)
+                                       else lengths, allow_zero=allow_zero, source="lengths")
+        counts_arr = _as_length_array(list(counts) if not isinstance(counts, np.ndarray)
+                                      else counts, allow_zero=True, source="counts")
+        if lengths_arr.shape != counts_arr.shape:
+            raise ValueError(
+                f"lengths and counts differ in size: {lengths_arr.size} and {counts_arr.size}"
+            )
+        keep = counts_arr > 0
+        lengths_arr, counts_arr = lengths_arr[keep], counts_arr[keep]
+        if lengths_arr.size == 0:
+            raise ValueError("empty input: no samples (all counts are zero)")
+        order = np.argsort(lengths_arr, kind="stable")
+        lengths_arr, counts_arr = lengths_arr[order], counts_arr[order]
+        starts = np.flatnonzero(np.r_[True, np.diff(lengths_arr) != 0])
+        ends = np.r_[starts[1:], lengths_arr.size]
+        flat = counts_arr.tolist()
+        merged = [sum(flat[a:b]) for a, b in zip(starts.tolist(), ends.tolist())]
+        if max(merged) > _INT64_MAX:
+            raise ValueError("a count exceeds int64")
+        return cls(lengths_arr[starts], np.array(merged, dtype=np.int64))
+
+    # ------------------------------------------------------------------ exact totals
+    @property
+    def n_samples(self) -> int:
+        """Number of samples (exact ``int``)."""
+        return sum(self.counts.tolist())
+
+    @property
+    def total_tokens(self) -> int:
+        """Sum of all lengths (exact ``int``)."""
+        return _exact_dot(self.lengths, self.counts)
+
+    @property
+    def n_distinct(self) -> int:
+        """Number of distinct lengths."""
+        return int(self.lengths.size)
+
+    @property
+    def min(self) -> int:
+        """Shortest length."""
+        return int(self.lengths[0])
+
+    @property
+    def max(self) -> int:
+        """Longest length."""
+        return int(self.lengths[-1])
+
+    @property
+    def mean(self) -> float:
+        """Mean length (correctly rounded ``total_tokens / n_samples``)."""
+        return self.total_tokens / self.n_samples
+
+    # ------------------------------------------------------------------ statistics
+    def cumulative_counts(self) -> np.ndarray:
+        """``cumulative_counts()[i]`` = samples with length ``<= lengths[i]`` (int64, exact
+        while the sample count fits in int64, which the constructor guarantees)."""
+        total = self.n_samples
+        if total > _INT64_MAX:
+            raise ValueError("more than 2**63 samples")
+        return np.cumsum(self.counts)
+
+    def quantile(self, q: float | Iterable[float]) -> int | np.ndarray:
+        """Smallest length ``L`` with at least a fraction ``q`` of samples ``<= L``.
+
+        This is NumPy's ``method="inverted_cdf"`` on the expanded samples.
+
+        Examples
+        --------
+        >>> h = LengthHistogram.from_lengths([1, 2, 3, 4])
+        >>> h.quantile(0.5), h.quantile(0.51), h.quantile([0, 1]).tolist()
+        (2, 3, [1, 4])
+        """
+        qs = np.asarray(q, dtype=float)
+        if np.isnan(qs).any() or (qs < 0).any() or (qs > 1).any():
+            raise ValueError(f"quantile q must be in [0, 1], got {q!r}")
+        cum = self.cumulative_counts()
+        n = int(cum[-1])
+        # need: smallest i with cum[i] >= q * n  (q = 0 -> the minimum).
+        targets = np.ceil(qs * n)
+        idx = np.searchsorted(cum, np.maximum(targets, 1), side="left")
+        out = self.lengths[np.minimum(idx, self.lengths.size - 1)]
+        return int(out) if out.ndim == 0 else out
+
+    def tail_token_share(self, fraction: float) -> float:
+        """Share of all tokens held by the longest ``fraction`` of samples.
+
+        The longest ``ceil(fraction * n_samples)`` samples are counted (at least one).
+
+        Examples
+        --------
+        >>> LengthHistogram.from_lengths([1, 1, 1, 7]).tail_token_share(0.25)
+        0.7
+        """
+        if not 0 < fraction <= 1:
+            raise ValueError(f"fraction must be in (0, 1], got {fraction!r}")
+        k = max(1, math.ceil(fraction * self.n_samples))
+        taken, tokens = 0, 0
+        for length, count in zip(self.lengths[::-1].tolist(), self.counts[::-1].tolist()):
+            use = min(count, k - taken)
+            tokens += use * length
+            taken += use
+            if taken == k:
+                break
+        return tokens / self.total_tokens if self.total_tokens else 0.0
+
+    def summary(self) -> pd.Series:
+        """The numbers a design review asks first, as a pandas Series.
+
+        Examples
+        --------
+        >>> LengthHistogram.from_lengths([1, 2, 3, 4]).summary()["tokens"]
+        10
+        """
+        p10, p50, p90, p99 = self.quantile([0.10, 0.50, 0.90, 0.99]).tolist()
+        return pd.Series(
+            {
+                "samples": self.n_samples,
+                "tokens": self.total_tokens,
+                "distinct lengths": self.n_distinct,
+                "min": self.min,
+                "p10": p10,
+                "p50": p50,
+                "p90": p90,
+                "p99": p99,
+                "max": self.max,
+                "mean": self.mean,
+                "token share of longest 1%": self.tail_token_share(0.01),
+                "token share of longest 10%": self.tail_token_share(0.10),
+            },
+            dtype=object,
+            name="value",
+        )
+
+    # ------------------------------------------------------------------ transforms
+    def clip(self, max_len: int) -> LengthHistogram:
+        """What a trainer's truncation does: lengths above ``max_len`` become ``max_len``.
+
+        Examples
+        --------
+        >>> LengthHistogram.from_lengths([2, 5, 9]).clip(4).lengths.tolist()
+        [2, 4]
+        """
+        max_len = _positive_int(max_len, "max_len")
+        if self.max <= max_len:
+            return self
+        keep = self.lengths < max_len
+        above = sum(self.counts[~keep].tolist())
+        return LengthHistogram(
+            np.append(self.lengths[keep], max_len),
+            np.append(self.counts[keep], above),
+        )
+
+    def clip_summary(self, max_len: int) -> pd.Series:
+        """What clipping at ``max_len`` would cut: samples affected and tokens lost.
+
+        Examples
+        --------
+        >>> s = LengthHistogram.from_lengths([2, 5, 9]).clip_summary(4)
+        >>> s["samples clipped"], s["tokens removed"]
+        (2, 6)
+        """
+        max_len = _positive_int(max_len, "max_len")
+        above = self.lengths > max_len
+        n_clipped = sum(self.counts[above].tolist())
+        removed = _exact_dot(self.lengths[above] - max_len, self.counts[above])
+        return pd.Series(
+            {
+                "max_len": max_len,
+                "samples clipped": n_clipped,
+                "share of samples clipped": n_clipped / self.n_samples,
+                "tokens removed": removed,
+                "share of tokens removed": removed / self.total_tokens if self.total_tokens else 0.0,
+            },
+            dtype=object,
+            name="value",
+        )
+
+    def __add__(self, other: LengthHistogram) -> LengthHistogram:
+        """Merge two histograms (samples of both)."""
+        if not isinstance(other, LengthHistogram):
+            return NotImplemented
+        return LengthHistogram.from_counts(
+            np.concatenate([self.lengths, other.lengths]),
+            np.concatenate([self.counts, other.counts]),
+            allow_zero=True,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, LengthHistogram):
+            return NotImplemented
+        return bool(np.array_equal(self.lengths, other.lengths)
+                    and np.array_equal(self.counts, other.counts))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (f"LengthHistogram(n_samples={self.n_samples:,}, total_tokens={self.total_tokens:,}, "
+                f"lengths {self.min}..{self.max}, {self.n_distinct:,} distinct)")
+
+    def to_frame(self) -> pd.DataFrame:
+        """``length, count`` table (the CSV histogram format).
+
+        Examples
+        --------
+        >>> LengthHistogram.from_lengths([3, 1, 3]).to_frame()
+           length  count
+        0       1      1
+        1       3      2
+        """
+        return pd.DataFrame({"length": self.lengths.copy(), "count": self.counts.copy()})
+
+    def expand(self) -> np.ndarray:
+        """Per-sample lengths (sorted ascending), for simulators that need samples."""
+        return np.repeat(self.lengths, self.counts)
+
+
+def _positive_int(value: Any, name: str) -> int:
+    """``value`` as a positive int, or a ``ValueError`` naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        else:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    if value <= 0:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)

@@ -1,0 +1,3 @@
+"""Placeholder: being written (see the issues)."""
+
+__all__: list[str] = []
