@@ -27,20 +27,23 @@ _INT64_MAX = np.iinfo(np.int64).max
 _BINCOUNT_MAX_LENGTH = 1 << 24
 
 
-def _where(source: str | None, row: int | None) -> str:
-    """Prefix for an error message: ``"file.csv: row 3: "`` or ``""``."""
-    parts = [p for p in (source, None if row is None else f"row {row}") if p]
+def _where(source: str | None, row: int | None, unit: str = "row") -> str:
+    """Prefix for an error message: ``"file.csv: line 3: "``, ``"row 3: "`` or ``""``."""
+    parts = [p for p in (source, None if row is None else f"{unit} {row}") if p]
     return ": ".join(parts) + ": " if parts else ""
 
 
 def _as_length_array(
-    values: Any, *, allow_zero: bool, source: str | None = None, first_row: int = 0
+    values: Any, *, allow_zero: bool, source: str | None = None, first_row: int = 0,
+    unit: str = "row", what: str = "length",
 ) -> np.ndarray:
     """Validate per-sample lengths and return them as a 1-D ``int64`` array.
 
-    Raises a one-line ``ValueError`` naming ``source`` and the offending row
-    (``first_row`` + position) for: bool, NaN/inf, non-integral float, negative (or zero
-    unless ``allow_zero``), too large for int64, non-numeric values, or not 1-D.
+    Raises a one-line ``ValueError`` naming ``source`` and the offending position,
+    ``"{unit} {first_row + i}"`` (e.g. ``"row 3"`` for the 0-based index of an array or
+    ``"line 5"`` for a text file), for: bool, NaN/inf, non-integral float, negative (or
+    zero unless ``allow_zero``), too large for int64, non-numeric values, or not 1-D.
+    ``what`` names the quantity in the message (``"length"`` or ``"count"``).
     """
     if isinstance(values, pd.Series | pd.Index):
         values = values.to_numpy()
@@ -55,63 +58,66 @@ def _as_length_array(
         )
     kind = arr.dtype.kind
     if kind == "O":
-        arr = _object_to_int64(arr, source=source, first_row=first_row)
+        arr = _object_to_int64(arr, source=source, first_row=first_row, unit=unit, what=what)
     elif kind == "b":
-        raise ValueError(f"{_where(source, first_row)}bool is not a length (dtype bool)")
+        raise ValueError(f"{_where(source, first_row, unit)}bool is not a {what} (dtype bool)")
     elif kind == "f":
         bad = ~np.isfinite(arr)
         if bad.any():
             i = int(np.argmax(bad))
-            raise ValueError(f"{_where(source, first_row + i)}length is {arr[i].item()!r}, not a number")
+            raise ValueError(f"{_where(source, first_row + i, unit)}{what} is {arr[i].item()!r}, not a number")
         bad = arr != np.floor(arr)
         if bad.any():
             i = int(np.argmax(bad))
-            raise ValueError(f"{_where(source, first_row + i)}length {arr[i].item()!r} is not an integer")
+            raise ValueError(f"{_where(source, first_row + i, unit)}{what} {arr[i].item()!r} is not an integer")
         bad = arr >= 2.0**63
         if bad.any():
             i = int(np.argmax(bad))
-            raise ValueError(f"{_where(source, first_row + i)}length {arr[i].item()!r} is too large")
+            raise ValueError(f"{_where(source, first_row + i, unit)}{what} {arr[i].item()!r} is too large")
         arr = arr.astype(np.int64)
     elif kind == "u":
         if arr.dtype.itemsize == 8:
             bad = arr > np.uint64(_INT64_MAX)
             if bad.any():
                 i = int(np.argmax(bad))
-                raise ValueError(f"{_where(source, first_row + i)}length {int(arr[i])} is too large")
+                raise ValueError(f"{_where(source, first_row + i, unit)}{what} {int(arr[i])} is too large")
         arr = arr.astype(np.int64)
     elif kind == "i":
         arr = arr.astype(np.int64, copy=False)
     else:
-        raise ValueError(f"{_where(source, None)}lengths must be integers, got dtype {arr.dtype}")
+        raise ValueError(f"{_where(source, None)}{what}s must be integers, got dtype {arr.dtype}")
     bad = arr < 0 if allow_zero else arr <= 0
     if bad.any():
         i = int(np.argmax(bad))
-        what = "negative" if arr[i] < 0 else "zero"
+        sign = "negative" if arr[i] < 0 else "zero"
         hint = "" if arr[i] < 0 else " (pass allow_zero=True if empty samples are intended)"
-        raise ValueError(f"{_where(source, first_row + i)}{what} length {int(arr[i])}{hint}")
+        raise ValueError(f"{_where(source, first_row + i, unit)}{sign} {what} {int(arr[i])}{hint}")
     return arr
 
 
-def _object_to_int64(arr: np.ndarray, *, source: str | None, first_row: int) -> np.ndarray:
+def _object_to_int64(arr: np.ndarray, *, source: str | None, first_row: int,
+                     unit: str = "row", what: str = "length") -> np.ndarray:
     """Convert an object array (a Python list with big ints, None, mixed types) exactly."""
     out = np.empty(arr.shape, dtype=np.int64)
     for i, v in enumerate(arr.tolist()):
-        where = _where(source, first_row + i)
+        where = _where(source, first_row + i, unit)
         if isinstance(v, bool | np.bool_):
-            raise ValueError(f"{where}bool {v!r} is not a length")
+            raise ValueError(f"{where}bool {v!r} is not a {what}")
         if isinstance(v, int | np.integer):
             iv = int(v)
         elif isinstance(v, float | np.floating):
             if not math.isfinite(v):
-                raise ValueError(f"{where}length is {v!r}, not a number")
+                raise ValueError(f"{where}{what} is {v!r}, not a number")
             if not float(v).is_integer():
-                raise ValueError(f"{where}length {v!r} is not an integer")
+                raise ValueError(f"{where}{what} {v!r} is not an integer")
             iv = int(v)
         else:
-            raise ValueError(f"{where}{v!r} is not a length (type {type(v).__name__})")
+            raise ValueError(f"{where}{v!r} is not a {what} (type {type(v).__name__})")
         if iv > _INT64_MAX:
-            raise ValueError(f"{where}length {iv} is too large")
-        out[i] = iv if iv >= -_INT64_MAX else -1
+            raise ValueError(f"{where}{what} {iv} is too large")
+        if iv < -_INT64_MAX:
+            raise ValueError(f"{where}negative {what} {iv}")
+        out[i] = iv
     return out
 
 
@@ -166,14 +172,18 @@ class LengthHistogram:
     counts: np.ndarray
 
     def __post_init__(self) -> None:
-        lengths = np.array(self.lengths, dtype=np.int64, copy=True)
-        counts = np.array(self.counts, dtype=np.int64, copy=True)
+        lengths = np.asarray(self.lengths)
+        counts = np.asarray(self.counts)
         if lengths.ndim != 1 or counts.ndim != 1 or lengths.shape != counts.shape:
             raise ValueError(
                 f"lengths and counts must be 1-D of equal size, got {lengths.shape} and {counts.shape}"
             )
         if lengths.size == 0:
             raise ValueError("empty histogram: no samples")
+        # Validate the values (no silent float truncation or uint64 wrap-around), then copy.
+        lengths = np.array(_as_length_array(lengths, allow_zero=True, source="lengths"), copy=True)
+        counts = np.array(_as_length_array(counts, allow_zero=True, source="counts", what="count"),
+                          copy=True)
         if (counts <= 0).any():
             raise ValueError("counts must be positive")
         if lengths[0] < 0:
@@ -229,7 +239,7 @@ class LengthHistogram:
         lengths_arr = _as_length_array(list(lengths) if not isinstance(lengths, np.ndarray)
                                        else lengths, allow_zero=allow_zero, source="lengths")
         counts_arr = _as_length_array(list(counts) if not isinstance(counts, np.ndarray)
-                                      else counts, allow_zero=True, source="counts")
+                                      else counts, allow_zero=True, source="counts", what="count")
         if lengths_arr.shape != counts_arr.shape:
             raise ValueError(
                 f"lengths and counts differ in size: {lengths_arr.size} and {counts_arr.size}"
