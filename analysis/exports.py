@@ -1,0 +1,322 @@
+"""A bucket plan in the words of the training frameworks that will use it.
+
+Our ``edges`` ``[e0, e1, ..., eK]`` put a length ``L`` in bucket ``i`` when
+``e_i < L <= e_{i+1}`` (upper bound *inclusive*).  Frameworks spell boundaries differently:
+
+=============  =====================================  ==========================================
+target         parameters                             bucket of ``L``
+=============  =====================================  ==========================================
+Lhotse         ``duration_bins`` (K-1 values)         ``bisect_right(duration_bins, L)``:
+                                                      ``bins[i-1] <= L < bins[i]``
+NeMo (lhotse)  ``bucket_duration_bins``,              first ``i`` with ``L <= bins[i]``
+               ``bucket_batch_size`` (K values each)  (``bisect_left``; older NeMo: bisect_right)
+tf.data        ``bucket_boundaries`` (K-1 ints),      ``bounds[i-1] <= L < bounds[i]``
+               ``bucket_batch_sizes`` (K ints)
+Hugging Face   no bucket sampler ships: a length      first ``i`` with
+               column plus upper bounds               ``L <= bucket_upper_bounds[i]``
+=============  =====================================  ==========================================
+
+Lengths are integers (tokens, frames), so "``L <= e``" is "``L < e + 1``" and also
+"``L < e + 0.5``".  Lhotse and NeMo compare floats and NeMo's rule changed sides between
+versions, so they get half-integer bounds ``e + 0.5``, which no integer length equals: the
+bucket is the same whichever side a version uses.  tf.data wants ``list<int>``: it gets
+``e + 1``.  The exports put every length ``e0 < L <= eK`` in the same bucket as our edges
+(tests/test_exports.py checks it with each target's rule); lengths above ``eK`` are the
+trainer's to truncate or drop.
+
+Every function takes a :class:`~analysis.optimize.BucketPlan` (anything with ``edges`` and
+``batch_sizes``; ``method``, ``efficiency``... are copied when present) and returns plain
+``dict``/``str`` values: no framework is imported.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from analysis.waste import check_edges
+
+__all__ = ["to_lhotse", "to_nemo", "to_tf_data", "to_hf", "plan_dict", "to_json", "to_yaml",
+           "dump_yaml"]
+
+_PLAN_FIELDS = ("n_buckets", "method", "efficiency", "padded_tokens", "useful_tokens",
+                "objective")
+
+
+def _edges_and_sizes(plan: Any) -> tuple[list[int], list[int]]:
+    """Validated ``edges`` and per-bucket ``batch_sizes`` of ``plan``."""
+    try:
+        edges, sizes = plan.edges, plan.batch_sizes
+    except AttributeError as exc:
+        raise ValueError(f"expected a BucketPlan (edges and batch_sizes), got {type(plan).__name__}") from exc
+    edges = check_edges(edges)
+    sizes = [int(s) for s in sizes]
+    if len(sizes) != len(edges) - 1:
+        raise ValueError(f"plan has {len(edges) - 1} buckets but {len(sizes)} batch sizes")
+    if any(s < 1 for s in sizes):
+        raise ValueError(f"batch sizes must be positive, got {sizes}")
+    return edges, sizes
+
+
+def _half(e: int) -> float:
+    return e + 0.5
+
+
+def to_lhotse(plan: Any) -> dict[str, Any]:
+    """Arguments for Lhotse's ``DynamicBucketingSampler`` (``lhotse.dataset.sampling``).
+
+    Lhotse places a cut of length ``L`` with ``bisect_right(duration_bins, L)``: with
+    ``K - 1`` ``duration_bins`` there are ``K`` buckets, bucket ``i`` holding
+    ``duration_bins[i-1] <= L < duration_bins[i]`` (lower bound inclusive, upper exclusive,
+    as ``estimate_duration_buckets`` documents).  We give ``duration_bins = e_i + 0.5`` for
+    the interior edges, so every integer length lands in our bucket whichever way a version
+    compares.  Per-bucket batch sizes go through Lhotse's ``FixedBucketBatchSizeConstraint``
+    (``max_seq_len_buckets``: ``K`` exclusive upper bounds, ``batch_sizes``: ``K`` ints),
+    passed as ``constraint=``; the constraint's ``measure_length`` must return the same unit
+    as our lengths (Lhotse's default is a cut's duration in seconds).
+
+    Returns ``{"duration_bins", "num_buckets", "constraint": {"class",
+    "max_seq_len_buckets", "batch_sizes"}}``.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> plan = SimpleNamespace(edges=[0, 100, 400, 1000], batch_sizes=[32, 8, 3])
+    >>> out = to_lhotse(plan)
+    >>> out["duration_bins"], out["num_buckets"]
+    ([100.5, 400.5], 3)
+    >>> out["constraint"]["max_seq_len_buckets"], out["constraint"]["batch_sizes"]
+    ([100.5, 400.5, 1000.5], [32, 8, 3])
+    """
+    edges, sizes = _edges_and_sizes(plan)
+    return {
+        "duration_bins": [_half(e) for e in edges[1:-1]],
+        "num_buckets": len(sizes),
+        "constraint": {
+            "class": "lhotse.dataset.sampling.dynamic_bucketing.FixedBucketBatchSizeConstraint",
+            "max_seq_len_buckets": [_half(e) for e in edges[1:]],
+            "batch_sizes": sizes,
+        },
+    }
+
+
+def to_nemo(plan: Any) -> dict[str, Any]:
+    """NeMo's Lhotse dataloader config keys for bucketing with per-bucket batch sizes.
+
+    NeMo (``nemo.collections.common.data.lhotse``) takes ``use_bucketing``, ``num_buckets``,
+    ``bucket_duration_bins`` (``K`` upper bounds) and ``bucket_batch_size`` (``K`` ints).  Its
+    ``FixedBucketBatchSizeConstraint2D`` puts a 1-D length ``L`` in the *first bucket whose
+    bound is >= L* (``bisect_left``: inclusive upper bounds, like ours; older releases used
+    Lhotse's ``bisect_right``) and drops lengths above the last bound.  We give
+    ``bucket_duration_bins = e_{i+1} + 0.5``: the same buckets under either rule.  The bins are
+    in the unit NeMo measures (seconds for audio cuts, tokens for text with
+    ``use_multimodal_sampling``): export a plan made from lengths in that unit.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> to_nemo(SimpleNamespace(edges=[0, 100, 400, 1000], batch_sizes=[32, 8, 3]))
+    {'use_bucketing': True, 'num_buckets': 3, 'bucket_duration_bins': [100.5, 400.5, 1000.5], 'bucket_batch_size': [32, 8, 3]}
+    """
+    edges, sizes = _edges_and_sizes(plan)
+    return {
+        "use_bucketing": True,
+        "num_buckets": len(sizes),
+        "bucket_duration_bins": [_half(e) for e in edges[1:]],
+        "bucket_batch_size": sizes,
+    }
+
+
+def to_tf_data(plan: Any) -> dict[str, Any]:
+    """Arguments for ``tf.data.experimental.bucket_by_sequence_length``
+    (also ``tf.data.Dataset.bucket_by_sequence_length``).
+
+    TensorFlow's ``bucket_boundaries`` (``list<int>``) are *exclusive* upper bounds: with
+    boundaries ``[b1, ..., b_{K-1}]`` the buckets are ``[0, b1), [b1, b2), ..., [b_{K-1},
+    inf)``, and ``bucket_batch_sizes`` needs ``len(bucket_boundaries) + 1`` values.  Our
+    inclusive ``L <= e`` is ``L < e + 1``, so ``bucket_boundaries = e_i + 1`` for the
+    interior edges and ``bucket_batch_sizes`` are our ``K`` sizes.  Use the default
+    ``pad_to_bucket_boundary=False`` (padding to the batch's longest, as our model assumes).
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> to_tf_data(SimpleNamespace(edges=[0, 100, 400, 1000], batch_sizes=[32, 8, 3]))
+    {'bucket_boundaries': [101, 401], 'bucket_batch_sizes': [32, 8, 3], 'pad_to_bucket_boundary': False}
+    """
+    edges, sizes = _edges_and_sizes(plan)
+    return {
+        "bucket_boundaries": [e + 1 for e in edges[1:-1]],
+        "bucket_batch_sizes": sizes,
+        "pad_to_bucket_boundary": False,
+    }
+
+
+def to_hf(plan: Any, *, length_column: str = "length") -> dict[str, Any]:
+    """What a Hugging Face ``datasets``/``transformers`` user needs to bucket with this plan.
+
+    Transformers ships no bucket sampler (``group_by_length`` / ``LengthGroupedSampler``
+    sorts mega-batches and takes no boundaries), so the export is a config for a custom
+    batch sampler: the name of the length column to add with ``Dataset.map`` (and to pass
+    as ``TrainingArguments(length_column_name=...)``), inclusive upper bounds
+    (``bucket_upper_bounds[i] = e_{i+1}``: bucket of ``L`` = first ``i`` with
+    ``L <= bucket_upper_bounds[i]``, i.e. ``numpy.searchsorted(bounds, L, side="left")``),
+    and the batch size of each bucket.  ``group_by_length`` stays ``False``: the custom
+    sampler replaces it.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> hf = to_hf(SimpleNamespace(edges=[0, 100, 400, 1000], batch_sizes=[32, 8, 3]))
+    >>> hf["length_column_name"], hf["bucket_upper_bounds"], hf["bucket_batch_sizes"]
+    ('length', [100, 400, 1000], [32, 8, 3])
+    """
+    edges, sizes = _edges_and_sizes(plan)
+    if not isinstance(length_column, str) or not length_column:
+        raise ValueError(f"length_column must be a non-empty string, got {length_column!r}")
+    return {
+        "length_column_name": length_column,
+        "group_by_length": False,
+        "bucket_lower_bound": edges[0],
+        "bucket_upper_bounds": edges[1:],
+        "bucket_batch_sizes": sizes,
+        "bucket_rule": "bucket = first i with length <= bucket_upper_bounds[i]",
+        "add_length_column": f"dataset.map(lambda ex: {{'{length_column}': len(ex['input_ids'])}})",
+    }
+
+
+def plan_dict(plan: Any) -> dict[str, Any]:
+    """The plan and every export as one JSON-ready ``dict`` (what :func:`to_json` writes).
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> d = plan_dict(SimpleNamespace(edges=[0, 10, 30], batch_sizes=[8, 8], method="optimal"))
+    >>> d["edges"], d["method"], sorted(d["exports"])
+    ([0, 10, 30], 'optimal', ['hf', 'lhotse', 'nemo', 'tf_data'])
+    """
+    edges, sizes = _edges_and_sizes(plan)
+    out: dict[str, Any] = {}
+    if callable(getattr(plan, "to_dict", None)):
+        out.update(plan.to_dict())
+    out["edges"], out["batch_sizes"] = edges, sizes
+    for name in _PLAN_FIELDS:
+        if name not in out and hasattr(plan, name):
+            out[name] = _jsonable(getattr(plan, name))
+    out["exports"] = {"lhotse": to_lhotse(plan), "nemo": to_nemo(plan),
+                      "tf_data": to_tf_data(plan), "hf": to_hf(plan)}
+    return _jsonable(out)
+
+
+def to_json(plan: Any, *, indent: int | None = 2) -> str:
+    """The plan and its exports as JSON text (see :func:`plan_dict`).
+
+    Examples
+    --------
+    >>> import json
+    >>> from types import SimpleNamespace
+    >>> text = to_json(SimpleNamespace(edges=[0, 10, 30], batch_sizes=[8, 8]))
+    >>> json.loads(text)["exports"]["tf_data"]["bucket_boundaries"]
+    [11]
+    """
+    return json.dumps(plan_dict(plan), indent=indent, allow_nan=False)
+
+
+def to_yaml(plan: Any) -> str:
+    """The plan and its exports as YAML text (block style; no PyYAML needed).
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> print(to_yaml(SimpleNamespace(edges=[0, 10, 30], batch_sizes=[8, 8])).splitlines()[0])
+    edges: [0, 10, 30]
+    """
+    return dump_yaml(plan_dict(plan))
+
+
+# ---------------------------------------------------------------------- tiny YAML emitter
+_PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-/]*$")
+_YAML_WORDS = {"true", "false", "yes", "no", "on", "off", "null", "y", "n", "~"}
+
+
+def _yaml_scalar(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return ".nan" if math.isnan(value) else (".inf" if value > 0 else "-.inf")
+        return repr(value)
+    text = str(value)
+    if _PLAIN.match(text) and text.lower() not in _YAML_WORDS:
+        return text
+    return json.dumps(text)  # a JSON string is a valid YAML double-quoted scalar
+
+
+def _yaml_lines(value: Any, indent: int) -> list[str]:
+    pad = " " * indent
+    lines: list[str] = []
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            key_text = _yaml_scalar(str(key))
+            if isinstance(item, Mapping) and item:
+                lines.append(f"{pad}{key_text}:")
+                lines += _yaml_lines(item, indent + 2)
+            elif isinstance(item, Sequence) and not isinstance(item, str) and item and \
+                    any(isinstance(x, Mapping | list | tuple) for x in item):
+                lines.append(f"{pad}{key_text}:")
+                lines += _yaml_lines(item, indent + 2)
+            else:
+                lines.append(f"{pad}{key_text}: {_yaml_inline(item)}")
+        return lines
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        for item in value:
+            if isinstance(item, Mapping | list | tuple) and item:
+                sub = _yaml_lines(item, indent + 2)
+                lines.append(f"{pad}- {sub[0].lstrip()}")
+                lines += sub[1:]
+            else:
+                lines.append(f"{pad}- {_yaml_inline(item)}")
+        return lines
+    return [pad + _yaml_scalar(value)]
+
+
+def _yaml_inline(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{_yaml_scalar(str(k))}: {_yaml_inline(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        return "[" + ", ".join(_yaml_inline(v) for v in value) + "]"
+    return _yaml_scalar(value)
+
+
+def dump_yaml(data: Mapping[str, Any]) -> str:
+    """``data`` (dicts, lists, str, int, float, bool, None) as block-style YAML text.
+
+    Examples
+    --------
+    >>> print(dump_yaml({"a": [1, 2], "b": {"c": "x y", "d": None}}), end="")
+    a: [1, 2]
+    b:
+      c: "x y"
+      d: null
+    """
+    return "\n".join(_yaml_lines(_jsonable(data), 0)) + "\n"
+
+
+def _jsonable(value: Any) -> Any:
+    """Plain Python values (numpy scalars and arrays, tuples -> int/float/list)."""
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if hasattr(value, "tolist") and not isinstance(value, str):
+        return _jsonable(value.tolist())
+    if isinstance(value, bool) or value is None or isinstance(value, int | float | str):
+        return value
+    return str(value)
