@@ -1,25 +1,146 @@
 """Files and arrays in, :class:`~analysis.lengths.LengthHistogram` out.
 
-Only this module touches file formats.  Work in progress: the full loader (npy, txt, csv,
-tsv, parquet, jsonl, globs) is being written; the ``length,count`` CSV works now.
+Only this module touches file formats.  Files are read in chunks and counted into a running
+histogram, so memory is one chunk plus the distinct lengths, never the number of rows; a
+result is returned only when the whole input is valid.
+
+Formats, chosen by extension (case-insensitive):
+
+============================  ===============================================================
+``.npy``                      a 1-D integer (or integral float) array, memory-mapped
+``.txt``, ``.txt.gz``         one integer per line, no header
+``.csv``, ``.tsv`` (``.gz``)  the ``length,count`` histogram (see :func:`save_histogram`), or
+                              one column of per-sample lengths: ``column=``, or the only column
+``.parquet``                  a column of integers, or of lists whose length is the sample's
+``.jsonl``, ``.jsonl.gz``     one JSON object per line; ``field=`` holds an integer or a list
+============================  ===============================================================
+
+Where errors point: ``line N`` is the 1-based line of a text file as an editor shows it (in
+a CSV/TSV the header is line 1, so the first value is on line 2); ``row N`` is the 0-based
+index into an array, a ``.npy`` file or a Parquet file, as in ``arr[N]``.
 """
 
 from __future__ import annotations
 
+import glob
+import gzip
+import io
+import json
 import os
+import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from analysis.lengths import LengthHistogram
+from analysis.lengths import LengthHistogram, _as_length_array
 
-__all__ = ["load_lengths", "save_histogram"]
+__all__ = ["SUPPORTED_EXTENSIONS", "load_lengths", "save_histogram"]
+
+#: File extensions :func:`load_lengths` reads (longest match wins).
+SUPPORTED_EXTENSIONS = (".npy", ".txt", ".txt.gz", ".csv", ".csv.gz", ".tsv", ".tsv.gz",
+                        ".parquet", ".jsonl", ".jsonl.gz")
+
+#: Rows read (and validated) at a time; bounds the memory of every loader.
+_CHUNK_ROWS = 1 << 20
+_INT64_MAX = np.iinfo(np.int64).max
+# Lengths below this are counted in a dense array (at most 8 MB); longer ones sparsely.
+_DENSE_LIMIT = 1 << 20
+_GLOB_CHARS = re.compile(r"[*?\[]")
 
 
+class _Counter:
+    """Running exact histogram: a dense int64 count array plus sparse parts for long lengths."""
+
+    def __init__(self) -> None:
+        self.dense = np.zeros(0, dtype=np.int64)
+        self.sparse: list[tuple[np.ndarray, np.ndarray]] = []
+        self.n_sparse = 0
+
+    def add_lengths(self, arr: np.ndarray) -> None:
+        """Count a validated non-negative int64 array of per-sample lengths."""
+        if arr.size == 0:
+            return
+        if int(arr.max()) >= _DENSE_LIMIT:
+            big = arr >= _DENSE_LIMIT
+            lengths, counts = np.unique(arr[big], return_counts=True)
+            self._add_sparse(lengths, counts.astype(np.int64))
+            arr = arr[~big]
+            if arr.size == 0:
+                return
+        # Counts per chunk are at most _CHUNK_ROWS, and rows never reach 2**63: no overflow.
+        binned = np.bincount(arr)
+        if binned.size > self.dense.size:
+            binned[: self.dense.size] += self.dense
+            self.dense = binned
+        else:
+            self.dense[: binned.size] += binned
+
+    def add_counts(self, lengths: np.ndarray, counts: np.ndarray, where: str) -> None:
+        """Add a validated ``(lengths, counts)`` table (lengths may repeat), checking overflow."""
+        big = lengths >= _DENSE_LIMIT
+        if big.any():
+            self._add_sparse(lengths[big], counts[big])
+            lengths, counts = lengths[~big], counts[~big]
+        if lengths.size == 0:
+            return
+        top = int(lengths.max())
+        if top >= self.dense.size:
+            self.dense = np.concatenate([self.dense, np.zeros(top + 1 - self.dense.size, np.int64)])
+        order = np.argsort(lengths, kind="stable")
+        lengths, counts = lengths[order], counts[order]
+        starts = np.flatnonzero(np.r_[True, np.diff(lengths) != 0])
+        flat, bounds = counts.tolist(), [*starts.tolist(), lengths.size]
+        sums = [sum(flat[a:b]) for a, b in zip(bounds, bounds[1:])]  # exact Python ints
+        distinct = lengths[starts]
+        room = (_INT64_MAX - self.dense[distinct]).tolist()
+        if any(s > r for s, r in zip(sums, room)):
+            raise ValueError(f"{where}: the count of one length exceeds int64")
+        self.dense[distinct] += np.array(sums, dtype=np.int64)
+
+    def _add_sparse(self, lengths: np.ndarray, counts: np.ndarray) -> None:
+        self.sparse.append((lengths, counts))
+        self.n_sparse += lengths.size
+        if len(self.sparse) > 16:
+            merged = self._sparse_histogram()
+            self.sparse = [(merged.lengths, merged.counts)]
+            self.n_sparse = merged.n_distinct
+
+    def _sparse_histogram(self) -> LengthHistogram:
+        return LengthHistogram.from_counts(np.concatenate([p[0] for p in self.sparse]),
+                                           np.concatenate([p[1] for p in self.sparse]),
+                                           allow_zero=True)
+
+    def histogram(self, where: str) -> LengthHistogram:
+        lengths = np.flatnonzero(self.dense).astype(np.int64)
+        hist = LengthHistogram(lengths, self.dense[lengths]) if lengths.size else None
+        if self.sparse:
+            sparse = self._sparse_histogram()
+            hist = sparse if hist is None else hist + sparse
+        if hist is None:
+            raise ValueError(f"{where}: empty input, no samples (all counts are zero)")
+        return hist
+
+
+# ---------------------------------------------------------------------------- public API
 def save_histogram(hist: LengthHistogram, path: str | os.PathLike[str]) -> Path:
-    """Write ``hist`` as a ``length,count`` CSV (header, one row per distinct length, ascending).
+    """Write ``hist`` as a ``length,count`` CSV: that header, one row per distinct length.
+
+    Rows are ascending by length; :func:`load_lengths` reads the file back exactly.
+
+    Parameters
+    ----------
+    hist : LengthHistogram
+        The histogram to write.
+    path : str or os.PathLike
+        Destination file (overwritten).
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
 
     Examples
     --------
@@ -43,17 +164,354 @@ def save_histogram(hist: LengthHistogram, path: str | os.PathLike[str]) -> Path:
 
 def load_lengths(source: Any, *, column: str | None = None, field: str | None = None,
                  allow_zero: bool = False) -> LengthHistogram:
-    """Read lengths from an array or a ``length,count`` CSV (full loader in progress)."""
+    """Exact histogram of sample lengths from an array, a file, or a glob of files.
+
+    Parameters
+    ----------
+    source : array-like, LengthHistogram, str or os.PathLike
+        Per-sample lengths (ndarray of any integer dtype, list, pandas Series, or a
+        DataFrame with ``column``); a ``LengthHistogram`` (returned as is); a file path; or
+        a glob pattern (``"shards/*.parquet"``, ``**`` recurses) whose files, in sorted
+        order, are all read and merged.  File formats are listed in the module docstring
+        and in :data:`SUPPORTED_EXTENSIONS`.
+    column : str, optional
+        The lengths column of a CSV/TSV, Parquet file or DataFrame.  Needed only when the
+        table has several columns (and, for CSV/TSV, is not the ``length,count`` format).
+    field : str, optional
+        The JSON field holding each sample's length (JSONL), needed only when the
+        objects have several fields.  A list value counts its items.
+    allow_zero : bool, default False
+        Accept zero-length samples (usually a data bug, so rejected by default).
+
+    Returns
+    -------
+    LengthHistogram
+
+    Raises
+    ------
+    ValueError
+        One line naming the file, the ``line``/``row`` and the problem: missing or empty
+        file, unknown extension, glob matching nothing, missing column or field (the
+        available ones are listed), unparsable value, blank line, bool, NaN, non-integral,
+        negative or (unless ``allow_zero``) zero length.  Nothing is returned partially.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> import numpy as np
+    >>> from analysis import load_lengths
+    >>> load_lengths(np.array([5, 2, 5], dtype=np.int32)).counts.tolist()
+    [1, 2]
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / "a.txt").write_text("5\\n7\\n")
+    >>> _ = (d / "b.csv").write_text("id,tokens\\n1,7\\n2,-3\\n")
+    >>> load_lengths(d / "a.txt").total_tokens
+    12
+    >>> load_lengths(d / "b.csv", column="tokens")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: .../b.csv: line 3: negative length -3
+    """
     if isinstance(source, LengthHistogram):
         return source
     if isinstance(source, str | os.PathLike):
-        path = Path(source)
-        if not path.is_file():
-            raise ValueError(f"{path}: no such file")
-        df = pd.read_csv(path)
-        if list(df.columns) == ["length", "count"]:
-            return LengthHistogram.from_counts(df["length"].to_numpy(), df["count"].to_numpy(),
-                                               allow_zero=allow_zero)
-        col = column if column is not None else df.columns[0]
-        return LengthHistogram.from_lengths(df[col], allow_zero=allow_zero)
+        return _load_paths(source, column=column, field=field, allow_zero=allow_zero)
+    if isinstance(source, bytes):
+        raise ValueError("expected lengths or a path, got bytes")
+    if isinstance(source, pd.DataFrame):
+        names = [str(c) for c in source.columns]
+        name = _pick_column(names, column, "the DataFrame")
+        return LengthHistogram.from_lengths(source.iloc[:, names.index(name)],
+                                            allow_zero=allow_zero)
+    if field is not None or column is not None:
+        raise ValueError("column= and field= apply to files and DataFrames, not to arrays")
     return LengthHistogram.from_lengths(source, allow_zero=allow_zero)
+
+
+# ---------------------------------------------------------------------------- dispatch
+def _load_paths(source: str | os.PathLike[str], *, column: str | None, field: str | None,
+                allow_zero: bool) -> LengthHistogram:
+    text = os.path.expanduser(os.fspath(source))
+    path = Path(text)
+    if path.is_file():
+        paths = [path]
+    elif path.is_dir():
+        raise ValueError(f"{text}: is a directory; pass a glob such as {text}/*.parquet")
+    elif _GLOB_CHARS.search(text):
+        paths = [Path(p) for p in sorted(glob.glob(text, recursive=True)) if Path(p).is_file()]
+        if not paths:
+            raise ValueError(f"{text}: no files match this pattern")
+    else:
+        raise ValueError(f"{text}: no such file")
+    counter = _Counter()
+    for p in paths:
+        if _read_file(p, counter, column=column, field=field, allow_zero=allow_zero) == 0:
+            raise ValueError(f"{p}: empty file, no lengths")
+    return counter.histogram(text)
+
+
+def _extension(path: Path) -> str:
+    name = path.name.lower()
+    matches = [ext for ext in SUPPORTED_EXTENSIONS if name.endswith(ext)]
+    if not matches:
+        raise ValueError(f"{path}: unknown file type {''.join(path.suffixes) or '(none)'!r}; "
+                         f"supported: {', '.join(SUPPORTED_EXTENSIONS)}")
+    return max(matches, key=len)
+
+
+def _read_file(path: Path, counter: _Counter, *, column: str | None, field: str | None,
+               allow_zero: bool) -> int:
+    """Count one file's lengths into ``counter``; return the number of rows read."""
+    ext = _extension(path)
+    kind = ext.removesuffix(".gz")
+    if field is not None and kind != ".jsonl":
+        raise ValueError(f"{path}: field= applies to .jsonl files; use column= for tables")
+    if column is not None and kind in (".npy", ".txt", ".jsonl"):
+        hint = "use field=" if kind == ".jsonl" else "the file has a single unnamed column"
+        raise ValueError(f"{path}: column= does not apply to {kind} files ({hint})")
+    try:
+        if kind == ".npy":
+            return _read_npy(path, counter, allow_zero)
+        if kind == ".txt":
+            return _read_text_table(path, counter, sep=",", header=False, column=None,
+                             allow_zero=allow_zero)
+        if kind in (".csv", ".tsv"):
+            return _read_text_table(path, counter, sep="," if kind == ".csv" else "\t", header=True,
+                             column=column, allow_zero=allow_zero)
+        if kind == ".parquet":
+            return _read_parquet(path, counter, column, allow_zero)
+        return _read_jsonl(path, counter, field, allow_zero)
+    except (OSError, EOFError, UnicodeDecodeError, pd.errors.ParserError) as err:
+        message = " ".join(str(err).split())
+        raise ValueError(f"{path}: cannot read: {message}") from err
+
+
+def _pick_column(columns: list[str], column: str | None, where: str) -> str:
+    """The lengths column: ``column`` if present, else the only column, else an error."""
+    if column is not None:
+        if column not in columns:
+            raise ValueError(f"{where}: no column {column!r}; columns: {', '.join(columns)}")
+        return column
+    if len(columns) == 1:
+        return columns[0]
+    raise ValueError(f"{where}: {len(columns)} columns ({', '.join(columns)}); "
+                     "pass column= naming the lengths column")
+
+
+# ---------------------------------------------------------------------------- readers
+def _read_npy(path: Path, counter: _Counter, allow_zero: bool) -> int:
+    try:
+        arr = np.load(path, mmap_mode="r", allow_pickle=False)
+    except ValueError as err:  # object arrays, corrupt headers
+        raise ValueError(f"{path}: cannot read: {' '.join(str(err).split())}") from err
+    if not isinstance(arr, np.ndarray):
+        raise ValueError(f"{path}: expected a .npy array, got {type(arr).__name__}")
+    if arr.ndim != 1:
+        raise ValueError(f"{path}: expected a 1-D array of lengths, got shape {arr.shape}")
+    for start in range(0, arr.shape[0], _CHUNK_ROWS):
+        chunk = np.asarray(arr[start:start + _CHUNK_ROWS])
+        counter.add_lengths(_as_length_array(chunk, allow_zero=allow_zero, source=str(path),
+                                             first_row=start))
+    return int(arr.shape[0])
+
+
+def _open_text(path: Path) -> io.TextIOBase:
+    if path.name.lower().endswith(".gz"):
+        return gzip.open(path, "rt", encoding="utf-8", newline="")
+    return open(path, encoding="utf-8", newline="")
+
+
+def _read_text_table(path: Path, counter: _Counter, *, sep: str, header: bool,
+                     column: str | None, allow_zero: bool) -> int:
+    """``.txt`` (no header, one value a line) or ``.csv``/``.tsv`` (header line)."""
+    where = str(path)
+    options: dict[str, Any] = dict(sep=sep, skip_blank_lines=False, skipinitialspace=True,
+                                   compression="infer")
+    if header:
+        try:
+            names = list(map(str, pd.read_csv(path, nrows=0, **options).columns))
+        except pd.errors.EmptyDataError:
+            raise ValueError(f"{where}: empty file, no lengths") from None
+        if column is None and sorted(names) == ["count", "length"]:
+            return _read_histogram_table(path, counter, options, allow_zero)
+        name = _pick_column(names, column, where)
+        if column is None and re.fullmatch(r"[+-]?\d+(\.0*)?", name.strip()):
+            raise ValueError(f"{where}: line 1: header {name!r} looks like a length; a CSV "
+                             "needs a header line (use .txt for one integer per line)")
+        reader = pd.read_csv(path, usecols=[name], chunksize=_CHUNK_ROWS, **options)
+        offset = 2  # line 1 is the header; data row 0 is on line 2
+    else:
+        name = 0  # type: ignore[assignment]
+        try:
+            reader = pd.read_csv(path, header=None, chunksize=_CHUNK_ROWS, **options)
+        except pd.errors.EmptyDataError:
+            raise ValueError(f"{where}: empty file, no lengths") from None
+        offset = 1
+    rows = 0
+    with reader:
+        for chunk in reader:
+            if chunk.shape[1] != 1:
+                raise ValueError(f"{where}: line {offset + int(chunk.index[0])}: expected one "
+                                 f"integer per line, found {chunk.shape[1]} fields")
+            first = offset + int(chunk.index[0])
+            values = _text_values(chunk.iloc[:, 0], where, first, "length")
+            counter.add_lengths(_as_length_array(values, allow_zero=allow_zero, source=where,
+                                                 first_row=first, unit="line"))
+            rows += len(chunk)
+    return rows
+
+
+def _read_histogram_table(path: Path, counter: _Counter, options: dict[str, Any],
+                          allow_zero: bool) -> int:
+    where = str(path)
+    rows = 0
+    with pd.read_csv(path, chunksize=_CHUNK_ROWS, **options) as reader:
+        for chunk in reader:
+            first = 2 + int(chunk.index[0])
+            lengths = _as_length_array(_text_values(chunk["length"], where, first, "length"),
+                                       allow_zero=allow_zero, source=where, first_row=first,
+                                       unit="line")
+            counts = _as_length_array(_text_values(chunk["count"], where, first, "count"),
+                                      allow_zero=True, source=where, first_row=first,
+                                      unit="line", what="count")
+            keep = counts > 0
+            counter.add_counts(lengths[keep], counts[keep], where)
+            rows += len(chunk)
+    return rows
+
+
+def _text_values(series: pd.Series, where: str, first_line: int, what: str) -> np.ndarray:
+    """Numbers parsed by pandas from a text column; blanks and unparsable text are errors."""
+    missing = series.isna().to_numpy()
+    if series.dtype.kind in "iuf" and not missing.any():
+        return series.to_numpy()
+    raw = series.tolist()
+    out: list[Any] = []
+    for i, v in enumerate(raw):
+        if missing[i]:
+            raise ValueError(f"{where}: line {first_line + i}: no {what} (blank line, empty "
+                             "field or NaN)")
+        if isinstance(v, str):
+            try:
+                v = int(v.strip())
+            except ValueError:
+                try:
+                    v = float(v)
+                except ValueError:
+                    raise ValueError(f"{where}: line {first_line + i}: cannot read {v!r} as "
+                                     f"a {what}") from None
+        out.append(v)
+    return np.array(out, dtype=object)
+
+
+def _read_parquet(path: Path, counter: _Counter, column: str | None, allow_zero: bool) -> int:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    where = str(path)
+    try:
+        file = pq.ParquetFile(path)
+    except pa.ArrowException as err:
+        raise ValueError(f"{where}: cannot read as Parquet: {' '.join(str(err).split())}") from err
+    schema = file.schema_arrow
+    name = _pick_column(list(schema.names), column, where)
+    kind = schema.field(name).type
+    is_list = (pa.types.is_list(kind) or pa.types.is_large_list(kind)
+               or pa.types.is_fixed_size_list(kind))
+    if not (is_list or pa.types.is_integer(kind) or pa.types.is_floating(kind)):
+        raise ValueError(f"{where}: column {name!r} has type {kind}; expected integers or lists")
+    row = 0
+    batches = file.iter_batches(batch_size=_CHUNK_ROWS, columns=[name])
+    while True:
+        try:
+            batch = next(batches, None)
+        except pa.ArrowException as err:
+            raise ValueError(f"{where}: near row {row}: cannot read: "
+                             f"{' '.join(str(err).split())}") from err
+        if batch is None:
+            break
+        values = batch.column(0)
+        if is_list:
+            values = pc.list_value_length(values)
+        if values.null_count:
+            i = int(np.argmax(values.is_null().to_numpy(zero_copy_only=False)))
+            raise ValueError(f"{where}: row {row + i}: missing value (null)")
+        counter.add_lengths(_as_length_array(values.to_numpy(zero_copy_only=False),
+                                             allow_zero=allow_zero, source=where,
+                                             first_row=row))
+        row += len(batch)
+    return row
+
+
+def _jsonl_lines(path: Path) -> Iterator[tuple[int, str]]:
+    with _open_text(path) as handle:
+        for number, line in enumerate(handle, start=1):
+            yield number, line
+
+
+def _read_jsonl(path: Path, counter: _Counter, field: str | None, allow_zero: bool) -> int:
+    where = str(path)
+    block: list[int] = []
+    block_start, number = 1, 0
+    for number, line in _jsonl_lines(path):
+        if not line.strip():
+            raise ValueError(f"{where}: line {number}: blank line")
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{where}: line {number}: not valid JSON ({err.msg})") from None
+        if not isinstance(obj, dict):
+            raise ValueError(f"{where}: line {number}: expected a JSON object, got "
+                             f"{type(obj).__name__}")
+        if field is None:
+            field = _pick_field(obj, where, number)
+        try:
+            value = obj[field]
+        except KeyError:
+            raise ValueError(f"{where}: line {number}: no field {field!r}; fields: "
+                             f"{', '.join(obj)}") from None
+        block.append(_json_length(value, field, where, number))
+        if len(block) == _CHUNK_ROWS // 16:
+            counter.add_lengths(_as_length_array(np.array(block, dtype=np.int64),
+                                                 allow_zero=allow_zero, source=where,
+                                                 first_row=block_start, unit="line"))
+            block, block_start = [], number + 1
+    if block:
+        counter.add_lengths(_as_length_array(np.array(block, dtype=np.int64),
+                                             allow_zero=allow_zero, source=where,
+                                             first_row=block_start, unit="line"))
+    return number
+
+
+def _pick_field(obj: dict[str, Any], where: str, number: int) -> str:
+    if len(obj) == 1:
+        return next(iter(obj))
+    raise ValueError(f"{where}: line {number}: {len(obj)} fields ({', '.join(obj)}); pass "
+                     "field= naming the length field")
+
+
+def _json_length(value: Any, field: str, where: str, number: int) -> int:
+    """An integer (or integral float) value, or the length of a list."""
+    kind = type(value)
+    if kind is int:
+        if value > _INT64_MAX:
+            raise ValueError(f"{where}: line {number}: length {value} is too large")
+        if value < -_INT64_MAX:
+            raise ValueError(f"{where}: line {number}: negative length {value}")
+        return value
+    if kind is list:
+        return len(value)
+    if kind is float:
+        if value != value or value in (float("inf"), float("-inf")):
+            raise ValueError(f"{where}: line {number}: length is {value!r}, not a number")
+        if not value.is_integer():
+            raise ValueError(f"{where}: line {number}: length {value!r} is not an integer")
+        if abs(value) >= 2.0**63:
+            raise ValueError(f"{where}: line {number}: length {value!r} is too large")
+        return int(value)
+    shown = json.dumps(value)
+    shown = shown if len(shown) <= 40 else shown[:37] + "..."
+    what = {bool: "a bool", type(None): "null", str: "a string", dict: "an object"}.get(kind, kind)
+    raise ValueError(f"{where}: line {number}: field {field!r} is {what} ({shown}); expected an "
+                     "integer or a list")
