@@ -1,0 +1,361 @@
+"""The command line: ``python -m analysis`` and the ``padding-workbench`` console script.
+
+Four subcommands, each a thin face over the engine::
+
+    padding-workbench summary  SRC [--column C | --field F] [--max-len N]
+    padding-workbench optimize SRC [--buckets K] [--batch-size B | --max-tokens T] [--method M]
+                               [--max-len N] [--edge-multiple M] [--json]
+    padding-workbench compare  SRC --edges E0,E1,... [--batch-size B | --max-tokens T]
+                               [--epochs N] [--seed S]
+    padding-workbench report   SRC --out DIR [--buckets K] [--batch-size B | --max-tokens T]
+                               [--max-len N] [--tokens-per-s X --reference-strategy S]
+
+``SRC`` is anything :func:`analysis.load_lengths` reads (a file or a glob).  Any error prints
+one line, ``padding-workbench: error: ...``, on stderr and exits with status 2 (set
+``PADDING_DEBUG=1`` to see the traceback instead).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shlex
+import sys
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pandas as pd
+
+__all__ = ["main", "build_parser", "DEFAULT_N_BUCKETS", "DEFAULT_BATCH_SIZE", "DEFAULT_METHOD",
+           "DEFAULT_EPOCHS", "DEFAULT_SEED", "METHODS"]
+
+PROG = "padding-workbench"
+DEFAULT_N_BUCKETS = 6
+DEFAULT_BATCH_SIZE = 8  # the case's setting (analysis.case.CASE_BATCH_SIZE)
+DEFAULT_METHOD = "optimal"
+DEFAULT_EPOCHS = 3
+DEFAULT_SEED = 1701
+METHODS = ("optimal", "greedy", "geometric", "equal_count", "equal_tokens")
+
+
+class CLIError(Exception):
+    """A user mistake found by the CLI itself (reported as one line, exit 2)."""
+
+
+# ---------------------------------------------------------------------------- parsing
+def _positive(text: str) -> int:
+    try:
+        value = int(text.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
+def _edges(text: str) -> list[int]:
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    try:
+        values = [int(p) for p in parts]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated integers like 0,770,1216,8192, got {text!r}") from None
+    if len(values) < 2:
+        raise argparse.ArgumentTypeError(f"need at least 2 edges (one bucket), got {text!r}")
+    return values
+
+
+class _Formatter(argparse.HelpFormatter):
+    """Show every default in --help (unless the help already states it)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if "default" in text.lower() or action.default in (None, False, argparse.SUPPRESS) \
+                or not action.option_strings:
+            return text
+        return f"{text} (default: %(default)s)"
+
+
+def _add_source(p: argparse.ArgumentParser) -> None:
+    p.add_argument("src", metavar="SRC",
+                   help="lengths: a file (csv, tsv, txt, npy, parquet, jsonl, ...) or a glob")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--column", metavar="C", default=None,
+                       help="column holding the lengths (tables); default: the loader's choice")
+    which.add_argument("--field", metavar="F", default=None,
+                       help="field holding the lengths (jsonl); default: the loader's choice")
+
+
+def _add_max_len(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--max-len", metavar="N", type=_positive, default=None,
+                   help="clip lengths at N tokens, as the trainer's truncation does "
+                        "(default: none, no clipping)")
+
+
+def _add_batch_rule(p: argparse.ArgumentParser) -> None:
+    rule = p.add_mutually_exclusive_group()
+    rule.add_argument("--batch-size", metavar="B", type=_positive, default=None,
+                      help=f"samples per batch (default: {DEFAULT_BATCH_SIZE}, the case's "
+                           "setting, unless --max-tokens is given)")
+    rule.add_argument("--max-tokens", metavar="T", type=_positive, default=None,
+                      help="token budget per batch: a bucket takes max(1, T // its upper edge) "
+                           "samples (default: none, use --batch-size)")
+
+
+def _add_buckets(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--buckets", metavar="K", type=_positive, default=DEFAULT_N_BUCKETS,
+                   help="number of buckets")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse parser of the whole CLI (also used by the docs and tests)."""
+    parser = argparse.ArgumentParser(
+        prog=PROG, formatter_class=_Formatter,
+        description="How much padding does your batching cost, and where should the bucket "
+                    "boundaries go?",
+        epilog="Errors print one line on stderr and exit with status 2.")
+    parser.add_argument("--quiet", action="store_true",
+                        help="no progress bars (default: off; bars show on a terminal)")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    p = sub.add_parser("summary", formatter_class=_Formatter,
+                       help="the distribution summary (and what clipping would cut)",
+                       description="Print the numbers a design review asks first: samples, "
+                                   "tokens, quantiles, the token share of the longest samples.")
+    _add_source(p)
+    _add_max_len(p)
+
+    p = sub.add_parser("optimize", formatter_class=_Formatter,
+                       help="the bucket plan: edges, batch sizes, expected efficiency",
+                       description="Place K bucket edges to minimise the expected padding.")
+    _add_source(p)
+    _add_buckets(p)
+    _add_batch_rule(p)
+    p.add_argument("--method", choices=METHODS, default=DEFAULT_METHOD,
+                   help="how to place the edges (optimal: the exact optimum; the others are "
+                        "the field's rules)")
+    _add_max_len(p)
+    p.add_argument("--edge-multiple", metavar="M", type=_positive, default=1,
+                   help="put edges at multiples of M (e.g. 64)")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON object (edges, batch_sizes, efficiency, padded_tokens, "
+                        "useful_tokens, method, exports) instead of tables (default: off)")
+
+    p = sub.add_parser("compare", formatter_class=_Formatter,
+                       help="the strategy table: random, sorted, bucketed... on given edges",
+                       description="Simulate epochs of every batching strategy and compare "
+                                   "their padding with the exact expectation.")
+    _add_source(p)
+    p.add_argument("--edges", metavar="E0,E1,...", type=_edges, required=True,
+                   help="bucket edges, e.g. 0,770,1216,1728,2432,3296,8192")
+    _add_batch_rule(p)
+    _add_max_len(p)
+    p.add_argument("--epochs", metavar="N", type=_positive, default=DEFAULT_EPOCHS,
+                   help="simulated epochs per strategy")
+    p.add_argument("--seed", metavar="S", type=int, default=DEFAULT_SEED,
+                   help="seed of the random generator")
+
+    p = sub.add_parser("report", formatter_class=_Formatter,
+                       help="run every notebook on SRC into DIR: notebooks, HTML, figures, "
+                            "recommendation.json",
+                       description="Execute notebooks/*.ipynb with papermill on SRC (never in "
+                                   "place) and write the executed notebooks, their HTML, every "
+                                   "figure as PNG and SVG, and recommendation.json into DIR.")
+    _add_source(p)
+    p.add_argument("--out", metavar="DIR", required=True, help="output folder (created)")
+    _add_buckets(p)
+    _add_batch_rule(p)
+    p.add_argument("--method", choices=METHODS, default=DEFAULT_METHOD,
+                   help="how to place the recommended edges")
+    _add_max_len(p)
+    p.add_argument("--seed", metavar="S", type=int, default=DEFAULT_SEED,
+                   help="seed passed to the notebooks")
+    p.add_argument("--tokens-per-s", metavar="X", type=_positive_float, default=None,
+                   help="measured throughput (useful tokens/s) of --reference-strategy, to "
+                        "predict the others' (default: none, no throughput prediction)")
+    p.add_argument("--reference-strategy", metavar="S", default=None,
+                   help="the strategy --tokens-per-s was measured with, e.g. sorted or random "
+                        "(default: none)")
+    return parser
+
+
+def _version() -> str:
+    from analysis import __version__
+    return __version__
+
+
+# ---------------------------------------------------------------------------- helpers
+def _batch_rule(args: argparse.Namespace) -> dict[str, int]:
+    if args.max_tokens is not None:
+        return {"max_tokens": args.max_tokens}
+    return {"batch_size": args.batch_size if args.batch_size is not None else DEFAULT_BATCH_SIZE}
+
+
+def _load(args: argparse.Namespace) -> Any:
+    from analysis import load_lengths
+    hist = load_lengths(args.src, column=args.column, field=args.field)
+    if getattr(args, "max_len", None) is not None:
+        hist = hist.clip(args.max_len)
+    return hist
+
+
+def _print_series(title: str, series: pd.Series, out: Any) -> None:
+    print(title, file=out)
+    width = max(len(str(k)) for k in series.index)
+    for key, value in series.items():
+        if isinstance(value, float):
+            text = f"{value:.4f}" if abs(value) < 1e6 else f"{value:,.0f}"
+        elif isinstance(value, int):
+            text = f"{value:,}"
+        else:
+            text = str(value)
+        print(f"  {str(key):<{width}}  {text}", file=out)
+
+
+def _frame_text(frame: pd.DataFrame) -> str:
+    with pd.option_context("display.precision", 4, "display.width", 200,
+                           "display.max_columns", 50):
+        return frame.to_string()
+
+
+# ---------------------------------------------------------------------------- commands
+def _cmd_summary(args: argparse.Namespace, out: Any) -> None:
+    from analysis import load_lengths
+    hist = load_lengths(args.src, column=args.column, field=args.field)
+    _print_series(f"Distribution of {args.src}", hist.summary(), out)
+    if args.max_len is not None:
+        print(file=out)
+        _print_series(f"Clipping at max_len = {args.max_len:,}", hist.clip_summary(args.max_len), out)
+
+
+def _cmd_optimize(args: argparse.Namespace, out: Any) -> None:
+    from analysis import optimize_edges
+    from analysis.exports import plan_dict
+    hist = _load(args)
+    plan = optimize_edges(hist, args.buckets, method=args.method,
+                          edge_multiple=args.edge_multiple, **_batch_rule(args))
+    if args.json:
+        print(json.dumps(plan_dict(plan), allow_nan=False), file=out)
+        return
+    rule = ", ".join(f"{k} = {v:,}" for k, v in _batch_rule(args).items())
+    print(f"{args.method} edges for {plan.n_buckets} buckets ({rule}"
+          f"{'' if args.max_len is None else f', max_len = {args.max_len:,}'}):", file=out)
+    print(f"  edges        {', '.join(map(str, plan.edges))}", file=out)
+    print(f"  batch sizes  {', '.join(map(str, plan.batch_sizes))}", file=out)
+    print(f"  efficiency   {plan.efficiency:.4f} (expected useful / padded tokens)", file=out)
+    print(f"  padded tokens {plan.padded_tokens:,.0f} for {plan.useful_tokens:,} useful", file=out)
+    print(file=out)
+    print(_frame_text(plan.to_frame()), file=out)
+
+
+def _cmd_compare(args: argparse.Namespace, out: Any) -> None:
+    import numpy as np
+
+    from analysis import check_edges, compare_strategies
+    hist = _load(args)
+    edges = check_edges(args.edges, hist)
+    table = compare_strategies(hist, rng=np.random.default_rng(args.seed), epochs=args.epochs,
+                               edges=edges, **_batch_rule(args))
+    rule = ", ".join(f"{k} = {v:,}" for k, v in _batch_rule(args).items())
+    print(f"Strategies on edges {','.join(map(str, edges))} ({rule}, {args.epochs} epochs, "
+          f"seed {args.seed}):", file=out)
+    print(_frame_text(table), file=out)
+
+
+def _cmd_report(args: argparse.Namespace, out: Any, argv: Sequence[str]) -> None:
+    from analysis.report import run_report
+    if (args.tokens_per_s is None) != (args.reference_strategy is None):
+        raise CLIError("--tokens-per-s and --reference-strategy go together (give both or neither)")
+    rule = _batch_rule(args)
+    result = run_report(
+        args.src, args.out, n_buckets=args.buckets, batch_size=rule.get("batch_size"),
+        max_tokens=rule.get("max_tokens"), max_len=args.max_len, method=args.method,
+        column=args.column, field=args.field, seed=args.seed, tokens_per_s=args.tokens_per_s,
+        reference_strategy=args.reference_strategy, quiet=args.quiet,
+        command=_command_line(argv))
+    print(f"report written to {result.out_dir} ({len(result.files)} files):", file=out)
+    for path in result.files:
+        print(f"  {path.relative_to(result.out_dir)}", file=out)
+
+
+def _command_line(argv: Sequence[str] | None) -> str:
+    """The exact command line, as a shell would need it to re-run."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    return shlex.join([PROG, *args])
+
+
+@contextlib.contextmanager
+def _quiet_env(quiet: bool) -> Iterator[None]:
+    """Set ``PADDING_QUIET=1`` while running (bars off here and in notebook kernels)."""
+    if not quiet:
+        yield
+        return
+    old = os.environ.get("PADDING_QUIET")
+    os.environ["PADDING_QUIET"] = "1"
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("PADDING_QUIET", None)
+        else:
+            os.environ["PADDING_QUIET"] = old
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    if isinstance(exc, KeyError):
+        text = f"missing key or column {text}"
+    elif isinstance(exc, FileNotFoundError) and exc.filename:
+        text = f"{exc.filename}: no such file or directory"
+    elif not isinstance(exc, ValueError | CLIError | OSError):
+        text = f"{type(exc).__name__}: {text}"
+    return " ".join(text.split())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI on ``argv`` (default ``sys.argv[1:]``); return the exit status.
+
+    Examples
+    --------
+    >>> main(["--version"])  # doctest: +ELLIPSIS
+    padding-workbench ...
+    0
+    """
+    parser = build_parser()
+    try:
+        args = parser.parse_args(None if argv is None else list(argv))
+    except SystemExit as exc:  # argparse: --help, --version, usage errors (status 2)
+        return int(exc.code or 0) if not isinstance(exc.code, str) else 2
+    out = sys.stdout
+    try:
+        with _quiet_env(args.quiet):
+            if args.command == "summary":
+                _cmd_summary(args, out)
+            elif args.command == "optimize":
+                _cmd_optimize(args, out)
+            elif args.command == "compare":
+                _cmd_compare(args, out)
+            else:
+                _cmd_report(args, out, sys.argv[1:] if argv is None else argv)
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # one line, never a traceback for a user mistake
+        if os.environ.get("PADDING_DEBUG"):
+            raise
+        print(f"{PROG}: error: {_one_line(exc)}", file=sys.stderr)
+        return 2
+    return 0
