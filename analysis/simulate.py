@@ -1,3 +1,358 @@
-"""Placeholder: being written (see the issues)."""
+"""Simulate epochs of a batching strategy and measure them: padding, steps, randomness.
 
-__all__: list[str] = []
+:func:`simulate` builds real epochs with :mod:`analysis.strategies` and records every batch;
+:func:`compare_strategies` runs several strategies on the same data and puts the simulated
+metrics beside the exact expectation from :func:`analysis.waste.expected_padding` where one
+exists.
+
+Metrics of one epoch (columns of ``SimulationResult.epochs``):
+
+- ``efficiency``: useful tokens / padded tokens; ``useful_tokens``, ``padded_tokens``,
+  ``waste_tokens`` (exact ints).  A batch's padded tokens are ``size * longest`` with the
+  longest rounded up to ``pad_to_multiple_of``; a ``packing`` bin costs ``max_tokens``.
+- ``batches``; ``steps``: optimizer steps, ``ceil(batches / world_size)``.  Consecutive
+  batches go to ranks ``0, 1, ..., world_size - 1`` round-robin; one step is one batch per rank.
+- ``tokens_per_step_mean`` / ``tokens_per_step_cv``: useful tokens per optimizer step (all
+  ranks), their mean and coefficient of variation (population std / mean).  A large CV means
+  the loss is averaged over very different token counts from step to step.
+- ``within_batch_cv``: the mean over batches of the coefficient of variation of the lengths
+  inside a batch (population std / mean; 0 for a one-sample batch).  Low = batches of
+  look-alike samples.
+- ``lag1_autocorr``: Pearson correlation between successive batches' mean lengths, in
+  consumption order (NaN when undefined).  Near 0 = batch order carries no length pattern.
+- ``composition_repeat``: share of this epoch's batches whose exact set of samples already
+  formed a batch in an earlier epoch (0 for the first epoch; 1 for ``sorted`` afterwards,
+  ~0 for ``random``).  Batches are compared by a 64-bit set hash (the wrapping sum of a
+  SplitMix64 mix of each index), so the chance of a false match is ~1e-10 per epoch pair.
+- ``straggler_factor`` (only when ``world_size > 1``): the mean over steps of the slowest
+  rank's padded tokens over the mean of the ranks' padded tokens (ranks that got a batch in
+  that step).  1 = balanced; the step waits for its slowest rank.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analysis.lengths import LengthHistogram, _positive_int
+from analysis.strategies import STRATEGIES, EpochBuilder, epoch_builder, sorted_padding
+from analysis.waste import expected_padding
+
+__all__ = ["SimulationResult", "simulate", "compare_strategies", "EPOCH_METRICS"]
+
+#: Columns of ``SimulationResult.epochs`` that are averaged over epochs in summaries.
+EPOCH_METRICS = ("efficiency", "waste_tokens", "batches", "steps", "tokens_per_step_mean",
+                 "tokens_per_step_cv", "within_batch_cv", "lag1_autocorr", "composition_repeat",
+                 "straggler_factor")
+_BATCH_COLUMNS = ("epoch", "step", "rank", "bucket", "size", "longest", "useful", "padded")
+_MASK64 = (1 << 64) - 1
+
+
+@dataclass(frozen=True, eq=False)
+class SimulationResult:
+    """Every batch of a simulation, and the metrics of each epoch.
+
+    Attributes
+    ----------
+    strategy : str
+    batches : pandas.DataFrame
+        One row per batch, in consumption order: ``epoch, step, rank, bucket, size,
+        longest, useful, padded`` (all ``int64``; ``bucket`` is -1 unless ``bucketed``).
+    epochs : pandas.DataFrame
+        One row per epoch (index ``epoch``, from 1): the metrics described in
+        :mod:`analysis.simulate` (``straggler_factor`` only when ``world_size > 1``).
+    world_size, pad_to_multiple_of : int
+    batch_sizes : tuple of int
+        Samples per batch used (one per bucket for ``bucketed``; empty for
+        ``token_budget`` and ``packing``).
+    """
+
+    strategy: str
+    batches: pd.DataFrame
+    epochs: pd.DataFrame
+    world_size: int
+    pad_to_multiple_of: int
+    batch_sizes: tuple[int, ...]
+
+    @property
+    def n_epochs(self) -> int:
+        """Number of simulated epochs."""
+        return len(self.epochs)
+
+    @property
+    def useful_tokens(self) -> int:
+        """Useful tokens over all epochs (exact ``int``)."""
+        return sum(self.epochs["useful_tokens"].tolist())
+
+    @property
+    def padded_tokens(self) -> int:
+        """Padded tokens over all epochs (exact ``int``)."""
+        return sum(self.epochs["padded_tokens"].tolist())
+
+    @property
+    def waste_tokens(self) -> int:
+        """Padding over all epochs (exact ``int``)."""
+        return self.padded_tokens - self.useful_tokens
+
+    @property
+    def efficiency(self) -> float:
+        """Useful over padded tokens, all epochs pooled."""
+        return self.useful_tokens / self.padded_tokens
+
+    def summary(self) -> pd.Series:
+        """Means over epochs of the epoch metrics, plus the exact pooled totals."""
+        cols = [c for c in EPOCH_METRICS if c in self.epochs.columns]
+        out: dict[str, Any] = {"strategy": self.strategy, "epochs": self.n_epochs}
+        out.update({c: float(self.epochs[c].mean()) for c in cols})
+        out.update(useful_tokens=self.useful_tokens, padded_tokens=self.padded_tokens)
+        return pd.Series(out, dtype=object, name=self.strategy)
+
+    def to_frame(self) -> pd.DataFrame:
+        """The per-epoch table (a copy of :attr:`epochs`)."""
+        return self.epochs.copy()
+
+
+def simulate(lengths: LengthHistogram | Sequence[int] | np.ndarray, strategy: str, *,
+             rng: np.random.Generator, epochs: int = 1, batch_size: int | None = None,
+             max_tokens: int | None = None, edges: Sequence[int] | None = None,
+             world_size: int = 1, pad_to_multiple_of: int = 1, padding_noise: float = 0.1,
+             mega_batch_mult: int | None = None) -> SimulationResult:
+    """Run ``epochs`` epochs of ``strategy`` and measure every batch.
+
+    Parameters
+    ----------
+    lengths : LengthHistogram or array of int
+        Per-sample lengths, or a histogram (expanded: sample ``i`` is the ``i``-th shortest).
+    strategy : str
+        One of :data:`analysis.strategies.STRATEGIES`.
+    rng : numpy.random.Generator
+        The only source of randomness (same seed, same result).
+    epochs : int, default 1
+    batch_size, max_tokens, edges, padding_noise, mega_batch_mult
+        The batch rule and strategy options, as in :func:`analysis.strategies.epoch_builder`.
+    world_size : int, default 1
+        Data-parallel ranks: consecutive batches go to ranks round-robin.
+    pad_to_multiple_of : int, default 1
+        A batch's longest is rounded up to a multiple of this (not for ``packing``).
+
+    Returns
+    -------
+    SimulationResult
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis import simulate
+    >>> res = simulate([1, 2, 3, 4, 5, 6], "sorted", rng=np.random.default_rng(0),
+    ...                epochs=2, batch_size=2)
+    >>> res.useful_tokens, res.padded_tokens      # batches {1,2} {3,4} {5,6}, twice
+    (42, 48)
+    >>> res.epochs[["efficiency", "steps", "composition_repeat"]]
+           efficiency  steps  composition_repeat
+    epoch
+    1           0.875      3                 0.0
+    2           0.875      3                 1.0
+    """
+    if not isinstance(rng, np.random.Generator):
+        raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    epochs = _positive_int(epochs, "epochs")
+    world_size = _positive_int(world_size, "world_size")
+    multiple = _positive_int(pad_to_multiple_of, "pad_to_multiple_of")
+    builder = epoch_builder(lengths, strategy, batch_size=batch_size, max_tokens=max_tokens,
+                            edges=edges, padding_noise=padding_noise,
+                            mega_batch_mult=mega_batch_mult)
+    n = builder.lengths.size
+    mixed = _splitmix64(np.arange(n, dtype=np.uint64))
+    seen = np.empty(0, dtype=np.uint64)
+    frames, rows = [], []
+    for e in range(1, epochs + 1):
+        batch_frame, row, hashes = _measure_epoch(builder, builder.epoch(rng), e, world_size,
+                                                  multiple, mixed, seen)
+        seen = np.union1d(seen, hashes)
+        frames.append(batch_frame)
+        rows.append(row)
+    batches = pd.concat(frames, ignore_index=True)
+    table = pd.DataFrame(rows).set_index("epoch")
+    return SimulationResult(strategy, batches, table, world_size, multiple, builder.batch_sizes)
+
+
+def _splitmix64(x: np.ndarray) -> np.ndarray:
+    """SplitMix64 finaliser, elementwise on ``uint64`` (wrapping arithmetic)."""
+    z = x + np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+def _measure_epoch(builder: EpochBuilder, epoch: Any, number: int, world_size: int, multiple: int,
+                   mixed: np.ndarray, seen: np.ndarray) -> tuple[pd.DataFrame, dict[str, Any], np.ndarray]:
+    """Per-batch table, per-epoch metrics and batch hashes of one epoch."""
+    starts = epoch.offsets[:-1]
+    size = np.diff(epoch.offsets)
+    lengths = builder.lengths[epoch.indices]
+    longest = np.maximum.reduceat(lengths, starts)
+    useful = np.add.reduceat(lengths, starts)
+    if builder.strategy == "packing":
+        padded = np.full(size.size, builder.max_tokens, dtype=np.int64)
+    else:
+        padded = size * (-(-longest // multiple) * multiple)
+    n_batches = size.size
+    position = np.arange(n_batches, dtype=np.int64)
+    step, rank = position // world_size, position % world_size
+    frame = pd.DataFrame({
+        "epoch": np.full(n_batches, number, dtype=np.int64), "step": step, "rank": rank,
+        "bucket": epoch.buckets.astype(np.int64), "size": size, "longest": longest,
+        "useful": useful, "padded": padded,
+    })
+
+    useful_total = sum(useful.tolist())
+    padded_total = sum(padded.tolist())
+    step_starts = np.arange(0, n_batches, world_size, dtype=np.int64)
+    per_step = np.add.reduceat(useful, step_starts).astype(float)
+    hashes = np.add.reduceat(mixed[epoch.indices], starts) ^ _splitmix64(size.astype(np.uint64))
+    row: dict[str, Any] = {
+        "epoch": number,
+        "efficiency": useful_total / padded_total,
+        "useful_tokens": useful_total,
+        "padded_tokens": padded_total,
+        "waste_tokens": padded_total - useful_total,
+        "batches": n_batches,
+        "steps": int(step_starts.size),
+        "tokens_per_step_mean": float(per_step.mean()),
+        "tokens_per_step_cv": _cv(per_step),
+        "within_batch_cv": _within_batch_cv(lengths, starts, size, useful),
+        "lag1_autocorr": _lag1_autocorr(useful / size),
+        "composition_repeat": float(np.isin(hashes, seen).mean()) if number > 1 else 0.0,
+    }
+    if world_size > 1:
+        slowest = np.maximum.reduceat(padded, step_starts).astype(float)
+        ranks = np.diff(np.append(step_starts, n_batches)).astype(float)
+        mean = np.add.reduceat(padded, step_starts) / ranks
+        row["straggler_factor"] = float(np.mean(slowest / mean))
+    return frame, row, np.unique(hashes)
+
+
+def _cv(x: np.ndarray) -> float:
+    """Population coefficient of variation (NaN when the mean is 0)."""
+    mean = float(x.mean())
+    return float(x.std()) / mean if mean else float("nan")
+
+
+def _within_batch_cv(lengths: np.ndarray, starts: np.ndarray, size: np.ndarray,
+                     useful: np.ndarray) -> float:
+    """Mean over batches of std/mean of the lengths in the batch (population std).
+
+    ``std / mean = sqrt(size * sum(L**2) - sum(L)**2) / sum(L)``, computed exactly in
+    ``int64`` when it cannot overflow.
+    """
+    top = int(lengths.max())
+    if int(size.max()) ** 2 * top * top < 2**62:
+        sq = np.add.reduceat(lengths * lengths, starts)
+        spread = (size * sq - useful * useful).astype(float)
+    else:  # pragma: no cover - batches of more than ~10^4 samples of ~10^5 tokens
+        lf = lengths.astype(float)
+        sq = np.add.reduceat(lf * lf, starts)
+        spread = np.maximum(size * sq - useful.astype(float) ** 2, 0.0)
+    return float(np.mean(np.sqrt(spread) / useful))
+
+
+def _lag1_autocorr(x: np.ndarray) -> float:
+    """Pearson correlation of ``x[:-1]`` and ``x[1:]`` (NaN when undefined)."""
+    if x.size < 3:
+        return float("nan")
+    a, b = x[:-1] - x[:-1].mean(), x[1:] - x[1:].mean()
+    den = math.sqrt(float(a @ a) * float(b @ b))
+    return float(a @ b) / den if den > 0 else float("nan")
+
+
+def compare_strategies(lengths: LengthHistogram | Sequence[int] | np.ndarray, *,
+                       rng: np.random.Generator, edges: Sequence[int], epochs: int = 3,
+                       batch_size: int | None = None, max_tokens: int | None = None,
+                       pad_to_multiple_of: int = 1, strategies: Sequence[str] | None = None,
+                       world_size: int = 1) -> pd.DataFrame:
+    """Simulate several strategies on the same data: one row per strategy.
+
+    The fixed-size strategies (``sorted``, ``random``, ``bucketed``, ``length_grouped``)
+    use ``batch_size`` when given, else ``max_tokens``.  The token strategies
+    (``token_budget``, ``packing``) use ``max_tokens``; when only ``batch_size`` is given they
+    get ``max_tokens = batch_size * edges[-1]``, the memory of a full batch of the longest
+    bucket, so every row fits the same activation budget.  The ``batch rule`` column says
+    which rule each row used.
+
+    Columns: ``batch rule``, the epoch metrics of :func:`simulate` averaged over epochs
+    (``efficiency``, ``waste_tokens``, ``batches``, ``steps``, ``tokens_per_step_mean``,
+    ``tokens_per_step_cv``, ``within_batch_cv``, ``lag1_autocorr``, ``composition_repeat``,
+    and ``straggler_factor`` when ``world_size > 1``), and ``expected_efficiency``: the
+    exact value where one exists (``random``: one bucket, :func:`~analysis.waste.expected_padding`;
+    ``bucketed``: ``expected_padding`` with ``edges``; ``sorted``: deterministic,
+    :func:`~analysis.strategies.sorted_padding`), NaN otherwise.  Strategies run in
+    :data:`~analysis.strategies.STRATEGIES` order with one ``rng`` passed down.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis import compare_strategies
+    >>> lengths = np.random.default_rng(0).integers(1, 100, size=400)
+    >>> table = compare_strategies(lengths, rng=np.random.default_rng(1), edges=[0, 30, 60, 99],
+    ...                            batch_size=4, strategies=["sorted", "random", "packing"])
+    >>> table.index.tolist(), table.loc["packing", "batch rule"]
+    (['sorted', 'random', 'packing'], 'max_tokens=396')
+    >>> bool(table.loc["sorted", "efficiency"] == table.loc["sorted", "expected_efficiency"])
+    True
+    """
+    names = list(STRATEGIES if strategies is None else strategies)
+    for name in names:
+        if name not in STRATEGIES:
+            raise ValueError(f"unknown strategy {name!r}; choose one of {', '.join(STRATEGIES)}")
+    hist = lengths if isinstance(lengths, LengthHistogram) else LengthHistogram.from_lengths(lengths)
+    per_sample = hist.expand() if isinstance(lengths, LengthHistogram) else lengths
+    if batch_size is None and max_tokens is None:
+        raise ValueError("give batch_size, max_tokens or both")
+    if batch_size is not None:
+        batch_size = _positive_int(batch_size, "batch_size")
+    token_budget = max_tokens if max_tokens is not None else batch_size * int(edges[-1])
+    multiple = _positive_int(pad_to_multiple_of, "pad_to_multiple_of")
+    rows = []
+    for name in names:
+        if name in ("token_budget", "packing"):
+            rule = {"max_tokens": token_budget}
+        else:
+            rule = {"batch_size": batch_size} if batch_size is not None else {"max_tokens": max_tokens}
+        res = simulate(per_sample, name, rng=rng, epochs=epochs, edges=edges, world_size=world_size,
+                       pad_to_multiple_of=multiple, **rule)
+        row = res.summary().drop(["strategy", "epochs", "useful_tokens", "padded_tokens"])
+        row = pd.concat([pd.Series({"batch rule": "{}={}".format(*next(iter(rule.items())))},
+                                   dtype=object), row])
+        row["expected_efficiency"] = _expected_efficiency(name, hist, edges, res, multiple, rule)
+        rows.append(row.rename(name))
+    table = pd.DataFrame(rows)
+    for col in table.columns.drop("batch rule"):
+        table[col] = table[col].astype(float)
+    table.index.name = "strategy"
+    return table
+
+
+def _expected_efficiency(name: str, hist: LengthHistogram, edges: Sequence[int],
+                         res: SimulationResult, multiple: int, rule: dict[str, int]) -> float:
+    """The exact (expected) efficiency of ``name``, or NaN when there is no closed form."""
+    if name == "sorted":
+        useful, padded, _ = sorted_padding(hist, res.batch_sizes[0], pad_to_multiple_of=multiple)
+        return useful / padded
+    if name == "random":
+        return expected_padding(hist, [hist.min - 1, hist.max], batch_size=res.batch_sizes[0],
+                                pad_to_multiple_of=multiple).efficiency
+    if name == "bucketed":
+        return expected_padding(hist, edges, pad_to_multiple_of=multiple, **rule).efficiency
+    return float("nan")
+
+
+# ``analysis/__init__.py`` star-imports this module, which rebinds ``analysis.simulate`` from
+# the module to the function of the same name, and then reads ``simulate.__all__``: give the
+# function the module's export list so that lookup works (the module stays importable as
+# ``analysis.simulate`` through ``sys.modules``).
+simulate.__all__ = __all__  # type: ignore[attr-defined]

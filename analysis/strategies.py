@@ -1,3 +1,491 @@
-"""Placeholder: being written (see the issues)."""
+"""Batching strategies: real epochs of index batches built from per-sample lengths.
 
-__all__: list[str] = []
+Every strategy turns per-sample ``lengths`` and an explicit ``rng`` into one epoch: a
+sequence of batches, each an ``int64`` array of sample indices, in the order a trainer
+would consume them.  Every sample appears exactly once per epoch.
+
+=================  ==========================================================================
+strategy           what it does (and who does it)
+=================  ==========================================================================
+``sorted``         stable sort by length, cut batches from the shortest, shuffle only the
+                   *order* of the batches each epoch: the same compositions every epoch
+                   (fairseq, ESPnet).
+``random``         a random permutation cut into batches (PyTorch ``DataLoader(shuffle=True)``).
+``bucketed``       the case's bucketed shuffle: shuffle inside each bucket of ``edges``, cut
+                   batches of that bucket's batch size, interleave all buckets' batches in a
+                   random order.
+``length_grouped`` Hugging Face ``Trainer(group_by_length=True)``: a permutation split into
+                   megabatches of ``mega_batch_mult * batch_size`` samples (HF's default
+                   ``min(n // (4 * batch_size), 50)``, at least 1), each stably sorted by length
+                   descending; the longest sample is swapped to the very first position (HF
+                   does this so an out-of-memory error shows up at step 1); then cut into
+                   batches of ``batch_size``.  This replicates ``get_length_grouped_indices``.
+``token_budget``   AllenNLP-style: sort by ``length * (1 + U(-padding_noise, padding_noise))``
+                   (fresh noise each epoch), fill each batch while
+                   ``(size + 1) * longest <= max_tokens``, shuffle batch order.  Needs
+                   ``max_tokens``; a sample longer than ``max_tokens`` goes alone in its batch.
+``packing``        first-fit-decreasing packing into bins of ``max_tokens`` (no padding inside
+                   a bin, a bin costs ``max_tokens``).  Needs ``max_tokens``; which samples of
+                   a given length fill which bin, and the order of bins, are random per epoch.
+=================  ==========================================================================
+
+The batch rule is ``batch_size`` or ``max_tokens`` (exactly one).  ``bucketed`` with
+``max_tokens`` uses :func:`~analysis.waste.bucket_batch_sizes` (``max(1, max_tokens //
+upper_edge)`` per bucket).  The other fixed-size strategies (``sorted``, ``random``,
+``length_grouped``) with ``max_tokens`` use one batch size for the whole epoch,
+``max(1, max_tokens // longest sample)``: the size that never exceeds the budget, which is
+what a fixed-size loader under a memory budget must use.
+
+An epoch is stored flat (:class:`Epoch`: ``indices`` plus batch ``offsets``) so a
+902,087-sample epoch is built with a handful of vectorised NumPy calls;
+``Epoch.batches()`` gives the list of arrays.  :class:`EpochBuilder` does the per-dataset
+work once (sorting, bucket assignment, the packing plan) and then builds any number of
+epochs, which is how :func:`analysis.simulate` uses it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from analysis.lengths import LengthHistogram, _as_length_array, _positive_int
+from analysis.waste import bucket_batch_sizes, bucket_index, check_batch_rule, check_edges
+
+__all__ = ["STRATEGIES", "Epoch", "EpochBuilder", "epoch_builder", "build_epoch",
+           "sorted_padding", "ffd_plan"]
+
+#: Every strategy name, in the order tables and figures show them.
+STRATEGIES = ("sorted", "random", "bucketed", "length_grouped", "token_budget", "packing")
+_NEEDS_MAX_TOKENS = ("token_budget", "packing")
+
+
+@dataclass(frozen=True, eq=False)
+class Epoch:
+    """One epoch of batches, stored flat.
+
+    Parameters
+    ----------
+    indices : numpy.ndarray
+        Sample indices (``int64``) of all batches, concatenated in consumption order; every
+        sample appears exactly once.
+    offsets : numpy.ndarray
+        ``int64``, ``n_batches + 1`` values: batch ``b`` is ``indices[offsets[b]:offsets[b+1]]``.
+    buckets : numpy.ndarray
+        ``int64`` bucket of each batch (``bucketed`` only; ``-1`` for the other strategies).
+    strategy : str
+        The strategy that built it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis import build_epoch
+    >>> ep = build_epoch([5, 1, 4, 2, 3], "sorted", rng=np.random.default_rng(0), batch_size=2)
+    >>> sorted(b.tolist() for b in ep.batches())
+    [[0], [1, 3], [4, 2]]
+    >>> len(ep), ep.sizes.tolist() in ([2, 2, 1], [2, 1, 2], [1, 2, 2])
+    (3, True)
+    """
+
+    indices: np.ndarray
+    offsets: np.ndarray
+    buckets: np.ndarray
+    strategy: str
+
+    def __len__(self) -> int:
+        return int(self.offsets.size - 1)
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        return iter(self.batches())
+
+    @property
+    def sizes(self) -> np.ndarray:
+        """Samples in each batch (``int64``)."""
+        return np.diff(self.offsets)
+
+    def batches(self) -> list[np.ndarray]:
+        """The epoch as a list of ``int64`` index arrays, in consumption order."""
+        return np.split(self.indices, self.offsets[1:-1])
+
+
+@dataclass(frozen=True, eq=False)
+class EpochBuilder:
+    """A strategy prepared for one dataset: call :meth:`epoch` once per epoch.
+
+    Make one with :func:`epoch_builder`.  Attributes: ``strategy``, ``lengths`` (per-sample,
+    ``int64``), ``hist`` (their :class:`~analysis.lengths.LengthHistogram`), ``batch_size``
+    / ``max_tokens`` (the batch rule as given), ``edges`` (``bucketed`` only),
+    ``batch_sizes`` (samples per batch: one value, or one per bucket for ``bucketed``;
+    empty for ``token_budget`` and ``packing``), ``padding_noise``, ``mega_batch_mult``.
+    """
+
+    strategy: str
+    lengths: np.ndarray
+    hist: LengthHistogram
+    batch_size: int | None
+    max_tokens: int | None
+    edges: tuple[int, ...] | None
+    batch_sizes: tuple[int, ...]
+    padding_noise: float
+    mega_batch_mult: int | None
+    _state: dict[str, Any] = field(repr=False)
+
+    def epoch(self, rng: np.random.Generator) -> Epoch:
+        """Build one epoch with ``rng`` (the only source of randomness)."""
+        if not isinstance(rng, np.random.Generator):
+            raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+        return _EPOCH_FUNCS[self.strategy](self, rng)
+
+
+def epoch_builder(lengths: Sequence[int] | np.ndarray, strategy: str, *,
+                  batch_size: int | None = None, max_tokens: int | None = None,
+                  edges: Sequence[int] | None = None, padding_noise: float = 0.1,
+                  mega_batch_mult: int | None = None) -> EpochBuilder:
+    """Prepare ``strategy`` for per-sample ``lengths`` (the per-dataset work, done once).
+
+    Parameters
+    ----------
+    lengths : array-like of int
+        Per-sample lengths (positive integers), 1-D.
+    strategy : str
+        One of :data:`STRATEGIES`.
+    batch_size, max_tokens : int, optional
+        The batch rule: exactly one, except ``token_budget`` and ``packing`` which need
+        ``max_tokens`` (and ignore nothing: passing ``batch_size`` to them is an error).
+    edges : sequence of int, optional
+        Bucket edges, required by ``bucketed`` (must cover the data), ignored otherwise.
+    padding_noise : float
+        ``token_budget`` only: the relative noise on the sort key (AllenNLP's default 0.1).
+    mega_batch_mult : int, optional
+        ``length_grouped`` only: megabatch size in batches (default as Hugging Face:
+        ``min(n // (4 * batch_size), 50)``, at least 1).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> b = epoch_builder([10, 20, 30, 40], "bucketed", batch_size=2, edges=[0, 25, 40])
+    >>> b.batch_sizes
+    (2, 2)
+    >>> ep = b.epoch(np.random.default_rng(1))
+    >>> sorted(sorted(x.tolist()) for x in ep.batches()), sorted(ep.buckets.tolist())
+    ([[0, 1], [2, 3]], [0, 1])
+    >>> epoch_builder([1, 2], "shuffled", batch_size=2)
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown strategy 'shuffled'; choose one of sorted, random, bucketed, length_grouped, token_budget, packing
+    """
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
+    arr = _as_length_array(lengths.expand() if isinstance(lengths, LengthHistogram) else lengths,
+                           allow_zero=False, source="lengths")
+    if arr.size == 0:
+        raise ValueError("lengths is empty: no samples")
+    arr.setflags(write=False)
+    hist = LengthHistogram.from_lengths(arr)
+    if strategy in _NEEDS_MAX_TOKENS:
+        if max_tokens is None or batch_size is not None:
+            raise ValueError(f"strategy {strategy!r} needs max_tokens (and no batch_size)")
+    batch_size, max_tokens = check_batch_rule(batch_size, max_tokens)
+    if not isinstance(padding_noise, int | float) or not 0 <= padding_noise < 1:
+        raise ValueError(f"padding_noise must be in [0, 1), got {padding_noise!r}")
+    if mega_batch_mult is not None:
+        mega_batch_mult = _positive_int(mega_batch_mult, "mega_batch_mult")
+    edges_out = None
+    if strategy == "bucketed":
+        if edges is None:
+            raise ValueError("strategy 'bucketed' needs edges")
+        edges_out = tuple(check_edges(edges, hist))
+        sizes = tuple(bucket_batch_sizes(edges_out, batch_size=batch_size, max_tokens=max_tokens))
+    elif strategy in _NEEDS_MAX_TOKENS:
+        sizes = ()
+    else:
+        sizes = (batch_size if batch_size is not None else max(1, max_tokens // hist.max),)
+    builder = EpochBuilder(strategy, arr, hist, batch_size, max_tokens, edges_out, sizes,
+                           float(padding_noise), mega_batch_mult, {})
+    _PREPARE_FUNCS[strategy](builder)
+    return builder
+
+
+def build_epoch(lengths: Sequence[int] | np.ndarray, strategy: str, *, rng: np.random.Generator,
+                batch_size: int | None = None, max_tokens: int | None = None,
+                edges: Sequence[int] | None = None, padding_noise: float = 0.1,
+                mega_batch_mult: int | None = None) -> Epoch:
+    """One epoch of ``strategy`` over per-sample ``lengths``; see :func:`epoch_builder`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> ep = build_epoch([3, 9, 4, 8, 2], "packing", rng=np.random.default_rng(0), max_tokens=12)
+    >>> sorted(sorted(b.tolist()) for b in ep.batches())
+    [[0, 1], [2, 3], [4]]
+    """
+    return epoch_builder(lengths, strategy, batch_size=batch_size, max_tokens=max_tokens,
+                         edges=edges, padding_noise=padding_noise,
+                         mega_batch_mult=mega_batch_mult).epoch(rng)
+
+
+def sorted_padding(hist: LengthHistogram, batch_size: int, *,
+                   pad_to_multiple_of: int = 1) -> tuple[int, int, int]:
+    """Exact ``(useful_tokens, padded_tokens, n_batches)`` of the ``sorted`` strategy.
+
+    Sorted batching is deterministic up to batch order: batch ``j`` holds the sorted
+    samples ``j*B .. (j+1)*B - 1``, so its longest is the sorted sample at position
+    ``min((j+1)*B, n) - 1``.  Computed on the histogram, in ``O(n / B)``.
+
+    Examples
+    --------
+    >>> h = LengthHistogram.from_lengths([1, 2, 3, 4, 5])
+    >>> sorted_padding(h, 2)          # batches [1,2] [3,4] [5]: padded 4 + 8 + 5
+    (15, 17, 3)
+    >>> sorted_padding(h, 2, pad_to_multiple_of=4)
+    (15, 24, 3)
+    """
+    batch_size = _positive_int(batch_size, "batch_size")
+    multiple = _positive_int(pad_to_multiple_of, "pad_to_multiple_of")
+    n = hist.n_samples
+    n_batches = -(-n // batch_size)
+    last = np.minimum(np.arange(1, n_batches + 1, dtype=np.int64) * batch_size, n) - 1
+    longest = hist.lengths[np.searchsorted(hist.cumulative_counts(), last, side="right")]
+    longest = -(-longest // multiple) * multiple
+    sizes = np.full(n_batches, batch_size, dtype=np.int64)
+    sizes[-1] = n - batch_size * (n_batches - 1)
+    padded = sum((sizes * longest).tolist())
+    return hist.total_tokens, padded, n_batches
+
+
+# ---------------------------------------------------------------------------- helpers
+def _gather(order: np.ndarray, offsets: np.ndarray, perm: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Reorder the batches ``order[offsets[b]:offsets[b+1]]`` as ``perm`` says (O(n), no sort)."""
+    sizes = np.diff(offsets)[perm]
+    new_offsets = np.zeros(perm.size + 1, dtype=np.int64)
+    np.cumsum(sizes, out=new_offsets[1:])
+    shift = np.repeat(offsets[:-1][perm] - new_offsets[:-1], sizes)
+    return order[np.arange(order.size, dtype=np.int64) + shift], new_offsets
+
+
+def _even_offsets(n: int, size: int) -> np.ndarray:
+    """Offsets cutting ``n`` samples into batches of ``size`` (last one shorter)."""
+    return np.append(np.arange(0, n, size, dtype=np.int64), np.int64(n))
+
+
+def _small_keys(values: np.ndarray) -> np.ndarray:
+    """``values`` (non-negative ints) in the narrowest unsigned dtype, so a stable argsort
+    of them is a radix sort (NumPy does that for 16-bit keys and narrower)."""
+    top = int(values.max()) if values.size else 0
+    for dtype in (np.uint8, np.uint16, np.uint32):
+        if top <= np.iinfo(dtype).max:
+            return values.astype(dtype)
+    return values.astype(np.uint64)
+
+
+def _stable_order(keys: np.ndarray) -> np.ndarray:
+    """Stable ascending argsort of non-negative integer ``keys`` as ``int64``."""
+    return np.argsort(_small_keys(keys), kind="stable").astype(np.int64, copy=False)
+
+
+def _no_buckets(n_batches: int) -> np.ndarray:
+    return np.full(n_batches, -1, dtype=np.int64)
+
+
+# ---------------------------------------------------------------------------- strategies
+def _prepare_sorted(b: EpochBuilder) -> None:
+    order = _stable_order(b.lengths)
+    b._state["order"] = order
+    b._state["offsets"] = _even_offsets(order.size, b.batch_sizes[0])
+
+
+def _epoch_sorted(b: EpochBuilder, rng: np.random.Generator) -> Epoch:
+    offsets = b._state["offsets"]
+    perm = rng.permutation(offsets.size - 1)
+    indices, new_offsets = _gather(b._state["order"], offsets, perm)
+    return Epoch(indices, new_offsets, _no_buckets(perm.size), "sorted")
+
+
+def _prepare_random(b: EpochBuilder) -> None:
+    b._state["offsets"] = _even_offsets(b.lengths.size, b.batch_sizes[0])
+
+
+def _epoch_random(b: EpochBuilder, rng: np.random.Generator) -> Epoch:
+    offsets = b._state["offsets"]
+    indices = rng.permutation(b.lengths.size).astype(np.int64, copy=False)
+    return Epoch(indices, offsets.copy(), _no_buckets(offsets.size - 1), "random")
+
+
+def _prepare_bucketed(b: EpochBuilder) -> None:
+    bucket = bucket_index(b.lengths, b.edges)
+    n_buckets = len(b.edges) - 1
+    counts = np.bincount(bucket, minlength=n_buckets).astype(np.int64)
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+    batch_starts, batch_buckets = [], []
+    for i, (start, count, size) in enumerate(zip(starts.tolist(), counts.tolist(), b.batch_sizes)):
+        s = np.arange(start, start + count, size, dtype=np.int64)
+        batch_starts.append(s)
+        batch_buckets.append(np.full(s.size, i, dtype=np.int64))
+    b._state["bucket_keys"] = _small_keys(bucket)
+    b._state["offsets"] = np.append(np.concatenate(batch_starts), np.int64(b.lengths.size))
+    b._state["batch_buckets"] = np.concatenate(batch_buckets)
+
+
+def _epoch_bucketed(b: EpochBuilder, rng: np.random.Generator) -> Epoch:
+    perm = rng.permutation(b.lengths.size).astype(np.int64, copy=False)
+    grouped = perm[np.argsort(b._state["bucket_keys"][perm], kind="stable")]
+    offsets = b._state["offsets"]
+    order = rng.permutation(offsets.size - 1)
+    indices, new_offsets = _gather(grouped, offsets, order)
+    return Epoch(indices, new_offsets, b._state["batch_buckets"][order], "bucketed")
+
+
+def _prepare_length_grouped(b: EpochBuilder) -> None:
+    n, size = b.lengths.size, b.batch_sizes[0]
+    mult = b.mega_batch_mult
+    if mult is None:
+        mult = max(1, min(n // (size * 4), 50))
+    b._state["megabatch"] = mult * size
+    b._state["offsets"] = _even_offsets(n, size)
+    b._state["desc_keys"] = b.hist.max - b.lengths  # ascending key = length descending
+
+
+def _epoch_length_grouped(b: EpochBuilder, rng: np.random.Generator) -> Epoch:
+    n, mbs = b.lengths.size, b._state["megabatch"]
+    perm = rng.permutation(n).astype(np.int64, copy=False)
+    span = b.hist.max - b.hist.min + 1
+    # megabatches in order, each by length descending (stable, as Python's sorted(reverse=True))
+    key = (np.arange(n, dtype=np.int64) // mbs) * span + b._state["desc_keys"][perm]
+    indices = perm[np.argsort(key, kind="stable")]
+    firsts = np.arange(0, n, mbs, dtype=np.int64)
+    top = int(firsts[np.argmax(b.lengths[indices[firsts]])])
+    indices[0], indices[top] = indices[top], indices[0]
+    offsets = b._state["offsets"]
+    return Epoch(indices, offsets.copy(), _no_buckets(offsets.size - 1), "length_grouped")
+
+
+def _prepare_token_budget(b: EpochBuilder) -> None:
+    pass
+
+
+def _token_budget_starts(lengths: list[int], max_tokens: int) -> list[int]:
+    """Batch starts of the greedy fill: add while ``(size + 1) * longest <= max_tokens``."""
+    starts = [0]
+    size = longest = 0
+    for i, length in enumerate(lengths):
+        top = length if length > longest else longest
+        if size and (size + 1) * top > max_tokens:
+            starts.append(i)
+            size, longest = 1, length
+        else:
+            size, longest = size + 1, top
+    return starts
+
+
+def _epoch_token_budget(b: EpochBuilder, rng: np.random.Generator) -> Epoch:
+    n = b.lengths.size
+    noise = rng.uniform(-b.padding_noise, b.padding_noise, size=n) if b.padding_noise else 0.0
+    order = np.argsort(b.lengths * (1.0 + noise), kind="stable").astype(np.int64, copy=False)
+    starts = _token_budget_starts(b.lengths[order].tolist(), b.max_tokens)
+    offsets = np.array(starts + [n], dtype=np.int64)
+    perm = rng.permutation(offsets.size - 1)
+    indices, new_offsets = _gather(order, offsets, perm)
+    return Epoch(indices, new_offsets, _no_buckets(perm.size), "token_budget")
+
+
+def ffd_plan(hist: LengthHistogram, max_tokens: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """First-fit-decreasing on a histogram: ``(bin, length, count)`` placement events.
+
+    Items are taken longest first; each goes to the earliest-opened bin with room for it,
+    else opens a new bin.  Items of one length are placed together: the bins that fit
+    them, in opening order, each take ``room // length`` until the count is used up, then
+    new bins take ``max_tokens // length`` each.  Cost: one vectorised scan of the open
+    bins per distinct length (bins whose room is below the shortest length are dropped).
+    """
+    max_tokens = _positive_int(max_tokens, "max_tokens")
+    if hist.max > max_tokens:
+        n_long = sum(hist.counts[hist.lengths > max_tokens].tolist())
+        raise ValueError(
+            f"packing: {n_long} sample(s) longer than max_tokens = {max_tokens} "
+            f"(longest {hist.max}); raise max_tokens or clip the lengths"
+        )
+    shortest = hist.min
+    room = np.empty(1024, dtype=np.int64)  # room left in each bin, in opening order
+    n_bins = 0
+    lo = 0  # bins before lo have room < shortest: closed for good
+    ev_bin: list[np.ndarray] = []
+    ev_len: list[np.ndarray] = []
+    ev_cnt: list[np.ndarray] = []
+    for length, count in zip(hist.lengths[::-1].tolist(), hist.counts[::-1].tolist()):
+        if n_bins > lo:
+            fits = np.flatnonzero(room[lo:n_bins] >= length) + lo
+            if fits.size:
+                take = room[fits] // length
+                cum = np.cumsum(take)
+                j = int(np.searchsorted(cum, count))  # first bin that finishes the count
+                if j < fits.size:
+                    fits, take = fits[: j + 1], take[: j + 1].copy()
+                    take[-1] -= int(cum[j]) - count
+                room[fits] -= take * length
+                used = int(take.sum())
+                count -= used
+                ev_bin.append(fits)
+                ev_len.append(np.full(fits.size, length, dtype=np.int64))
+                ev_cnt.append(take)
+        if count:
+            per_bin = max_tokens // length
+            n_new = -(-count // per_bin)
+            take = np.full(n_new, per_bin, dtype=np.int64)
+            take[-1] = count - per_bin * (n_new - 1)
+            if n_bins + n_new > room.size:
+                room = np.concatenate([room, np.empty(max(room.size, n_new), dtype=np.int64)])
+            new = np.arange(n_bins, n_bins + n_new, dtype=np.int64)
+            room[new] = max_tokens - take * length
+            n_bins += n_new
+            ev_bin.append(new)
+            ev_len.append(np.full(n_new, length, dtype=np.int64))
+            ev_cnt.append(take)
+        while lo < n_bins and room[lo] < shortest:
+            lo += 1
+    return np.concatenate(ev_bin), np.concatenate(ev_len), np.concatenate(ev_cnt)
+
+
+def _prepare_packing(b: EpochBuilder) -> None:
+    ev_bin, _, ev_cnt = ffd_plan(b.hist, b.max_tokens)
+    # Slots in event order (= length descending) -> flat position in a bin-major layout.
+    n_bins = int(ev_bin.max()) + 1
+    bin_sizes = np.bincount(ev_bin, weights=ev_cnt, minlength=n_bins).astype(np.int64)
+    offsets = np.zeros(n_bins + 1, dtype=np.int64)
+    np.cumsum(bin_sizes, out=offsets[1:])
+    # Bin-major layout: an event's first slot = slots of all events before it once the
+    # events are stably sorted by bin (earlier bins first, then opening order).
+    by_bin = np.argsort(ev_bin, kind="stable")
+    event_pos = np.empty_like(ev_cnt)
+    event_pos[by_bin] = np.cumsum(ev_cnt[by_bin]) - ev_cnt[by_bin]
+    event_start = np.cumsum(ev_cnt) - ev_cnt  # first slot of each event, in event order
+    slot_pos = np.repeat(event_pos - event_start, ev_cnt) + np.arange(
+        int(ev_cnt.sum()), dtype=np.int64)
+    b._state["slot_pos"] = slot_pos
+    b._state["offsets"] = offsets
+    b._state["desc_keys"] = b.hist.max - b.lengths
+
+
+def _epoch_packing(b: EpochBuilder, rng: np.random.Generator) -> Epoch:
+    n = b.lengths.size
+    perm = rng.permutation(n).astype(np.int64, copy=False)
+    by_length = perm[np.argsort(_small_keys(b._state["desc_keys"][perm]), kind="stable")]
+    flat = np.empty(n, dtype=np.int64)
+    flat[b._state["slot_pos"]] = by_length
+    offsets = b._state["offsets"]
+    order = rng.permutation(offsets.size - 1)
+    indices, new_offsets = _gather(flat, offsets, order)
+    return Epoch(indices, new_offsets, _no_buckets(order.size), "packing")
+
+
+_PREPARE_FUNCS = {
+    "sorted": _prepare_sorted, "random": _prepare_random, "bucketed": _prepare_bucketed,
+    "length_grouped": _prepare_length_grouped, "token_budget": _prepare_token_budget,
+    "packing": _prepare_packing,
+}
+_EPOCH_FUNCS = {
+    "sorted": _epoch_sorted, "random": _epoch_random, "bucketed": _epoch_bucketed,
+    "length_grouped": _epoch_length_grouped, "token_budget": _epoch_token_budget,
+    "packing": _epoch_packing,
+}
