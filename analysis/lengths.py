@@ -50,6 +50,11 @@ def _as_length_array(
     if isinstance(values, (str, bytes)):
         raise ValueError(f"{_where(source, None)}expected a sequence of lengths, got a string")
     arr = np.asarray(values)
+    if isinstance(values, list | tuple) and arr.ndim == 1 and (
+            arr.dtype.kind not in "iufb" or (arr.dtype.kind != "b" and _has_bool(values))):
+        # NumPy turns [1, True] into [1, 1] and [1, "7"] into strings: check each item.
+        arr = np.empty(len(values), dtype=object)
+        arr[:] = values
     if arr.ndim != 1:
         if arr.ndim == 0:
             raise ValueError(f"{_where(source, None)}expected a sequence of lengths, got a scalar")
@@ -93,6 +98,12 @@ def _as_length_array(
         hint = "" if arr[i] < 0 else " (pass allow_zero=True if empty samples are intended)"
         raise ValueError(f"{_where(source, first_row + i, unit)}{sign} {what} {int(arr[i])}{hint}")
     return arr
+
+
+def _has_bool(values: list[Any] | tuple[Any, ...]) -> bool:
+    """Whether a Python sequence holds a bool (which NumPy would silently read as 0 or 1)."""
+    kinds = set(map(type, values))
+    return bool in kinds or np.bool_ in kinds
 
 
 def _object_to_int64(arr: np.ndarray, *, source: str | None, first_row: int,
@@ -215,7 +226,8 @@ class LengthHistogram:
         ...
         ValueError: row 1: length 2.5 is not an integer
         """
-        if not isinstance(values, np.ndarray | pd.Series | pd.Index | list | tuple):
+        if isinstance(values, Iterable) and not isinstance(
+                values, str | bytes | np.ndarray | pd.Series | pd.Index | list | tuple):
             values = list(values)
         arr = _as_length_array(values, allow_zero=allow_zero)
         if arr.size == 0:
