@@ -1,0 +1,274 @@
+"""Simulation: Monte Carlo against the exact expectation, metrics against hand computations."""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis import LengthHistogram, compare_strategies, expected_padding, simulate
+from analysis.strategies import STRATEGIES, epoch_builder, sorted_padding
+
+TOKEN_STRATEGIES = ("token_budget", "packing")
+
+
+def _rule(strategy: str, batch_size: int, max_tokens: int) -> dict[str, int]:
+    return {"max_tokens": max_tokens} if strategy in TOKEN_STRATEGIES else {"batch_size": batch_size}
+
+
+def _random_hist(seed: int) -> LengthHistogram:
+    """A seeded random histogram: a lognormal body plus a few heavy lengths."""
+    rng = np.random.default_rng(seed)
+    body = np.clip(rng.lognormal(4.0, 0.7, size=int(rng.integers(800, 2500))), 1, 600).astype(int)
+    return LengthHistogram.from_lengths(np.concatenate([body, rng.integers(300, 601, size=20)]))
+
+
+def _mean_and_se(x: np.ndarray) -> tuple[float, float]:
+    return float(x.mean()), float(x.std(ddof=1) / math.sqrt(x.size))
+
+
+# ------------------------------------------------------------------ against the exact model
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_bucketed_monte_carlo_matches_expected_padding(seed):
+    hist = _random_hist(seed)
+    edges = [0, int(hist.quantile(0.3)), int(hist.quantile(0.7)), hist.max]
+    batch_size = int(np.random.default_rng(seed).integers(3, 17))
+    res = simulate(hist, "bucketed", rng=np.random.default_rng(seed), epochs=40, edges=edges,
+                   batch_size=batch_size, pad_to_multiple_of=1 + seed * 3)
+    est = expected_padding(hist, edges, batch_size=batch_size, pad_to_multiple_of=1 + seed * 3)
+    padded_mean, padded_se = _mean_and_se(res.epochs["padded_tokens"].to_numpy(float))
+    assert abs(padded_mean - est.padded_tokens) <= 4 * padded_se
+    eff_mean, eff_se = _mean_and_se(res.epochs["efficiency"].to_numpy())
+    assert abs(eff_mean - est.efficiency) <= 4 * eff_se
+    assert (res.epochs["useful_tokens"] == est.useful_tokens).all()
+    assert (res.epochs["batches"] == est.n_batches).all()
+
+
+def test_bucketed_with_max_tokens_matches_expected_padding():
+    hist = _random_hist(3)
+    edges = [0, 60, 150, hist.max]
+    res = simulate(hist, "bucketed", rng=np.random.default_rng(3), epochs=40, edges=edges,
+                   max_tokens=1500)
+    est = expected_padding(hist, edges, max_tokens=1500)
+    mean, se = _mean_and_se(res.epochs["padded_tokens"].to_numpy(float))
+    assert abs(mean - est.padded_tokens) <= 4 * se
+
+
+def test_one_bucket_bucketed_equals_random_in_distribution():
+    hist = _random_hist(4)
+    one = [0, hist.max]
+    a = simulate(hist, "bucketed", rng=np.random.default_rng(10), epochs=40, edges=one, batch_size=8)
+    b = simulate(hist, "random", rng=np.random.default_rng(11), epochs=40, batch_size=8)
+    (ma, sa), (mb, sb) = (_mean_and_se(r.epochs["efficiency"].to_numpy()) for r in (a, b))
+    assert abs(ma - mb) <= 4 * math.hypot(sa, sb)
+    expected = expected_padding(hist, one, batch_size=8).efficiency
+    assert abs(mb - expected) <= 4 * sb
+
+
+def test_sorted_efficiency_equals_direct_computation():
+    hist = _random_hist(5)
+    s = hist.expand()
+    padded = sum(len(c) * int(c.max()) for c in np.split(s, range(6, s.size, 6)))
+    res = simulate(hist, "sorted", rng=np.random.default_rng(0), epochs=3, batch_size=6)
+    assert res.padded_tokens == 3 * padded
+    assert res.epochs["efficiency"].tolist() == [hist.total_tokens / padded] * 3
+    assert sorted_padding(hist, 6)[1] == padded
+
+
+# ------------------------------------------------------------------ the batches table
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("world_size", [1, 3])
+def test_batches_table_is_consistent(strategy, world_size):
+    lengths = np.random.default_rng(1).integers(1, 200, size=500)
+    res = simulate(lengths, strategy, rng=np.random.default_rng(2), epochs=2, world_size=world_size,
+                   edges=[0, 50, 120, 199], pad_to_multiple_of=8, **_rule(strategy, 7, 1600))
+    frame = res.batches
+    assert list(frame.columns) == ["epoch", "step", "rank", "bucket", "size", "longest", "useful",
+                                   "padded"]
+    assert (frame.dtypes == np.int64).all()
+    for epoch, part in frame.groupby("epoch"):
+        assert part["size"].sum() == 500
+        assert part["useful"].sum() == int(lengths.sum())
+        position = np.arange(len(part))
+        np.testing.assert_array_equal(part["rank"], position % world_size)
+        np.testing.assert_array_equal(part["step"], position // world_size)
+        assert res.epochs.loc[epoch, "steps"] == -(-len(part) // world_size)
+    if strategy == "packing":
+        assert (frame["padded"] == 1600).all() and (frame["useful"] <= 1600).all()
+    else:
+        np.testing.assert_array_equal(frame["padded"], frame["size"] * (-(-frame["longest"] // 8) * 8))
+    assert ("straggler_factor" in res.epochs.columns) == (world_size > 1)
+    assert isinstance(res.useful_tokens, int) and isinstance(res.padded_tokens, int)
+    assert res.useful_tokens == 2 * int(lengths.sum())
+    assert res.padded_tokens == int(frame["padded"].sum())
+    assert res.efficiency == pytest.approx(res.useful_tokens / res.padded_tokens)
+
+
+def test_packing_efficiency_is_tokens_over_bins_times_budget():
+    lengths = np.random.default_rng(3).integers(1, 100, size=300)
+    res = simulate(lengths, "packing", rng=np.random.default_rng(0), max_tokens=256)
+    bins = int(res.epochs.loc[1, "batches"])
+    assert res.epochs.loc[1, "efficiency"] == int(lengths.sum()) / (bins * 256)
+
+
+def test_same_seed_same_simulation():
+    lengths = np.random.default_rng(4).integers(1, 300, size=400)
+    kw = dict(epochs=2, edges=[0, 100, 299], batch_size=4, world_size=2)
+    a = simulate(lengths, "bucketed", rng=np.random.default_rng(9), **kw)
+    b = simulate(lengths, "bucketed", rng=np.random.default_rng(9), **kw)
+    pd.testing.assert_frame_equal(a.batches, b.batches)
+    pd.testing.assert_frame_equal(a.epochs, b.epochs)
+
+
+# ------------------------------------------------------------------ metrics by hand
+def test_metrics_on_a_hand_example():
+    res = simulate([1, 2, 3, 4, 5, 6], "sorted", rng=np.random.default_rng(0), epochs=2,
+                   batch_size=2, world_size=2)
+    row = res.epochs.loc[1]
+    # batches {1,2} {3,4} {5,6}: std 0.5 each, means 1.5, 3.5, 5.5
+    assert row["within_batch_cv"] == pytest.approx((1 / 3 + 1 / 7 + 1 / 11) / 3)
+    assert row["efficiency"] == 21 / 24 and row["waste_tokens"] == 3
+    assert row["steps"] == 2
+    assert res.epochs["composition_repeat"].tolist() == [0.0, 1.0]
+    # steps: two batches, then one batch alone (a lone rank is its own mean)
+    padded = res.batches.loc[res.batches["epoch"] == 1, "padded"].tolist()
+    first = max(padded[:2]) / (sum(padded[:2]) / 2)
+    assert row["straggler_factor"] == pytest.approx((first + 1) / 2)
+    useful = res.batches.loc[res.batches["epoch"] == 1, "useful"].tolist()
+    per_step = [useful[0] + useful[1], useful[2]]
+    assert row["tokens_per_step_mean"] == pytest.approx(10.5)
+    assert row["tokens_per_step_cv"] == pytest.approx(statistics.pstdev(per_step) / 10.5)
+
+
+def _pearson(x: list[float], y: list[float]) -> float:
+    mx, my = statistics.fmean(x), statistics.fmean(y)
+    num = sum((a - mx) * (b - my) for a, b in zip(x, y))
+    den = math.sqrt(sum((a - mx) ** 2 for a in x) * sum((b - my) ** 2 for b in y))
+    return num / den
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_metrics_match_a_direct_computation(strategy):
+    """Rebuild the same epochs from the same seed and recompute every metric in pure Python."""
+    lengths = np.random.default_rng(5).integers(1, 120, size=160)
+    world_size, multiple, epochs = 3, 4, 3
+    rule = _rule(strategy, 6, 480)
+    edges = [0, 40, 80, 119]
+    res = simulate(lengths, strategy, rng=np.random.default_rng(6), epochs=epochs, edges=edges,
+                   world_size=world_size, pad_to_multiple_of=multiple, **rule)
+    builder = epoch_builder(lengths, strategy, edges=edges, **rule)
+    rng = np.random.default_rng(6)
+    seen: set[frozenset[int]] = set()
+    L = lengths.tolist()
+    for e in range(1, epochs + 1):
+        batches = [b.tolist() for b in builder.epoch(rng).batches()]
+        row = res.epochs.loc[e]
+        sizes = [len(b) for b in batches]
+        useful = [sum(L[i] for i in b) for b in batches]
+        if strategy == "packing":
+            padded = [480] * len(batches)
+        else:
+            padded = [len(b) * (-(-max(L[i] for i in b) // multiple) * multiple) for b in batches]
+        assert row["padded_tokens"] == sum(padded) and row["useful_tokens"] == sum(useful)
+        cvs = [statistics.pstdev([L[i] for i in b]) / statistics.fmean([L[i] for i in b])
+               for b in batches]
+        assert row["within_batch_cv"] == pytest.approx(statistics.fmean(cvs), rel=1e-12)
+        means = [u / s for u, s in zip(useful, sizes)]
+        assert row["lag1_autocorr"] == pytest.approx(_pearson(means[:-1], means[1:]), rel=1e-9)
+        sets = [frozenset(b) for b in batches]
+        repeat = sum(s in seen for s in sets) / len(sets) if e > 1 else 0.0
+        assert row["composition_repeat"] == pytest.approx(repeat)
+        seen |= set(sets)
+        steps = [range(i, min(i + world_size, len(batches))) for i in range(0, len(batches), world_size)]
+        per_step = [sum(useful[j] for j in s) for s in steps]
+        assert row["steps"] == len(steps)
+        assert row["tokens_per_step_mean"] == pytest.approx(statistics.fmean(per_step))
+        assert row["tokens_per_step_cv"] == pytest.approx(
+            statistics.pstdev(per_step) / statistics.fmean(per_step))
+        straggler = statistics.fmean(max(padded[j] for j in s) / statistics.fmean(padded[j] for j in s)
+                                     for s in steps)
+        assert row["straggler_factor"] == pytest.approx(straggler)
+    if strategy == "sorted":
+        assert res.epochs["composition_repeat"].tolist() == [0.0, 1.0, 1.0]
+
+
+def test_random_has_no_repeats_and_sorted_no_spread():
+    lengths = np.random.default_rng(7).integers(1, 1000, size=5000)
+    r = simulate(lengths, "random", rng=np.random.default_rng(0), epochs=3, batch_size=8)
+    s = simulate(lengths, "sorted", rng=np.random.default_rng(0), epochs=3, batch_size=8)
+    assert r.epochs["composition_repeat"].max() < 0.01
+    assert abs(r.epochs["lag1_autocorr"]).max() < 0.1
+    assert s.epochs["within_batch_cv"].max() < 0.01 < r.epochs["within_batch_cv"].min()
+
+
+def test_lag1_autocorr_is_nan_when_undefined():
+    res = simulate([5, 5, 5, 5], "random", rng=np.random.default_rng(0), batch_size=1)
+    assert math.isnan(res.epochs.loc[1, "lag1_autocorr"])
+    res = simulate([5, 6], "random", rng=np.random.default_rng(0), batch_size=1)
+    assert math.isnan(res.epochs.loc[1, "lag1_autocorr"])
+
+
+def test_summary_and_to_frame():
+    res = simulate([3, 1, 2, 8], "sorted", rng=np.random.default_rng(0), epochs=2, batch_size=2)
+    summary = res.summary()
+    assert summary["strategy"] == "sorted" and summary["epochs"] == 2
+    assert summary["efficiency"] == pytest.approx(14 / 20)  # {1,2} pads to 4, {3,8} to 16
+    assert summary["useful_tokens"] == 28 and summary["padded_tokens"] == 40
+    pd.testing.assert_frame_equal(res.to_frame(), res.epochs)
+
+
+# ------------------------------------------------------------------ compare_strategies
+def test_compare_strategies_table():
+    hist = _random_hist(6)
+    edges = [0, 50, 120, hist.max]
+    table = compare_strategies(hist, rng=np.random.default_rng(0), edges=edges, epochs=2,
+                               batch_size=8, world_size=2)
+    assert table.index.tolist() == list(STRATEGIES)
+    assert table.loc["packing", "batch rule"] == f"max_tokens={8 * hist.max}"
+    assert table.loc["sorted", "batch rule"] == "batch_size=8"
+    assert table.loc["sorted", "efficiency"] == pytest.approx(table.loc["sorted", "expected_efficiency"])
+    exact = expected_padding(hist, edges, batch_size=8).efficiency
+    assert table.loc["bucketed", "expected_efficiency"] == exact
+    assert table.loc["bucketed", "efficiency"] == pytest.approx(exact, abs=0.03)
+    assert table.loc["random", "expected_efficiency"] == expected_padding(
+        hist, [0, hist.max], batch_size=8).efficiency
+    assert table[["expected_efficiency"]].loc[["length_grouped", "token_budget", "packing"]].isna().all().all()
+    assert "straggler_factor" in table.columns
+    assert table.loc["packing", "efficiency"] > table.loc["random", "efficiency"]
+
+
+def test_compare_strategies_with_max_tokens_only():
+    lengths = np.random.default_rng(8).integers(1, 100, size=300)
+    table = compare_strategies(lengths, rng=np.random.default_rng(0), edges=[0, 50, 99],
+                               max_tokens=400, strategies=["random", "bucketed", "token_budget"])
+    assert table["batch rule"].tolist() == ["max_tokens=400"] * 3
+    assert table.loc["random", "expected_efficiency"] == expected_padding(
+        lengths, [0, 99], batch_size=400 // 99).efficiency
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(strategies=["fast"]), "unknown strategy 'fast'"),
+    (dict(batch_size=None), "give batch_size, max_tokens or both"),
+    (dict(edges=[0, 2]), "do not cover"),
+    (dict(batch_size=0), "batch_size must be a positive integer"),
+])
+def test_compare_strategies_bad_input(kwargs, message):
+    args = dict(rng=np.random.default_rng(0), edges=[0, 5, 9], batch_size=2) | kwargs
+    with pytest.raises(ValueError, match=message):
+        compare_strategies([1, 4, 9], **args)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(epochs=0), "epochs must be a positive integer"),
+    (dict(world_size=0), "world_size must be a positive integer"),
+    (dict(pad_to_multiple_of=0), "pad_to_multiple_of must be a positive integer"),
+    (dict(rng=1), "rng must be a numpy.random.Generator"),
+    (dict(batch_size=-1), "batch_size must be a positive integer"),
+])
+def test_simulate_bad_input(kwargs, message):
+    args = dict(rng=np.random.default_rng(0), batch_size=2) | kwargs
+    with pytest.raises(ValueError, match=message):
+        simulate([1, 4, 9], "random", **args)
