@@ -277,8 +277,14 @@ def expected_batch_max(lengths: Sequence[int] | np.ndarray, counts: Sequence[int
     replacement, as in a shuffled epoch: ``P(max <= v) = C(c(v), B) / C(n, B)`` with ``c(v)``
     the samples of length ``<= v``.  ``pad_to_multiple_of`` rounds the longest up first (the
     rounded maximum is the maximum of rounded lengths); ``power=2`` gives ``E[max**2]`` (the
-    attention term of :func:`analysis.throughput.batch_cost`).  Costs O(distinct lengths),
-    accurate to ~1e-14 relative; the building block of :func:`expected_padding`.
+    attention term of :func:`analysis.throughput.batch_cost`).  Costs O(distinct lengths)
+    whatever ``counts.sum()`` is; the building block of :func:`expected_padding` (and of
+    optimisers that price one candidate bucket at a time).
+
+    Accuracy: ~1e-15 relative for ``batch_size <= 64`` (checked against ``math.comb``
+    arithmetic up to 10**8 samples).  Above 64 a Stirling form is used for most rows; its
+    relative error is about ``1e-16 * n / batch_size**2`` (``n`` samples): 2e-13 for
+    ``n = 10**8, batch_size = 65``, machine precision once ``batch_size**2 >= n``.
 
     Parameters
     ----------
