@@ -283,6 +283,11 @@ def _read_file(path: Path, counter: _Counter, *, column: str | None, field: str 
         return _read_jsonl(path, counter, field, allow_zero)
     except (OSError, EOFError, UnicodeDecodeError, pd.errors.ParserError) as err:
         message = " ".join(str(err).split())
+        fields = re.search(r"Expected (\d+) fields? in line (\d+), saw (\d+)", message)
+        if fields:
+            expected, line, found = fields.groups()
+            raise ValueError(f"{path}: line {line}: expected {expected} field(s) like the first "
+                             f"line, found {found}") from err
         raise ValueError(f"{path}: cannot read: {message}") from err
 
 
@@ -350,6 +355,8 @@ def _read_text_table(path: Path, counter: _Counter, *, sep: str, header: bool,
     rows = 0
     with reader:
         for chunk in reader:
+            if chunk.empty:
+                continue
             if chunk.shape[1] != 1:
                 raise ValueError(f"{where}: line {offset + int(chunk.index[0])}: expected one "
                                  f"integer per line, found {chunk.shape[1]} fields")
@@ -367,6 +374,8 @@ def _read_histogram_table(path: Path, counter: _Counter, options: dict[str, Any]
     rows = 0
     with pd.read_csv(path, chunksize=_CHUNK_ROWS, **options) as reader:
         for chunk in reader:
+            if chunk.empty:
+                continue
             first = 2 + int(chunk.index[0])
             lengths = _as_length_array(_text_values(chunk["length"], where, first, "length"),
                                        allow_zero=allow_zero, source=where, first_row=first,
