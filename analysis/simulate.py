@@ -41,6 +41,7 @@ import pandas as pd
 
 from analysis.lengths import LengthHistogram, _positive_int
 from analysis.strategies import STRATEGIES, EpochBuilder, epoch_builder, sorted_padding
+from analysis.throughput import predict_throughput
 from analysis.waste import expected_padding
 
 __all__ = ["SimulationResult", "simulate", "compare_strategies", "EPOCH_METRICS"]
@@ -283,7 +284,8 @@ def compare_strategies(lengths: LengthHistogram | Sequence[int] | np.ndarray, *,
                        rng: np.random.Generator, edges: Sequence[int], epochs: int = 3,
                        batch_size: int | None = None, max_tokens: int | None = None,
                        pad_to_multiple_of: int = 1, strategies: Sequence[str] | None = None,
-                       world_size: int = 1) -> pd.DataFrame:
+                       world_size: int = 1, reference_strategy: str | None = None,
+                       reference_tokens_per_s: float | None = None) -> pd.DataFrame:
     """Simulate several strategies on the same data: one row per strategy.
 
     The fixed-size strategies (``sorted``, ``random``, ``bucketed``, ``length_grouped``)
@@ -301,6 +303,12 @@ def compare_strategies(lengths: LengthHistogram | Sequence[int] | np.ndarray, *,
     ``bucketed``: ``expected_padding`` with ``edges``; ``sorted``: deterministic,
     :func:`~analysis.strategies.sorted_padding`), NaN otherwise.  Strategies run in
     :data:`~analysis.strategies.STRATEGIES` order with one ``rng`` passed down.
+
+    Given a calibration (``reference_strategy`` measured at ``reference_tokens_per_s``
+    useful tokens/s on your hardware, e.g. ``"sorted"`` at 32,000 in the case), a
+    ``predicted_tokens_per_s`` column is added: :func:`~analysis.throughput.predict_throughput`
+    with the reference's simulated efficiency (tokens-only model: time proportional to padded
+    tokens; an upper bound that ignores per-step overheads).
 
     Examples
     --------
@@ -326,6 +334,10 @@ def compare_strategies(lengths: LengthHistogram | Sequence[int] | np.ndarray, *,
         batch_size = _positive_int(batch_size, "batch_size")
     token_budget = max_tokens if max_tokens is not None else batch_size * int(edges[-1])
     multiple = _positive_int(pad_to_multiple_of, "pad_to_multiple_of")
+    if (reference_strategy is None) != (reference_tokens_per_s is None):
+        raise ValueError("give both reference_strategy and reference_tokens_per_s, or neither")
+    if reference_strategy is not None and reference_strategy not in names:
+        raise ValueError(f"reference_strategy {reference_strategy!r} is not among the strategies compared")
     rows = []
     for name in names:
         if name in ("token_budget", "packing"):
@@ -343,6 +355,10 @@ def compare_strategies(lengths: LengthHistogram | Sequence[int] | np.ndarray, *,
     for col in table.columns.drop("batch rule"):
         table[col] = table[col].astype(float)
     table.index.name = "strategy"
+    if reference_strategy is not None:
+        table["predicted_tokens_per_s"] = predict_throughput(
+            table["efficiency"].to_numpy(), reference_tokens_per_s=reference_tokens_per_s,
+            reference_efficiency=float(table.loc[reference_strategy, "efficiency"]))
     return table
 
 

@@ -272,3 +272,20 @@ def test_simulate_bad_input(kwargs, message):
     args = dict(rng=np.random.default_rng(0), batch_size=2) | kwargs
     with pytest.raises(ValueError, match=message):
         simulate([1, 4, 9], "random", **args)
+
+
+def test_compare_strategies_predicts_throughput_from_a_reference():
+    lengths = np.random.default_rng(9).integers(1, 500, size=2000)
+    table = compare_strategies(lengths, rng=np.random.default_rng(0), edges=[0, 100, 250, 499],
+                               batch_size=8, strategies=["sorted", "random", "bucketed"],
+                               reference_strategy="sorted", reference_tokens_per_s=32_000)
+    assert table.loc["sorted", "predicted_tokens_per_s"] == pytest.approx(32_000)
+    ratio = table["efficiency"] / table.loc["sorted", "efficiency"]
+    np.testing.assert_allclose(table["predicted_tokens_per_s"], 32_000 * ratio, rtol=1e-12)
+    with pytest.raises(ValueError, match="not among the strategies"):
+        compare_strategies(lengths, rng=np.random.default_rng(0), edges=[0, 499], batch_size=8,
+                           strategies=["random"], reference_strategy="sorted",
+                           reference_tokens_per_s=1.0)
+    with pytest.raises(ValueError, match="give both"):
+        compare_strategies(lengths, rng=np.random.default_rng(0), edges=[0, 499], batch_size=8,
+                           reference_strategy="sorted")
