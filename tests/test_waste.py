@@ -176,6 +176,16 @@ def test_expected_batch_max_equals_exact_comb(seed, batch_size):
         assert close(got, exact_batch_max(lengths.tolist(), counts.tolist(), batch_size, power=power))
 
 
+@pytest.mark.parametrize("batch_size", [8, 65, 200, 3000])
+def test_expected_batch_max_on_a_large_bucket_equals_exact_comb(batch_size):
+    # 10**7 samples: every way of computing P(max <= v) (product, midpoint series, Stirling)
+    rng = np.random.default_rng(batch_size)
+    lengths = np.sort(rng.choice(np.arange(1, 9000), 25, replace=False))
+    counts = rng.multinomial(10**7 - 3, np.full(25, 1 / 25)) + np.eye(25, dtype=np.int64)[-1] * 3
+    got = expected_batch_max(lengths, counts, batch_size, power=2)
+    assert close(got, exact_batch_max(lengths.tolist(), counts.tolist(), batch_size, power=2))
+
+
 @pytest.mark.parametrize("size_from_top", [0, 1, 2, 17, 100])
 def test_expected_batch_max_when_batch_is_nearly_the_bucket(size_from_top):
     # c_<=v close to n and B close to n: the ratio C(c, B) / C(n, B) is tiny or exactly 0.
