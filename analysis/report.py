@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
 import sys
 import time
@@ -108,15 +107,12 @@ def recommend(hist: Any, *, n_buckets: int = 6, batch_size: int | None = 8,
 
 def _throughput(strategies: list[dict[str, Any]], tokens_per_s: float | None,
                 reference_strategy: str | None) -> dict[str, Any]:
-    """Predicted useful tokens/s of each strategy from one measured reference.
+    """Predicted useful tokens/s of each strategy from one measured reference
+    (:func:`analysis.predict_throughput`: step time proportional to padded tokens)."""
+    from analysis import predict_throughput
 
-    Step time is taken proportional to padded tokens (the workbench's cost model at
-    ``attention_weight = 0``), so ``rate_s = rate_ref * efficiency_s / efficiency_ref``.
-    """
     if tokens_per_s is None or reference_strategy is None:
         raise ValueError("a throughput calibration needs both tokens_per_s and reference_strategy")
-    if not (isinstance(tokens_per_s, int | float) and math.isfinite(tokens_per_s) and tokens_per_s > 0):
-        raise ValueError(f"tokens_per_s must be a positive number, got {tokens_per_s!r}")
     by_name = {s["strategy"]: s for s in strategies}
     if reference_strategy not in by_name:
         raise ValueError(f"reference strategy {reference_strategy!r} is not one of "
@@ -125,10 +121,13 @@ def _throughput(strategies: list[dict[str, Any]], tokens_per_s: float | None,
     return {
         "reference_strategy": reference_strategy,
         "reference_tokens_per_s": float(tokens_per_s),
-        "model": "step time proportional to padded tokens: rate = reference rate * "
-                 "efficiency / reference efficiency",
-        "predicted_tokens_per_s": {name: float(tokens_per_s) * s["efficiency"] / ref
-                                   for name, s in by_name.items()},
+        "model": "analysis.predict_throughput: time proportional to padded tokens, "
+                 "rate = reference rate * efficiency / reference efficiency (an upper bound: "
+                 "per-step overheads ignored)",
+        "predicted_tokens_per_s": {
+            name: float(predict_throughput(s["efficiency"], reference_tokens_per_s=tokens_per_s,
+                                           reference_efficiency=ref))
+            for name, s in by_name.items()},
     }
 
 
@@ -163,9 +162,20 @@ def notebook_parameters(path: str | os.PathLike[str]) -> list[str]:
     >>> notebook_parameters(p)
     ['data_path', 'batch_size']
     """
-    import papermill
+    import ast
 
-    return list(papermill.inspect_notebook(str(path)).keys())
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    names: list[str] = []
+    for cell in nb.cells:
+        if cell.cell_type != "code" or "parameters" not in cell.get("metadata", {}).get("tags", []):
+            continue
+        for node in ast.parse(cell.source).body:
+            targets = node.targets if isinstance(node, ast.Assign) else \
+                [node.target] if isinstance(node, ast.AnnAssign) else []
+            names += [t.id for t in targets if isinstance(t, ast.Name) and t.id not in names]
+    return names
 
 
 def _notebooks(folder: Path) -> list[Path]:

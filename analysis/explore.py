@@ -1,0 +1,344 @@
+"""An interactive edges explorer for JupyterLab: drag K, change the batch rule, edit the edges.
+
+``analysis.explore(hist, batch_size=8)`` shows a panel (ipywidgets) with controls for the
+number of buckets, the batch rule (``batch_size`` or ``max_tokens``), the placement method
+and the edges themselves (a comma-separated text box), and, updated live: the expected
+efficiency and padded tokens, the per-bucket table, and the histogram with the edges drawn.
+
+Changing K, the method or the batch rule places new edges with
+:func:`analysis.optimize_edges` and writes them into the edges box; editing the box (press
+Enter) evaluates exactly those edges with :func:`analysis.expected_padding`, so you can try
+"what if the second edge were 1024?" and compare with the optimum.
+
+The logic is pure and testable without a browser: :func:`explore_view` takes the control
+values and returns an :class:`ExplorerView` (numbers and table); :func:`explore_figure` draws
+it.  The :class:`Explorer` panel only wires widgets to those two functions and keeps every
+result in widget values (an ``HTML`` status and table, an ``Image`` PNG of the figure).
+
+This module imports ipywidgets, so ``import analysis`` does not load it; ``analysis.explore``
+is resolved lazily.  The module object itself is callable (``analysis.explore(hist)`` works
+whether Python resolved the name to this module or to :func:`explore`).
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import sys
+import types
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+from matplotlib.figure import Figure
+
+__all__ = ["ExplorerView", "Explorer", "explore", "explore_view", "explore_figure",
+           "parse_edges", "METHODS"]
+
+METHODS = ("optimal", "greedy", "geometric", "equal_count", "equal_tokens")
+_DEFAULT_BATCH_SIZE = 8
+
+
+@dataclass(frozen=True)
+class ExplorerView:
+    """What the panel shows for one set of control values.
+
+    ``source`` is the placement method, or ``"edited"`` for edges typed by hand.
+    """
+
+    edges: list[int]
+    batch_sizes: list[int]
+    efficiency: float
+    padded_tokens: float
+    useful_tokens: int
+    source: str
+    table: pd.DataFrame
+
+    @property
+    def n_buckets(self) -> int:
+        """Number of buckets."""
+        return len(self.edges) - 1
+
+    def edges_text(self) -> str:
+        """The edges as the text box shows them (``"0, 770, 1216"``)."""
+        return ", ".join(map(str, self.edges))
+
+    def status(self) -> str:
+        """One line: efficiency, padded and useful tokens.
+
+        Examples
+        --------
+        >>> v = explore_view([1, 2, 3, 10], n_buckets=1, batch_size=2)
+        >>> v.status()
+        'optimal, 1 bucket: efficiency 0.6316, padded tokens 25 for 16 useful (waste 9)'
+        """
+        plural = "" if self.n_buckets == 1 else "s"
+        return (f"{self.source}, {self.n_buckets} bucket{plural}: efficiency "
+                f"{self.efficiency:.4f}, padded tokens {self.padded_tokens:,.0f} for "
+                f"{self.useful_tokens:,} useful (waste {self.padded_tokens - self.useful_tokens:,.0f})")
+
+
+def parse_edges(text: str) -> list[int]:
+    """Edges from the text box: integers separated by commas or spaces.
+
+    Examples
+    --------
+    >>> parse_edges("0, 770,1216  8192")
+    [0, 770, 1216, 8192]
+    >>> parse_edges("0, 7.5")
+    Traceback (most recent call last):
+    ...
+    ValueError: edges must be integers separated by commas, got '7.5'
+    """
+    parts = [p for p in text.replace(",", " ").split() if p]
+    out = []
+    for p in parts:
+        try:
+            out.append(int(p.replace("_", "")))
+        except ValueError:
+            raise ValueError(f"edges must be integers separated by commas, got {p!r}") from None
+    return out
+
+
+def _rule(batch_size: int | None, max_tokens: int | None) -> dict[str, int]:
+    if batch_size is None and max_tokens is None:
+        return {"batch_size": _DEFAULT_BATCH_SIZE}
+    if batch_size is not None and max_tokens is not None:
+        raise ValueError("give exactly one of batch_size and max_tokens (got both)")
+    return {"batch_size": batch_size} if batch_size is not None else {"max_tokens": max_tokens}
+
+
+def explore_view(hist: Any, *, n_buckets: int = 6, batch_size: int | None = None,
+                 max_tokens: int | None = None, method: str = "optimal",
+                 edges: Any = None) -> ExplorerView:
+    """The numbers and table for one set of control values (the panel's pure logic).
+
+    With ``edges=None`` the edges are placed by ``method`` (:func:`analysis.optimize_edges`);
+    otherwise the given edges are evaluated as they are (``n_buckets`` and ``method`` are
+    then ignored).  Neither ``batch_size`` nor ``max_tokens`` means ``batch_size=8``.
+    Raises ``ValueError`` for edges that are not increasing or don't cover the data.
+
+    Examples
+    --------
+    >>> v = explore_view([1, 2, 3, 10], n_buckets=2, batch_size=2)
+    >>> v.edges, round(v.efficiency, 4)   # padded 2 * 8/3 + 2 (bucket 1) + 10 (bucket 2)
+    ([0, 3, 10], 0.9231)
+    >>> explore_view([1, 2, 3, 10], batch_size=2, edges="0, 1, 10").edges
+    [0, 1, 10]
+    """
+    from analysis import LengthHistogram, expected_padding, optimize_edges
+
+    if not isinstance(hist, LengthHistogram):
+        hist = LengthHistogram.from_lengths(hist)
+    rule = _rule(batch_size, max_tokens)
+    if edges is None:
+        plan = optimize_edges(hist, n_buckets, method=method, **rule)
+        chosen, source = list(plan.edges), plan.method
+    else:
+        chosen = parse_edges(edges) if isinstance(edges, str) else [int(e) for e in edges]
+        source = "edited"
+    est = expected_padding(hist, chosen, **rule)
+    return ExplorerView(edges=list(est.edges), batch_sizes=list(est.batch_sizes),
+                        efficiency=est.efficiency, padded_tokens=est.padded_tokens,
+                        useful_tokens=est.useful_tokens, source=source, table=est.to_frame())
+
+
+def explore_figure(hist: Any, view: ExplorerView, *, bins: int = 120) -> Figure:
+    """The length histogram (samples per length bin) with the view's edges drawn.
+
+    Each bucket is shaded and labelled with its batch size and efficiency.
+
+    Examples
+    --------
+    >>> v = explore_view([1, 2, 3, 10], n_buckets=2, batch_size=2)
+    >>> fig = explore_figure([1, 2, 3, 10], v)
+    >>> len(fig.axes[0].lines)  # one line per edge
+    3
+    """
+    from analysis import LengthHistogram
+
+    if not isinstance(hist, LengthHistogram):
+        hist = LengthHistogram.from_lengths(hist)
+    fig = Figure(figsize=(8, 3.2), layout="constrained")
+    ax = fig.add_subplot()
+    ax.hist(hist.lengths, bins=min(bins, max(hist.n_distinct, 1)), weights=hist.counts,
+            color="0.55", edgecolor="none")
+    top = ax.get_ylim()[1]
+    eff = view.table["efficiency"].tolist()
+    for i, (lo, hi) in enumerate(zip(view.edges[:-1], view.edges[1:])):
+        if i % 2 == 0:
+            ax.axvspan(lo, hi, color="tab:blue", alpha=0.07, linewidth=0)
+        label = f"B={view.batch_sizes[i]}"
+        if eff[i] == eff[i]:  # not NaN (empty bucket)
+            label += f"\n{eff[i]:.2f}"
+        ax.text((lo + hi) / 2, top * 0.97, label, ha="center", va="top", fontsize=7)
+    for e in view.edges:
+        ax.axvline(e, color="tab:blue", linewidth=1)
+    ax.set_xlabel("length (tokens)")
+    ax.set_ylabel("samples")
+    ax.set_title(f"{view.n_buckets} buckets ({view.source}): expected efficiency "
+                 f"{view.efficiency:.3f}", fontsize=10)
+    ax.set_xlim(0, view.edges[-1] * 1.01)
+    return fig
+
+
+def _png(fig: Figure) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100)
+    return buf.getvalue()
+
+
+class Explorer:
+    """The panel: controls wired to :func:`explore_view` and :func:`explore_figure`.
+
+    Attributes (ipywidgets): ``n_buckets`` (IntSlider), ``rule`` (Dropdown:
+    ``batch_size``/``max_tokens``), ``rule_value`` (BoundedIntText), ``method`` (Dropdown),
+    ``edges`` (Text, evaluated on Enter), ``status`` and ``table`` (HTML), ``image`` (Image,
+    the figure as PNG), ``widget`` (the whole VBox).  ``view`` is the last
+    :class:`ExplorerView`; ``error`` the last problem with the edited edges (or ``None``).
+    """
+
+    def __init__(self, hist: Any, *, batch_size: int | None = None,
+                 max_tokens: int | None = None, n_buckets: int = 6,
+                 method: str = "optimal") -> None:
+        import ipywidgets as w
+
+        from analysis import LengthHistogram
+
+        self.hist = hist if isinstance(hist, LengthHistogram) else LengthHistogram.from_lengths(hist)
+        rule = _rule(batch_size, max_tokens)
+        if method not in METHODS:
+            raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+        k_max = max(1, min(16, self.hist.n_distinct))
+        if not 1 <= n_buckets <= k_max:
+            raise ValueError(f"n_buckets must be between 1 and {k_max}, got {n_buckets!r}")
+        self.view: ExplorerView | None = None
+        self.error: str | None = None
+        self._busy = False
+
+        (name, value), = rule.items()
+        style = {"description_width": "initial"}
+        self.n_buckets = w.IntSlider(value=n_buckets, min=1, max=k_max, description="buckets K",
+                                     continuous_update=False, style=style)
+        self.rule = w.Dropdown(options=["batch_size", "max_tokens"], value=name,
+                               description="batch rule", style=style)
+        self.rule_value = w.BoundedIntText(value=value, min=1, max=2**62, description="=",
+                                           layout=w.Layout(width="160px"))
+        self.method = w.Dropdown(options=list(METHODS), value=method, description="method",
+                                 style=style)
+        self.edges = w.Text(description="edges", continuous_update=False, style=style,
+                            layout=w.Layout(width="95%"),
+                            placeholder="comma-separated, e.g. 0, 770, 1216, 8192 (Enter)")
+        self.status = w.HTML()
+        self.table = w.HTML()
+        self.image = w.Image(format="png")
+        self.widget = w.VBox([
+            w.HBox([self.n_buckets, self.method]),
+            w.HBox([self.rule, self.rule_value]),
+            self.edges, self.status, self.image, self.table,
+        ])
+        for control in (self.n_buckets, self.method, self.rule_value):
+            control.observe(self._on_control, names="value")
+        self.rule.observe(self._on_rule, names="value")
+        self.edges.observe(self._on_edges, names="value")
+        self.place_edges()
+
+    # -------------------------------------------------------------- actions
+    def _rule_kwargs(self) -> dict[str, int]:
+        return {self.rule.value: int(self.rule_value.value)}
+
+    def place_edges(self) -> None:
+        """Place edges with the current K, method and batch rule, and show them."""
+        try:
+            view = explore_view(self.hist, n_buckets=self.n_buckets.value,
+                                method=self.method.value, **self._rule_kwargs())
+        except ValueError as exc:
+            self._show_error(str(exc))
+            return
+        self._show(view)
+
+    def evaluate_edges(self, text: str) -> None:
+        """Evaluate the edges typed in the box (no optimisation) and show them."""
+        try:
+            view = explore_view(self.hist, edges=text, **self._rule_kwargs())
+        except ValueError as exc:
+            self._show_error(str(exc))
+            return
+        self._show(view)
+
+    # -------------------------------------------------------------- observers
+    def _on_control(self, change: dict[str, Any]) -> None:
+        self.place_edges()
+
+    def _on_rule(self, change: dict[str, Any]) -> None:
+        default = _DEFAULT_BATCH_SIZE if change["new"] == "batch_size" else 8 * self.hist.max
+        self._busy = True
+        try:
+            self.rule_value.value = default
+        finally:
+            self._busy = False
+        self.place_edges()
+
+    def _on_edges(self, change: dict[str, Any]) -> None:
+        if not self._busy:
+            self.evaluate_edges(change["new"])
+
+    # -------------------------------------------------------------- display
+    def _show(self, view: ExplorerView) -> None:
+        self.view, self.error = view, None
+        self._busy = True
+        try:
+            self.edges.value = view.edges_text()
+        finally:
+            self._busy = False
+        self.status.value = f"<b>{html.escape(view.status())}</b>"
+        with pd.option_context("display.precision", 4):
+            self.table.value = view.table.to_html(float_format=lambda x: f"{x:,.4f}")
+        self.image.value = _png(explore_figure(self.hist, view))
+
+    def _show_error(self, message: str) -> None:
+        self.error = message
+        self.status.value = f"<span style='color:#b00'>{html.escape(message)}</span>"
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        return self.widget._repr_mimebundle_(**kwargs)
+
+    def __repr__(self) -> str:
+        return f"Explorer({self.view.status() if self.view else 'no view'})"
+
+
+def explore(hist: Any, *, batch_size: int | None = None, max_tokens: int | None = None,
+            n_buckets: int = 6, method: str = "optimal") -> Explorer:
+    """The interactive edges panel for ``hist`` (display it: make it a cell's last value).
+
+    Parameters
+    ----------
+    hist : LengthHistogram or per-sample lengths
+    batch_size, max_tokens : int, optional
+        The starting batch rule (neither means ``batch_size=8``).
+    n_buckets : int, default 6
+        Starting number of buckets (the slider goes from 1 to 16).
+    method : str, default "optimal"
+        Starting placement method.
+
+    Examples
+    --------
+    >>> panel = explore([1, 2, 3, 10, 11, 40], batch_size=2, n_buckets=2)
+    >>> panel.view.edges
+    [0, 11, 40]
+    >>> panel.n_buckets.value = 3   # what dragging the slider does
+    >>> panel.view.n_buckets, panel.edges.value
+    (3, '0, 3, 11, 40')
+    """
+    return Explorer(hist, batch_size=batch_size, max_tokens=max_tokens, n_buckets=n_buckets,
+                    method=method)
+
+
+class _CallableModule(types.ModuleType):
+    """Lets ``analysis.explore(hist)`` work when the name resolves to this module."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Explorer:
+        return explore(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

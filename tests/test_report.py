@@ -1,0 +1,124 @@
+"""The report: notebooks executed with papermill into a folder, and recommendation.json."""
+
+from __future__ import annotations
+
+import json
+
+import nbformat
+import numpy as np
+import pytest
+
+from analysis import LengthHistogram, cli, expected_padding, save_histogram
+from analysis.paths import NOTEBOOKS_DIR
+from analysis.report import notebook_parameters, recommend, run_report
+
+LENGTHS = np.random.default_rng(11).integers(20, 900, size=2_000)
+
+
+def _tiny_notebook(path, *, params: str, body: str) -> None:
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell(params)
+    cell.metadata["tags"] = ["parameters"]
+    nb.cells = [nbformat.v4.new_markdown_cell("# tiny"), cell, nbformat.v4.new_code_cell(body)]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, path)
+
+
+def test_recommend_is_exact_for_each_strategy():
+    from analysis import optimize_edges
+    from analysis.strategies import sorted_padding
+
+    hist = LengthHistogram.from_lengths(LENGTHS)
+    rec = recommend(hist, n_buckets=4, batch_size=8)
+    by = {s["strategy"]: s for s in rec["strategies"]}
+    plan = optimize_edges(hist, 4, batch_size=8)
+    assert rec["plan"]["edges"] == list(plan.edges) == by["bucketed"]["edges"]
+    assert by["random"]["padded_tokens"] == expected_padding(
+        hist, [hist.min - 1, hist.max], batch_size=8).padded_tokens
+    useful, padded, _ = sorted_padding(hist, 8)
+    assert by["sorted"]["efficiency"] == useful / padded
+    assert by["random"]["efficiency"] < by["bucketed"]["efficiency"] <= 1
+    assert rec["throughput"] is None
+
+
+def test_recommend_predicts_throughput_from_one_reference():
+    hist = LengthHistogram.from_lengths(LENGTHS)
+    rec = recommend(hist, n_buckets=3, batch_size=8, tokens_per_s=12_000,
+                    reference_strategy="random")
+    rates = rec["throughput"]["predicted_tokens_per_s"]
+    eff = {s["strategy"]: s["efficiency"] for s in rec["strategies"]}
+    assert rates["random"] == 12_000
+    assert rates["bucketed"] == pytest.approx(12_000 * eff["bucketed"] / eff["random"], rel=1e-12)
+    with pytest.raises(ValueError, match="not one of"):
+        recommend(hist, n_buckets=3, batch_size=8, tokens_per_s=1.0, reference_strategy="magic")
+
+
+def test_parameters_are_the_intersection_and_figures_come_in_png_and_svg(tmp_path):
+    nbs = tmp_path / "nbs"
+    nbs.mkdir()
+    _tiny_notebook(nbs / "01_a.ipynb", params="data_path = 'x'\nfigures_dir = 'f'\nbatch_size = 1",
+                   body="from matplotlib.figure import Figure\n"
+                        "from analysis.plots import save_figure\n"
+                        "from analysis import load_lengths\n"
+                        "h = load_lengths(data_path)\n"
+                        "_ = save_figure(Figure(), 'tiny', figures_dir)\n"
+                        "print(h.n_samples, batch_size)")
+    _tiny_notebook(nbs / "02_b.ipynb", params="n_buckets = 2\nunrelated = 5", body="n_buckets")
+    assert notebook_parameters(nbs / "01_a.ipynb") == ["data_path", "figures_dir", "batch_size"]
+    src = save_histogram(LengthHistogram.from_lengths(LENGTHS), tmp_path / "in.csv")
+    out = tmp_path / "out"
+    result = run_report(src, out, n_buckets=3, batch_size=4, quiet=True, notebooks_dir=nbs,
+                        command="padding-workbench report in.csv --out out")
+    rec = json.loads((out / "recommendation.json").read_text())
+    runs = {r["notebook"]: r for r in rec["notebooks"]}
+    assert set(runs["01_a.ipynb"]["parameters"]) == {"data_path", "figures_dir", "batch_size"}
+    assert runs["01_a.ipynb"]["parameters"]["data_path"].startswith("/")
+    assert runs["02_b.ipynb"]["parameters"] == {"n_buckets": 3}
+    assert rec["figures"] == ["figures/tiny.png", "figures/tiny.svg"]
+    assert rec["figures_missing_svg"] == []
+    executed = nbformat.read(out / "01_a.ipynb", as_version=4)
+    assert executed.cells[-1].outputs[0]["text"] == f"{len(LENGTHS)} 4\n"
+    assert (nbs / "01_a.ipynb").read_text().count('"outputs": []') == 2  # never in place
+    assert {p.name for p in result.files} >= {"01_a.ipynb", "01_a.html", "02_b.ipynb",
+                                              "02_b.html", "recommendation.json", "lengths.csv"}
+    assert rec["command"] == "padding-workbench report in.csv --out out"
+
+
+def test_failing_notebook_is_one_line_through_the_cli(tmp_path, capsys, monkeypatch):
+    nbs = tmp_path / "nbs"
+    nbs.mkdir()
+    _tiny_notebook(nbs / "01_bad.ipynb", params="seed = 0", body="1 / 0")
+    monkeypatch.setattr("analysis.report.NOTEBOOKS_DIR", nbs)
+    src = save_histogram(LengthHistogram.from_lengths(LENGTHS), tmp_path / "in.csv")
+    code = cli.main(["--quiet", "report", str(src), "--out", str(tmp_path / "out"),
+                     "--buckets", "2"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "01_bad.ipynb failed" in err and "ZeroDivisionError" in err
+
+
+@pytest.mark.skipif(not sorted(NOTEBOOKS_DIR.glob("*.ipynb")), reason="no notebooks yet")
+def test_report_on_the_real_notebooks_leaves_every_promised_file(tmp_path, capsys):
+    src = save_histogram(LengthHistogram.from_lengths(LENGTHS), tmp_path / "lengths.csv")
+    out = tmp_path / "report"
+    code = cli.main(["--quiet", "report", str(src), "--out", str(out), "--buckets", "4",
+                     "--max-len", "800", "--tokens-per-s", "10000",
+                     "--reference-strategy", "sorted"])
+    assert code == 0, capsys.readouterr().err
+    notebooks = sorted(p.name for p in NOTEBOOKS_DIR.glob("*.ipynb"))
+    for name in notebooks:
+        assert (out / name).is_file() and (out / name).with_suffix(".html").is_file()
+    rec = json.loads((out / "recommendation.json").read_text())
+    pngs = sorted(p.stem for p in (out / "figures").glob("*.png"))
+    svgs = sorted(p.stem for p in (out / "figures").glob("*.svg"))
+    assert pngs and pngs == svgs
+    assert rec["settings"]["max_len"] == 800 and rec["n_buckets"] == 4
+    assert rec["data"]["clipping"]["max_len"] == 800
+    assert rec["plan"]["edges"][-1] == 800
+    assert {s["strategy"] for s in rec["strategies"]} == {"random", "sorted", "bucketed"}
+    assert rec["throughput"]["predicted_tokens_per_s"]["sorted"] == 10_000
+    assert rec["command"].startswith("padding-workbench --quiet report ")
+    assert rec["version"] and [r["notebook"] for r in rec["notebooks"]] == notebooks
+    for run in rec["notebooks"]:
+        if "data_path" in run["parameters"]:
+            assert run["parameters"]["data_path"] == str(out / "data" / "lengths.csv")
