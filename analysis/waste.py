@@ -27,7 +27,8 @@ from scipy.special import gammaln
 from analysis.lengths import LengthHistogram, _positive_int
 
 __all__ = ["check_edges", "bucket_batch_sizes", "check_batch_rule", "bucket_index",
-           "WasteEstimate", "expected_padding", "expected_efficiency", "expected_batch_max"]
+           "WasteEstimate", "expected_padding", "expected_efficiency", "expected_batch_max",
+           "expected_bucket_padded_tokens"]
 
 
 def check_edges(edges: Sequence[int] | np.ndarray, hist: LengthHistogram | None = None) -> list[int]:
@@ -363,6 +364,31 @@ def _bucket_expectations(g: np.ndarray, cum: np.ndarray, batch_size: int) -> flo
     if rest:
         total += rest * _expected_g_of_max(g, cum, rest)
     return total
+
+
+def expected_bucket_padded_tokens(lengths: Sequence[int] | np.ndarray,
+                                  counts: Sequence[int] | np.ndarray, batch_size: int, *,
+                                  pad_to_multiple_of: int = 1, power: int = 1) -> float:
+    """Expected padded tokens of one shuffled bucket: ``floor(n/B) * B * E[max_B] + r * E[max_r]``.
+
+    The bucket holds ``counts[j]`` samples of length ``lengths[j]`` (``n`` in all); it is
+    shuffled and cut into ``floor(n / B)`` full batches and one partial batch of
+    ``r = n mod B``.  ``power=2`` gives the expected ``sum over batches of size * longest**2``
+    (the attention term).  This is the per-bucket term of :func:`expected_padding`, for
+    optimisers and simulators that price one candidate bucket at a time.
+
+    Examples
+    --------
+    >>> round(expected_bucket_padded_tokens([1, 3], [2, 1], 2), 12)  # 2 * 7/3 + 1 * 5/3
+    6.333333333333
+    >>> expected_bucket_padded_tokens([5], [7], 3, pad_to_multiple_of=4)
+    56.0
+    """
+    lengths, counts = _as_length_counts(lengths, counts)
+    batch_size = _positive_int(batch_size, "batch_size")
+    m = _positive_int(pad_to_multiple_of, "pad_to_multiple_of")
+    power = _positive_int(power, "power")
+    return _bucket_expectations(_padded_values(lengths, m) ** power, np.cumsum(counts), batch_size)
 
 
 @dataclass(frozen=True)

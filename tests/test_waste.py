@@ -20,6 +20,7 @@ from analysis.waste import (
     bucket_batch_sizes,
     bucket_index,
     expected_batch_max,
+    expected_bucket_padded_tokens,
     expected_efficiency,
     expected_padding,
 )
@@ -184,6 +185,15 @@ def test_expected_batch_max_on_a_large_bucket_equals_exact_comb(batch_size):
     counts = rng.multinomial(10**7 - 3, np.full(25, 1 / 25)) + np.eye(25, dtype=np.int64)[-1] * 3
     got = expected_batch_max(lengths, counts, batch_size, power=2)
     assert close(got, exact_batch_max(lengths.tolist(), counts.tolist(), batch_size, power=2))
+
+
+@pytest.mark.parametrize("batch_size", [1, 3, 8, 100])
+def test_expected_bucket_padded_tokens_equals_exact_comb(batch_size):
+    lengths, counts = [7, 30, 31, 90, 400], [40, 3, 9, 17, 2]
+    for m in (1, 8):
+        got = expected_bucket_padded_tokens(lengths, counts, batch_size, pad_to_multiple_of=m)
+        assert close(got, exact_bucket(lengths, counts, batch_size, m))
+    assert expected_bucket_padded_tokens([5, 6], [1, 1], 2, power=2) == 2 * 36
 
 
 @pytest.mark.parametrize("size_from_top", [0, 1, 2, 17, 100])
