@@ -117,6 +117,32 @@ class SimulationResult:
         """The per-epoch table (a copy of :attr:`epochs`)."""
         return self.epochs.copy()
 
+    def by_bucket(self) -> pd.DataFrame:
+        """Per bucket, means per epoch: ``batches``, ``useful tokens``, ``padded tokens``, and
+        the pooled ``efficiency`` (useful / padded over all epochs).  For ``bucketed``; other
+        strategies have one row, bucket -1.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> res = simulate([1, 2, 9, 10], "bucketed", rng=np.random.default_rng(0),
+        ...                batch_size=2, edges=[0, 5, 10])
+        >>> res.by_bucket()
+                batches  useful tokens  padded tokens  efficiency
+        bucket
+        0           1.0            3.0            4.0        0.75
+        1           1.0           19.0           20.0        0.95
+        """
+        groups = self.batches.groupby("bucket")
+        useful, padded = groups["useful"].sum(), groups["padded"].sum()
+        frame = pd.DataFrame({
+            "batches": groups.size() / self.n_epochs,
+            "useful tokens": useful / self.n_epochs,
+            "padded tokens": padded / self.n_epochs,
+            "efficiency": useful / padded,
+        })
+        return frame
+
 
 def simulate(lengths: LengthHistogram | Sequence[int] | np.ndarray, strategy: str, *,
              rng: np.random.Generator, epochs: int = 1, batch_size: int | None = None,

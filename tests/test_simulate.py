@@ -289,3 +289,16 @@ def test_compare_strategies_predicts_throughput_from_a_reference():
     with pytest.raises(ValueError, match="give both"):
         compare_strategies(lengths, rng=np.random.default_rng(0), edges=[0, 499], batch_size=8,
                            reference_strategy="sorted")
+
+
+def test_by_bucket_matches_expected_padding_per_bucket():
+    hist = _random_hist(7)
+    edges = [0, 40, 90, hist.max]
+    res = simulate(hist, "bucketed", rng=np.random.default_rng(1), epochs=30, edges=edges, batch_size=8)
+    table = res.by_bucket()
+    est = expected_padding(hist, edges, batch_size=8).to_frame()
+    np.testing.assert_array_equal(table["batches"], est["batches"])
+    np.testing.assert_array_equal(table["useful tokens"], est["tokens"])
+    per_epoch = res.batches.groupby(["bucket", "epoch"])["padded"].sum().unstack()
+    se = per_epoch.std(axis=1, ddof=1) / math.sqrt(30)
+    assert (abs(table["padded tokens"] - est["expected padded tokens"]) <= 4 * se + 1e-9).all()
