@@ -41,7 +41,8 @@ def _finite(value: Any, name: str, *, positive: bool = False) -> float:
         raise ValueError(f"{name} must be a number, got {value!r}")
     value = float(value)
     if not math.isfinite(value) or value < 0 or (positive and value == 0):
-        raise ValueError(f"{name} must be a finite number {'> 0' if positive else '>= 0'}, got {value!r}")
+        bound = "> 0" if positive else ">= 0"
+        raise ValueError(f"{name} must be a finite number {bound}, got {value!r}")
     return value
 
 
@@ -96,10 +97,10 @@ class Calibration:
     attention_weight: float = 0.0
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "tokens_per_s", _finite(self.tokens_per_s, "tokens_per_s", positive=True))
-        object.__setattr__(self, "useful_tokens", _finite(self.useful_tokens, "useful_tokens", positive=True))
-        object.__setattr__(self, "cost", _finite(self.cost, "cost", positive=True))
-        object.__setattr__(self, "attention_weight", _finite(self.attention_weight, "attention_weight"))
+        for name in ("tokens_per_s", "useful_tokens", "cost"):
+            object.__setattr__(self, name, _finite(getattr(self, name), name, positive=True))
+        object.__setattr__(self, "attention_weight",
+                           _finite(self.attention_weight, "attention_weight"))
 
     @classmethod
     def from_efficiency(cls, tokens_per_s: float, efficiency: float) -> Calibration:

@@ -146,7 +146,7 @@ def bucket_index(values: np.ndarray, edges: Sequence[int]) -> np.ndarray:
 #
 # and, for any non-decreasing g, E[g(max)] = g(v_1) + sum_j (g(v_{j+1}) - g(v_j)) (1 - F_j):
 # a sum of non-negative terms, so nothing cancels.  1 - F_j = -expm1(log F_j), and log F_j is
-# computed to near machine precision by one of three forms (d_j = n - C_j samples are longer):
+# computed to near machine precision by one of these forms (d_j = n - C_j samples are longer):
 #
 #   * s <= _PRODUCT_TERMS:  log F = sum_{i<s} log1p(-d / (n - i))
 #   * d <= _PRODUCT_TERMS:  log F = sum_{i<d} log1p(-s / (n - i))   (= C(n-s, d) / C(n, d))
