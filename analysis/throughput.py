@@ -34,6 +34,9 @@ from analysis.waste import WasteEstimate
 
 __all__ = ["batch_cost", "Calibration", "predict_throughput"]
 
+# Efficiencies are <= 1; a float expectation may land a few ulps above, which is accepted.
+_EFFICIENCY_MAX = 1.0 + 1e-9
+
 
 def _finite(value: Any, name: str, *, positive: bool = False) -> float:
     """``value`` as a finite float (``> 0`` if ``positive``, else ``>= 0``), or ValueError."""
@@ -106,7 +109,7 @@ class Calibration:
     def from_efficiency(cls, tokens_per_s: float, efficiency: float) -> Calibration:
         """Tokens-only calibration (``attention_weight = 0``) from a run's efficiency."""
         efficiency = _finite(efficiency, "efficiency", positive=True)
-        if efficiency > 1:
+        if efficiency > _EFFICIENCY_MAX:
             raise ValueError(f"efficiency must be in (0, 1], got {efficiency!r}")
         return cls(tokens_per_s, efficiency, 1.0)
 
@@ -187,6 +190,6 @@ def predict_throughput(efficiency: Any, *, reference_tokens_per_s: float,
     """
     calibration = Calibration.from_efficiency(reference_tokens_per_s, reference_efficiency)
     eff = np.asarray(efficiency, dtype=float)
-    if np.isnan(eff).any() or (eff <= 0).any() or (eff > 1).any():
+    if np.isnan(eff).any() or (eff <= 0).any() or (eff > _EFFICIENCY_MAX).any():
         raise ValueError(f"efficiency must be in (0, 1], got {efficiency!r}")
     return calibration.predict(eff, 1.0)
