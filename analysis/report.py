@@ -27,6 +27,7 @@ import contextlib
 import json
 import os
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -200,6 +201,26 @@ def _environ(values: Mapping[str, str]) -> Iterator[None]:
                 os.environ[key] = value
 
 
+#: IPython configuration of the report's kernels: figures display inline (so the HTML shows
+#: them even when a notebook never imports pyplot) and the kernel's startup warnings (e.g.
+#: "running over TCP without encryption") stay off the report's terminal.
+_KERNEL_CONFIG = """\
+c.IPKernelApp.matplotlib = "inline"
+c.IPKernelApp.log_level = "ERROR"
+"""
+
+
+def _kernel_environ(ipython_dir: Path) -> dict[str, str]:
+    """Environment of the report's kernels: a fresh IPython profile (no user startup files),
+    no progress bars, every figure saved as PNG and SVG."""
+    profile = ipython_dir / "profile_default"
+    profile.mkdir(parents=True, exist_ok=True)
+    (profile / "ipython_kernel_config.py").write_text(_KERNEL_CONFIG, encoding="utf-8")
+    return {"IPYTHONDIR": str(ipython_dir), "PADDING_QUIET": "1",
+            "PADDING_FIGURE_FORMATS": "png,svg",
+            "MPLBACKEND": "module://matplotlib_inline.backend_inline"}
+
+
 def _run_notebook(src: Path, dst: Path, parameters: dict[str, Any], *, cwd: Path,
                   show_progress: bool) -> None:
     import papermill
@@ -302,10 +323,9 @@ def run_report(src: Any, out_dir: str | os.PathLike[str], *, n_buckets: int = 6,
     }
 
     show = not quiet and progress_enabled()
-    env = {"PADDING_FIGURE_FORMATS": "png,svg", "PADDING_QUIET": "1",
-           "MPLBACKEND": "module://matplotlib_inline.backend_inline"}
     runs, written = [], [data_csv]
-    with _environ(env):
+    with tempfile.TemporaryDirectory(prefix="padding-report-") as ipython_dir, \
+            _environ(_kernel_environ(Path(ipython_dir))):
         for nb in progress(notebooks, "report notebooks", enabled=show, unit="notebook"):
             defined = notebook_parameters(nb)
             params = {k: v for k, v in offered.items() if k in defined and v is not None}
