@@ -106,10 +106,16 @@ class SimulationResult:
         return self.useful_tokens / self.padded_tokens
 
     def summary(self) -> pd.Series:
-        """Means over epochs of the epoch metrics, plus the exact pooled totals."""
+        """Means over epochs of the epoch metrics, plus the exact pooled totals.
+
+        ``composition_repeat`` is averaged over the epochs after the first (the first has
+        nothing to repeat); NaN for a one-epoch simulation.
+        """
         cols = [c for c in EPOCH_METRICS if c in self.epochs.columns]
         out: dict[str, Any] = {"strategy": self.strategy, "epochs": self.n_epochs}
         out.update({c: float(self.epochs[c].mean()) for c in cols})
+        later = self.epochs["composition_repeat"].iloc[1:]
+        out["composition_repeat"] = float(later.mean()) if later.size else float("nan")
         out.update(useful_tokens=self.useful_tokens, padded_tokens=self.padded_tokens)
         return pd.Series(out, dtype=object, name=self.strategy)
 

@@ -217,6 +217,9 @@ def test_summary_and_to_frame():
     assert summary["strategy"] == "sorted" and summary["epochs"] == 2
     assert summary["efficiency"] == pytest.approx(14 / 20)  # {1,2} pads to 4, {3,8} to 16
     assert summary["useful_tokens"] == 28 and summary["padded_tokens"] == 40
+    assert summary["composition_repeat"] == 1.0  # epochs after the first
+    one = simulate([3, 1, 2, 8], "sorted", rng=np.random.default_rng(0), batch_size=2)
+    assert math.isnan(one.summary()["composition_repeat"])
     pd.testing.assert_frame_equal(res.to_frame(), res.epochs)
 
 
@@ -237,6 +240,7 @@ def test_compare_strategies_table():
         hist, [0, hist.max], batch_size=8).efficiency
     assert table[["expected_efficiency"]].loc[["length_grouped", "token_budget", "packing"]].isna().all().all()
     assert "straggler_factor" in table.columns
+    assert table.loc["sorted", "composition_repeat"] == 1.0
     assert table.loc["packing", "efficiency"] > table.loc["random", "efficiency"]
 
 
@@ -302,3 +306,24 @@ def test_by_bucket_matches_expected_padding_per_bucket():
     per_epoch = res.batches.groupby(["bucket", "epoch"])["padded"].sum().unstack()
     se = per_epoch.std(axis=1, ddof=1) / math.sqrt(30)
     assert (abs(table["padded tokens"] - est["expected padded tokens"]) <= 4 * se + 1e-9).all()
+
+
+def test_strategy_figures_are_built():
+    from matplotlib.figure import Figure
+
+    from analysis.plots import (plot_padded_per_step, plot_randomness, plot_strategy_bars,
+                                plot_tradeoff)
+
+    lengths = np.random.default_rng(10).integers(1, 300, size=600)
+    table = compare_strategies(lengths, rng=np.random.default_rng(0), edges=[0, 100, 299],
+                               batch_size=4, epochs=2, reference_strategy="sorted",
+                               reference_tokens_per_s=1000)
+    bars = plot_strategy_bars(table)
+    assert isinstance(bars, Figure) and len(bars.axes) == 3
+    assert len(plot_randomness(table).axes) == 3
+    assert isinstance(plot_tradeoff(table), Figure)
+    results = {s: simulate(lengths, s, rng=np.random.default_rng(0), batch_size=4,
+                           edges=[0, 100, 299]) for s in ("sorted", "bucketed")}
+    assert len(plot_padded_per_step(results, steps=50).axes) == 2
+    with pytest.raises(ValueError, match="none of the requested columns"):
+        plot_strategy_bars(table, columns=["nope"])

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 __all__ = ["plot_strategy_bars", "plot_randomness", "plot_tradeoff", "plot_padded_per_step"]
 
@@ -46,6 +47,9 @@ def _bars(ax, table: pd.DataFrame, column: str, fmt: str) -> None:
         ax.text((v if np.isfinite(v) else 0) + 0.01 * top, yi, text, va="center", fontsize=8)
     ax.set_xlim(min(0.0, np.nanmin(values) * 1.2 if np.isfinite(values).any() else 0.0), top * 1.25)
     ax.set_xlabel(_LABELS.get(column, column))
+    ax.xaxis.set_major_locator(MaxNLocator(4))
+    if top >= 10_000:
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1000:g}k" if v else "0"))
     ax.grid(axis="x", alpha=0.3)
     ax.set_axisbelow(True)
 
@@ -70,10 +74,9 @@ def plot_strategy_bars(table: pd.DataFrame,
             y = np.arange(len(table))[::-1]
             exp = table["expected_efficiency"].to_numpy(dtype=float)
             ok = np.isfinite(exp)
-            ax.scatter(exp[ok], y[ok], marker="|", s=300, color="black", zorder=3,
-                       label="exact expectation")
+            ax.scatter(exp[ok], y[ok], marker="|", s=300, color="black", zorder=3)
             if ok.any():
-                ax.legend(loc="lower right", fontsize=8)
+                ax.set_xlabel(_LABELS["efficiency"] + "\n| = exact expectation")
     fig.suptitle(title or "Batching strategies: padding and steps per epoch")
     return fig
 
@@ -110,10 +113,12 @@ def plot_tradeoff(table: pd.DataFrame, *, randomness: str = "within_batch_cv",
             raise ValueError(f"the table has no {column!r} column")
     fig = Figure(figsize=(6.4, 4.4), layout="constrained")
     ax = fig.subplots()
-    for name, row in table.iterrows():
+    markers = "osD^vP*X"
+    for i, (name, row) in enumerate(table.iterrows()):
         x, y = float(row[randomness]), float(row["efficiency"])
-        ax.scatter(x, y, s=80, color=_color(str(name)), zorder=3)
-        ax.annotate(str(name), (x, y), textcoords="offset points", xytext=(7, 4), fontsize=9)
+        ax.scatter(x, y, s=90, color=_color(str(name)), marker=markers[i % len(markers)],
+                   zorder=3, label=str(name), edgecolors="black", linewidths=0.5)
+    ax.legend(loc="lower left", fontsize=9, title="strategy")
     ax.set_xlabel(_LABELS.get(randomness, randomness).replace("\n", " "))
     ax.set_ylabel("efficiency (useful / padded)")
     ax.set_ylim(min(0.0, float(table["efficiency"].min()) - 0.05), 1.05)
@@ -122,7 +127,7 @@ def plot_tradeoff(table: pd.DataFrame, *, randomness: str = "within_batch_cv",
     return fig
 
 
-def plot_padded_per_step(results: Mapping[str, object], *, steps: int = 400, epoch: int = 1,
+def plot_padded_per_step(results: Mapping[str, object], *, steps: int = 150, epoch: int = 1,
                          title: str | None = None) -> Figure:
     """Padded tokens per optimizer step over the first ``steps`` steps of an epoch.
 
@@ -146,5 +151,6 @@ def plot_padded_per_step(results: Mapping[str, object], *, steps: int = 400, epo
         ax.grid(alpha=0.3)
         ax.set_ylim(bottom=0)
     axes[-1].set_xlabel(f"optimizer step (first {min(steps, len(per_step))} of epoch {epoch})")
+    axes[-1].xaxis.set_major_locator(MaxNLocator(integer=True))
     fig.suptitle(title or "Padded tokens per step: what each step costs")
     return fig
