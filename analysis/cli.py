@@ -6,7 +6,7 @@ Four subcommands, each a thin face over the engine::
     padding-workbench optimize SRC [--buckets K] [--batch-size B | --max-tokens T] [--method M]
                                [--max-len N] [--edge-multiple M] [--json]
     padding-workbench compare  SRC --edges E0,E1,... [--batch-size B | --max-tokens T]
-                               [--epochs N] [--seed S]
+                               [--epochs N] [--seed S] [--tokens-per-s X --reference-strategy S]
     padding-workbench report   SRC --out DIR [--buckets K] [--batch-size B | --max-tokens T]
                                [--max-len N] [--tokens-per-s X --reference-strategy S]
 
@@ -167,6 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="simulated epochs per strategy")
     p.add_argument("--seed", metavar="S", type=int, default=DEFAULT_SEED,
                    help="seed of the random generator")
+    _add_calibration(p)
 
     p = sub.add_parser("report", formatter_class=_Formatter,
                        help="run every notebook on SRC into DIR: notebooks, HTML, figures, "
@@ -183,13 +184,22 @@ def build_parser() -> argparse.ArgumentParser:
     _add_max_len(p)
     p.add_argument("--seed", metavar="S", type=int, default=DEFAULT_SEED,
                    help="seed passed to the notebooks")
+    _add_calibration(p)
+    return parser
+
+
+def _add_calibration(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tokens-per-s", metavar="X", type=_positive_float, default=None,
                    help="measured throughput (useful tokens/s) of --reference-strategy, to "
                         "predict the others' (default: none, no throughput prediction)")
     p.add_argument("--reference-strategy", metavar="S", default=None,
                    help="the strategy --tokens-per-s was measured with, e.g. sorted or random "
                         "(default: none)")
-    return parser
+
+
+def _check_calibration(args: argparse.Namespace) -> None:
+    if (args.tokens_per_s is None) != (args.reference_strategy is None):
+        raise CLIError("--tokens-per-s and --reference-strategy go together (give both or neither)")
 
 
 def _version() -> str:
@@ -265,10 +275,12 @@ def _cmd_compare(args: argparse.Namespace, out: Any) -> None:
     import numpy as np
 
     from analysis import check_edges, compare_strategies
+    _check_calibration(args)
     hist = _load(args)
     edges = check_edges(args.edges, hist)
     table = compare_strategies(hist, rng=np.random.default_rng(args.seed), epochs=args.epochs,
-                               edges=edges, **_batch_rule(args))
+                               edges=edges, reference_strategy=args.reference_strategy,
+                               reference_tokens_per_s=args.tokens_per_s, **_batch_rule(args))
     rule = ", ".join(f"{k} = {v:,}" for k, v in _batch_rule(args).items())
     print(f"Strategies on edges {','.join(map(str, edges))} ({rule}, {args.epochs} epochs, "
           f"seed {args.seed}):", file=out)
@@ -277,8 +289,7 @@ def _cmd_compare(args: argparse.Namespace, out: Any) -> None:
 
 def _cmd_report(args: argparse.Namespace, out: Any, argv: Sequence[str]) -> None:
     from analysis.report import run_report
-    if (args.tokens_per_s is None) != (args.reference_strategy is None):
-        raise CLIError("--tokens-per-s and --reference-strategy go together (give both or neither)")
+    _check_calibration(args)
     rule = _batch_rule(args)
     result = run_report(
         args.src, args.out, n_buckets=args.buckets, batch_size=rule.get("batch_size"),

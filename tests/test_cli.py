@@ -171,3 +171,11 @@ def test_python_m_analysis_optimize_json(data, tmp_path):
     assert got["batch_sizes"] == [8, 8] and got["edges"][-1] == hist.max
     assert set(got) >= {"edges", "batch_sizes", "efficiency", "padded_tokens", "useful_tokens",
                         "method"}
+
+
+def test_compare_with_a_throughput_calibration(capsys, data):
+    _, path = data
+    code, out, err = run(capsys, "compare", path, "--edges", "0,300,599", "--epochs", 1,
+                         "--tokens-per-s", 1000, "--reference-strategy", "sorted")
+    assert code == 0, err
+    assert "predicted_tokens_per_s" in out
