@@ -227,7 +227,10 @@ def _print_series(title: str, series: pd.Series, out: Any) -> None:
     width = max(len(str(k)) for k in series.index)
     for key, value in series.items():
         if isinstance(value, float):
-            text = f"{value:.4f}" if abs(value) < 1e6 else f"{value:,.0f}"
+            if 0 < abs(value) < 0.01:
+                text = f"{value:.3g}"
+            else:
+                text = f"{value:.4f}" if abs(value) < 1e6 else f"{value:,.0f}"
         elif isinstance(value, int):
             text = f"{value:,}"
         else:
@@ -236,9 +239,16 @@ def _print_series(title: str, series: pd.Series, out: Any) -> None:
 
 
 def _frame_text(frame: pd.DataFrame) -> str:
-    with pd.option_context("display.precision", 4, "display.width", 200,
-                           "display.max_columns", 50):
-        return frame.to_string()
+    with pd.option_context("display.width", 250, "display.max_columns", 50):
+        return frame.to_string(float_format=_number)
+
+
+def _number(x: float) -> str:
+    """Floats in tables: 4 decimals for ratios, thousands separators for token counts."""
+    if x != x:
+        return "NaN"
+    big = abs(x) >= 1e4 or (abs(x) >= 10 and float(x).is_integer())
+    return f"{x:,.0f}" if big else f"{x:.4f}"
 
 
 # ---------------------------------------------------------------------------- commands
