@@ -57,7 +57,6 @@ class _Counter:
     def __init__(self) -> None:
         self.dense = np.zeros(0, dtype=np.int64)
         self.sparse: list[tuple[np.ndarray, np.ndarray]] = []
-        self.n_sparse = 0
 
     def add_lengths(self, arr: np.ndarray) -> None:
         """Count a validated non-negative int64 array of per-sample lengths."""
@@ -66,7 +65,7 @@ class _Counter:
         if int(arr.max()) >= _DENSE_LIMIT:
             big = arr >= _DENSE_LIMIT
             lengths, counts = np.unique(arr[big], return_counts=True)
-            self._add_sparse(lengths, counts.astype(np.int64))
+            self._add_sparse(lengths, counts.astype(np.int64), "")
             arr = arr[~big]
             if arr.size == 0:
                 return
@@ -82,7 +81,7 @@ class _Counter:
         """Add a validated ``(lengths, counts)`` table (lengths may repeat), checking overflow."""
         big = lengths >= _DENSE_LIMIT
         if big.any():
-            self._add_sparse(lengths[big], counts[big])
+            self._add_sparse(lengths[big], counts[big], where)
             lengths, counts = lengths[~big], counts[~big]
         if lengths.size == 0:
             return
@@ -100,24 +99,25 @@ class _Counter:
             raise ValueError(f"{where}: the count of one length exceeds int64")
         self.dense[distinct] += np.array(sums, dtype=np.int64)
 
-    def _add_sparse(self, lengths: np.ndarray, counts: np.ndarray) -> None:
+    def _add_sparse(self, lengths: np.ndarray, counts: np.ndarray, where: str) -> None:
         self.sparse.append((lengths, counts))
-        self.n_sparse += lengths.size
         if len(self.sparse) > 16:
-            merged = self._sparse_histogram()
+            merged = self._sparse_histogram(where)
             self.sparse = [(merged.lengths, merged.counts)]
-            self.n_sparse = merged.n_distinct
 
-    def _sparse_histogram(self) -> LengthHistogram:
-        return LengthHistogram.from_counts(np.concatenate([p[0] for p in self.sparse]),
-                                           np.concatenate([p[1] for p in self.sparse]),
-                                           allow_zero=True)
+    def _sparse_histogram(self, where: str) -> LengthHistogram:
+        try:
+            return LengthHistogram.from_counts(np.concatenate([p[0] for p in self.sparse]),
+                                               np.concatenate([p[1] for p in self.sparse]),
+                                               allow_zero=True)
+        except ValueError as err:  # a count beyond int64
+            raise ValueError(f"{where}: {err}" if where else str(err)) from None
 
     def histogram(self, where: str) -> LengthHistogram:
         lengths = np.flatnonzero(self.dense).astype(np.int64)
         hist = LengthHistogram(lengths, self.dense[lengths]) if lengths.size else None
         if self.sparse:
-            sparse = self._sparse_histogram()
+            sparse = self._sparse_histogram(where)
             hist = sparse if hist is None else hist + sparse
         if hist is None:
             raise ValueError(f"{where}: empty input, no samples (all counts are zero)")
@@ -218,7 +218,7 @@ def load_lengths(source: Any, *, column: str | None = None, field: str | None = 
         return _load_paths(source, column=column, field=field, allow_zero=allow_zero)
     if isinstance(source, bytes):
         raise ValueError("expected lengths or a path, got bytes")
-    if isinstance(source, pd.DataFrame):
+    if isinstance(source, pd.DataFrame) and field is None:
         names = [str(c) for c in source.columns]
         name = _pick_column(names, column, "the DataFrame")
         return LengthHistogram.from_lengths(source.iloc[:, names.index(name)],
@@ -274,10 +274,10 @@ def _read_file(path: Path, counter: _Counter, *, column: str | None, field: str 
             return _read_npy(path, counter, allow_zero)
         if kind == ".txt":
             return _read_text_table(path, counter, sep=",", header=False, column=None,
-                             allow_zero=allow_zero)
+                                    allow_zero=allow_zero)
         if kind in (".csv", ".tsv"):
-            return _read_text_table(path, counter, sep="," if kind == ".csv" else "\t", header=True,
-                             column=column, allow_zero=allow_zero)
+            return _read_text_table(path, counter, sep="," if kind == ".csv" else "\t",
+                                    header=True, column=column, allow_zero=allow_zero)
         if kind == ".parquet":
             return _read_parquet(path, counter, column, allow_zero)
         return _read_jsonl(path, counter, field, allow_zero)
@@ -322,8 +322,8 @@ def _read_npy(path: Path, counter: _Counter, allow_zero: bool) -> int:
 
 def _open_text(path: Path) -> io.TextIOBase:
     if path.name.lower().endswith(".gz"):
-        return gzip.open(path, "rt", encoding="utf-8", newline="")
-    return open(path, encoding="utf-8", newline="")
+        return gzip.open(path, "rt", encoding="utf-8-sig", newline="")
+    return open(path, encoding="utf-8-sig", newline="")
 
 
 def _read_text_table(path: Path, counter: _Counter, *, sep: str, header: bool,
@@ -346,7 +346,6 @@ def _read_text_table(path: Path, counter: _Counter, *, sep: str, header: bool,
         reader = pd.read_csv(path, usecols=[name], chunksize=_CHUNK_ROWS, **options)
         offset = 2  # line 1 is the header; data row 0 is on line 2
     else:
-        name = 0  # type: ignore[assignment]
         try:
             reader = pd.read_csv(path, header=None, chunksize=_CHUNK_ROWS, **options)
         except pd.errors.EmptyDataError:

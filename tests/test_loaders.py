@@ -131,6 +131,10 @@ def test_histogram_csv_huge_counts_exact(tmp_path: Path) -> None:
     (tmp_path / "o.csv").write_text(f"length,count\n7,{2**62}\n7,{2**62}\n")
     with pytest.raises(ValueError, match=rf"^{escaped(tmp_path / 'o.csv')}: .*exceeds int64"):
         load_lengths(tmp_path / "o.csv")
+    big = 2**45  # above the dense range: counted sparsely, same overflow check
+    (tmp_path / "s.csv").write_text(f"length,count\n{big},{2**62}\n{big},{2**62}\n")
+    with pytest.raises(ValueError, match=rf"^{escaped(tmp_path / 's.csv')}: .*exceeds int64"):
+        load_lengths(tmp_path / "s.csv")
 
 
 def test_save_histogram_format(tmp_path: Path) -> None:
@@ -439,3 +443,12 @@ def test_property_glob_merge_equals_sum(tmp_path: Path, parts: list[list[int]]) 
     hist = load_lengths(folder / "*.txt")
     assert hist.total_tokens == sum(map(sum, parts))
     assert hist == LengthHistogram.from_lengths([v for part in parts for v in part])
+
+
+def test_utf8_byte_order_mark_is_ignored(tmp_path: Path) -> None:
+    bom = "\ufeff"
+    (tmp_path / "h.csv").write_bytes(f"{bom}length,count\n5,2\n".encode())
+    (tmp_path / "a.jsonl").write_bytes(f'{bom}{{"n": 5}}\n{{"n": 5}}\n'.encode())
+    (tmp_path / "a.txt").write_bytes(f"{bom}5\n5\n".encode())
+    for name in ["h.csv", "a.jsonl", "a.txt"]:
+        assert load_lengths(tmp_path / name) == LengthHistogram.from_counts([5], [2]), name
