@@ -28,8 +28,10 @@ from typing import Any
 
 import pandas as pd
 
+from analysis.optimize import METHODS
+
 __all__ = ["main", "build_parser", "DEFAULT_N_BUCKETS", "DEFAULT_BATCH_SIZE", "DEFAULT_METHOD",
-           "DEFAULT_EPOCHS", "DEFAULT_SEED", "METHODS"]
+           "DEFAULT_EPOCHS", "DEFAULT_SEED"]
 
 PROG = "padding-workbench"
 DEFAULT_N_BUCKETS = 6
@@ -37,7 +39,6 @@ DEFAULT_BATCH_SIZE = 8  # the case's setting (analysis.case.CASE_BATCH_SIZE)
 DEFAULT_METHOD = "optimal"
 DEFAULT_EPOCHS = 3
 DEFAULT_SEED = 1701
-METHODS = ("optimal", "greedy", "geometric", "equal_count", "equal_tokens")
 
 
 class CLIError(Exception):

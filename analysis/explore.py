@@ -32,10 +32,11 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-__all__ = ["ExplorerView", "Explorer", "explore", "explore_view", "explore_figure",
-           "parse_edges", "METHODS"]
+from analysis.optimize import METHODS
 
-METHODS = ("optimal", "greedy", "geometric", "equal_count", "equal_tokens")
+__all__ = ["ExplorerView", "Explorer", "explore", "explore_view", "explore_figure",
+           "parse_edges"]
+
 _DEFAULT_BATCH_SIZE = 8
 
 
