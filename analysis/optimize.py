@@ -704,9 +704,11 @@ def optimize_edges(hist: LengthHistogram, n_buckets: int, *, batch_size: int | N
     pad_to_multiple_of : int, default 1
         Each batch's longest is rounded up to a multiple of this.
     edge_multiple : int, default 1
-        Edges are multiples of this (``"optimal"``: every multiple that separates two
-        observed lengths is a candidate; baselines: their edges rounded up).  The last edge is
-        the longest length rounded up.
+        Edges are multiples of this (``"optimal"``: each observed length rounded up to a
+        multiple is a candidate edge; baselines: their edges rounded up).  The last edge is
+        the longest length rounded up.  ``"optimal"`` puts each edge at its bucket's longest
+        length (rounded up), never higher: in token-budget mode a higher edge would only
+        shrink that bucket's batch below what fits.
     min_bucket_samples : int, default 1
         ``"optimal"`` only: every bucket holds at least this many samples.
     attention_weight : float, default 0.0

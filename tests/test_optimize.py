@@ -1,0 +1,369 @@
+"""Tests for analysis.optimize: the DP against exhaustive search in exact rational arithmetic,
+the baselines against the field's own formulas, constraints, sweeps and argument checks."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+from fractions import Fraction
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import analysis.optimize as opt
+from analysis import (
+    CASE_GEOMETRIC_EDGES,
+    LengthHistogram,
+    evaluate_edges,
+    expected_padding,
+    optimize_edges,
+    recommend_n_buckets,
+    sweep_bucket_counts,
+)
+
+BASELINES = ("geometric", "equal_count", "equal_tokens", "greedy")
+
+
+# ------------------------------------------------------------------ exact reference objective
+def exact_objective(lengths, counts, edges, *, batch_size=None, max_tokens=None, pad=1,
+                    attention_weight=0.0) -> Fraction:
+    """The optimiser's objective in exact rationals, straight from the definition:
+    n * sum_v g(v) P(max = v) with P(max <= v) = C(c(v), B) / C(n, B), or n * g(longest)."""
+    a = Fraction(attention_weight)
+    total = Fraction(0)
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        inside = [(v, c) for v, c in zip(lengths, counts) if lo < v <= hi]
+        if not inside:
+            continue
+        b = batch_size if batch_size is not None else max(1, max_tokens // hi)
+
+        def g(v):
+            r = Fraction(-(-v // pad) * pad)
+            return r + a * r * r
+
+        n = sum(c for _, c in inside)
+        if n < b:
+            total += n * g(inside[-1][0])
+            continue
+        below, prev, expect = 0, 0, Fraction(0)
+        for v, c in inside:
+            below += c
+            now = math.comb(below, b)
+            expect += g(v) * (now - prev)
+            prev = now
+        total += n * expect / math.comb(n, b)
+    return total
+
+
+def all_edge_sets(lengths, k, top, allowed=None):
+    """Every placement of k buckets with edges at observed lengths (or ``allowed`` values)."""
+    cands = sorted(set(allowed if allowed is not None else lengths[:-1]))
+    cands = [e for e in cands if lengths[0] <= e < lengths[-1]]
+    for cut in itertools.combinations(cands, k - 1):
+        yield [0, *cut, top]
+
+
+def random_hist(rng, max_distinct=8, max_len=40, max_count=12):
+    m = int(rng.integers(1, max_distinct + 1))
+    lengths = sorted(rng.choice(np.arange(1, max_len), m, replace=False).tolist())
+    counts = rng.integers(1, max_count + 1, m).tolist()
+    return lengths, counts
+
+
+def rule(case: int, rng) -> dict:
+    if case % 2 == 0:
+        return {"batch_size": int(rng.integers(1, 7))}
+    return {"max_tokens": int(rng.integers(10, 120))}
+
+
+# -------------------------------------------------------------------- the optimum is optimal
+@pytest.mark.parametrize("seed", range(24))
+@pytest.mark.parametrize("attention_weight", [0.0, 0.01])
+def test_optimal_equals_exhaustive_search(seed, attention_weight):
+    rng = np.random.default_rng(seed)
+    lengths, counts = random_hist(rng)
+    hist = LengthHistogram.from_counts(lengths, counts)
+    batch = rule(seed, rng)
+    pad = [1, 4][seed % 3 == 0]
+    for k in range(1, min(4, len(lengths)) + 1):
+        best = min(exact_objective(lengths, counts, e, pad=pad, attention_weight=attention_weight,
+                                   **batch)
+                   for e in all_edge_sets(lengths, k, lengths[-1]))
+        plan = optimize_edges(hist, k, pad_to_multiple_of=pad, attention_weight=attention_weight,
+                              **batch)
+        got = exact_objective(lengths, counts, plan.edges, pad=pad,
+                              attention_weight=attention_weight, **batch)
+        assert plan.n_buckets == k
+        assert float(abs(got - best) / best) <= 1e-12
+        assert plan.objective == pytest.approx(float(best), rel=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_log_space_and_small_blocks_give_the_same_optimum(seed, monkeypatch):
+    """Force the log-space sums, tiny column blocks and no lookup table: still exact."""
+    monkeypatch.setattr(opt, "_LINEAR_LOG_LIMIT", -1.0)
+    monkeypatch.setattr(opt, "_BLOCK_ENTRIES", 4)
+    monkeypatch.setattr(opt, "_MIN_WIDTH", 2)
+    monkeypatch.setattr(opt, "_TABLE_MAX", 3)
+    rng = np.random.default_rng(100 + seed)
+    lengths, counts = random_hist(rng, max_distinct=9)
+    hist = LengthHistogram.from_counts(lengths, counts)
+    batch = rule(seed, rng)
+    for k in range(1, min(4, len(lengths)) + 1):
+        best = min(exact_objective(lengths, counts, e, **batch)
+                   for e in all_edge_sets(lengths, k, lengths[-1]))
+        plan = optimize_edges(hist, k, **batch)
+        got = exact_objective(lengths, counts, plan.edges, **batch)
+        assert float(abs(got - best) / best) <= 1e-12
+
+
+def test_large_batch_uses_log_space_and_matches_small_block_linear(monkeypatch):
+    """B = 200 on ~20k samples overflows float64 binomials: the log path must agree with
+    the exact objective of the edges it returns and beat every baseline."""
+    rng = np.random.default_rng(7)
+    hist = LengthHistogram.from_lengths(rng.integers(10, 400, 20_000))
+    plan = optimize_edges(hist, 3, batch_size=200)
+    assert opt._Binom(200, hist.n_samples, 10.0).log
+    for method in BASELINES:
+        other = optimize_edges(hist, 3, batch_size=200, method=method)
+        assert plan.objective <= other.objective * (1 + 1e-12)
+
+
+# ------------------------------------------------------------------------------ properties
+@pytest.mark.parametrize("seed", range(8))
+def test_optimal_never_worse_than_a_baseline(seed):
+    rng = np.random.default_rng(200 + seed)
+    lengths = rng.integers(5, 300, int(rng.integers(200, 2000)))
+    hist = LengthHistogram.from_lengths(lengths)
+    batch = rule(seed, rng)
+    for k in (1, 2, 4, 7):
+        best = optimize_edges(hist, k, **batch).objective
+        for method in BASELINES:
+            assert best <= optimize_edges(hist, k, method=method, **batch).objective * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_padded_tokens_never_increase_with_k(seed):
+    rng = np.random.default_rng(300 + seed)
+    hist = LengthHistogram.from_lengths(rng.lognormal(5, 0.7, 3000).astype(int) + 1)
+    batch = rule(seed, rng)
+    sweep = sweep_bucket_counts(hist, range(1, 13), ["optimal"], **batch)
+    assert (np.diff(sweep["padded_tokens"]) <= 1e-9 * sweep["padded_tokens"][1:]).all()
+    assert (np.diff(sweep["objective"]) <= 1e-9 * sweep["objective"][1:]).all()
+
+
+def test_plan_reports_the_exact_expectation():
+    rng = np.random.default_rng(4)
+    hist = LengthHistogram.from_lengths(rng.integers(1, 500, 5000))
+    for batch in ({"batch_size": 8}, {"max_tokens": 2048}):
+        plan = optimize_edges(hist, 5, pad_to_multiple_of=8, **batch)
+        est = expected_padding(hist, plan.edges, pad_to_multiple_of=8, **batch)
+        assert plan.padded_tokens == est.padded_tokens
+        assert plan.efficiency == est.efficiency
+        assert plan.useful_tokens == est.useful_tokens == hist.total_tokens
+        assert plan.batch_sizes == est.batch_sizes
+        assert plan.to_frame()["samples"].sum() == hist.n_samples
+    assert plan.max_tokens == 2048 and plan.batch_size is None
+    assert plan.batch_sizes == [max(1, 2048 // e) for e in plan.edges[1:]]
+
+
+def test_objective_is_padding_up_to_partial_batches():
+    """With every bucket a multiple of B the objective is the expected padded tokens."""
+    hist = LengthHistogram.from_counts([3, 5, 6, 11, 12], [8, 16, 8, 8, 24])
+    plan = optimize_edges(hist, 2, batch_size=8)
+    assert plan.objective == pytest.approx(plan.padded_tokens, rel=1e-13)
+
+
+def test_to_dict_is_json_ready():
+    hist = LengthHistogram.from_counts([1, 2, 3, 9, 10], [5, 5, 5, 5, 5])
+    d = optimize_edges(hist, 2, batch_size=4).to_dict()
+    assert json.loads(json.dumps(d)) == d
+    assert d["edges"] == [0, 3, 10] and d["batch_size"] == 4 and d["max_tokens"] is None
+    assert all(type(e) is int for e in d["edges"])
+
+
+# ------------------------------------------------------------------------------ constraints
+@pytest.mark.parametrize("seed", range(6))
+def test_edge_multiple(seed):
+    rng = np.random.default_rng(400 + seed)
+    lengths, counts = random_hist(rng, max_distinct=10, max_len=60)
+    hist = LengthHistogram.from_counts(lengths, counts)
+    em = 8
+    top = -(-lengths[-1] // em) * em
+    # edges sit at observed lengths rounded up (in token mode the edge sets the batch size:
+    # the bucket's longest length rounded up is the largest batch that fits)
+    allowed = sorted({-(-v // em) * em for v in lengths} - {top})
+    batch = rule(seed, rng)
+    for k in range(1, min(4, len(allowed) + 1) + 1):
+        plan = optimize_edges(hist, k, edge_multiple=em, **batch)
+        assert all(e % em == 0 for e in plan.edges) and plan.edges[-1] == top
+        best = min(exact_objective(lengths, counts, e, **batch)
+                   for e in all_edge_sets(lengths, k, top, allowed))
+        got = exact_objective(lengths, counts, plan.edges, **batch)
+        assert float(abs(got - best) / best) <= 1e-12
+    with pytest.raises(ValueError, match="possible edges"):
+        optimize_edges(hist, len(allowed) + 2, edge_multiple=em, **batch)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_min_bucket_samples(seed):
+    rng = np.random.default_rng(500 + seed)
+    lengths, counts = random_hist(rng, max_distinct=8)
+    hist = LengthHistogram.from_counts(lengths, counts)
+    need = int(rng.integers(2, 15))
+    batch = rule(seed, rng)
+    for k in range(1, min(4, len(lengths)) + 1):
+        feasible = [e for e in all_edge_sets(lengths, k, lengths[-1])
+                    if all(sum(c for v, c in zip(lengths, counts) if lo < v <= hi) >= need
+                           for lo, hi in zip(e[:-1], e[1:]))]
+        if not feasible:
+            with pytest.raises(ValueError, match="min_bucket_samples"):
+                optimize_edges(hist, k, min_bucket_samples=need, **batch)
+            continue
+        plan = optimize_edges(hist, k, min_bucket_samples=need, **batch)
+        assert min(plan.to_frame()["samples"]) >= need
+        best = min(exact_objective(lengths, counts, e, **batch) for e in feasible)
+        got = exact_objective(lengths, counts, plan.edges, **batch)
+        assert float(abs(got - best) / best) <= 1e-12
+
+
+# ------------------------------------------------------------------------------- baselines
+def test_equal_count_is_fairseqs_percentile_rule():
+    rng = np.random.default_rng(6)
+    sizes = rng.integers(1, 300, 997)
+    hist = LengthHistogram.from_lengths(sizes)
+    for k in (1, 2, 3, 5, 8, 13):
+        buckets = np.unique(np.percentile(sizes, np.linspace(0, 100, k + 1), method="lower")[1:])
+        plan = optimize_edges(hist, k, batch_size=4, method="equal_count")
+        assert plan.edges == [0, *buckets.tolist()]
+
+
+def lhotse_bins(sizes, num_buckets):
+    """Lhotse's estimate_duration_buckets loop, on plain numbers (exact integers)."""
+    sizes = np.sort(sizes)
+    total = int(sizes.sum())
+    bins, tot = [], 0
+    for size in sizes.tolist():
+        if tot * num_buckets > total:
+            bins.append(size)
+            tot = 0
+        tot += size
+    return bins
+
+
+def test_equal_tokens_is_lhotses_rule():
+    rng = np.random.default_rng(8)
+    sizes = rng.integers(20, 900, 3000)
+    hist = LengthHistogram.from_lengths(sizes)
+    for k in (2, 3, 6, 10):
+        bins = lhotse_bins(sizes, k)
+        plan = optimize_edges(hist, k, batch_size=4, method="equal_tokens")
+        assert plan.edges == [0, *sorted({b - 1 for b in bins}), int(sizes.max())]
+        # the same buckets as Lhotse's bisect_right(bins, length)
+        ours = np.searchsorted(plan.edges[1:-1], sizes, side="left")
+        theirs = np.searchsorted(bins, sizes, side="right")
+        assert (np.unique(theirs, return_inverse=True)[1] == ours).all()
+
+
+def test_equal_tokens_splits_a_heavy_length():
+    hist = LengthHistogram.from_counts([5, 100], [1, 1000])
+    assert optimize_edges(hist, 2, batch_size=4, method="equal_tokens").edges == [0, 99, 100]
+
+
+def test_geometric_reproduces_the_cases_start():
+    hist = LengthHistogram.from_counts([66, 100, 200, 500, 1000, 2000, 8192], [1] * 7)
+    plan = optimize_edges(hist, 6, batch_size=8, method="geometric")
+    assert tuple(plan.edges) == CASE_GEOMETRIC_EDGES
+
+
+def test_geometric_collapses_repeated_edges():
+    hist = LengthHistogram.from_counts(range(10, 21), [4] * 11)
+    plan = optimize_edges(hist, 11, batch_size=2, method="geometric")
+    # floor(10 * 2 ** (t / 11)) repeats 12 at t = 3, 4 (and more): fewer buckets
+    assert plan.n_buckets_requested == 11 and plan.n_buckets < 11
+    assert plan.edges[0] == 0 and plan.edges[-1] == 20
+
+
+def test_greedy_is_a_local_optimum_no_worse_than_its_start():
+    rng = np.random.default_rng(9)
+    hist = LengthHistogram.from_lengths(rng.lognormal(6, 0.8, 20_000).astype(int) + 1)
+    plan = optimize_edges(hist, 5, batch_size=8, method="greedy")
+    start = optimize_edges(hist, 5, batch_size=8, method="geometric")
+    assert plan.objective <= start.objective
+    cands = set(hist.quantile(np.linspace(0, 1, 292)[1:-1]).tolist())
+    edges = plan.edges
+    for t in range(1, len(edges) - 1):
+        for c in cands:
+            if edges[t - 1] < c < edges[t + 1] and c != edges[t]:
+                moved = evaluate_edges(hist, [*edges[:t], c, *edges[t + 1:]], batch_size=8)
+                assert moved.objective >= plan.objective * (1 - 1e-12)
+
+
+# ------------------------------------------------------------------ sweep and recommendation
+def test_sweep_matches_single_runs():
+    rng = np.random.default_rng(10)
+    hist = LengthHistogram.from_lengths(rng.integers(1, 200, 2000))
+    sweep = sweep_bucket_counts(hist, [1, 3, 5], batch_size=4)
+    assert list(sweep.columns[:5]) == ["n_buckets", "method", "efficiency", "padded_tokens", "edges"]
+    assert len(sweep) == 3 * len(opt.METHODS)
+    for row in sweep.itertuples():
+        plan = optimize_edges(hist, row.n_buckets, batch_size=4, method=row.method)
+        assert row.edges == plan.edges and row.efficiency == plan.efficiency
+
+
+def test_recommend_n_buckets():
+    sweep = pd.DataFrame({"n_buckets": [1, 2, 3], "method": ["optimal"] * 3,
+                          "efficiency": [0.5, 0.6, 0.65]})
+    assert recommend_n_buckets(sweep, 0.01) == 3
+    assert recommend_n_buckets(sweep, 0.06) == 2
+    assert recommend_n_buckets(sweep, 0.2) == 1
+    with pytest.raises(ValueError, match="no rows"):
+        recommend_n_buckets(sweep, method="greedy")
+    with pytest.raises(ValueError, match="min_gain"):
+        recommend_n_buckets(sweep, -1)
+
+
+# ------------------------------------------------------------------- long-context candidates
+def test_candidate_grid_with_refinement_is_close_to_exact():
+    rng = np.random.default_rng(11)
+    hist = LengthHistogram.from_lengths(rng.lognormal(7, 1.0, 30_000).astype(int) + 1)
+    exact = optimize_edges(hist, 6, batch_size=8, candidates=None)
+    grid = optimize_edges(hist, 6, batch_size=8, candidates=64)
+    assert exact.exact and not grid.exact
+    assert exact.objective <= grid.objective <= exact.objective * (1 + 1e-3)
+    assert optimize_edges(hist, 6, batch_size=8, candidates="auto").edges == exact.edges
+
+
+# --------------------------------------------------------------------------- bad arguments
+@pytest.mark.parametrize(("kwargs", "match"), [
+    ({"n_buckets": 0, "batch_size": 4}, "at least 1"),
+    ({"n_buckets": 6, "batch_size": 4}, "exceeds the 5 distinct lengths"),
+    ({"n_buckets": 2.5, "batch_size": 4}, "positive integer"),
+    ({"n_buckets": 2}, "neither"),
+    ({"n_buckets": 2, "batch_size": 4, "max_tokens": 64}, "both"),
+    ({"n_buckets": 2, "batch_size": 4, "method": "kmeans"}, "unknown method 'kmeans'"),
+    ({"n_buckets": 2, "batch_size": 0}, "batch_size"),
+    ({"n_buckets": 2, "batch_size": 4, "edge_multiple": 0}, "edge_multiple"),
+    ({"n_buckets": 2, "batch_size": 4, "attention_weight": -1.0}, "attention_weight"),
+    ({"n_buckets": 2, "batch_size": 4, "candidates": "some"}, "candidates"),
+    ({"n_buckets": 2, "batch_size": 4, "min_bucket_samples": 20}, "min_bucket_samples"),
+])
+def test_bad_arguments(kwargs, match):
+    hist = LengthHistogram.from_counts([1, 2, 3, 9, 10], [5, 5, 5, 5, 5])
+    n = kwargs.pop("n_buckets")
+    with pytest.raises(ValueError, match=match):
+        optimize_edges(hist, n, **kwargs)
+
+
+def test_bad_sweep_arguments():
+    hist = LengthHistogram.from_counts([1, 2, 3], [5, 5, 5])
+    with pytest.raises(ValueError, match="unknown method"):
+        sweep_bucket_counts(hist, [1], ["best"], batch_size=2)
+    with pytest.raises(ValueError, match="exceeds"):
+        sweep_bucket_counts(hist, [1, 4], batch_size=2)
+    with pytest.raises(ValueError, match="empty"):
+        sweep_bucket_counts(hist, [], batch_size=2)
+    with pytest.raises(ValueError, match="LengthHistogram"):
+        optimize_edges([1, 2, 3], 1, batch_size=2)
