@@ -302,7 +302,12 @@ class Explorer:
         self.status.value = f"<span style='color:#b00'>{html.escape(message)}</span>"
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
-        return self.widget._repr_mimebundle_(**kwargs)
+        """The panel for a Jupyter front end; a short, stable ``text/plain`` (the status
+        line) for everything else, so a notebook that shows the panel stays nbval-stable."""
+        bundle = self.widget._repr_mimebundle_(**kwargs)
+        data = bundle[0] if isinstance(bundle, tuple) else bundle
+        data["text/plain"] = repr(self)
+        return bundle
 
     def __repr__(self) -> str:
         return f"Explorer({self.view.status() if self.view else 'no view'})"

@@ -97,3 +97,11 @@ def test_module_is_callable_and_not_loaded_by_import_analysis():
     code = "import sys, analysis; print('ipywidgets' in sys.modules, 'analysis.explore' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_display_bundle_has_the_widget_and_a_stable_text():
+    panel = explore(HIST, batch_size=8, n_buckets=2)
+    bundle = panel._repr_mimebundle_()
+    data = bundle[0] if isinstance(bundle, tuple) else bundle
+    assert "application/vnd.jupyter.widget-view+json" in data
+    assert data["text/plain"] == f"Explorer({panel.view.status()})"
