@@ -153,7 +153,7 @@ def epoch_builder(lengths: Sequence[int] | np.ndarray, strategy: str, *,
         One of :data:`STRATEGIES`.
     batch_size, max_tokens : int, optional
         The batch rule: exactly one, except ``token_budget`` and ``packing`` which need
-        ``max_tokens`` (and ignore nothing: passing ``batch_size`` to them is an error).
+        ``max_tokens`` only (passing ``batch_size`` to them is an error).
     edges : sequence of int, optional
         Bucket edges, required by ``bucketed`` (must cover the data), ignored otherwise.
     padding_noise : float
