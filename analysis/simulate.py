@@ -42,7 +42,7 @@ import pandas as pd
 from analysis.lengths import LengthHistogram, _positive_int
 from analysis.strategies import STRATEGIES, EpochBuilder, epoch_builder, sorted_padding
 from analysis.throughput import predict_throughput
-from analysis.waste import expected_padding
+from analysis.waste import check_edges, expected_padding
 
 __all__ = ["SimulationResult", "simulate", "compare_strategies", "EPOCH_METRICS"]
 
@@ -360,11 +360,12 @@ def compare_strategies(lengths: LengthHistogram | Sequence[int] | np.ndarray, *,
             raise ValueError(f"unknown strategy {name!r}; choose one of {', '.join(STRATEGIES)}")
     hist = lengths if isinstance(lengths, LengthHistogram) else LengthHistogram.from_lengths(lengths)
     per_sample = hist.expand() if isinstance(lengths, LengthHistogram) else lengths
+    edges = check_edges(edges, hist)
     if batch_size is None and max_tokens is None:
         raise ValueError("give batch_size, max_tokens or both")
     if batch_size is not None:
         batch_size = _positive_int(batch_size, "batch_size")
-    token_budget = max_tokens if max_tokens is not None else batch_size * int(edges[-1])
+    token_budget = max_tokens if max_tokens is not None else batch_size * edges[-1]
     multiple = _positive_int(pad_to_multiple_of, "pad_to_multiple_of")
     if (reference_strategy is None) != (reference_tokens_per_s is None):
         raise ValueError("give both reference_strategy and reference_tokens_per_s, or neither")
