@@ -11,7 +11,10 @@
    place), injecting only the parameters its ``parameters`` cell defines, with absolute
    paths, kernel ``python3`` of this environment and the notebooks folder as working
    directory; figures are saved by the notebooks into ``DIR/figures`` as PNG and SVG
-   (``PADDING_FIGURE_FORMATS=png,svg``);
+   (``PADDING_FIGURE_FORMATS=png,svg``).  Offered parameters: ``data_path``,
+   ``figures_dir``, ``max_len``, ``batch_size`` or ``max_tokens``, ``n_buckets``, ``seed``,
+   ``method``, ``edges`` (the recommended plan's) and, with a calibration,
+   ``reference_strategy`` and ``reference_tokens_per_s``;
 4. convert each executed notebook to HTML (nbconvert's ``HTMLExporter``);
 5. write ``DIR/recommendation.json``: data summary, settings (defaults included), edges,
    batch sizes, expected efficiencies, predicted throughput, exports for trainers, the
@@ -26,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import sys
 import tempfile
 import time
@@ -36,7 +40,8 @@ from typing import Any
 
 from analysis.paths import NOTEBOOKS_DIR
 
-__all__ = ["ReportResult", "run_report", "recommend", "notebook_parameters", "REPORT_FILES"]
+__all__ = ["ReportResult", "run_report", "recommend", "notebook_parameters", "report_notebooks",
+           "REPORT_FILES"]
 
 #: What a report folder always holds besides the executed notebooks and their HTML.
 REPORT_FILES = ("recommendation.json", "data/lengths.csv")
@@ -179,10 +184,22 @@ def notebook_parameters(path: str | os.PathLike[str]) -> list[str]:
     return names
 
 
+def report_notebooks(folder: str | os.PathLike[str] = NOTEBOOKS_DIR) -> list[Path]:
+    """The notebooks a report runs: ``NN_name.ipynb`` in ``folder``, in number order
+    (scratch notebooks without a number prefix are skipped).
+
+    Examples
+    --------
+    >>> [p.name for p in report_notebooks()] == sorted(p.name for p in report_notebooks())
+    True
+    """
+    return sorted(p for p in Path(folder).glob("*.ipynb") if re.match(r"\d+_", p.name))
+
+
 def _notebooks(folder: Path) -> list[Path]:
-    found = sorted(p for p in folder.glob("*.ipynb") if not p.name.startswith("."))
+    found = report_notebooks(folder)
     if not found:
-        raise ValueError(f"{folder}: no notebooks to run")
+        raise ValueError(f"{folder}: no notebooks to run (expected NN_name.ipynb files)")
     return found
 
 
@@ -320,6 +337,9 @@ def run_report(src: Any, out_dir: str | os.PathLike[str], *, n_buckets: int = 6,
         "n_buckets": n_buckets,
         "seed": seed,
         "method": method,
+        "edges": rec["plan"]["edges"],
+        "reference_strategy": reference_strategy,
+        "reference_tokens_per_s": tokens_per_s,
     }
 
     show = not quiet and progress_enabled()
