@@ -100,8 +100,7 @@ def progress(iterable: Iterable[T], desc: str | None = None, total: int | None =
     """
     if not (progress_enabled() if enabled is None else enabled):
         return iterable
-    return _tqdm_class()(iterable, desc=desc, total=total, unit=unit, leave=False,
-                         dynamic_ncols=True)
+    return _tqdm_class()(iterable, desc=desc, total=total, unit=unit, leave=False)
 
 
 class _NullBar:
@@ -136,5 +135,5 @@ def progress_bar(total: int | None = None, desc: str | None = None, *, unit: str
     """
     if not (progress_enabled() if enabled is None else enabled):
         return _NullBar()
-    return _tqdm_class()(total=total, desc=desc, unit=unit, leave=False, dynamic_ncols=True)
+    return _tqdm_class()(total=total, desc=desc, unit=unit, leave=False)
 

@@ -223,7 +223,7 @@ def _environ(values: Mapping[str, str]) -> Iterator[None]:
 #: "running over TCP without encryption") stay off the report's terminal.
 _KERNEL_CONFIG = """\
 c.IPKernelApp.matplotlib = "inline"
-c.IPKernelApp.log_level = "ERROR"
+c.IPKernelApp.log_level = "CRITICAL"
 """
 
 
@@ -312,6 +312,7 @@ def run_report(src: Any, out_dir: str | os.PathLike[str], *, n_buckets: int = 6,
     from analysis.progress import progress, progress_enabled
 
     start = time.perf_counter()
+    started = time.time() - 1.0  # figures older than this run are not listed (stale files)
     if max_tokens is not None:
         batch_size = None
     out = Path(out_dir).resolve()
@@ -358,7 +359,8 @@ def run_report(src: Any, out_dir: str | os.PathLike[str], *, n_buckets: int = 6,
             runs.append({"notebook": nb.name, "html": html.name, "parameters": params,
                          "not_set": sorted(set(offered) - set(params))})
 
-    figure_files = sorted(p for p in figures.iterdir() if p.is_file())
+    figure_files = sorted(p for p in figures.iterdir()
+                          if p.is_file() and p.stat().st_mtime >= started)
     pngs = {p.stem for p in figure_files if p.suffix == ".png"}
     svgs = {p.stem for p in figure_files if p.suffix == ".svg"}
     recommendation = _clean({
