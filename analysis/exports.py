@@ -68,7 +68,8 @@ def _half(e: int) -> float:
 def to_lhotse(plan: Any) -> dict[str, Any]:
     """Arguments for Lhotse's ``DynamicBucketingSampler`` (``lhotse.dataset.sampling``).
 
-    Lhotse places a cut of length ``L`` with ``bisect_right(duration_bins, L)``: with
+    Lhotse (``lhotse/dataset/sampling/dynamic_bucketing.py``) places a cut of length ``L``
+    in bucket ``bisect_right(duration_bins, L)``: with
     ``K - 1`` ``duration_bins`` there are ``K`` buckets, bucket ``i`` holding
     ``duration_bins[i-1] <= L < duration_bins[i]`` (lower bound inclusive, upper exclusive,
     as ``estimate_duration_buckets`` documents).  We give ``duration_bins = e_i + 0.5`` for
@@ -106,11 +107,12 @@ def to_lhotse(plan: Any) -> dict[str, Any]:
 def to_nemo(plan: Any) -> dict[str, Any]:
     """NeMo's Lhotse dataloader config keys for bucketing with per-bucket batch sizes.
 
-    NeMo (``nemo.collections.common.data.lhotse``) takes ``use_bucketing``, ``num_buckets``,
-    ``bucket_duration_bins`` (``K`` upper bounds) and ``bucket_batch_size`` (``K`` ints).  Its
-    ``FixedBucketBatchSizeConstraint2D`` puts a 1-D length ``L`` in the *first bucket whose
-    bound is >= L* (``bisect_left``: inclusive upper bounds, like ours; older releases used
-    Lhotse's ``bisect_right``) and drops lengths above the last bound.  We give
+    NeMo's ``LhotseDataLoadingConfig`` (``nemo/collections/common/data/lhotse/dataloader.py``)
+    takes ``use_bucketing``, ``num_buckets``, ``bucket_duration_bins`` (``K`` upper bounds) and
+    ``bucket_batch_size`` (``K`` ints).  Its ``FixedBucketBatchSizeConstraint2D``
+    (``sampling.py``, ``find_smallest_bucket``) puts a 1-D length ``L`` in the *first bucket
+    whose bound is >= L* (``bisect_left``: inclusive upper bounds, like ours; older releases
+    deferred to Lhotse's ``bisect_right``) and drops lengths above the last bound.  We give
     ``bucket_duration_bins = e_{i+1} + 0.5``: the same buckets under either rule.  The bins are
     in the unit NeMo measures (seconds for audio cuts, tokens for text with
     ``use_multimodal_sampling``): export a plan made from lengths in that unit.
