@@ -65,6 +65,8 @@ class LogNormalMode:
 class LengthMixture:
     """A distribution of integer lengths in ``min_length..max_length``.
 
+    Weights are relative: they are normalised to sum to 1.
+
     Parameters
     ----------
     modes : tuple of LogNormalMode
@@ -155,7 +157,7 @@ def largest_remainder(weights: Sequence[float] | np.ndarray, total: int) -> np.n
     >>> largest_remainder([1, 1, 1], 10).tolist()
     [4, 3, 3]
     >>> largest_remainder([0.5, 0.25, 0.25, 0.0], 7).tolist()
-    [4, 2, 1, 0]
+    [3, 2, 2, 0]
     """
     total = _positive_int(total, "total")
     w = np.asarray(weights, dtype=float)
