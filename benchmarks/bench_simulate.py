@@ -4,7 +4,8 @@ Run from the repository root::
 
     .venv/bin/python benchmarks/bench_simulate.py
 
-On the bundled data (``data/case_lengths.csv``; a seeded lognormal stand-in of 902,087
+On the bundled data (``data/case_lengths.csv``, in a seeded random sample order, as a dataset
+on disk would be; a seeded lognormal stand-in of 902,087
 samples of 65..8,192 tokens when it is missing), batch size 8, ``CASE_EDGES``, token
 strategies at ``max_tokens = 8 * 8192``.  For each strategy prints the median of 7 runs of:
 the one-off preparation (``epoch_builder``: sorting, bucket ids, the packing plan), one epoch
@@ -44,7 +45,9 @@ def case_lengths() -> tuple[np.ndarray, str]:
     if BUNDLED_DATA.exists():
         from analysis import load_lengths
 
-        return load_lengths(BUNDLED_DATA).clip(CASE_MAX_LENGTH).expand(), BUNDLED_DATA.name
+        # expand() is sorted by length; a dataset on disk is not: shuffle it (seeded)
+        lengths = load_lengths(BUNDLED_DATA).clip(CASE_MAX_LENGTH).expand()
+        return np.random.default_rng(1701).permutation(lengths), f"{BUNDLED_DATA.name} (shuffled)"
     rng = np.random.default_rng(1701)
     lengths = np.clip(rng.lognormal(7.3, 0.8, CASE_N_SAMPLES).astype(np.int64), 65, CASE_MAX_LENGTH)
     return lengths, "lognormal stand-in"
