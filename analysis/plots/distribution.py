@@ -1,3 +1,275 @@
-"""Placeholder: being written (see the issues)."""
+"""Figures of a length distribution: what do my lengths look like, and where are the tokens?
 
-__all__: list[str] = []
+Every function takes a :class:`~analysis.lengths.LengthHistogram` and returns a
+``matplotlib.figure.Figure`` made with ``Figure()`` (never pyplot).  They work on the
+histogram itself (bins are summed over distinct lengths, never expanded to samples); the
+statistics they print (quantiles, tail token shares, clipping) come from the histogram's
+own methods.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator, PercentFormatter
+
+from analysis.lengths import LengthHistogram
+
+__all__ = ["plot_length_histogram", "plot_length_cdf", "plot_token_share", "plot_clipping"]
+
+_BLUE, _ORANGE, _RED, _GREY = "#4C72B0", "#DD8452", "#C44E52", "#555555"
+_THOUSANDS = FuncFormatter(lambda v, _: f"{v:,.0f}")
+
+
+def _check_hist(hist: object) -> LengthHistogram:
+    if not isinstance(hist, LengthHistogram):
+        raise ValueError(f"expected a LengthHistogram, got {type(hist).__name__}")
+    return hist
+
+
+def _length_axis(ax: Axes, lo: float, hi: float, *, log: bool) -> None:
+    """Length axis in tokens: powers of two on a log scale, thousands separators always."""
+    if log:
+        ax.set_xscale("log")
+        lo = max(lo, 0.5)
+        powers = [2.0**k for k in range(int(np.floor(np.log2(lo))), int(np.ceil(np.log2(hi))) + 1)]
+        ticks = [t for t in powers if lo * 0.999 <= t <= hi * 1.001]
+        if len(ticks) < 4:  # a narrow range: add 1.5 x each power of two
+            ticks = sorted(t for p in powers for t in (p, 1.5 * p) if lo * 0.999 <= t <= hi * 1.001)
+        ticks = ticks or [lo, hi]
+        ax.xaxis.set_major_locator(FixedLocator(ticks))
+        ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_major_formatter(_THOUSANDS)
+    ax.set_xlim(lo, hi)
+    ax.set_xlabel("sample length (tokens)")
+
+
+def _bin_edges(hist: LengthHistogram, bins: int | Sequence[float], log_x: bool) -> np.ndarray:
+    """Bin edges at half-integers (so no integer length sits on an edge, none is empty by
+    construction at the short end), log-spaced when ``log_x``."""
+    if not isinstance(bins, int | np.integer):
+        edges = np.asarray(bins, dtype=float)
+        if edges.ndim != 1 or edges.size < 2 or np.any(np.diff(edges) <= 0):
+            raise ValueError("bins must be a positive int or increasing bin edges")
+        return edges
+    if isinstance(bins, bool) or bins < 1:
+        raise ValueError(f"bins must be a positive int, got {bins!r}")
+    lo, hi = hist.min - 0.5, hist.max + 0.5
+    raw = np.geomspace(max(lo, 0.5), hi, int(bins) + 1) if log_x else np.linspace(lo, hi, int(bins) + 1)
+    edges = np.unique(np.floor(raw) + 0.5)
+    edges[0], edges[-1] = min(edges[0], lo), max(edges[-1], hi)
+    return np.unique(edges)
+
+
+def plot_length_histogram(hist: LengthHistogram, *, log_x: bool = True, bins: int | Sequence[float] = 60,
+                          weight: str = "samples", title: str | None = None) -> Figure:
+    """Histogram of sample lengths, binned on the histogram (no per-sample expansion).
+
+    Parameters
+    ----------
+    hist : LengthHistogram
+        The lengths.
+    log_x : bool, default True
+        Log length axis with log-spaced bins (equal widths on screen).
+    bins : int or sequence of float, default 60
+        Number of bins, or explicit bin edges.
+    weight : {"samples", "tokens"}
+        Height of a bar: samples in the bin, or tokens they hold (where the compute goes).
+    title : str, optional
+        Figure title (a default names the data's size).
+
+    Examples
+    --------
+    >>> from analysis import LengthHistogram
+    >>> fig = plot_length_histogram(LengthHistogram.from_lengths([10, 20, 20, 400]))
+    >>> len(fig.axes), round(sum(p.get_height() for p in fig.axes[0].patches))
+    (1, 4)
+    """
+    hist = _check_hist(hist)
+    if weight not in ("samples", "tokens"):
+        raise ValueError(f"weight must be 'samples' or 'tokens', got {weight!r}")
+    edges = _bin_edges(hist, bins, log_x)
+    w = hist.counts if weight == "samples" else hist.counts * hist.lengths.astype(float)
+    heights, _ = np.histogram(hist.lengths, bins=edges, weights=w.astype(float))
+    fig = Figure(figsize=(7.5, 3.8), layout="constrained")
+    ax = fig.add_subplot()
+    color = _BLUE if weight == "samples" else _ORANGE
+    ax.bar(edges[:-1], heights, width=np.diff(edges), align="edge", color=color,
+           edgecolor="white", linewidth=0.3)
+    _length_axis(ax, edges[0] * (0.95 if log_x else 1), edges[-1] * (1.03 if log_x else 1), log=log_x)
+    at_max = int(hist.counts[-1])
+    if at_max >= 0.01 * hist.n_samples and hist.n_distinct > 1:
+        ax.annotate(f"{at_max:,} samples\n({100 * at_max / hist.n_samples:.1f}%) at the\n"
+                    f"max length {hist.max:,}", (hist.max, heights[-1]), xytext=(-8, -2),
+                    textcoords="offset points", ha="right", va="top", fontsize=9, color=_GREY)
+    ax.set_ylabel(f"{weight} per bin" + (" (tokens)" if weight == "tokens" else ""))
+    ax.yaxis.set_major_formatter(_THOUSANDS if heights.max() < 1e7 else
+                                 FuncFormatter(lambda v, _: f"{v / 1e6:,.0f} M"))
+    ax.grid(axis="y", alpha=0.3)
+    ax.set_axisbelow(True)
+    p50 = hist.quantile(0.5)
+    ax.axvline(p50, color=_GREY, linestyle="--", linewidth=1, label=f"median {p50:,}")
+    ax.axvline(hist.mean, color=_GREY, linestyle=":", linewidth=1.2, label=f"mean {hist.mean:,.0f}")
+    ax.legend(loc="upper left", frameon=False, fontsize=9)
+    scale = "log-spaced bins" if log_x else "equal-width bins"
+    ax.set_title(title or f"Sample lengths: {hist.n_samples:,} samples, "
+                          f"{hist.total_tokens:,} tokens ({scale})", fontsize=11)
+    return fig
+
+
+def plot_length_cdf(hist: LengthHistogram, quantiles: Sequence[float] = (0.5, 0.9, 0.99), *,
+                    log_x: bool = True, title: str | None = None) -> Figure:
+    """Cumulative share of samples at or below each length, with quantiles marked.
+
+    Each quantile ``q`` gets a dashed vertical line at ``hist.quantile(q)`` labelled
+    ``"p50 = 1,606"`` (the line's label, so tests and legends can find it).
+
+    Examples
+    --------
+    >>> from analysis import LengthHistogram
+    >>> fig = plot_length_cdf(LengthHistogram.from_lengths([1, 2, 3, 4]), quantiles=(0.5,))
+    >>> [(l.get_label(), l.get_xdata()[0]) for l in fig.axes[0].lines if l.get_label()[0] == "p"]
+    [('p50 = 2', 2)]
+    """
+    hist = _check_hist(hist)
+    qs = [float(q) for q in quantiles]
+    if any(not 0 < q <= 1 for q in qs):
+        raise ValueError(f"quantiles must be in (0, 1], got {tuple(quantiles)!r}")
+    cdf = hist.cumulative_counts() / hist.n_samples
+    x = np.concatenate([[hist.min - 0.5], hist.lengths])
+    y = np.concatenate([[0.0], cdf])
+    fig = Figure(figsize=(7.5, 3.8), layout="constrained")
+    ax = fig.add_subplot()
+    ax.step(x, y, where="post", color=_BLUE, linewidth=1.6, label="share of samples <= length")
+    lo, hi = (hist.min - 0.5) * (0.9 if log_x else 1), hist.max * (1.15 if log_x else 1.03)
+    _length_axis(ax, lo, hi, log=log_x)
+    ax.set_ylim(0, 1.03)
+    ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+    ax.set_ylabel("samples at or below length")
+    ax.grid(alpha=0.3)
+    colors = [_ORANGE, _RED, "#8172B2", "#55A868", _GREY]
+    for i, q in enumerate(qs):
+        value = int(hist.quantile(q))
+        name = f"p{100 * q:g}"
+        color = colors[i % len(colors)]
+        ax.axvline(value, color=color, linestyle="--", linewidth=1.2, label=f"{name} = {value:,}")
+        ax.plot([lo, value], [q, q], color=color, linestyle=":", linewidth=1)
+        ax.plot([value], [q], "o", color=color, markersize=5)
+    ax.legend(loc="lower right", frameon=True, framealpha=0.9, fontsize=9)
+    ax.set_title(title or "Cumulative distribution of sample lengths", fontsize=11)
+    return fig
+
+
+def _token_share_curve(hist: LengthHistogram) -> tuple[np.ndarray, np.ndarray]:
+    """Corner points of the tail curve: (share of samples, share of their tokens), longest
+    samples first, starting at (0, 0).  Exact between corners by linearity (equal lengths)."""
+    counts = hist.counts[::-1].astype(float)
+    tokens = counts * hist.lengths[::-1]
+    x = np.concatenate([[0.0], np.cumsum(counts) / counts.sum()])
+    y = np.concatenate([[0.0], np.cumsum(tokens) / tokens.sum()])
+    return x, y
+
+
+def plot_token_share(hist: LengthHistogram, marks: Sequence[float] = (0.01, 0.1, 0.25), *,
+                     title: str | None = None) -> Figure:
+    """Share of all tokens held by the longest x % of samples (a Lorenz-style curve).
+
+    The further the curve bows above the diagonal, the more the tokens (and the padding a
+    long sample forces on its batch-mates) concentrate in the tail.  Each fraction in
+    ``marks`` is annotated with ``hist.tail_token_share(fraction)``.
+
+    Examples
+    --------
+    >>> from analysis import LengthHistogram
+    >>> fig = plot_token_share(LengthHistogram.from_lengths([1, 1, 1, 7]), marks=(0.25,))
+    >>> line = fig.axes[0].lines[0]
+    >>> line.get_xdata().tolist(), line.get_ydata().tolist()
+    ([0.0, 0.25, 1.0], [0.0, 0.7, 1.0])
+    """
+    hist = _check_hist(hist)
+    x, y = _token_share_curve(hist)
+    fig = Figure(figsize=(6.2, 4.6), layout="constrained")
+    ax = fig.add_subplot()
+    ax.plot(x, y, color=_ORANGE, linewidth=2, label="this data")
+    ax.plot([0, 1], [0, 1], color=_GREY, linestyle="--", linewidth=1,
+            label="all samples the same length")
+    ax.fill_between(x, x, y, color=_ORANGE, alpha=0.12, linewidth=0)
+    for f in marks:
+        share = hist.tail_token_share(f)
+        ax.plot([f], [share], "o", color=_RED, markersize=5)
+        # right of the point is below the (concave) curve: free space
+        ax.annotate(f"longest {100 * f:g}% hold {100 * share:.1f}% of tokens", (f, share),
+                    xytext=(9, -3), textcoords="offset points", va="center", fontsize=9)
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1.02)
+    ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+    ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+    ax.set_xlabel("longest samples (share of samples, longest first)")
+    ax.set_ylabel("share of all tokens they hold")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right", frameon=False, fontsize=9)
+    ax.set_title(title or "Where the tokens are: the tail's share", fontsize=11)
+    return fig
+
+
+def _clipping_curves(hist: LengthHistogram) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For each candidate ``max_len`` = a distinct length: share of samples longer than it
+    and share of tokens clipping there removes (floats, for display)."""
+    counts = hist.counts.astype(float)
+    lengths = hist.lengths.astype(float)
+    above = counts[::-1].cumsum()[::-1] - counts  # samples strictly longer than lengths[i]
+    tokens_above = (counts * lengths)[::-1].cumsum()[::-1] - counts * lengths
+    removed = tokens_above - lengths * above
+    return hist.lengths, above / counts.sum(), removed / (counts * lengths).sum()
+
+
+def plot_clipping(hist: LengthHistogram, max_len: int, *, min_len: int | None = None,
+                  log_x: bool = True, title: str | None = None) -> Figure:
+    """What truncating samples at a maximum length would cut, for every choice of it.
+
+    Two curves over candidate ``max_len`` values: the share of samples that would be
+    clipped, and the share of tokens removed.  The chosen ``max_len`` is marked with the
+    exact numbers from ``hist.clip_summary(max_len)``.  The axis starts at ``min_len``
+    (default: the median length; clipping shorter than that is rarely a real option).
+
+    Examples
+    --------
+    >>> from analysis import LengthHistogram
+    >>> fig = plot_clipping(LengthHistogram.from_lengths([2, 5, 9]), max_len=4)
+    >>> fig.axes[0].get_legend_handles_labels()[1][:2]
+    ['samples clipped', 'tokens removed']
+    """
+    hist = _check_hist(hist)
+    summary = hist.clip_summary(max_len)
+    max_len = int(summary["max_len"])
+    lengths, samples, tokens = _clipping_curves(hist)
+    start = hist.quantile(0.5) if min_len is None else int(min_len)
+    show = lengths >= start
+    if show.sum() < 2:
+        show[-2:] = True
+    lengths, samples, tokens = lengths[show], samples[show], tokens[show]
+    fig = Figure(figsize=(7.5, 3.8), layout="constrained")
+    ax = fig.add_subplot()
+    ax.step(lengths, samples, where="post", color=_BLUE, linewidth=1.6, label="samples clipped")
+    ax.plot(lengths, tokens, color=_ORANGE, linewidth=1.6, label="tokens removed")
+    lo = min(int(lengths[0]), max_len) * (0.95 if log_x else 1)
+    hi = max(hist.max, max_len) * (1.05 if log_x else 1.02)
+    _length_axis(ax, lo, hi, log=log_x)
+    ax.set_xlabel("max_len: samples longer than this are truncated to it (tokens)")
+    ax.set_ylabel("share of the data")
+    ax.set_ylim(0, max(float(samples[0]), float(tokens[0])) * 1.05 or 1.0)
+    ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+    ax.grid(alpha=0.3)
+    ax.axvline(max_len, color=_RED, linestyle="--", linewidth=1.2, label=f"max_len = {max_len:,}")
+    text = (f"max_len = {max_len:,}:\n{summary['samples clipped']:,} samples clipped "
+            f"({100 * summary['share of samples clipped']:.1f}%)\n"
+            f"{summary['tokens removed']:,} tokens removed "
+            f"({100 * summary['share of tokens removed']:.1f}%)")
+    ax.text(0.98, 0.96, text, transform=ax.transAxes, ha="right", va="top", fontsize=9,
+            bbox={"boxstyle": "round", "facecolor": "white", "edgecolor": "#cccccc"})
+    ax.legend(loc="center right", frameon=False, fontsize=9)
+    ax.set_title(title or "What truncation at max_len would cut", fontsize=11)
+    return fig
