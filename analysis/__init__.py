@@ -7,29 +7,26 @@ matplotlib or Jupyter.  Figures live in :mod:`analysis.plots`.
 from importlib.metadata import PackageNotFoundError, version
 
 from analysis import case, lengths, loaders, optimize, simulate, strategies, synthetic, throughput, waste
-from analysis.case import *  # noqa: F403
-from analysis.lengths import *  # noqa: F403
-from analysis.loaders import *  # noqa: F403
-from analysis.optimize import *  # noqa: F403
-from analysis.simulate import *  # noqa: F403
-from analysis.strategies import *  # noqa: F403
-from analysis.synthetic import *  # noqa: F403
-from analysis.throughput import *  # noqa: F403
-from analysis.waste import *  # noqa: F403
+
+# Each engine module's ``__all__`` is re-exported here.  The lists are read before the star
+# imports because ``from analysis.simulate import *`` rebinds ``simulate`` to the function.
+_EXPORTS = [*lengths.__all__, *loaders.__all__, *waste.__all__, *throughput.__all__,
+            *strategies.__all__, *simulate.__all__, *optimize.__all__, *synthetic.__all__,
+            *case.__all__]
+
+from analysis.case import *  # noqa: E402, F403
+from analysis.lengths import *  # noqa: E402, F403
+from analysis.loaders import *  # noqa: E402, F403
+from analysis.optimize import *  # noqa: E402, F403
+from analysis.simulate import *  # noqa: E402, F403
+from analysis.strategies import *  # noqa: E402, F403
+from analysis.synthetic import *  # noqa: E402, F403
+from analysis.throughput import *  # noqa: E402, F403
+from analysis.waste import *  # noqa: E402, F403
 
 try:
     __version__ = version("padding-workbench")
 except PackageNotFoundError:  # pragma: no cover - running from a source tree
     __version__ = "0+unknown"
 
-__all__ = [
-    *lengths.__all__,
-    *loaders.__all__,
-    *waste.__all__,
-    *throughput.__all__,
-    *strategies.__all__,
-    *simulate.__all__,
-    *optimize.__all__,
-    *synthetic.__all__,
-    *case.__all__,
-]
+__all__ = [*_EXPORTS, "__version__"]

@@ -407,10 +407,3 @@ def _expected_efficiency(name: str, hist: LengthHistogram, edges: Sequence[int],
     if name == "bucketed":
         return expected_padding(hist, edges, pad_to_multiple_of=multiple, **rule).efficiency
     return float("nan")
-
-
-# ``analysis/__init__.py`` star-imports this module, which rebinds ``analysis.simulate`` from
-# the module to the function of the same name, and then reads ``simulate.__all__``: give the
-# function the module's export list so that lookup works (the module stays importable as
-# ``analysis.simulate`` through ``sys.modules``).
-simulate.__all__ = __all__  # type: ignore[attr-defined]
