@@ -314,12 +314,11 @@ def _cost_blocks(prob: _Problem, rows: np.ndarray, ends: np.ndarray
     cum, step, weight, size = prob.cum, prob.step, prob.weight, prob.size
     is_end = np.zeros(m + 1, bool)
     is_end[ends] = True
-    n_total = int(cum[-1])
     headroom = math.log(max(float(weight[-1]), 1.0)) + math.log(m + 1) + 2.0
-    binoms: dict[int, _Binom] = {}
     carry = np.zeros(rows.size)
+    binom: _Binom | None = None
     row_cum = cum[rows]
-    current = None
+    current: _Binom | None = None
     ja = 1
     while ja <= m:
         b = int(size[ja])
@@ -331,10 +330,11 @@ def _cost_blocks(prob: _Problem, rows: np.ndarray, ends: np.ndarray
         change = np.flatnonzero(size[ja:jb] != b)
         if change.size:
             jb = ja + int(change[0])
-        binom = binoms.get(b)
-        if binom is None:
-            binom = binoms[b] = _Binom(b, n_total, headroom)
-        if current is not binom:
+        if current is None or current.size != b:
+            # a new batch size (token budget): tables up to this run's largest count
+            run = np.flatnonzero(size[ja:] != b)
+            last = m if run.size == 0 else ja + int(run[0]) - 1
+            binom = _Binom(b, int(cum[last]), headroom)
             carry = _restart_carry(prob, rows, ja, binom)
             current = binom
         nr = int(np.searchsorted(rows, jb - 1, side="left"))  # rows < jb - 1 can end in block

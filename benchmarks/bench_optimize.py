@@ -1,0 +1,187 @@
+"""Benchmark: optimal bucket edges (exact DP) beside the case's greedy search.
+
+Run from the repository root::
+
+    .venv/bin/python benchmarks/bench_optimize.py            # everything (a few minutes)
+    .venv/bin/python benchmarks/bench_optimize.py --quick    # skip the exact long-context run
+
+Prints, on the bundled data (``data/case_lengths.csv``; a seeded log-normal stand-in of
+902,087 samples of 65..8,192 tokens when it is missing) at full resolution (every distinct
+length a candidate edge), batch size 8:
+
+* ``optimize_edges(hist, 6)`` (target <= 0.5 s) and the ``"greedy"`` baseline, medians of 5;
+* ``sweep_bucket_counts`` K = 1..16, optimal rows only (target <= 1.5 s) and greedy rows only;
+* peak memory of the 16-bucket DP, measured in a fresh subprocess (tracemalloc peak of the
+  optimiser's allocations, and the process's maximum resident set size; target <= 1 GB);
+* token-budget mode (``max_tokens=16384``), where the batch size changes with the edge;
+* long context: a seeded synthetic distribution up to 131,072 tokens with tens of thousands
+  of distinct lengths; the candidate mode (1024-grid plus local refinement) against the exact
+  DP (run in a subprocess, bounded by ``--exact-timeout`` seconds): time and objective gap;
+* efficiency of every method at K = 4, 6, 8 on the bundled data and, when ``../shared/data``
+  is there, two real distributions clipped at 8,192 tokens.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from analysis.case import CASE_MAX_LENGTH, CASE_N_SAMPLES
+from analysis.lengths import LengthHistogram
+from analysis.optimize import METHODS, optimize_edges, sweep_bucket_counts
+from analysis.paths import BUNDLED_DATA, PROJECT_ROOT
+
+SHARED = PROJECT_ROOT.parent / "shared" / "data"
+REAL = ("alpaca_eval_outputs", "arena_hard_answers")
+
+
+def median_s(fn, runs: int = 5) -> float:
+    """Median wall time of ``fn()`` in seconds (one warm-up call first)."""
+    fn()
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def case_histogram() -> tuple[str, LengthHistogram]:
+    """The bundled case data, or a seeded log-normal stand-in of the same size and range."""
+    if BUNDLED_DATA.exists():
+        from analysis import load_lengths
+
+        return str(BUNDLED_DATA.relative_to(PROJECT_ROOT)), load_lengths(BUNDLED_DATA)
+    rng = np.random.default_rng(1701)
+    samples = np.clip(rng.lognormal(np.log(1600), 0.75, CASE_N_SAMPLES).round(), 65, CASE_MAX_LENGTH)
+    return "synthetic stand-in", LengthHistogram.from_lengths(samples.astype(np.int64))
+
+
+def long_context_histogram() -> LengthHistogram:
+    """Seeded synthetic long-context data: 2,000,000 samples, 1..131,072 tokens."""
+    rng = np.random.default_rng(131072)
+    short = rng.lognormal(np.log(3000), 1.0, 1_600_000)
+    long = rng.lognormal(np.log(40000), 0.6, 400_000)
+    samples = np.clip(np.r_[short, long].round(), 1, 131_072).astype(np.int64)
+    return LengthHistogram.from_lengths(samples)
+
+
+def _child(kind: str) -> None:
+    """Subprocess entry: measure memory, or run the exact long-context DP; print JSON."""
+    import resource
+    import tracemalloc
+
+    if kind == "memory":
+        _, hist = case_histogram()
+        tracemalloc.start()
+        sweep_bucket_counts(hist, range(1, 17), ["optimal"], batch_size=8, candidates=None)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        print(json.dumps({"traced_peak": peak, "max_rss": rss}))
+    elif kind == "exact-long":
+        hist = long_context_histogram()
+        start = time.perf_counter()
+        plan = optimize_edges(hist, 6, batch_size=8, candidates=None)
+        print(json.dumps({"seconds": time.perf_counter() - start, "edges": plan.edges,
+                          "objective": plan.objective, "efficiency": plan.efficiency}))
+
+
+def run_child(kind: str, timeout: float) -> dict | None:
+    try:
+        out = subprocess.run([sys.executable, __file__, "--child", kind], capture_output=True,
+                             text=True, timeout=timeout, check=True)
+    except subprocess.TimeoutExpired:
+        return None
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def efficiency_table(named: dict[str, LengthHistogram]) -> pd.DataFrame:
+    rows = []
+    for name, hist in named.items():
+        sweep = sweep_bucket_counts(hist, [4, 6, 8], METHODS, batch_size=8)
+        for row in sweep.itertuples():
+            rows.append({"data": name, "K": row.n_buckets, "method": row.method,
+                         "efficiency": row.efficiency})
+    table = pd.DataFrame(rows).pivot_table(index=["data", "K"], columns="method",
+                                           values="efficiency", sort=False)
+    return table[list(METHODS)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--child", default=None)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--exact-timeout", type=float, default=900.0)
+    args = parser.parse_args()
+    if args.child:
+        _child(args.child)
+        return
+
+    name, hist = case_histogram()
+    print(f"data: {name}: {hist.n_samples:,} samples, {hist.n_distinct:,} distinct lengths "
+          f"{hist.min}..{hist.max}; batch size 8, full resolution\n")
+
+    t_opt = median_s(lambda: optimize_edges(hist, 6, batch_size=8, candidates=None))
+    t_greedy = median_s(lambda: optimize_edges(hist, 6, batch_size=8, method="greedy"))
+    opt6 = optimize_edges(hist, 6, batch_size=8, candidates=None)
+    gr6 = optimize_edges(hist, 6, batch_size=8, method="greedy")
+    print(f"optimize_edges K=6   optimal {t_opt:6.3f} s (target <= 0.5)   "
+          f"greedy {t_greedy:6.3f} s")
+    print(f"   optimal {opt6.edges} efficiency {opt6.efficiency:.4f}")
+    print(f"   greedy  {gr6.edges} efficiency {gr6.efficiency:.4f}")
+
+    ks = range(1, 17)
+    t_sweep = median_s(lambda: sweep_bucket_counts(hist, ks, ["optimal"], batch_size=8,
+                                                   candidates=None))
+    t_sweep_g = median_s(lambda: sweep_bucket_counts(hist, ks, ["greedy"], batch_size=8), runs=3)
+    print(f"sweep K=1..16        optimal {t_sweep:6.3f} s (target <= 1.5)   "
+          f"greedy {t_sweep_g:6.3f} s")
+
+    mem = run_child("memory", timeout=600)
+    print(f"peak memory, K=1..16 sweep: tracemalloc peak {mem['traced_peak'] / 2**20:,.0f} MiB, "
+          f"process max RSS {mem['max_rss'] / 2**20:,.0f} MiB (target <= 1024 MiB)")
+
+    t_tok = median_s(lambda: optimize_edges(hist, 6, max_tokens=16384, candidates=None), runs=3)
+    t_tok_g = median_s(lambda: optimize_edges(hist, 6, max_tokens=16384, method="greedy"), runs=3)
+    print(f"token budget 16384, K=6: optimal {t_tok:6.3f} s   greedy {t_tok_g:6.3f} s\n")
+
+    long = long_context_histogram()
+    print(f"long context (synthetic): {long.n_samples:,} samples, {long.n_distinct:,} distinct "
+          f"lengths {long.min}..{long.max}, batch size 8")
+    t_grid = median_s(lambda: optimize_edges(long, 6, batch_size=8, candidates="auto"), runs=3)
+    grid = optimize_edges(long, 6, batch_size=8, candidates="auto")
+    t_gsweep = median_s(lambda: sweep_bucket_counts(long, ks, ["optimal"], batch_size=8), runs=1)
+    print(f"   candidates='auto' K=6: {t_grid:6.3f} s  {grid.edges} efficiency {grid.efficiency:.5f}")
+    print(f"   candidates='auto' sweep K=1..16: {t_gsweep:6.3f} s")
+    if not args.quick:
+        exact = run_child("exact-long", timeout=args.exact_timeout)
+        if exact is None:
+            print(f"   exact DP: did not finish within {args.exact_timeout:.0f} s")
+        else:
+            gap = grid.objective / exact["objective"] - 1
+            print(f"   exact DP K=6: {exact['seconds']:6.1f} s  {exact['edges']} efficiency "
+                  f"{exact['efficiency']:.5f}; candidate-mode objective gap {gap:.2e}, "
+                  f"efficiency gap {exact['efficiency'] - grid.efficiency:.2e}")
+    print()
+
+    named = {name: hist}
+    for real in REAL:
+        path = SHARED / f"{real}.npy"
+        if path.exists():
+            named[real] = LengthHistogram.from_lengths(np.load(path)).clip(8192)
+    with pd.option_context("display.precision", 4, "display.width", 120):
+        print("efficiency at K = 4, 6, 8, batch size 8 (clipped at 8,192):")
+        print(efficiency_table(named).to_string())
+
+
+if __name__ == "__main__":
+    main()
