@@ -102,10 +102,13 @@ def plot_length_histogram(hist: LengthHistogram, *, log_x: bool = True, bins: in
     _length_axis(ax, edges[0] * (0.95 if log_x else 1), edges[-1] * (1.03 if log_x else 1), log=log_x)
     at_max = int(hist.counts[-1])
     if at_max >= 0.01 * hist.n_samples and hist.n_distinct > 1:
-        ax.annotate(f"{at_max:,} samples\n({100 * at_max / hist.n_samples:.1f}%) at the\n"
-                    f"max length {hist.max:,}", (hist.max, heights[-1]), xytext=(-8, -2),
+        text = (f"{at_max:,} samples\n({100 * at_max / hist.n_samples:.1f}%) at the\n"
+                f"max length {hist.max:,}")
+        if weight == "tokens":
+            text += f"\nhold {100 * at_max * hist.max / hist.total_tokens:.1f}% of tokens"
+        ax.annotate(text, (hist.max, heights[-1]), xytext=(-8, -2),
                     textcoords="offset points", ha="right", va="top", fontsize=9, color=_GREY)
-    ax.set_ylabel(f"{weight} per bin" + (" (tokens)" if weight == "tokens" else ""))
+    ax.set_ylabel(f"{weight} per bin")
     ax.yaxis.set_major_formatter(_THOUSANDS if heights.max() < 1e7 else
                                  FuncFormatter(lambda v, _: f"{v / 1e6:,.0f} M"))
     ax.grid(axis="y", alpha=0.3)
