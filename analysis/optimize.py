@@ -187,6 +187,43 @@ class BucketPlan:
             "exact": bool(self.exact),
         }
 
+    # Framework configs: thin wrappers over analysis.exports (imported lazily).
+    def to_lhotse(self) -> dict[str, Any]:
+        """Lhotse ``DynamicBucketingSampler`` settings (:func:`analysis.exports.to_lhotse`)."""
+        from analysis.exports import to_lhotse
+
+        return to_lhotse(self)
+
+    def to_nemo(self) -> dict[str, Any]:
+        """NeMo bucketing settings (:func:`analysis.exports.to_nemo`)."""
+        from analysis.exports import to_nemo
+
+        return to_nemo(self)
+
+    def to_tf_data(self) -> dict[str, Any]:
+        """``tf.data`` ``bucket_by_sequence_length`` arguments (:func:`analysis.exports.to_tf_data`)."""
+        from analysis.exports import to_tf_data
+
+        return to_tf_data(self)
+
+    def to_hf(self, **kwargs: Any) -> dict[str, Any]:
+        """Hugging Face length-bucket settings (:func:`analysis.exports.to_hf`)."""
+        from analysis.exports import to_hf
+
+        return to_hf(self, **kwargs)
+
+    def to_json(self, **kwargs: Any) -> str:
+        """The plan as JSON text (:func:`analysis.exports.to_json`)."""
+        from analysis.exports import to_json
+
+        return to_json(self, **kwargs)
+
+    def to_yaml(self) -> str:
+        """The plan as YAML text (:func:`analysis.exports.to_yaml`)."""
+        from analysis.exports import to_yaml
+
+        return to_yaml(self)
+
 
 # ----------------------------------------------------------------------------------- set-up
 @dataclass(frozen=True)

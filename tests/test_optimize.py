@@ -367,3 +367,16 @@ def test_bad_sweep_arguments():
         sweep_bucket_counts(hist, [], batch_size=2)
     with pytest.raises(ValueError, match="LengthHistogram"):
         optimize_edges([1, 2, 3], 1, batch_size=2)
+
+
+def test_export_methods_delegate_to_analysis_exports():
+    from analysis import exports
+
+    hist = LengthHistogram.from_counts([1, 2, 3, 9, 10], [5, 5, 5, 5, 5])
+    plan = optimize_edges(hist, 2, batch_size=4)
+    assert plan.to_lhotse() == exports.to_lhotse(plan)
+    assert plan.to_nemo() == exports.to_nemo(plan)
+    assert plan.to_tf_data() == exports.to_tf_data(plan)
+    assert plan.to_hf() == exports.to_hf(plan)
+    assert plan.to_json() == exports.to_json(plan)
+    assert plan.to_yaml() == exports.to_yaml(plan)
