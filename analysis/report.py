@@ -65,7 +65,10 @@ def recommend(hist: Any, *, n_buckets: int = 6, batch_size: int | None = 8,
               reference_strategy: str | None = None) -> dict[str, Any]:
     """The numbers a report recommends, JSON-ready (no notebook, no file).
 
-    ``hist`` is the (already clipped) histogram.  Strategies' expectations are exact:
+    ``hist`` is the (already clipped) histogram.  Beside the plan for ``n_buckets``, the
+    optimal efficiency for every K from 1 to 16 (one DP pass) and the K after which one more
+    bucket gains less than 1 point (:func:`analysis.recommend_n_buckets`, notebook 03's rule)
+    help choose K.  Strategies' expectations are exact:
     ``random`` is one bucket over all lengths, ``sorted`` the deterministic sorted batching
     (:func:`analysis.strategies.sorted_padding`), ``bucketed`` the plan's own expectation.
 
@@ -79,7 +82,7 @@ def recommend(hist: Any, *, n_buckets: int = 6, batch_size: int | None = 8,
     >>> [s["strategy"] for s in rec["strategies"]]
     ['random', 'sorted', 'bucketed']
     """
-    from analysis import optimize_edges
+    from analysis import optimize_edges, recommend_n_buckets, sweep_bucket_counts
     from analysis.exports import plan_dict
     from analysis.strategies import sorted_padding
     from analysis.waste import check_batch_rule, expected_padding
@@ -100,10 +103,15 @@ def recommend(hist: Any, *, n_buckets: int = 6, batch_size: int | None = 8,
          "batch_sizes": list(plan.batch_sizes), "efficiency": plan.efficiency,
          "padded_tokens": plan.padded_tokens, "useful_tokens": plan.useful_tokens},
     ]
+    sweep = sweep_bucket_counts(hist, range(1, min(16, hist.n_distinct) + 1), ("optimal",),
+                                **rule)
     out: dict[str, Any] = {
         "n_buckets": plan.n_buckets,
         "plan": plan_dict(plan),
         "strategies": strategies,
+        "optimal_efficiency_by_n_buckets": {
+            int(k): float(e) for k, e in zip(sweep["n_buckets"], sweep["efficiency"])},
+        "n_buckets_gaining_under_1_point": recommend_n_buckets(sweep, min_gain=0.01),
         "throughput": None,
     }
     if tokens_per_s is not None or reference_strategy is not None:

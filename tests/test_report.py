@@ -121,3 +121,16 @@ def test_report_on_the_real_notebooks_leaves_every_promised_file(tmp_path, capsy
     for run in rec["notebooks"]:
         if "data_path" in run["parameters"]:
             assert run["parameters"]["data_path"] == str(out / "data" / "lengths.csv")
+
+
+def test_recommend_reports_efficiency_for_every_k():
+    from analysis import recommend_n_buckets, sweep_bucket_counts
+
+    hist = LengthHistogram.from_lengths(LENGTHS)
+    rec = recommend(hist, n_buckets=6, batch_size=8)
+    by_k = {int(k): e for k, e in rec["optimal_efficiency_by_n_buckets"].items()}  # JSON keys
+    assert sorted(by_k) == list(range(1, 17))
+    assert by_k[6] == pytest.approx(rec["plan"]["efficiency"], rel=1e-12)
+    assert all(by_k[k] <= by_k[k + 1] + 1e-12 for k in range(1, 16))
+    sweep = sweep_bucket_counts(hist, range(1, 17), ("optimal",), batch_size=8)
+    assert rec["n_buckets_gaining_under_1_point"] == recommend_n_buckets(sweep, min_gain=0.01)
