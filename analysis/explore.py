@@ -60,6 +60,10 @@ class ExplorerView:
         """Number of buckets."""
         return len(self.edges) - 1
 
+    def to_frame(self) -> pd.DataFrame:
+        """The per-bucket table (what :func:`analysis.plots.plot_edges_on_histogram` reads)."""
+        return self.table
+
     def edges_text(self) -> str:
         """The edges as the text box shows them (``"0, 770, 1216"``)."""
         return ", ".join(map(str, self.edges))
@@ -144,43 +148,26 @@ def explore_view(hist: Any, *, n_buckets: int = 6, batch_size: int | None = None
                         useful_tokens=est.useful_tokens, source=source, table=est.to_frame())
 
 
-def explore_figure(hist: Any, view: ExplorerView, *, bins: int = 120) -> Figure:
-    """The length histogram (samples per length bin) with the view's edges drawn.
-
-    Each bucket is shaded and labelled with its batch size and efficiency.
+def explore_figure(hist: Any, view: ExplorerView) -> Figure:
+    """The length histogram with the view's edges drawn, each bucket coloured by its
+    efficiency and labelled with its batch size, share of samples and efficiency
+    (:func:`analysis.plots.plot_edges_on_histogram`, the figure of notebook 03).
 
     Examples
     --------
     >>> v = explore_view([1, 2, 3, 10], n_buckets=2, batch_size=2)
     >>> fig = explore_figure([1, 2, 3, 10], v)
-    >>> len(fig.axes[0].lines)  # one line per edge
-    3
+    >>> [line.get_xdata()[0] for line in fig.axes[0].lines]  # the interior edges
+    [3]
     """
     from analysis import LengthHistogram
+    from analysis.plots import plot_edges_on_histogram
 
     if not isinstance(hist, LengthHistogram):
         hist = LengthHistogram.from_lengths(hist)
-    fig = Figure(figsize=(8, 3.2), layout="constrained")
-    ax = fig.add_subplot()
-    ax.hist(hist.lengths, bins=min(bins, max(hist.n_distinct, 1)), weights=hist.counts,
-            color="0.55", edgecolor="none")
-    top = ax.get_ylim()[1]
-    eff = view.table["efficiency"].tolist()
-    for i, (lo, hi) in enumerate(zip(view.edges[:-1], view.edges[1:])):
-        if i % 2 == 0:
-            ax.axvspan(lo, hi, color="tab:blue", alpha=0.07, linewidth=0)
-        label = f"B={view.batch_sizes[i]}"
-        if eff[i] == eff[i]:  # not NaN (empty bucket)
-            label += f"\n{eff[i]:.2f}"
-        ax.text((lo + hi) / 2, top * 0.97, label, ha="center", va="top", fontsize=7)
-    for e in view.edges:
-        ax.axvline(e, color="tab:blue", linewidth=1)
-    ax.set_xlabel("length (tokens)")
-    ax.set_ylabel("samples")
-    ax.set_title(f"{view.n_buckets} buckets ({view.source}): expected efficiency "
-                 f"{view.efficiency:.3f}", fontsize=10)
-    ax.set_xlim(0, view.edges[-1] * 1.01)
-    return fig
+    title = (f"{view.source} edges, {view.n_buckets} buckets: expected efficiency "
+             f"{view.efficiency:.1%}")
+    return plot_edges_on_histogram(hist, view, title=title)
 
 
 def _png(fig: Figure) -> bytes:

@@ -47,7 +47,8 @@ def test_parse_edges_accepts_commas_and_spaces():
 def test_figure_draws_every_edge():
     view = explore_view(HIST, n_buckets=5, batch_size=8)
     fig = explore_figure(HIST, view)
-    assert [line.get_xdata()[0] for line in fig.axes[0].lines] == view.edges
+    assert [line.get_xdata()[0] for line in fig.axes[0].lines] == view.edges[1:-1]
+    assert "edges, 5 buckets" in fig.axes[0].get_title()
 
 
 def test_widget_builds_and_controls_update_the_outputs():
