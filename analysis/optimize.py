@@ -321,7 +321,7 @@ class _Binom:
     def __call__(self, x: np.ndarray) -> np.ndarray:
         """``C(x, B)`` (or ``log C(x, B)``, ``-inf`` below ``B``) for ``x >= 0``."""
         if self.table is not None:
-            return self.table[x]
+            return self.table.take(x)
         return self._log_direct(x) if self.log else self._comb_direct(x)
 
 
@@ -380,8 +380,9 @@ def _cost_blocks(prob: _Problem, rows: np.ndarray, ends: np.ndarray
             continue
         # x[a, b] = samples in (rows[b], k] for k = ja + a (clipped at 0 for k <= rows[b])
         x = cum[ja:jb, None] - row_cum[None, :nr]
-        if rows[nr - 1] >= ja:
-            np.maximum(x, 0, out=x)
+        if rows[nr - 1] >= ja:  # rows starting inside the block: clip k <= i to 0
+            q = int(np.searchsorted(rows[:nr], ja, side="left"))
+            np.maximum(x[:, q:], 0, out=x[:, q:])
         comb = binom(x)  # C(x, B), or log C(x, B)
         if binom.log:
             with np.errstate(divide="ignore"):
@@ -420,9 +421,14 @@ def _cost_blocks(prob: _Problem, rows: np.ndarray, ends: np.ndarray
             cost = s
             short = np.searchsorted(row_cum[:nr], cum[cols] - b, side="right")
             tiny = np.searchsorted(row_cum[:nr], cum[cols] - prob.min_samples, side="right")
-            for a in np.flatnonzero(np.minimum(short, tiny) < nr).tolist():
-                cost[a, short[a]:] = n[a, short[a]:] * weight[cols[a]]
-                cost[a, tiny[a]:] = np.inf
+            p0 = int(min(short.min(), tiny.min()))
+            if p0 < nr:  # the few rows (a suffix per column) that are short or too small
+                sub_n = n[:, p0:]
+                sub = cost[:, p0:]
+                rows_at = np.arange(p0, nr)[None, :]
+                few = rows_at >= short[:, None]
+                sub[few] = (sub_n * weight[cols][:, None])[few]
+                sub[rows_at >= tiny[:, None]] = np.inf
             yield cols, nr, cost
         if binom.log:
             np.logaddexp(carry[:nr], sums[-1], out=carry[:nr])
