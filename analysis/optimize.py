@@ -690,12 +690,14 @@ def _use_grid(prob: _Problem, candidates: Any) -> int | None:
     return size if size < prob.ends.size else None
 
 
-def _optimal_ends(prob: _Problem, k_max: int, grid_size: int | None) -> tuple[dict[int, list[int]], bool]:
-    """Optimal bucket ends for every ``k <= k_max`` (one DP pass), and whether exact."""
+def _optimal_ends(prob: _Problem, ks: Sequence[int], grid_size: int | None
+                  ) -> tuple[dict[int, list[int]], bool]:
+    """Optimal bucket ends for each ``k`` in ``ks`` (one DP pass), and whether exact."""
+    k_max = max(ks)
     if grid_size is None:
         best, arg = _solve(prob, k_max, prob.ends)
         out = {}
-        for k in range(1, k_max + 1):
+        for k in ks:
             if not np.isfinite(best[k, prob.m]):
                 raise ValueError(f"no {k} buckets hold min_bucket_samples = {prob.min_samples} "
                                  "samples each")
@@ -704,7 +706,7 @@ def _optimal_ends(prob: _Problem, k_max: int, grid_size: int | None) -> tuple[di
     grid = _grid(prob, grid_size)
     best, arg = _solve(prob, k_max, grid)
     out = {}
-    for k in range(1, k_max + 1):
+    for k in ks:
         if not np.isfinite(best[k, prob.m]):
             raise ValueError(f"no {k} buckets on the candidate grid hold min_bucket_samples = "
                              f"{prob.min_samples} samples each")
@@ -788,7 +790,7 @@ def optimize_edges(hist: LengthHistogram, n_buckets: int, *, batch_size: int | N
     k = _check_k(prob, n_buckets)
     if method == "optimal":
         grid = _use_grid(prob, candidates)
-        ends, exact = _optimal_ends(prob, k, grid)
+        ends, exact = _optimal_ends(prob, [k], grid)
         return _plan(hist, prob, _ends_to_edges(prob, ends[k]), method, k, exact)
     return _plan(hist, prob, _baseline_edges(prob, method, k), method, k)
 
@@ -849,7 +851,7 @@ def sweep_bucket_counts(hist: LengthHistogram, ks: Iterable[int] = range(1, 17),
             raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
     optimal, exact = ({}, True)
     if "optimal" in methods:
-        optimal, exact = _optimal_ends(prob, max(ks), _use_grid(prob, candidates))
+        optimal, exact = _optimal_ends(prob, sorted(set(ks)), _use_grid(prob, candidates))
     rows = []
     for k in ks:
         for method in methods:
