@@ -134,3 +134,16 @@ def test_recommend_reports_efficiency_for_every_k():
     assert all(by_k[k] <= by_k[k + 1] + 1e-12 for k in range(1, 16))
     sweep = sweep_bucket_counts(hist, range(1, 17), ("optimal",), batch_size=8)
     assert rec["n_buckets_gaining_under_1_point"] == recommend_n_buckets(sweep, min_gain=0.01)
+
+
+def test_save_figure_formats_follow_the_environment(tmp_path, monkeypatch):
+    from matplotlib.figure import Figure
+
+    from analysis.plots import save_figure
+
+    monkeypatch.delenv("PADDING_FIGURE_FORMATS", raising=False)
+    assert [p.name for p in save_figure(Figure(), "a", tmp_path)] == ["a.png"]
+    monkeypatch.setenv("PADDING_FIGURE_FORMATS", "png, .SVG")
+    assert [p.name for p in save_figure(Figure(), "b", tmp_path)] == ["b.png", "b.svg"]
+    assert [p.name for p in save_figure(Figure(), "c", tmp_path, formats=("pdf",))] == ["c.pdf"]
+    assert b"<svg" in (tmp_path / "b.svg").read_bytes()[:400]
