@@ -326,6 +326,9 @@ def run_report(src: Any, out_dir: str | os.PathLike[str], *, n_buckets: int = 6,
     out = Path(out_dir).resolve()
     nb_dir = Path(notebooks_dir if notebooks_dir is not None else NOTEBOOKS_DIR).resolve()
     notebooks = _notebooks(nb_dir)
+    if out == nb_dir:
+        raise ValueError(f"{out}: the output folder is the notebooks folder; the executed "
+                         "copies would overwrite the reference notebooks (choose another --out)")
 
     raw = load_lengths(src, column=column, field=field)
     hist = raw.clip(max_len) if max_len is not None else raw

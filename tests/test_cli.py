@@ -179,3 +179,11 @@ def test_compare_with_a_throughput_calibration(capsys, data):
                          "--tokens-per-s", 1000, "--reference-strategy", "sorted")
     assert code == 0, err
     assert "predicted_tokens_per_s" in out
+
+
+def test_report_refuses_to_write_into_the_notebooks_folder(capsys, data):
+    from analysis.paths import NOTEBOOKS_DIR
+
+    _, path = data
+    code, out, err = run(capsys, "report", path, "--out", NOTEBOOKS_DIR)
+    assert_one_line_error(code, err, "notebooks folder")
