@@ -298,7 +298,7 @@ def _cmd_compare(args: argparse.Namespace, out: Any) -> None:
     print(_frame_text(table), file=out)
 
 
-def _cmd_report(args: argparse.Namespace, out: Any, argv: Sequence[str]) -> None:
+def _cmd_report(args: argparse.Namespace, out: Any, argv: Sequence[str] | None) -> None:
     from analysis.report import run_report
     _check_calibration(args)
     rule = _batch_rule(args)
@@ -314,9 +314,14 @@ def _cmd_report(args: argparse.Namespace, out: Any, argv: Sequence[str]) -> None
 
 
 def _command_line(argv: Sequence[str] | None) -> str:
-    """The exact command line, as a shell would need it to re-run."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    return shlex.join([PROG, *args])
+    """The exact command line, as a shell would need it to re-run: ``python -m analysis ...``
+    or ``padding-workbench ...`` as invoked (``argv=None``), else ``padding-workbench`` and
+    ``argv`` (an in-process call)."""
+    if argv is not None:
+        return shlex.join([PROG, *argv])
+    first = sys.argv[0] if sys.argv else PROG
+    prog = ["python", "-m", "analysis"] if first.endswith("__main__.py") else [os.path.basename(first)]
+    return shlex.join([*prog, *sys.argv[1:]])
 
 
 @contextlib.contextmanager
@@ -371,7 +376,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             elif args.command == "compare":
                 _cmd_compare(args, out)
             else:
-                _cmd_report(args, out, sys.argv[1:] if argv is None else argv)
+                _cmd_report(args, out, argv)
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
