@@ -153,7 +153,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="put edges at multiples of M (e.g. 64)")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object (edges, batch_sizes, efficiency, padded_tokens, "
-                        "useful_tokens, method, exports) instead of tables (default: off)")
+                        "useful_tokens, method, max_len, exports) instead of tables "
+                        "(default: off)")
 
     p = sub.add_parser("compare", formatter_class=_Formatter,
                        help="the strategy table: random, sorted, bucketed... on given edges",
@@ -269,7 +270,7 @@ def _cmd_optimize(args: argparse.Namespace, out: Any) -> None:
     plan = optimize_edges(hist, args.buckets, method=args.method,
                           edge_multiple=args.edge_multiple, **_batch_rule(args))
     if args.json:
-        print(json.dumps(plan_dict(plan), allow_nan=False), file=out)
+        print(json.dumps({**plan_dict(plan), "max_len": args.max_len}, allow_nan=False), file=out)
         return
     rule = ", ".join(f"{k} = {v:,}" for k, v in _batch_rule(args).items())
     print(f"{args.method} edges for {plan.n_buckets} buckets ({rule}"
@@ -278,6 +279,8 @@ def _cmd_optimize(args: argparse.Namespace, out: Any) -> None:
     print(f"  batch sizes  {', '.join(map(str, plan.batch_sizes))}", file=out)
     print(f"  efficiency   {plan.efficiency:.4f} (expected useful / padded tokens)", file=out)
     print(f"  padded tokens {plan.padded_tokens:,.0f} for {plan.useful_tokens:,} useful", file=out)
+    if plan.n_buckets != args.buckets:
+        print(f"  ({args.buckets} buckets asked; the data allow {plan.n_buckets})", file=out)
     print(file=out)
     print(_frame_text(plan.to_frame()), file=out)
 

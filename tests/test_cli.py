@@ -70,6 +70,7 @@ def test_optimize_json_matches_the_api(capsys, data):
     assert got["padded_tokens"] == pytest.approx(plan.padded_tokens, rel=1e-12)
     assert got["efficiency"] == pytest.approx(plan.efficiency, rel=1e-12)
     assert got["exports"]["nemo"]["bucket_batch_size"] == list(plan.batch_sizes)
+    assert got["max_len"] is None
 
 
 def test_optimize_defaults_are_six_buckets_batch_size_eight(capsys, data):
