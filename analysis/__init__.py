@@ -29,4 +29,13 @@ try:
 except PackageNotFoundError:  # pragma: no cover - running from a source tree
     __version__ = "0+unknown"
 
-__all__ = [*_EXPORTS, "__version__"]
+__all__ = [*_EXPORTS, "__version__"]  # plus the lazy `explore` (not star-exported: it loads ipywidgets)
+
+
+def __getattr__(name: str):  # noqa: ANN202 - module-level lazy attribute (PEP 562)
+    """``analysis.explore`` imports ipywidgets only when the explorer is first used."""
+    if name == "explore":
+        from analysis.explorer import explore
+
+        return explore
+    raise AttributeError(f"module 'analysis' has no attribute {name!r}")

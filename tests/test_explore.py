@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from analysis import LengthHistogram, expected_padding, optimize_edges
-from analysis.explore import Explorer, explore, explore_figure, explore_view, parse_edges
+from analysis.explorer import Explorer, explore, explore_figure, explore_view, parse_edges
 
 HIST = LengthHistogram.from_lengths(np.random.default_rng(5).integers(10, 2_000, size=4_000))
 
@@ -91,11 +91,12 @@ def test_widget_rejects_bad_starting_values():
         explore(HIST, batch_size=8, max_tokens=100)
 
 
-def test_module_is_callable_and_not_loaded_by_import_analysis():
-    import analysis.explore as module
+def test_analysis_explore_is_lazy_and_not_loaded_by_import_analysis():
+    import analysis
 
-    assert isinstance(module(HIST, n_buckets=2), Explorer)
-    code = "import sys, analysis; print('ipywidgets' in sys.modules, 'analysis.explore' in sys.modules)"
+    assert analysis.explore is explore
+    assert isinstance(analysis.explore(HIST, n_buckets=2), Explorer)
+    code = "import sys, analysis; print('ipywidgets' in sys.modules, 'analysis.explorer' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
 

@@ -15,17 +15,14 @@ values and returns an :class:`ExplorerView` (numbers and table); :func:`explore_
 it.  The :class:`Explorer` panel only wires widgets to those two functions and keeps every
 result in widget values (an ``HTML`` status and table, an ``Image`` PNG of the figure).
 
-This module imports ipywidgets, so ``import analysis`` does not load it; ``analysis.explore``
-is resolved lazily.  The module object itself is callable (``analysis.explore(hist)`` works
-whether Python resolved the name to this module or to :func:`explore`).
+This module imports ipywidgets, so ``import analysis`` does not load it: ``analysis.explore``
+is resolved lazily (module ``__getattr__`` in ``analysis/__init__.py``).
 """
 
 from __future__ import annotations
 
 import html
 import io
-import sys
-import types
 from dataclasses import dataclass
 from typing import Any
 
@@ -326,12 +323,3 @@ def explore(hist: Any, *, batch_size: int | None = None, max_tokens: int | None 
     return Explorer(hist, batch_size=batch_size, max_tokens=max_tokens, n_buckets=n_buckets,
                     method=method)
 
-
-class _CallableModule(types.ModuleType):
-    """Lets ``analysis.explore(hist)`` work when the name resolves to this module."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Explorer:
-        return explore(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
