@@ -84,7 +84,6 @@ from scipy.special import gammaln
 from analysis.lengths import LengthHistogram, _positive_int
 from analysis.waste import (
     WasteEstimate,
-    bucket_batch_sizes,
     check_batch_rule,
     check_edges,
     expected_batch_max,
