@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.lengths import LengthHistogram, _as_length_array
+from analysis.progress import progress
 
 __all__ = ["SUPPORTED_EXTENSIONS", "load_lengths", "save_histogram"]
 
@@ -244,7 +245,7 @@ def _load_paths(source: str | os.PathLike[str], *, column: str | None, field: st
     else:
         raise ValueError(f"{text}: no such file")
     counter = _Counter()
-    for p in paths:
+    for p in progress(paths, "loading", unit="file", enabled=None if len(paths) > 1 else False):
         if _read_file(p, counter, column=column, field=field, allow_zero=allow_zero) == 0:
             raise ValueError(f"{p}: empty file, no lengths")
     return counter.histogram(text)

@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.lengths import LengthHistogram, _positive_int
+from analysis.progress import progress
 from analysis.strategies import STRATEGIES, EpochBuilder, epoch_builder, sorted_padding
 from analysis.throughput import predict_throughput
 from analysis.waste import check_edges, expected_padding
@@ -203,7 +204,7 @@ def simulate(lengths: LengthHistogram | Sequence[int] | np.ndarray, strategy: st
     mixed = _splitmix64(np.arange(n, dtype=np.uint64))
     seen = np.empty(0, dtype=np.uint64)
     frames, rows = [], []
-    for e in range(1, epochs + 1):
+    for e in progress(range(1, epochs + 1), f"simulating {strategy}", unit="epoch"):
         batch_frame, row, hashes = _measure_epoch(builder, builder.epoch(rng), e, world_size,
                                                   multiple, mixed, seen)
         seen = np.sort(np.concatenate([seen, hashes]))
