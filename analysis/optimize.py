@@ -474,6 +474,12 @@ def _solve(prob: _Problem, n_buckets: int, ends: np.ndarray) -> tuple[np.ndarray
             prev = best[k - 1, r]
             if not np.isfinite(prev).any():
                 break
+            if k == n_buckets:  # the top layer is only read at column m
+                if cols[-1] == m:
+                    vals = cost[-1] + prev
+                    at = int(vals.argmin())
+                    best[k, m], arg[k, m] = vals[at], r[at]
+                break
             np.add(cost, prev[None, :], out=buf)
             at = buf.argmin(axis=1)
             best[k, cols] = buf[span, at]
