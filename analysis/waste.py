@@ -26,7 +26,7 @@ from scipy.special import gammaln
 
 from analysis.lengths import LengthHistogram, _positive_int
 
-__all__ = ["check_edges", "bucket_batch_sizes", "check_batch_rule", "bucket_index",
+__all__ = ["check_edges", "cover_edges", "bucket_batch_sizes", "check_batch_rule", "bucket_index",
            "WasteEstimate", "expected_padding", "expected_efficiency", "expected_batch_max",
            "expected_bucket_padded_tokens"]
 
@@ -78,6 +78,27 @@ def check_edges(edges: Sequence[int] | np.ndarray, hist: LengthHistogram | None 
                 f"edges do not cover the data: edges[-1] = {out[-1]} is below the longest length {hist.max}"
             )
     return out
+
+
+def cover_edges(edges: Sequence[int] | np.ndarray, hist: LengthHistogram) -> list[int]:
+    """``edges`` stretched just enough to cover ``hist``: the first edge lowered below the
+    shortest length, the last raised to the longest; interior edges are kept.
+
+    For evaluating published edges (the case's were fitted to lengths up to 8,192) on other
+    data: interior edges beyond the data leave empty buckets, which the model allows.
+
+    Examples
+    --------
+    >>> hist = LengthHistogram.from_lengths([100, 9000])
+    >>> cover_edges([0, 770, 8192], hist)
+    [0, 770, 9000]
+    >>> cover_edges([200, 770, 8192], LengthHistogram.from_lengths([100, 500]))
+    [99, 770, 8192]
+    """
+    out = check_edges(edges)
+    out[0] = min(out[0], hist.min - 1)
+    out[-1] = max(out[-1], hist.max)
+    return check_edges(out, hist)
 
 
 def check_batch_rule(batch_size: Any = None, max_tokens: Any = None) -> tuple[int | None, int | None]:
