@@ -5,8 +5,8 @@ A bucketed shuffle pads each batch to its longest sample, so the edges decide th
 
 ``"optimal"``
     The exact global minimiser of the objective below, by dynamic programming over the
-    distinct lengths (every distinct length, or every multiple of ``edge_multiple``, is a
-    candidate edge).
+    distinct lengths (every distinct length, or each one rounded up to a multiple of
+    ``edge_multiple``, is a candidate edge).
 ``"geometric"``
     tensor2tensor's ``_bucket_boundaries`` idea (boundaries ``x, x * 1.1, ...`` from a minimum
     length), made to give ``K`` buckets: interior edges ``floor(lo * (hi / lo) ** (t / K))``,
@@ -51,8 +51,8 @@ With distinct lengths ``v_1 < ... < v_m``, prefix counts ``c_0 = 0, c_1, ..., c_
 so ``cost(i, j) = n w_j - S(i, j) * n / C(n, B)`` with the running sum
 ``S(i, j) = S(i, j-1) + (w_j - w_{j-1}) C(c_{j-1} - c_i, B)``: for a fixed start ``i`` every end
 ``j`` costs O(1), and all O(m^2) bucket costs cost O(m^2) in total.  They are computed in
-column blocks (all starts ``i`` by a few hundred ends ``j``, vectorised, the running sum carried
-from block to block), and each block feeds the DP ``D[k][j] = min_i D[k-1][i] + cost(i, j)``
+column blocks (all starts ``i`` by 8 to 1,024 consecutive ends ``j``, about 65,000 entries,
+vectorised, the running sum carried from block to block), and each block feeds the DP ``D[k][j] = min_i D[k-1][i] + cost(i, j)``
 for every ``k <= n_buckets`` at once, so the m-by-m cost matrix is never stored (memory
 O(m * block)) and one pass gives the optimum for every bucket count up to ``n_buckets``.
 No monotone-argmin (Knuth, SMAWK) shortcut is assumed: the minimum is over every start.
@@ -60,14 +60,18 @@ No monotone-argmin (Knuth, SMAWK) shortcut is assumed: the minimum is over every
 for a million samples); beyond that the sums run in log space (``logaddexp``).
 
 In token-budget mode (``max_tokens``) a bucket's batch size follows its upper edge, so ``B``
-changes with ``j``; the running sums restart (O(m^2) work) at each change of ``B``, which
-makes that mode slower (see the benchmark).
+changes with ``j``; the running sums restart (O(j^2) work at end ``j``) at each change of
+``B``, which makes that mode slower (about 3x on the case data, see the benchmark).
 
-Long-context data (tens of thousands of distinct lengths) can use ``candidates``: the DP runs
-on a grid of candidate edges (sample quantiles plus evenly spaced distinct lengths), then
-refines each edge at full resolution between its neighbouring candidates, repeating until
-nothing moves.  Bucket costs are still exact (every length is counted); only the edge search
-is restricted, and :attr:`BucketPlan.exact` says which mode ran.
+Long-context data (tens of thousands of distinct lengths: the exact DP is quadratic) can use
+``candidates``: the DP runs on a grid of about ``q`` candidate edges (half sample quantiles,
+half evenly spaced distinct lengths), then a second DP refines at full resolution, allowed
+every distinct length within one grid step of each chosen edge; it repeats around the new
+edges until they stop moving (at most 20 rounds).  Each round contains the previous answer,
+so refinement never makes it worse.  Bucket costs stay exact (every length is counted); only
+the edge search is restricted, and :attr:`BucketPlan.exact` says which mode ran.
+``candidates="auto"`` (the default) is exact up to :data:`AUTO_CANDIDATES_ABOVE` candidate
+edges and uses a 1,024-grid above.
 """
 
 from __future__ import annotations
