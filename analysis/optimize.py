@@ -67,8 +67,8 @@ Long-context data (tens of thousands of distinct lengths: the exact DP is quadra
 ``candidates``: the DP runs on a grid of about ``q`` candidate edges (half sample quantiles,
 half evenly spaced distinct lengths), then a second DP refines at full resolution, allowed
 every distinct length within one grid step of each chosen edge; it repeats around the new
-edges until they stop moving (at most 20 rounds).  Each round contains the previous answer,
-so refinement never makes it worse.  Bucket costs stay exact (every length is counted); only
+edges until they stop moving or all sit strictly inside the searched windows (at most 20
+rounds).  Each round contains the previous answer, so refinement never makes it worse.  Bucket costs stay exact (every length is counted); only
 the edge search is restricted, and :attr:`BucketPlan.exact` says which mode ran.
 ``candidates="auto"`` (the default) is exact up to :data:`AUTO_CANDIDATES_ABOVE` candidate
 edges and uses a 1,024-grid above.
@@ -684,6 +684,12 @@ def _refine(prob: _Problem, k: int, ends: list[int], grid: np.ndarray,
         if new == ends:
             break
         ends = new
+        # Every edge strictly inside the searched windows: re-centring would search (almost)
+        # the same set again, so stop.
+        pos = np.searchsorted(allowed, np.array(ends[:-1], dtype=np.int64))
+        inside = np.searchsorted(allowed, window)
+        if np.isin(pos - 1, inside).all() and np.isin(pos + 1, inside).all():
+            break
     return ends
 
 
