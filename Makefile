@@ -23,7 +23,7 @@ REPORT_DIR ?= reports
 export JUPYTER_PLATFORM_DIRS := 1
 export MPLBACKEND := Agg
 
-.PHONY: help setup report test benchmarks clean
+.PHONY: help setup report test benchmarks data clean
 
 help:  ## List the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -47,6 +47,9 @@ test: setup  ## Run every test: unit tests, doctests of the package, nbval over 
 
 benchmarks: setup  ## Print the benchmark figures (timings are not tests)
 	@for script in benchmarks/bench_*.py; do echo "== $$script"; "$(PY)" "$$script" || exit 1; done
+
+data: setup  ## Regenerate the bundled synthetic data/case_lengths.csv (deterministic)
+	"$(PY)" -c "import sys; from analysis.synthetic import main; main(sys.argv[1:])" --out "$(DATA)"
 
 clean:  ## Remove the venv, the stamps and generated reports
 	rm -rf .venv .make reports .pytest_cache .hypothesis
