@@ -5,9 +5,8 @@ Run from the repository root::
     .venv/bin/python benchmarks/bench_optimize.py            # everything (a few minutes)
     .venv/bin/python benchmarks/bench_optimize.py --quick    # skip the exact long-context run
 
-Prints, on the bundled data (``data/case_lengths.csv``; a seeded log-normal stand-in of
-902,087 samples of 65..8,192 tokens when it is missing) at full resolution (every distinct
-length a candidate edge), batch size 8:
+Prints, on the bundled data (``data/case_lengths.csv``, 902,087 samples of 65..8,192 tokens)
+at full resolution (every distinct length a candidate edge), batch size 8:
 
 * ``optimize_edges(hist, 6)`` (target <= 0.5 s) and the ``"greedy"`` baseline, medians of 5;
 * ``sweep_bucket_counts`` K = 1..16, optimal rows only (target <= 1.5 s) and greedy rows only;
@@ -25,44 +24,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from analysis.case import CASE_MAX_LENGTH, CASE_N_SAMPLES
 from analysis.lengths import LengthHistogram
 from analysis.optimize import METHODS, optimize_edges, sweep_bucket_counts
 from analysis.paths import BUNDLED_DATA, PROJECT_ROOT
 
-SHARED = PROJECT_ROOT.parent / "shared" / "data"
+from _common import case_histogram, median_seconds, shared_histogram
+
 REAL = ("alpaca_eval_outputs", "arena_hard_answers")
-
-
-def median_s(fn, runs: int = 5) -> float:
-    """Median wall time of ``fn()`` in seconds (one warm-up call first)."""
-    fn()
-    times = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
-
-def case_histogram() -> tuple[str, LengthHistogram]:
-    """The bundled case data, or a seeded log-normal stand-in of the same size and range."""
-    if BUNDLED_DATA.exists():
-        from analysis import load_lengths
-
-        return str(BUNDLED_DATA.relative_to(PROJECT_ROOT)), load_lengths(BUNDLED_DATA)
-    rng = np.random.default_rng(1701)
-    samples = np.clip(rng.lognormal(np.log(1600), 0.75, CASE_N_SAMPLES).round(), 65, CASE_MAX_LENGTH)
-    return "synthetic stand-in", LengthHistogram.from_lengths(samples.astype(np.int64))
 
 
 def long_context_histogram() -> LengthHistogram:
@@ -80,7 +55,7 @@ def _child(kind: str) -> None:
     import tracemalloc
 
     if kind == "memory":
-        _, hist = case_histogram()
+        hist = case_histogram()
         tracemalloc.start()
         sweep_bucket_counts(hist, range(1, 17), ["optimal"], batch_size=8, candidates=None)
         peak = tracemalloc.get_traced_memory()[1]
@@ -128,12 +103,13 @@ def main() -> None:
         _child(args.child)
         return
 
-    name, hist = case_histogram()
+    name = str(BUNDLED_DATA.relative_to(PROJECT_ROOT))
+    hist = case_histogram()
     print(f"data: {name}: {hist.n_samples:,} samples, {hist.n_distinct:,} distinct lengths "
           f"{hist.min}..{hist.max}; batch size 8, full resolution\n")
 
-    t_opt = median_s(lambda: optimize_edges(hist, 6, batch_size=8, candidates=None))
-    t_greedy = median_s(lambda: optimize_edges(hist, 6, batch_size=8, method="greedy"))
+    t_opt = median_seconds(lambda: optimize_edges(hist, 6, batch_size=8, candidates=None))
+    t_greedy = median_seconds(lambda: optimize_edges(hist, 6, batch_size=8, method="greedy"))
     opt6 = optimize_edges(hist, 6, batch_size=8, candidates=None)
     gr6 = optimize_edges(hist, 6, batch_size=8, method="greedy")
     print(f"optimize_edges K=6   optimal {t_opt:6.3f} s (target <= 0.5)   "
@@ -142,9 +118,10 @@ def main() -> None:
     print(f"   greedy  {gr6.edges} efficiency {gr6.efficiency:.4f}")
 
     ks = range(1, 17)
-    t_sweep = median_s(lambda: sweep_bucket_counts(hist, ks, ["optimal"], batch_size=8,
-                                                   candidates=None))
-    t_sweep_g = median_s(lambda: sweep_bucket_counts(hist, ks, ["greedy"], batch_size=8), runs=3)
+    t_sweep = median_seconds(lambda: sweep_bucket_counts(hist, ks, ["optimal"], batch_size=8,
+                                                         candidates=None))
+    t_sweep_g = median_seconds(lambda: sweep_bucket_counts(hist, ks, ["greedy"], batch_size=8),
+                               runs=3)
     print(f"sweep K=1..16        optimal {t_sweep:6.3f} s (target <= 1.5)   "
           f"greedy {t_sweep_g:6.3f} s")
 
@@ -152,14 +129,17 @@ def main() -> None:
     print(f"peak memory, K=1..16 sweep: tracemalloc peak {mem['traced_peak'] / 2**20:,.0f} MiB, "
           f"process max RSS {mem['max_rss'] / 2**20:,.0f} MiB (target <= 1024 MiB)")
 
-    t_tok = median_s(lambda: optimize_edges(hist, 6, max_tokens=16384, candidates=None), runs=3)
-    t_tok_g = median_s(lambda: optimize_edges(hist, 6, max_tokens=16384, method="greedy"), runs=3)
+    t_tok = median_seconds(lambda: optimize_edges(hist, 6, max_tokens=16384, candidates=None),
+                           runs=3)
+    t_tok_g = median_seconds(lambda: optimize_edges(hist, 6, max_tokens=16384, method="greedy"),
+                             runs=3)
     print(f"token budget 16384, K=6: optimal {t_tok:6.3f} s   greedy {t_tok_g:6.3f} s\n")
 
     long = long_context_histogram()
     print(f"long context (synthetic): {long.n_samples:,} samples, {long.n_distinct:,} distinct "
           f"lengths {long.min}..{long.max}, batch size 8")
-    t_grid = median_s(lambda: optimize_edges(long, 6, batch_size=8, candidates="auto"), runs=3)
+    t_grid = median_seconds(lambda: optimize_edges(long, 6, batch_size=8, candidates="auto"),
+                            runs=3)
     grid = optimize_edges(long, 6, batch_size=8, candidates="auto")
     start = time.perf_counter()
     gsweep = sweep_bucket_counts(long, ks, ["optimal"], batch_size=8)
@@ -182,9 +162,9 @@ def main() -> None:
 
     named = {name: hist}
     for real in REAL:
-        path = SHARED / f"{real}.npy"
-        if path.exists():
-            named[real] = LengthHistogram.from_lengths(np.load(path)).clip(8192)
+        real_hist = shared_histogram(real, 8192)
+        if real_hist is not None:
+            named[real] = real_hist
     with pd.option_context("display.precision", 4, "display.width", 120):
         print("efficiency at K = 4, 6, 8, batch size 8 (clipped at 8,192):")
         print(efficiency_table(named).to_string())
