@@ -123,6 +123,24 @@ def test_report_on_the_real_notebooks_leaves_every_promised_file(tmp_path, capsy
             assert run["parameters"]["data_path"] == str(out / "data" / "lengths.csv")
 
 
+@pytest.mark.skipif(not report_notebooks(), reason="no notebooks yet")
+def test_report_with_a_token_budget_on_data_longer_than_the_case(tmp_path, capsys):
+    # Two paths that once failed inside the notebooks: the max_tokens rule (batch_size is
+    # then None) and lengths beyond the case's 8,192 (the case's edges must be stretched).
+    long = np.r_[LENGTHS, np.random.default_rng(12).integers(8_193, 12_000, size=50)]
+    src = save_histogram(LengthHistogram.from_lengths(long), tmp_path / "long.csv")
+    out = tmp_path / "report"
+    code = cli.main(["--quiet", "report", str(src), "--out", str(out), "--buckets", "3",
+                     "--max-tokens", "16384"])
+    assert code == 0, capsys.readouterr().err
+    rec = json.loads((out / "recommendation.json").read_text())
+    assert rec["plan"]["max_tokens"] == 16384 and rec["plan"]["edges"][-1] == int(long.max())
+    assert rec["plan"]["batch_sizes"] == [16384 // e for e in rec["plan"]["edges"][1:]]
+    params = {r["notebook"]: r["parameters"] for r in rec["notebooks"]}
+    assert params["03_bucket_count.ipynb"]["n_buckets"] == 3  # the figures show the CLI's K
+    assert params["03_bucket_count.ipynb"]["max_tokens"] == 16384
+
+
 def test_recommend_reports_efficiency_for_every_k():
     from analysis import recommend_n_buckets, sweep_bucket_counts
 
