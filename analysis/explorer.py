@@ -30,6 +30,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from analysis.optimize import METHODS
+from analysis.waste import batch_rule
 
 __all__ = ["ExplorerView", "Explorer", "explore", "explore_view", "explore_figure",
            "parse_edges"]
@@ -105,9 +106,7 @@ def parse_edges(text: str) -> list[int]:
 def _rule(batch_size: int | None, max_tokens: int | None) -> dict[str, int]:
     if batch_size is None and max_tokens is None:
         return {"batch_size": _DEFAULT_BATCH_SIZE}
-    if batch_size is not None and max_tokens is not None:
-        raise ValueError("give exactly one of batch_size and max_tokens (got both)")
-    return {"batch_size": batch_size} if batch_size is not None else {"max_tokens": max_tokens}
+    return batch_rule(batch_size, max_tokens)
 
 
 def explore_view(hist: Any, *, n_buckets: int = 6, batch_size: int | None = None,

@@ -85,10 +85,10 @@ def recommend(hist: Any, *, n_buckets: int = 6, batch_size: int | None = 8,
     from analysis import optimize_edges, recommend_n_buckets, sweep_bucket_counts
     from analysis.exports import plan_dict
     from analysis.strategies import sorted_padding
-    from analysis.waste import check_batch_rule, expected_padding
+    from analysis.waste import batch_rule, expected_padding
 
-    batch_size, max_tokens = check_batch_rule(batch_size, max_tokens)
-    rule = {"batch_size": batch_size} if batch_size is not None else {"max_tokens": max_tokens}
+    rule = batch_rule(batch_size, max_tokens)
+    batch_size, max_tokens = rule.get("batch_size"), rule.get("max_tokens")
     plan = optimize_edges(hist, n_buckets, method=method, **rule)
     random = expected_padding(hist, [hist.min - 1, hist.max], **rule)
     fixed_size = batch_size if batch_size is not None else max(1, max_tokens // hist.max)

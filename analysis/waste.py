@@ -26,7 +26,7 @@ from scipy.special import gammaln
 
 from analysis.lengths import LengthHistogram, _positive_int
 
-__all__ = ["check_edges", "cover_edges", "bucket_batch_sizes", "check_batch_rule", "bucket_index",
+__all__ = ["check_edges", "cover_edges", "batch_rule", "bucket_batch_sizes", "check_batch_rule", "bucket_index",
            "WasteEstimate", "expected_padding", "expected_efficiency", "expected_batch_max",
            "expected_bucket_padded_tokens"]
 
@@ -119,6 +119,19 @@ def check_batch_rule(batch_size: Any = None, max_tokens: Any = None) -> tuple[in
     if batch_size is not None:
         return _positive_int(batch_size, "batch_size"), None
     return None, _positive_int(max_tokens, "max_tokens")
+
+
+def batch_rule(batch_size: Any = None, max_tokens: Any = None) -> dict[str, int]:
+    """The batch rule as keyword arguments for the engine: ``{"batch_size": B}`` or
+    ``{"max_tokens": T}`` (validated by :func:`check_batch_rule`).
+
+    Examples
+    --------
+    >>> batch_rule(max_tokens=16384)
+    {'max_tokens': 16384}
+    """
+    batch_size, max_tokens = check_batch_rule(batch_size, max_tokens)
+    return {"batch_size": batch_size} if batch_size is not None else {"max_tokens": max_tokens}
 
 
 def bucket_batch_sizes(edges: Sequence[int], *, batch_size: int | None = None,
