@@ -398,6 +398,13 @@ def ffd_plan(hist: LengthHistogram, max_tokens: int) -> tuple[np.ndarray, np.nda
     them, in opening order, each take ``room // length`` until the count is used up, then
     new bins take ``max_tokens // length`` each.  Cost: one vectorised scan of the open
     bins per distinct length (bins whose room is below the shortest length are dropped).
+
+    Examples
+    --------
+    >>> from analysis import LengthHistogram
+    >>> bins, lengths, counts = ffd_plan(LengthHistogram.from_lengths([6, 5, 4, 3, 2]), 10)
+    >>> [(int(b), int(v), int(c)) for b, v, c in zip(bins, lengths, counts)]
+    [(0, 6, 1), (1, 5, 1), (0, 4, 1), (1, 3, 1), (1, 2, 1)]
     """
     max_tokens = _positive_int(max_tokens, "max_tokens")
     if hist.max > max_tokens:

@@ -29,6 +29,14 @@ def save_figure(fig: Figure, name: str, figures_dir: str | Path,
     The folder is created when missing.  PNGs are written at 150 dpi.  ``formats=None``
     (the default) means the ``PADDING_FIGURE_FORMATS`` environment variable
     (comma-separated, e.g. ``png,svg``), or PNG alone when it is unset.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from matplotlib.figure import Figure
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     [p.name for p in save_figure(Figure(), "empty", folder, formats=("png", "svg"))]
+    ['empty.png', 'empty.svg']
     """
     if formats is None:
         formats = _default_formats()

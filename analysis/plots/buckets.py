@@ -43,6 +43,16 @@ def plot_efficiency_vs_buckets(sweep: pd.DataFrame, *, random_efficiency: float 
     ``sweep`` is a :func:`analysis.sweep_bucket_counts` frame.  Optional horizontal reference
     lines: ``random_efficiency`` (one bucket: a full shuffle) and ``sorted_efficiency`` (a
     bucket per distinct length); ``recommended`` marks a bucket count.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis import LengthHistogram
+    >>> hist = LengthHistogram.from_lengths(np.random.default_rng(0).integers(1, 100, 400))
+    >>> from analysis import sweep_bucket_counts
+    >>> sweep = sweep_bucket_counts(hist, range(1, 4), ("optimal", "equal_count"), batch_size=4)
+    >>> len(plot_efficiency_vs_buckets(sweep).axes)
+    1
     """
     fig = Figure(figsize=(7.5, 4.6))
     ax = fig.add_subplot()
@@ -90,7 +100,18 @@ def plot_efficiency_vs_buckets(sweep: pd.DataFrame, *, random_efficiency: float 
 def plot_edges_on_histogram(hist: LengthHistogram, plan, *, bins: int = 128,
                             title: str | None = None) -> Figure:
     """The length histogram with ``plan``'s edges drawn and, per bucket, its batch size,
-    share of samples and expected efficiency."""
+    share of samples and expected efficiency.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis import LengthHistogram
+    >>> hist = LengthHistogram.from_lengths(np.random.default_rng(0).integers(1, 100, 400))
+    >>> from analysis import optimize_edges
+    >>> fig = plot_edges_on_histogram(hist, optimize_edges(hist, 2, batch_size=4))
+    >>> len(fig.axes)  # the histogram and its efficiency colour bar
+    2
+    """
     fig = Figure(figsize=(9, 4.4))
     ax = fig.add_subplot()
     grid = np.linspace(0, hist.max, bins + 1)
@@ -139,7 +160,19 @@ def _scalar_mappable(cmap, norm):
 
 def plot_edge_sets(plans: Mapping[str, object], *, title: str | None = None) -> Figure:
     """Several edge sets on one length axis: a row per plan, each bucket a bar coloured by
-    its expected efficiency, the plan's overall efficiency at the right."""
+    its expected efficiency, the plan's overall efficiency at the right.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis import LengthHistogram
+    >>> hist = LengthHistogram.from_lengths(np.random.default_rng(0).integers(1, 100, 400))
+    >>> from analysis import evaluate_edges, optimize_edges
+    >>> plans = {"optimal": optimize_edges(hist, 2, batch_size=4),
+    ...          "halves": evaluate_edges(hist, [0, 50, hist.max], batch_size=4)}
+    >>> len(plot_edge_sets(plans).axes)  # the rows and the colour bar
+    2
+    """
     names = list(plans)
     fig = Figure(figsize=(9, 0.55 * len(names) + 1.4))
     ax = fig.add_subplot()

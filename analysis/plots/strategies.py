@@ -61,6 +61,16 @@ def plot_strategy_bars(table: pd.DataFrame,
 
     Columns missing from ``table`` are skipped.  In the efficiency panel, a black tick marks
     the exact ``expected_efficiency`` where the table has one.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis import compare_strategies
+    >>> lengths = np.random.default_rng(0).integers(1, 100, 400)
+    >>> table = compare_strategies(lengths, rng=np.random.default_rng(0), edges=[0, 50, 99],
+    ...                            batch_size=4, epochs=1)
+    >>> len(plot_strategy_bars(table).axes)
+    2
     """
     columns = [c for c in columns if c in table.columns]
     if not columns:
@@ -89,6 +99,16 @@ def plot_randomness(table: pd.DataFrame,
 
     What a strategy gives up for its padding: similar-length batches (low within-batch CV),
     a length pattern in the batch order (autocorrelation), the same batches every epoch.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis import compare_strategies
+    >>> lengths = np.random.default_rng(0).integers(1, 100, 400)
+    >>> table = compare_strategies(lengths, rng=np.random.default_rng(0), edges=[0, 50, 99],
+    ...                            batch_size=4, epochs=1)
+    >>> len(plot_randomness(table).axes)
+    3
     """
     columns = [c for c in columns if c in table.columns]
     if not columns:
@@ -107,6 +127,16 @@ def plot_tradeoff(table: pd.DataFrame, *, randomness: str = "within_batch_cv",
     """Efficiency against one randomness metric, a labelled point per strategy.
 
     Up and right is better on both counts; the strategies trace the trade-off.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis import compare_strategies
+    >>> lengths = np.random.default_rng(0).integers(1, 100, 400)
+    >>> table = compare_strategies(lengths, rng=np.random.default_rng(0), edges=[0, 50, 99],
+    ...                            batch_size=4, epochs=1)
+    >>> plot_tradeoff(table).axes[0].get_ylabel()
+    'efficiency (useful / padded)'
     """
     for column in ("efficiency", randomness):
         if column not in table.columns:
@@ -133,6 +163,16 @@ def plot_padded_per_step(results: Mapping[str, object], *, steps: int = 150, epo
 
     ``results`` maps a label to a :class:`~analysis.simulate.SimulationResult`; one panel
     per result, shared axes, with the epoch's mean padded tokens per step as a dashed line.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis import simulate
+    >>> lengths = np.random.default_rng(0).integers(1, 100, 400)
+    >>> results = {name: simulate(lengths, name, rng=np.random.default_rng(0), batch_size=4)
+    ...            for name in ("sorted", "random")}
+    >>> len(plot_padded_per_step(results).axes)
+    2
     """
     if not results:
         raise ValueError("results is empty")
