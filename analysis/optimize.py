@@ -52,7 +52,8 @@ so ``cost(i, j) = n w_j - S(i, j) * n / C(n, B)`` with the running sum
 ``S(i, j) = S(i, j-1) + (w_j - w_{j-1}) C(c_{j-1} - c_i, B)``: for a fixed start ``i`` every end
 ``j`` costs O(1), and all O(m^2) bucket costs cost O(m^2) in total.  They are computed in
 column blocks (all starts ``i`` by 8 to 1,024 consecutive ends ``j``, about 65,000 entries,
-vectorised, the running sum carried from block to block), and each block feeds the DP ``D[k][j] = min_i D[k-1][i] + cost(i, j)``
+vectorised, the running sum carried from block to block; the widest blocks are processed in
+chunks of about as many entries, with the same sums), and each block feeds the DP ``D[k][j] = min_i D[k-1][i] + cost(i, j)``
 for every ``k <= n_buckets`` at once, so the m-by-m cost matrix is never stored (memory
 O(m * block)) and one pass gives the optimum for every bucket count up to ``n_buckets``.
 No monotone-argmin (Knuth, SMAWK) shortcut is assumed: the minimum is over every start.
@@ -111,6 +112,11 @@ _LINEAR_LOG_LIMIT = 600.0
 _TABLE_MAX = 1 << 22
 _MIN_WIDTH = 8
 _MAX_WIDTH = 1024
+# Entries per chunk of a block's columns (the summation blocks above can be much larger
+# when few rows exist; chunks keep the arrays in cache and do not change a bit).
+_CHUNK_ENTRIES = 1 << 16
+# Fix the short/too-small corner of a chunk column by column when it is this many rows wide.
+_FIX_BY_COLUMN = 64
 
 
 # ----------------------------------------------------------------------------------- results
@@ -321,6 +327,14 @@ class _Binom:
     def _log_direct(self, x: np.ndarray) -> np.ndarray:
         return _log_comb(x.astype(float), self.size)
 
+    def lookup(self, x: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """``self(max(x, 0))`` written into ``out`` (``x`` may be clipped in place)."""
+        if self.table is not None:  # x < 0 reads table[0] = C(0, B), as max(x, 0) would
+            return self.table.take(x, mode="clip", out=out)
+        np.maximum(x, 0, out=x)
+        out[...] = self._log_direct(x) if self.log else self._comb_direct(x)
+        return out
+
     def __call__(self, x: np.ndarray) -> np.ndarray:
         """``C(x, B)`` (or ``log C(x, B)``, ``-inf`` below ``B``) for ``x >= 0``."""
         if self.table is not None:
@@ -344,12 +358,31 @@ def _log_comb(x: np.ndarray, size: int) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------ bucket costs
+class _Buffers:
+    """Flat float64/int64 scratch arrays reused from block to block (grown on demand)."""
+
+    def __init__(self) -> None:
+        self._store: dict[str, np.ndarray] = {}
+
+    def get(self, name: str, shape: tuple[int, int], dtype: Any = float) -> np.ndarray:
+        need = shape[0] * shape[1]
+        buf = self._store.get(name)
+        if buf is None or buf.size < need:
+            # each buffer starts at its own offset within a page (no 4K aliasing between
+            # arrays read and written together)
+            off = 72 * (len(self._store) + 1)
+            buf = np.empty(max(need, _BLOCK_ENTRIES) + off, dtype)[off:]
+            self._store[name] = buf
+        return buf[:need].reshape(shape)
+
+
 def _cost_blocks(prob: _Problem, rows: np.ndarray, ends: np.ndarray
-                 ) -> Iterator[tuple[np.ndarray, int, np.ndarray]]:
-    """Yield ``(cols, n_rows, cost)`` blocks in increasing ``cols``: ``cost[a, b]`` is the
-    objective of a bucket ``(rows[b], cols[a]]`` (``inf`` if ``rows[b] >= cols[a]`` or it
-    holds fewer than ``min_samples``), for the first ``n_rows`` rows (the others start at or
-    after every column of the block)."""
+                 ) -> Iterator[tuple[np.ndarray, int, np.ndarray, np.ndarray]]:
+    """Yield ``(cols, n_rows, cost, scratch)`` blocks in increasing ``cols``: ``cost[a, b]``
+    is the objective of a bucket ``(rows[b], cols[a]]`` (``inf`` if ``rows[b] >= cols[a]`` or
+    it holds fewer than ``min_samples``), for the first ``n_rows`` rows (the others start at
+    or after every column of the block).  ``cost`` and ``scratch`` (an array of its shape
+    the caller may overwrite) are reused: valid only until the next block is requested."""
     m = prob.m
     cum, step, weight, size = prob.cum, prob.step, prob.weight, prob.size
     is_end = np.zeros(m + 1, bool)
@@ -359,6 +392,7 @@ def _cost_blocks(prob: _Problem, rows: np.ndarray, ends: np.ndarray
     binom: _Binom | None = None
     row_cum = cum[rows]
     current: _Binom | None = None
+    bufs = _Buffers()
     ja = 1
     while ja <= m:
         b = int(size[ja])
@@ -367,9 +401,10 @@ def _cost_blocks(prob: _Problem, rows: np.ndarray, ends: np.ndarray
             nr_hint = max(1, int(np.searchsorted(rows, ja + width, side="left")))
             width = int(min(max(_MIN_WIDTH, _BLOCK_ENTRIES // nr_hint), _MAX_WIDTH))
         jb = min(m + 1, ja + width)
-        change = np.flatnonzero(size[ja:jb] != b)
-        if change.size:
-            jb = ja + int(change[0])
+        if prob.batch_size is None:  # token budget: the block ends where B changes
+            change = np.flatnonzero(size[ja:jb] != b)
+            if change.size:
+                jb = ja + int(change[0])
         if current is None or current.size != b:
             # a new batch size (token budget): tables up to this run's largest count
             run = np.flatnonzero(size[ja:] != b)
@@ -381,63 +416,102 @@ def _cost_blocks(prob: _Problem, rows: np.ndarray, ends: np.ndarray
         if nr == 0:
             ja = jb
             continue
-        # x[a, b] = samples in (rows[b], k] for k = ja + a (clipped at 0 for k <= rows[b])
-        x = cum[ja:jb, None] - row_cum[None, :nr]
-        if rows[nr - 1] >= ja:  # rows starting inside the block: clip k <= i to 0
-            q = int(np.searchsorted(rows[:nr], ja, side="left"))
-            np.maximum(x[:, q:], 0, out=x[:, q:])
-        comb = binom(x)  # C(x, B), or log C(x, B)
+        carry_r = carry[:nr]
         if binom.log:
+            shape = (jb - ja, nr)
+            # x[a, b] = samples in (rows[b], k] for k = ja + a (clipped at 0 for k <= rows[b])
+            x = np.subtract(cum[ja:jb, None], row_cum[None, :nr], out=bufs.get("x", shape, np.int64))
+            comb = binom.lookup(x, bufs.get("comb", shape))  # log C(x, B)
+            sel = np.flatnonzero(is_end[ja:jb])
+            sums = bufs.get("sums", shape)
             with np.errstate(divide="ignore"):
-                sums = comb + np.log(step[ja:jb])[:, None]
+                np.add(comb, np.log(step[ja:jb])[:, None], out=sums)
             np.logaddexp.accumulate(sums, axis=0, out=sums)
-        else:
-            sums = comb * step[ja:jb, None]
-            for t in range(1, jb - ja):  # cumsum down axis 0 (numpy's is slow on this axis)
-                np.add(sums[t - 1], sums[t], out=sums[t])
-        sel = np.flatnonzero(is_end[ja:jb])
-        if sel.size:
-            cols = ja + sel
-            carry_r = carry[None, :nr]
-            if sel.size == jb - ja:  # every column: shift the running sums down by one
-                n, c = x, comb
-                s = np.empty(sums.shape)
-                s[0] = carry_r
-                if binom.log:
-                    np.logaddexp(sums[:-1], carry_r, out=s[1:])
+            # S(i, j) for the block's ends: the running sum up to j - 1, plus the carry
+            s = sums[np.maximum(sel - 1, 0)]
+            np.logaddexp(s, carry_r, out=s)
+            s[sel == 0] = carry_r
+            np.logaddexp(carry_r, sums[-1], out=carry_r)
+            if sel.size:
+                yield _finish_costs(prob, ja + sel, nr, x, comb, sel, s, row_cum, b, True,
+                                    bufs.get("comb", s.shape))
+            ja = jb
+            continue
+        # Linear sums.  The block's columns are processed in chunks of about _CHUNK_ENTRIES
+        # entries; the running sums go on from chunk to chunk exactly as in one pass over
+        # the block, row by row (numpy's cumsum is slow on axis 0, and a row stays in
+        # cache): acc = sum_{ja <= k' <= k} step C(x, B) in the order of a cumsum, and
+        # S(i, j) = acc(j - 1) + carry for each end j (so the chunks change no bit).
+        acc = bufs.get("acc", (2, nr))
+        acc, tmp = acc[0], acc[1]
+        chunk = max(_MIN_WIDTH, _CHUNK_ENTRIES // nr)
+        for ca in range(ja, jb, chunk):
+            cb = min(jb, ca + chunk)
+            shape = (cb - ca, nr)
+            # x[a, b] = samples in (rows[b], k] for k = ca + a (k <= rows[b]: read as 0)
+            x = np.subtract(cum[ca:cb, None], row_cum[None, :nr], out=bufs.get("x", shape, np.int64))
+            comb = binom.lookup(x, bufs.get("comb", shape))  # C(x, B)
+            sel = np.flatnonzero(is_end[ca:cb])
+            # rows < cb - 1 can end in this chunk (the others cost inf in all of it)
+            nc = nr if cb == jb else int(np.searchsorted(rows, cb - 1, side="left"))
+            s = bufs.get("s", (sel.size, nc))
+            take = is_end[ca:cb].tolist()
+            out_row = 0
+            for t in range(cb - ca):
+                if take[t]:
+                    if t or ca > ja:
+                        np.add(acc[:nc], carry_r[:nc], out=s[out_row])
+                    else:
+                        s[out_row] = carry_r[:nc]
+                    out_row += 1
+                if t or ca > ja:
+                    np.multiply(comb[t], step[ca + t], out=tmp)
+                    np.add(acc, tmp, out=acc)
                 else:
-                    np.add(sums[:-1], carry_r, out=s[1:])
-            else:
-                n, c = x[sel], comb[sel]
-                s = sums[np.maximum(sel - 1, 0)]
-                s = np.logaddexp(s, carry_r) if binom.log else s + carry_r
-                s[sel == 0] = carry_r[0]
-            # cost = n * (w_j - S / C(n, B)); rows with n < B (a suffix) are fixed below
-            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-                if binom.log:
-                    np.subtract(s, c, out=s)
-                    np.exp(s, out=s)
-                else:
-                    np.divide(s, c, out=s)
-                np.subtract(weight[cols][:, None], s, out=s)
-                np.multiply(s, n, out=s)
-            cost = s
-            short = np.searchsorted(row_cum[:nr], cum[cols] - b, side="right")
-            tiny = np.searchsorted(row_cum[:nr], cum[cols] - prob.min_samples, side="right")
-            p0 = int(min(short.min(), tiny.min()))
-            if p0 < nr:  # the few rows (a suffix per column) that are short or too small
-                sub_n = n[:, p0:]
-                sub = cost[:, p0:]
-                rows_at = np.arange(p0, nr)[None, :]
-                few = rows_at >= short[:, None]
-                sub[few] = (sub_n * weight[cols][:, None])[few]
-                sub[rows_at >= tiny[:, None]] = np.inf
-            yield cols, nr, cost
-        if binom.log:
-            np.logaddexp(carry[:nr], sums[-1], out=carry[:nr])
-        else:
-            carry[:nr] += sums[-1]
+                    np.multiply(comb[0], step[ja], out=acc)
+            if sel.size and nc:
+                if nc < nr:
+                    x, comb = x[:, :nc], comb[:, :nc]
+                yield _finish_costs(prob, ca + sel, nc, x, comb, sel, s, row_cum, b, False,
+                                    bufs.get("comb", s.shape))
+        np.add(carry_r, acc, out=carry_r)
         ja = jb
+
+
+def _finish_costs(prob: _Problem, cols: np.ndarray, nr: int, x: np.ndarray, comb: np.ndarray,
+                  sel: np.ndarray, s: np.ndarray, row_cum: np.ndarray, b: int, log: bool,
+                  scratch: np.ndarray) -> tuple[np.ndarray, int, np.ndarray, np.ndarray]:
+    """``(cols, nr, cost, scratch)`` from the sums ``s`` (``S(i, j)`` for the columns
+    ``sel`` of the chunk, overwritten by the costs) and ``C(x, B)`` in ``comb`` (whose memory
+    ``scratch``, of the shape of ``s``, shares: free for the caller afterwards)."""
+    cum, weight = prob.cum, prob.weight
+    n, c = (x, comb) if sel.size == x.shape[0] else (x[sel], comb[sel])
+    # cost = n * (w_j - S / C(n, B)); rows with n < B (a suffix) are fixed below
+    w_cols = weight[cols][:, None]
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        if log:
+            np.subtract(s, c, out=s)
+            np.exp(s, out=s)
+        else:
+            np.divide(s, c, out=s)
+        np.subtract(w_cols, s, out=s)
+        np.multiply(s, n, out=s)
+    cost = s
+    short = np.searchsorted(row_cum[:nr], cum[cols] - b, side="right")
+    tiny = np.searchsorted(row_cum[:nr], cum[cols] - prob.min_samples, side="right")
+    p0 = int(min(short.min(), tiny.min()))
+    if nr - p0 > _FIX_BY_COLUMN:  # a wide corner (the first blocks): column by column
+        w_list = weight[cols].tolist()
+        for a, (lo, hi) in enumerate(zip(short.tolist(), tiny.tolist())):
+            if lo < hi:  # short but not too small: one batch of n at the longest
+                np.multiply(n[a, lo:hi], w_list[a], out=cost[a, lo:hi])
+            cost[a, hi:] = np.inf
+    elif p0 < nr:  # the few rows (a suffix per column) that are short or too small
+        sub = cost[:, p0:]
+        rows_at = np.arange(p0, nr)[None, :]
+        np.copyto(sub, n[:, p0:] * w_cols, where=rows_at >= short[:, None])
+        np.copyto(sub, np.inf, where=rows_at >= tiny[:, None])
+    return cols, nr, cost, scratch
 
 
 def _restart_carry(prob: _Problem, rows: np.ndarray, ja: int, binom: _Binom) -> np.ndarray:
@@ -467,27 +541,52 @@ def _solve(prob: _Problem, n_buckets: int, ends: np.ndarray) -> tuple[np.ndarray
     bucket ending in ``ends``; ``A[k, j]``: the start of the last bucket (for backtracking)."""
     m = prob.m
     rows = np.r_[0, ends[:-1]].astype(np.int64)
+    n_rows = rows.size
     best = np.full((n_buckets + 1, m + 1), np.inf)
     best[0, 0] = 0.0
     arg = np.zeros((n_buckets + 1, m + 1), np.int64)
-    for cols, nr, cost in _cost_blocks(prob, rows, ends):
+    # D[k, rows[b]] by row position b (no gather per block), and per layer a span of
+    # positions holding every finite value: only those rows can win (the others give inf,
+    # and the first minimum of the span is the first of the full row).  Layer 0 is finite
+    # at row 0 only; above, the span starts at the first finite value (positions fill in
+    # increasing order) and runs to the end.
+    prev_all = np.full((n_buckets, n_rows), np.inf)
+    prev_all[0, 0] = 0.0
+    lo_k = [0] + [n_rows] * (n_buckets - 1)
+    hi_k = [1] + [n_rows] * (n_buckets - 1)
+    for cols, nr, cost, buf in _cost_blocks(prob, rows, ends):
         r = rows[:nr]
-        buf = np.empty_like(cost)
         span = np.arange(cols.size)
+        flat = buf.reshape(-1)
+        pos = np.searchsorted(rows, cols)  # row position of each column (if it is a row)
+        is_row = pos < n_rows
+        is_row[is_row] = rows[pos[is_row]] == cols[is_row]
+        pos_rows = pos[is_row]
         for k in range(1, n_buckets + 1):
-            prev = best[k - 1, r]
-            if not np.isfinite(prev).any():
+            lo, hi = lo_k[k - 1], min(hi_k[k - 1], nr)
+            if lo >= hi:
                 break
+            prev = prev_all[k - 1, lo:hi]
             if k == n_buckets:  # the top layer is only read at column m
                 if cols[-1] == m:
-                    vals = cost[-1] + prev
+                    vals = cost[-1, lo:hi] + prev
                     at = int(vals.argmin())
-                    best[k, m], arg[k, m] = vals[at], r[at]
+                    best[k, m], arg[k, m] = vals[at], r[lo + at]
                 break
-            np.add(cost, prev[None, :], out=buf)
-            at = buf.argmin(axis=1)
-            best[k, cols] = buf[span, at]
-            arg[k, cols] = r[at]
+            # contiguous, or argmin would copy it
+            sub = flat[:cols.size * (hi - lo)].reshape(cols.size, hi - lo)
+            np.add(cost[:, lo:hi], prev[None, :], out=sub)
+            at = sub.argmin(axis=1)
+            vals = sub[span, at]
+            best[k, cols] = vals
+            arg[k, cols] = r[lo + at]
+            if pos_rows.size:
+                here = vals[is_row]
+                prev_all[k, pos_rows] = here
+                if lo_k[k] == n_rows:  # no finite value yet
+                    fin = np.flatnonzero(here < np.inf)
+                    if fin.size:
+                        lo_k[k] = int(pos_rows[fin[0]])
     return best, arg
 
 
@@ -506,7 +605,7 @@ def _cost_matrix(prob: _Problem, points: np.ndarray) -> np.ndarray:
     ends = points[1:]
     pos = {int(p): i for i, p in enumerate(points)}
     out = np.full((points.size, points.size), np.inf)
-    for cols, nr, cost in _cost_blocks(prob, rows, ends):
+    for cols, nr, cost, _ in _cost_blocks(prob, rows, ends):
         idx = [pos[int(c)] for c in cols]
         out[:nr, idx] = cost.T
     return out

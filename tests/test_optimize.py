@@ -119,6 +119,37 @@ def test_log_space_and_small_blocks_give_the_same_optimum(seed, monkeypatch):
         assert float(abs(got - best) / best) <= 1e-12
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_column_chunks_and_corner_fixes_change_no_bit(seed, monkeypatch):
+    """One-column chunks of the cost blocks and either way of fixing the short/too-small
+    corner give bit-identical DP tables, and the exhaustive optimum."""
+    rng = np.random.default_rng(300 + seed)
+    lengths = np.sort(rng.choice(np.arange(1, 400), 90, replace=False))
+    counts = np.where(rng.random(90) < 0.4, 1, rng.integers(1, 40, 90))
+    hist = LengthHistogram.from_counts(lengths, counts)
+    kwargs = dict(batch_size=None, max_tokens=None, pad_to_multiple_of=1, edge_multiple=1,
+                  min_bucket_samples=[1, 1, 5, 12][seed], attention_weight=0.0)
+    kwargs.update(rule(seed, rng))
+    prob = opt._problem(hist, **kwargs)
+    best, arg = opt._solve(prob, 4, prob.ends)
+    for chunk, fix in ((1, 10**9), (opt._CHUNK_ENTRIES, 0), (1, 0)):
+        monkeypatch.setattr(opt, "_CHUNK_ENTRIES", chunk)
+        monkeypatch.setattr(opt, "_MIN_WIDTH", 1)
+        monkeypatch.setattr(opt, "_FIX_BY_COLUMN", fix)
+        got_best, got_arg = opt._solve(prob, 4, prob.ends)
+        assert np.array_equal(got_best, best)
+        assert np.array_equal(got_arg[np.isfinite(best)], arg[np.isfinite(best)])
+    small_lengths, small_counts = random_hist(rng, max_distinct=9)
+    small = LengthHistogram.from_counts(small_lengths, small_counts)
+    batch = rule(seed, rng)
+    for k in range(1, min(4, len(small_lengths)) + 1):
+        exact = min(exact_objective(small_lengths, small_counts, e, **batch)
+                    for e in all_edge_sets(small_lengths, k, small_lengths[-1]))
+        plan = optimize_edges(small, k, **batch)
+        got = exact_objective(small_lengths, small_counts, plan.edges, **batch)
+        assert float(abs(got - exact) / exact) <= 1e-12
+
+
 def test_large_batch_uses_log_space_and_matches_small_block_linear(monkeypatch):
     """B = 200 on ~20k samples overflows float64 binomials: the log path must agree with
     the exact objective of the edges it returns and beat every baseline."""
