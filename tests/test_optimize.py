@@ -65,6 +65,17 @@ def all_edge_sets(lengths, k, top, allowed=None):
         yield [0, *cut, top]
 
 
+def assert_optimal_as_exhaustive_search(lengths, counts, **batch) -> None:
+    """``optimize_edges`` reaches the exhaustive optimum for every K up to 4 (rel 1e-12)."""
+    hist = LengthHistogram.from_counts(lengths, counts)
+    for k in range(1, min(4, len(lengths)) + 1):
+        best = min(exact_objective(lengths, counts, e, **batch)
+                   for e in all_edge_sets(lengths, k, lengths[-1]))
+        plan = optimize_edges(hist, k, **batch)
+        got = exact_objective(lengths, counts, plan.edges, **batch)
+        assert float(abs(got - best) / best) <= 1e-12
+
+
 def random_hist(rng, max_distinct=8, max_len=40, max_count=12):
     m = int(rng.integers(1, max_distinct + 1))
     lengths = sorted(rng.choice(np.arange(1, max_len), m, replace=False).tolist())
@@ -109,14 +120,7 @@ def test_log_space_and_small_blocks_give_the_same_optimum(seed, monkeypatch):
     monkeypatch.setattr(opt, "_TABLE_MAX", 3)
     rng = np.random.default_rng(100 + seed)
     lengths, counts = random_hist(rng, max_distinct=9)
-    hist = LengthHistogram.from_counts(lengths, counts)
-    batch = rule(seed, rng)
-    for k in range(1, min(4, len(lengths)) + 1):
-        best = min(exact_objective(lengths, counts, e, **batch)
-                   for e in all_edge_sets(lengths, k, lengths[-1]))
-        plan = optimize_edges(hist, k, **batch)
-        got = exact_objective(lengths, counts, plan.edges, **batch)
-        assert float(abs(got - best) / best) <= 1e-12
+    assert_optimal_as_exhaustive_search(lengths, counts, **rule(seed, rng))
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -140,14 +144,7 @@ def test_column_chunks_and_corner_fixes_change_no_bit(seed, monkeypatch):
         assert np.array_equal(got_best, best)
         assert np.array_equal(got_arg[np.isfinite(best)], arg[np.isfinite(best)])
     small_lengths, small_counts = random_hist(rng, max_distinct=9)
-    small = LengthHistogram.from_counts(small_lengths, small_counts)
-    batch = rule(seed, rng)
-    for k in range(1, min(4, len(small_lengths)) + 1):
-        exact = min(exact_objective(small_lengths, small_counts, e, **batch)
-                    for e in all_edge_sets(small_lengths, k, small_lengths[-1]))
-        plan = optimize_edges(small, k, **batch)
-        got = exact_objective(small_lengths, small_counts, plan.edges, **batch)
-        assert float(abs(got - exact) / exact) <= 1e-12
+    assert_optimal_as_exhaustive_search(small_lengths, small_counts, **rule(seed, rng))
 
 
 def test_large_batch_uses_log_space_and_matches_small_block_linear(monkeypatch):
