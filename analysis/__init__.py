@@ -1,38 +1,50 @@
 """The padding workbench: how much padding your batching costs, and where bucket edges go.
 
-The engine (everything importable from here) is pure NumPy/pandas: it never imports
-matplotlib or Jupyter.  Figures live in :mod:`analysis.plots`.
+The engine (everything named here) is NumPy/pandas/SciPy: it never imports matplotlib,
+Jupyter or a progress bar.  Figures are in :mod:`analysis.plots`, trainer configs in
+:mod:`analysis.exports`, the faces in :mod:`analysis.cli`, :mod:`analysis.report` and
+:mod:`analysis.explorer` (``analysis.explore``, loaded on first use).
 """
 
 from importlib.metadata import PackageNotFoundError, version
+from typing import Any
 
-from analysis import case, lengths, loaders, optimize, simulate, strategies, synthetic, throughput, waste
-
-# Each engine module's ``__all__`` is re-exported here.  The lists are read before the star
-# imports because ``from analysis.simulate import *`` rebinds ``simulate`` to the function.
-_EXPORTS = [*lengths.__all__, *loaders.__all__, *waste.__all__, *throughput.__all__,
-            *strategies.__all__, *simulate.__all__, *optimize.__all__, *synthetic.__all__,
-            *case.__all__]
-
-from analysis.case import *  # noqa: E402, F403
-from analysis.lengths import *  # noqa: E402, F403
-from analysis.loaders import *  # noqa: E402, F403
-from analysis.optimize import *  # noqa: E402, F403
-from analysis.simulate import *  # noqa: E402, F403
-from analysis.strategies import *  # noqa: E402, F403
-from analysis.synthetic import *  # noqa: E402, F403
-from analysis.throughput import *  # noqa: E402, F403
-from analysis.waste import *  # noqa: E402, F403
+from analysis.batching import BatchRule, check_edges, cover_edges, parse_edges
+from analysis.case import CASE_EDGES, CASE_GEOMETRIC_EDGES
+from analysis.lengths import LengthHistogram
+from analysis.loaders import load_lengths, save_histogram
+from analysis.optimize import (METHODS, BucketPlan, evaluate_edges, optimize_edges,
+                               recommend_n_buckets, sweep_bucket_counts)
+from analysis.recommendation import Recommendation, compare_edge_sets, recommend
+from analysis.simulation import SimulationResult, compare_strategies, simulate
+from analysis.strategies import STRATEGIES
+from analysis.throughput import predict_throughput
+from analysis.waste import WasteEstimate, expected_padding, expected_strategies, sorted_padding
 
 try:
     __version__ = version("padding-workbench")
 except PackageNotFoundError:  # pragma: no cover - running from a source tree
     __version__ = "0+unknown"
 
-__all__ = [*_EXPORTS, "__version__"]  # plus the lazy `explore` (not star-exported: it loads ipywidgets)
+__all__ = [
+    # the data
+    "LengthHistogram", "load_lengths", "save_histogram",
+    # the vocabulary
+    "BatchRule", "check_edges", "cover_edges", "parse_edges",
+    # exact padding
+    "WasteEstimate", "expected_padding", "sorted_padding", "expected_strategies",
+    # edges
+    "BucketPlan", "METHODS", "optimize_edges", "evaluate_edges", "sweep_bucket_counts",
+    "recommend_n_buckets", "Recommendation", "recommend", "compare_edge_sets",
+    # simulation and throughput
+    "STRATEGIES", "SimulationResult", "simulate", "compare_strategies", "predict_throughput",
+    # the case
+    "CASE_EDGES", "CASE_GEOMETRIC_EDGES",
+    "__version__",
+]  # plus the lazy `explore` (it loads ipywidgets)
 
 
-def __getattr__(name: str):  # noqa: ANN202 - module-level lazy attribute (PEP 562)
+def __getattr__(name: str) -> Any:
     """``analysis.explore`` imports ipywidgets only when the explorer is first used."""
     if name == "explore":
         from analysis.explorer import explore

@@ -23,22 +23,18 @@ import json
 import os
 import shlex
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
 
+from analysis.batching import (DEFAULT_BATCH_SIZE, DEFAULT_EPOCHS, DEFAULT_METHOD,
+                               DEFAULT_N_BUCKETS, DEFAULT_SEED, BatchRule, parse_edges)
 from analysis.optimize import METHODS
 
-__all__ = ["main", "build_parser", "DEFAULT_N_BUCKETS", "DEFAULT_BATCH_SIZE", "DEFAULT_METHOD",
-           "DEFAULT_EPOCHS", "DEFAULT_SEED"]
+__all__ = ["main", "build_parser"]
 
 PROG = "padding-workbench"
-DEFAULT_N_BUCKETS = 6
-DEFAULT_BATCH_SIZE = 8  # the case's setting (analysis.case.CASE_BATCH_SIZE)
-DEFAULT_METHOD = "optimal"
-DEFAULT_EPOCHS = 3
-DEFAULT_SEED = 1701
 
 
 class CLIError(Exception):
@@ -67,15 +63,10 @@ def _positive_float(text: str) -> float:
 
 
 def _edges(text: str) -> list[int]:
-    parts = [p.strip() for p in text.split(",") if p.strip()]
     try:
-        values = [int(p) for p in parts]
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected comma-separated integers like 0,770,1216,8192, got {text!r}") from None
-    if len(values) < 2:
-        raise argparse.ArgumentTypeError(f"need at least 2 edges (one bucket), got {text!r}")
-    return values
+        return parse_edges(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 class _Formatter(argparse.HelpFormatter):
@@ -113,6 +104,9 @@ def _add_batch_rule(p: argparse.ArgumentParser) -> None:
     rule.add_argument("--max-tokens", metavar="T", type=_positive, default=None,
                       help="token budget per batch: a bucket takes max(1, T // its upper edge) "
                            "samples (default: none, use --batch-size)")
+    p.add_argument("--pad-to-multiple-of", metavar="M", type=_positive, default=None,
+                   help="round each batch's longest up to a multiple of M, as the collator "
+                        "does (default: 1, no rounding)")
 
 
 def _add_buckets(p: argparse.ArgumentParser) -> None:
@@ -210,15 +204,18 @@ def _version() -> str:
 
 
 # ---------------------------------------------------------------------------- helpers
-def _batch_rule(args: argparse.Namespace) -> dict[str, int]:
-    if args.max_tokens is not None:
-        return {"max_tokens": args.max_tokens}
-    return {"batch_size": args.batch_size if args.batch_size is not None else DEFAULT_BATCH_SIZE}
+def _batch_rule(args: argparse.Namespace) -> BatchRule:
+    return BatchRule.resolve(args.batch_size, args.max_tokens, args.pad_to_multiple_of)
+
+
+def _progress(args: argparse.Namespace) -> Any:
+    from analysis.progress import bar
+    return bar(enabled=False if args.quiet else None)
 
 
 def _load(args: argparse.Namespace) -> Any:
     from analysis import load_lengths
-    hist = load_lengths(args.src, column=args.column, field=args.field)
+    hist = load_lengths(args.src, column=args.column, field=args.field, progress=_progress(args))
     if getattr(args, "max_len", None) is not None:
         hist = hist.clip(args.max_len)
     return hist
@@ -256,7 +253,7 @@ def _number(x: float) -> str:
 # ---------------------------------------------------------------------------- commands
 def _cmd_summary(args: argparse.Namespace, out: Any) -> None:
     from analysis import load_lengths
-    hist = load_lengths(args.src, column=args.column, field=args.field)
+    hist = load_lengths(args.src, column=args.column, field=args.field, progress=_progress(args))
     _print_series(f"Distribution of {args.src}", hist.summary(), out)
     if args.max_len is not None:
         print(file=out)
@@ -265,15 +262,16 @@ def _cmd_summary(args: argparse.Namespace, out: Any) -> None:
 
 def _cmd_optimize(args: argparse.Namespace, out: Any) -> None:
     from analysis import optimize_edges
-    from analysis.exports import plan_dict
+    from analysis.exports import export_all
     hist = _load(args)
-    plan = optimize_edges(hist, args.buckets, method=args.method,
-                          edge_multiple=args.edge_multiple, **_batch_rule(args))
+    rule = _batch_rule(args)
+    plan = optimize_edges(hist, args.buckets, rule, method=args.method,
+                          edge_multiple=args.edge_multiple)
     if args.json:
-        print(json.dumps({**plan_dict(plan), "max_len": args.max_len}, allow_nan=False), file=out)
+        print(json.dumps({**plan.to_dict(), "max_len": args.max_len,
+                          "exports": export_all(plan)}, allow_nan=False), file=out)
         return
-    rule = ", ".join(f"{k} = {v:,}" for k, v in _batch_rule(args).items())
-    print(f"{args.method} edges for {plan.n_buckets} buckets ({rule}"
+    print(f"{args.method} edges for {plan.n_buckets} buckets ({rule.text}"
           f"{'' if args.max_len is None else f', max_len = {args.max_len:,}'}):", file=out)
     print(f"  edges        {', '.join(map(str, plan.edges))}", file=out)
     print(f"  batch sizes  {', '.join(map(str, plan.batch_sizes))}", file=out)
@@ -291,12 +289,12 @@ def _cmd_compare(args: argparse.Namespace, out: Any) -> None:
     from analysis import check_edges, compare_strategies
     _check_calibration(args)
     hist = _load(args)
+    rule = _batch_rule(args)
     edges = check_edges(args.edges, hist)
-    table = compare_strategies(hist, rng=np.random.default_rng(args.seed), epochs=args.epochs,
+    table = compare_strategies(hist, rule, rng=np.random.default_rng(args.seed), epochs=args.epochs,
                                edges=edges, reference_strategy=args.reference_strategy,
-                               reference_tokens_per_s=args.tokens_per_s, **_batch_rule(args))
-    rule = ", ".join(f"{k} = {v:,}" for k, v in _batch_rule(args).items())
-    print(f"Strategies on edges {','.join(map(str, edges))} ({rule}, {args.epochs} epochs, "
+                               reference_tokens_per_s=args.tokens_per_s, progress=_progress(args))
+    print(f"Strategies on edges {','.join(map(str, edges))} ({rule.text}, {args.epochs} epochs, "
           f"seed {args.seed}):", file=out)
     print(_frame_text(table), file=out)
 
@@ -304,10 +302,9 @@ def _cmd_compare(args: argparse.Namespace, out: Any) -> None:
 def _cmd_report(args: argparse.Namespace, out: Any, argv: Sequence[str] | None) -> None:
     from analysis.report import run_report
     _check_calibration(args)
-    rule = _batch_rule(args)
     result = run_report(
-        args.src, args.out, n_buckets=args.buckets, batch_size=rule.get("batch_size"),
-        max_tokens=rule.get("max_tokens"), max_len=args.max_len, method=args.method,
+        args.src, args.out, n_buckets=args.buckets, rule=_batch_rule(args),
+        max_len=args.max_len, method=args.method,
         column=args.column, field=args.field, seed=args.seed, tokens_per_s=args.tokens_per_s,
         reference_strategy=args.reference_strategy, quiet=args.quiet,
         command=_command_line(argv))
@@ -325,23 +322,6 @@ def _command_line(argv: Sequence[str] | None) -> str:
     first = sys.argv[0] if sys.argv else PROG
     prog = ["python", "-m", "analysis"] if first.endswith("__main__.py") else [os.path.basename(first)]
     return shlex.join([*prog, *sys.argv[1:]])
-
-
-@contextlib.contextmanager
-def _quiet_env(quiet: bool) -> Iterator[None]:
-    """Set ``PADDING_QUIET=1`` while running (bars off here and in notebook kernels)."""
-    if not quiet:
-        yield
-        return
-    old = os.environ.get("PADDING_QUIET")
-    os.environ["PADDING_QUIET"] = "1"
-    try:
-        yield
-    finally:
-        if old is None:
-            os.environ.pop("PADDING_QUIET", None)
-        else:
-            os.environ["PADDING_QUIET"] = old
 
 
 def _one_line(exc: BaseException) -> str:
@@ -371,15 +351,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exc.code or 0) if not isinstance(exc.code, str) else 2
     out = sys.stdout
     try:
-        with _quiet_env(args.quiet):
-            if args.command == "summary":
-                _cmd_summary(args, out)
-            elif args.command == "optimize":
-                _cmd_optimize(args, out)
-            elif args.command == "compare":
-                _cmd_compare(args, out)
-            else:
-                _cmd_report(args, out, argv)
+        if args.command == "summary":
+            _cmd_summary(args, out)
+        elif args.command == "optimize":
+            _cmd_optimize(args, out)
+        elif args.command == "compare":
+            _cmd_compare(args, out)
+        else:
+            _cmd_report(args, out, argv)
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130

@@ -29,38 +29,39 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from analysis.optimize import METHODS
-from analysis.waste import batch_rule
+from analysis.batching import DEFAULT_MAX_BUCKETS, DEFAULT_METHOD, DEFAULT_N_BUCKETS, BatchRule, parse_edges
+from analysis.lengths import LengthHistogram
+from analysis.optimize import METHODS, BucketPlan, evaluate_edges, optimize_edges
 
-__all__ = ["ExplorerView", "Explorer", "explore", "explore_view", "explore_figure",
-           "parse_edges"]
-
-_DEFAULT_BATCH_SIZE = 8
+__all__ = ["ExplorerView", "Explorer", "explore", "explore_view", "explore_figure"]
 
 
 @dataclass(frozen=True)
 class ExplorerView:
-    """What the panel shows for one set of control values.
+    """What the panel shows: a plan and where its edges came from (``source``: the placement
+    method, or ``"edited"`` for edges typed by hand)."""
 
-    ``source`` is the placement method, or ``"edited"`` for edges typed by hand.
-    """
-
-    edges: list[int]
-    batch_sizes: list[int]
-    efficiency: float
-    padded_tokens: float
-    useful_tokens: int
+    plan: BucketPlan
     source: str
-    table: pd.DataFrame
+
+    @property
+    def edges(self) -> list[int]:
+        """The plan's edges."""
+        return self.plan.edges
 
     @property
     def n_buckets(self) -> int:
         """Number of buckets."""
-        return len(self.edges) - 1
+        return self.plan.n_buckets
+
+    @property
+    def efficiency(self) -> float:
+        """The plan's expected efficiency."""
+        return self.plan.efficiency
 
     def to_frame(self) -> pd.DataFrame:
-        """The per-bucket table (what :func:`analysis.plots.plot_edges_on_histogram` reads)."""
-        return self.table
+        """The per-bucket table."""
+        return self.plan.to_frame()
 
     def edges_text(self) -> str:
         """The edges as the text box shows them (``"0, 770, 1216"``)."""
@@ -76,48 +77,22 @@ class ExplorerView:
         'optimal, 1 bucket: efficiency 0.6316, padded tokens 25 for 16 useful (waste 9)'
         """
         plural = "" if self.n_buckets == 1 else "s"
+        plan = self.plan
         return (f"{self.source}, {self.n_buckets} bucket{plural}: efficiency "
-                f"{self.efficiency:.4f}, padded tokens {self.padded_tokens:,.0f} for "
-                f"{self.useful_tokens:,} useful (waste {self.padded_tokens - self.useful_tokens:,.0f})")
+                f"{plan.efficiency:.4f}, padded tokens {plan.padded_tokens:,.0f} for "
+                f"{plan.useful_tokens:,} useful (waste {plan.waste_tokens:,.0f})")
 
 
-def parse_edges(text: str) -> list[int]:
-    """Edges from the text box: integers separated by commas or spaces.
-
-    Examples
-    --------
-    >>> parse_edges("0, 770,1216  8192")
-    [0, 770, 1216, 8192]
-    >>> parse_edges("0, 7.5")
-    Traceback (most recent call last):
-    ...
-    ValueError: edges must be integers separated by commas, got '7.5'
-    """
-    parts = [p for p in text.replace(",", " ").split() if p]
-    out = []
-    for p in parts:
-        try:
-            out.append(int(p.replace("_", "")))
-        except ValueError:
-            raise ValueError(f"edges must be integers separated by commas, got {p!r}") from None
-    return out
-
-
-def _rule(batch_size: int | None, max_tokens: int | None) -> dict[str, int]:
-    if batch_size is None and max_tokens is None:
-        return {"batch_size": _DEFAULT_BATCH_SIZE}
-    return batch_rule(batch_size, max_tokens)
-
-
-def explore_view(hist: Any, *, n_buckets: int = 6, batch_size: int | None = None,
-                 max_tokens: int | None = None, method: str = "optimal",
+def explore_view(hist: Any, *, n_buckets: int = DEFAULT_N_BUCKETS, batch_size: int | None = None,
+                 max_tokens: int | None = None, method: str = DEFAULT_METHOD,
                  edges: Any = None) -> ExplorerView:
-    """The numbers and table for one set of control values (the panel's pure logic).
+    """The plan for one set of control values (the panel's pure logic).
 
     With ``edges=None`` the edges are placed by ``method`` (:func:`analysis.optimize_edges`);
-    otherwise the given edges are evaluated as they are (``n_buckets`` and ``method`` are
-    then ignored).  Neither ``batch_size`` nor ``max_tokens`` means ``batch_size=8``.
-    Raises ``ValueError`` for edges that are not increasing or don't cover the data.
+    otherwise the given edges (a list, or text for :func:`analysis.parse_edges`) are
+    evaluated as they are.  The batch rule is :meth:`analysis.BatchRule.resolve` of
+    ``batch_size`` / ``max_tokens``.  Raises ``ValueError`` for edges that are not
+    increasing or don't cover the data.
 
     Examples
     --------
@@ -127,21 +102,14 @@ def explore_view(hist: Any, *, n_buckets: int = 6, batch_size: int | None = None
     >>> explore_view([1, 2, 3, 10], batch_size=2, edges="0, 1, 10").edges
     [0, 1, 10]
     """
-    from analysis import LengthHistogram, expected_padding, optimize_edges
-
     if not isinstance(hist, LengthHistogram):
         hist = LengthHistogram.from_lengths(hist)
-    rule = _rule(batch_size, max_tokens)
+    rule = BatchRule.resolve(batch_size, max_tokens)
     if edges is None:
-        plan = optimize_edges(hist, n_buckets, method=method, **rule)
-        chosen, source = list(plan.edges), plan.method
-    else:
-        chosen = parse_edges(edges) if isinstance(edges, str) else [int(e) for e in edges]
-        source = "edited"
-    est = expected_padding(hist, chosen, **rule)
-    return ExplorerView(edges=list(est.edges), batch_sizes=list(est.batch_sizes),
-                        efficiency=est.efficiency, padded_tokens=est.padded_tokens,
-                        useful_tokens=est.useful_tokens, source=source, table=est.to_frame())
+        plan = optimize_edges(hist, n_buckets, rule, method=method)
+        return ExplorerView(plan, plan.method)
+    chosen = parse_edges(edges) if isinstance(edges, str) else edges
+    return ExplorerView(evaluate_edges(hist, chosen, rule, method="edited"), "edited")
 
 
 def explore_figure(hist: Any, view: ExplorerView) -> Figure:
@@ -156,14 +124,13 @@ def explore_figure(hist: Any, view: ExplorerView) -> Figure:
     >>> [line.get_xdata()[0] for line in fig.axes[0].lines]  # the interior edges
     [3]
     """
-    from analysis import LengthHistogram
     from analysis.plots import plot_edges_on_histogram
 
     if not isinstance(hist, LengthHistogram):
         hist = LengthHistogram.from_lengths(hist)
     title = (f"{view.source} edges, {view.n_buckets} buckets: expected efficiency "
              f"{view.efficiency:.1%}")
-    return plot_edges_on_histogram(hist, view, title=title)
+    return plot_edges_on_histogram(hist, view.plan, title=title)
 
 
 def _png(fig: Figure) -> bytes:
@@ -183,24 +150,22 @@ class Explorer:
     """
 
     def __init__(self, hist: Any, *, batch_size: int | None = None,
-                 max_tokens: int | None = None, n_buckets: int = 6,
-                 method: str = "optimal") -> None:
+                 max_tokens: int | None = None, n_buckets: int = DEFAULT_N_BUCKETS,
+                 method: str = DEFAULT_METHOD) -> None:
         import ipywidgets as w
 
-        from analysis import LengthHistogram
-
         self.hist = hist if isinstance(hist, LengthHistogram) else LengthHistogram.from_lengths(hist)
-        rule = _rule(batch_size, max_tokens)
+        rule = BatchRule.resolve(batch_size, max_tokens)
         if method not in METHODS:
             raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
-        k_max = max(1, min(16, self.hist.n_distinct))
+        k_max = max(1, min(DEFAULT_MAX_BUCKETS, self.hist.n_distinct))
         if not 1 <= n_buckets <= k_max:
             raise ValueError(f"n_buckets must be between 1 and {k_max}, got {n_buckets!r}")
         self.view: ExplorerView | None = None
         self.error: str | None = None
         self._busy = False
 
-        (name, value), = rule.items()
+        (name, value), = ((k, v) for k, v in rule.kwargs().items() if k != "pad_to_multiple_of")
         style = {"description_width": "initial"}
         self.n_buckets = w.IntSlider(value=n_buckets, min=1, max=k_max, description="buckets K",
                                      continuous_update=False, style=style)
@@ -255,7 +220,8 @@ class Explorer:
         self.place_edges()
 
     def _on_rule(self, change: dict[str, Any]) -> None:
-        default = _DEFAULT_BATCH_SIZE if change["new"] == "batch_size" else 8 * self.hist.max
+        default = BatchRule.resolve().batch_size if change["new"] == "batch_size" else \
+            BatchRule.resolve().token_budget(self.hist.max)
         self._busy = True
         try:
             self.rule_value.value = default
@@ -277,7 +243,7 @@ class Explorer:
             self._busy = False
         self.status.value = f"<b>{html.escape(view.status())}</b>"
         with pd.option_context("display.precision", 4):
-            self.table.value = view.table.to_html(float_format=lambda x: f"{x:,.4f}")
+            self.table.value = view.to_frame().to_html(float_format=lambda x: f"{x:,.4f}")
         self.image.value = _png(explore_figure(self.hist, view))
 
     def _show_error(self, message: str) -> None:
@@ -297,14 +263,14 @@ class Explorer:
 
 
 def explore(hist: Any, *, batch_size: int | None = None, max_tokens: int | None = None,
-            n_buckets: int = 6, method: str = "optimal") -> Explorer:
+            n_buckets: int = DEFAULT_N_BUCKETS, method: str = DEFAULT_METHOD) -> Explorer:
     """The interactive edges panel for ``hist`` (display it: make it a cell's last value).
 
     Parameters
     ----------
     hist : LengthHistogram or per-sample lengths
     batch_size, max_tokens : int, optional
-        The starting batch rule (neither means ``batch_size=8``).
+        The starting batch rule (:meth:`analysis.BatchRule.resolve`: neither means the default batch size).
     n_buckets : int, default 6
         Starting number of buckets (the slider goes from 1 to 16).
     method : str, default "optimal"

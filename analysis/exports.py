@@ -25,28 +25,32 @@ bucket is the same whichever side a version uses.  tf.data wants ``list<int>``: 
 trainer's to truncate or drop.
 
 Every function takes a :class:`~analysis.optimize.BucketPlan` (anything with ``edges`` and
-``batch_sizes``; ``method``, ``efficiency``... are copied when present) and returns plain
-``dict``/``str`` values: no framework is imported.
+``batch_sizes``: the :class:`PlanLike` protocol) and returns plain ``dict``/``str`` values:
+no framework is imported.  Exports import the engine; the engine never imports them.
 """
 
 from __future__ import annotations
 
 import json
-import math
-import re
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
-from analysis.waste import check_edges
+from analysis.batching import check_edges
 
-__all__ = ["to_lhotse", "to_nemo", "to_tf_data", "to_hf", "plan_dict", "to_json", "to_yaml",
-           "dump_yaml"]
-
-_PLAN_FIELDS = ("n_buckets", "method", "efficiency", "padded_tokens", "useful_tokens",
-                "objective")
+__all__ = ["PlanLike", "to_lhotse", "to_nemo", "to_tf_data", "to_hf", "export_all", "to_json"]
 
 
-def _edges_and_sizes(plan: Any) -> tuple[list[int], list[int]]:
+class PlanLike(Protocol):
+    """What an export needs of a plan: its edges and per-bucket batch sizes."""
+
+    @property
+    def edges(self) -> Sequence[int]: ...
+
+    @property
+    def batch_sizes(self) -> Sequence[int]: ...
+
+
+def _edges_and_sizes(plan: PlanLike) -> tuple[list[int], list[int]]:
     """Validated ``edges`` and per-bucket ``batch_sizes`` of ``plan``."""
     try:
         edges, sizes = plan.edges, plan.batch_sizes
@@ -65,7 +69,7 @@ def _half(e: int) -> float:
     return e + 0.5
 
 
-def to_lhotse(plan: Any) -> dict[str, Any]:
+def to_lhotse(plan: PlanLike) -> dict[str, Any]:
     """Arguments for Lhotse's ``DynamicBucketingSampler`` (``lhotse.dataset.sampling``).
 
     Lhotse (``lhotse/dataset/sampling/dynamic_bucketing.py``) places a cut of length ``L``
@@ -104,7 +108,7 @@ def to_lhotse(plan: Any) -> dict[str, Any]:
     }
 
 
-def to_nemo(plan: Any) -> dict[str, Any]:
+def to_nemo(plan: PlanLike) -> dict[str, Any]:
     """NeMo's Lhotse dataloader config keys for bucketing with per-bucket batch sizes.
 
     NeMo's ``LhotseDataLoadingConfig`` (``nemo/collections/common/data/lhotse/dataloader.py``)
@@ -132,7 +136,7 @@ def to_nemo(plan: Any) -> dict[str, Any]:
     }
 
 
-def to_tf_data(plan: Any) -> dict[str, Any]:
+def to_tf_data(plan: PlanLike) -> dict[str, Any]:
     """Arguments for ``tf.data.experimental.bucket_by_sequence_length``
     (also ``tf.data.Dataset.bucket_by_sequence_length``).
 
@@ -157,7 +161,7 @@ def to_tf_data(plan: Any) -> dict[str, Any]:
     }
 
 
-def to_hf(plan: Any, *, length_column: str = "length") -> dict[str, Any]:
+def to_hf(plan: PlanLike, *, length_column: str = "length") -> dict[str, Any]:
     """What a Hugging Face ``datasets``/``transformers`` user needs to bucket with this plan.
 
     Transformers ships no bucket sampler (``group_by_length`` / ``LengthGroupedSampler``
@@ -190,135 +194,30 @@ def to_hf(plan: Any, *, length_column: str = "length") -> dict[str, Any]:
     }
 
 
-def plan_dict(plan: Any) -> dict[str, Any]:
-    """The plan and every export as one JSON-ready ``dict`` (what :func:`to_json` writes).
+def export_all(plan: PlanLike) -> dict[str, dict[str, Any]]:
+    """Every export of ``plan``, by target name.
 
     Examples
     --------
     >>> from types import SimpleNamespace
-    >>> d = plan_dict(SimpleNamespace(edges=[0, 10, 30], batch_sizes=[8, 8], method="optimal"))
-    >>> d["edges"], d["method"], sorted(d["exports"])
-    ([0, 10, 30], 'optimal', ['hf', 'lhotse', 'nemo', 'tf_data'])
+    >>> sorted(export_all(SimpleNamespace(edges=[0, 10, 30], batch_sizes=[8, 8])))
+    ['hf', 'lhotse', 'nemo', 'tf_data']
     """
-    edges, sizes = _edges_and_sizes(plan)
-    out: dict[str, Any] = {}
-    if callable(getattr(plan, "to_dict", None)):
-        out.update(plan.to_dict())
-    out["edges"], out["batch_sizes"] = edges, sizes
-    for name in _PLAN_FIELDS:
-        if name not in out and hasattr(plan, name):
-            out[name] = _jsonable(getattr(plan, name))
-    out["exports"] = {"lhotse": to_lhotse(plan), "nemo": to_nemo(plan),
-                      "tf_data": to_tf_data(plan), "hf": to_hf(plan)}
-    return _jsonable(out)
+    return {"lhotse": to_lhotse(plan), "nemo": to_nemo(plan), "tf_data": to_tf_data(plan),
+            "hf": to_hf(plan)}
 
 
 def to_json(plan: Any, *, indent: int | None = 2) -> str:
-    """The plan and its exports as JSON text (see :func:`plan_dict`).
+    """The plan (``plan.to_dict()``, :meth:`analysis.BucketPlan.to_dict`) with every export
+    under ``"exports"``, as JSON text: the one serialisation of a plan.
 
     Examples
     --------
     >>> import json
-    >>> from types import SimpleNamespace
-    >>> text = to_json(SimpleNamespace(edges=[0, 10, 30], batch_sizes=[8, 8]))
-    >>> json.loads(text)["exports"]["tf_data"]["bucket_boundaries"]
-    [11]
+    >>> from analysis import LengthHistogram, optimize_edges
+    >>> plan = optimize_edges(LengthHistogram.from_lengths([1, 2, 9, 30]), 2, batch_size=2)
+    >>> json.loads(to_json(plan))["exports"]["tf_data"]["bucket_boundaries"]
+    [10]
     """
-    return json.dumps(plan_dict(plan), indent=indent, allow_nan=False)
-
-
-def to_yaml(plan: Any) -> str:
-    """The plan and its exports as YAML text (block style; no PyYAML needed).
-
-    Examples
-    --------
-    >>> from types import SimpleNamespace
-    >>> print(to_yaml(SimpleNamespace(edges=[0, 10, 30], batch_sizes=[8, 8])).splitlines()[0])
-    edges: [0, 10, 30]
-    """
-    return dump_yaml(plan_dict(plan))
-
-
-# ---------------------------------------------------------------------- tiny YAML emitter
-_PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-/]*$")
-_YAML_WORDS = {"true", "false", "yes", "no", "on", "off", "null", "y", "n", "~"}
-
-
-def _yaml_scalar(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            return ".nan" if math.isnan(value) else (".inf" if value > 0 else "-.inf")
-        return repr(value)
-    text = str(value)
-    if _PLAIN.match(text) and text.lower() not in _YAML_WORDS:
-        return text
-    return json.dumps(text)  # a JSON string is a valid YAML double-quoted scalar
-
-
-def _yaml_lines(value: Any, indent: int) -> list[str]:
-    pad = " " * indent
-    lines: list[str] = []
-    if isinstance(value, Mapping):
-        for key, item in value.items():
-            key_text = _yaml_scalar(str(key))
-            if isinstance(item, Mapping) and item:
-                lines.append(f"{pad}{key_text}:")
-                lines += _yaml_lines(item, indent + 2)
-            elif isinstance(item, Sequence) and not isinstance(item, str) and item and \
-                    any(isinstance(x, Mapping | list | tuple) for x in item):
-                lines.append(f"{pad}{key_text}:")
-                lines += _yaml_lines(item, indent + 2)
-            else:
-                lines.append(f"{pad}{key_text}: {_yaml_inline(item)}")
-        return lines
-    if isinstance(value, Sequence) and not isinstance(value, str):
-        for item in value:
-            if isinstance(item, Mapping | list | tuple) and item:
-                sub = _yaml_lines(item, indent + 2)
-                lines.append(f"{pad}- {sub[0].lstrip()}")
-                lines += sub[1:]
-            else:
-                lines.append(f"{pad}- {_yaml_inline(item)}")
-        return lines
-    return [pad + _yaml_scalar(value)]
-
-
-def _yaml_inline(value: Any) -> str:
-    if isinstance(value, Mapping):
-        return "{" + ", ".join(f"{_yaml_scalar(str(k))}: {_yaml_inline(v)}" for k, v in value.items()) + "}"
-    if isinstance(value, Sequence) and not isinstance(value, str):
-        return "[" + ", ".join(_yaml_inline(v) for v in value) + "]"
-    return _yaml_scalar(value)
-
-
-def dump_yaml(data: Mapping[str, Any]) -> str:
-    """``data`` (dicts, lists, str, int, float, bool, None) as block-style YAML text.
-
-    Examples
-    --------
-    >>> print(dump_yaml({"a": [1, 2], "b": {"c": "x y", "d": None}}), end="")
-    a: [1, 2]
-    b:
-      c: "x y"
-      d: null
-    """
-    return "\n".join(_yaml_lines(_jsonable(data), 0)) + "\n"
-
-
-def _jsonable(value: Any) -> Any:
-    """Plain Python values (numpy scalars and arrays, tuples -> int/float/list)."""
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    if hasattr(value, "tolist") and not isinstance(value, str):
-        return _jsonable(value.tolist())
-    if isinstance(value, bool) or value is None or isinstance(value, int | float | str):
-        return value
-    return str(value)
+    return json.dumps({**plan.to_dict(), "exports": export_all(plan)}, indent=indent,
+                      allow_nan=False)

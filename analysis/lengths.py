@@ -367,7 +367,7 @@ class LengthHistogram:
             {
                 "samples": self.n_samples,
                 "tokens": self.total_tokens,
-                "distinct lengths": self.n_distinct,
+                "distinct_lengths": self.n_distinct,
                 "min": self.min,
                 "p10": p10,
                 "p50": p50,
@@ -375,8 +375,8 @@ class LengthHistogram:
                 "p99": p99,
                 "max": self.max,
                 "mean": self.mean,
-                "token share of longest 1%": self.tail_token_share(0.01),
-                "token share of longest 10%": self.tail_token_share(0.10),
+                "token_share_longest_1pct": self.tail_token_share(0.01),
+                "token_share_longest_10pct": self.tail_token_share(0.10),
             },
             dtype=object,
             name="value",
@@ -407,7 +407,7 @@ class LengthHistogram:
         Examples
         --------
         >>> s = LengthHistogram.from_lengths([2, 5, 9]).clip_summary(4)
-        >>> s["samples clipped"], s["tokens removed"]
+        >>> s["samples_clipped"], s["tokens_removed"]
         (2, 6)
         """
         max_len = _positive_int(max_len, "max_len")
@@ -417,10 +417,10 @@ class LengthHistogram:
         return pd.Series(
             {
                 "max_len": max_len,
-                "samples clipped": n_clipped,
-                "share of samples clipped": n_clipped / self.n_samples,
-                "tokens removed": removed,
-                "share of tokens removed": removed / self.total_tokens if self.total_tokens else 0.0,
+                "samples_clipped": n_clipped,
+                "share_samples_clipped": n_clipped / self.n_samples,
+                "tokens_removed": removed,
+                "share_tokens_removed": removed / self.total_tokens if self.total_tokens else 0.0,
             },
             dtype=object,
             name="value",
@@ -460,9 +460,139 @@ class LengthHistogram:
         """
         return pd.DataFrame({"length": self.lengths.copy(), "count": self.counts.copy()})
 
+    # ------------------------------------------------------------------ curves for figures
+    def binned(self, bin_edges: np.ndarray, weight: str = "samples") -> np.ndarray:
+        """Samples (or tokens, ``weight="tokens"``) per bin of ``bin_edges`` (floats, ascending;
+        a length ``L`` falls in ``[e_i, e_{i+1})``, the last bin closed), without expanding.
+
+        Examples
+        --------
+        >>> LengthHistogram.from_lengths([1, 2, 2, 9]).binned(np.array([0.5, 2.5, 9.5])).tolist()
+        [3.0, 1.0]
+        >>> LengthHistogram.from_lengths([1, 2, 2, 9]).binned(np.array([0.5, 2.5, 9.5]), "tokens").tolist()
+        [5.0, 9.0]
+        """
+        if weight not in ("samples", "tokens"):
+            raise ValueError(f"weight must be 'samples' or 'tokens', got {weight!r}")
+        w = self.counts.astype(float)
+        if weight == "tokens":
+            w = w * self.lengths
+        heights, _ = np.histogram(self.lengths, bins=np.asarray(bin_edges, dtype=float), weights=w)
+        return heights
+
+    def token_share_curve(self) -> tuple[np.ndarray, np.ndarray]:
+        """Corner points of the tail curve: (share of samples, share of their tokens), longest
+        samples first, from (0, 0) to (1, 1); exact between corners by linearity.
+
+        Examples
+        --------
+        >>> x, y = LengthHistogram.from_lengths([1, 1, 1, 7]).token_share_curve()
+        >>> x.tolist(), y.tolist()
+        ([0.0, 0.25, 1.0], [0.0, 0.7, 1.0])
+        """
+        counts = self.counts[::-1].astype(float)
+        tokens = counts * self.lengths[::-1]
+        x = np.concatenate([[0.0], np.cumsum(counts) / counts.sum()])
+        y = np.concatenate([[0.0], np.cumsum(tokens) / tokens.sum()])
+        return x, y
+
+    def clipping_curve(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """For each candidate ``max_len`` (each distinct length): the share of samples longer
+        than it and the share of tokens clipping there removes (floats, for display).
+
+        Examples
+        --------
+        >>> lengths, samples, tokens = LengthHistogram.from_lengths([2, 5, 9]).clipping_curve()
+        >>> samples.round(3).tolist(), tokens.round(3).tolist()
+        ([0.667, 0.333, 0.0], [0.6, 0.25, 0.0])
+        """
+        counts = self.counts.astype(float)
+        lengths = self.lengths.astype(float)
+        above = counts[::-1].cumsum()[::-1] - counts  # samples strictly longer than lengths[i]
+        tokens_above = (counts * lengths)[::-1].cumsum()[::-1] - counts * lengths
+        removed = tokens_above - lengths * above
+        return self.lengths, above / counts.sum(), removed / (counts * lengths).sum()
+
     def expand(self) -> np.ndarray:
         """Per-sample lengths (sorted ascending), for simulators that need samples."""
         return np.repeat(self.lengths, self.counts)
+
+
+# Lengths below this are counted in a dense array (at most 8 MB); longer ones sparsely.
+_DENSE_LIMIT = 1 << 20
+
+
+class _Counter:
+    """Running exact histogram: a dense int64 count array plus sparse parts for long lengths."""
+
+    def __init__(self) -> None:
+        self.dense = np.zeros(0, dtype=np.int64)
+        self.sparse: list[tuple[np.ndarray, np.ndarray]] = []
+
+    def add_lengths(self, arr: np.ndarray) -> None:
+        """Count a validated non-negative int64 array of per-sample lengths."""
+        if arr.size == 0:
+            return
+        if int(arr.max()) >= _DENSE_LIMIT:
+            big = arr >= _DENSE_LIMIT
+            lengths, counts = np.unique(arr[big], return_counts=True)
+            self._add_sparse(lengths, counts.astype(np.int64), "")
+            arr = arr[~big]
+            if arr.size == 0:
+                return
+        # Counts per chunk are at most _CHUNK_ROWS, and rows never reach 2**63: no overflow.
+        binned = np.bincount(arr)
+        if binned.size > self.dense.size:
+            binned[: self.dense.size] += self.dense
+            self.dense = binned
+        else:
+            self.dense[: binned.size] += binned
+
+    def add_counts(self, lengths: np.ndarray, counts: np.ndarray, where: str) -> None:
+        """Add a validated ``(lengths, counts)`` table (lengths may repeat), checking overflow."""
+        big = lengths >= _DENSE_LIMIT
+        if big.any():
+            self._add_sparse(lengths[big], counts[big], where)
+            lengths, counts = lengths[~big], counts[~big]
+        if lengths.size == 0:
+            return
+        top = int(lengths.max())
+        if top >= self.dense.size:
+            self.dense = np.concatenate([self.dense, np.zeros(top + 1 - self.dense.size, np.int64)])
+        order = np.argsort(lengths, kind="stable")
+        lengths, counts = lengths[order], counts[order]
+        starts = np.flatnonzero(np.r_[True, np.diff(lengths) != 0])
+        flat, bounds = counts.tolist(), [*starts.tolist(), lengths.size]
+        sums = [sum(flat[a:b]) for a, b in zip(bounds, bounds[1:])]  # exact Python ints
+        distinct = lengths[starts]
+        room = (_INT64_MAX - self.dense[distinct]).tolist()
+        if any(s > r for s, r in zip(sums, room)):
+            raise ValueError(f"{where}: the count of one length exceeds int64")
+        self.dense[distinct] += np.array(sums, dtype=np.int64)
+
+    def _add_sparse(self, lengths: np.ndarray, counts: np.ndarray, where: str) -> None:
+        self.sparse.append((lengths, counts))
+        if len(self.sparse) > 16:
+            merged = self._sparse_histogram(where)
+            self.sparse = [(merged.lengths, merged.counts)]
+
+    def _sparse_histogram(self, where: str) -> LengthHistogram:
+        try:
+            return LengthHistogram.from_counts(np.concatenate([p[0] for p in self.sparse]),
+                                               np.concatenate([p[1] for p in self.sparse]),
+                                               allow_zero=True)
+        except ValueError as err:  # a count beyond int64
+            raise ValueError(f"{where}: {err}" if where else str(err)) from None
+
+    def histogram(self, where: str) -> LengthHistogram:
+        lengths = np.flatnonzero(self.dense).astype(np.int64)
+        hist = LengthHistogram(lengths, self.dense[lengths]) if lengths.size else None
+        if self.sparse:
+            sparse = self._sparse_histogram(where)
+            hist = sparse if hist is None else hist + sparse
+        if hist is None:
+            raise ValueError(f"{where}: empty input, no samples (all counts are zero)")
+        return hist
 
 
 def _positive_int(value: Any, name: str) -> int:

@@ -29,14 +29,14 @@ import itertools
 import json
 import os
 import re
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from analysis.lengths import LengthHistogram, _as_length_array
-from analysis.progress import progress
+from analysis.lengths import LengthHistogram, _as_length_array, _Counter
 
 __all__ = ["SUPPORTED_EXTENSIONS", "load_lengths", "save_histogram"]
 
@@ -47,82 +47,7 @@ SUPPORTED_EXTENSIONS = (".npy", ".txt", ".txt.gz", ".csv", ".csv.gz", ".tsv", ".
 #: Rows read (and validated) at a time; bounds the memory of every loader.
 _CHUNK_ROWS = 1 << 20
 _INT64_MAX = np.iinfo(np.int64).max
-# Lengths below this are counted in a dense array (at most 8 MB); longer ones sparsely.
-_DENSE_LIMIT = 1 << 20
 _GLOB_CHARS = re.compile(r"[*?\[]")
-
-
-class _Counter:
-    """Running exact histogram: a dense int64 count array plus sparse parts for long lengths."""
-
-    def __init__(self) -> None:
-        self.dense = np.zeros(0, dtype=np.int64)
-        self.sparse: list[tuple[np.ndarray, np.ndarray]] = []
-
-    def add_lengths(self, arr: np.ndarray) -> None:
-        """Count a validated non-negative int64 array of per-sample lengths."""
-        if arr.size == 0:
-            return
-        if int(arr.max()) >= _DENSE_LIMIT:
-            big = arr >= _DENSE_LIMIT
-            lengths, counts = np.unique(arr[big], return_counts=True)
-            self._add_sparse(lengths, counts.astype(np.int64), "")
-            arr = arr[~big]
-            if arr.size == 0:
-                return
-        # Counts per chunk are at most _CHUNK_ROWS, and rows never reach 2**63: no overflow.
-        binned = np.bincount(arr)
-        if binned.size > self.dense.size:
-            binned[: self.dense.size] += self.dense
-            self.dense = binned
-        else:
-            self.dense[: binned.size] += binned
-
-    def add_counts(self, lengths: np.ndarray, counts: np.ndarray, where: str) -> None:
-        """Add a validated ``(lengths, counts)`` table (lengths may repeat), checking overflow."""
-        big = lengths >= _DENSE_LIMIT
-        if big.any():
-            self._add_sparse(lengths[big], counts[big], where)
-            lengths, counts = lengths[~big], counts[~big]
-        if lengths.size == 0:
-            return
-        top = int(lengths.max())
-        if top >= self.dense.size:
-            self.dense = np.concatenate([self.dense, np.zeros(top + 1 - self.dense.size, np.int64)])
-        order = np.argsort(lengths, kind="stable")
-        lengths, counts = lengths[order], counts[order]
-        starts = np.flatnonzero(np.r_[True, np.diff(lengths) != 0])
-        flat, bounds = counts.tolist(), [*starts.tolist(), lengths.size]
-        sums = [sum(flat[a:b]) for a, b in zip(bounds, bounds[1:])]  # exact Python ints
-        distinct = lengths[starts]
-        room = (_INT64_MAX - self.dense[distinct]).tolist()
-        if any(s > r for s, r in zip(sums, room)):
-            raise ValueError(f"{where}: the count of one length exceeds int64")
-        self.dense[distinct] += np.array(sums, dtype=np.int64)
-
-    def _add_sparse(self, lengths: np.ndarray, counts: np.ndarray, where: str) -> None:
-        self.sparse.append((lengths, counts))
-        if len(self.sparse) > 16:
-            merged = self._sparse_histogram(where)
-            self.sparse = [(merged.lengths, merged.counts)]
-
-    def _sparse_histogram(self, where: str) -> LengthHistogram:
-        try:
-            return LengthHistogram.from_counts(np.concatenate([p[0] for p in self.sparse]),
-                                               np.concatenate([p[1] for p in self.sparse]),
-                                               allow_zero=True)
-        except ValueError as err:  # a count beyond int64
-            raise ValueError(f"{where}: {err}" if where else str(err)) from None
-
-    def histogram(self, where: str) -> LengthHistogram:
-        lengths = np.flatnonzero(self.dense).astype(np.int64)
-        hist = LengthHistogram(lengths, self.dense[lengths]) if lengths.size else None
-        if self.sparse:
-            sparse = self._sparse_histogram(where)
-            hist = sparse if hist is None else hist + sparse
-        if hist is None:
-            raise ValueError(f"{where}: empty input, no samples (all counts are zero)")
-        return hist
 
 
 # ---------------------------------------------------------------------------- public API
@@ -164,7 +89,8 @@ def save_histogram(hist: LengthHistogram, path: str | os.PathLike[str]) -> Path:
 
 
 def load_lengths(source: Any, *, column: str | None = None, field: str | None = None,
-                 allow_zero: bool = False) -> LengthHistogram:
+                 allow_zero: bool = False,
+                 progress: Callable[..., Iterable[Any]] | None = None) -> LengthHistogram:
     """Exact histogram of sample lengths from an array, a file, or a glob of files.
 
     Parameters
@@ -183,6 +109,8 @@ def load_lengths(source: Any, *, column: str | None = None, field: str | None = 
         objects have several fields.  A list value counts its items.
     allow_zero : bool, default False
         Accept zero-length samples (usually a data bug, so rejected by default).
+    progress : callable, optional
+        Wraps the loop over files (e.g. ``tqdm``); the loader draws nothing itself.
 
     Returns
     -------
@@ -216,7 +144,8 @@ def load_lengths(source: Any, *, column: str | None = None, field: str | None = 
     if isinstance(source, LengthHistogram):
         return source
     if isinstance(source, str | os.PathLike):
-        return _load_paths(source, column=column, field=field, allow_zero=allow_zero)
+        return _load_paths(source, column=column, field=field, allow_zero=allow_zero,
+                           progress=progress)
     if isinstance(source, bytes):
         raise ValueError("expected lengths or a path, got bytes")
     if isinstance(source, pd.DataFrame) and field is None:
@@ -231,7 +160,7 @@ def load_lengths(source: Any, *, column: str | None = None, field: str | None = 
 
 # ---------------------------------------------------------------------------- dispatch
 def _load_paths(source: str | os.PathLike[str], *, column: str | None, field: str | None,
-                allow_zero: bool) -> LengthHistogram:
+                allow_zero: bool, progress: Callable[..., Iterable[Any]] | None) -> LengthHistogram:
     text = os.path.expanduser(os.fspath(source))
     path = Path(text)
     if path.is_file():
@@ -245,7 +174,7 @@ def _load_paths(source: str | os.PathLike[str], *, column: str | None, field: st
     else:
         raise ValueError(f"{text}: no such file")
     counter = _Counter()
-    for p in progress(paths, "loading", unit="file", enabled=None if len(paths) > 1 else False):
+    for p in progress(paths, "loading") if progress is not None and len(paths) > 1 else paths:
         if _read_file(p, counter, column=column, field=field, allow_zero=allow_zero) == 0:
             raise ValueError(f"{p}: empty file, no lengths")
     return counter.histogram(text)

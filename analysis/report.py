@@ -4,17 +4,17 @@
 
 1. load the lengths (any source :func:`analysis.load_lengths` reads) and write their
    histogram to ``DIR/data/lengths.csv``, the one file every notebook then reads;
-2. compute the recommendation with the engine: the plan for ``n_buckets`` buckets
-   (:func:`analysis.optimize_edges`) and the exact expected efficiency of the random,
-   sorted and bucketed strategies, plus predicted throughput when a calibration is given;
+2. compute the recommendation with the engine (:func:`analysis.recommend`: the plan for
+   ``n_buckets`` buckets, the exact padding of random, sorted and bucketed batching, the
+   optimal efficiency for every K), plus predicted throughput when a calibration is given;
 3. execute each ``notebooks/NN_*.ipynb`` (sorted) with papermill into ``DIR`` (never in
    place), injecting only the parameters its ``parameters`` cell defines, with absolute
    paths, kernel ``python3`` of this environment and the notebooks folder as working
    directory; figures are saved by the notebooks into ``DIR/figures`` as PNG and SVG
-   (``PADDING_FIGURE_FORMATS=png,svg``).  Offered parameters: ``data_path``,
-   ``figures_dir``, ``max_len``, ``batch_size`` or ``max_tokens``, ``n_buckets``, ``seed``,
-   ``method``, ``edges`` (the recommended plan's) and, with a calibration,
-   ``reference_strategy`` and ``reference_tokens_per_s``;
+   (parameters ``figures_dir`` and ``figure_formats``).  Offered parameters: ``data_path``,
+   ``figures_dir``, ``figure_formats``, ``max_len``, ``batch_size``, ``max_tokens``,
+   ``pad_to_multiple_of``, ``n_buckets``, ``seed``, ``method``, ``edges`` (the recommended
+   plan's) and, with a calibration, ``reference_strategy`` and ``reference_tokens_per_s``;
 4. convert each executed notebook to HTML (nbconvert's ``HTMLExporter``);
 5. write ``DIR/recommendation.json``: data summary, settings (defaults included), edges,
    batch sizes, expected efficiencies, predicted throughput, exports for trainers, the
@@ -38,14 +38,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from analysis.batching import DEFAULT_METHOD, DEFAULT_N_BUCKETS, DEFAULT_SEED, BatchRule
+from analysis.exports import export_all
 from analysis.paths import NOTEBOOKS_DIR
 
-__all__ = ["ReportResult", "run_report", "recommend", "notebook_parameters", "report_notebooks",
-           "REPORT_FILES"]
+__all__ = ["ReportResult", "run_report", "notebook_parameters", "report_notebooks"]
 
-#: What a report folder always holds besides the executed notebooks and their HTML.
-REPORT_FILES = ("recommendation.json", "data/lengths.csv")
 _KERNEL = "python3"
+_FIGURE_FORMATS = ["png", "svg"]
 
 
 @dataclass(frozen=True)
@@ -55,93 +55,18 @@ class ReportResult:
     out_dir: Path
     files: tuple[Path, ...]
     recommendation: dict[str, Any] = field(repr=False)
-    seconds: float = 0.0
 
 
 # ------------------------------------------------------------------------ recommendation
-def recommend(hist: Any, *, n_buckets: int = 6, batch_size: int | None = 8,
-              max_tokens: int | None = None, method: str = "optimal",
-              tokens_per_s: float | None = None,
-              reference_strategy: str | None = None) -> dict[str, Any]:
-    """The numbers a report recommends, JSON-ready (no notebook, no file).
-
-    ``hist`` is the (already clipped) histogram.  Beside the plan for ``n_buckets``, the
-    optimal efficiency for every K from 1 to 16 (one DP pass) and the K after which one more
-    bucket gains less than 1 point (:func:`analysis.recommend_n_buckets`, notebook 03's rule)
-    help choose K.  Strategies' expectations are exact:
-    ``random`` is one bucket over all lengths, ``sorted`` the deterministic sorted batching
-    (:func:`analysis.strategies.sorted_padding`), ``bucketed`` the plan's own expectation.
-
-    Examples
-    --------
-    >>> from analysis import LengthHistogram
-    >>> rec = recommend(LengthHistogram.from_lengths([1, 2, 3, 4, 50, 60, 70, 80]),
-    ...                 n_buckets=2, batch_size=2)
-    >>> rec["plan"]["edges"], rec["plan"]["batch_sizes"]
-    ([0, 4, 80], [2, 2])
-    >>> [s["strategy"] for s in rec["strategies"]]
-    ['random', 'sorted', 'bucketed']
-    """
-    from analysis import optimize_edges, recommend_n_buckets, sweep_bucket_counts
-    from analysis.exports import plan_dict
-    from analysis.strategies import sorted_padding
-    from analysis.waste import batch_rule, expected_padding
-
-    rule = batch_rule(batch_size, max_tokens)
-    batch_size, max_tokens = rule.get("batch_size"), rule.get("max_tokens")
-    plan = optimize_edges(hist, n_buckets, method=method, **rule)
-    random = expected_padding(hist, [hist.min - 1, hist.max], **rule)
-    fixed_size = batch_size if batch_size is not None else max(1, max_tokens // hist.max)
-    useful, sorted_padded, sorted_batches = sorted_padding(hist, fixed_size)
-    strategies = [
-        {"strategy": "random", "edges": list(random.edges), "batch_sizes": list(random.batch_sizes),
-         "efficiency": random.efficiency, "padded_tokens": random.padded_tokens,
-         "useful_tokens": random.useful_tokens, "n_batches": random.n_batches},
-        {"strategy": "sorted", "batch_size": fixed_size, "efficiency": useful / sorted_padded,
-         "padded_tokens": sorted_padded, "useful_tokens": useful, "n_batches": sorted_batches},
-        {"strategy": "bucketed", "method": plan.method, "edges": list(plan.edges),
-         "batch_sizes": list(plan.batch_sizes), "efficiency": plan.efficiency,
-         "padded_tokens": plan.padded_tokens, "useful_tokens": plan.useful_tokens},
-    ]
-    sweep = sweep_bucket_counts(hist, range(1, min(16, hist.n_distinct) + 1), ("optimal",),
-                                **rule)
-    out: dict[str, Any] = {
-        "n_buckets": plan.n_buckets,
-        "plan": plan_dict(plan),
-        "strategies": strategies,
-        "optimal_efficiency_by_n_buckets": {
-            int(k): float(e) for k, e in zip(sweep["n_buckets"], sweep["efficiency"])},
-        "n_buckets_gaining_under_1_point": recommend_n_buckets(sweep, min_gain=0.01),
-        "throughput": None,
-    }
-    if tokens_per_s is not None or reference_strategy is not None:
-        out["throughput"] = _throughput(strategies, tokens_per_s, reference_strategy)
-    return _clean(out)
-
-
-def _throughput(strategies: list[dict[str, Any]], tokens_per_s: float | None,
-                reference_strategy: str | None) -> dict[str, Any]:
-    """Predicted useful tokens/s of each strategy from one measured reference
-    (:func:`analysis.predict_throughput`: step time proportional to padded tokens)."""
-    from analysis import predict_throughput
-
-    if tokens_per_s is None or reference_strategy is None:
-        raise ValueError("a throughput calibration needs both tokens_per_s and reference_strategy")
-    by_name = {s["strategy"]: s for s in strategies}
-    if reference_strategy not in by_name:
-        raise ValueError(f"reference strategy {reference_strategy!r} is not one of "
-                         f"{', '.join(by_name)}")
-    ref = by_name[reference_strategy]["efficiency"]
+def _throughput(rec: Any, tokens_per_s: float, reference_strategy: str) -> dict[str, Any]:
+    """Predicted useful tokens/s of each strategy from one measured reference."""
     return {
         "reference_strategy": reference_strategy,
         "reference_tokens_per_s": float(tokens_per_s),
         "model": "analysis.predict_throughput: time proportional to padded tokens, "
                  "rate = reference rate * efficiency / reference efficiency (an upper bound: "
                  "per-step overheads ignored)",
-        "predicted_tokens_per_s": {
-            name: float(predict_throughput(s["efficiency"], reference_tokens_per_s=tokens_per_s,
-                                           reference_efficiency=ref))
-            for name, s in by_name.items()},
+        "predicted_tokens_per_s": rec.predicted_tokens_per_s(tokens_per_s, reference_strategy),
     }
 
 
@@ -236,13 +161,12 @@ c.IPKernelApp.log_level = "CRITICAL"
 
 
 def _kernel_environ(ipython_dir: Path) -> dict[str, str]:
-    """Environment of the report's kernels: a fresh IPython profile (no user startup files),
-    no progress bars, every figure saved as PNG and SVG."""
+    """Environment of the report's kernels: a fresh IPython profile (no user startup files)
+    and the inline figure backend."""
     profile = ipython_dir / "profile_default"
     profile.mkdir(parents=True, exist_ok=True)
     (profile / "ipython_kernel_config.py").write_text(_KERNEL_CONFIG, encoding="utf-8")
-    return {"IPYTHONDIR": str(ipython_dir), "PADDING_QUIET": "1",
-            "PADDING_FIGURE_FORMATS": "png,svg",
+    return {"IPYTHONDIR": str(ipython_dir),
             "MPLBACKEND": "module://matplotlib_inline.backend_inline"}
 
 
@@ -273,10 +197,10 @@ def _to_html(notebook: Path) -> Path:
 
 
 # ------------------------------------------------------------------------ the report
-def run_report(src: Any, out_dir: str | os.PathLike[str], *, n_buckets: int = 6,
-               batch_size: int | None = 8, max_tokens: int | None = None,
-               max_len: int | None = None, method: str = "optimal", column: str | None = None,
-               field: str | None = None, seed: int = 1701, tokens_per_s: float | None = None,
+def run_report(src: Any, out_dir: str | os.PathLike[str], *, n_buckets: int = DEFAULT_N_BUCKETS,
+               rule: BatchRule | None = None, max_len: int | None = None,
+               method: str = DEFAULT_METHOD, column: str | None = None, field: str | None = None,
+               seed: int = DEFAULT_SEED, tokens_per_s: float | None = None,
                reference_strategy: str | None = None, quiet: bool = False,
                notebooks_dir: str | os.PathLike[str] | None = None,
                command: str | None = None) -> ReportResult:
@@ -288,18 +212,18 @@ def run_report(src: Any, out_dir: str | os.PathLike[str], *, n_buckets: int = 6,
         The lengths (anything :func:`analysis.load_lengths` reads).
     out_dir : path
         Output folder, created when missing.  Existing files of the same names are replaced.
-    n_buckets : int, default 6
+    n_buckets : int
         Buckets of the recommended plan.
-    batch_size, max_tokens : int
-        The batch rule; ``max_tokens`` wins when given (``batch_size`` is then ignored).
+    rule : BatchRule, optional
+        The batch rule (default :meth:`analysis.BatchRule.resolve`).
     max_len : int, optional
         Clip lengths at this value first; ``None`` (default) clips nothing, and the notebooks
         get ``max_len`` = the longest length (a no-op clip).
-    method : str, default "optimal"
+    method : str
         Edge placement of the recommended plan.
     column, field : str, optional
         Passed to ``load_lengths``.
-    seed : int, default 1701
+    seed : int
         Passed to notebooks that take a ``seed``.
     tokens_per_s, reference_strategy : optional
         A throughput calibration: the measured useful tokens/s of one strategy
@@ -316,13 +240,13 @@ def run_report(src: Any, out_dir: str | os.PathLike[str], *, n_buckets: int = 6,
     ReportResult
     """
     import analysis
-    from analysis import load_lengths, save_histogram
-    from analysis.progress import progress, progress_enabled
+    from analysis import load_lengths, recommend, save_histogram
+    from analysis.progress import bar
 
-    start = time.perf_counter()
+    rule = BatchRule.resolve() if rule is None else rule
+    if (tokens_per_s is None) != (reference_strategy is None):
+        raise ValueError("a throughput calibration needs both tokens_per_s and reference_strategy")
     started = time.time() - 1.0  # figures older than this run are not listed (stale files)
-    if max_tokens is not None:
-        batch_size = None
     out = Path(out_dir).resolve()
     nb_dir = Path(notebooks_dir if notebooks_dir is not None else NOTEBOOKS_DIR).resolve()
     notebooks = _notebooks(nb_dir)
@@ -330,11 +254,13 @@ def run_report(src: Any, out_dir: str | os.PathLike[str], *, n_buckets: int = 6,
         raise ValueError(f"{out}: the output folder is the notebooks folder; the executed "
                          "copies would overwrite the reference notebooks (choose another --out)")
 
-    raw = load_lengths(src, column=column, field=field)
+    progress = bar(enabled=False if quiet else None)
+    raw = load_lengths(src, column=column, field=field, progress=progress)
     hist = raw.clip(max_len) if max_len is not None else raw
-    rec = recommend(hist, n_buckets=n_buckets, batch_size=batch_size, max_tokens=max_tokens,
-                    method=method, tokens_per_s=tokens_per_s,
-                    reference_strategy=reference_strategy)
+    rec = recommend(hist, n_buckets, rule, method=method)
+    rec_dict = rec.to_dict()
+    rec_dict["throughput"] = None if tokens_per_s is None else \
+        _throughput(rec, tokens_per_s, str(reference_strategy))
 
     out.mkdir(parents=True, exist_ok=True)
     figures = out / "figures"
@@ -343,28 +269,28 @@ def run_report(src: Any, out_dir: str | os.PathLike[str], *, n_buckets: int = 6,
     offered = {
         "data_path": str(data_csv),
         "figures_dir": str(figures),
+        "figure_formats": _FIGURE_FORMATS,
         "max_len": max_len if max_len is not None else raw.max,
-        "batch_size": batch_size,
-        "max_tokens": max_tokens,
+        "batch_size": rule.batch_size,
+        "max_tokens": rule.max_tokens,
+        "pad_to_multiple_of": rule.pad_to_multiple_of,
         "n_buckets": n_buckets,
         "seed": seed,
         "method": method,
-        "edges": rec["plan"]["edges"],
+        "edges": rec.plan.edges,
         "reference_strategy": reference_strategy,
         "reference_tokens_per_s": tokens_per_s,
     }
 
-    show = not quiet and progress_enabled()
     runs, written = [], [data_csv]
     with tempfile.TemporaryDirectory(prefix="padding-report-") as ipython_dir, \
             _environ(_kernel_environ(Path(ipython_dir))):
-        for nb in progress(notebooks, "report notebooks", enabled=show, unit="notebook"):
+        for nb in (progress(notebooks, "report notebooks") if progress else notebooks):
             defined = notebook_parameters(nb)
-            params = {k: v for k, v in offered.items() if k in defined and v is not None}
-            if max_tokens is not None and {"max_tokens", "batch_size"} <= set(defined):
-                params["batch_size"] = None  # the notebook's own default would win otherwise
+            # every offered name the notebook defines, None included (the rule's other half)
+            params = {k: v for k, v in offered.items() if k in defined}
             dst = out / nb.name
-            _run_notebook(nb, dst, params, cwd=nb_dir, show_progress=show)
+            _run_notebook(nb, dst, params, cwd=nb_dir, show_progress=progress is not None)
             html = _to_html(dst)
             written += [dst, html]
             runs.append({"notebook": nb.name, "html": html.name, "parameters": params,
@@ -381,19 +307,19 @@ def run_report(src: Any, out_dir: str | os.PathLike[str], *, n_buckets: int = 6,
         "python": sys.version.split()[0],
         "source": str(src) if isinstance(src, str | os.PathLike) else type(src).__name__,
         "settings": {
-            "n_buckets": n_buckets, "batch_size": batch_size, "max_tokens": max_tokens,
+            "n_buckets": n_buckets, **{k: getattr(rule, k) for k in
+                                       ("batch_size", "max_tokens", "pad_to_multiple_of")},
             "max_len": max_len, "method": method, "seed": seed, "column": column,
             "field": field, "tokens_per_s": tokens_per_s,
             "reference_strategy": reference_strategy,
-            "defaults": {"n_buckets": 6, "batch_size": 8, "max_tokens": None, "max_len": None,
-                         "method": "optimal", "seed": 1701},
         },
         "data": {
             "summary": _summary_dict(raw.summary()),
             "clipping": _summary_dict(raw.clip_summary(max_len)) if max_len is not None else None,
             "histogram_csv": str(data_csv.relative_to(out)),
         },
-        **rec,
+        **rec_dict,
+        "exports": export_all(rec.plan),
         "notebooks": runs,
         "figures": [str(p.relative_to(out)) for p in figure_files],
         "figures_missing_svg": sorted(pngs - svgs),
@@ -404,7 +330,7 @@ def run_report(src: Any, out_dir: str | os.PathLike[str], *, n_buckets: int = 6,
                         encoding="utf-8")
     written += [rec_path, *figure_files]
     return ReportResult(out_dir=out, files=tuple(sorted(set(written))),
-                        recommendation=recommendation, seconds=time.perf_counter() - start)
+                        recommendation=recommendation)
 
 
 def _mkparent(path: Path) -> Path:

@@ -20,7 +20,7 @@ strategy           what it does (and who does it)
                    descending; the longest sample is swapped to the very first position (HF
                    does this so an out-of-memory error shows up at step 1); then cut into
                    batches of ``batch_size``.  This replicates ``get_length_grouped_indices``.
-``token_budget``   AllenNLP-style: sort by ``length * (1 + U(-padding_noise, padding_noise))``
+``token_budget``   AllenNLP-style: sort by ``length * (1 + U(-0.1, 0.1))``
                    (fresh noise each epoch), fill each batch while
                    ``(size + 1) * longest <= max_tokens``, shuffle batch order.  Needs
                    ``max_tokens``; a sample longer than ``max_tokens`` goes alone in its batch.
@@ -29,16 +29,14 @@ strategy           what it does (and who does it)
                    a given length fill which bin, and the order of bins, are random per epoch.
 =================  ==========================================================================
 
-The batch rule is ``batch_size`` or ``max_tokens`` (exactly one).  ``bucketed`` with
-``max_tokens`` uses :func:`~analysis.waste.bucket_batch_sizes` (``max(1, max_tokens //
-upper_edge)`` per bucket).  The other fixed-size strategies (``sorted``, ``random``,
-``length_grouped``) with ``max_tokens`` use one batch size for the whole epoch,
-``max(1, max_tokens // longest sample)``: the size that never exceeds the budget, which is
-what a fixed-size loader under a memory budget must use.
+The batch rule is a :class:`~analysis.batching.BatchRule`: ``bucketed`` takes its
+per-bucket sizes (``rule.batch_sizes(edges)``), the other fixed-size strategies one size for
+the epoch (``rule.fixed_batch_size(longest)``), the token strategies a token budget
+(``rule.token_budget(longest)``: ``max_tokens``, or ``batch_size`` full batches of the
+longest sample, the same activation memory).
 
-An epoch is stored flat (:class:`Epoch`: ``indices`` plus batch ``offsets``) so a
-902,087-sample epoch is built with a handful of vectorised NumPy calls;
-``Epoch.batches()`` gives the list of arrays.  :class:`EpochBuilder` does the per-dataset
+An epoch is stored flat (:class:`Epoch`: ``indices`` plus batch ``offsets``), built with a
+handful of vectorised NumPy calls; ``Epoch.batches()`` gives the list of arrays.  :class:`EpochBuilder` does the per-dataset
 work once (sorting, bucket assignment, the packing plan) and then builds any number of
 epochs, which is how :func:`analysis.simulate` uses it.
 """
@@ -51,15 +49,18 @@ from typing import Any
 
 import numpy as np
 
-from analysis.lengths import LengthHistogram, _as_length_array, _positive_int
-from analysis.waste import bucket_batch_sizes, bucket_index, check_batch_rule, check_edges
+from analysis.batching import BatchRule, as_rule, bucket_index, check_edges, positive_int
+from analysis.lengths import LengthHistogram, _as_length_array
 
-__all__ = ["STRATEGIES", "Epoch", "EpochBuilder", "epoch_builder", "build_epoch",
-           "sorted_padding", "ffd_plan"]
+__all__ = ["STRATEGIES", "TOKEN_STRATEGIES", "Epoch", "EpochBuilder", "epoch_builder",
+           "build_epoch", "ffd_plan"]
 
 #: Every strategy name, in the order tables and figures show them.
 STRATEGIES = ("sorted", "random", "bucketed", "length_grouped", "token_budget", "packing")
-_NEEDS_MAX_TOKENS = ("token_budget", "packing")
+#: The strategies that fill batches up to a token budget instead of a sample count.
+TOKEN_STRATEGIES = ("token_budget", "packing")
+#: AllenNLP's relative noise on the token_budget sort key.
+PADDING_NOISE = 0.1
 
 
 @dataclass(frozen=True, eq=False)
@@ -81,7 +82,7 @@ class Epoch:
     Examples
     --------
     >>> import numpy as np
-    >>> from analysis import build_epoch
+    >>> from analysis.strategies import build_epoch
     >>> ep = build_epoch([5, 1, 4, 2, 3], "sorted", rng=np.random.default_rng(0), batch_size=2)
     >>> sorted(b.tolist() for b in ep.batches())
     [[0], [1, 3], [4, 2]]
@@ -115,20 +116,19 @@ class EpochBuilder:
     """A strategy prepared for one dataset: call :meth:`epoch` once per epoch.
 
     Make one with :func:`epoch_builder`.  Attributes: ``strategy``, ``lengths`` (per-sample,
-    ``int64``), ``hist`` (their :class:`~analysis.lengths.LengthHistogram`), ``batch_size``
-    / ``max_tokens`` (the batch rule as given), ``edges`` (``bucketed`` only),
-    ``batch_sizes`` (samples per batch: one value, or one per bucket for ``bucketed``;
-    empty for ``token_budget`` and ``packing``), ``padding_noise``, ``mega_batch_mult``.
+    ``int64``), ``hist`` (their :class:`~analysis.lengths.LengthHistogram`), ``rule`` (the
+    batch rule as given), ``edges`` (``bucketed`` only), ``batch_sizes`` (samples per batch:
+    one value, or one per bucket for ``bucketed``; empty for the token strategies),
+    ``max_tokens`` (the token strategies' budget, else None), ``mega_batch_mult``.
     """
 
     strategy: str
     lengths: np.ndarray
     hist: LengthHistogram
-    batch_size: int | None
-    max_tokens: int | None
+    rule: BatchRule
     edges: tuple[int, ...] | None
     batch_sizes: tuple[int, ...]
-    padding_noise: float
+    max_tokens: int | None
     mega_batch_mult: int | None
     _state: dict[str, Any] = field(repr=False)
 
@@ -139,25 +139,24 @@ class EpochBuilder:
         return _EPOCH_FUNCS[self.strategy](self, rng)
 
 
-def epoch_builder(lengths: Sequence[int] | np.ndarray, strategy: str, *,
-                  batch_size: int | None = None, max_tokens: int | None = None,
-                  edges: Sequence[int] | None = None, padding_noise: float = 0.1,
+def epoch_builder(lengths: Sequence[int] | np.ndarray | LengthHistogram, strategy: str,
+                  rule: BatchRule | None = None, *, batch_size: int | None = None,
+                  max_tokens: int | None = None, edges: Sequence[int] | None = None,
                   mega_batch_mult: int | None = None) -> EpochBuilder:
     """Prepare ``strategy`` for per-sample ``lengths`` (the per-dataset work, done once).
 
     Parameters
     ----------
-    lengths : array-like of int
-        Per-sample lengths (positive integers), 1-D.
+    lengths : array-like of int or LengthHistogram
+        Per-sample lengths (positive integers), 1-D; a histogram is expanded (sample ``i``
+        is the ``i``-th shortest).
     strategy : str
         One of :data:`STRATEGIES`.
-    batch_size, max_tokens : int, optional
-        The batch rule: exactly one, except ``token_budget`` and ``packing`` which need
-        ``max_tokens`` only (passing ``batch_size`` to them is an error).
+    rule : BatchRule, optional
+        The batch rule (or ``batch_size=`` / ``max_tokens=``); see the module docstring for
+        how each strategy uses it.
     edges : sequence of int, optional
         Bucket edges, required by ``bucketed`` (must cover the data), ignored otherwise.
-    padding_noise : float
-        ``token_budget`` only: the relative noise on the sort key (AllenNLP's default 0.1).
     mega_batch_mult : int, optional
         ``length_grouped`` only: megabatch size in batches (default as Hugging Face:
         ``min(n // (4 * batch_size), 50)``, at least 1).
@@ -178,39 +177,33 @@ def epoch_builder(lengths: Sequence[int] | np.ndarray, strategy: str, *,
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
+    rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens)
     arr = _as_length_array(lengths.expand() if isinstance(lengths, LengthHistogram) else lengths,
                            allow_zero=False, source="lengths")
     if arr.size == 0:
         raise ValueError("lengths is empty: no samples")
     arr.setflags(write=False)
-    hist = LengthHistogram.from_lengths(arr)
-    if strategy in _NEEDS_MAX_TOKENS:
-        if max_tokens is None or batch_size is not None:
-            raise ValueError(f"strategy {strategy!r} needs max_tokens (and no batch_size)")
-    batch_size, max_tokens = check_batch_rule(batch_size, max_tokens)
-    if not isinstance(padding_noise, int | float) or not 0 <= padding_noise < 1:
-        raise ValueError(f"padding_noise must be in [0, 1), got {padding_noise!r}")
+    hist = lengths if isinstance(lengths, LengthHistogram) else LengthHistogram.from_lengths(arr)
     if mega_batch_mult is not None:
-        mega_batch_mult = _positive_int(mega_batch_mult, "mega_batch_mult")
-    edges_out = None
+        mega_batch_mult = positive_int(mega_batch_mult, "mega_batch_mult")
+    edges_out, budget = None, None
     if strategy == "bucketed":
         if edges is None:
             raise ValueError("strategy 'bucketed' needs edges")
         edges_out = tuple(check_edges(edges, hist))
-        sizes = tuple(bucket_batch_sizes(edges_out, batch_size=batch_size, max_tokens=max_tokens))
-    elif strategy in _NEEDS_MAX_TOKENS:
-        sizes = ()
+        sizes = tuple(rule.batch_sizes(edges_out))
+    elif strategy in TOKEN_STRATEGIES:
+        sizes, budget = (), rule.token_budget(hist.max)
     else:
-        sizes = (batch_size if batch_size is not None else max(1, max_tokens // hist.max),)
-    builder = EpochBuilder(strategy, arr, hist, batch_size, max_tokens, edges_out, sizes,
-                           float(padding_noise), mega_batch_mult, {})
+        sizes = (rule.fixed_batch_size(hist.max),)
+    builder = EpochBuilder(strategy, arr, hist, rule, edges_out, sizes, budget, mega_batch_mult, {})
     _PREPARE_FUNCS[strategy](builder)
     return builder
 
 
-def build_epoch(lengths: Sequence[int] | np.ndarray, strategy: str, *, rng: np.random.Generator,
-                batch_size: int | None = None, max_tokens: int | None = None,
-                edges: Sequence[int] | None = None, padding_noise: float = 0.1,
+def build_epoch(lengths: Sequence[int] | np.ndarray, strategy: str, rule: BatchRule | None = None,
+                *, rng: np.random.Generator, batch_size: int | None = None,
+                max_tokens: int | None = None, edges: Sequence[int] | None = None,
                 mega_batch_mult: int | None = None) -> Epoch:
     """One epoch of ``strategy`` over per-sample ``lengths``; see :func:`epoch_builder`.
 
@@ -221,38 +214,8 @@ def build_epoch(lengths: Sequence[int] | np.ndarray, strategy: str, *, rng: np.r
     >>> sorted(sorted(b.tolist()) for b in ep.batches())
     [[0, 1], [2, 3], [4]]
     """
-    return epoch_builder(lengths, strategy, batch_size=batch_size, max_tokens=max_tokens,
-                         edges=edges, padding_noise=padding_noise,
-                         mega_batch_mult=mega_batch_mult).epoch(rng)
-
-
-def sorted_padding(hist: LengthHistogram, batch_size: int, *,
-                   pad_to_multiple_of: int = 1) -> tuple[int, int, int]:
-    """Exact ``(useful_tokens, padded_tokens, n_batches)`` of the ``sorted`` strategy.
-
-    Sorted batching is deterministic up to batch order: batch ``j`` holds the sorted
-    samples ``j*B .. (j+1)*B - 1``, so its longest is the sorted sample at position
-    ``min((j+1)*B, n) - 1``.  Computed on the histogram, in ``O(n / B)``.
-
-    Examples
-    --------
-    >>> h = LengthHistogram.from_lengths([1, 2, 3, 4, 5])
-    >>> sorted_padding(h, 2)          # batches [1,2] [3,4] [5]: padded 4 + 8 + 5
-    (15, 17, 3)
-    >>> sorted_padding(h, 2, pad_to_multiple_of=4)
-    (15, 24, 3)
-    """
-    batch_size = _positive_int(batch_size, "batch_size")
-    multiple = _positive_int(pad_to_multiple_of, "pad_to_multiple_of")
-    n = hist.n_samples
-    n_batches = -(-n // batch_size)
-    last = np.minimum(np.arange(1, n_batches + 1, dtype=np.int64) * batch_size, n) - 1
-    longest = hist.lengths[np.searchsorted(hist.cumulative_counts(), last, side="right")]
-    longest = -(-longest // multiple) * multiple
-    sizes = np.full(n_batches, batch_size, dtype=np.int64)
-    sizes[-1] = n - batch_size * (n_batches - 1)
-    padded = sum((sizes * longest).tolist())
-    return hist.total_tokens, padded, n_batches
+    return epoch_builder(lengths, strategy, rule, batch_size=batch_size, max_tokens=max_tokens,
+                         edges=edges, mega_batch_mult=mega_batch_mult).epoch(rng)
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -361,10 +324,6 @@ def _epoch_length_grouped(b: EpochBuilder, rng: np.random.Generator) -> Epoch:
     return Epoch(indices, offsets.copy(), _no_buckets(offsets.size - 1), "length_grouped")
 
 
-def _prepare_token_budget(b: EpochBuilder) -> None:
-    pass
-
-
 def _token_budget_starts(lengths: list[int], max_tokens: int) -> list[int]:
     """Batch starts of the greedy fill: add while ``(size + 1) * longest <= max_tokens``."""
     starts = [0]
@@ -381,7 +340,7 @@ def _token_budget_starts(lengths: list[int], max_tokens: int) -> list[int]:
 
 def _epoch_token_budget(b: EpochBuilder, rng: np.random.Generator) -> Epoch:
     n = b.lengths.size
-    noise = rng.uniform(-b.padding_noise, b.padding_noise, size=n) if b.padding_noise else 0.0
+    noise = rng.uniform(-PADDING_NOISE, PADDING_NOISE, size=n)
     order = np.argsort(b.lengths * (1.0 + noise), kind="stable").astype(np.int64, copy=False)
     starts = _token_budget_starts(b.lengths[order].tolist(), b.max_tokens)
     offsets = np.array(starts + [n], dtype=np.int64)
@@ -406,7 +365,7 @@ def ffd_plan(hist: LengthHistogram, max_tokens: int) -> tuple[np.ndarray, np.nda
     >>> [(int(b), int(v), int(c)) for b, v, c in zip(bins, lengths, counts)]
     [(0, 6, 1), (1, 5, 1), (0, 4, 1), (1, 3, 1), (1, 2, 1)]
     """
-    max_tokens = _positive_int(max_tokens, "max_tokens")
+    max_tokens = positive_int(max_tokens, "max_tokens")
     if hist.max > max_tokens:
         n_long = sum(hist.counts[hist.lengths > max_tokens].tolist())
         raise ValueError(
@@ -488,7 +447,7 @@ def _epoch_packing(b: EpochBuilder, rng: np.random.Generator) -> Epoch:
 
 _PREPARE_FUNCS = {
     "sorted": _prepare_sorted, "random": _prepare_random, "bucketed": _prepare_bucketed,
-    "length_grouped": _prepare_length_grouped, "token_budget": _prepare_token_budget,
+    "length_grouped": _prepare_length_grouped, "token_budget": lambda b: None,
     "packing": _prepare_packing,
 }
 _EPOCH_FUNCS = {

@@ -21,16 +21,14 @@ sum exactly to ``n_samples`` and no random numbers are involved.  With an intege
 it instead draws ``n_samples`` lengths from the same probabilities with
 ``np.random.default_rng(seed)`` (a multinomial draw), for a noisy variant.
 
-Pure functions: nothing here reads or writes a file, except the ``python -m
-analysis.synthetic`` command, which writes ``data/case_lengths.csv``.
+Pure functions: nothing here reads or writes a file (``make data`` writes
+``data/case_lengths.csv`` from :func:`case_like_histogram`).
 """
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -219,26 +217,3 @@ def case_like_histogram(seed: int | None = None,
     (902087, 65, 8192, 1.866)
     """
     return mixture_histogram(CASE_LIKE_MIXTURE, n_samples, seed=seed)
-
-
-def main(argv: Sequence[str] | None = None) -> Path:
-    """``python -m analysis.synthetic [--out PATH]``: (re)write the bundled CSV."""
-    from analysis.loaders import save_histogram
-    from analysis.paths import BUNDLED_DATA
-
-    parser = argparse.ArgumentParser(prog="python -m analysis.synthetic",
-                                     description="Write the synthetic case-like length histogram.")
-    parser.add_argument("--out", type=Path, default=BUNDLED_DATA,
-                        help="where to write the length,count CSV (default: %(default)s)")
-    parser.add_argument("--seed", type=int, default=None,
-                        help="draw randomly with this seed instead of the deterministic counts")
-    parser.add_argument("--n-samples", type=int, default=CASE_N_SAMPLES)
-    args = parser.parse_args(argv)
-    hist = case_like_histogram(seed=args.seed, n_samples=args.n_samples)
-    path = save_histogram(hist, args.out)
-    print(f"wrote {path}: {hist!r}")
-    return path
-
-
-if __name__ == "__main__":  # pragma: no cover
-    main()

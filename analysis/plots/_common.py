@@ -2,33 +2,22 @@
 
 from __future__ import annotations
 
-import os
+from collections.abc import Sequence
 from pathlib import Path
 
+import matplotlib
 from matplotlib.figure import Figure
 
 __all__ = ["save_figure"]
 
 
-#: Environment variable naming the formats :func:`save_figure` writes by default, e.g.
-#: ``"png,svg"`` (``analysis.report`` sets it so a report has every figure in both).
-FIGURE_FORMATS_ENV = "PADDING_FIGURE_FORMATS"
-
-
-def _default_formats() -> tuple[str, ...]:
-    """Formats from ``PADDING_FIGURE_FORMATS`` (comma-separated), else ``("png",)``."""
-    text = os.environ.get(FIGURE_FORMATS_ENV, "")
-    formats = tuple(f.strip().lower().lstrip(".") for f in text.split(",") if f.strip())
-    return formats or ("png",)
-
-
-def save_figure(fig: Figure, name: str, figures_dir: str | Path,
-                formats: tuple[str, ...] | None = None) -> list[Path]:
+def save_figure(fig: Figure, name: str, figures_dir: str | Path | None,
+                formats: Sequence[str] = ("png",)) -> list[Path]:
     """Save ``fig`` as ``figures_dir/name.<fmt>`` for each format; return the paths.
 
-    The folder is created when missing.  PNGs are written at 150 dpi.  ``formats=None``
-    (the default) means the ``PADDING_FIGURE_FORMATS`` environment variable
-    (comma-separated, e.g. ``png,svg``), or PNG alone when it is unset.
+    ``figures_dir=None`` saves nothing (a notebook shows its figures without writing them
+    unless a folder is given).  The folder is created when missing.  PNGs are written at
+    150 dpi; files are byte-for-byte reproducible (no dates, versions or random SVG ids).
 
     Examples
     --------
@@ -37,15 +26,21 @@ def save_figure(fig: Figure, name: str, figures_dir: str | Path,
     >>> with tempfile.TemporaryDirectory() as folder:
     ...     [p.name for p in save_figure(Figure(), "empty", folder, formats=("png", "svg"))]
     ['empty.png', 'empty.svg']
+    >>> save_figure(Figure(), "empty", None)
+    []
     """
-    if formats is None:
-        formats = _default_formats()
+    if figures_dir is None:
+        return []
+    if isinstance(formats, str):
+        formats = [f for f in formats.split(",") if f]
     folder = Path(figures_dir)
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
     for fmt in formats:
+        fmt = fmt.strip().lower().lstrip(".")
         path = folder / f"{name}.{fmt}"
-        fig.savefig(path, dpi=150, bbox_inches="tight", metadata=_stable_metadata(fmt))
+        with matplotlib.rc_context({"svg.hashsalt": name}):
+            fig.savefig(path, dpi=150, bbox_inches="tight", metadata=_stable_metadata(fmt))
         paths.append(path)
     return paths
 

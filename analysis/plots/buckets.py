@@ -14,6 +14,7 @@ from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator, PercentFormatter
 
+from analysis.batching import bucket_index
 from analysis.lengths import LengthHistogram
 
 __all__ = ["METHOD_COLORS", "plot_efficiency_vs_buckets", "plot_edges_on_histogram",
@@ -115,14 +116,13 @@ def plot_edges_on_histogram(hist: LengthHistogram, plan, *, bins: int = 128,
     fig = Figure(figsize=(9, 4.4))
     ax = fig.add_subplot()
     grid = np.linspace(0, hist.max, bins + 1)
-    per_bin = np.bincount(np.clip(np.searchsorted(grid, hist.lengths, side="left") - 1, 0, bins - 1),
-                          weights=hist.counts.astype(float), minlength=bins)
+    per_bin = hist.binned(grid)
     frame = plan.to_frame()
     norm = Normalize(vmin=min(0.5, float(np.nanmin(frame["efficiency"]))), vmax=1.0)
     cmap = colormaps["RdYlGn"]
     edges = list(plan.edges)
     centers = (grid[:-1] + grid[1:]) / 2
-    which = np.searchsorted(np.asarray(edges[1:-1]), centers, side="left")
+    which = bucket_index(centers, edges)
     colors = [cmap(norm(frame["efficiency"].iloc[b])) if np.isfinite(frame["efficiency"].iloc[b])
               else "#dddddd" for b in which]
     ax.bar(grid[:-1], per_bin, width=np.diff(grid), align="edge", color=colors, lw=0)

@@ -92,8 +92,7 @@ def plot_length_histogram(hist: LengthHistogram, *, log_x: bool = True, bins: in
     if weight not in ("samples", "tokens"):
         raise ValueError(f"weight must be 'samples' or 'tokens', got {weight!r}")
     edges = _bin_edges(hist, bins, log_x)
-    w = hist.counts if weight == "samples" else hist.counts * hist.lengths.astype(float)
-    heights, _ = np.histogram(hist.lengths, bins=edges, weights=w.astype(float))
+    heights = hist.binned(edges, weight)
     fig = Figure(figsize=(7.5, 3.8), layout="constrained")
     ax = fig.add_subplot()
     color = _BLUE if weight == "samples" else _ORANGE
@@ -166,16 +165,6 @@ def plot_length_cdf(hist: LengthHistogram, quantiles: Sequence[float] = (0.5, 0.
     return fig
 
 
-def _token_share_curve(hist: LengthHistogram) -> tuple[np.ndarray, np.ndarray]:
-    """Corner points of the tail curve: (share of samples, share of their tokens), longest
-    samples first, starting at (0, 0).  Exact between corners by linearity (equal lengths)."""
-    counts = hist.counts[::-1].astype(float)
-    tokens = counts * hist.lengths[::-1]
-    x = np.concatenate([[0.0], np.cumsum(counts) / counts.sum()])
-    y = np.concatenate([[0.0], np.cumsum(tokens) / tokens.sum()])
-    return x, y
-
-
 def plot_token_share(hist: LengthHistogram, marks: Sequence[float] = (0.01, 0.1, 0.25), *,
                      title: str | None = None) -> Figure:
     """Share of all tokens held by the longest x % of samples (a Lorenz-style curve).
@@ -193,7 +182,7 @@ def plot_token_share(hist: LengthHistogram, marks: Sequence[float] = (0.01, 0.1,
     ([0.0, 0.25, 1.0], [0.0, 0.7, 1.0])
     """
     hist = _check_hist(hist)
-    x, y = _token_share_curve(hist)
+    x, y = hist.token_share_curve()
     fig = Figure(figsize=(6.2, 4.6), layout="constrained")
     ax = fig.add_subplot()
     ax.plot(x, y, color=_ORANGE, linewidth=2, label="this data")
@@ -218,17 +207,6 @@ def plot_token_share(hist: LengthHistogram, marks: Sequence[float] = (0.01, 0.1,
     return fig
 
 
-def _clipping_curves(hist: LengthHistogram) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """For each candidate ``max_len`` = a distinct length: share of samples longer than it
-    and share of tokens clipping there removes (floats, for display)."""
-    counts = hist.counts.astype(float)
-    lengths = hist.lengths.astype(float)
-    above = counts[::-1].cumsum()[::-1] - counts  # samples strictly longer than lengths[i]
-    tokens_above = (counts * lengths)[::-1].cumsum()[::-1] - counts * lengths
-    removed = tokens_above - lengths * above
-    return hist.lengths, above / counts.sum(), removed / (counts * lengths).sum()
-
-
 def plot_clipping(hist: LengthHistogram, max_len: int, *, min_len: int | None = None,
                   log_x: bool = True, title: str | None = None) -> Figure:
     """What truncating samples at a maximum length would cut, for every choice of it.
@@ -248,7 +226,7 @@ def plot_clipping(hist: LengthHistogram, max_len: int, *, min_len: int | None = 
     hist = _check_hist(hist)
     summary = hist.clip_summary(max_len)
     max_len = int(summary["max_len"])
-    lengths, samples, tokens = _clipping_curves(hist)
+    lengths, samples, tokens = hist.clipping_curve()
     start = hist.quantile(0.5) if min_len is None else int(min_len)
     show = lengths >= start
     if show.sum() < 2:
@@ -267,10 +245,10 @@ def plot_clipping(hist: LengthHistogram, max_len: int, *, min_len: int | None = 
     ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
     ax.grid(alpha=0.3)
     ax.axvline(max_len, color=_RED, linestyle="--", linewidth=1.2, label=f"max_len = {max_len:,}")
-    text = (f"max_len = {max_len:,}:\n{summary['samples clipped']:,} samples clipped "
-            f"({100 * summary['share of samples clipped']:.1f}%)\n"
-            f"{summary['tokens removed']:,} tokens removed "
-            f"({100 * summary['share of tokens removed']:.1f}%)")
+    text = (f"max_len = {max_len:,}:\n{summary['samples_clipped']:,} samples clipped "
+            f"({100 * summary['share_samples_clipped']:.1f}%)\n"
+            f"{summary['tokens_removed']:,} tokens removed "
+            f"({100 * summary['share_tokens_removed']:.1f}%)")
     ax.text(0.98, 0.96, text, transform=ax.transAxes, ha="right", va="top", fontsize=9,
             bbox={"boxstyle": "round", "facecolor": "white", "edgecolor": "#cccccc"})
     ax.legend(loc="center right", frameon=False, fontsize=9)

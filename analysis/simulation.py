@@ -32,18 +32,21 @@ Metrics of one epoch (columns of ``SimulationResult.epochs``):
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from analysis.lengths import LengthHistogram, _positive_int
-from analysis.progress import progress
-from analysis.strategies import STRATEGIES, EpochBuilder, epoch_builder, sorted_padding
+from analysis.batching import BatchRule, as_rule, check_edges, positive_int
+from analysis.lengths import LengthHistogram
+from analysis.strategies import STRATEGIES, TOKEN_STRATEGIES, EpochBuilder, epoch_builder
 from analysis.throughput import predict_throughput
-from analysis.waste import check_edges, expected_padding
+from analysis.waste import _bucketed, _random, sorted_padding
+
+#: A progress wrapper a face may pass: takes an iterable (and a description), yields its items.
+Progress = Callable[..., Iterable[Any]]
 
 __all__ = ["SimulationResult", "simulate", "compare_strategies", "EPOCH_METRICS"]
 
@@ -67,7 +70,7 @@ class SimulationResult:
         longest, useful, padded`` (all ``int64``; ``bucket`` is -1 unless ``bucketed``).
     epochs : pandas.DataFrame
         One row per epoch (index ``epoch``, from 1): the metrics described in
-        :mod:`analysis.simulate` (``straggler_factor`` only when ``world_size > 1``).
+        :mod:`analysis.simulation` (``straggler_factor`` only when ``world_size > 1``).
     world_size, pad_to_multiple_of : int
     batch_sizes : tuple of int
         Samples per batch used (one per bucket for ``bucketed``; empty for
@@ -125,7 +128,7 @@ class SimulationResult:
         return self.epochs.copy()
 
     def by_bucket(self) -> pd.DataFrame:
-        """Per bucket, means per epoch: ``batches``, ``useful tokens``, ``padded tokens``, and
+        """Per bucket, means per epoch: ``batches``, ``useful_tokens``, ``padded_tokens``, and
         the pooled ``efficiency`` (useful / padded over all epochs).  For ``bucketed``; other
         strategies have one row, bucket -1.
 
@@ -135,7 +138,7 @@ class SimulationResult:
         >>> res = simulate([1, 2, 9, 10], "bucketed", rng=np.random.default_rng(0),
         ...                batch_size=2, edges=[0, 5, 10])
         >>> res.by_bucket()
-                batches  useful tokens  padded tokens  efficiency
+                batches  useful_tokens  padded_tokens  efficiency
         bucket
         0           1.0            3.0            4.0        0.75
         1           1.0           19.0           20.0        0.95
@@ -144,18 +147,19 @@ class SimulationResult:
         useful, padded = groups["useful"].sum(), groups["padded"].sum()
         frame = pd.DataFrame({
             "batches": groups.size() / self.n_epochs,
-            "useful tokens": useful / self.n_epochs,
-            "padded tokens": padded / self.n_epochs,
+            "useful_tokens": useful / self.n_epochs,
+            "padded_tokens": padded / self.n_epochs,
             "efficiency": useful / padded,
         })
         return frame
 
 
-def simulate(lengths: LengthHistogram | Sequence[int] | np.ndarray, strategy: str, *,
-             rng: np.random.Generator, epochs: int = 1, batch_size: int | None = None,
-             max_tokens: int | None = None, edges: Sequence[int] | None = None,
-             world_size: int = 1, pad_to_multiple_of: int = 1, padding_noise: float = 0.1,
-             mega_batch_mult: int | None = None) -> SimulationResult:
+def simulate(lengths: LengthHistogram | Sequence[int] | np.ndarray, strategy: str,
+             rule: BatchRule | None = None, *, rng: np.random.Generator, epochs: int = 1,
+             batch_size: int | None = None, max_tokens: int | None = None,
+             pad_to_multiple_of: int | None = None, edges: Sequence[int] | None = None,
+             world_size: int = 1, mega_batch_mult: int | None = None,
+             progress: Progress | None = None) -> SimulationResult:
     """Run ``epochs`` epochs of ``strategy`` and measure every batch.
 
     Parameters
@@ -164,15 +168,18 @@ def simulate(lengths: LengthHistogram | Sequence[int] | np.ndarray, strategy: st
         Per-sample lengths, or a histogram (expanded: sample ``i`` is the ``i``-th shortest).
     strategy : str
         One of :data:`analysis.strategies.STRATEGIES`.
+    rule : BatchRule, optional
+        The batch rule (or ``batch_size=`` / ``max_tokens=`` and ``pad_to_multiple_of=``),
+        used by each strategy as :mod:`analysis.strategies` says.
     rng : numpy.random.Generator
         The only source of randomness (same seed, same result).
     epochs : int, default 1
-    batch_size, max_tokens, edges, padding_noise, mega_batch_mult
-        The batch rule and strategy options, as in :func:`analysis.strategies.epoch_builder`.
+    edges, mega_batch_mult
+        Strategy options, as in :func:`analysis.strategies.epoch_builder`.
     world_size : int, default 1
         Data-parallel ranks: consecutive batches go to ranks round-robin.
-    pad_to_multiple_of : int, default 1
-        A batch's longest is rounded up to a multiple of this (not for ``packing``).
+    progress : callable, optional
+        Wraps the loop over epochs (e.g. ``tqdm``); the engine draws nothing itself.
 
     Returns
     -------
@@ -194,25 +201,33 @@ def simulate(lengths: LengthHistogram | Sequence[int] | np.ndarray, strategy: st
     """
     if not isinstance(rng, np.random.Generator):
         raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
-    epochs = _positive_int(epochs, "epochs")
-    world_size = _positive_int(world_size, "world_size")
-    multiple = _positive_int(pad_to_multiple_of, "pad_to_multiple_of")
-    builder = epoch_builder(lengths, strategy, batch_size=batch_size, max_tokens=max_tokens,
-                            edges=edges, padding_noise=padding_noise,
-                            mega_batch_mult=mega_batch_mult)
+    rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens,
+                   pad_to_multiple_of=pad_to_multiple_of)
+    epochs = positive_int(epochs, "epochs")
+    world_size = positive_int(world_size, "world_size")
+    builder = epoch_builder(lengths, strategy, rule, edges=edges, mega_batch_mult=mega_batch_mult)
+    return _simulate(builder, rng, epochs, world_size, progress)
+
+
+def _simulate(builder: EpochBuilder, rng: np.random.Generator, epochs: int, world_size: int,
+              progress: Progress | None) -> SimulationResult:
     n = builder.lengths.size
     mixed = _splitmix64(np.arange(n, dtype=np.uint64))
     seen = np.empty(0, dtype=np.uint64)
     frames, rows = [], []
-    for e in progress(range(1, epochs + 1), f"simulating {strategy}", unit="epoch"):
+    numbers: Iterable[int] = range(1, epochs + 1)
+    if progress is not None:
+        numbers = progress(numbers, f"simulating {builder.strategy}")
+    for e in numbers:
         batch_frame, row, hashes = _measure_epoch(builder, builder.epoch(rng), e, world_size,
-                                                  multiple, mixed, seen)
+                                                  builder.rule.pad_to_multiple_of, mixed, seen)
         seen = np.sort(np.concatenate([seen, hashes]))
         frames.append(batch_frame)
         rows.append(row)
     batches = pd.concat(frames, ignore_index=True)
     table = pd.DataFrame(rows).set_index("epoch")
-    return SimulationResult(strategy, batches, table, world_size, multiple, builder.batch_sizes)
+    return SimulationResult(builder.strategy, batches, table, world_size,
+                            builder.rule.pad_to_multiple_of, builder.batch_sizes)
 
 
 def _splitmix64(x: np.ndarray) -> np.ndarray:
@@ -313,35 +328,31 @@ def _lag1_autocorr(x: np.ndarray) -> float:
     return float(a @ b) / den if den > 0 else float("nan")
 
 
-def compare_strategies(lengths: LengthHistogram | Sequence[int] | np.ndarray, *,
-                       rng: np.random.Generator, edges: Sequence[int], epochs: int = 3,
-                       batch_size: int | None = None, max_tokens: int | None = None,
-                       pad_to_multiple_of: int = 1, strategies: Sequence[str] | None = None,
-                       world_size: int = 1, reference_strategy: str | None = None,
-                       reference_tokens_per_s: float | None = None) -> pd.DataFrame:
-    """Simulate several strategies on the same data: one row per strategy.
+def compare_strategies(lengths: LengthHistogram | Sequence[int] | np.ndarray,
+                       rule: BatchRule | None = None, *, rng: np.random.Generator,
+                       edges: Sequence[int], epochs: int = 3, batch_size: int | None = None,
+                       max_tokens: int | None = None, pad_to_multiple_of: int | None = None,
+                       strategies: Sequence[str] | None = None, world_size: int = 1,
+                       reference_strategy: str | None = None,
+                       reference_tokens_per_s: float | None = None,
+                       progress: Progress | None = None) -> pd.DataFrame:
+    """Simulate several strategies on the same data under one batch rule: a row per strategy.
 
-    The fixed-size strategies (``sorted``, ``random``, ``bucketed``, ``length_grouped``)
-    use ``batch_size`` when given, else ``max_tokens``.  The token strategies
-    (``token_budget``, ``packing``) use ``max_tokens``; when only ``batch_size`` is given they
-    get ``max_tokens = batch_size * edges[-1]``, the memory of a full batch of the longest
-    bucket, so every row fits the same activation budget.  The ``batch rule`` column says
-    which rule each row used.
-
-    Columns: ``batch rule``, the epoch metrics of :func:`simulate` averaged over epochs
+    Each strategy reads the rule as :mod:`analysis.strategies` says (the token strategies get
+    ``rule.token_budget(longest)``); the ``batch_rule`` column says what each row used.
+    Columns: ``batch_rule``, the epoch metrics of :func:`simulate` averaged over epochs
     (``efficiency``, ``waste_tokens``, ``batches``, ``steps``, ``tokens_per_step_mean``,
     ``tokens_per_step_cv``, ``within_batch_cv``, ``lag1_autocorr``, ``composition_repeat``,
     and ``straggler_factor`` when ``world_size > 1``), and ``expected_efficiency``: the
-    exact value where one exists (``random``: one bucket, :func:`~analysis.waste.expected_padding`;
-    ``bucketed``: ``expected_padding`` with ``edges``; ``sorted``: deterministic,
-    :func:`~analysis.strategies.sorted_padding`), NaN otherwise.  Strategies run in
-    :data:`~analysis.strategies.STRATEGIES` order with one ``rng`` passed down.
+    exact value where one exists (random, sorted, bucketed: :mod:`analysis.waste`), NaN
+    otherwise.  Strategies run in :data:`~analysis.strategies.STRATEGIES` order with one
+    ``rng`` passed down.
 
     Given a calibration (``reference_strategy`` measured at ``reference_tokens_per_s``
-    useful tokens/s on your hardware, e.g. ``"sorted"`` at 32,000 in the case), a
-    ``predicted_tokens_per_s`` column is added: :func:`~analysis.throughput.predict_throughput`
-    with the reference's simulated efficiency (tokens-only model: time proportional to padded
-    tokens; an upper bound that ignores per-step overheads).
+    useful tokens/s on your hardware), a ``predicted_tokens_per_s`` column is added:
+    :func:`~analysis.throughput.predict_throughput` with the reference's simulated
+    efficiency (time proportional to padded tokens; an upper bound that ignores per-step
+    overheads).
 
     Examples
     --------
@@ -350,8 +361,8 @@ def compare_strategies(lengths: LengthHistogram | Sequence[int] | np.ndarray, *,
     >>> lengths = np.random.default_rng(0).integers(1, 100, size=400)
     >>> table = compare_strategies(lengths, rng=np.random.default_rng(1), edges=[0, 30, 60, 99],
     ...                            batch_size=4, strategies=["sorted", "random", "packing"])
-    >>> table.index.tolist(), table.loc["packing", "batch rule"]
-    (['sorted', 'random', 'packing'], 'max_tokens=396')
+    >>> table.index.tolist(), table.loc["packing", "batch_rule"]
+    (['sorted', 'random', 'packing'], 'max_tokens 396')
     >>> bool(table.loc["sorted", "efficiency"] == table.loc["sorted", "expected_efficiency"])
     True
     """
@@ -359,34 +370,31 @@ def compare_strategies(lengths: LengthHistogram | Sequence[int] | np.ndarray, *,
     for name in names:
         if name not in STRATEGIES:
             raise ValueError(f"unknown strategy {name!r}; choose one of {', '.join(STRATEGIES)}")
+    rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens,
+                   pad_to_multiple_of=pad_to_multiple_of)
+    epochs = positive_int(epochs, "epochs")
+    world_size = positive_int(world_size, "world_size")
     hist = lengths if isinstance(lengths, LengthHistogram) else LengthHistogram.from_lengths(lengths)
     per_sample = hist.expand() if isinstance(lengths, LengthHistogram) else lengths
     edges = check_edges(edges, hist)
-    if batch_size is None and max_tokens is None:
-        raise ValueError("give batch_size, max_tokens or both")
-    if batch_size is not None:
-        batch_size = _positive_int(batch_size, "batch_size")
-    token_budget = max_tokens if max_tokens is not None else batch_size * edges[-1]
-    multiple = _positive_int(pad_to_multiple_of, "pad_to_multiple_of")
     if (reference_strategy is None) != (reference_tokens_per_s is None):
         raise ValueError("give both reference_strategy and reference_tokens_per_s, or neither")
     if reference_strategy is not None and reference_strategy not in names:
         raise ValueError(f"reference_strategy {reference_strategy!r} is not among the strategies compared")
+    exact = {"random": lambda: _random(hist, rule), "sorted": lambda: sorted_padding(hist, rule),
+             "bucketed": lambda: _bucketed(hist, edges, rule)}
     rows = []
     for name in names:
-        if name in ("token_budget", "packing"):
-            rule = {"max_tokens": token_budget}
-        else:
-            rule = {"batch_size": batch_size} if batch_size is not None else {"max_tokens": max_tokens}
-        res = simulate(per_sample, name, rng=rng, epochs=epochs, edges=edges, world_size=world_size,
-                       pad_to_multiple_of=multiple, **rule)
+        builder = epoch_builder(per_sample, name, rule, edges=edges)
+        res = _simulate(builder, rng, epochs, world_size, progress)
+        used = BatchRule(max_tokens=builder.max_tokens) if name in TOKEN_STRATEGIES else \
+            BatchRule(builder.batch_sizes[0], None, rule.pad_to_multiple_of) if name != "bucketed" else rule
         row = res.summary().drop(["strategy", "epochs", "useful_tokens", "padded_tokens"])
-        row = pd.concat([pd.Series({"batch rule": "{}={}".format(*next(iter(rule.items())))},
-                                   dtype=object), row])
-        row["expected_efficiency"] = _expected_efficiency(name, hist, edges, res, multiple, rule)
+        row = pd.concat([pd.Series({"batch_rule": used.text}, dtype=object), row])
+        row["expected_efficiency"] = exact[name]().efficiency if name in exact else float("nan")
         rows.append(row.rename(name))
     table = pd.DataFrame(rows)
-    for col in table.columns.drop("batch rule"):
+    for col in table.columns.drop("batch_rule"):
         table[col] = table[col].astype(float)
     table.index.name = "strategy"
     if reference_strategy is not None:
@@ -394,17 +402,3 @@ def compare_strategies(lengths: LengthHistogram | Sequence[int] | np.ndarray, *,
             table["efficiency"].to_numpy(), reference_tokens_per_s=reference_tokens_per_s,
             reference_efficiency=float(table.loc[reference_strategy, "efficiency"]))
     return table
-
-
-def _expected_efficiency(name: str, hist: LengthHistogram, edges: Sequence[int],
-                         res: SimulationResult, multiple: int, rule: dict[str, int]) -> float:
-    """The exact (expected) efficiency of ``name``, or NaN when there is no closed form."""
-    if name == "sorted":
-        useful, padded, _ = sorted_padding(hist, res.batch_sizes[0], pad_to_multiple_of=multiple)
-        return useful / padded
-    if name == "random":
-        return expected_padding(hist, [hist.min - 1, hist.max], batch_size=res.batch_sizes[0],
-                                pad_to_multiple_of=multiple).efficiency
-    if name == "bucketed":
-        return expected_padding(hist, edges, pad_to_multiple_of=multiple, **rule).efficiency
-    return float("nan")

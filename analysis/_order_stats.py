@@ -1,0 +1,159 @@
+"""Order statistics of a uniformly random subset drawn without replacement from a histogram.
+
+The numerics behind :func:`analysis.waste.expected_padding`: ``E[g(max)]`` of a random
+``size``-subset, computed to near machine precision for any subset size and sample count as a
+sum of non-negative terms (nothing cancels).  Private: no validation, arrays in, floats out.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import gammaln
+
+from analysis.batching import round_up
+
+# Within a bucket of n samples (distinct lengths v_1 < ... < v_k, cumulative counts C_j), a
+# shuffle cut into batches of B makes every full batch a uniformly random B-subset and the last
+# partial batch (r = n mod B samples) a uniformly random r-subset.  For a size-s subset,
+#
+#     F_j = P(max <= v_j) = C(C_j, s) / C(n, s)          (0 when C_j < s)
+#
+# and, for any non-decreasing g, E[g(max)] = g(v_1) + sum_j (g(v_{j+1}) - g(v_j)) (1 - F_j):
+# a sum of non-negative terms, so nothing cancels.  1 - F_j = -expm1(log F_j), and log F_j is
+# computed to near machine precision by one of these forms (d_j = n - C_j samples are longer):
+#
+#   * s <= _PRODUCT_TERMS:  log F = sum_{i<s} log1p(-d / (n - i))
+#   * d <= _PRODUCT_TERMS:  log F = sum_{i<d} log1p(-s / (n - i))   (= C(n-s, d) / C(n, d))
+#   * C_j >= 6 s:           the s terms of the first form summed by a Taylor series around the
+#                           middle term (they vary slowly there)
+#   * otherwise Stirling's series with the large terms paired through log1p / log1p(u) - u, so
+#     no difference of two huge log-gamma values is ever taken.  (Rows whose C_j - s is tiny
+#     there have F_j < 1e-20 and use plain gammaln differences.)
+#
+# The cost is O(distinct lengths) per bucket, whatever the number of samples.
+
+_PRODUCT_TERMS = 64
+_STIRLING_MIN = 16.0
+_MIDPOINT_MIN_RATIO = 6
+
+
+def _log1pmx(u: np.ndarray) -> np.ndarray:
+    """``log1p(u) - u`` for ``u >= 0`` without cancellation near 0."""
+    u = np.asarray(u, dtype=float)
+    out = np.empty_like(u)
+    big = u > 0.5
+    out[big] = np.log1p(u[big]) - u[big]
+    s = u[~big]
+    # log1p(u) = 2 atanh(t), t = u / (2 + u);  u - 2t = u t.
+    t = s / (2.0 + s)
+    t2 = t * t
+    series = np.zeros_like(t)
+    for k in range(23, 1, -2):  # 1/3 + t^2/5 + t^4/7 + ... + t^20/23 (t <= 0.2: < 1e-16)
+        series = series * t2 + 1.0 / k
+    out[~big] = -s * t + 2.0 * t2 * t * series
+    return out
+
+
+def _stirlerr(x: np.ndarray) -> np.ndarray:
+    """``lgamma(x + 1) - (x log x - x + log(2 pi x) / 2)`` for ``x >= 16`` (series)."""
+    x = np.asarray(x, dtype=float)
+    y = 1.0 / (x * x)
+    return (1.0 / 12 - y * (1.0 / 360 - y * (1.0 / 1260 - y * (1.0 / 1680 - y / 1188)))) / x
+
+
+def log_prob_max_at_most(cum: np.ndarray, n: int, size: int) -> np.ndarray:
+    """``log P(max <= v_j) = log C(cum_j, size) - log C(n, size)`` for rows with
+    ``size <= cum_j <= n`` (other rows are the caller's business)."""
+    c = cum.astype(float)
+    d = (n - cum).astype(float)
+    nf = float(n)
+    out = np.zeros(c.shape)
+    if size <= _PRODUCT_TERMS:
+        for i in range(size):
+            out += np.log1p(-d / (nf - i))
+        return out
+    few = d <= _PRODUCT_TERMS
+    if few.any():
+        df = d[few]
+        acc = np.zeros(df.shape)
+        for i in range(int(df.max())):
+            acc += np.where(i < df, np.log1p(-size / (nf - i)), 0.0)
+        out[few] = acc
+    # Far from the singularity (c >= 6 size): the B terms log1p(-d / x), x = n - i, vary
+    # slowly; expand around the middle x0 (midpoint series, ratio <= 1/121 per term).
+    middle = ~few & (c >= _MIDPOINT_MIN_RATIO * size)
+    if middle.any():
+        out[middle] = _midpoint_log_sum(d[middle], nf, size)
+    rest = ~few & ~middle
+    if rest.any():
+        a = c[rest]
+        dr = d[rest]
+        b = a - size
+        stirling = b >= _STIRLING_MIN
+        res = np.empty(a.shape)
+        if stirling.any():
+            a_, d_, b_ = a[stirling], dr[stirling], b[stirling]
+            res[stirling] = (
+                -a_ * _log1pmx(d_ / a_) + b_ * _log1pmx(d_ / b_)
+                + d_ * np.log1p(-size / nf)
+                - 0.5 * (np.log1p(d_ / a_) - np.log1p(d_ / b_))
+                + _stirlerr(a_) - _stirlerr(a_ + d_) - _stirlerr(b_) + _stirlerr(b_ + d_)
+            )
+        if (~stirling).any():
+            a_, b_ = a[~stirling], b[~stirling]
+            res[~stirling] = (gammaln(a_ + 1) - gammaln(b_ + 1)
+                              - gammaln(nf + 1) + gammaln(nf - size + 1))
+        out[rest] = res
+    return out
+
+
+def _midpoint_log_sum(d: np.ndarray, n: float, size: int, terms: int = 9) -> np.ndarray:
+    """``sum_{i<size} log1p(-d / (n - i))`` by its Taylor series around ``x0 = n - (size-1)/2``.
+
+    With ``f(x) = log(x - d) - log(x)``, the odd terms cancel by symmetry and
+    ``f^(k)(x0) / k! = -(1/k) ((x0 - d)^-k - x0^-k) = -(1/k) x0^-k expm1(-k log1p(-d/x0))``
+    for even ``k``.  Accurate when ``size`` is well below ``x0 - d`` (callers ensure
+    ``c >= 6 size``, so each term shrinks by at least 121).
+    """
+    x0 = n - (size - 1) / 2.0
+    main = np.log1p(-d / x0)
+    offsets = (np.arange(size) - (size - 1) / 2.0) / x0
+    out = size * main
+    for k in range(2, 2 * terms + 1, 2):
+        w = float(np.sum(offsets**k))  # sum_i (t_i / x0)^k, no overflow
+        if w == 0.0:
+            break
+        out = out - (w / k) * np.expm1(-k * main)
+    return out
+
+
+def expected_g_of_max(g: np.ndarray, cum: np.ndarray, size: int) -> float:
+    """E[g(max)] of a uniformly random ``size``-subset; ``g`` non-decreasing per distinct
+    length, ``cum`` the cumulative counts (``cum[-1]`` = n >= size >= 1).  No validation."""
+    n = int(cum[-1])
+    if g.size == 1:
+        return float(g[0])
+    steps = np.diff(g)  # >= 0
+    inner = cum[:-1]
+    above = np.ones(inner.shape)  # P(max > v_j): 1 where fewer than `size` samples are <= v_j
+    ok = inner >= size
+    if ok.any():
+        above[ok] = -np.expm1(log_prob_max_at_most(inner[ok], n, size))
+    return float(g[0] + np.dot(steps, above))
+
+
+def padded_values(lengths: np.ndarray, pad_to_multiple_of: int) -> np.ndarray:
+    """Lengths rounded up to a multiple (as float64: what a batch's longest pads to)."""
+    return np.asarray(round_up(lengths, pad_to_multiple_of)).astype(float)
+
+
+def bucket_expectations(g: np.ndarray, cum: np.ndarray, batch_size: int) -> float:
+    """Expected ``sum over batches of size * g(longest)`` for one shuffled bucket."""
+    n = int(cum[-1])
+    full, rest = divmod(n, batch_size)
+    total = 0.0
+    if full:
+        total += full * batch_size * expected_g_of_max(g, cum, batch_size)
+    if rest:
+        total += rest * expected_g_of_max(g, cum, rest)
+    return total

@@ -1,0 +1,294 @@
+"""The batching vocabulary every module speaks: edges, bucket membership, rounding, the rule.
+
+- ``edges`` ``[e0, e1, ..., eK]``: strictly increasing integers; bucket ``i`` holds lengths
+  ``e_i < L <= e_{i+1}``; ``e0`` is below the shortest length, ``eK`` at or above the longest.
+- :class:`BatchRule`: ``batch_size`` samples per batch, or a ``max_tokens`` budget (bucket
+  ``i`` then takes ``max(1, max_tokens // e_{i+1})`` samples), and ``pad_to_multiple_of``
+  (a batch's longest is rounded up to a multiple of it).  Built once where user input comes
+  in (:meth:`BatchRule.resolve`) and passed down as a value.
+- The defaults (:data:`DEFAULT_BATCH_SIZE`, :data:`DEFAULT_N_BUCKETS`, ...) live here only.
+
+Each rule is written once, here; nothing else re-implements it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from analysis.lengths import _positive_int
+
+if TYPE_CHECKING:
+    from analysis.lengths import LengthHistogram
+
+__all__ = ["BatchRule", "check_edges", "cover_edges", "parse_edges", "bucket_index",
+           "bucket_bounds", "round_up", "positive_int", "DEFAULT_BATCH_SIZE",
+           "DEFAULT_N_BUCKETS", "DEFAULT_MAX_BUCKETS", "DEFAULT_MIN_GAIN", "DEFAULT_SEED",
+           "DEFAULT_EPOCHS", "DEFAULT_METHOD"]
+
+#: Samples per batch when the user gives no batch rule (the case trained with 8).
+DEFAULT_BATCH_SIZE = 8
+#: Buckets of a recommended plan (the case ran 6).
+DEFAULT_N_BUCKETS = 6
+#: Bucket counts swept when choosing K: ``1..DEFAULT_MAX_BUCKETS``.
+DEFAULT_MAX_BUCKETS = 16
+#: The gain rule: stop adding buckets once one more gains less than this efficiency.
+DEFAULT_MIN_GAIN = 0.01
+#: Seed of every random generator a face makes.
+DEFAULT_SEED = 1701
+#: Simulated epochs per strategy.
+DEFAULT_EPOCHS = 3
+#: Edge placement method.
+DEFAULT_METHOD = "optimal"
+
+positive_int = _positive_int
+
+
+def round_up(values: Any, multiple: int) -> Any:
+    """``values`` (an int or an integer array) rounded up to a multiple of ``multiple``.
+
+    Examples
+    --------
+    >>> round_up(13, 8), round_up(np.array([1, 8, 9]), 8).tolist()
+    (16, [8, 8, 16])
+    """
+    if multiple == 1:
+        return values
+    return (values + (multiple - 1)) // multiple * multiple
+
+
+def check_edges(edges: Any, hist: LengthHistogram | None = None) -> list[int]:
+    """Validate bucket ``edges`` and return them as a list of Python ints.
+
+    Raises a one-line ``ValueError`` naming the problem: not a 1-D sequence, fewer than 2
+    values, non-integers, not strictly increasing, negative, or (given ``hist``) not
+    covering the data (``e0`` below the shortest length, ``eK`` at or above the longest).
+
+    Examples
+    --------
+    >>> check_edges([0, 770, 1216, 1728, 2432, 3296, 8192])
+    [0, 770, 1216, 1728, 2432, 3296, 8192]
+    >>> check_edges([0, 10, 10])
+    Traceback (most recent call last):
+    ...
+    ValueError: edges must be strictly increasing: edges[1] = 10 >= edges[2] = 10
+    """
+    if edges is None or isinstance(edges, str | bytes) or not hasattr(edges, "__len__"):
+        raise ValueError(f"edges must be a sequence of integers, got {type(edges).__name__}")
+    if isinstance(edges, np.ndarray):
+        if edges.ndim != 1:
+            raise ValueError(f"edges must be 1-D, got an array of shape {edges.shape}")
+        edges = edges.tolist()
+    values = list(edges)
+    if len(values) < 2:
+        raise ValueError(f"edges need at least 2 values (one bucket), got {len(values)}")
+    out = []
+    for i, e in enumerate(values):
+        if isinstance(e, float) and e.is_integer():
+            e = int(e)
+        if isinstance(e, bool | np.bool_) or not isinstance(e, int | np.integer):
+            raise ValueError(f"edges[{i}] = {e!r} is not an integer")
+        out.append(int(e))
+    for i in range(len(out) - 1):
+        if out[i] >= out[i + 1]:
+            raise ValueError(
+                f"edges must be strictly increasing: edges[{i}] = {out[i]} >= edges[{i + 1}] = {out[i + 1]}")
+    if out[0] < 0:
+        raise ValueError(f"edges[0] = {out[0]} is negative")
+    if hist is not None:
+        if out[0] >= hist.min:
+            raise ValueError(f"edges do not cover the data: edges[0] = {out[0]} must be below "
+                             f"the shortest length {hist.min}")
+        if out[-1] < hist.max:
+            raise ValueError(f"edges do not cover the data: edges[-1] = {out[-1]} is below "
+                             f"the longest length {hist.max}")
+    return out
+
+
+def cover_edges(edges: Any, hist: LengthHistogram) -> list[int]:
+    """``edges`` stretched just enough to cover ``hist``: the first edge lowered below the
+    shortest length, the last raised to the longest; interior edges are kept (for published
+    edges fitted to other data; interior edges beyond the data leave empty buckets).
+
+    Examples
+    --------
+    >>> from analysis import LengthHistogram
+    >>> cover_edges([0, 770, 8192], LengthHistogram.from_lengths([100, 9000]))
+    [0, 770, 9000]
+    >>> cover_edges([200, 770, 8192], LengthHistogram.from_lengths([100, 500]))
+    [99, 770, 8192]
+    """
+    out = check_edges(edges)
+    out[0] = min(out[0], hist.min - 1)
+    out[-1] = max(out[-1], hist.max)
+    return check_edges(out, hist)
+
+
+_EDGE_SEPARATORS = re.compile(r"[\s,]+")
+
+
+def parse_edges(text: str) -> list[int]:
+    """Edges typed by a person: integers separated by commas and/or spaces, ``_`` allowed
+    as a digit separator (the CLI's ``--edges`` and the explorer's text box).
+
+    Examples
+    --------
+    >>> parse_edges("0, 770 1216,8_192")
+    [0, 770, 1216, 8192]
+    >>> parse_edges("0, ten")
+    Traceback (most recent call last):
+    ...
+    ValueError: edges: 'ten' is not an integer (type integers like 0,770,1216,8192)
+    """
+    if not isinstance(text, str):
+        raise ValueError(f"edges text must be a string, got {type(text).__name__}")
+    values = []
+    for part in _EDGE_SEPARATORS.split(text.strip()):
+        if not part:
+            continue
+        try:
+            values.append(int(part))
+        except ValueError:
+            raise ValueError(
+                f"edges: {part!r} is not an integer (type integers like 0,770,1216,8192)") from None
+    return check_edges(values)
+
+
+def bucket_index(values: np.ndarray, edges: Sequence[int]) -> np.ndarray:
+    """Bucket of each length: ``i`` such that ``edges[i] < L <= edges[i+1]`` (``int64``).
+
+    Assumes ``edges`` already cover ``values`` (see :func:`check_edges`).
+
+    Examples
+    --------
+    >>> bucket_index(np.array([1, 10, 11, 30]), [0, 10, 30]).tolist()
+    [0, 0, 1, 1]
+    """
+    inner = np.asarray(edges[1:-1], dtype=np.int64)
+    return np.searchsorted(inner, values, side="left").astype(np.int64, copy=False)
+
+
+def bucket_bounds(lengths: np.ndarray, edges: Sequence[int]) -> tuple[list[int], list[int]]:
+    """Bucket membership in histogram form: bucket ``i`` holds the distinct ``lengths``
+    (ascending) ``lengths[starts[i]:stops[i]]``.
+
+    Examples
+    --------
+    >>> bucket_bounds(np.array([1, 10, 11, 30]), [0, 10, 20, 30])
+    ([0, 2, 3], [2, 3, 4])
+    """
+    bounds = np.searchsorted(lengths, np.asarray(edges[1:-1], dtype=np.int64), side="right").tolist()
+    return [0, *bounds], [*bounds, int(lengths.size)]
+
+
+@dataclass(frozen=True)
+class BatchRule:
+    """How batches are cut: exactly one of ``batch_size`` and ``max_tokens``, plus rounding.
+
+    ``batch_size``: samples per batch.  ``max_tokens``: a token budget per batch; a bucket
+    takes ``max(1, max_tokens // upper_edge)`` samples (its longest possible sample fits),
+    and a strategy without buckets takes ``max(1, max_tokens // longest)``.
+    ``pad_to_multiple_of``: a batch's longest is rounded up to a multiple of this (as
+    Hugging Face's ``DataCollatorWithPadding(pad_to_multiple_of=...)`` does).
+
+    Examples
+    --------
+    >>> rule = BatchRule(max_tokens=16384)
+    >>> rule.batch_sizes([0, 1000, 4000]), rule.fixed_batch_size(4000)
+    ([16, 4], 4)
+    >>> BatchRule.resolve(), BatchRule.resolve(max_tokens=4096).text
+    (BatchRule(batch_size=8, max_tokens=None, pad_to_multiple_of=1), 'max_tokens 4,096')
+    >>> BatchRule(batch_size=8, max_tokens=4096)
+    Traceback (most recent call last):
+    ...
+    ValueError: give exactly one of batch_size and max_tokens (got both)
+    """
+
+    batch_size: int | None = None
+    max_tokens: int | None = None
+    pad_to_multiple_of: int = 1
+
+    def __post_init__(self) -> None:
+        if (self.batch_size is None) == (self.max_tokens is None):
+            which = "neither" if self.batch_size is None else "both"
+            raise ValueError(f"give exactly one of batch_size and max_tokens (got {which})")
+        if self.batch_size is not None:
+            object.__setattr__(self, "batch_size", _positive_int(self.batch_size, "batch_size"))
+        else:
+            object.__setattr__(self, "max_tokens", _positive_int(self.max_tokens, "max_tokens"))
+        object.__setattr__(self, "pad_to_multiple_of",
+                           _positive_int(self.pad_to_multiple_of, "pad_to_multiple_of"))
+
+    @classmethod
+    def resolve(cls, batch_size: int | None = None, max_tokens: int | None = None,
+                pad_to_multiple_of: int | None = None) -> BatchRule:
+        """The rule from user input, with the defaults: neither given means
+        ``batch_size = DEFAULT_BATCH_SIZE``; both given is an error (no precedence)."""
+        if batch_size is None and max_tokens is None:
+            batch_size = DEFAULT_BATCH_SIZE
+        return cls(batch_size, max_tokens, 1 if pad_to_multiple_of is None else pad_to_multiple_of)
+
+    def batch_sizes(self, edges: Sequence[int]) -> list[int]:
+        """Samples per batch in each bucket of ``edges`` (validated edges)."""
+        if self.batch_size is not None:
+            return [self.batch_size] * (len(edges) - 1)
+        assert self.max_tokens is not None
+        return [max(1, self.max_tokens // int(upper)) for upper in edges[1:]]
+
+    def fixed_batch_size(self, longest: int) -> int:
+        """One batch size for a whole epoch (sorted, random, length-grouped batching):
+        ``batch_size``, or the largest that fits ``max_tokens`` at the ``longest`` sample."""
+        if self.batch_size is not None:
+            return self.batch_size
+        assert self.max_tokens is not None
+        return max(1, self.max_tokens // int(longest))
+
+    def token_budget(self, longest: int) -> int:
+        """Tokens per batch of the token strategies (token_budget, packing): ``max_tokens``,
+        or the memory of a full batch of the longest sample (``batch_size * longest``)."""
+        if self.max_tokens is not None:
+            return self.max_tokens
+        assert self.batch_size is not None
+        return self.batch_size * int(longest)
+
+    def kwargs(self) -> dict[str, int]:
+        """The rule as keyword arguments: ``{"batch_size": B}`` or ``{"max_tokens": T}``
+        (plus ``pad_to_multiple_of`` when it is not 1)."""
+        out = {"batch_size": self.batch_size} if self.batch_size is not None else \
+            {"max_tokens": self.max_tokens}
+        if self.pad_to_multiple_of != 1:
+            out["pad_to_multiple_of"] = self.pad_to_multiple_of
+        return {k: int(v) for k, v in out.items() if v is not None}
+
+    @property
+    def text(self) -> str:
+        """The rule in words for titles and tables, e.g. ``"batch_size 8"``."""
+        words = [f"batch_size {self.batch_size:,}" if self.batch_size is not None
+                 else f"max_tokens {self.max_tokens:,}"]
+        if self.pad_to_multiple_of != 1:
+            words.append(f"pad_to_multiple_of {self.pad_to_multiple_of:,}")
+        return ", ".join(words)
+
+
+def as_rule(rule: BatchRule | None = None, *, batch_size: int | None = None,
+            max_tokens: int | None = None, pad_to_multiple_of: int | None = None) -> BatchRule:
+    """The :class:`BatchRule` of a public call: ``rule`` as given, or built from the keyword
+    shorthand (``batch_size=`` / ``max_tokens=`` / ``pad_to_multiple_of=``), never both.
+    Unlike :meth:`BatchRule.resolve` there is no default: the engine needs a rule.
+
+    Examples
+    --------
+    >>> as_rule(batch_size=4)
+    BatchRule(batch_size=4, max_tokens=None, pad_to_multiple_of=1)
+    """
+    if rule is not None:
+        if not isinstance(rule, BatchRule):
+            raise ValueError(f"rule must be a BatchRule, got {type(rule).__name__}")
+        if batch_size is not None or max_tokens is not None or pad_to_multiple_of is not None:
+            raise ValueError("give rule= or batch_size/max_tokens/pad_to_multiple_of, not both")
+        return rule
+    return BatchRule(batch_size, max_tokens, 1 if pad_to_multiple_of is None else pad_to_multiple_of)

@@ -1,0 +1,120 @@
+"""The optimiser's problem: the histogram as prefix arrays, and binomial coefficients.
+
+Index ``t = 1..m`` is the t-th distinct length; a bucket is a range ``(i, j]`` of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.special import gammaln
+
+from analysis.batching import BatchRule, positive_int, round_up
+from analysis.lengths import LengthHistogram
+
+# Largest log C(N, B) (plus headroom for the sums) for which C(x, B) is used directly.
+_LINEAR_LOG_LIMIT = 600.0
+_TABLE_MAX = 1 << 22
+
+
+@dataclass(frozen=True)
+class _Problem:
+    """Arrays the optimiser works on (index ``t = 1..m`` is the t-th distinct length)."""
+
+    lengths: np.ndarray  # (m,) int64
+    cum: np.ndarray  # (m+1,) int64: samples with length <= v_t; cum[0] = 0
+    weight: np.ndarray  # (m+1,) float: g(v_t), the padded length; weight[0] unused
+    step: np.ndarray  # (m+1,) float: weight[t+1] - weight[t] for 1 <= t < m, else 0
+    upper: np.ndarray  # (m+1,) int64: upper edge of a bucket ending at t
+    size: np.ndarray  # (m+1,) int64: batch size of a bucket ending at t
+    ends: np.ndarray  # allowed bucket ends (ascending, last = m)
+    rule: BatchRule
+    edge_multiple: int
+
+    @property
+    def m(self) -> int:
+        return int(self.lengths.size)
+
+
+def _problem(hist: LengthHistogram, rule: BatchRule, edge_multiple: Any = 1) -> _Problem:
+    """The arrays of ``hist`` under ``rule`` (edges at multiples of ``edge_multiple``)."""
+    if not isinstance(hist, LengthHistogram):
+        raise ValueError(f"hist must be a LengthHistogram, got {type(hist).__name__}")
+    em = positive_int(edge_multiple, "edge_multiple")
+    if hist.min == 0:
+        raise ValueError("zero-length samples cannot be bucketed (edges start at 0, below every length)")
+    if hist.n_samples >= 2**53:
+        raise ValueError("more than 2**53 samples: counts would not be exact in float64")
+    lengths = hist.lengths
+    m = lengths.size
+    cum = np.zeros(m + 1, np.int64)
+    np.cumsum(hist.counts, out=cum[1:])
+    weight = np.zeros(m + 1)
+    weight[1:] = round_up(lengths, rule.pad_to_multiple_of).astype(float)
+    step = np.zeros(m + 1)
+    step[1:m] = np.diff(weight[1:])
+    upper = np.zeros(m + 1, np.int64)
+    upper[1:] = round_up(lengths, em)
+    if rule.batch_size is not None:
+        size = np.full(m + 1, rule.batch_size, np.int64)
+    else:
+        size = np.maximum(1, rule.max_tokens // np.maximum(upper, 1))
+    # A bucket may end at t when its edge (upper[t]) separates v_t from v_{t+1}.
+    ends = np.flatnonzero(np.r_[False, upper[1:m] < lengths[1:], True])
+    return _Problem(lengths, cum, weight, step, upper, size, ends, rule, em)
+
+
+# ------------------------------------------------------------------------- binomial helpers
+class _Binom:
+    """``C(x, B)`` for one batch size ``B``: float64 values, or logs when they would overflow."""
+
+    def __init__(self, size: int, n_max: int, headroom: float) -> None:
+        self.size = size
+        top = _log_comb(np.array([float(n_max)]), size)[0] if n_max >= size else 0.0
+        self.log = bool(top + headroom > _LINEAR_LOG_LIMIT)
+        self.table = None
+        if n_max <= _TABLE_MAX:
+            x = np.arange(n_max + 1)
+            self.table = self._log_direct(x) if self.log else self._comb_direct(x)
+
+    def _comb_direct(self, x: np.ndarray) -> np.ndarray:
+        """``C(x, B)`` (exactly 0 for ``0 <= x < B``) by the product formula."""
+        xf = x.astype(float)
+        out = xf.copy()
+        for t in range(1, self.size):
+            out *= (xf - t) / (t + 1)
+        return out
+
+    def _log_direct(self, x: np.ndarray) -> np.ndarray:
+        return _log_comb(x.astype(float), self.size)
+
+    def lookup(self, x: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """``self(max(x, 0))`` written into ``out`` (``x`` may be clipped in place)."""
+        if self.table is not None:  # x < 0 reads table[0] = C(0, B), as max(x, 0) would
+            return self.table.take(x, mode="clip", out=out)
+        np.maximum(x, 0, out=x)
+        out[...] = self._log_direct(x) if self.log else self._comb_direct(x)
+        return out
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        """``C(x, B)`` (or ``log C(x, B)``, ``-inf`` below ``B``) for ``x >= 0``."""
+        if self.table is not None:
+            return self.table.take(x)
+        return self._log_direct(x) if self.log else self._comb_direct(x)
+
+
+def _log_comb(x: np.ndarray, size: int) -> np.ndarray:
+    """``log C(x, size)`` for float ``x >= 0`` (``-inf`` where ``x < size``)."""
+    out = np.full(x.shape, -np.inf)
+    ok = x >= size
+    xs = x[ok]
+    if size <= 64:
+        acc = np.zeros(xs.shape)
+        for t in range(size):
+            acc += np.log((xs - t) / (t + 1))
+        out[ok] = acc
+    else:
+        out[ok] = gammaln(xs + 1) - gammaln(size + 1.0) - gammaln(xs - size + 1)
+    return out

@@ -1,0 +1,116 @@
+"""Which bucket ends the DP may use: every distinct length (exact), or a candidate grid
+refined at full resolution around the chosen edges (long context)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from analysis.batching import positive_int
+from analysis.optimize._kernel import _backtrack, _solve
+from analysis.optimize._problem import _Problem
+
+#: With ``candidates="auto"``, the exact DP runs up to this many candidate edges; above it,
+#: a grid of ``_AUTO_GRID`` candidates plus local refinement.
+AUTO_CANDIDATES_ABOVE = 20_000
+_AUTO_GRID = 1024
+
+
+def _ends_to_edges(prob: _Problem, ends: Sequence[int]) -> list[int]:
+    return [0, *(int(prob.upper[j]) for j in ends)]
+
+
+def _edges_to_ends(prob: _Problem, edges: Sequence[int]) -> list[int]:
+    """Distinct-length index ending each bucket (``j`` with ``v_j <= edge < v_{j+1}``)."""
+    idx = np.searchsorted(prob.lengths, np.asarray(edges[1:], dtype=np.int64), side="right")
+    return [int(i) for i in idx]
+
+
+def _check_k(prob: _Problem, n_buckets: Any) -> int:
+    if isinstance(n_buckets, bool) or not isinstance(n_buckets, int | np.integer):
+        raise ValueError(f"n_buckets must be a positive integer, got {n_buckets!r}")
+    k = int(n_buckets)
+    if k < 1:
+        raise ValueError(f"n_buckets must be at least 1, got {k}")
+    if k > prob.ends.size:
+        what = "distinct lengths" if prob.edge_multiple == 1 else \
+            f"possible edges (multiples of edge_multiple = {prob.edge_multiple} between the lengths)"
+        raise ValueError(f"n_buckets = {k} exceeds the {prob.ends.size} {what}")
+    return k
+
+
+def _grid(prob: _Problem, size: int) -> np.ndarray:
+    """Candidate ends: sample quantiles and evenly spaced allowed ends (about ``size``)."""
+    allowed = prob.ends
+    n = int(prob.cum[-1])
+    qs = np.linspace(0, 1, size // 2 + 2)[1:-1]
+    by_count = np.searchsorted(prob.cum[1:], np.maximum(np.ceil(qs * n), 1), side="left") + 1
+    by_count = allowed[np.minimum(np.searchsorted(allowed, by_count), allowed.size - 1)]
+    even = allowed[np.linspace(0, allowed.size - 1, size // 2 + 1).round().astype(np.int64)]
+    return np.unique(np.r_[by_count, even, prob.m])
+
+
+def _refine(prob: _Problem, k: int, ends: list[int], grid: np.ndarray,
+            max_rounds: int = 20) -> list[int]:
+    """Local full-resolution search: re-run the DP with every allowed end strictly between
+    the grid neighbours of each current edge, until the solution stops moving."""
+    allowed = prob.ends
+    gridpos = np.searchsorted(allowed, grid)
+    for _ in range(max_rounds):
+        keep = [prob.m]
+        for j in ends[:-1]:
+            p = int(np.searchsorted(allowed, j))
+            g = int(np.searchsorted(gridpos, p))
+            lo = int(gridpos[g - 1]) if g > 0 else 0
+            hi = int(gridpos[g + 1]) if g + 1 < gridpos.size else allowed.size - 1
+            half = max(p - lo, hi - p, 1)
+            keep.extend(allowed[max(0, p - half):min(allowed.size, p + half + 1)].tolist())
+        window = np.unique(np.array(keep, dtype=np.int64))
+        best, arg = _solve(prob, k, window)
+        new = _backtrack(arg, k, prob.m)
+        if new == ends:
+            break
+        ends = new
+        # Every edge strictly inside the searched windows: re-centring would search (almost)
+        # the same set again, so stop.
+        pos = np.searchsorted(allowed, np.array(ends[:-1], dtype=np.int64))
+        inside = np.searchsorted(allowed, window)
+        if np.isin(pos - 1, inside).all() and np.isin(pos + 1, inside).all():
+            break
+    return ends
+
+
+def _use_grid(prob: _Problem, candidates: Any) -> int | None:
+    """Grid size to use, or None for the exact DP."""
+    if candidates is None:
+        return None
+    if isinstance(candidates, str):
+        if candidates != "auto":
+            raise ValueError(f"candidates must be None, 'auto' or a positive int, got {candidates!r}")
+        return _AUTO_GRID if prob.ends.size > AUTO_CANDIDATES_ABOVE else None
+    size = positive_int(candidates, "candidates")
+    return size if size < prob.ends.size else None
+
+
+def _optimal_ends(prob: _Problem, ks: Sequence[int], grid_size: int | None
+                  ) -> tuple[dict[int, list[int]], bool]:
+    """Optimal bucket ends for each ``k`` in ``ks`` (one DP pass), and whether exact."""
+    k_max = max(ks)
+    if grid_size is None:
+        best, arg = _solve(prob, k_max, prob.ends)
+        out = {}
+        for k in ks:
+            if not np.isfinite(best[k, prob.m]):
+                raise ValueError(f"no {k} non-empty buckets: the bucket costs are not finite")
+            out[k] = _backtrack(arg, k, prob.m)
+        return out, True
+    grid = _grid(prob, grid_size)
+    best, arg = _solve(prob, k_max, grid)
+    out = {}
+    for k in ks:
+        if not np.isfinite(best[k, prob.m]):
+            raise ValueError(f"no {k} non-empty buckets on the candidate grid")
+        out[k] = _refine(prob, k, _backtrack(arg, k, prob.m), grid)
+    return out, False

@@ -1,0 +1,130 @@
+"""A bucket plan: edges with their batch rule, and what they cost (one result type)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from analysis._order_stats import expected_g_of_max
+from analysis.batching import BatchRule, bucket_bounds
+from analysis.lengths import LengthHistogram
+from analysis.optimize._problem import _Problem
+from analysis.waste import WasteEstimate, _bucketed
+
+
+@dataclass(frozen=True)
+class BucketPlan:
+    """Bucket edges with their batch rule and their exact expected padding.
+
+    The plan holds its :class:`~analysis.waste.WasteEstimate` (``estimate``) and exposes its
+    numbers as properties: ``edges`` (``[e0, ..., eK]``, bucket ``i`` holds
+    ``e_i < L <= e_{i+1}``), ``batch_sizes``, ``efficiency``, ``padded_tokens``... ``objective``
+    is what the optimiser minimises (expected padded tokens up to partial batches, each
+    bucket's last short batch counted as full), ``exact`` whether the optimum is proven
+    (``False`` after a candidate-grid search).
+
+    Examples
+    --------
+    >>> from analysis import LengthHistogram, optimize_edges
+    >>> hist = LengthHistogram.from_counts([10, 11, 50, 52], [40, 40, 30, 30])
+    >>> plan = optimize_edges(hist, 2, batch_size=4)
+    >>> plan.edges, plan.batch_sizes
+    ([0, 11, 52], [4, 4])
+    >>> round(plan.efficiency, 4), plan.useful_tokens
+    (0.9778, 3900)
+    >>> plan.to_frame()[["lower_edge", "upper_edge", "samples", "efficiency"]]
+            lower_edge  upper_edge  samples  efficiency
+    bucket
+    0                0          11       80    0.959586
+    1               11          52       60    0.982894
+    """
+
+    estimate: WasteEstimate
+    method: str
+    n_buckets_requested: int
+    objective: float
+    edge_multiple: int = 1
+    exact: bool = True
+
+    @property
+    def edges(self) -> list[int]:
+        """``[e0, ..., eK]``."""
+        return list(self.estimate.edges)
+
+    @property
+    def batch_sizes(self) -> list[int]:
+        """Samples per batch in each bucket."""
+        return list(self.estimate.batch_sizes)
+
+    @property
+    def rule(self) -> BatchRule:
+        """The batch rule the plan was made for."""
+        return self.estimate.rule
+
+    @property
+    def n_buckets(self) -> int:
+        """Buckets in the plan (a rule may give fewer than requested)."""
+        return self.estimate.n_buckets
+
+    @property
+    def efficiency(self) -> float:
+        """Expected useful over padded tokens."""
+        return self.estimate.efficiency
+
+    @property
+    def padded_tokens(self) -> float:
+        """Expected padded tokens of an epoch."""
+        return self.estimate.padded_tokens
+
+    @property
+    def useful_tokens(self) -> int:
+        """Tokens of the data (exact)."""
+        return self.estimate.useful_tokens
+
+    @property
+    def waste_tokens(self) -> float:
+        """Expected padding tokens of an epoch."""
+        return self.estimate.waste_tokens
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per bucket (:meth:`WasteEstimate.to_frame`)."""
+        return self.estimate.to_frame()
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready plan: the one serialisation (exports add to it, never re-spell it)."""
+        return {
+            "method": self.method, "n_buckets": self.n_buckets,
+            "n_buckets_requested": int(self.n_buckets_requested),
+            "edges": self.edges, "batch_sizes": self.batch_sizes,
+            "batch_size": self.rule.batch_size, "max_tokens": self.rule.max_tokens,
+            "pad_to_multiple_of": self.rule.pad_to_multiple_of,
+            "edge_multiple": int(self.edge_multiple),
+            "efficiency": float(self.efficiency), "padded_tokens": float(self.padded_tokens),
+            "useful_tokens": int(self.useful_tokens), "objective": float(self.objective),
+            "exact": bool(self.exact),
+        }
+
+
+def _objective(prob: _Problem, edges: list[int], batch_sizes: list[int]) -> float:
+    """The optimiser's objective for any ``edges``: per bucket ``n * E[g(max of B)]``, or
+    ``n * g(longest)`` when the bucket holds fewer than ``B`` samples (one short batch)."""
+    total = []
+    for lo, hi, b in zip(*bucket_bounds(prob.lengths, edges), batch_sizes):
+        if lo == hi:
+            continue
+        cum = prob.cum[lo + 1:hi + 1] - prob.cum[lo]
+        n = int(cum[-1])
+        g_max = float(prob.weight[hi]) if n < b else expected_g_of_max(prob.weight[lo + 1:hi + 1], cum, b)
+        total.append(n * g_max)
+    return math.fsum(total)
+
+
+def _plan(hist: LengthHistogram, prob: _Problem, edges: list[int], method: str, requested: int,
+          exact: bool = True) -> BucketPlan:
+    """The plan of validated ``edges`` (covering ``hist``)."""
+    est = _bucketed(hist, edges, prob.rule)
+    return BucketPlan(est, method, requested, _objective(prob, edges, list(est.batch_sizes)),
+                      prob.edge_multiple, exact)

@@ -1,0 +1,126 @@
+"""The field's rules for bucket edges, made to give ``K`` buckets.
+
+``"geometric"``
+    tensor2tensor's ``_bucket_boundaries`` idea: interior edges ``floor(lo * (hi / lo) ** (t /
+    K))``, ``t = 1..K-1``, with ``lo``/``hi`` the shortest/longest length (the case's geometric
+    start is this rule with ``lo = 66``).
+``"equal_count"``
+    fairseq's ``get_buckets``: upper bounds ``np.percentile(sizes, np.linspace(0, 100, K + 1),
+    method="lower")[1:]``.
+``"equal_tokens"``
+    Lhotse's ``estimate_duration_buckets`` (used by NeMo): walk the sorted samples and start a
+    new bucket at the first sample seen once the running total exceeds ``total / K`` (its bins
+    are bucket *starts*: the edge is ``bin - 1`` here).
+``"greedy"``
+    The case's search: the geometric start, then coordinate descent over ~290 quantile
+    candidates until a full pass improves nothing (a local optimum).
+
+Rules that produce repeated edges collapse them, so a rule can give fewer buckets than asked.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+import numpy as np
+
+from analysis.batching import round_up
+from analysis.optimize._kernel import _cost_matrix
+from analysis.optimize._problem import _Problem
+from analysis.optimize._search import _edges_to_ends, _ends_to_edges
+
+#: Every rule :func:`analysis.optimize_edges` knows besides ``"optimal"``.
+RULES = ("geometric", "equal_count", "equal_tokens", "greedy")
+_GREEDY_CANDIDATES = 290
+
+
+def _finish_edges(prob: _Problem, interior: Iterable[int]) -> list[int]:
+    """``[0, interior..., top]`` with interior edges rounded up to ``edge_multiple``, kept only
+    strictly inside ``(0, top)`` and deduplicated (repeated edges collapse)."""
+    top = int(prob.upper[-1])
+    em = prob.edge_multiple
+    vals = sorted({int(round_up(int(e), em)) for e in interior})
+    return [0, *(e for e in vals if 0 < e < top), top]
+
+
+def _geometric_edges(prob: _Problem, k: int) -> list[int]:
+    lo, hi = float(prob.lengths[0]), float(prob.lengths[-1])
+    return _finish_edges(prob, (math.floor(lo * (hi / lo) ** (t / k)) for t in range(1, k)))
+
+
+def _equal_count_edges(prob: _Problem, k: int) -> list[int]:
+    # np.percentile(sizes, q, method="lower") = sorted_sizes[floor((n - 1) * q / 100)]
+    n = int(prob.cum[-1])
+    q = np.linspace(0, 100, k + 1)[1:]
+    index = np.floor((n - 1) * (q / 100)).astype(np.int64)
+    picks = prob.lengths[np.searchsorted(prob.cum[1:], index, side="right")]
+    return _finish_edges(prob, picks.tolist())
+
+
+def _equal_tokens_edges(prob: _Problem, k: int) -> list[int]:
+    lengths = prob.lengths.tolist()
+    counts = np.diff(prob.cum).tolist()
+    total = sum(v * c for v, c in zip(lengths, counts))
+    starts: list[int] = []
+    tot = 0  # Lhotse: `if tot > total / k: bins.append(size); tot = 0`, then `tot += size`
+    if k > 1:
+        for v, c in zip(lengths, counts):
+            left = c
+            while left:
+                if k * tot > total:
+                    starts.append(v)
+                    tot = 0
+                # samples of length v added before the total exceeds the budget again
+                take = min(left, (total - k * tot) // (k * v) + 1)
+                tot += take * v
+                left -= take
+    first = int(prob.lengths[0])
+    return _finish_edges(prob, (s - 1 for s in starts if s - 1 >= first))
+
+
+def _greedy_ends(prob: _Problem, k: int) -> list[int]:
+    m = prob.m
+    start = _edges_to_ends(prob, _geometric_edges(prob, k))
+    start = [j for j in start if 0 < j < m]
+    # snap to allowed ends (the first allowed end at or after j)
+    allowed = prob.ends
+    snap = lambda js: sorted({int(allowed[np.searchsorted(allowed, j)]) for j in js})  # noqa: E731
+    start = [j for j in snap(start) if j < m]
+    qs = np.linspace(0, 1, _GREEDY_CANDIDATES + 2)[1:-1]
+    n = int(prob.cum[-1])
+    targets = np.maximum(np.ceil(qs * n), 1)
+    cand = np.searchsorted(prob.cum[1:], targets, side="left") + 1
+    cand = [j for j in snap(cand.tolist()) if j < m]
+    points = np.array(sorted({0, m, *start, *cand}), dtype=np.int64)
+    mat = _cost_matrix(prob, points)
+    pos = {int(p): i for i, p in enumerate(points)}
+    cand_pos = np.array(sorted(pos[j] for j in cand), dtype=np.int64)
+    cur = [0, *(pos[j] for j in start), points.size - 1]
+    improved = True
+    while improved:
+        improved = False
+        for t in range(1, len(cur) - 1):
+            a, b = cur[t - 1], cur[t + 1]
+            here = mat[a, cur[t]] + mat[cur[t], b]
+            between = cand_pos[(cand_pos > a) & (cand_pos < b)]
+            if between.size == 0:
+                continue
+            vals = mat[a, between] + mat[between, b]
+            i = int(np.argmin(vals))
+            if vals[i] < here and not math.isclose(vals[i], here, rel_tol=1e-12, abs_tol=0.0):
+                cur[t] = int(between[i])
+                improved = True
+    return [int(points[p]) for p in cur[1:]]
+
+
+def _baseline_edges(prob: _Problem, method: str, k: int) -> list[int]:
+    if method == "geometric":
+        return _geometric_edges(prob, k)
+    if method == "equal_count":
+        return _equal_count_edges(prob, k)
+    if method == "equal_tokens":
+        return _equal_tokens_edges(prob, k)
+    if method == "greedy":
+        return _ends_to_edges(prob, _greedy_ends(prob, k))
+    raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
