@@ -13,16 +13,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import hypergeom
 
+from analysis.batching import BatchRule, bucket_index
 from analysis.case import CASE_BATCH_SIZE, CASE_EDGES
 from analysis.lengths import LengthHistogram
 from analysis.waste import (
     WasteEstimate,
-    bucket_batch_sizes,
-    bucket_index,
     expected_batch_max,
-    expected_bucket_padded_tokens,
-    expected_efficiency,
     expected_padding,
+    expected_strategies,
+    sorted_padding,
+    strategy_table,
 )
 
 # ----------------------------------------------------------------------------- references
@@ -32,16 +32,15 @@ def rounded(v: int, m: int) -> int:
     return -(-v // m) * m
 
 
-def brute_force_bucket(samples: list[int], batch_size: int, m: int = 1, a: Fraction = Fraction(0)
-                       ) -> Fraction:
-    """E[sum over batches of size * (L + a L^2)], L = rounded longest, over ALL orderings."""
+def brute_force_bucket(samples: list[int], batch_size: int, m: int = 1) -> Fraction:
+    """E[sum over batches of size * L], L = rounded longest, over ALL orderings."""
     total = Fraction(0)
     count = 0
     for order in itertools.permutations(samples):
         for start in range(0, len(order), batch_size):
             batch = order[start:start + batch_size]
             longest = rounded(max(batch), m)
-            total += len(batch) * (longest + a * longest * longest)
+            total += len(batch) * longest
         count += 1
     return total / count
 
@@ -133,7 +132,7 @@ def test_two_buckets_equal_independent_orderings():
     assert est.n_batches == 2 + 2
     frame = est.to_frame()
     assert frame["samples"].tolist() == [5, 6]
-    assert close(frame["expected padded tokens"].iloc[0], brute_force_bucket(low, 3))
+    assert close(frame["padded_tokens"].iloc[0], brute_force_bucket(low, 3))
 
 
 @pytest.mark.parametrize("m", [2, 4, 8])
@@ -143,19 +142,12 @@ def test_pad_to_multiple_of_equals_all_orderings(samples, batch_size, m):
     assert close(est.padded_tokens, brute_force_bucket(samples, batch_size, m))
 
 
-def test_attention_cost_equals_all_orderings():
+def test_pad_to_multiple_of_two_buckets_equal_independent_orderings():
     samples = [5, 2, 9, 2, 7, 3, 12]
-    a = Fraction(1, 8)
-    est = expected_padding(samples, [0, 4, 12], batch_size=2, attention_weight=0.125,
-                           pad_to_multiple_of=2)
+    est = expected_padding(samples, [0, 4, 12], batch_size=2, pad_to_multiple_of=2)
     low, high = [s for s in samples if s <= 4], [s for s in samples if s > 4]
-    want = brute_force_bucket(low, 2, 2, a) + brute_force_bucket(high, 2, 2, a)
-    assert close(est.expected_cost, want)
     assert close(est.padded_tokens, brute_force_bucket(low, 2, 2) + brute_force_bucket(high, 2, 2))
-    assert "expected cost" in est.to_frame().columns
-    plain = expected_padding(samples, [0, 4, 12], batch_size=2)
-    assert plain.expected_cost == plain.padded_tokens
-    assert "expected cost" not in plain.to_frame().columns
+    assert est.rule == BatchRule(batch_size=2, pad_to_multiple_of=2)
 
 
 # ----------------------------------------------------------------------------- exact arithmetic
@@ -188,12 +180,13 @@ def test_expected_batch_max_on_a_large_bucket_equals_exact_comb(batch_size):
 
 
 @pytest.mark.parametrize("batch_size", [1, 3, 8, 100])
-def test_expected_bucket_padded_tokens_equals_exact_comb(batch_size):
+def test_one_bucket_padded_tokens_equal_exact_comb(batch_size):
     lengths, counts = [7, 30, 31, 90, 400], [40, 3, 9, 17, 2]
+    hist = LengthHistogram.from_counts(lengths, counts)
     for m in (1, 8):
-        got = expected_bucket_padded_tokens(lengths, counts, batch_size, pad_to_multiple_of=m)
-        assert close(got, exact_bucket(lengths, counts, batch_size, m))
-    assert expected_bucket_padded_tokens([5, 6], [1, 1], 2, power=2) == 2 * 36
+        got = expected_padding(hist, [0, 400], batch_size=batch_size, pad_to_multiple_of=m)
+        assert close(got.padded_tokens, exact_bucket(lengths, counts, batch_size, m))
+    assert expected_batch_max([5, 6], [1, 1], 2, power=2) == 36
 
 
 @pytest.mark.parametrize("size_from_top", [0, 1, 2, 17, 100])
@@ -212,8 +205,10 @@ def test_medium_histogram_equals_exact_comb(edges, rule):
     samples = np.clip(rng.lognormal(np.log(1500), 0.9, 3000).round(), 65, 8192).astype(np.int64)
     hist = LengthHistogram.from_lengths(samples)
     est = expected_padding(hist, edges, **rule)
-    sizes = bucket_batch_sizes(edges, **rule)
-    assert est.batch_sizes == sizes
+    # the batch sizes written out independently of BatchRule
+    sizes = [rule["batch_size"]] * (len(edges) - 1) if "batch_size" in rule else \
+        [max(1, rule["max_tokens"] // e) for e in edges[1:]]
+    assert est.batch_sizes == tuple(sizes)
     assert close(est.padded_tokens, exact_padding(hist, edges, sizes))
     assert est.useful_tokens == int(samples.sum())
 
@@ -274,7 +269,7 @@ def test_max_tokens_batch_sizes_per_bucket():
     samples = [100, 300, 300, 700, 900, 1000, 1000, 1000, 2000, 2500]
     edges = [0, 500, 1000, 4000]
     est = expected_padding(samples, edges, max_tokens=2000)
-    assert est.batch_sizes == [4, 2, 1] == bucket_batch_sizes(edges, max_tokens=2000)
+    assert est.batch_sizes == (4, 2, 1)
     hist = LengthHistogram.from_lengths(samples)
     assert close(est.padded_tokens, exact_padding(hist, edges, [4, 2, 1]))
     assert est.n_batches == 1 + 3 + 2
@@ -286,18 +281,16 @@ def test_empty_bucket_row():
     est = expected_padding([1, 2, 9, 9], [0, 2, 5, 9], batch_size=2)
     frame = est.to_frame()
     assert frame["samples"].tolist() == [2, 0, 2]
-    assert frame.loc[1, "batches"] == 0 and frame.loc[1, "expected padded tokens"] == 0.0
+    assert frame.loc[1, "batches"] == 0 and frame.loc[1, "padded_tokens"] == 0.0
     assert np.isnan(frame.loc[1, "efficiency"])
     assert frame["tokens"].sum() == est.useful_tokens
-    assert frame["expected padded tokens"].sum() == pytest.approx(est.padded_tokens)
+    assert frame["padded_tokens"].sum() == pytest.approx(est.padded_tokens)
+    assert frame.columns.tolist() == ["lower_edge", "upper_edge", "samples", "tokens", "batch_size",
+                                      "batches", "padded_tokens", "efficiency"]
+    assert frame["lower_edge"].tolist() == [0, 2, 5] and frame["upper_edge"].tolist() == [2, 5, 9]
     assert est.n_buckets == 3
-    assert est.edges == [0, 2, 5, 9]
-
-
-def test_expected_efficiency_shortcut():
-    samples = [5, 2, 9, 2, 7, 3, 12]
-    assert expected_efficiency(samples, [0, 4, 12], batch_size=2) == \
-        expected_padding(samples, [0, 4, 12], batch_size=2).efficiency
+    assert est.edges == (0, 2, 5, 9)
+    assert est.strategy == "bucketed"
 
 
 def test_result_is_frozen():
@@ -318,8 +311,8 @@ def test_result_is_frozen():
     ({"edges": [0, 9], "batch_size": None}, "got neither"),
     ({"edges": [0, 9], "pad_to_multiple_of": 0}, "pad_to_multiple_of must be a positive integer"),
     ({"edges": [0, 9], "pad_to_multiple_of": 1.5}, "pad_to_multiple_of must be a positive integer"),
-    ({"edges": [0, 9], "attention_weight": -1.0}, "attention_weight must be"),
-    ({"edges": [0, 9], "attention_weight": float("nan")}, "attention_weight must be"),
+    ({"edges": [0, 9], "rule": BatchRule(batch_size=2)}, "not both"),
+    ({"edges": np.array([[0, 9]])}, "1-D"),
 ])
 def test_bad_input_raises_one_line_value_error(kwargs, message):
     kwargs = {"batch_size": 2, **kwargs}
@@ -398,6 +391,100 @@ def test_matches_simulated_bucketed_shuffle_within_4_standard_errors(seed):
 def test_case_edges_beat_one_bucket_on_a_case_like_histogram():
     rng = np.random.default_rng(1701)
     samples = np.clip(rng.lognormal(np.log(1600), 0.75, 20_000).round(), 65, 8192).astype(np.int64)
-    bucketed = expected_efficiency(samples, CASE_EDGES, batch_size=CASE_BATCH_SIZE)
-    shuffled = expected_efficiency(samples, [0, 8192], batch_size=CASE_BATCH_SIZE)
+    bucketed = expected_padding(samples, CASE_EDGES, batch_size=CASE_BATCH_SIZE).efficiency
+    shuffled = expected_padding(samples, [0, 8192], batch_size=CASE_BATCH_SIZE).efficiency
     assert shuffled < bucketed < 1.0
+
+
+# ----------------------------------------------------------------------------- sorted, strategies
+
+
+def brute_force_sorted(samples: list[int], batch_size: int, m: int = 1) -> int:
+    """Padded tokens of the sorted samples cut into batches of ``batch_size``, batch by batch."""
+    s = sorted(samples)
+    return sum(len(s[i:i + batch_size]) * rounded(max(s[i:i + batch_size]), m)
+               for i in range(0, len(s), batch_size))
+
+
+def test_sorted_padding_matches_brute_force():
+    rng = np.random.default_rng(8)
+    samples = rng.integers(1, 778, 1001)
+    hist = LengthHistogram.from_lengths(samples)
+    for batch_size, multiple in ((1, 1), (7, 1), (7, 8), (1001, 1), (2000, 3)):
+        est = sorted_padding(hist, batch_size=batch_size, pad_to_multiple_of=multiple)
+        assert isinstance(est, WasteEstimate) and est.strategy == "sorted"
+        assert est.padded_tokens == brute_force_sorted(samples.tolist(), batch_size, multiple)
+        assert type(est.padded_tokens) is int
+        assert est.useful_tokens == int(samples.sum())
+        assert est.n_batches == -(-1001 // batch_size)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    data=st.lists(st.tuples(st.integers(1, 60), st.integers(1, 12)), min_size=1, max_size=12),
+    batch_size=st.integers(1, 9),
+    max_tokens=st.one_of(st.none(), st.integers(1, 400)),
+    m=st.sampled_from([1, 3, 8]),
+)
+def test_sorted_padding_on_random_histograms_matches_brute_force(data, batch_size, max_tokens, m):
+    hist = LengthHistogram.from_counts([v for v, _ in data], [c for _, c in data])
+    samples = hist.expand().tolist()
+    rule = BatchRule(max_tokens=max_tokens, pad_to_multiple_of=m) if max_tokens else \
+        BatchRule(batch_size=batch_size, pad_to_multiple_of=m)
+    size = max(1, max_tokens // hist.max) if max_tokens else batch_size
+    est = sorted_padding(hist, rule)
+    assert est.padded_tokens == brute_force_sorted(samples, size, m)
+    assert est.batch_sizes == (size,) and est.rule == BatchRule(size, None, m)
+    assert est.n_batches == -(-len(samples) // size)
+    assert est.efficiency == pytest.approx(sum(samples) / brute_force_sorted(samples, size, m))
+
+
+def test_sorted_padding_beyond_2_53_is_exact():
+    lengths, counts = [8191, 8192], [2**45 + 1, 2**44 + 3]
+    hist = LengthHistogram.from_counts(lengths, counts)
+    n = sum(counts)
+    est = sorted_padding(hist, batch_size=8)
+    # sorted batches: the shorter length's full batches, one batch straddling both lengths
+    # (its longest 8192), then the longer length's batches
+    short_full = counts[0] // 8
+    want = 8 * short_full * 8191 + (n - 8 * short_full) * 8192
+    assert est.padded_tokens == want and want > 2**53
+    assert est.useful_tokens == 8191 * counts[0] + 8192 * counts[1]
+    assert est.n_batches == -(-n // 8)
+
+
+@pytest.mark.parametrize("samples, rule", [
+    ([5, 2, 9, 2, 7, 3], {"batch_size": 2}),
+    ([1, 3, 6, 11, 13, 2, 5], {"batch_size": 3, "pad_to_multiple_of": 4}),
+    ([1, 3, 6, 11, 13, 2, 5], {"max_tokens": 30}),  # random and sorted: 30 // 13 = 2 per batch
+])
+def test_expected_strategies_equal_brute_force(samples, rule):
+    hist = LengthHistogram.from_lengths(samples)
+    edges = [0, 5, max(samples)]
+    got = expected_strategies(hist, edges, **rule)
+    assert list(got) == ["random", "sorted", "bucketed"]
+    m = rule.get("pad_to_multiple_of", 1)
+    fixed = rule.get("batch_size") or rule["max_tokens"] // max(samples)
+    assert close(got["random"].padded_tokens, brute_force_bucket(samples, fixed, m))
+    assert got["random"].batch_sizes == (fixed,) and got["random"].n_buckets == 1
+    assert got["sorted"].padded_tokens == brute_force_sorted(samples, fixed, m)
+    low, high = [s for s in samples if s <= 5], [s for s in samples if s > 5]
+    sizes = [rule["max_tokens"] // 5, rule["max_tokens"] // max(samples)] if "max_tokens" in rule \
+        else [fixed, fixed]
+    assert close(got["bucketed"].padded_tokens,
+                 brute_force_bucket(low, sizes[0], m) + brute_force_bucket(high, sizes[1], m))
+    assert {k: v.strategy for k, v in got.items()} == {k: k for k in got}
+    assert {v.useful_tokens for v in got.values()} == {sum(samples)}
+    table = strategy_table(got)
+    assert table.index.tolist() == ["random", "sorted", "bucketed"]
+    assert table.columns.tolist() == ["efficiency", "padded_tokens", "useful_tokens",
+                                      "waste_tokens", "n_batches", "batch_sizes"]
+    for name, est in got.items():
+        assert table.loc[name, "efficiency"] == pytest.approx(sum(samples) / est.padded_tokens)
+        assert table.loc[name, "waste_tokens"] == pytest.approx(est.padded_tokens - sum(samples))
+
+
+def test_expected_strategies_checks_the_edges():
+    hist = LengthHistogram.from_lengths([1, 5, 9])
+    with pytest.raises(ValueError, match="below the longest length 9"):
+        expected_strategies(hist, [0, 5], batch_size=2)
