@@ -8,10 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from analysis import LengthHistogram
-from analysis.strategies import (STRATEGIES, build_epoch, epoch_builder, ffd_plan,
-                                 sorted_padding)
-
-TOKEN_STRATEGIES = ("token_budget", "packing")
+from analysis.batching import BatchRule
+from analysis.strategies import (PADDING_NOISE, STRATEGIES, TOKEN_STRATEGIES, build_epoch,
+                                 epoch_builder, ffd_plan)
 
 
 def _rule(strategy: str, batch_size: int, max_tokens: int) -> dict[str, int]:
@@ -183,24 +182,40 @@ def test_length_grouped_explicit_megabatch():
 
 
 @settings(max_examples=30, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 200), max_tokens=st.integers(1, 400),
-       noise=st.sampled_from([0.0, 0.1, 0.5]))
-def test_token_budget_matches_greedy_reference(seed, n, max_tokens, noise):
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 200), max_tokens=st.integers(1, 400))
+def test_token_budget_matches_greedy_reference(seed, n, max_tokens):
     lengths = _lengths(seed, n, top=100)
+    noise = PADDING_NOISE
     ep = build_epoch(lengths, "token_budget", rng=np.random.default_rng(seed),
-                     max_tokens=max_tokens, padding_noise=noise)
+                     max_tokens=max_tokens)
     # budget respected, except a sample longer than the budget goes alone
     for batch in ep.batches():
         assert batch.size * lengths[batch].max() <= max_tokens or batch.size == 1
     # the same draws (noise first) give the reference sort; the greedy fill gives the sizes
     rng = np.random.default_rng(seed)
-    u = rng.uniform(-noise, noise, size=n) if noise else 0.0
+    u = rng.uniform(-noise, noise, size=n)
     order = np.argsort(lengths * (1.0 + u), kind="stable")
     sizes = _greedy_budget(lengths[order].tolist(), max_tokens)
     assert sorted(ep.sizes.tolist()) == sorted(sizes)
     starts = np.cumsum([0, *sizes[:-1]])
     expected = {frozenset(order[s:s + k].tolist()) for s, k in zip(starts, sizes)}
     assert {frozenset(b.tolist()) for b in ep.batches()} == expected
+
+
+@pytest.mark.parametrize("strategy", TOKEN_STRATEGIES)
+def test_token_strategies_with_batch_size_get_the_memory_of_a_full_batch(strategy):
+    # batch_size B: the budget is B full batches' worth of the longest sample
+    lengths = _lengths(9, 300, top=90)
+    a = epoch_builder(lengths, strategy, batch_size=4)
+    b = epoch_builder(lengths, strategy, max_tokens=4 * int(lengths.max()))
+    assert a.max_tokens == 4 * int(lengths.max()) and a.batch_sizes == ()
+    assert a.rule == BatchRule(batch_size=4)
+    ea, eb = a.epoch(np.random.default_rng(3)), b.epoch(np.random.default_rng(3))
+    np.testing.assert_array_equal(ea.indices, eb.indices)
+    np.testing.assert_array_equal(ea.offsets, eb.offsets)
+    for batch in ea.batches():
+        used = lengths[batch].sum() if strategy == "packing" else batch.size * lengths[batch].max()
+        assert used <= 4 * lengths.max()
 
 
 def test_token_budget_noise_changes_compositions_between_epochs():
@@ -244,17 +259,6 @@ def test_packing_randomises_fill_and_bin_order():
     assert {frozenset(x.tolist()) for x in a.batches()} != {frozenset(x.tolist()) for x in b.batches()}
 
 
-def test_sorted_padding_matches_brute_force():
-    lengths = _lengths(8, 1001, top=777)
-    s = np.sort(lengths)
-    for batch_size, multiple in ((1, 1), (7, 1), (7, 8), (1001, 1), (2000, 3)):
-        padded = sum(len(c) * (-(-int(c.max()) // multiple) * multiple)
-                     for c in np.split(s, range(batch_size, s.size, batch_size)))
-        hist = LengthHistogram.from_lengths(lengths)
-        assert sorted_padding(hist, batch_size, pad_to_multiple_of=multiple) == (
-            int(s.sum()), padded, -(-1001 // batch_size))
-
-
 # ------------------------------------------------------------------ bad input
 @pytest.mark.parametrize("kwargs, message", [
     (dict(strategy="shuffle", batch_size=2), "unknown strategy 'shuffle'"),
@@ -267,9 +271,8 @@ def test_sorted_padding_matches_brute_force():
     (dict(strategy="random", batch_size=2.5), "batch_size must be a positive integer"),
     (dict(strategy="random"), "exactly one of batch_size and max_tokens"),
     (dict(strategy="random", batch_size=2, max_tokens=9), "exactly one"),
-    (dict(strategy="token_budget", batch_size=2), "needs max_tokens"),
     (dict(strategy="packing", max_tokens=8), "longer than max_tokens = 8"),
-    (dict(strategy="token_budget", max_tokens=20, padding_noise=1.5), "padding_noise"),
+    (dict(strategy="token_budget", max_tokens=20, rule=BatchRule(batch_size=2)), "not both"),
     (dict(strategy="length_grouped", batch_size=2, mega_batch_mult=0), "mega_batch_mult"),
 ])
 def test_bad_input_raises(kwargs, message):
