@@ -9,10 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import LengthHistogram, compare_strategies, expected_padding, simulate
-from analysis.strategies import STRATEGIES, epoch_builder, sorted_padding
-
-TOKEN_STRATEGIES = ("token_budget", "packing")
+from analysis import (BatchRule, LengthHistogram, compare_strategies, expected_padding, simulate,
+                      sorted_padding)
+from analysis.strategies import STRATEGIES, TOKEN_STRATEGIES, epoch_builder
 
 
 def _rule(strategy: str, batch_size: int, max_tokens: int) -> dict[str, int]:
@@ -75,7 +74,7 @@ def test_sorted_efficiency_equals_direct_computation():
     res = simulate(hist, "sorted", rng=np.random.default_rng(0), epochs=3, batch_size=6)
     assert res.padded_tokens == 3 * padded
     assert res.epochs["efficiency"].tolist() == [hist.total_tokens / padded] * 3
-    assert sorted_padding(hist, 6)[1] == padded
+    assert sorted_padding(hist, batch_size=6).padded_tokens == padded
 
 
 # ------------------------------------------------------------------ the batches table
@@ -160,6 +159,7 @@ def test_metrics_match_a_direct_computation(strategy):
     res = simulate(lengths, strategy, rng=np.random.default_rng(6), epochs=epochs, edges=edges,
                    world_size=world_size, pad_to_multiple_of=multiple, **rule)
     builder = epoch_builder(lengths, strategy, edges=edges, **rule)
+    assert builder.rule == BatchRule(**rule)
     rng = np.random.default_rng(6)
     seen: set[frozenset[int]] = set()
     L = lengths.tolist()
@@ -230,8 +230,10 @@ def test_compare_strategies_table():
     table = compare_strategies(hist, rng=np.random.default_rng(0), edges=edges, epochs=2,
                                batch_size=8, world_size=2)
     assert table.index.tolist() == list(STRATEGIES)
-    assert table.loc["packing", "batch rule"] == f"max_tokens={8 * hist.max}"
-    assert table.loc["sorted", "batch rule"] == "batch_size=8"
+    assert table.loc["packing", "batch_rule"] == f"max_tokens {8 * hist.max:,}"
+    assert table.loc["token_budget", "batch_rule"] == f"max_tokens {8 * hist.max:,}"
+    assert table.loc["sorted", "batch_rule"] == "batch_size 8"
+    assert table.loc["bucketed", "batch_rule"] == "batch_size 8"
     assert table.loc["sorted", "efficiency"] == pytest.approx(table.loc["sorted", "expected_efficiency"])
     exact = expected_padding(hist, edges, batch_size=8).efficiency
     assert table.loc["bucketed", "expected_efficiency"] == exact
@@ -248,14 +250,19 @@ def test_compare_strategies_with_max_tokens_only():
     lengths = np.random.default_rng(8).integers(1, 100, size=300)
     table = compare_strategies(lengths, rng=np.random.default_rng(0), edges=[0, 50, 99],
                                max_tokens=400, strategies=["random", "bucketed", "token_budget"])
-    assert table["batch rule"].tolist() == ["max_tokens=400"] * 3
+    # random takes the one batch size that fits the longest sample; the others the budget
+    assert table["batch_rule"].tolist() == ["batch_size 4", "max_tokens 400", "max_tokens 400"]
     assert table.loc["random", "expected_efficiency"] == expected_padding(
         lengths, [0, 99], batch_size=400 // 99).efficiency
+    assert table.loc["bucketed", "expected_efficiency"] == expected_padding(
+        lengths, [0, 50, 99], batch_size=None, max_tokens=400).efficiency
 
 
 @pytest.mark.parametrize("kwargs, message", [
     (dict(strategies=["fast"]), "unknown strategy 'fast'"),
-    (dict(batch_size=None), "give batch_size, max_tokens or both"),
+    (dict(batch_size=None), "got neither"),
+    (dict(max_tokens=10), "got both"),
+    (dict(rule=BatchRule(batch_size=2)), "not both"),
     (dict(edges=[0, 2]), "do not cover"),
     (dict(batch_size=0), "batch_size must be a positive integer"),
 ])
@@ -302,10 +309,10 @@ def test_by_bucket_matches_expected_padding_per_bucket():
     table = res.by_bucket()
     est = expected_padding(hist, edges, batch_size=8).to_frame()
     np.testing.assert_array_equal(table["batches"], est["batches"])
-    np.testing.assert_array_equal(table["useful tokens"], est["tokens"])
+    np.testing.assert_array_equal(table["useful_tokens"], est["tokens"])
     per_epoch = res.batches.groupby(["bucket", "epoch"])["padded"].sum().unstack()
     se = per_epoch.std(axis=1, ddof=1) / math.sqrt(30)
-    assert (abs(table["padded tokens"] - est["expected padded tokens"]) <= 4 * se + 1e-9).all()
+    assert (abs(table["padded_tokens"] - est["padded_tokens"]) <= 4 * se + 1e-9).all()
 
 
 def test_strategy_figures_are_built():
