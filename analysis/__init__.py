@@ -19,7 +19,8 @@ from analysis.recommendation import Recommendation, compare_edge_sets, recommend
 from analysis.simulation import SimulationResult, compare_strategies, simulate
 from analysis.strategies import STRATEGIES
 from analysis.throughput import predict_throughput
-from analysis.waste import WasteEstimate, expected_padding, expected_strategies, sorted_padding
+from analysis.waste import (WasteEstimate, expected_padding, expected_strategies, random_padding,
+                            sorted_padding)
 
 try:
     __version__ = version("padding-workbench")
@@ -32,7 +33,7 @@ __all__ = [
     # the vocabulary
     "BatchRule", "check_edges", "cover_edges", "parse_edges",
     # exact padding
-    "WasteEstimate", "expected_padding", "sorted_padding", "expected_strategies",
+    "WasteEstimate", "expected_padding", "random_padding", "sorted_padding", "expected_strategies",
     # edges
     "BucketPlan", "METHODS", "optimize_edges", "evaluate_edges", "sweep_bucket_counts",
     "recommend_n_buckets", "Recommendation", "recommend", "compare_edge_sets",

@@ -84,8 +84,8 @@ class ExplorerView:
 
 
 def explore_view(hist: Any, *, n_buckets: int = DEFAULT_N_BUCKETS, batch_size: int | None = None,
-                 max_tokens: int | None = None, method: str = DEFAULT_METHOD,
-                 edges: Any = None) -> ExplorerView:
+                 max_tokens: int | None = None, pad_to_multiple_of: int | None = None,
+                 method: str = DEFAULT_METHOD, edges: Any = None) -> ExplorerView:
     """The plan for one set of control values (the panel's pure logic).
 
     With ``edges=None`` the edges are placed by ``method`` (:func:`analysis.optimize_edges`);
@@ -104,7 +104,7 @@ def explore_view(hist: Any, *, n_buckets: int = DEFAULT_N_BUCKETS, batch_size: i
     """
     if not isinstance(hist, LengthHistogram):
         hist = LengthHistogram.from_lengths(hist)
-    rule = BatchRule.resolve(batch_size, max_tokens)
+    rule = BatchRule.resolve(batch_size, max_tokens, pad_to_multiple_of)
     if edges is None:
         plan = optimize_edges(hist, n_buckets, rule, method=method)
         return ExplorerView(plan, plan.method)
@@ -150,12 +150,13 @@ class Explorer:
     """
 
     def __init__(self, hist: Any, *, batch_size: int | None = None,
-                 max_tokens: int | None = None, n_buckets: int = DEFAULT_N_BUCKETS,
-                 method: str = DEFAULT_METHOD) -> None:
+                 max_tokens: int | None = None, pad_to_multiple_of: int | None = None,
+                 n_buckets: int = DEFAULT_N_BUCKETS, method: str = DEFAULT_METHOD) -> None:
         import ipywidgets as w
 
         self.hist = hist if isinstance(hist, LengthHistogram) else LengthHistogram.from_lengths(hist)
-        rule = BatchRule.resolve(batch_size, max_tokens)
+        rule = BatchRule.resolve(batch_size, max_tokens, pad_to_multiple_of)
+        self.pad_to_multiple_of = rule.pad_to_multiple_of
         if method not in METHODS:
             raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
         k_max = max(1, min(DEFAULT_MAX_BUCKETS, self.hist.n_distinct))
@@ -194,7 +195,8 @@ class Explorer:
 
     # -------------------------------------------------------------- actions
     def _rule_kwargs(self) -> dict[str, int]:
-        return {self.rule.value: int(self.rule_value.value)}
+        return {self.rule.value: int(self.rule_value.value),
+                "pad_to_multiple_of": self.pad_to_multiple_of}
 
     def place_edges(self) -> None:
         """Place edges with the current K, method and batch rule, and show them."""
@@ -263,13 +265,14 @@ class Explorer:
 
 
 def explore(hist: Any, *, batch_size: int | None = None, max_tokens: int | None = None,
-            n_buckets: int = DEFAULT_N_BUCKETS, method: str = DEFAULT_METHOD) -> Explorer:
+            pad_to_multiple_of: int | None = None, n_buckets: int = DEFAULT_N_BUCKETS,
+            method: str = DEFAULT_METHOD) -> Explorer:
     """The interactive edges panel for ``hist`` (display it: make it a cell's last value).
 
     Parameters
     ----------
     hist : LengthHistogram or per-sample lengths
-    batch_size, max_tokens : int, optional
+    batch_size, max_tokens, pad_to_multiple_of : int, optional
         The starting batch rule (:meth:`analysis.BatchRule.resolve`: neither means the default batch size).
     n_buckets : int, default 6
         Starting number of buckets (the slider goes from 1 to 16).
@@ -285,6 +288,6 @@ def explore(hist: Any, *, batch_size: int | None = None, max_tokens: int | None 
     >>> panel.view.n_buckets, panel.edges.value
     (3, '0, 3, 11, 40')
     """
-    return Explorer(hist, batch_size=batch_size, max_tokens=max_tokens, n_buckets=n_buckets,
-                    method=method)
+    return Explorer(hist, batch_size=batch_size, max_tokens=max_tokens,
+                    pad_to_multiple_of=pad_to_multiple_of, n_buckets=n_buckets, method=method)
 

@@ -18,7 +18,7 @@ from analysis.batching import (DEFAULT_MAX_BUCKETS, DEFAULT_METHOD, DEFAULT_MIN_
 from analysis.lengths import LengthHistogram
 from analysis.optimize import BucketPlan, evaluate_edges, optimize_edges, recommend_n_buckets, sweep_bucket_counts
 from analysis.throughput import predict_throughput
-from analysis.waste import WasteEstimate, _random, sorted_padding, strategy_table
+from analysis.waste import WasteEstimate, random_padding, sorted_padding, strategy_table
 
 __all__ = ["Recommendation", "recommend", "compare_edge_sets"]
 
@@ -92,7 +92,7 @@ def recommend(hist: LengthHistogram, n_buckets: int = DEFAULT_N_BUCKETS,
     plan = optimize_edges(hist, n_buckets, rule, method=method)
     ks = range(1, min(max_buckets, hist.n_distinct) + 1)
     sweep = sweep_bucket_counts(hist, ks, ("optimal",), rule)
-    strategies = {"random": _random(hist, rule), "sorted": sorted_padding(hist, rule),
+    strategies = {"random": random_padding(hist, rule), "sorted": sorted_padding(hist, rule),
                   "bucketed": plan.estimate}
     return Recommendation(plan, strategies, sweep, recommend_n_buckets(sweep, min_gain), min_gain)
 

@@ -200,7 +200,7 @@ def _to_html(notebook: Path) -> Path:
 def run_report(src: Any, out_dir: str | os.PathLike[str], *, n_buckets: int = DEFAULT_N_BUCKETS,
                rule: BatchRule | None = None, max_len: int | None = None,
                method: str = DEFAULT_METHOD, column: str | None = None, field: str | None = None,
-               seed: int = DEFAULT_SEED, tokens_per_s: float | None = None,
+               seed: int = DEFAULT_SEED, world_size: int = 1, tokens_per_s: float | None = None,
                reference_strategy: str | None = None, quiet: bool = False,
                notebooks_dir: str | os.PathLike[str] | None = None,
                command: str | None = None) -> ReportResult:
@@ -225,6 +225,8 @@ def run_report(src: Any, out_dir: str | os.PathLike[str], *, n_buckets: int = DE
         Passed to ``load_lengths``.
     seed : int
         Passed to notebooks that take a ``seed``.
+    world_size : int
+        Data-parallel ranks (steps per epoch and the straggler factor depend on it).
     tokens_per_s, reference_strategy : optional
         A throughput calibration: the measured useful tokens/s of one strategy
         (``random``, ``sorted`` or ``bucketed``); every strategy's rate is then predicted.
@@ -243,7 +245,11 @@ def run_report(src: Any, out_dir: str | os.PathLike[str], *, n_buckets: int = DE
     from analysis import load_lengths, recommend, save_histogram
     from analysis.progress import bar
 
+    from analysis.batching import positive_int
+    from analysis.paths import BUNDLED_DATA
+
     rule = BatchRule.resolve() if rule is None else rule
+    world_size = positive_int(world_size, "world_size")
     if (tokens_per_s is None) != (reference_strategy is None):
         raise ValueError("a throughput calibration needs both tokens_per_s and reference_strategy")
     started = time.time() - 1.0  # figures older than this run are not listed (stale files)
@@ -276,7 +282,11 @@ def run_report(src: Any, out_dir: str | os.PathLike[str], *, n_buckets: int = DE
         "pad_to_multiple_of": rule.pad_to_multiple_of,
         "n_buckets": n_buckets,
         "seed": seed,
+        "world_size": world_size,
         "method": method,
+        # the case's published edges and calibration are shown only beside the case-like data
+        "case_reference": isinstance(src, str | os.PathLike)
+        and Path(src).resolve() == BUNDLED_DATA.resolve(),
         "edges": rec.plan.edges,
         "reference_strategy": reference_strategy,
         "reference_tokens_per_s": tokens_per_s,
@@ -309,7 +319,8 @@ def run_report(src: Any, out_dir: str | os.PathLike[str], *, n_buckets: int = DE
         "settings": {
             "n_buckets": n_buckets, **{k: getattr(rule, k) for k in
                                        ("batch_size", "max_tokens", "pad_to_multiple_of")},
-            "max_len": max_len, "method": method, "seed": seed, "column": column,
+            "max_len": max_len, "method": method, "seed": seed, "world_size": world_size,
+            "column": column,
             "field": field, "tokens_per_s": tokens_per_s,
             "reference_strategy": reference_strategy,
         },

@@ -43,7 +43,7 @@ from analysis.batching import BatchRule, as_rule, check_edges, positive_int
 from analysis.lengths import LengthHistogram
 from analysis.strategies import STRATEGIES, TOKEN_STRATEGIES, EpochBuilder, epoch_builder
 from analysis.throughput import predict_throughput
-from analysis.waste import _bucketed, _random, sorted_padding
+from analysis.waste import _bucketed, random_padding, sorted_padding
 
 #: A progress wrapper a face may pass: takes an iterable (and a description), yields its items.
 Progress = Callable[..., Iterable[Any]]
@@ -381,7 +381,7 @@ def compare_strategies(lengths: LengthHistogram | Sequence[int] | np.ndarray,
         raise ValueError("give both reference_strategy and reference_tokens_per_s, or neither")
     if reference_strategy is not None and reference_strategy not in names:
         raise ValueError(f"reference_strategy {reference_strategy!r} is not among the strategies compared")
-    exact = {"random": lambda: _random(hist, rule), "sorted": lambda: sorted_padding(hist, rule),
+    exact = {"random": lambda: random_padding(hist, rule), "sorted": lambda: sorted_padding(hist, rule),
              "bucketed": lambda: _bucketed(hist, edges, rule)}
     rows = []
     for name in names:

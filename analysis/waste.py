@@ -22,8 +22,8 @@ from analysis._order_stats import bucket_expectations, expected_g_of_max, padded
 from analysis.batching import BatchRule, as_rule, bucket_bounds, check_edges, positive_int, round_up
 from analysis.lengths import LengthHistogram
 
-__all__ = ["WasteEstimate", "expected_padding", "sorted_padding", "expected_strategies",
-           "expected_batch_max"]
+__all__ = ["WasteEstimate", "expected_padding", "random_padding", "sorted_padding",
+           "expected_strategies", "strategy_table", "expected_batch_max"]
 
 #: The strategies whose padding has an exact (expected) value, in table order.
 EXACT_STRATEGIES = ("random", "sorted", "bucketed")
@@ -172,8 +172,19 @@ def expected_padding(hist: LengthHistogram | Sequence[int] | np.ndarray, edges: 
     return _bucketed(hist, check_edges(edges, hist), rule)
 
 
-def _random(hist: LengthHistogram, rule: BatchRule) -> WasteEstimate:
-    """The full shuffle: one bucket over every length, one batch size for the epoch."""
+def random_padding(hist: LengthHistogram, rule: BatchRule | None = None, *,
+                   batch_size: int | None = None, max_tokens: int | None = None,
+                   pad_to_multiple_of: int | None = None) -> WasteEstimate:
+    """Exact expected padding of a full random shuffle: one bucket over every length, one
+    batch size for the epoch (``rule.fixed_batch_size``).
+
+    Examples
+    --------
+    >>> round(random_padding(LengthHistogram.from_lengths([1, 1, 3]), batch_size=2).padded_tokens, 9)
+    6.333333333
+    """
+    rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens,
+                   pad_to_multiple_of=pad_to_multiple_of)
     fixed = BatchRule(rule.fixed_batch_size(hist.max), None, rule.pad_to_multiple_of)
     return _bucketed(hist, [hist.min - 1, hist.max], fixed, "random")
 
@@ -245,7 +256,7 @@ def expected_strategies(hist: LengthHistogram, edges: Sequence[int], rule: Batch
     rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens,
                    pad_to_multiple_of=pad_to_multiple_of)
     edges = check_edges(edges, hist)
-    return {"random": _random(hist, rule), "sorted": sorted_padding(hist, rule),
+    return {"random": random_padding(hist, rule), "sorted": sorted_padding(hist, rule),
             "bucketed": _bucketed(hist, edges, rule)}
 
 

@@ -1,0 +1,128 @@
+"""Sentences about the data, computed: what the notebooks and the report say about *your* file.
+
+Fixed prose in a notebook may only say what holds for any data; every fact about the data
+comes from one of these functions (pure: results in, a short Markdown string out), so a
+report on someone else's file never repeats numbers of the bundled one.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from analysis.batching import BatchRule
+from analysis.lengths import LengthHistogram
+from analysis.recommendation import Recommendation
+from analysis.waste import random_padding, sorted_padding
+
+__all__ = ["percent", "describe_distribution", "describe_clipping", "describe_simulation",
+           "describe_recommendation"]
+
+
+def percent(share: float, digits: int = 1) -> str:
+    """A share as a percentage for prose (``0.3612`` -> ``"36.1%"``; never ``"-0.0%"``).
+
+    Examples
+    --------
+    >>> percent(0.3612), percent(-1e-12), percent(0.99996, 2)
+    ('36.1%', '0.0%', '100.00%')
+    """
+    value = 100 * share
+    if abs(value) < 0.5 * 10**-digits:
+        value = 0.0
+    return f"{value:.{digits}f}%"
+
+
+def describe_distribution(hist: LengthHistogram, rule: BatchRule) -> str:
+    """The lengths in one sentence, and what a full shuffle and sorted batches waste.
+
+    Examples
+    --------
+    >>> h = LengthHistogram.from_lengths([1, 2, 3, 4, 50, 60, 70, 80])
+    >>> print(describe_distribution(h, BatchRule(2)))
+    8 samples of 1..80 tokens (median 4, mean 34); the longest 1% of samples hold 29.6% of the tokens. A full random shuffle with batch_size 2 wastes 37.0% of every padded batch here (expected efficiency 63.0%); sorted batches waste 7.5%.
+    """
+    shuffle = random_padding(hist, rule).efficiency
+    ordered = sorted_padding(hist, rule).efficiency
+    return (f"{hist.n_samples:,} samples of {hist.min:,}..{hist.max:,} tokens (median "
+            f"{hist.quantile(0.5):,}, mean {hist.mean:,.0f}); the longest 1% of samples hold "
+            f"{percent(hist.tail_token_share(0.01))} of the tokens. A full random shuffle with "
+            f"{rule.text} wastes {percent(1 - shuffle)} of every padded batch here (expected "
+            f"efficiency {percent(shuffle)}); sorted batches waste {percent(1 - ordered)}.")
+
+
+def describe_clipping(hist: LengthHistogram, max_len: int) -> str:
+    """What truncation at ``max_len`` does to these lengths.
+
+    Examples
+    --------
+    >>> h = LengthHistogram.from_lengths([2, 5, 9])
+    >>> describe_clipping(h, 9)
+    'Clipping at 9 tokens changes nothing: the longest sample has 9.'
+    >>> describe_clipping(h, 4)
+    'Clipping at 4 tokens truncates 2 samples (66.7%) and removes 6 tokens (37.5% of all).'
+    """
+    s = hist.clip_summary(max_len)
+    if s["samples_clipped"] == 0:
+        return (f"Clipping at {s['max_len']:,} tokens changes nothing: the longest sample has "
+                f"{hist.max:,}.")
+    return (f"Clipping at {s['max_len']:,} tokens truncates {s['samples_clipped']:,} samples "
+            f"({percent(s['share_samples_clipped'])}) and removes {s['tokens_removed']:,} "
+            f"tokens ({percent(s['share_tokens_removed'])} of all).")
+
+
+def describe_simulation(table: pd.DataFrame, epochs: int) -> str:
+    """How far the simulated efficiency is from the exact expectation (a
+    :func:`analysis.compare_strategies` table), and which strategies waste least.
+
+    Examples
+    --------
+    >>> table = pd.DataFrame({"efficiency": [0.99, 0.6, 0.9], "expected_efficiency":
+    ...                       [0.99, 0.61, float("nan")]}, index=["sorted", "random", "packing"])
+    >>> print(describe_simulation(table, 3))
+    Over 3 simulated epochs, the simulated efficiency is within 1.00 points of the exact expectation for sorted and random. Least padding: sorted (99.0%); most: random (60.0%).
+    """
+    both = table.dropna(subset=["expected_efficiency"])
+    parts = []
+    if len(both):
+        gap = float((both["efficiency"] - both["expected_efficiency"]).abs().max())
+        names = " and ".join([", ".join(both.index[:-1]), both.index[-1]] if len(both) > 1
+                             else list(both.index))
+        parts.append(f"Over {epochs} simulated epoch{'s' if epochs != 1 else ''}, the simulated "
+                     f"efficiency is within {100 * gap:.2f} points of the exact expectation for "
+                     f"{names}.")
+    best, worst = table["efficiency"].idxmax(), table["efficiency"].idxmin()
+    parts.append(f"Least padding: {best} ({percent(table.loc[best, 'efficiency'])}); most: "
+                 f"{worst} ({percent(table.loc[worst, 'efficiency'])}).")
+    return " ".join(parts)
+
+
+def describe_recommendation(rec: Recommendation) -> str:
+    """The plan's efficiency, what it recovers of a shuffle's waste, and the K question: the
+    K used, and the K the gain rule suggests when it differs (said once, here).
+
+    Examples
+    --------
+    >>> from analysis import recommend
+    >>> rec = recommend(LengthHistogram.from_lengths([1, 2, 3, 4, 50, 60, 70, 80]), 2, batch_size=2)
+    >>> print(describe_recommendation(rec))  # waste per useful token 0.136 vs 0.587
+    With 2 optimal buckets (batch_size 2) the expected efficiency is 88.0%, against 63.0% for a full shuffle: the buckets recover 76.9% of the padding a shuffle wastes. The gain rule (stop once one more bucket gains less than 1.0 point) suggests 5 buckets (98.8%); this plan uses 2.
+    """
+    plan = rec.plan
+    shuffle = rec.strategies["random"].efficiency
+    waste_shuffle = 1 / shuffle - 1 if shuffle > 0 else math.inf
+    waste_plan = 1 / plan.efficiency - 1
+    recovered = 1 - waste_plan / waste_shuffle if waste_shuffle > 0 else 1.0
+    text = (f"With {plan.n_buckets} {plan.method} bucket{'s' if plan.n_buckets != 1 else ''} "
+            f"({plan.rule.text}) the expected efficiency is {percent(plan.efficiency)}, against "
+            f"{percent(shuffle)} for a full shuffle: the buckets recover {percent(recovered)} of "
+            f"the padding a shuffle wastes.")
+    k = rec.n_buckets_suggested
+    optimal = rec.sweep[rec.sweep["method"] == "optimal"].set_index("n_buckets")["efficiency"]
+    rule_text = (f"The gain rule (stop once one more bucket gains less than "
+                 f"{100 * rec.min_gain:.1f} point{'s' if rec.min_gain != 0.01 else ''})")
+    if k == plan.n_buckets:
+        return f"{text} {rule_text} suggests the same {k} buckets."
+    return (f"{text} {rule_text} suggests {k} buckets ({percent(float(optimal.loc[k]))}); "
+            f"this plan uses {plan.n_buckets}.")
