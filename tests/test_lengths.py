@@ -135,13 +135,13 @@ def test_summary_values() -> None:
     summary = LengthHistogram.from_lengths(values).summary()
     assert isinstance(summary, pd.Series)
     assert summary["samples"] == 100 and summary["tokens"] == 5050
-    assert summary["distinct lengths"] == 100
+    assert summary["distinct_lengths"] == 100
     assert (summary["min"], summary["max"]) == (1, 100)
     for name, q in [("p10", 0.1), ("p50", 0.5), ("p90", 0.9), ("p99", 0.99)]:
         assert summary[name] == int(np.quantile(values, q, method="inverted_cdf"))
     assert summary["mean"] == 50.5
-    assert summary["token share of longest 1%"] == 100 / 5050
-    assert summary["token share of longest 10%"] == sum(range(91, 101)) / 5050
+    assert summary["token_share_longest_1pct"] == 100 / 5050
+    assert summary["token_share_longest_10pct"] == sum(range(91, 101)) / 5050
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -178,10 +178,61 @@ def test_clip_summary_brute_force() -> None:
         s = hist.clip_summary(max_len)
         over = values[values > max_len]
         assert s["max_len"] == max_len
-        assert s["samples clipped"] == over.size
-        assert s["share of samples clipped"] == over.size / values.size
-        assert s["tokens removed"] == int((over - max_len).sum())
-        assert s["share of tokens removed"] == (over - max_len).sum() / values.sum()
+        assert s["samples_clipped"] == over.size
+        assert s["share_samples_clipped"] == over.size / values.size
+        assert s["tokens_removed"] == int((over - max_len).sum())
+        assert s["share_tokens_removed"] == (over - max_len).sum() / values.sum()
+
+
+# ------------------------------------------------------------------------ curves for figures
+SMALL = LengthHistogram.from_lengths([3, 3, 5, 8, 8, 8, 40, 41, 200, 1000, 1000])
+
+
+@pytest.mark.parametrize("weight", ["samples", "tokens"])
+@pytest.mark.parametrize("bin_edges", [[0.5, 4.5, 8.5, 999.5, 1000.5], np.geomspace(2.5, 1000.5, 13),
+                                       [3, 8, 41, 1000], [100.5, 150.5]])
+def test_binned_matches_numpy_on_the_samples(bin_edges, weight) -> None:
+    samples = SMALL.expand()
+    want, _ = np.histogram(samples, bins=np.asarray(bin_edges, float),
+                           weights=None if weight == "samples" else samples)
+    np.testing.assert_array_equal(SMALL.binned(np.asarray(bin_edges, float), weight), want)
+
+
+def test_binned_refuses_a_bad_weight() -> None:
+    with pytest.raises(ValueError, match="weight must be"):
+        SMALL.binned(np.array([0.5, 2000.5]), "bytes")
+
+
+def test_token_share_curve_brute_force() -> None:
+    x, y = SMALL.token_share_curve()
+    assert (x[0], y[0]) == (0.0, 0.0) and x[-1] == pytest.approx(1) and y[-1] == pytest.approx(1)
+    assert np.all(np.diff(x) > 0) and np.all(y >= x - 1e-12)  # above the diagonal
+    desc = np.sort(SMALL.expand())[::-1]
+    for k in range(1, desc.size + 1):
+        assert np.interp(k / desc.size, x, y) == pytest.approx(desc[:k].sum() / desc.sum())
+
+
+def test_token_share_curve_matches_tail_token_share() -> None:
+    from analysis.synthetic import case_like_histogram
+
+    case = case_like_histogram()
+    x, y = case.token_share_curve()
+    n = case.n_samples
+    for k in (1, 71_503, 71_504, 90_209, 450_000, n):
+        assert np.interp(k / n, x, y) == pytest.approx(case.tail_token_share(k / n), rel=1e-9)
+
+
+def test_clipping_curve_brute_force() -> None:
+    lengths, samples, tokens = SMALL.clipping_curve()
+    np.testing.assert_array_equal(lengths, SMALL.lengths)
+    values = SMALL.expand()
+    for length, s, t in zip(lengths.tolist(), samples, tokens):
+        over = values[values > length]
+        assert s == pytest.approx(over.size / values.size)
+        assert t == pytest.approx((over - length).sum() / values.sum())
+        summary = SMALL.clip_summary(length)
+        assert s == pytest.approx(summary["share_samples_clipped"])
+        assert t == pytest.approx(summary["share_tokens_removed"])
 
 
 @pytest.mark.parametrize("max_len", [0, -3, 2.5, "8", True])

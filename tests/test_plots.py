@@ -92,25 +92,15 @@ def test_cdf_curve_and_quantiles_brute_force():
     assert [m.get_label().split(" =")[0] for m in marks] == ["p25", "p50", "p99.9"]
 
 
-def test_token_share_curve_matches_tail_token_share(case):
+def test_token_share_figure_draws_the_curve_and_marks(case):
+    # the curve's values are checked against brute force in test_lengths.py
     fig = plot_token_share(case)
     curve = fig.axes[0].lines[0]
-    x, y = np.asarray(curve.get_xdata()), np.asarray(curve.get_ydata())
-    assert (x[0], y[0]) == (0.0, 0.0) and x[-1] == pytest.approx(1) and y[-1] == pytest.approx(1)
-    assert np.all(np.diff(x) > 0) and np.all(y >= x - 1e-12)  # above the diagonal
-    n = case.n_samples
-    for k in (1, 71_503, 71_504, 90_209, 450_000, n):
-        assert np.interp(k / n, x, y) == pytest.approx(case.tail_token_share(k / n), rel=1e-9)
+    x, y = case.token_share_curve()
+    np.testing.assert_array_equal(curve.get_xdata(), x)
+    np.testing.assert_array_equal(curve.get_ydata(), y)
     texts = [t.get_text() for t in fig.axes[0].texts]
     assert texts[0] == f"longest 1% hold {100 * case.tail_token_share(0.01):.1f}% of tokens"
-
-
-def test_token_share_brute_force():
-    fig = plot_token_share(SMALL, marks=())
-    x, y = fig.axes[0].lines[0].get_xdata(), fig.axes[0].lines[0].get_ydata()
-    desc = np.sort(SMALL.expand())[::-1]
-    for k in range(1, desc.size + 1):
-        assert np.interp(k / desc.size, x, y) == pytest.approx(desc[:k].sum() / desc.sum())
 
 
 def test_clipping_curves_match_clip_summary():
@@ -119,8 +109,8 @@ def test_clipping_curves_match_clip_summary():
     samples_line, tokens_line = ax.lines[0], ax.lines[1]
     for length, s, t in zip(samples_line.get_xdata(), samples_line.get_ydata(), tokens_line.get_ydata()):
         summary = SMALL.clip_summary(int(length))
-        assert s == pytest.approx(summary["share of samples clipped"])
-        assert t == pytest.approx(summary["share of tokens removed"])
+        assert s == pytest.approx(summary["share_samples_clipped"])
+        assert t == pytest.approx(summary["share_tokens_removed"])
     marker = [l for l in ax.lines if l.get_label().startswith("max_len")]
     assert marker[0].get_xdata()[0] == 8
     text = ax.texts[0].get_text()

@@ -1,19 +1,21 @@
-"""The progress-bar rule: on for people, off for tests, notebooks run by tools, and --quiet."""
+"""The progress-bar rule: on for people (a terminal, a notebook open in Jupyter), off for pipes,
+tests and notebooks run by tools, and off when asked; the engine only calls what it is given."""
 
 from __future__ import annotations
 
 import io
 import sys
 
+import numpy as np
 import pytest
 
 from analysis import progress as prog
+from analysis import simulate
 
 
 @pytest.fixture()
 def clean_env(monkeypatch):
-    for name in ("PADDING_QUIET", "PADDING_PROGRESS", "PYTEST_CURRENT_TEST", "JPY_SESSION_NAME"):
-        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
     return monkeypatch
 
 
@@ -22,46 +24,51 @@ class _TTY(io.StringIO):
         return True
 
 
-def test_quiet_wins_over_everything(clean_env):
-    clean_env.setenv("PADDING_PROGRESS", "1")
-    clean_env.setenv("PADDING_QUIET", "1")
-    items = [1, 2]
-    assert not prog.progress_enabled() and prog.progress(items, "x") is items
-
-
-def test_opt_in_draws_a_bar(clean_env):
-    clean_env.setenv("PADDING_PROGRESS", "yes")
-    bar = prog.progress([1, 2, 3], "x")
-    assert bar is not None and list(bar) == [1, 2, 3] and hasattr(bar, "update")
-
-
-def test_pytest_and_pipes_are_silent_terminals_are_not(clean_env):
-    clean_env.delenv("PYTEST_CURRENT_TEST", raising=False)  # pytest sets it again for the call
+def test_disabled_is_none_even_on_a_terminal(clean_env):
     clean_env.setattr(sys, "stderr", _TTY())
-    assert prog.progress_enabled()
-    clean_env.setenv("PYTEST_CURRENT_TEST", "t.py::test (call)")
-    assert not prog.progress_enabled()
-    clean_env.delenv("PYTEST_CURRENT_TEST")
+    assert prog.bar(enabled=False) is None
+    assert prog.bar() is not None
+
+
+def test_pipes_are_silent_terminals_are_not(clean_env):
     clean_env.setattr(sys, "stderr", io.StringIO())
-    assert not prog.progress_enabled()
+    assert prog.bar() is None
+    clean_env.setattr(sys, "stderr", None)
+    assert prog.bar() is None
+    clean_env.setattr(sys, "stderr", _TTY())
+    assert prog.bar() is not None
+
+
+def test_enabled_draws_a_bar_and_yields_every_item(clean_env):
+    clean_env.setattr(sys, "stderr", io.StringIO())
+    wrap = prog.bar(enabled=True)
+    out = io.StringIO()
+    assert list(wrap(range(3), "counting", file=out)) == [0, 1, 2]
+    assert "counting" in out.getvalue()
 
 
 def test_a_jupyter_server_session_gets_the_notebook_bar(clean_env):
-    clean_env.delenv("PYTEST_CURRENT_TEST", raising=False)
     clean_env.setattr(sys, "stderr", io.StringIO())
     clean_env.setenv("JPY_SESSION_NAME", "/home/me/03_bucket_count.ipynb")
+    clean_env.delitem(sys.modules, "ipykernel", raising=False)
+    assert prog.bar() is None  # the variable alone (no kernel) is not a notebook
     clean_env.setitem(sys.modules, "ipykernel", sys.modules.get("ipykernel") or object())
-    assert prog.progress_enabled()
-    from tqdm.auto import tqdm as auto_tqdm
-    assert prog._tqdm_class() is auto_tqdm
+    wrap = prog.bar()
+    assert wrap is not None
+    import tqdm.auto
+
+    made = wrap([1, 2], "x", file=io.StringIO(), disable=True)
+    assert isinstance(made, tqdm.auto.tqdm)
+    assert list(made) == [1, 2]
 
 
-def test_null_bar_accepts_updates(clean_env):
-    with prog.progress_bar(5, "epochs", enabled=False) as bar:
-        bar.update(2)
-        bar.set_postfix_str("x")
-    clean_env.setenv("PADDING_PROGRESS", "1")
-    clean_env.setattr(sys, "stderr", io.StringIO())
-    with prog.progress_bar(2, "epochs") as bar:
-        bar.update(2)
-    assert bar.n == 2
+def test_the_engine_calls_the_progress_it_is_given():
+    calls = []
+
+    def record(items, desc):
+        calls.append(desc)
+        return items
+
+    res = simulate([3, 1, 2, 8], "sorted", rng=np.random.default_rng(0), epochs=3, batch_size=2,
+                   progress=record)
+    assert calls == ["simulating sorted"] and res.n_epochs == 3
