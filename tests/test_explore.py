@@ -8,26 +8,41 @@ import sys
 import numpy as np
 import pytest
 
-from analysis import LengthHistogram, expected_padding, optimize_edges
-from analysis.explorer import Explorer, explore, explore_figure, explore_view, parse_edges
+from analysis import BatchRule, LengthHistogram, optimize_edges
+from analysis.explorer import Explorer, ExplorerView, explore, explore_figure, explore_view
 
 HIST = LengthHistogram.from_lengths(np.random.default_rng(5).integers(10, 2_000, size=4_000))
 
 
-def test_view_is_the_optimiser_plus_the_exact_expectation():
-    view = explore_view(HIST, n_buckets=4, batch_size=8)
-    plan = optimize_edges(HIST, 4, batch_size=8)
-    est = expected_padding(HIST, plan.edges, batch_size=8)
-    assert view.edges == list(plan.edges) and view.source == "optimal"
-    assert view.efficiency == est.efficiency and view.padded_tokens == est.padded_tokens
-    assert view.table["samples"].sum() == HIST.n_samples
+def test_view_is_a_plan_and_where_it_came_from():
+    # lengths 1, 2, 3 | 10 in batches of 2: the pair of the first bucket has E[max] = 8/3, the
+    # leftover pads to the mean 2, the 10 is alone: padded 16/3 + 2 + 10 = 52/3, useful 16
+    view = explore_view([1, 2, 3, 10], n_buckets=2, batch_size=2)
+    assert isinstance(view, ExplorerView) and view.source == "optimal"
+    assert view.edges == [0, 3, 10] and view.n_buckets == 2
+    assert view.plan.rule == BatchRule(batch_size=2)
+    assert view.plan.padded_tokens == pytest.approx(52 / 3, rel=1e-12)
+    assert view.efficiency == pytest.approx(16 / (52 / 3), rel=1e-12)
+    assert view.to_frame()["samples"].tolist() == [3, 1]
+    assert view.status() == ("optimal, 2 buckets: efficiency 0.9231, padded tokens 17 for 16 "
+                             "useful (waste 1)")
+
+
+def test_view_with_no_rule_uses_the_default_batch_size_and_places_by_method():
+    view = explore_view(HIST, n_buckets=4, method="equal_count")
+    assert view.source == "equal_count" and view.n_buckets == 4
+    assert view.plan.rule == BatchRule(batch_size=8)
+    assert view.to_frame()["samples"].sum() == HIST.n_samples
 
 
 def test_edited_edges_are_evaluated_as_typed():
-    view = explore_view(HIST, max_tokens=16_384, edges="0, 500, 1000, 2000")
-    est = expected_padding(HIST, [0, 500, 1000, 2000], max_tokens=16_384)
-    assert view.source == "edited" and view.batch_sizes == [32, 16, 8]
-    assert view.padded_tokens == est.padded_tokens
+    view = explore_view(HIST, max_tokens=16_384, edges="0, 500 1000,2000")  # commas or spaces
+    assert view.source == "edited" and view.edges == [0, 500, 1000, 2000]
+    assert view.plan.batch_sizes == [32, 16, 8]
+    # one bucket of 3 samples under max_tokens 12 (4 fit): one batch padded to 3 * 3; then 10
+    small = explore_view([1, 2, 3, 10], max_tokens=12, pad_to_multiple_of=1, edges="0 3 10")
+    assert small.plan.batch_sizes == [4, 1] and small.plan.padded_tokens == 19
+    assert explore_view([1, 2, 3, 10], batch_size=2, edges=[0, 1, 10]).edges == [0, 1, 10]
 
 
 @pytest.mark.parametrize("text, match", [
@@ -38,10 +53,6 @@ def test_edited_edges_are_evaluated_as_typed():
 def test_bad_edges_raise_value_error(text, match):
     with pytest.raises(ValueError, match=match):
         explore_view(HIST, batch_size=8, edges=text)
-
-
-def test_parse_edges_accepts_commas_and_spaces():
-    assert parse_edges(" 0,10 20 ,30 ") == [0, 10, 20, 30]
 
 
 def test_figure_draws_every_edge():
@@ -77,9 +88,9 @@ def test_widget_builds_and_controls_update_the_outputs():
 
     panel.rule.value = "max_tokens"  # switching the rule re-places the edges
     assert panel.rule_value.value == 8 * HIST.max
-    assert panel.view.batch_sizes == [8 * HIST.max // e for e in panel.view.edges[1:]]
+    assert panel.view.plan.batch_sizes == [8 * HIST.max // e for e in panel.view.edges[1:]]
     panel.rule_value.value = 20_000
-    assert panel.view.batch_sizes == [max(1, 20_000 // e) for e in panel.view.edges[1:]]
+    assert panel.view.plan.batch_sizes == [max(1, 20_000 // e) for e in panel.view.edges[1:]]
 
 
 def test_widget_rejects_bad_starting_values():
@@ -107,3 +118,12 @@ def test_display_bundle_has_the_widget_and_a_stable_text():
     data = bundle[0] if isinstance(bundle, tuple) else bundle
     assert "application/vnd.jupyter.widget-view+json" in data
     assert data["text/plain"] == f"Explorer({panel.view.status()})"
+
+
+def test_pad_to_multiple_of_survives_every_control():
+    panel = explore(HIST, batch_size=8, n_buckets=2, pad_to_multiple_of=64)
+    assert panel.view.plan.rule == BatchRule(batch_size=8, pad_to_multiple_of=64)
+    panel.rule.value = "max_tokens"
+    assert panel.view.plan.rule == BatchRule(max_tokens=8 * HIST.max, pad_to_multiple_of=64)
+    panel.edges.value = "0 500 1999"
+    assert panel.view.source == "edited" and panel.view.plan.rule.pad_to_multiple_of == 64
