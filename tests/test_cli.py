@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -92,7 +93,24 @@ def test_optimize_token_budget_clipping_and_table(capsys, data):
     plan = optimize_edges(hist.clip(400), 2, max_tokens=4096, method="equal_count")
     assert code == 0
     assert ", ".join(map(str, plan.edges)) in out and f"{plan.efficiency:.4f}" in out
-    assert "max_tokens = 4,096" in out and "max_len = 400" in out
+    assert "(max_tokens 4,096, max_len = 400)" in out
+
+
+def test_optimize_pad_to_multiple_of(capsys, data):
+    from analysis import BatchRule, optimize_edges
+
+    hist, path = data
+    code, out, err = run(capsys, "optimize", path, "--buckets", 3, "--pad-to-multiple-of", 64,
+                         "--json")
+    assert code == 0 and err == ""
+    got = json.loads(out)
+    plan = optimize_edges(hist, 3, BatchRule(batch_size=8, pad_to_multiple_of=64))
+    assert got["pad_to_multiple_of"] == 64 and got["batch_size"] == 8
+    assert got["edges"] == plan.edges
+    assert got["padded_tokens"] == pytest.approx(plan.padded_tokens, rel=1e-12)
+    # every batch pads to a multiple of 64: at least the useful tokens rounded per sample
+    assert got["padded_tokens"] >= sum(c * -(-v // 64) * 64 for v, c in
+                                       zip(hist.lengths.tolist(), hist.counts.tolist()))
 
 
 # ------------------------------------------------------------------------ compare
@@ -104,6 +122,14 @@ def test_compare_prints_every_strategy(capsys, data):
     for name in ("sorted", "random", "bucketed", "expected_efficiency"):
         assert name in out
     assert "0,100,300,599" in out and "1 epochs, seed 3" in out
+
+
+def test_compare_edges_take_commas_and_spaces(capsys, data):
+    _, path = data
+    code, out, err = run(capsys, "compare", path, "--edges", "0 100, 300,599", "--epochs", 1,
+                         "--pad-to-multiple-of", 8)
+    assert code == 0 and err == ""
+    assert "Strategies on edges 0,100,300,599 (batch_size 8, pad_to_multiple_of 8, 1 epochs" in out
 
 
 # ------------------------------------------------------------------------ errors
@@ -143,11 +169,19 @@ def test_help_shows_every_default(capsys):
     assert "default: 6" in out and "default: 1701" in out
 
 
-def test_quiet_sets_and_restores_the_environment(capsys, data):
+class _TTY(io.StringIO):
+    def isatty(self):
+        return True
+
+
+@pytest.mark.parametrize("quiet", [False, True])
+def test_bars_on_a_terminal_unless_quiet(capsys, monkeypatch, data, quiet):
     _, path = data
-    before = os.environ.get("PADDING_QUIET")
-    assert run(capsys, "--quiet", "summary", path)[0] == 0
-    assert os.environ.get("PADDING_QUIET") == before
+    terminal = _TTY()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    argv = ["--quiet"] * quiet + ["compare", path, "--edges", "0,300,599", "--epochs", 2]
+    assert run(capsys, *argv)[0] == 0
+    assert ("simulating sorted" in terminal.getvalue()) != quiet
 
 
 # ------------------------------------------------------------------------ python -m analysis
