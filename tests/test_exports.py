@@ -4,40 +4,28 @@ from __future__ import annotations
 
 import bisect
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analysis import exports
-from analysis.waste import bucket_index
+from analysis import LengthHistogram, exports, optimize_edges
+from analysis.batching import bucket_index
 
 
 @dataclass(frozen=True)
 class StandInPlan:
-    """Same fields as analysis.optimize.BucketPlan (used when it is not importable)."""
+    """What an export needs of a plan (analysis.exports.PlanLike): edges and batch sizes."""
 
     edges: list[int]
     batch_sizes: list[int]
-    n_buckets: int = 0
-    method: str = "optimal"
-    efficiency: float = 0.9
-    padded_tokens: int = 100
-    useful_tokens: int = 90
-    objective: float = 100.0
-    extra: dict = field(default_factory=dict)
 
 
 def _real_plan():
-    """A real BucketPlan from optimize_edges, or None while it is not there yet."""
-    try:
-        from analysis import LengthHistogram, optimize_edges
-    except ImportError:
-        return None
     hist = LengthHistogram.from_lengths(np.arange(1, 200))
-    return optimize_edges(hist, 3, batch_size=4)
+    return optimize_edges(hist, 3, batch_size=4, pad_to_multiple_of=8)
 
 
 @st.composite
@@ -47,7 +35,7 @@ def plans(draw):
     e0 = draw(st.integers(0, min(inner) - 1))
     edges = [e0, *sorted(inner)]
     sizes = draw(st.lists(st.integers(1, 64), min_size=k, max_size=k))
-    return StandInPlan(edges=edges, batch_sizes=sizes, n_buckets=k)
+    return StandInPlan(edges=edges, batch_sizes=sizes)
 
 
 def _every_length(plan):
@@ -121,21 +109,18 @@ def test_case_edges_exports_by_hand():
     assert exports.to_lhotse(plan)["duration_bins"][0] == 770.5
 
 
-def test_json_and_yaml_agree_and_parse():
-    plan = StandInPlan(edges=[0, 10, 30], batch_sizes=[8, 4], n_buckets=2)
+def test_json_is_the_plan_and_every_export():
+    plan = _real_plan()
     data = json.loads(exports.to_json(plan))
-    assert data["edges"] == [0, 10, 30] and data["batch_sizes"] == [8, 4]
-    assert data["method"] == "optimal" and data["padded_tokens"] == 100
-    assert data["exports"]["nemo"]["bucket_batch_size"] == [8, 4]
-    yaml = pytest.importorskip("yaml")  # only to check our hand-written YAML parses
-    assert yaml.safe_load(exports.to_yaml(plan)) == data
-
-
-def test_yaml_quotes_what_would_change_type():
-    text = exports.dump_yaml({"a": "yes", "b": "1.5", "c": "x: y", "d": [], "e": {}, "f": "plain"})
-    yaml = pytest.importorskip("yaml")
-    assert yaml.safe_load(text) == {"a": "yes", "b": "1.5", "c": "x: y", "d": [], "e": {},
-                                    "f": "plain"}
+    assert data["edges"] == plan.edges and data["batch_sizes"] == [4, 4, 4]
+    assert data["method"] == "optimal" and data["n_buckets"] == 3 and data["exact"] is True
+    assert (data["batch_size"], data["max_tokens"], data["pad_to_multiple_of"]) == (4, None, 8)
+    assert data["efficiency"] == plan.efficiency and data["padded_tokens"] == plan.padded_tokens
+    assert data["useful_tokens"] == sum(range(1, 200))
+    assert sorted(data["exports"]) == ["hf", "lhotse", "nemo", "tf_data"]
+    assert data["exports"]["nemo"]["bucket_batch_size"] == [4, 4, 4]
+    assert data["exports"]["tf_data"]["bucket_boundaries"] == [e + 1 for e in plan.edges[1:-1]]
+    assert "\n" not in exports.to_json(plan, indent=None)
 
 
 def test_bad_plans_raise_value_error():
@@ -145,12 +130,12 @@ def test_bad_plans_raise_value_error():
         exports.to_tf_data(StandInPlan(edges=[0, 5, 9], batch_sizes=[8]))
     with pytest.raises(ValueError, match="strictly increasing"):
         exports.to_lhotse(StandInPlan(edges=[0, 9, 5], batch_sizes=[8, 8]))
+    with pytest.raises(ValueError, match="batch sizes must be positive"):
+        exports.to_hf(StandInPlan(edges=[0, 5, 9], batch_sizes=[8, 0]))
 
 
 def test_real_bucket_plan_exports():
     plan = _real_plan()
-    if plan is None:
-        pytest.skip("analysis.optimize_edges not available yet")
     data = json.loads(exports.to_json(plan))
     for key in ("edges", "batch_sizes", "efficiency", "padded_tokens", "useful_tokens", "method"):
         assert key in data
