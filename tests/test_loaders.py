@@ -16,8 +16,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import analysis.lengths as lengths_module
 import analysis.loaders as loaders
-from analysis import SUPPORTED_EXTENSIONS, LengthHistogram, load_lengths, save_histogram
+from analysis import LengthHistogram, load_lengths, save_histogram
+from analysis.loaders import SUPPORTED_EXTENSIONS
 
 VALUES = np.array([3, 17, 17, 1, 8192, 250, 3, 17], dtype=np.int64)
 EXPECTED = LengthHistogram.from_lengths(VALUES)
@@ -196,6 +198,14 @@ def test_glob_merges_files_in_sorted_order(tmp_path: Path) -> None:
                          LengthHistogram.from_lengths(parts[0]))
     everything = load_lengths(str(tmp_path / "*"))
     assert everything.n_samples == 68 + 10
+    seen: list[tuple[list[str], str]] = []
+
+    def record(paths, desc):
+        seen.append(([Path(p).name for p in paths], desc))
+        return paths
+
+    assert load_lengths(tmp_path / "shard-*.npy", progress=record) == merged
+    assert seen == [(["shard-0.npy", "shard-1.npy", "shard-2.npy"], "loading")]
 
 
 def test_glob_mixing_formats_and_recursion(tmp_path: Path) -> None:
@@ -218,7 +228,7 @@ def test_glob_error_names_the_bad_file_and_returns_nothing(tmp_path: Path) -> No
 def small_chunks(monkeypatch: pytest.MonkeyPatch) -> int:
     """Force many chunks on small files, so chunk boundaries are exercised."""
     monkeypatch.setattr(loaders, "_CHUNK_ROWS", 32)
-    monkeypatch.setattr(loaders, "_DENSE_LIMIT", 1000)
+    monkeypatch.setattr(lengths_module, "_DENSE_LIMIT", 1000)  # the counter lives in lengths
     return 32
 
 
