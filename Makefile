@@ -23,7 +23,11 @@ REPORT_DIR ?= reports
 export JUPYTER_PLATFORM_DIRS := 1
 export MPLBACKEND := Agg
 
-.PHONY: help setup report test benchmarks data clean
+NOTEBOOKS := $(sort $(wildcard notebooks/[0-9]*.ipynb))
+# Volatile notebook metadata (timestamps, versions) is stripped; outputs and counts are kept.
+STRIP := --keep-output --keep-count --extra-keys "cell.metadata.execution metadata.language_info.version"
+
+.PHONY: help setup report test lint benchmarks notebooks data clean
 
 help:  ## List the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -42,8 +46,17 @@ $(STAMP): pyproject.toml
 report: setup  ## Run every notebook on the bundled data into reports/ (executed copies, HTML, figures)
 	"$(PY)" -m analysis report "$(DATA)" --out "$(REPORT_DIR)"
 
-test: setup  ## Run every test: unit tests, doctests of the package, nbval over notebooks/
+test: setup lint  ## Run every test: ruff, mypy --strict, unit tests, doctests, nbval over notebooks/
 	"$(PY)" -m pytest
+
+lint: setup  ## ruff (lint and format check) and mypy --strict on the package
+	"$(PY)" -m ruff check analysis tests benchmarks notebooks
+	"$(PY)" -m ruff format --check analysis tests benchmarks
+	"$(PY)" -m mypy
+
+notebooks: setup  ## Re-execute the stored notebooks in place (outputs kept for nbval) and strip volatile metadata
+	cd notebooks && for nb in $(notdir $(NOTEBOOKS)); do "$(PY)" -m jupyter nbconvert --to notebook --execute --inplace "$$nb" || exit 1; done
+	"$(PY)" -m nbstripout $(STRIP) $(NOTEBOOKS)
 
 benchmarks: setup  ## Print the benchmark figures (timings are not tests)
 	@for script in benchmarks/bench_*.py; do echo "== $$script"; "$(PY)" "$$script" || exit 1; done
