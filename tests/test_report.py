@@ -8,8 +8,8 @@ import nbformat
 import numpy as np
 import pytest
 
-from analysis import LengthHistogram, cli, expected_padding, save_histogram
-from analysis.report import notebook_parameters, recommend, report_notebooks, run_report
+from analysis import BatchRule, LengthHistogram, cli, save_histogram
+from analysis.report import notebook_parameters, report_notebooks, run_report
 
 LENGTHS = np.random.default_rng(11).integers(20, 900, size=2_000)
 
@@ -23,64 +23,47 @@ def _tiny_notebook(path, *, params: str, body: str) -> None:
     nbformat.write(nb, path)
 
 
-def test_recommend_is_exact_for_each_strategy():
-    from analysis import optimize_edges
-    from analysis.strategies import sorted_padding
-
-    hist = LengthHistogram.from_lengths(LENGTHS)
-    rec = recommend(hist, n_buckets=4, batch_size=8)
-    by = {s["strategy"]: s for s in rec["strategies"]}
-    plan = optimize_edges(hist, 4, batch_size=8)
-    assert rec["plan"]["edges"] == list(plan.edges) == by["bucketed"]["edges"]
-    assert by["random"]["padded_tokens"] == expected_padding(
-        hist, [hist.min - 1, hist.max], batch_size=8).padded_tokens
-    useful, padded, _ = sorted_padding(hist, 8)
-    assert by["sorted"]["efficiency"] == useful / padded
-    assert by["random"]["efficiency"] < by["bucketed"]["efficiency"] <= 1
-    assert rec["throughput"] is None
-
-
-def test_recommend_predicts_throughput_from_one_reference():
-    hist = LengthHistogram.from_lengths(LENGTHS)
-    rec = recommend(hist, n_buckets=3, batch_size=8, tokens_per_s=12_000,
-                    reference_strategy="random")
-    rates = rec["throughput"]["predicted_tokens_per_s"]
-    eff = {s["strategy"]: s["efficiency"] for s in rec["strategies"]}
-    assert rates["random"] == 12_000
-    assert rates["bucketed"] == pytest.approx(12_000 * eff["bucketed"] / eff["random"], rel=1e-12)
-    with pytest.raises(ValueError, match="not one of"):
-        recommend(hist, n_buckets=3, batch_size=8, tokens_per_s=1.0, reference_strategy="magic")
-
-
 def test_parameters_are_the_intersection_and_figures_come_in_png_and_svg(tmp_path):
     nbs = tmp_path / "nbs"
     nbs.mkdir()
-    _tiny_notebook(nbs / "01_a.ipynb", params="data_path = 'x'\nfigures_dir = 'f'\nbatch_size = 1",
+    _tiny_notebook(nbs / "01_a.ipynb", params="data_path = 'x'\nfigures_dir = None\n"
+                                               "figure_formats = ['png']\nbatch_size = 1\n"
+                                               "pad_to_multiple_of = 1",
                    body="from matplotlib.figure import Figure\n"
                         "from analysis.plots import save_figure\n"
                         "from analysis import load_lengths\n"
                         "h = load_lengths(data_path)\n"
-                        "_ = save_figure(Figure(), 'tiny', figures_dir)\n"
-                        "print(h.n_samples, batch_size)")
+                        "_ = save_figure(Figure(), 'tiny', figures_dir, formats=figure_formats)\n"
+                        "print(h.n_samples, batch_size, pad_to_multiple_of)")
     _tiny_notebook(nbs / "02_b.ipynb", params="n_buckets = 2\nunrelated = 5", body="n_buckets")
-    assert notebook_parameters(nbs / "01_a.ipynb") == ["data_path", "figures_dir", "batch_size"]
+    assert notebook_parameters(nbs / "01_a.ipynb") == ["data_path", "figures_dir", "figure_formats",
+                                                       "batch_size", "pad_to_multiple_of"]
     src = save_histogram(LengthHistogram.from_lengths(LENGTHS), tmp_path / "in.csv")
     out = tmp_path / "out"
-    result = run_report(src, out, n_buckets=3, batch_size=4, quiet=True, notebooks_dir=nbs,
+    result = run_report(src, out, n_buckets=3, rule=BatchRule(batch_size=4, pad_to_multiple_of=8),
+                        quiet=True, notebooks_dir=nbs,
                         command="padding-workbench report in.csv --out out")
     rec = json.loads((out / "recommendation.json").read_text())
     runs = {r["notebook"]: r for r in rec["notebooks"]}
-    assert set(runs["01_a.ipynb"]["parameters"]) == {"data_path", "figures_dir", "batch_size"}
+    assert set(runs["01_a.ipynb"]["parameters"]) == {"data_path", "figures_dir", "figure_formats",
+                                                     "batch_size", "pad_to_multiple_of"}
+    assert runs["01_a.ipynb"]["parameters"]["figure_formats"] == ["png", "svg"]
     assert runs["01_a.ipynb"]["parameters"]["data_path"].startswith("/")
     assert runs["02_b.ipynb"]["parameters"] == {"n_buckets": 3}
     assert rec["figures"] == ["figures/tiny.png", "figures/tiny.svg"]
     assert rec["figures_missing_svg"] == []
     executed = nbformat.read(out / "01_a.ipynb", as_version=4)
-    assert executed.cells[-1].outputs[0]["text"] == f"{len(LENGTHS)} 4\n"
+    assert executed.cells[-1].outputs[0]["text"] == f"{len(LENGTHS)} 4 8\n"
     assert (nbs / "01_a.ipynb").read_text().count('"outputs": []') == 2  # never in place
     assert {p.name for p in result.files} >= {"01_a.ipynb", "01_a.html", "02_b.ipynb",
                                               "02_b.html", "recommendation.json", "lengths.csv"}
     assert rec["command"] == "padding-workbench report in.csv --out out"
+    assert rec["plan"]["pad_to_multiple_of"] == 8 and rec["plan"]["n_buckets"] == 3
+    assert list(rec["strategies"]) == ["random", "sorted", "bucketed"]
+    assert rec["strategies"]["bucketed"]["efficiency"] == rec["plan"]["efficiency"]
+    assert rec["exports"]["nemo"]["bucket_batch_size"] == [4, 4, 4]
+    assert rec["throughput"] is None and rec["n_buckets_suggested"] >= 1
+    assert all(isinstance(k, str) for k in rec["optimal_efficiency_by_n_buckets"])
 
 
 def test_failing_notebook_is_one_line_through_the_cli(tmp_path, capsys, monkeypatch):
@@ -96,7 +79,12 @@ def test_failing_notebook_is_one_line_through_the_cli(tmp_path, capsys, monkeypa
     assert "01_bad.ipynb failed" in err and "ZeroDivisionError" in err
 
 
-@pytest.mark.skipif(not report_notebooks(), reason="no notebooks yet")
+def test_the_real_notebooks_are_there():
+    names = [p.name for p in report_notebooks()]
+    assert names and names == sorted(names)
+    assert "03_bucket_count.ipynb" in names
+
+
 def test_report_on_the_real_notebooks_leaves_every_promised_file(tmp_path, capsys):
     src = save_histogram(LengthHistogram.from_lengths(LENGTHS), tmp_path / "lengths.csv")
     out = tmp_path / "report"
@@ -114,7 +102,7 @@ def test_report_on_the_real_notebooks_leaves_every_promised_file(tmp_path, capsy
     assert rec["settings"]["max_len"] == 800 and rec["n_buckets"] == 4
     assert rec["data"]["clipping"]["max_len"] == 800
     assert rec["plan"]["edges"][-1] == 800
-    assert {s["strategy"] for s in rec["strategies"]} == {"random", "sorted", "bucketed"}
+    assert set(rec["strategies"]) == {"random", "sorted", "bucketed"}
     assert rec["throughput"]["predicted_tokens_per_s"]["sorted"] == 10_000
     assert rec["command"].startswith("padding-workbench --quiet report ")
     assert rec["version"] and [r["notebook"] for r in rec["notebooks"]] == notebooks
@@ -123,7 +111,6 @@ def test_report_on_the_real_notebooks_leaves_every_promised_file(tmp_path, capsy
             assert run["parameters"]["data_path"] == str(out / "data" / "lengths.csv")
 
 
-@pytest.mark.skipif(not report_notebooks(), reason="no notebooks yet")
 def test_report_with_a_token_budget_on_data_longer_than_the_case(tmp_path, capsys):
     # Two paths that once failed inside the notebooks: the max_tokens rule (batch_size is
     # then None) and lengths beyond the case's 8,192 (the case's edges must be stretched).
@@ -141,27 +128,15 @@ def test_report_with_a_token_budget_on_data_longer_than_the_case(tmp_path, capsy
     assert params["03_bucket_count.ipynb"]["max_tokens"] == 16384
 
 
-def test_recommend_reports_efficiency_for_every_k():
-    from analysis import recommend_n_buckets, sweep_bucket_counts
-
-    hist = LengthHistogram.from_lengths(LENGTHS)
-    rec = recommend(hist, n_buckets=6, batch_size=8)
-    by_k = {int(k): e for k, e in rec["optimal_efficiency_by_n_buckets"].items()}  # JSON keys
-    assert sorted(by_k) == list(range(1, 17))
-    assert by_k[6] == pytest.approx(rec["plan"]["efficiency"], rel=1e-12)
-    assert all(by_k[k] <= by_k[k + 1] + 1e-12 for k in range(1, 16))
-    sweep = sweep_bucket_counts(hist, range(1, 17), ("optimal",), batch_size=8)
-    assert rec["n_buckets_gaining_under_1_point"] == recommend_n_buckets(sweep, min_gain=0.01)
-
-
-def test_save_figure_formats_follow_the_environment(tmp_path, monkeypatch):
+def test_save_figure_formats_are_a_parameter(tmp_path):
     from matplotlib.figure import Figure
 
     from analysis.plots import save_figure
 
-    monkeypatch.delenv("PADDING_FIGURE_FORMATS", raising=False)
     assert [p.name for p in save_figure(Figure(), "a", tmp_path)] == ["a.png"]
-    monkeypatch.setenv("PADDING_FIGURE_FORMATS", "png, .SVG")
-    assert [p.name for p in save_figure(Figure(), "b", tmp_path)] == ["b.png", "b.svg"]
-    assert [p.name for p in save_figure(Figure(), "c", tmp_path, formats=("pdf",))] == ["c.pdf"]
+    assert [p.name for p in save_figure(Figure(), "b", tmp_path, formats=["png", ".SVG"])] == [
+        "b.png", "b.svg"]
+    assert [p.name for p in save_figure(Figure(), "c", tmp_path, formats="pdf")] == ["c.pdf"]
     assert b"<svg" in (tmp_path / "b.svg").read_bytes()[:400]
+    assert save_figure(Figure(), "d", None, formats=["png"]) == []  # no folder, nothing saved
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.png", "b.png", "b.svg", "c.pdf"]
