@@ -19,7 +19,7 @@ import numpy as np
 from analysis.case import CASE_BATCH_SIZE, CASE_EDGES, CASE_MAX_LENGTH
 from analysis.lengths import LengthHistogram
 from analysis.paths import BUNDLED_DATA
-from analysis.simulate import simulate
+from analysis.simulation import simulate
 from analysis.strategies import STRATEGIES, epoch_builder
 
 from _common import case_histogram, median_seconds

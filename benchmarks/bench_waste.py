@@ -36,8 +36,8 @@ def main() -> None:
     hist = case_histogram()
     report(f"case ({name})", hist, CASE_EDGES, batch_size=CASE_BATCH_SIZE)
     report(f"case ({name}), one bucket", hist, [0, CASE_MAX_LENGTH], batch_size=CASE_BATCH_SIZE)
-    report(f"case ({name}), attention", hist, CASE_EDGES, batch_size=CASE_BATCH_SIZE,
-           attention_weight=1e-4)
+    report(f"case ({name}), rounded", hist, CASE_EDGES, batch_size=CASE_BATCH_SIZE,
+           pad_to_multiple_of=64)
     report(f"case ({name})", hist, CASE_EDGES, max_tokens=65_536)
     alpaca = shared_histogram("alpaca_eval_outputs", CASE_MAX_LENGTH)
     if alpaca is not None:
