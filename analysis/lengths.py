@@ -3,8 +3,7 @@
 A dataset of millions of samples usually has only thousands of distinct lengths, so
 everything downstream (the padding model, the optimiser, the figures) works on
 ``(lengths, counts)`` pairs.  Totals are exact: they are Python ``int`` values computed
-without any fixed-width accumulator, because the case this project comes from lost its
-first run to ``int32`` overflow (negative waste).
+without any fixed-width accumulator.
 
 This module imports nothing else from the project and reads no files.
 """
