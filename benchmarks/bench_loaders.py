@@ -56,8 +56,9 @@ print(tracemalloc.get_traced_memory()[1] + pa.default_memory_pool().max_memory()
 
 def peak_memory(path: Path) -> int:
     """Peak bytes of one call in a fresh process: traced Python/NumPy heap + Arrow's pool."""
-    result = subprocess.run([sys.executable, "-c", _MEMORY_PROBE, str(path)], check=True,
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-c", _MEMORY_PROBE, str(path)], check=True, capture_output=True, text=True
+    )
     return int(result.stdout)
 
 
@@ -73,24 +74,28 @@ def main() -> None:
         npy = Path(tmp) / "lengths.npy"
         parquet = Path(tmp) / "lengths.parquet"
         np.save(npy, lengths)
-        pq.write_table(pa.table({"n_tokens": lengths}), parquet,
-                       row_group_size=-(-args.rows // 10))
+        pq.write_table(pa.table({"n_tokens": lengths}), parquet, row_group_size=-(-args.rows // 10))
         assert pq.ParquetFile(parquet).num_row_groups == 10
-        print(f"{args.rows:,} int32 lengths, {len(np.unique(lengths)):,} distinct; "
-              f"median of {args.runs} runs")
+        print(
+            f"{args.rows:,} int32 lengths, {len(np.unique(lengths)):,} distinct; median of {args.runs} runs"
+        )
         text = lengths[: args.text_rows]
         csv, jsonl = Path(tmp) / "lengths.csv", Path(tmp) / "lengths.jsonl"
         csv.write_text("n_tokens\n" + "\n".join(map(str, text.tolist())) + "\n")
         jsonl.write_text("".join(f'{{"n_tokens": {n}}}\n' for n in text.tolist()))
         print(f"data: {lengths.nbytes / 2**20:.0f} MiB as int32")
-        for label, path, rows, total in [(".npy", npy, args.rows, expected),
-                                          (".parquet (10 row groups)", parquet, args.rows, expected),
-                                          (".csv (one column)", csv, text.size, int(text.sum())),
-                                          (".jsonl", jsonl, text.size, int(text.sum()))]:
+        for label, path, rows, total in [
+            (".npy", npy, args.rows, expected),
+            (".parquet (10 row groups)", parquet, args.rows, expected),
+            (".csv (one column)", csv, text.size, int(text.sum())),
+            (".jsonl", jsonl, text.size, int(text.sum())),
+        ]:
             assert load_lengths(path).total_tokens == total
             seconds, peak = time_load(path, args.runs), peak_memory(path)
-            print(f"{label:26s} {rows:>12,} rows {seconds * 1e3:8.1f} ms "
-                  f"{rows / seconds / 1e6:7.1f} M rows/s  peak memory {peak / 2**20:6.1f} MiB")
+            print(
+                f"{label:26s} {rows:>12,} rows {seconds * 1e3:8.1f} ms "
+                f"{rows / seconds / 1e6:7.1f} M rows/s  peak memory {peak / 2**20:6.1f} MiB"
+            )
 
 
 if __name__ == "__main__":

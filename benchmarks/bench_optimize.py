@@ -30,12 +30,11 @@ import time
 
 import numpy as np
 import pandas as pd
+from _common import case_histogram, median_seconds, shared_histogram
 
 from analysis.lengths import LengthHistogram
 from analysis.optimize import METHODS, optimize_edges, sweep_bucket_counts
 from analysis.paths import BUNDLED_DATA, PROJECT_ROOT
-
-from _common import case_histogram, median_seconds, shared_histogram
 
 REAL = ("alpaca_eval_outputs", "arena_hard_answers")
 
@@ -66,16 +65,27 @@ def _child(kind: str) -> None:
         hist = long_context_histogram()
         start = time.perf_counter()
         sweep = sweep_bucket_counts(hist, range(1, 17), ["optimal"], batch_size=8, candidates=None)
-        print(json.dumps({"seconds": time.perf_counter() - start,
-                          "objective": sweep["objective"].tolist(),
-                          "efficiency": sweep["efficiency"].tolist(),
-                          "edges": sweep["edges"].tolist()}))
+        print(
+            json.dumps(
+                {
+                    "seconds": time.perf_counter() - start,
+                    "objective": sweep["objective"].tolist(),
+                    "efficiency": sweep["efficiency"].tolist(),
+                    "edges": sweep["edges"].tolist(),
+                }
+            )
+        )
 
 
 def run_child(kind: str, timeout: float) -> dict | None:
     try:
-        out = subprocess.run([sys.executable, __file__, "--child", kind], capture_output=True,
-                             text=True, timeout=timeout, check=True)
+        out = subprocess.run(
+            [sys.executable, __file__, "--child", kind],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=True,
+        )
     except subprocess.TimeoutExpired:
         return None
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -86,10 +96,12 @@ def efficiency_table(named: dict[str, LengthHistogram]) -> pd.DataFrame:
     for name, hist in named.items():
         sweep = sweep_bucket_counts(hist, [4, 6, 8], METHODS, batch_size=8)
         for row in sweep.itertuples():
-            rows.append({"data": name, "K": row.n_buckets, "method": row.method,
-                         "efficiency": row.efficiency})
-    table = pd.DataFrame(rows).pivot_table(index=["data", "K"], columns="method",
-                                           values="efficiency", sort=False)
+            rows.append(
+                {"data": name, "K": row.n_buckets, "method": row.method, "efficiency": row.efficiency}
+            )
+    table = pd.DataFrame(rows).pivot_table(
+        index=["data", "K"], columns="method", values="efficiency", sort=False
+    )
     return table[list(METHODS)]
 
 
@@ -105,41 +117,42 @@ def main() -> None:
 
     name = str(BUNDLED_DATA.relative_to(PROJECT_ROOT))
     hist = case_histogram()
-    print(f"data: {name}: {hist.n_samples:,} samples, {hist.n_distinct:,} distinct lengths "
-          f"{hist.min}..{hist.max}; batch size 8, full resolution\n")
+    print(
+        f"data: {name}: {hist.n_samples:,} samples, {hist.n_distinct:,} distinct lengths "
+        f"{hist.min}..{hist.max}; batch size 8, full resolution\n"
+    )
 
     t_opt = median_seconds(lambda: optimize_edges(hist, 6, batch_size=8, candidates=None))
     t_greedy = median_seconds(lambda: optimize_edges(hist, 6, batch_size=8, method="greedy"))
     opt6 = optimize_edges(hist, 6, batch_size=8, candidates=None)
     gr6 = optimize_edges(hist, 6, batch_size=8, method="greedy")
-    print(f"optimize_edges K=6   optimal {t_opt:6.3f} s (target <= 0.5)   "
-          f"greedy {t_greedy:6.3f} s")
+    print(f"optimize_edges K=6   optimal {t_opt:6.3f} s (target <= 0.5)   greedy {t_greedy:6.3f} s")
     print(f"   optimal {opt6.edges} efficiency {opt6.efficiency:.4f}")
     print(f"   greedy  {gr6.edges} efficiency {gr6.efficiency:.4f}")
 
     ks = range(1, 17)
-    t_sweep = median_seconds(lambda: sweep_bucket_counts(hist, ks, ["optimal"], batch_size=8,
-                                                         candidates=None))
-    t_sweep_g = median_seconds(lambda: sweep_bucket_counts(hist, ks, ["greedy"], batch_size=8),
-                               runs=3)
-    print(f"sweep K=1..16        optimal {t_sweep:6.3f} s (target <= 1.5)   "
-          f"greedy {t_sweep_g:6.3f} s")
+    t_sweep = median_seconds(
+        lambda: sweep_bucket_counts(hist, ks, ["optimal"], batch_size=8, candidates=None)
+    )
+    t_sweep_g = median_seconds(lambda: sweep_bucket_counts(hist, ks, ["greedy"], batch_size=8), runs=3)
+    print(f"sweep K=1..16        optimal {t_sweep:6.3f} s (target <= 1.5)   greedy {t_sweep_g:6.3f} s")
 
     mem = run_child("memory", timeout=600)
-    print(f"peak memory, K=1..16 sweep: tracemalloc peak {mem['traced_peak'] / 2**20:,.0f} MiB, "
-          f"process max RSS {mem['max_rss'] / 2**20:,.0f} MiB (target <= 1024 MiB)")
+    print(
+        f"peak memory, K=1..16 sweep: tracemalloc peak {mem['traced_peak'] / 2**20:,.0f} MiB, "
+        f"process max RSS {mem['max_rss'] / 2**20:,.0f} MiB (target <= 1024 MiB)"
+    )
 
-    t_tok = median_seconds(lambda: optimize_edges(hist, 6, max_tokens=16384, candidates=None),
-                           runs=3)
-    t_tok_g = median_seconds(lambda: optimize_edges(hist, 6, max_tokens=16384, method="greedy"),
-                             runs=3)
+    t_tok = median_seconds(lambda: optimize_edges(hist, 6, max_tokens=16384, candidates=None), runs=3)
+    t_tok_g = median_seconds(lambda: optimize_edges(hist, 6, max_tokens=16384, method="greedy"), runs=3)
     print(f"token budget 16384, K=6: optimal {t_tok:6.3f} s   greedy {t_tok_g:6.3f} s\n")
 
     long = long_context_histogram()
-    print(f"long context (synthetic): {long.n_samples:,} samples, {long.n_distinct:,} distinct "
-          f"lengths {long.min}..{long.max}, batch size 8")
-    t_grid = median_seconds(lambda: optimize_edges(long, 6, batch_size=8, candidates="auto"),
-                            runs=3)
+    print(
+        f"long context (synthetic): {long.n_samples:,} samples, {long.n_distinct:,} distinct "
+        f"lengths {long.min}..{long.max}, batch size 8"
+    )
+    t_grid = median_seconds(lambda: optimize_edges(long, 6, batch_size=8, candidates="auto"), runs=3)
     grid = optimize_edges(long, 6, batch_size=8, candidates="auto")
     start = time.perf_counter()
     gsweep = sweep_bucket_counts(long, ks, ["optimal"], batch_size=8)
@@ -153,11 +166,15 @@ def main() -> None:
         else:
             gaps = np.array(gsweep["objective"]) / np.array(exact["objective"]) - 1
             eff_gaps = np.array(exact["efficiency"]) - np.array(gsweep["efficiency"])
-            same = sum(a == b for a, b in zip(exact["edges"], gsweep["edges"]))
-            print(f"   exact DP sweep K=1..16 (every distinct length a candidate): "
-                  f"{exact['seconds']:6.1f} s (one run)")
-            print(f"   candidate mode vs exact over K=1..16: same edges for {same} of 16 K; "
-                  f"objective gap max {gaps.max():.2e}, efficiency gap max {eff_gaps.max():.2e}")
+            same = sum(a == b for a, b in zip(exact["edges"], gsweep["edges"], strict=False))
+            print(
+                f"   exact DP sweep K=1..16 (every distinct length a candidate): "
+                f"{exact['seconds']:6.1f} s (one run)"
+            )
+            print(
+                f"   candidate mode vs exact over K=1..16: same edges for {same} of 16 K; "
+                f"objective gap max {gaps.max():.2e}, efficiency gap max {eff_gaps.max():.2e}"
+            )
     print()
 
     named = {name: hist}

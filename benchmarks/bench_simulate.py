@@ -15,6 +15,7 @@ table + metrics).  Target: a bucketed epoch in <= 0.1 s.
 from __future__ import annotations
 
 import numpy as np
+from _common import case_histogram, median_seconds
 
 from analysis.case import CASE_BATCH_SIZE, CASE_EDGES, CASE_MAX_LENGTH
 from analysis.lengths import LengthHistogram
@@ -22,20 +23,19 @@ from analysis.paths import BUNDLED_DATA
 from analysis.simulation import simulate
 from analysis.strategies import STRATEGIES, epoch_builder
 
-from _common import case_histogram, median_seconds
-
 RUNS = 7
 
 
 def main() -> None:
     # expand() is sorted by length; a dataset on disk is not: shuffle it (seeded)
-    lengths = np.random.default_rng(1701).permutation(
-        case_histogram().clip(CASE_MAX_LENGTH).expand())
+    lengths = np.random.default_rng(1701).permutation(case_histogram().clip(CASE_MAX_LENGTH).expand())
     name = f"{BUNDLED_DATA.name} (shuffled)"
     hist = LengthHistogram.from_lengths(lengths)
     print(f"data: {name}, {hist.n_samples:,} samples, {hist.n_distinct:,} distinct lengths")
-    print(f"median of {RUNS} runs; batch_size={CASE_BATCH_SIZE}, edges={list(CASE_EDGES)}, "
-          f"max_tokens={CASE_BATCH_SIZE * CASE_MAX_LENGTH}")
+    print(
+        f"median of {RUNS} runs; batch_size={CASE_BATCH_SIZE}, edges={list(CASE_EDGES)}, "
+        f"max_tokens={CASE_BATCH_SIZE * CASE_MAX_LENGTH}"
+    )
     print(f"{'strategy':<16}{'prepare s':>11}{'epoch s':>10}{'simulate s':>12}")
     for strategy in STRATEGIES:
         if strategy in ("token_budget", "packing"):
@@ -43,12 +43,14 @@ def main() -> None:
         else:
             rule = {"batch_size": CASE_BATCH_SIZE}
         prepare = median_seconds(
-            lambda: epoch_builder(lengths, strategy, edges=CASE_EDGES, **rule), runs=RUNS)
+            lambda s=strategy, r=rule: epoch_builder(lengths, s, edges=CASE_EDGES, **r), runs=RUNS
+        )
         builder = epoch_builder(lengths, strategy, edges=CASE_EDGES, **rule)
         rng = np.random.default_rng(0)
-        epoch = median_seconds(lambda: builder.epoch(rng), runs=RUNS)
-        sim = median_seconds(lambda: simulate(lengths, strategy, rng=rng, edges=CASE_EDGES,
-                                              **rule), runs=5)
+        epoch = median_seconds(lambda b=builder, g=rng: b.epoch(g), runs=RUNS)
+        sim = median_seconds(
+            lambda s=strategy, g=rng, r=rule: simulate(lengths, s, rng=g, edges=CASE_EDGES, **r), runs=5
+        )
         print(f"{strategy:<16}{prepare:>11.3f}{epoch:>10.3f}{sim:>12.3f}")
 
 

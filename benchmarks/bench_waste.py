@@ -12,12 +12,12 @@ in milliseconds.  Target: <= 10 ms on the case data.
 
 from __future__ import annotations
 
+from _common import SHARED_DATA, case_histogram, median_seconds, shared_histogram
+
 from analysis.case import CASE_BATCH_SIZE, CASE_EDGES, CASE_MAX_LENGTH
 from analysis.lengths import LengthHistogram
 from analysis.paths import BUNDLED_DATA, PROJECT_ROOT
 from analysis.waste import expected_padding
-
-from _common import SHARED_DATA, case_histogram, median_seconds, shared_histogram
 
 RUNS = 25
 
@@ -26,9 +26,11 @@ def report(name: str, hist: LengthHistogram, edges, **rule) -> None:
     est = expected_padding(hist, edges, **rule)
     ms = 1e3 * median_seconds(lambda: expected_padding(hist, edges, **rule), runs=RUNS)
     rule_text = ", ".join(f"{k}={v}" for k, v in rule.items())
-    print(f"{name:<34} {hist.n_samples:>9,} samples {hist.n_distinct:>6,} distinct "
-          f"{len(edges) - 1:>2} buckets {rule_text:<40} efficiency {est.efficiency:.4f}  "
-          f"median {ms:7.3f} ms")
+    print(
+        f"{name:<34} {hist.n_samples:>9,} samples {hist.n_distinct:>6,} distinct "
+        f"{len(edges) - 1:>2} buckets {rule_text:<40} efficiency {est.efficiency:.4f}  "
+        f"median {ms:7.3f} ms"
+    )
 
 
 def main() -> None:
@@ -36,8 +38,7 @@ def main() -> None:
     hist = case_histogram()
     report(f"case ({name})", hist, CASE_EDGES, batch_size=CASE_BATCH_SIZE)
     report(f"case ({name}), one bucket", hist, [0, CASE_MAX_LENGTH], batch_size=CASE_BATCH_SIZE)
-    report(f"case ({name}), rounded", hist, CASE_EDGES, batch_size=CASE_BATCH_SIZE,
-           pad_to_multiple_of=64)
+    report(f"case ({name}), rounded", hist, CASE_EDGES, batch_size=CASE_BATCH_SIZE, pad_to_multiple_of=64)
     report(f"case ({name})", hist, CASE_EDGES, max_tokens=65_536)
     alpaca = shared_histogram("alpaca_eval_outputs", CASE_MAX_LENGTH)
     if alpaca is not None:

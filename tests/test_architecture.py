@@ -21,8 +21,17 @@ PACKAGE = Path(analysis.__file__).parent
 #: The faces: they may import anything; nothing in the engine may import them.
 FACES = {"cli", "report", "explorer", "exports", "progress", "plots", "tables", "__main__"}
 #: Never imported by the engine (UI, notebooks, report tooling, deep-learning frameworks).
-FORBIDDEN = {"matplotlib", "IPython", "ipywidgets", "papermill", "nbformat", "nbconvert", "tqdm",
-             "torch", "ipykernel"}
+FORBIDDEN = {
+    "matplotlib",
+    "IPython",
+    "ipywidgets",
+    "papermill",
+    "nbformat",
+    "nbconvert",
+    "tqdm",
+    "torch",
+    "ipykernel",
+}
 #: The ground and the padding model: pure functions of values, no file access.
 NO_FILES = {"lengths", "batching", "waste", "_order_stats"}
 
@@ -76,19 +85,34 @@ def test_engine_module_imports_no_face_and_no_ui(path):
 def test_ground_modules_read_no_file(name):
     path = PACKAGE / f"{name}.py"
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    called = {node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
-              for node in ast.walk(tree) if isinstance(node, ast.Call)}
-    reads = {"open", "load", "read_csv", "read_parquet", "read_text", "read_bytes", "loadtxt",
-             "fromfile", "read_table", "read_json"}
+    called = {
+        node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+    }
+    reads = {
+        "open",
+        "load",
+        "read_csv",
+        "read_parquet",
+        "read_text",
+        "read_bytes",
+        "loadtxt",
+        "fromfile",
+        "read_table",
+        "read_json",
+    }
     assert not called & reads, f"{name} calls {sorted(called & reads)}"
     assert not _imports(path) & {"os", "pathlib", "glob", "io", "gzip", "json"}, name
 
 
 def test_import_analysis_loads_no_ui_library():
-    code = ("import json, sys, analysis; "
-            "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))")
-    loaded = set(json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True,
-                                           text=True, check=True).stdout))
+    code = "import json, sys, analysis; print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))"
+    loaded = set(
+        json.loads(
+            subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+        )
+    )
     assert not loaded & FORBIDDEN, sorted(loaded & FORBIDDEN)
 
 
@@ -103,8 +127,7 @@ def test_public_api_is_small_and_each_name_is_used_by_a_face():
     root = PACKAGE.parent
     texts = [p.read_text(encoding="utf-8") for p in (root / "notebooks").glob("*.ipynb")]
     texts += [(root / "README.md").read_text(encoding="utf-8")]
-    texts += [(PACKAGE / f"{face}.py").read_text(encoding="utf-8")
-              for face in ("cli", "report", "explorer")]
+    texts += [(PACKAGE / f"{face}.py").read_text(encoding="utf-8") for face in ("cli", "report", "explorer")]
     public = [n for n in analysis.__all__ if n != "__version__"]
     assert len(public) <= 32
     unused = [n for n in public if not any(n in t for t in texts)]

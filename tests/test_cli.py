@@ -88,8 +88,19 @@ def test_optimize_token_budget_clipping_and_table(capsys, data):
     from analysis import optimize_edges
 
     hist, path = data
-    code, out, _ = run(capsys, "optimize", path, "--buckets", 2, "--max-tokens", 4096,
-                       "--max-len", 400, "--method", "equal_count")
+    code, out, _ = run(
+        capsys,
+        "optimize",
+        path,
+        "--buckets",
+        2,
+        "--max-tokens",
+        4096,
+        "--max-len",
+        400,
+        "--method",
+        "equal_count",
+    )
     plan = optimize_edges(hist.clip(400), 2, max_tokens=4096, method="equal_count")
     assert code == 0
     assert ", ".join(map(str, plan.edges)) in out and f"{plan.efficiency:.4f}" in out
@@ -100,8 +111,7 @@ def test_optimize_pad_to_multiple_of(capsys, data):
     from analysis import BatchRule, optimize_edges
 
     hist, path = data
-    code, out, err = run(capsys, "optimize", path, "--buckets", 3, "--pad-to-multiple-of", 64,
-                         "--json")
+    code, out, err = run(capsys, "optimize", path, "--buckets", 3, "--pad-to-multiple-of", 64, "--json")
     assert code == 0 and err == ""
     got = json.loads(out)
     plan = optimize_edges(hist, 3, BatchRule(batch_size=8, pad_to_multiple_of=64))
@@ -109,15 +119,17 @@ def test_optimize_pad_to_multiple_of(capsys, data):
     assert got["edges"] == plan.edges
     assert got["padded_tokens"] == pytest.approx(plan.padded_tokens, rel=1e-12)
     # every batch pads to a multiple of 64: at least the useful tokens rounded per sample
-    assert got["padded_tokens"] >= sum(c * -(-v // 64) * 64 for v, c in
-                                       zip(hist.lengths.tolist(), hist.counts.tolist()))
+    assert got["padded_tokens"] >= sum(
+        c * -(-v // 64) * 64 for v, c in zip(hist.lengths.tolist(), hist.counts.tolist(), strict=False)
+    )
 
 
 # ------------------------------------------------------------------------ compare
 def test_compare_prints_every_strategy(capsys, data):
     hist, path = data
-    code, out, err = run(capsys, "compare", path, "--edges", "0,100,300,599", "--batch-size", 4,
-                         "--epochs", 1, "--seed", 3)
+    code, out, err = run(
+        capsys, "compare", path, "--edges", "0,100,300,599", "--batch-size", 4, "--epochs", 1, "--seed", 3
+    )
     assert code == 0 and err == ""
     for name in ("sorted", "random", "bucketed", "expected_efficiency"):
         assert name in out
@@ -126,21 +138,25 @@ def test_compare_prints_every_strategy(capsys, data):
 
 def test_compare_edges_take_commas_and_spaces(capsys, data):
     _, path = data
-    code, out, err = run(capsys, "compare", path, "--edges", "0 100, 300,599", "--epochs", 1,
-                         "--pad-to-multiple-of", 8)
+    code, out, err = run(
+        capsys, "compare", path, "--edges", "0 100, 300,599", "--epochs", 1, "--pad-to-multiple-of", 8
+    )
     assert code == 0 and err == ""
     assert "Strategies on edges 0,100,300,599 (batch_size 8, pad_to_multiple_of 8, 1 epochs" in out
 
 
 # ------------------------------------------------------------------------ errors
-@pytest.mark.parametrize("argv, needle", [
-    (["summary", "{missing}"], "missing.csv"),
-    (["optimize", "{path}", "--buckets", "100000"], "bucket"),
-    (["compare", "{path}", "--edges", "0,100,200"], "edges"),
-    (["compare", "{path}", "--edges", "10,100,700"], "edges"),
-    (["summary", "{path}", "--column", "nope"], "nope"),
-    (["report", "{path}", "--out", "{tmp}/r", "--tokens-per-s", "100"], "--reference-strategy"),
-])
+@pytest.mark.parametrize(
+    "argv, needle",
+    [
+        (["summary", "{missing}"], "missing.csv"),
+        (["optimize", "{path}", "--buckets", "100000"], "bucket"),
+        (["compare", "{path}", "--edges", "0,100,200"], "edges"),
+        (["compare", "{path}", "--edges", "10,100,700"], "edges"),
+        (["summary", "{path}", "--column", "nope"], "nope"),
+        (["report", "{path}", "--out", "{tmp}/r", "--tokens-per-s", "100"], "--reference-strategy"),
+    ],
+)
 def test_user_mistakes_give_one_line_and_exit_2(capsys, data, tmp_path, argv, needle):
     _, path = data
     argv = [a.format(path=path, missing=tmp_path / "missing.csv", tmp=tmp_path) for a in argv]
@@ -148,13 +164,16 @@ def test_user_mistakes_give_one_line_and_exit_2(capsys, data, tmp_path, argv, ne
     assert_one_line_error(code, err, needle)
 
 
-@pytest.mark.parametrize("argv", [
-    ["optimize", "x.csv", "--buckets", "zero"],
-    ["optimize", "x.csv", "--batch-size", "8", "--max-tokens", "100"],
-    ["compare", "x.csv", "--edges", "0,a,9"],
-    ["optimize", "x.csv", "--method", "magic"],
-    ["frobnicate"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["optimize", "x.csv", "--buckets", "zero"],
+        ["optimize", "x.csv", "--batch-size", "8", "--max-tokens", "100"],
+        ["compare", "x.csv", "--edges", "0,a,9"],
+        ["optimize", "x.csv", "--method", "magic"],
+        ["frobnicate"],
+    ],
+)
 def test_usage_errors_exit_2(capsys, argv):
     code, out, err = run(capsys, *argv)
     assert code == 2 and "Traceback" not in err and "error:" in err
@@ -187,8 +206,14 @@ def test_bars_on_a_terminal_unless_quiet(capsys, monkeypatch, data, quiet):
 # ------------------------------------------------------------------------ python -m analysis
 def _python_m(*argv, cwd):
     env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
-    return subprocess.run([sys.executable, "-m", "analysis", *map(str, argv)], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "analysis", *map(str, argv)],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_python_m_analysis_missing_file_is_one_line(tmp_path):
@@ -204,14 +229,24 @@ def test_python_m_analysis_optimize_json(data, tmp_path):
     assert proc.returncode == 0, proc.stderr
     got = json.loads(proc.stdout)
     assert got["batch_sizes"] == [8, 8] and got["edges"][-1] == hist.max
-    assert set(got) >= {"edges", "batch_sizes", "efficiency", "padded_tokens", "useful_tokens",
-                        "method"}
+    assert set(got) >= {"edges", "batch_sizes", "efficiency", "padded_tokens", "useful_tokens", "method"}
 
 
 def test_compare_with_a_throughput_calibration(capsys, data):
     _, path = data
-    code, out, err = run(capsys, "compare", path, "--edges", "0,300,599", "--epochs", 1,
-                         "--tokens-per-s", 1000, "--reference-strategy", "sorted")
+    code, out, err = run(
+        capsys,
+        "compare",
+        path,
+        "--edges",
+        "0,300,599",
+        "--epochs",
+        1,
+        "--tokens-per-s",
+        1000,
+        "--reference-strategy",
+        "sorted",
+    )
     assert code == 0, err
     assert "predicted_tokens_per_s" in out
 

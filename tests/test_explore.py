@@ -24,8 +24,9 @@ def test_view_is_a_plan_and_where_it_came_from():
     assert view.plan.padded_tokens == pytest.approx(52 / 3, rel=1e-12)
     assert view.efficiency == pytest.approx(16 / (52 / 3), rel=1e-12)
     assert view.to_frame()["samples"].tolist() == [3, 1]
-    assert view.status() == ("optimal, 2 buckets: efficiency 0.9231, padded tokens 17 for 16 "
-                             "useful (waste 1)")
+    assert view.status() == (
+        "optimal, 2 buckets: efficiency 0.9231, padded tokens 17 for 16 useful (waste 1)"
+    )
 
 
 def test_view_with_no_rule_uses_the_default_batch_size_and_places_by_method():
@@ -45,11 +46,14 @@ def test_edited_edges_are_evaluated_as_typed():
     assert explore_view([1, 2, 3, 10], batch_size=2, edges=[0, 1, 10]).edges == [0, 1, 10]
 
 
-@pytest.mark.parametrize("text, match", [
-    ("0, 500, 400, 2000", "strictly increasing"),
-    ("0, 500, 1000", "cover"),
-    ("0, x, 2000", "integers"),
-])
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        ("0, 500, 400, 2000", "strictly increasing"),
+        ("0, 500, 1000", "cover"),
+        ("0, x, 2000", "integers"),
+    ],
+)
 def test_bad_edges_raise_value_error(text, match):
     with pytest.raises(ValueError, match=match):
         explore_view(HIST, batch_size=8, edges=text)

@@ -84,7 +84,7 @@ def test_tf_data_boundaries_reproduce_our_buckets(plan):
     lower, upper = [0, *bounds], [*bounds, np.iinfo(np.int32).max]
 
     def tf_bucket(length):  # (buckets_min <= length) & (length < buckets_max)
-        hits = [i for i, (lo, hi) in enumerate(zip(lower, upper)) if lo <= length < hi]
+        hits = [i for i, (lo, hi) in enumerate(zip(lower, upper, strict=False)) if lo <= length < hi]
         assert len(hits) == 1
         return hits[0]
 
@@ -142,5 +142,6 @@ def test_real_bucket_plan_exports():
     assert data["edges"] == list(plan.edges)
     lengths = np.arange(plan.edges[0] + 1, plan.edges[-1] + 1)
     bounds = exports.to_tf_data(plan)["bucket_boundaries"]
-    assert [bisect.bisect_right(bounds, int(n)) for n in lengths] == \
-        bucket_index(lengths, plan.edges).tolist()
+    assert [bisect.bisect_right(bounds, int(n)) for n in lengths] == bucket_index(
+        lengths, plan.edges
+    ).tolist()

@@ -76,7 +76,7 @@ def test_from_counts_totals_beyond_float_and_int32(threshold: int) -> None:
     lengths = [1, 8191, 8192]
     counts = [1, 3, threshold // 8192 + 1]
     hist = LengthHistogram.from_counts(lengths, counts)
-    expected = sum(n * c for n, c in zip(lengths, counts))
+    expected = sum(n * c for n, c in zip(lengths, counts, strict=False))
     assert expected > threshold
     assert hist.total_tokens == expected
     assert hist.n_samples == sum(counts)
@@ -152,8 +152,7 @@ def test_tail_token_share_brute_force(seed: int) -> None:
     ordered = np.sort(values)[::-1]
     for fraction in [0.001, 0.01, 0.1, 0.25, 0.5, 0.999, 1.0]:
         k = max(1, math.ceil(fraction * values.size))
-        assert hist.tail_token_share(fraction) == pytest.approx(ordered[:k].sum() / values.sum(),
-                                                                rel=1e-15)
+        assert hist.tail_token_share(fraction) == pytest.approx(ordered[:k].sum() / values.sum(), rel=1e-15)
 
 
 @pytest.mark.parametrize("fraction", [0, -0.5, 1.5])
@@ -189,12 +188,15 @@ SMALL = LengthHistogram.from_lengths([3, 3, 5, 8, 8, 8, 40, 41, 200, 1000, 1000]
 
 
 @pytest.mark.parametrize("weight", ["samples", "tokens"])
-@pytest.mark.parametrize("bin_edges", [[0.5, 4.5, 8.5, 999.5, 1000.5], np.geomspace(2.5, 1000.5, 13),
-                                       [3, 8, 41, 1000], [100.5, 150.5]])
+@pytest.mark.parametrize(
+    "bin_edges",
+    [[0.5, 4.5, 8.5, 999.5, 1000.5], np.geomspace(2.5, 1000.5, 13), [3, 8, 41, 1000], [100.5, 150.5]],
+)
 def test_binned_matches_numpy_on_the_samples(bin_edges, weight) -> None:
     samples = SMALL.expand()
-    want, _ = np.histogram(samples, bins=np.asarray(bin_edges, float),
-                           weights=None if weight == "samples" else samples)
+    want, _ = np.histogram(
+        samples, bins=np.asarray(bin_edges, float), weights=None if weight == "samples" else samples
+    )
     np.testing.assert_array_equal(SMALL.binned(np.asarray(bin_edges, float), weight), want)
 
 
@@ -226,7 +228,7 @@ def test_clipping_curve_brute_force() -> None:
     lengths, samples, tokens = SMALL.clipping_curve()
     np.testing.assert_array_equal(lengths, SMALL.lengths)
     values = SMALL.expand()
-    for length, s, t in zip(lengths.tolist(), samples, tokens):
+    for length, s, t in zip(lengths.tolist(), samples, tokens, strict=False):
         over = values[values > length]
         assert s == pytest.approx(over.size / values.size)
         assert t == pytest.approx((over - length).sum() / values.sum())
@@ -388,16 +390,18 @@ def test_property_every_dtype_exact(dtype: type, raw: list[int]) -> None:
 
 @settings(max_examples=40, deadline=None)
 @given(small_hists, small_hists, small_hists)
-def test_property_merge_associative_and_commutative(a: LengthHistogram, b: LengthHistogram,
-                                                    c: LengthHistogram) -> None:
+def test_property_merge_associative_and_commutative(
+    a: LengthHistogram, b: LengthHistogram, c: LengthHistogram
+) -> None:
     assert (a + b) + c == a + (b + c)
     assert a + b == b + a
     assert (a + b).total_tokens == a.total_tokens + b.total_tokens
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.integers(1, 40), min_size=1, max_size=80),
-       st.lists(st.floats(0, 1), min_size=1, max_size=5))
+@given(
+    st.lists(st.integers(1, 40), min_size=1, max_size=80), st.lists(st.floats(0, 1), min_size=1, max_size=5)
+)
 def test_property_quantile_matches_numpy(values: list[int], qs: list[float]) -> None:
     expected = np.quantile(np.array(values), qs, method="inverted_cdf")
     np.testing.assert_array_equal(LengthHistogram.from_lengths(values).quantile(qs), expected)

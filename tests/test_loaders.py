@@ -55,8 +55,9 @@ def files(tmp_path: Path) -> dict[str, tuple[Path, dict]]:
     with gzip.open(tmp_path / "a.txt.gz", "wt") as handle:
         handle.write(lines(VALUES))
     out["txt.gz"] = (tmp_path / "a.txt.gz", {})
-    frame = pd.DataFrame({"id": np.arange(VALUES.size), "n_tokens": VALUES,
-                          "text": [f"s{i}" for i in range(VALUES.size)]})
+    frame = pd.DataFrame(
+        {"id": np.arange(VALUES.size), "n_tokens": VALUES, "text": [f"s{i}" for i in range(VALUES.size)]}
+    )
     frame.to_csv(tmp_path / "a.csv", index=False)
     out["csv column"] = (tmp_path / "a.csv", {"column": "n_tokens"})
     frame[["n_tokens"]].to_csv(tmp_path / "single.csv", index=False)
@@ -69,8 +70,9 @@ def files(tmp_path: Path) -> dict[str, tuple[Path, dict]]:
     out["tsv"] = (tmp_path / "a.tsv", {"column": "n_tokens"})
     EXPECTED.to_frame().to_csv(tmp_path / "hist.tsv", sep="\t", index=False)
     out["tsv histogram"] = (tmp_path / "hist.tsv", {})
-    table = pa.table({"n_tokens": VALUES.astype(np.uint16),
-                      "input_ids": [list(range(v)) for v in VALUES.tolist()]})
+    table = pa.table(
+        {"n_tokens": VALUES.astype(np.uint16), "input_ids": [list(range(v)) for v in VALUES.tolist()]}
+    )
     pq.write_table(table, tmp_path / "a.parquet", row_group_size=3)
     out["parquet ints"] = (tmp_path / "a.parquet", {"column": "n_tokens"})
     out["parquet lists"] = (tmp_path / "a.parquet", {"column": "input_ids"})
@@ -83,9 +85,22 @@ def files(tmp_path: Path) -> dict[str, tuple[Path, dict]]:
     return out
 
 
-LAYOUTS = ["npy", "txt", "txt.gz", "csv column", "csv single column", "csv.gz",
-           "csv histogram", "tsv", "tsv histogram", "parquet ints", "parquet lists",
-           "jsonl ints", "jsonl lists", "jsonl.gz single field"]
+LAYOUTS = [
+    "npy",
+    "txt",
+    "txt.gz",
+    "csv column",
+    "csv single column",
+    "csv.gz",
+    "csv histogram",
+    "tsv",
+    "tsv histogram",
+    "parquet ints",
+    "parquet lists",
+    "jsonl ints",
+    "jsonl lists",
+    "jsonl.gz single field",
+]
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
@@ -98,8 +113,18 @@ def test_round_trip_every_format(files: dict, layout: str) -> None:
 
 
 def test_every_supported_extension_is_covered() -> None:
-    covered = {".npy", ".txt", ".txt.gz", ".csv", ".csv.gz", ".tsv", ".tsv.gz", ".parquet",
-               ".jsonl", ".jsonl.gz"}
+    covered = {
+        ".npy",
+        ".txt",
+        ".txt.gz",
+        ".csv",
+        ".csv.gz",
+        ".tsv",
+        ".tsv.gz",
+        ".parquet",
+        ".jsonl",
+        ".jsonl.gz",
+    }
     assert set(SUPPORTED_EXTENSIONS) == covered
 
 
@@ -194,8 +219,9 @@ def test_glob_merges_files_in_sorted_order(tmp_path: Path) -> None:
     (tmp_path / "other.txt").write_text(lines(parts[0]))
     merged = load_lengths(tmp_path / "shard-*.npy")
     assert merged == LengthHistogram.from_lengths(np.concatenate(parts))
-    assert merged == sum((LengthHistogram.from_lengths(p) for p in parts[1:]),
-                         LengthHistogram.from_lengths(parts[0]))
+    assert merged == sum(
+        (LengthHistogram.from_lengths(p) for p in parts[1:]), LengthHistogram.from_lengths(parts[0])
+    )
     everything = load_lengths(str(tmp_path / "*"))
     assert everything.n_samples == 68 + 10
     seen: list[tuple[list[str], str]] = []
@@ -248,8 +274,7 @@ def test_chunked_reading_adds_up(tmp_path: Path, small_chunks: int) -> None:
 
 
 @pytest.mark.parametrize("name", ["v.npy", "v.txt", "v.csv", "v.parquet", "v.jsonl"])
-def test_error_position_counts_across_chunks(tmp_path: Path, small_chunks: int,
-                                             name: str) -> None:
+def test_error_position_counts_across_chunks(tmp_path: Path, small_chunks: int, name: str) -> None:
     values = np.arange(1, 201)
     values[150] = -5
     np.save(tmp_path / "v.npy", values)
@@ -257,8 +282,13 @@ def test_error_position_counts_across_chunks(tmp_path: Path, small_chunks: int,
     pd.DataFrame({"n": values}).to_csv(tmp_path / "v.csv", index=False)
     pq.write_table(pa.table({"n": values}), tmp_path / "v.parquet", row_group_size=70)
     write_jsonl(tmp_path / "v.jsonl", [{"n": v} for v in values.tolist()])
-    where = {"v.npy": "row 150", "v.txt": "line 151", "v.csv": "line 152",
-             "v.parquet": "row 150", "v.jsonl": "line 151"}[name]
+    where = {
+        "v.npy": "row 150",
+        "v.txt": "line 151",
+        "v.csv": "line 152",
+        "v.parquet": "row 150",
+        "v.jsonl": "line 151",
+    }[name]
     with pytest.raises(ValueError, match=rf"^{escaped(tmp_path / name)}: {where}: negative length -5$"):
         load_lengths(tmp_path / name)
 
@@ -345,10 +375,10 @@ TEXT_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("name", "content", "kwargs", "message"), TEXT_CASES,
-                         ids=[f"{c[0]}:{c[3][:30]}" for c in TEXT_CASES])
-def test_bad_text_files(tmp_path: Path, name: str, content: str | bytes, kwargs: dict,
-                        message: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "content", "kwargs", "message"), TEXT_CASES, ids=[f"{c[0]}:{c[3][:30]}" for c in TEXT_CASES]
+)
+def test_bad_text_files(tmp_path: Path, name: str, content: str | bytes, kwargs: dict, message: str) -> None:
     path = bad_file(tmp_path, name, content)
     with pytest.raises(ValueError, match=rf"^{escaped(path)}: {message}") as info:
         load_lengths(path, **kwargs)
@@ -399,8 +429,9 @@ PARQUET_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("columns", "kwargs", "message"), PARQUET_CASES,
-                         ids=[c[2][:30] for c in PARQUET_CASES])
+@pytest.mark.parametrize(
+    ("columns", "kwargs", "message"), PARQUET_CASES, ids=[c[2][:30] for c in PARQUET_CASES]
+)
 def test_bad_parquet_files(tmp_path: Path, columns: dict, kwargs: dict, message: str) -> None:
     path = tmp_path / "bad.parquet"
     pq.write_table(pa.table(columns), path)
@@ -433,8 +464,11 @@ def test_bad_arrays(values: list) -> None:
 
 # ------------------------------------------------------------------------------ properties
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.dictionaries(st.integers(0, 2**62), st.integers(0, 2**62), min_size=1, max_size=30)
-       .filter(lambda d: any(d.values())))
+@given(
+    st.dictionaries(st.integers(0, 2**62), st.integers(0, 2**62), min_size=1, max_size=30).filter(
+        lambda d: any(d.values())
+    )
+)
 def test_property_csv_round_trip_is_identity(tmp_path: Path, table: dict[int, int]) -> None:
     hist = LengthHistogram.from_counts(list(table), list(table.values()), allow_zero=True)
     path = save_histogram(hist, tmp_path / "h.csv")

@@ -32,13 +32,12 @@ BASELINES = ("geometric", "equal_count", "equal_tokens", "greedy")
 
 
 # ------------------------------------------------------------------ exact reference objective
-def exact_objective(lengths, counts, edges, *, batch_size=None, max_tokens=None, pad=1
-                    ) -> Fraction:
+def exact_objective(lengths, counts, edges, *, batch_size=None, max_tokens=None, pad=1) -> Fraction:
     """The optimiser's objective in exact rationals, straight from the definition:
     n * sum_v g(v) P(max = v) with P(max <= v) = C(c(v), B) / C(n, B), or n * g(longest)."""
     total = Fraction(0)
-    for lo, hi in zip(edges[:-1], edges[1:]):
-        inside = [(v, c) for v, c in zip(lengths, counts) if lo < v <= hi]
+    for lo, hi in zip(edges[:-1], edges[1:], strict=False):
+        inside = [(v, c) for v, c in zip(lengths, counts, strict=False) if lo < v <= hi]
         if not inside:
             continue
         b = batch_size if batch_size is not None else max(1, max_tokens // hi)
@@ -64,14 +63,14 @@ def exact_padded(lengths, counts, edges, *, batch_size=None, max_tokens=None, pa
     """Expected padded tokens of an epoch in exact rationals: per bucket, floor(n / B) full
     batches of E[g(max of B)] and r = n mod B samples of E[g(max of r)] (C(c(v), .) / C(n, .))."""
     total = Fraction(0)
-    for lo, hi in zip(edges[:-1], edges[1:]):
-        inside = [(v, c) for v, c in zip(lengths, counts) if lo < v <= hi]
+    for lo, hi in zip(edges[:-1], edges[1:], strict=False):
+        inside = [(v, c) for v, c in zip(lengths, counts, strict=False) if lo < v <= hi]
         if not inside:
             continue
         b = batch_size if batch_size is not None else max(1, max_tokens // hi)
         n = sum(c for _, c in inside)
 
-        def e_max(size):
+        def e_max(size, inside=inside, n=n):
             below, prev, expect = 0, 0, Fraction(0)
             for v, c in inside:
                 below += c
@@ -100,8 +99,9 @@ def assert_optimal_as_exhaustive_search(lengths, counts, **batch) -> None:
     """``optimize_edges`` reaches the exhaustive optimum for every K up to 4 (rel 1e-12)."""
     hist = LengthHistogram.from_counts(lengths, counts)
     for k in range(1, min(4, len(lengths)) + 1):
-        best = min(exact_objective(lengths, counts, e, **batch)
-                   for e in all_edge_sets(lengths, k, lengths[-1]))
+        best = min(
+            exact_objective(lengths, counts, e, **batch) for e in all_edge_sets(lengths, k, lengths[-1])
+        )
         plan = optimize_edges(hist, k, **batch)
         got = exact_objective(lengths, counts, plan.edges, **batch)
         assert float(abs(got - best) / best) <= 1e-12
@@ -129,8 +129,10 @@ def test_optimal_equals_exhaustive_search(seed):
     batch = rule(seed, rng)
     pad = [1, 4][seed % 3 == 0]
     for k in range(1, min(4, len(lengths)) + 1):
-        best = min(exact_objective(lengths, counts, e, pad=pad, **batch)
-                   for e in all_edge_sets(lengths, k, lengths[-1]))
+        best = min(
+            exact_objective(lengths, counts, e, pad=pad, **batch)
+            for e in all_edge_sets(lengths, k, lengths[-1])
+        )
         plan = optimize_edges(hist, k, pad_to_multiple_of=pad, **batch)
         got = exact_objective(lengths, counts, plan.edges, pad=pad, **batch)
         assert plan.n_buckets == k
@@ -234,7 +236,8 @@ def test_evaluate_edges_reports_the_exact_expectation():
     want = exact_padded(lengths, counts, [0, 9, 40], max_tokens=60, pad=4)
     assert plan.padded_tokens == pytest.approx(float(want), rel=1e-12)
     assert plan.objective == pytest.approx(
-        float(exact_objective(lengths, counts, [0, 9, 40], max_tokens=60, pad=4)), rel=1e-12)
+        float(exact_objective(lengths, counts, [0, 9, 40], max_tokens=60, pad=4)), rel=1e-12
+    )
 
 
 def test_objective_is_padding_up_to_partial_batches():
@@ -267,8 +270,9 @@ def test_edge_multiple(seed):
     for k in range(1, min(4, len(allowed) + 1) + 1):
         plan = optimize_edges(hist, k, edge_multiple=em, **batch)
         assert all(e % em == 0 for e in plan.edges) and plan.edges[-1] == top
-        best = min(exact_objective(lengths, counts, e, **batch)
-                   for e in all_edge_sets(lengths, k, top, allowed))
+        best = min(
+            exact_objective(lengths, counts, e, **batch) for e in all_edge_sets(lengths, k, top, allowed)
+        )
         got = exact_objective(lengths, counts, plan.edges, **batch)
         assert float(abs(got - best) / best) <= 1e-12
     with pytest.raises(ValueError, match="possible edges"):
@@ -343,7 +347,7 @@ def test_greedy_is_a_local_optimum_no_worse_than_its_start():
     for t in range(1, len(edges) - 1):
         for c in cands:
             if edges[t - 1] < c < edges[t + 1] and c != edges[t]:
-                moved = evaluate_edges(hist, [*edges[:t], c, *edges[t + 1:]], batch_size=8)
+                moved = evaluate_edges(hist, [*edges[:t], c, *edges[t + 1 :]], batch_size=8)
                 assert moved.objective >= plan.objective * (1 - 1e-12)
 
 
@@ -360,8 +364,7 @@ def test_sweep_matches_single_runs():
 
 
 def test_recommend_n_buckets():
-    sweep = pd.DataFrame({"n_buckets": [1, 2, 3], "method": ["optimal"] * 3,
-                          "efficiency": [0.5, 0.6, 0.65]})
+    sweep = pd.DataFrame({"n_buckets": [1, 2, 3], "method": ["optimal"] * 3, "efficiency": [0.5, 0.6, 0.65]})
     assert recommend_n_buckets(sweep, 0.01) == 3
     assert recommend_n_buckets(sweep, 0.06) == 2
     assert recommend_n_buckets(sweep, 0.2) == 1
@@ -383,19 +386,22 @@ def test_candidate_grid_with_refinement_is_close_to_exact():
 
 
 # --------------------------------------------------------------------------- bad arguments
-@pytest.mark.parametrize(("kwargs", "match"), [
-    ({"n_buckets": 0, "batch_size": 4}, "at least 1"),
-    ({"n_buckets": 6, "batch_size": 4}, "exceeds the 5 distinct lengths"),
-    ({"n_buckets": 2.5, "batch_size": 4}, "positive integer"),
-    ({"n_buckets": 2}, "neither"),
-    ({"n_buckets": 2, "batch_size": 4, "max_tokens": 64}, "both"),
-    ({"n_buckets": 2, "batch_size": 4, "method": "kmeans"}, "unknown method 'kmeans'"),
-    ({"n_buckets": 2, "batch_size": 0}, "batch_size"),
-    ({"n_buckets": 2, "batch_size": 4, "edge_multiple": 0}, "edge_multiple"),
-    ({"n_buckets": 2, "batch_size": 4, "rule": BatchRule(batch_size=4)}, "not both"),
-    ({"n_buckets": 2, "rule": {"batch_size": 4}}, "rule must be a BatchRule"),
-    ({"n_buckets": 2, "batch_size": 4, "candidates": "some"}, "candidates"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"n_buckets": 0, "batch_size": 4}, "at least 1"),
+        ({"n_buckets": 6, "batch_size": 4}, "exceeds the 5 distinct lengths"),
+        ({"n_buckets": 2.5, "batch_size": 4}, "positive integer"),
+        ({"n_buckets": 2}, "neither"),
+        ({"n_buckets": 2, "batch_size": 4, "max_tokens": 64}, "both"),
+        ({"n_buckets": 2, "batch_size": 4, "method": "kmeans"}, "unknown method 'kmeans'"),
+        ({"n_buckets": 2, "batch_size": 0}, "batch_size"),
+        ({"n_buckets": 2, "batch_size": 4, "edge_multiple": 0}, "edge_multiple"),
+        ({"n_buckets": 2, "batch_size": 4, "rule": BatchRule(batch_size=4)}, "not both"),
+        ({"n_buckets": 2, "rule": {"batch_size": 4}}, "rule must be a BatchRule"),
+        ({"n_buckets": 2, "batch_size": 4, "candidates": "some"}, "candidates"),
+    ],
+)
 def test_bad_arguments(kwargs, match):
     hist = LengthHistogram.from_counts([1, 2, 3, 9, 10], [5, 5, 5, 5, 5])
     n = kwargs.pop("n_buckets")

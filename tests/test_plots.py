@@ -12,8 +12,13 @@ from hypothesis import strategies as st
 from matplotlib.figure import Figure
 
 from analysis import LengthHistogram
-from analysis.plots import (plot_clipping, plot_length_cdf, plot_length_histogram,
-                            plot_token_share, save_figure)
+from analysis.plots import (
+    plot_clipping,
+    plot_length_cdf,
+    plot_length_histogram,
+    plot_token_share,
+    save_figure,
+)
 from analysis.synthetic import case_like_histogram
 
 matplotlib.use("Agg")
@@ -52,10 +57,14 @@ def test_histogram_bins_match_brute_force(log_x, weight):
 
 def test_histogram_explicit_bins_and_labels(case):
     fig = plot_length_histogram(case, bins=[64.5, 1000.5, 4000.5, 8192.5])
-    np.testing.assert_array_equal(_bar_heights(fig), [
-        case.counts[case.lengths <= 1000].sum(),
-        case.counts[(case.lengths > 1000) & (case.lengths <= 4000)].sum(),
-        case.counts[case.lengths > 4000].sum()])
+    np.testing.assert_array_equal(
+        _bar_heights(fig),
+        [
+            case.counts[case.lengths <= 1000].sum(),
+            case.counts[(case.lengths > 1000) & (case.lengths <= 4000)].sum(),
+            case.counts[case.lengths > 4000].sum(),
+        ],
+    )
     ax = fig.axes[0]
     assert "tokens" in ax.get_xlabel()
     assert "902,087 samples" in ax.get_title()
@@ -70,8 +79,8 @@ def test_histogram_explicit_bins_and_labels(case):
 def test_cdf_quantile_lines_at_quantiles(case):
     fig = plot_length_cdf(case)
     assert len(fig.axes) == 1
-    lines = {l.get_label().split(" = ")[0]: l for l in fig.axes[0].lines
-             if l.get_label().startswith("p")}
+    quantile_lines = [line for line in fig.axes[0].lines if line.get_label().startswith("p")]
+    lines = {line.get_label().split(" = ")[0]: line for line in quantile_lines}
     assert sorted(lines) == ["p50", "p90", "p99"]
     expected = {"p50": 1606, "p90": 3539, "p99": 8192}
     for name, line in lines.items():
@@ -84,9 +93,9 @@ def test_cdf_curve_and_quantiles_brute_force():
     samples = SMALL.expand()
     step = fig.axes[0].lines[0]
     x, y = step.get_xdata(), step.get_ydata()
-    for length, share in zip(x[1:], y[1:]):
+    for length, share in zip(x[1:], y[1:], strict=False):
         assert share == pytest.approx(np.mean(samples <= length))
-    marks = [l for l in fig.axes[0].lines if l.get_label().startswith("p")]
+    marks = [line for line in fig.axes[0].lines if line.get_label().startswith("p")]
     got = [m.get_xdata()[0] for m in marks]
     assert got == [int(np.quantile(samples, q, method="inverted_cdf")) for q in (0.25, 0.5, 0.999)]
     assert [m.get_label().split(" =")[0] for m in marks] == ["p25", "p50", "p99.9"]
@@ -107,11 +116,12 @@ def test_clipping_curves_match_clip_summary():
     fig = plot_clipping(SMALL, max_len=8, min_len=1)
     ax = fig.axes[0]
     samples_line, tokens_line = ax.lines[0], ax.lines[1]
-    for length, s, t in zip(samples_line.get_xdata(), samples_line.get_ydata(), tokens_line.get_ydata()):
+    xs, ys, ts = samples_line.get_xdata(), samples_line.get_ydata(), tokens_line.get_ydata()
+    for length, s, t in zip(xs, ys, ts, strict=True):
         summary = SMALL.clip_summary(int(length))
         assert s == pytest.approx(summary["share_samples_clipped"])
         assert t == pytest.approx(summary["share_tokens_removed"])
-    marker = [l for l in ax.lines if l.get_label().startswith("max_len")]
+    marker = [line for line in ax.lines if line.get_label().startswith("max_len")]
     assert marker[0].get_xdata()[0] == 8
     text = ax.texts[0].get_text()
     assert "5 samples clipped (45.5%)" in text and "2,241 tokens removed (96.8%)" in text
@@ -128,8 +138,12 @@ def test_no_pyplot_figures_and_save(tmp_path, case):
     import matplotlib.pyplot as plt
 
     before = plt.get_fignums()
-    figs = [plot_length_histogram(case), plot_length_cdf(case), plot_token_share(case),
-            plot_clipping(case, 8192)]
+    figs = [
+        plot_length_histogram(case),
+        plot_length_cdf(case),
+        plot_token_share(case),
+        plot_clipping(case, 8192),
+    ]
     assert plt.get_fignums() == before
     for i, fig in enumerate(figs):
         assert isinstance(fig, Figure)
@@ -137,14 +151,17 @@ def test_no_pyplot_figures_and_save(tmp_path, case):
         assert path.stat().st_size > 10_000
 
 
-@pytest.mark.parametrize("bad", [
-    lambda: plot_length_histogram([1, 2, 3]),
-    lambda: plot_length_histogram(SMALL, weight="bytes"),
-    lambda: plot_length_histogram(SMALL, bins=0),
-    lambda: plot_length_histogram(SMALL, bins=[5, 3]),
-    lambda: plot_length_cdf(SMALL, quantiles=(0.5, 1.5)),
-    lambda: plot_clipping(SMALL, max_len=0),
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        lambda: plot_length_histogram([1, 2, 3]),
+        lambda: plot_length_histogram(SMALL, weight="bytes"),
+        lambda: plot_length_histogram(SMALL, bins=0),
+        lambda: plot_length_histogram(SMALL, bins=[5, 3]),
+        lambda: plot_length_cdf(SMALL, quantiles=(0.5, 1.5)),
+        lambda: plot_clipping(SMALL, max_len=0),
+    ],
+)
 def test_bad_input(bad):
     with pytest.raises(ValueError):
         bad()
@@ -154,8 +171,12 @@ def test_bad_input(bad):
 @given(st.lists(st.integers(1, 100_000), min_size=1, max_size=40), st.booleans())
 def test_any_histogram_draws_without_warnings(values, log_x):
     hist = LengthHistogram.from_lengths(values)
-    figs = [plot_length_histogram(hist, log_x=log_x, bins=7), plot_length_cdf(hist, log_x=log_x),
-            plot_token_share(hist), plot_clipping(hist, max(1, hist.max // 2), log_x=log_x)]
+    figs = [
+        plot_length_histogram(hist, log_x=log_x, bins=7),
+        plot_length_cdf(hist, log_x=log_x),
+        plot_token_share(hist),
+        plot_clipping(hist, max(1, hist.max // 2), log_x=log_x),
+    ]
     for fig in figs:
         fig.savefig(io.BytesIO(), format="png")  # full render: layout, ticks; warnings are errors
     assert _bar_heights(figs[0]).sum() == hist.n_samples

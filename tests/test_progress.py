@@ -69,6 +69,7 @@ def test_the_engine_calls_the_progress_it_is_given():
         calls.append(desc)
         return items
 
-    res = simulate([3, 1, 2, 8], "sorted", rng=np.random.default_rng(0), epochs=3, batch_size=2,
-                   progress=record)
+    res = simulate(
+        [3, 1, 2, 8], "sorted", rng=np.random.default_rng(0), epochs=3, batch_size=2, progress=record
+    )
     assert calls == ["simulating sorted"] and res.n_epochs == 3

@@ -9,8 +9,7 @@ from fractions import Fraction
 
 import pytest
 
-from analysis import (BatchRule, LengthHistogram, Recommendation, compare_edge_sets,
-                      optimize_edges, recommend)
+from analysis import BatchRule, LengthHistogram, Recommendation, compare_edge_sets, optimize_edges, recommend
 
 SAMPLES = [1, 2, 3, 4, 50, 60, 70, 80]
 HIST = LengthHistogram.from_lengths(SAMPLES)
@@ -20,15 +19,17 @@ def shuffled_padding(samples: list[int], batch_size: int) -> Fraction:
     """Expected padded tokens over every ordering, batches cut in order."""
     total, count = Fraction(0), 0
     for order in itertools.permutations(samples):
-        total += sum(len(order[i:i + batch_size]) * max(order[i:i + batch_size])
-                     for i in range(0, len(order), batch_size))
+        total += sum(
+            len(order[i : i + batch_size]) * max(order[i : i + batch_size])
+            for i in range(0, len(order), batch_size)
+        )
         count += 1
     return total / count
 
 
 def sorted_padding_by_hand(samples: list[int], batch_size: int) -> int:
     s = sorted(samples)
-    return sum(len(s[i:i + batch_size]) * max(s[i:i + batch_size]) for i in range(0, len(s), batch_size))
+    return sum(len(s[i : i + batch_size]) * max(s[i : i + batch_size]) for i in range(0, len(s), batch_size))
 
 
 def test_recommend_is_exact_for_each_strategy():
@@ -56,8 +57,7 @@ def test_recommend_suggests_k_by_the_gain_rule():
         assert rec.n_buckets_suggested == want
         assert by_k[2] == pytest.approx(rec.plan.efficiency, rel=1e-12)
         assert all(by_k[k] <= by_k[k + 1] + 1e-12 for k in range(1, max(by_k)))
-    assert recommend(HIST, n_buckets=2, batch_size=2, max_buckets=3).sweep["n_buckets"].tolist() \
-        == [1, 2, 3]
+    assert recommend(HIST, n_buckets=2, batch_size=2, max_buckets=3).sweep["n_buckets"].tolist() == [1, 2, 3]
 
 
 def test_recommend_predicts_throughput_from_one_reference():
@@ -77,10 +77,17 @@ def test_to_dict_is_json_ready():
     rec = recommend(HIST, n_buckets=3, max_tokens=160)
     d = rec.to_dict()
     assert json.loads(json.dumps(d, allow_nan=False)) == d
-    assert set(d) == {"n_buckets", "plan", "strategies", "optimal_efficiency_by_n_buckets",
-                      "n_buckets_suggested", "min_gain"}
+    assert set(d) == {
+        "n_buckets",
+        "plan",
+        "strategies",
+        "optimal_efficiency_by_n_buckets",
+        "n_buckets_suggested",
+        "min_gain",
+    }
     assert d["plan"]["max_tokens"] == 160 and d["plan"]["batch_sizes"] == [
-        160 // e for e in d["plan"]["edges"][1:]]
+        160 // e for e in d["plan"]["edges"][1:]
+    ]
     assert list(d["strategies"]) == ["random", "sorted", "bucketed"]
     assert d["strategies"]["sorted"]["batch_sizes"] == [2]  # 160 // 80, one size for the epoch
     assert all(isinstance(k, str) for k in d["optimal_efficiency_by_n_buckets"])
@@ -89,8 +96,7 @@ def test_to_dict_is_json_ready():
 def test_compare_edge_sets_on_the_same_rule():
     optimum = optimize_edges(HIST, 2, batch_size=2)
     other_rule = optimize_edges(HIST, 2, max_tokens=100)
-    plans = compare_edge_sets(HIST, {"optimum": optimum, "one": (0, 80), "other": other_rule},
-                              batch_size=2)
+    plans = compare_edge_sets(HIST, {"optimum": optimum, "one": (0, 80), "other": other_rule}, batch_size=2)
     assert list(plans) == ["optimum", "one", "other"]
     assert plans["optimum"] is optimum
     assert plans["one"].method == "given" and plans["one"].edges == [0, 80]

@@ -6,7 +6,6 @@ import json
 
 import nbformat
 import numpy as np
-import pytest
 
 from analysis import BatchRule, LengthHistogram, cli, save_histogram
 from analysis.report import notebook_parameters, report_notebooks, run_report
@@ -26,27 +25,46 @@ def _tiny_notebook(path, *, params: str, body: str) -> None:
 def test_parameters_are_the_intersection_and_figures_come_in_png_and_svg(tmp_path):
     nbs = tmp_path / "nbs"
     nbs.mkdir()
-    _tiny_notebook(nbs / "01_a.ipynb", params="data_path = 'x'\nfigures_dir = None\n"
-                                               "figure_formats = ['png']\nbatch_size = 1\n"
-                                               "pad_to_multiple_of = 1",
-                   body="from matplotlib.figure import Figure\n"
-                        "from analysis.plots import save_figure\n"
-                        "from analysis import load_lengths\n"
-                        "h = load_lengths(data_path)\n"
-                        "_ = save_figure(Figure(), 'tiny', figures_dir, formats=figure_formats)\n"
-                        "print(h.n_samples, batch_size, pad_to_multiple_of)")
+    _tiny_notebook(
+        nbs / "01_a.ipynb",
+        params="data_path = 'x'\nfigures_dir = None\n"
+        "figure_formats = ['png']\nbatch_size = 1\n"
+        "pad_to_multiple_of = 1",
+        body="from matplotlib.figure import Figure\n"
+        "from analysis.plots import save_figure\n"
+        "from analysis import load_lengths\n"
+        "h = load_lengths(data_path)\n"
+        "_ = save_figure(Figure(), 'tiny', figures_dir, formats=figure_formats)\n"
+        "print(h.n_samples, batch_size, pad_to_multiple_of)",
+    )
     _tiny_notebook(nbs / "02_b.ipynb", params="n_buckets = 2\nunrelated = 5", body="n_buckets")
-    assert notebook_parameters(nbs / "01_a.ipynb") == ["data_path", "figures_dir", "figure_formats",
-                                                       "batch_size", "pad_to_multiple_of"]
+    assert notebook_parameters(nbs / "01_a.ipynb") == [
+        "data_path",
+        "figures_dir",
+        "figure_formats",
+        "batch_size",
+        "pad_to_multiple_of",
+    ]
     src = save_histogram(LengthHistogram.from_lengths(LENGTHS), tmp_path / "in.csv")
     out = tmp_path / "out"
-    result = run_report(src, out, n_buckets=3, rule=BatchRule(batch_size=4, pad_to_multiple_of=8),
-                        quiet=True, notebooks_dir=nbs,
-                        command="padding-workbench report in.csv --out out")
+    result = run_report(
+        src,
+        out,
+        n_buckets=3,
+        rule=BatchRule(batch_size=4, pad_to_multiple_of=8),
+        quiet=True,
+        notebooks_dir=nbs,
+        command="padding-workbench report in.csv --out out",
+    )
     rec = json.loads((out / "recommendation.json").read_text())
     runs = {r["notebook"]: r for r in rec["notebooks"]}
-    assert set(runs["01_a.ipynb"]["parameters"]) == {"data_path", "figures_dir", "figure_formats",
-                                                     "batch_size", "pad_to_multiple_of"}
+    assert set(runs["01_a.ipynb"]["parameters"]) == {
+        "data_path",
+        "figures_dir",
+        "figure_formats",
+        "batch_size",
+        "pad_to_multiple_of",
+    }
     assert runs["01_a.ipynb"]["parameters"]["figure_formats"] == ["png", "svg"]
     assert runs["01_a.ipynb"]["parameters"]["data_path"].startswith("/")
     assert runs["02_b.ipynb"]["parameters"] == {"n_buckets": 3}
@@ -55,8 +73,14 @@ def test_parameters_are_the_intersection_and_figures_come_in_png_and_svg(tmp_pat
     executed = nbformat.read(out / "01_a.ipynb", as_version=4)
     assert executed.cells[-1].outputs[0]["text"] == f"{len(LENGTHS)} 4 8\n"
     assert (nbs / "01_a.ipynb").read_text().count('"outputs": []') == 2  # never in place
-    assert {p.name for p in result.files} >= {"01_a.ipynb", "01_a.html", "02_b.ipynb",
-                                              "02_b.html", "recommendation.json", "lengths.csv"}
+    assert {p.name for p in result.files} >= {
+        "01_a.ipynb",
+        "01_a.html",
+        "02_b.ipynb",
+        "02_b.html",
+        "recommendation.json",
+        "lengths.csv",
+    }
     assert rec["command"] == "padding-workbench report in.csv --out out"
     assert rec["plan"]["pad_to_multiple_of"] == 8 and rec["plan"]["n_buckets"] == 3
     assert list(rec["strategies"]) == ["random", "sorted", "bucketed"]
@@ -72,8 +96,7 @@ def test_failing_notebook_is_one_line_through_the_cli(tmp_path, capsys, monkeypa
     _tiny_notebook(nbs / "01_bad.ipynb", params="seed = 0", body="1 / 0")
     monkeypatch.setattr("analysis.report.NOTEBOOKS_DIR", nbs)
     src = save_histogram(LengthHistogram.from_lengths(LENGTHS), tmp_path / "in.csv")
-    code = cli.main(["--quiet", "report", str(src), "--out", str(tmp_path / "out"),
-                     "--buckets", "2"])
+    code = cli.main(["--quiet", "report", str(src), "--out", str(tmp_path / "out"), "--buckets", "2"])
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "01_bad.ipynb failed" in err and "ZeroDivisionError" in err
@@ -88,9 +111,23 @@ def test_the_real_notebooks_are_there():
 def test_report_on_the_real_notebooks_leaves_every_promised_file(tmp_path, capsys):
     src = save_histogram(LengthHistogram.from_lengths(LENGTHS), tmp_path / "lengths.csv")
     out = tmp_path / "report"
-    code = cli.main(["--quiet", "report", str(src), "--out", str(out), "--buckets", "4",
-                     "--max-len", "800", "--tokens-per-s", "10000",
-                     "--reference-strategy", "sorted"])
+    code = cli.main(
+        [
+            "--quiet",
+            "report",
+            str(src),
+            "--out",
+            str(out),
+            "--buckets",
+            "4",
+            "--max-len",
+            "800",
+            "--tokens-per-s",
+            "10000",
+            "--reference-strategy",
+            "sorted",
+        ]
+    )
     assert code == 0, capsys.readouterr().err
     notebooks = [p.name for p in report_notebooks()]
     for name in notebooks:
@@ -117,8 +154,9 @@ def test_report_with_a_token_budget_on_data_longer_than_the_case(tmp_path, capsy
     long = np.r_[LENGTHS, np.random.default_rng(12).integers(8_193, 12_000, size=50)]
     src = save_histogram(LengthHistogram.from_lengths(long), tmp_path / "long.csv")
     out = tmp_path / "report"
-    code = cli.main(["--quiet", "report", str(src), "--out", str(out), "--buckets", "3",
-                     "--max-tokens", "16384"])
+    code = cli.main(
+        ["--quiet", "report", str(src), "--out", str(out), "--buckets", "3", "--max-tokens", "16384"]
+    )
     assert code == 0, capsys.readouterr().err
     rec = json.loads((out / "recommendation.json").read_text())
     assert rec["plan"]["max_tokens"] == 16384 and rec["plan"]["edges"][-1] == int(long.max())
@@ -135,7 +173,9 @@ def test_save_figure_formats_are_a_parameter(tmp_path):
 
     assert [p.name for p in save_figure(Figure(), "a", tmp_path)] == ["a.png"]
     assert [p.name for p in save_figure(Figure(), "b", tmp_path, formats=["png", ".SVG"])] == [
-        "b.png", "b.svg"]
+        "b.png",
+        "b.svg",
+    ]
     assert [p.name for p in save_figure(Figure(), "c", tmp_path, formats="pdf")] == ["c.pdf"]
     assert b"<svg" in (tmp_path / "b.svg").read_bytes()[:400]
     assert save_figure(Figure(), "d", None, formats=["png"]) == []  # no folder, nothing saved

@@ -9,8 +9,14 @@ from hypothesis import strategies as st
 
 from analysis import LengthHistogram
 from analysis.batching import BatchRule
-from analysis.strategies import (PADDING_NOISE, STRATEGIES, TOKEN_STRATEGIES, build_epoch,
-                                 epoch_builder, ffd_plan)
+from analysis.strategies import (
+    PADDING_NOISE,
+    STRATEGIES,
+    TOKEN_STRATEGIES,
+    build_epoch,
+    epoch_builder,
+    ffd_plan,
+)
 
 
 def _rule(strategy: str, batch_size: int, max_tokens: int) -> dict[str, int]:
@@ -27,13 +33,13 @@ def _hf_length_grouped(lengths: list[int], batch_size: int, perm: list[int]) -> 
     """transformers' get_length_grouped_indices (given its permutation), cut into batches."""
     mult = max(1, min(len(lengths) // (batch_size * 4), 50))
     size = mult * batch_size
-    megabatches = [perm[i:i + size] for i in range(0, len(lengths), size)]
+    megabatches = [perm[i : i + size] for i in range(0, len(lengths), size)]
     megabatches = [sorted(m, key=lambda i: lengths[i], reverse=True) for m in megabatches]
     maxima = [lengths[m[0]] for m in megabatches]
     top = maxima.index(max(maxima))
     megabatches[0][0], megabatches[top][0] = megabatches[top][0], megabatches[0][0]
     flat = [i for m in megabatches for i in m]
-    return [flat[i:i + batch_size] for i in range(0, len(flat), batch_size)]
+    return [flat[i : i + batch_size] for i in range(0, len(flat), batch_size)]
 
 
 def _naive_ffd(lengths: list[int], max_tokens: int) -> list[list[int]]:
@@ -67,14 +73,18 @@ def _greedy_budget(sorted_lengths: list[int], max_tokens: int) -> list[int]:
 
 # ------------------------------------------------------------------ every sample once
 @settings(max_examples=25, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 300), batch_size=st.integers(1, 40),
-       top=st.integers(1, 500), strategy=st.sampled_from(STRATEGIES))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(1, 300),
+    batch_size=st.integers(1, 40),
+    top=st.integers(1, 500),
+    strategy=st.sampled_from(STRATEGIES),
+)
 def test_every_index_exactly_once(seed, n, batch_size, top, strategy):
     lengths = _lengths(seed, n, top)
     edges = [0, *sorted({int(top * 0.3) or 1, int(top * 0.7) or 1} - {top}), top]
     rng = np.random.default_rng(seed)
-    builder = epoch_builder(lengths, strategy, edges=edges,
-                            **_rule(strategy, batch_size, batch_size * top))
+    builder = epoch_builder(lengths, strategy, edges=edges, **_rule(strategy, batch_size, batch_size * top))
     for _ in range(2):
         ep = builder.epoch(rng)
         assert ep.indices.dtype == np.int64 and ep.offsets.dtype == np.int64
@@ -107,7 +117,7 @@ def test_histogram_input_is_expanded():
 def test_sorted_compositions_are_fixed_and_order_shuffled():
     lengths = _lengths(2, 103)
     order = np.argsort(lengths, kind="stable")
-    expected = sorted(order[i:i + 10].tolist() for i in range(0, 103, 10))
+    expected = sorted(order[i : i + 10].tolist() for i in range(0, 103, 10))
     builder = epoch_builder(lengths, "sorted", batch_size=10)
     rng = np.random.default_rng(0)
     orders = set()
@@ -141,12 +151,13 @@ def test_bucketed_batches_stay_in_their_bucket():
         ep = builder.epoch(np.random.default_rng(0))
         bucket_of = np.searchsorted(edges[1:-1], lengths, side="left")
         counts = np.bincount(bucket_of, minlength=3)
-        assert len(ep) == sum(-(-int(c) // s) for c, s in zip(counts, sizes))
-        for batch, bucket in zip(ep.batches(), ep.buckets.tolist()):
+        assert len(ep) == sum(-(-int(c) // s) for c, s in zip(counts, sizes, strict=False))
+        for batch, bucket in zip(ep.batches(), ep.buckets.tolist(), strict=False):
             assert set(bucket_of[batch].tolist()) == {bucket}
             assert batch.size <= sizes[bucket]
         # every bucket has at most one short batch
-        short = [b for b, size in zip(ep.buckets.tolist(), ep.sizes.tolist()) if size < sizes[b]]
+        pairs = zip(ep.buckets.tolist(), ep.sizes.tolist(), strict=True)
+        short = [b for b, size in pairs if size < sizes[b]]
         assert len(short) == len(set(short))
 
 
@@ -165,19 +176,17 @@ def test_length_grouped_matches_hugging_face(n, batch_size):
     lengths = _lengths(n, n, top=60)  # many ties: stability matters
     perm = np.random.default_rng(11).permutation(n).tolist()
     expected = _hf_length_grouped(lengths.tolist(), batch_size, perm)
-    ep = build_epoch(lengths, "length_grouped", rng=np.random.default_rng(11),
-                     batch_size=batch_size)
+    ep = build_epoch(lengths, "length_grouped", rng=np.random.default_rng(11), batch_size=batch_size)
     assert [b.tolist() for b in ep.batches()] == expected
     assert lengths[ep.indices[0]] == lengths.max()
 
 
 def test_length_grouped_explicit_megabatch():
     lengths = _lengths(6, 200)
-    ep = build_epoch(lengths, "length_grouped", rng=np.random.default_rng(0), batch_size=5,
-                     mega_batch_mult=2)
+    ep = build_epoch(lengths, "length_grouped", rng=np.random.default_rng(0), batch_size=5, mega_batch_mult=2)
     # inside every megabatch of 10 (apart from the swapped first slot) lengths descend
     for start in range(10, 200, 10):
-        chunk = lengths[ep.indices[start:start + 10]]
+        chunk = lengths[ep.indices[start : start + 10]]
         assert (np.diff(chunk[1:]) <= 0).all()
 
 
@@ -186,8 +195,7 @@ def test_length_grouped_explicit_megabatch():
 def test_token_budget_matches_greedy_reference(seed, n, max_tokens):
     lengths = _lengths(seed, n, top=100)
     noise = PADDING_NOISE
-    ep = build_epoch(lengths, "token_budget", rng=np.random.default_rng(seed),
-                     max_tokens=max_tokens)
+    ep = build_epoch(lengths, "token_budget", rng=np.random.default_rng(seed), max_tokens=max_tokens)
     # budget respected, except a sample longer than the budget goes alone
     for batch in ep.batches():
         assert batch.size * lengths[batch].max() <= max_tokens or batch.size == 1
@@ -198,7 +206,7 @@ def test_token_budget_matches_greedy_reference(seed, n, max_tokens):
     sizes = _greedy_budget(lengths[order].tolist(), max_tokens)
     assert sorted(ep.sizes.tolist()) == sorted(sizes)
     starts = np.cumsum([0, *sizes[:-1]])
-    expected = {frozenset(order[s:s + k].tolist()) for s, k in zip(starts, sizes)}
+    expected = {frozenset(order[s : s + k].tolist()) for s, k in zip(starts, sizes, strict=False)}
     assert {frozenset(b.tolist()) for b in ep.batches()} == expected
 
 
@@ -227,8 +235,12 @@ def test_token_budget_noise_changes_compositions_between_epochs():
 
 
 @settings(max_examples=40, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 150), top=st.integers(1, 120),
-       max_tokens=st.integers(120, 600))
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(1, 150),
+    top=st.integers(1, 120),
+    max_tokens=st.integers(120, 600),
+)
 def test_packing_equals_naive_ffd(seed, n, top, max_tokens):
     lengths = _lengths(seed, n, top)
     ep = build_epoch(lengths, "packing", rng=np.random.default_rng(seed), max_tokens=max_tokens)
@@ -260,29 +272,31 @@ def test_packing_randomises_fill_and_bin_order():
 
 
 # ------------------------------------------------------------------ bad input
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(strategy="shuffle", batch_size=2), "unknown strategy 'shuffle'"),
-    (dict(strategy="bucketed", batch_size=2), "needs edges"),
-    (dict(strategy="bucketed", batch_size=2, edges=[0, 5]), "do not cover"),
-    (dict(strategy="bucketed", batch_size=2, edges=[3, 9]), "do not cover"),
-    (dict(strategy="bucketed", batch_size=2, edges=[0, 5, 5, 9]), "strictly increasing"),
-    (dict(strategy="bucketed", batch_size=2, edges=[0]), "at least 2"),
-    (dict(strategy="sorted", batch_size=0), "batch_size must be a positive integer"),
-    (dict(strategy="random", batch_size=2.5), "batch_size must be a positive integer"),
-    (dict(strategy="random"), "exactly one of batch_size and max_tokens"),
-    (dict(strategy="random", batch_size=2, max_tokens=9), "exactly one"),
-    (dict(strategy="packing", max_tokens=8), "longer than max_tokens = 8"),
-    (dict(strategy="token_budget", max_tokens=20, rule=BatchRule(batch_size=2)), "not both"),
-    (dict(strategy="length_grouped", batch_size=2, mega_batch_mult=0), "mega_batch_mult"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(strategy="shuffle", batch_size=2), "unknown strategy 'shuffle'"),
+        (dict(strategy="bucketed", batch_size=2), "needs edges"),
+        (dict(strategy="bucketed", batch_size=2, edges=[0, 5]), "do not cover"),
+        (dict(strategy="bucketed", batch_size=2, edges=[3, 9]), "do not cover"),
+        (dict(strategy="bucketed", batch_size=2, edges=[0, 5, 5, 9]), "strictly increasing"),
+        (dict(strategy="bucketed", batch_size=2, edges=[0]), "at least 2"),
+        (dict(strategy="sorted", batch_size=0), "batch_size must be a positive integer"),
+        (dict(strategy="random", batch_size=2.5), "batch_size must be a positive integer"),
+        (dict(strategy="random"), "exactly one of batch_size and max_tokens"),
+        (dict(strategy="random", batch_size=2, max_tokens=9), "exactly one"),
+        (dict(strategy="packing", max_tokens=8), "longer than max_tokens = 8"),
+        (dict(strategy="token_budget", max_tokens=20, rule=BatchRule(batch_size=2)), "not both"),
+        (dict(strategy="length_grouped", batch_size=2, mega_batch_mult=0), "mega_batch_mult"),
+    ],
+)
 def test_bad_input_raises(kwargs, message):
     strategy = kwargs.pop("strategy")
     with pytest.raises(ValueError, match=message):
         build_epoch([1, 3, 9, 2], strategy, rng=np.random.default_rng(0), **kwargs)
 
 
-@pytest.mark.parametrize("lengths, message", [([], "empty"), ([3, 0], "zero length"),
-                                              ([[1, 2]], "1-D")])
+@pytest.mark.parametrize("lengths, message", [([], "empty"), ([3, 0], "zero length"), ([[1, 2]], "1-D")])
 def test_bad_lengths_raise(lengths, message):
     with pytest.raises(ValueError, match=message):
         build_epoch(lengths, "random", rng=np.random.default_rng(0), batch_size=2)

@@ -7,11 +7,24 @@ import pytest
 from scipy import stats
 
 from analysis import LengthHistogram, load_lengths, save_histogram
-from analysis.case import (CASE_EDGES, CASE_GEOMETRIC_EDGES, CASE_MAX_LENGTH, CASE_MEAN_LENGTH,
-                           CASE_MIN_LENGTH, CASE_N_SAMPLES, CASE_TOTAL_TOKENS)
+from analysis.case import (
+    CASE_EDGES,
+    CASE_GEOMETRIC_EDGES,
+    CASE_MAX_LENGTH,
+    CASE_MEAN_LENGTH,
+    CASE_MIN_LENGTH,
+    CASE_N_SAMPLES,
+    CASE_TOTAL_TOKENS,
+)
 from analysis.paths import BUNDLED_DATA
-from analysis.synthetic import (CASE_LIKE_MIXTURE, LengthMixture, LogNormalMode,
-                                case_like_histogram, largest_remainder, mixture_histogram)
+from analysis.synthetic import (
+    CASE_LIKE_MIXTURE,
+    LengthMixture,
+    LogNormalMode,
+    case_like_histogram,
+    largest_remainder,
+    mixture_histogram,
+)
 from analysis.waste import expected_padding
 
 
@@ -72,14 +85,17 @@ def test_floor_and_spike():
     m = LengthMixture(modes=(), floor_weight=3.0, spike_weight=1.0, min_length=10, max_length=99)
     lengths, p = m.probabilities()
     assert p[-1] == pytest.approx(0.25 + 0.75 * (np.log(99.5 / 98.5) / np.log(99.5 / 9.5)))
-    np.testing.assert_allclose(p[:-1], 0.75 * np.log((lengths[:-1] + 0.5) / (lengths[:-1] - 0.5))
-                               / np.log(99.5 / 9.5))
+    np.testing.assert_allclose(
+        p[:-1], 0.75 * np.log((lengths[:-1] + 0.5) / (lengths[:-1] - 0.5)) / np.log(99.5 / 9.5)
+    )
     frame = m.to_frame()
     assert frame["weight"].tolist() == [0.75, 0.25]
 
 
-@pytest.mark.parametrize("weights,total", [([1, 1, 1], 10), ([0.1, 0.2, 0.7], 1), ([3, 0, 2], 7),
-                                           ([1e-9, 1, 1], 5), ([0.25] * 4, 1001)])
+@pytest.mark.parametrize(
+    "weights,total",
+    [([1, 1, 1], 10), ([0.1, 0.2, 0.7], 1), ([3, 0, 2], 7), ([1e-9, 1, 1], 5), ([0.25] * 4, 1001)],
+)
 def test_largest_remainder_brute_force(weights, total):
     got = largest_remainder(weights, total)
     assert int(got.sum()) == total
@@ -107,17 +123,20 @@ def test_small_n_samples():
     assert h.n_samples == 100 and h.max == CASE_MAX_LENGTH  # the 8 % spike survives
 
 
-@pytest.mark.parametrize("bad", [
-    lambda: case_like_histogram(n_samples=0),
-    lambda: largest_remainder([], 3),
-    lambda: largest_remainder([1, -1], 3),
-    lambda: largest_remainder([0, 0], 3),
-    lambda: LogNormalMode(1.0, 0, 0.1),
-    lambda: LengthMixture(modes=(), min_length=5, max_length=4, floor_weight=1),
-    lambda: LengthMixture(modes=()),
-    lambda: LengthMixture(modes=(), spike_weight=-1.0),
-    lambda: mixture_histogram(CASE_LIKE_MIXTURE, 2.5),
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        lambda: case_like_histogram(n_samples=0),
+        lambda: largest_remainder([], 3),
+        lambda: largest_remainder([1, -1], 3),
+        lambda: largest_remainder([0, 0], 3),
+        lambda: LogNormalMode(1.0, 0, 0.1),
+        lambda: LengthMixture(modes=(), min_length=5, max_length=4, floor_weight=1),
+        lambda: LengthMixture(modes=()),
+        lambda: LengthMixture(modes=(), spike_weight=-1.0),
+        lambda: mixture_histogram(CASE_LIKE_MIXTURE, 2.5),
+    ],
+)
 def test_bad_input_raises_value_error(bad):
     with pytest.raises(ValueError):
         bad()

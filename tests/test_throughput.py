@@ -18,11 +18,13 @@ def test_case_arithmetic():
     # the measured 25.1 Ktok/s is below the prediction: the model is an upper bound
     assert CASE_BUCKETED_TOKENS_PER_S < predicted
     # a sorted run slightly below 1 raises the prediction in proportion
-    assert predict_throughput(0.868, reference_tokens_per_s=32_000, reference_efficiency=0.99) == \
-        pytest.approx(32_000 * 0.868 / 0.99)
+    assert predict_throughput(
+        0.868, reference_tokens_per_s=32_000, reference_efficiency=0.99
+    ) == pytest.approx(32_000 * 0.868 / 0.99)
     # the reference predicts itself
-    assert predict_throughput(0.99, reference_tokens_per_s=32_000, reference_efficiency=0.99) == \
-        pytest.approx(32_000)
+    assert predict_throughput(
+        0.99, reference_tokens_per_s=32_000, reference_efficiency=0.99
+    ) == pytest.approx(32_000)
 
 
 def test_predict_throughput_arrays_and_monotone():
@@ -33,15 +35,18 @@ def test_predict_throughput_arrays_and_monotone():
     assert (np.diff(out) > 0).all()
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"efficiency": 0.0}, "efficiency must be in"),
-    ({"efficiency": 1.5}, "efficiency must be in"),
-    ({"efficiency": float("nan")}, "efficiency must be in"),
-    ({"reference_tokens_per_s": 0}, "tokens_per_s must be a finite number > 0"),
-    ({"reference_tokens_per_s": float("inf")}, "tokens_per_s must be a finite number > 0"),
-    ({"reference_efficiency": 1.2}, "efficiency must be in"),
-    ({"reference_efficiency": -0.5}, "efficiency must be a finite number > 0"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"efficiency": 0.0}, "efficiency must be in"),
+        ({"efficiency": 1.5}, "efficiency must be in"),
+        ({"efficiency": float("nan")}, "efficiency must be in"),
+        ({"reference_tokens_per_s": 0}, "tokens_per_s must be a finite number > 0"),
+        ({"reference_tokens_per_s": float("inf")}, "tokens_per_s must be a finite number > 0"),
+        ({"reference_efficiency": 1.2}, "efficiency must be in"),
+        ({"reference_efficiency": -0.5}, "efficiency must be a finite number > 0"),
+    ],
+)
 def test_predict_throughput_bad_input(kwargs, message):
     kwargs = {"efficiency": 0.8, "reference_tokens_per_s": 1000.0, **kwargs}
     efficiency = kwargs.pop("efficiency")
@@ -59,7 +64,8 @@ def test_prediction_is_time_proportional_to_padded_tokens():
     reference_seconds = one_bucket.useful_tokens / 12_000
     padded_per_s = one_bucket.padded_tokens / reference_seconds  # the hardware's fixed rate
     want = bucketed.useful_tokens / (bucketed.padded_tokens / padded_per_s)
-    got = predict_throughput(bucketed.efficiency, reference_tokens_per_s=12_000,
-                             reference_efficiency=one_bucket.efficiency)
+    got = predict_throughput(
+        bucketed.efficiency, reference_tokens_per_s=12_000, reference_efficiency=one_bucket.efficiency
+    )
     assert got == pytest.approx(want, rel=1e-13)
     assert got == pytest.approx(12_000 * one_bucket.padded_tokens / bucketed.padded_tokens, rel=1e-13)

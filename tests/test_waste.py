@@ -38,19 +38,18 @@ def brute_force_bucket(samples: list[int], batch_size: int, m: int = 1) -> Fract
     count = 0
     for order in itertools.permutations(samples):
         for start in range(0, len(order), batch_size):
-            batch = order[start:start + batch_size]
+            batch = order[start : start + batch_size]
             longest = rounded(max(batch), m)
             total += len(batch) * longest
         count += 1
     return total / count
 
 
-def exact_batch_max(lengths: list[int], counts: list[int], size: int, m: int = 1,
-                    power: int = 1) -> Fraction:
+def exact_batch_max(lengths: list[int], counts: list[int], size: int, m: int = 1, power: int = 1) -> Fraction:
     """E[rounded max ** power] of a random size-subset, with math.comb and Fractions."""
     n = sum(counts)
     cum, prev, num = 0, 0, 0
-    for v, c in zip(lengths, counts):
+    for v, c in zip(lengths, counts, strict=False):
         cum += c
         cur = math.comb(cum, size)
         num += rounded(v, m) ** power * (cur - prev)
@@ -83,15 +82,14 @@ def close(got: float, want: Fraction | float, rel: float = 1e-12) -> bool:
     return abs(got - float(want)) <= rel * abs(float(want))
 
 
-def simulate_padded(samples: np.ndarray, edges, batch_sizes, rng: np.random.Generator,
-                    m: int = 1) -> int:
+def simulate_padded(samples: np.ndarray, edges, batch_sizes, rng: np.random.Generator, m: int = 1) -> int:
     """One epoch of a bucketed shuffle: shuffle within each bucket, cut batches in order."""
     which = bucket_index(samples, edges)
     padded = 0
     for i, size in enumerate(batch_sizes):
         bucket = rng.permutation(samples[which == i])
         for start in range(0, bucket.size, size):
-            batch = bucket[start:start + size]
+            batch = bucket[start : start + size]
             padded += batch.size * rounded(int(batch.max()), m)
     return padded
 
@@ -99,17 +97,20 @@ def simulate_padded(samples: np.ndarray, edges, batch_sizes, rng: np.random.Gene
 # ----------------------------------------------------------------------------- brute force
 
 
-@pytest.mark.parametrize("samples, batch_size", [
-    ([1, 1, 3], 2),
-    ([5, 2, 9, 2, 7], 2),
-    ([5, 2, 9, 2, 7], 3),
-    ([4, 4, 4, 1, 8, 8, 2], 2),
-    ([4, 4, 4, 1, 8, 8, 2], 3),
-    ([10, 3, 3, 6, 1, 12, 7], 3),
-    ([3, 1, 2, 6, 5, 4], 4),
-    ([7, 7], 3),  # only a partial batch
-    ([9], 1),
-])
+@pytest.mark.parametrize(
+    "samples, batch_size",
+    [
+        ([1, 1, 3], 2),
+        ([5, 2, 9, 2, 7], 2),
+        ([5, 2, 9, 2, 7], 3),
+        ([4, 4, 4, 1, 8, 8, 2], 2),
+        ([4, 4, 4, 1, 8, 8, 2], 3),
+        ([10, 3, 3, 6, 1, 12, 7], 3),
+        ([3, 1, 2, 6, 5, 4], 4),
+        ([7, 7], 3),  # only a partial batch
+        ([9], 1),
+    ],
+)
 def test_one_bucket_equals_all_orderings(samples, batch_size):
     hist = LengthHistogram.from_lengths(samples)
     est = expected_padding(hist, [0, hist.max], batch_size=batch_size)
@@ -206,8 +207,11 @@ def test_medium_histogram_equals_exact_comb(edges, rule):
     hist = LengthHistogram.from_lengths(samples)
     est = expected_padding(hist, edges, **rule)
     # the batch sizes written out independently of BatchRule
-    sizes = [rule["batch_size"]] * (len(edges) - 1) if "batch_size" in rule else \
-        [max(1, rule["max_tokens"] // e) for e in edges[1:]]
+    sizes = (
+        [rule["batch_size"]] * (len(edges) - 1)
+        if "batch_size" in rule
+        else [max(1, rule["max_tokens"] // e) for e in edges[1:]]
+    )
     assert est.batch_sizes == tuple(sizes)
     assert close(est.padded_tokens, exact_padding(hist, edges, sizes))
     assert est.useful_tokens == int(samples.sum())
@@ -261,8 +265,10 @@ def test_bucket_per_distinct_length_is_sorted_and_waste_free():
     assert est.n_batches == sum(-(-c // 8) for c in hist.counts.tolist())
     # with rounding, each sample pads to its own rounded length (a uniform bucket's batches)
     padded = expected_padding(hist, edges, batch_size=8, pad_to_multiple_of=64).padded_tokens
-    assert close(padded, sum(c * rounded(v, 64) for v, c in zip(hist.lengths.tolist(),
-                                                                 hist.counts.tolist())))
+    assert close(
+        padded,
+        sum(c * rounded(v, 64) for v, c in zip(hist.lengths.tolist(), hist.counts.tolist(), strict=False)),
+    )
 
 
 def test_max_tokens_batch_sizes_per_bucket():
@@ -285,8 +291,16 @@ def test_empty_bucket_row():
     assert np.isnan(frame.loc[1, "efficiency"])
     assert frame["tokens"].sum() == est.useful_tokens
     assert frame["padded_tokens"].sum() == pytest.approx(est.padded_tokens)
-    assert frame.columns.tolist() == ["lower_edge", "upper_edge", "samples", "tokens", "batch_size",
-                                      "batches", "padded_tokens", "efficiency"]
+    assert frame.columns.tolist() == [
+        "lower_edge",
+        "upper_edge",
+        "samples",
+        "tokens",
+        "batch_size",
+        "batches",
+        "padded_tokens",
+        "efficiency",
+    ]
     assert frame["lower_edge"].tolist() == [0, 2, 5] and frame["upper_edge"].tolist() == [2, 5, 9]
     assert est.n_buckets == 3
     assert est.edges == (0, 2, 5, 9)
@@ -300,20 +314,23 @@ def test_result_is_frozen():
         est.padded_tokens = 0.0  # type: ignore[misc]
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"edges": [0, 5]}, "below the longest length 9"),
-    ({"edges": [1, 9]}, "below the shortest length 1"),
-    ({"edges": [0, 5, 5, 9]}, "strictly increasing"),
-    ({"edges": [0]}, "at least 2 values"),
-    ({"edges": [0, 9], "batch_size": 0}, "batch_size must be a positive integer"),
-    ({"edges": [0, 9], "batch_size": 2.5}, "batch_size must be a positive integer"),
-    ({"edges": [0, 9], "batch_size": 2, "max_tokens": 100}, "got both"),
-    ({"edges": [0, 9], "batch_size": None}, "got neither"),
-    ({"edges": [0, 9], "pad_to_multiple_of": 0}, "pad_to_multiple_of must be a positive integer"),
-    ({"edges": [0, 9], "pad_to_multiple_of": 1.5}, "pad_to_multiple_of must be a positive integer"),
-    ({"edges": [0, 9], "rule": BatchRule(batch_size=2)}, "not both"),
-    ({"edges": np.array([[0, 9]])}, "1-D"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"edges": [0, 5]}, "below the longest length 9"),
+        ({"edges": [1, 9]}, "below the shortest length 1"),
+        ({"edges": [0, 5, 5, 9]}, "strictly increasing"),
+        ({"edges": [0]}, "at least 2 values"),
+        ({"edges": [0, 9], "batch_size": 0}, "batch_size must be a positive integer"),
+        ({"edges": [0, 9], "batch_size": 2.5}, "batch_size must be a positive integer"),
+        ({"edges": [0, 9], "batch_size": 2, "max_tokens": 100}, "got both"),
+        ({"edges": [0, 9], "batch_size": None}, "got neither"),
+        ({"edges": [0, 9], "pad_to_multiple_of": 0}, "pad_to_multiple_of must be a positive integer"),
+        ({"edges": [0, 9], "pad_to_multiple_of": 1.5}, "pad_to_multiple_of must be a positive integer"),
+        ({"edges": [0, 9], "rule": BatchRule(batch_size=2)}, "not both"),
+        ({"edges": np.array([[0, 9]])}, "1-D"),
+    ],
+)
 def test_bad_input_raises_one_line_value_error(kwargs, message):
     kwargs = {"batch_size": 2, **kwargs}
     with pytest.raises(ValueError, match=message) as info:
@@ -321,14 +338,17 @@ def test_bad_input_raises_one_line_value_error(kwargs, message):
     assert "\n" not in str(info.value)
 
 
-@pytest.mark.parametrize("args, message", [
-    (([1, 3], [2, 1], 4), "exceeds the 3 samples"),
-    (([3, 1], [2, 1], 2), "ascending"),
-    (([1, 3], [2, 0], 1), "positive"),
-    (([1, 3], [2], 1), "equal size"),
-    (([1.0, 3.0], [2, 1], 1), "integers"),
-    (([1, 3], [2, 1], 0), "batch_size must be a positive integer"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (([1, 3], [2, 1], 4), "exceeds the 3 samples"),
+        (([3, 1], [2, 1], 2), "ascending"),
+        (([1, 3], [2, 0], 1), "positive"),
+        (([1, 3], [2], 1), "equal size"),
+        (([1.0, 3.0], [2, 1], 1), "integers"),
+        (([1, 3], [2, 1], 0), "batch_size must be a positive integer"),
+    ],
+)
 def test_expected_batch_max_bad_input(args, message):
     with pytest.raises(ValueError, match=message):
         expected_batch_max(*args)
@@ -352,8 +372,9 @@ def test_totals_beyond_2_53_are_exact():
     assert close(one.padded_tokens, exact_bucket(lengths, counts, 2))
 
 
-@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32,
-                                   np.int64, np.uint64])
+@pytest.mark.parametrize(
+    "dtype", [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64]
+)
 def test_integer_dtypes(dtype):
     samples = np.array([3, 100, 7, 7, 120, 45, 64, 1, 99, 127], dtype=dtype)
     reference = expected_padding([int(s) for s in samples], [0, 50, 127], batch_size=3)
@@ -402,8 +423,10 @@ def test_case_edges_beat_one_bucket_on_a_case_like_histogram():
 def brute_force_sorted(samples: list[int], batch_size: int, m: int = 1) -> int:
     """Padded tokens of the sorted samples cut into batches of ``batch_size``, batch by batch."""
     s = sorted(samples)
-    return sum(len(s[i:i + batch_size]) * rounded(max(s[i:i + batch_size]), m)
-               for i in range(0, len(s), batch_size))
+    return sum(
+        len(s[i : i + batch_size]) * rounded(max(s[i : i + batch_size]), m)
+        for i in range(0, len(s), batch_size)
+    )
 
 
 def test_sorted_padding_matches_brute_force():
@@ -429,8 +452,11 @@ def test_sorted_padding_matches_brute_force():
 def test_sorted_padding_on_random_histograms_matches_brute_force(data, batch_size, max_tokens, m):
     hist = LengthHistogram.from_counts([v for v, _ in data], [c for _, c in data])
     samples = hist.expand().tolist()
-    rule = BatchRule(max_tokens=max_tokens, pad_to_multiple_of=m) if max_tokens else \
-        BatchRule(batch_size=batch_size, pad_to_multiple_of=m)
+    rule = (
+        BatchRule(max_tokens=max_tokens, pad_to_multiple_of=m)
+        if max_tokens
+        else BatchRule(batch_size=batch_size, pad_to_multiple_of=m)
+    )
     size = max(1, max_tokens // hist.max) if max_tokens else batch_size
     est = sorted_padding(hist, rule)
     assert est.padded_tokens == brute_force_sorted(samples, size, m)
@@ -453,11 +479,14 @@ def test_sorted_padding_beyond_2_53_is_exact():
     assert est.n_batches == -(-n // 8)
 
 
-@pytest.mark.parametrize("samples, rule", [
-    ([5, 2, 9, 2, 7, 3], {"batch_size": 2}),
-    ([1, 3, 6, 11, 13, 2, 5], {"batch_size": 3, "pad_to_multiple_of": 4}),
-    ([1, 3, 6, 11, 13, 2, 5], {"max_tokens": 30}),  # random and sorted: 30 // 13 = 2 per batch
-])
+@pytest.mark.parametrize(
+    "samples, rule",
+    [
+        ([5, 2, 9, 2, 7, 3], {"batch_size": 2}),
+        ([1, 3, 6, 11, 13, 2, 5], {"batch_size": 3, "pad_to_multiple_of": 4}),
+        ([1, 3, 6, 11, 13, 2, 5], {"max_tokens": 30}),  # random and sorted: 30 // 13 = 2 per batch
+    ],
+)
 def test_expected_strategies_equal_brute_force(samples, rule):
     hist = LengthHistogram.from_lengths(samples)
     edges = [0, 5, max(samples)]
@@ -469,16 +498,27 @@ def test_expected_strategies_equal_brute_force(samples, rule):
     assert got["random"].batch_sizes == (fixed,) and got["random"].n_buckets == 1
     assert got["sorted"].padded_tokens == brute_force_sorted(samples, fixed, m)
     low, high = [s for s in samples if s <= 5], [s for s in samples if s > 5]
-    sizes = [rule["max_tokens"] // 5, rule["max_tokens"] // max(samples)] if "max_tokens" in rule \
+    sizes = (
+        [rule["max_tokens"] // 5, rule["max_tokens"] // max(samples)]
+        if "max_tokens" in rule
         else [fixed, fixed]
-    assert close(got["bucketed"].padded_tokens,
-                 brute_force_bucket(low, sizes[0], m) + brute_force_bucket(high, sizes[1], m))
+    )
+    assert close(
+        got["bucketed"].padded_tokens,
+        brute_force_bucket(low, sizes[0], m) + brute_force_bucket(high, sizes[1], m),
+    )
     assert {k: v.strategy for k, v in got.items()} == {k: k for k in got}
     assert {v.useful_tokens for v in got.values()} == {sum(samples)}
     table = strategy_table(got)
     assert table.index.tolist() == ["random", "sorted", "bucketed"]
-    assert table.columns.tolist() == ["efficiency", "padded_tokens", "useful_tokens",
-                                      "waste_tokens", "n_batches", "batch_sizes"]
+    assert table.columns.tolist() == [
+        "efficiency",
+        "padded_tokens",
+        "useful_tokens",
+        "waste_tokens",
+        "n_batches",
+        "batch_sizes",
+    ]
     for name, est in got.items():
         assert table.loc[name, "efficiency"] == pytest.approx(sum(samples) / est.padded_tokens)
         assert table.loc[name, "waste_tokens"] == pytest.approx(est.padded_tokens - sum(samples))
