@@ -155,7 +155,7 @@ def simulate(lengths: LengthHistogram | Sequence[int] | np.ndarray, strategy: st
              rng: np.random.Generator, epochs: int = 1, batch_size: int | None = None,
              max_tokens: int | None = None, edges: Sequence[int] | None = None,
              world_size: int = 1, pad_to_multiple_of: int = 1, padding_noise: float = 0.1,
-             mega_batch_mult: int | None = None) -> SimulationResult:
+             gradient_accumulation_steps: int = 1, sync_buckets: bool = True) -> SimulationResult:
     """Run ``epochs`` epochs of ``strategy`` and measure every batch.
 
     Parameters
@@ -167,10 +167,17 @@ def simulate(lengths: LengthHistogram | Sequence[int] | np.ndarray, strategy: st
     rng : numpy.random.Generator
         The only source of randomness (same seed, same result).
     epochs : int, default 1
-    batch_size, max_tokens, edges, padding_noise, mega_batch_mult
+    batch_size, max_tokens, edges, padding_noise, gradient_accumulation_steps
         The batch rule and strategy options, as in :func:`analysis.strategies.epoch_builder`.
     world_size : int, default 1
-        Data-parallel ranks: consecutive batches go to ranks round-robin.
+        Data-parallel ranks: consecutive batches go to ranks round-robin.  ``bucketed`` epochs
+        are the :class:`~analysis.sampler.BucketedBatchSampler`'s global epochs for this many
+        ranks (every step complete; repeats counted in the batches): with
+        ``rng=epoch_rng(seed, 0)`` and ``epochs=1`` the batches are the sampler's epoch 0.
+    sync_buckets : bool, default True
+        ``bucketed`` only: every step's batches from one bucket (the sampler's default);
+        ``False`` interleaves batches freely, as a per-rank sampler does.  Compare the
+        ``straggler_factor`` of both.
     pad_to_multiple_of : int, default 1
         A batch's longest is rounded up to a multiple of this (not for ``packing``).
 
@@ -199,7 +206,8 @@ def simulate(lengths: LengthHistogram | Sequence[int] | np.ndarray, strategy: st
     multiple = _positive_int(pad_to_multiple_of, "pad_to_multiple_of")
     builder = epoch_builder(lengths, strategy, batch_size=batch_size, max_tokens=max_tokens,
                             edges=edges, padding_noise=padding_noise,
-                            mega_batch_mult=mega_batch_mult)
+                            gradient_accumulation_steps=gradient_accumulation_steps,
+                            world_size=world_size, sync_buckets=sync_buckets)
     n = builder.lengths.size
     mixed = _splitmix64(np.arange(n, dtype=np.uint64))
     seen = np.empty(0, dtype=np.uint64)
