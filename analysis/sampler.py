@@ -63,7 +63,12 @@ from typing import Any
 import numpy as np
 
 from analysis.lengths import LengthHistogram, _as_length_array, _positive_int
-from analysis.waste import bucket_batch_sizes, bucket_index, check_batch_rule, check_edges
+from analysis.waste import (
+    bucket_batch_sizes,
+    bucket_index,
+    check_batch_rule,
+    check_edges,
+)
 
 __all__ = ["BucketedBatchSampler", "BucketedEpoch", "bucketed_epoch", "epoch_rng"]
 

@@ -19,10 +19,9 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from _common import SHARED_DATA, median_seconds
 
 from analysis import BucketedBatchSampler, LengthHistogram, optimize_edges, simulate
-
-from _common import SHARED_DATA, median_seconds
 
 WORLD_SIZE, BATCH_SIZE, N_BUCKETS, EPOCHS, CLIP = 8, 8, 6, 3, 8192
 DEFAULT_FILES = ("alpaca_eval_outputs.npy", "tldr_pages.npy")
@@ -43,9 +42,7 @@ def main(paths: list[Path]) -> None:
                            sync_buckets=sync)
             summary = res.summary()
             sampler = BucketedBatchSampler(lengths, plan, world_size=WORLD_SIZE, sync_buckets=sync)
-            epoch = iter(range(10**6))
-
-            def one_epoch() -> None:
+            def one_epoch(sampler=sampler, epoch=iter(range(10**6))) -> None:
                 sampler.set_epoch(next(epoch))
                 list(sampler)
 

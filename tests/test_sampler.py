@@ -18,8 +18,16 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analysis import (BucketedBatchSampler, LengthHistogram, bucketed_epoch, epoch_rng, exports,
-                      expected_padding, optimize_edges, simulate)
+from analysis import (
+    BucketedBatchSampler,
+    LengthHistogram,
+    bucketed_epoch,
+    epoch_rng,
+    expected_padding,
+    exports,
+    optimize_edges,
+    simulate,
+)
 from analysis.strategies import build_epoch, epoch_builder
 from analysis.waste import bucket_index
 
@@ -254,7 +262,7 @@ class IndexDataset(torch.utils.data.Dataset):
 def test_dataloader_with_two_workers_and_resume_after_prefetch():
     lengths = _lengths(9, 600)
     edges = [0, 50, 120, 300]
-    make = lambda: BucketedBatchSampler(lengths, edges, batch_size=8, seed=2)  # noqa: E731
+    make = lambda: BucketedBatchSampler(lengths, edges, batch_size=8, seed=2)
     sampler = make()
     sampler.set_epoch(1)
     expected = list(sampler)
