@@ -16,6 +16,7 @@ from analysis.loaders import load_lengths, save_histogram
 from analysis.optimize import (METHODS, BucketPlan, evaluate_edges, optimize_edges,
                                recommend_n_buckets, sweep_bucket_counts)
 from analysis.recommendation import Recommendation, compare_edge_sets, recommend
+from analysis.sampler import BucketedBatchSampler
 from analysis.simulation import SimulationResult, compare_strategies, simulate
 from analysis.strategies import STRATEGIES
 from analysis.throughput import predict_throughput
@@ -39,6 +40,8 @@ __all__ = [
     "recommend_n_buckets", "Recommendation", "recommend", "compare_edge_sets",
     # simulation and throughput
     "STRATEGIES", "SimulationResult", "simulate", "compare_strategies", "predict_throughput",
+    # training
+    "BucketedBatchSampler",
     # the case
     "CASE_EDGES", "CASE_GEOMETRIC_EDGES",
     "__version__",

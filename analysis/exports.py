@@ -6,27 +6,31 @@ Our ``edges`` ``[e0, e1, ..., eK]`` put a length ``L`` in bucket ``i`` when
 =============  =====================================  ==========================================
 target         parameters                             bucket of ``L``
 =============  =====================================  ==========================================
-Lhotse         ``duration_bins`` (K-1 values)         ``bisect_right(duration_bins, L)``:
-                                                      ``bins[i-1] <= L < bins[i]``
+Lhotse 1.33    ``duration_bins`` (K-1 values),        ``bisect_left(duration_bins, L)``:
+               ``FixedBucketBatchSizeConstraint``     ``bins[i-1] < L <= bins[i]``
+               (build with :func:`lhotse_sampler`)    (``SamplingConstraint.select_bucket``)
 NeMo (lhotse)  ``bucket_duration_bins``,              first ``i`` with ``L <= bins[i]``
                ``bucket_batch_size`` (K values each)  (``bisect_left``; older NeMo: bisect_right)
 tf.data        ``bucket_boundaries`` (K-1 ints),      ``bounds[i-1] <= L < bounds[i]``
                ``bucket_batch_sizes`` (K ints)
-Hugging Face   no bucket sampler ships: a length      first ``i`` with
-               column plus upper bounds               ``L <= bucket_upper_bounds[i]``
+Hugging Face   no bucket sampler ships: put           first ``i`` with
+               :class:`~analysis.BucketedBatchSampler` ``L <= bucket_upper_bounds[i]``
+               under a ``Trainer`` (:func:`to_hf`)
 =============  =====================================  ==========================================
 
 Lengths are integers (tokens, frames), so "``L <= e``" is "``L < e + 1``" and also
-"``L < e + 0.5``".  Lhotse and NeMo compare floats and NeMo's rule changed sides between
-versions, so they get half-integer bounds ``e + 0.5``, which no integer length equals: the
-bucket is the same whichever side a version uses.  tf.data wants ``list<int>``: it gets
+"``L < e + 0.5``".  Lhotse and NeMo compare floats and their rules changed sides between
+versions (Lhotse 1.33 uses ``bisect_left``, earlier exports here assumed ``bisect_right``), so
+they get half-integer bounds ``e + 0.5``, which no integer length equals: the bucket is the same
+whichever side a version uses.  tf.data wants ``list<int>``: it gets
 ``e + 1``.  The exports put every length ``e0 < L <= eK`` in the same bucket as our edges
 (tests/test_exports.py checks it with each target's rule); lengths above ``eK`` are the
 trainer's to truncate or drop.
 
 Every function takes a :class:`~analysis.optimize.BucketPlan` (anything with ``edges`` and
 ``batch_sizes``: the :class:`PlanLike` protocol) and returns plain ``dict``/``str`` values:
-no framework is imported.  Exports import the engine; the engine never imports them.
+no framework is imported, except by :func:`lhotse_sampler`, which imports Lhotse when called
+and returns a ready sampler.  Exports import the engine; the engine never imports them.
 """
 
 from __future__ import annotations
@@ -37,7 +41,8 @@ from typing import Any, Protocol
 
 from analysis.batching import check_edges
 
-__all__ = ["PlanLike", "to_lhotse", "to_nemo", "to_tf_data", "to_hf", "export_all", "to_json"]
+__all__ = ["PlanLike", "to_lhotse", "lhotse_sampler", "to_nemo", "to_tf_data", "to_hf",
+           "export_all", "to_json"]
 
 
 class PlanLike(Protocol):
@@ -70,21 +75,23 @@ def _half(e: int) -> float:
 
 
 def to_lhotse(plan: PlanLike) -> dict[str, Any]:
-    """Arguments for Lhotse's ``DynamicBucketingSampler`` (``lhotse.dataset.sampling``).
+    """Lhotse ``DynamicBucketingSampler`` settings, as JSON-ready values.
 
-    Lhotse (``lhotse/dataset/sampling/dynamic_bucketing.py``) places a cut of length ``L``
-    in bucket ``bisect_right(duration_bins, L)``: with
-    ``K - 1`` ``duration_bins`` there are ``K`` buckets, bucket ``i`` holding
-    ``duration_bins[i-1] <= L < duration_bins[i]`` (lower bound inclusive, upper exclusive,
-    as ``estimate_duration_buckets`` documents).  We give ``duration_bins = e_i + 0.5`` for
-    the interior edges, so every integer length lands in our bucket whichever way a version
-    compares.  Per-bucket batch sizes go through Lhotse's ``FixedBucketBatchSizeConstraint``
-    (``max_seq_len_buckets``: ``K`` exclusive upper bounds, ``batch_sizes``: ``K`` ints),
-    passed as ``constraint=``; the constraint's ``measure_length`` must return the same unit
-    as our lengths (Lhotse's default is a cut's duration in seconds).
+    Lhotse 1.33 (``lhotse/dataset/sampling/base.py``, ``SamplingConstraint.select_bucket``)
+    puts a cut of length ``L`` in bucket ``bisect_left(duration_bins, L)``: with ``K - 1``
+    ``duration_bins`` there are ``K`` buckets, bucket ``i`` holding ``bins[i-1] < L <= bins[i]``
+    (the same call picks the batch size in ``FixedBucketBatchSizeConstraint`` over its ``K``
+    ``max_seq_len_buckets``).  We give ``e_i + 0.5``, so every integer length lands in our
+    bucket whichever side a version compares.  The length is the constraint's
+    ``measure_length(cut)``, ``cut.duration`` by default: export a plan made from lengths in the
+    unit the constraint measures (or subclass the constraint).
 
-    Returns ``{"duration_bins", "num_buckets", "constraint": {"class",
-    "max_seq_len_buckets", "batch_sizes"}}``.
+    The sampler needs the constraint as an *object* (``DynamicBucketingSampler(cuts,
+    constraint={...})`` builds but fails at the first batch), so this dict is not its keyword
+    arguments: :func:`lhotse_sampler` builds the sampler from it in one call.
+
+    Returns ``{"duration_bins", "num_buckets", "constraint": {"class", "max_seq_len_buckets",
+    "batch_sizes"}}``.
 
     Examples
     --------
@@ -106,6 +113,29 @@ def to_lhotse(plan: PlanLike) -> dict[str, Any]:
             "batch_sizes": sizes,
         },
     }
+
+
+def lhotse_sampler(cuts: Any, plan: PlanLike, **kwargs: Any) -> Any:
+    """Lhotse's ``DynamicBucketingSampler`` over ``cuts`` with the plan's buckets and batch sizes.
+
+    ``DynamicBucketingSampler(cuts, duration_bins=..., num_buckets=K,
+    constraint=FixedBucketBatchSizeConstraint(max_seq_len_buckets, batch_sizes), **kwargs)``
+    from :func:`to_lhotse`; ``kwargs`` are the sampler's own (``shuffle``, ``seed``,
+    ``world_size``, ``rank``, ``sync_buckets``, ``drop_last``, ``buffer_size``...).  Imports
+    Lhotse (a training dependency, not the workbench's) when called.  Cuts longer than the last
+    edge make Lhotse's constraint raise: filter them first.
+    """
+    from lhotse.dataset.sampling.dynamic_bucketing import (
+        DynamicBucketingSampler,
+        FixedBucketBatchSizeConstraint,
+    )
+
+    cfg = to_lhotse(plan)
+    constraint = FixedBucketBatchSizeConstraint(
+        max_seq_len_buckets=cfg["constraint"]["max_seq_len_buckets"],
+        batch_sizes=cfg["constraint"]["batch_sizes"])
+    return DynamicBucketingSampler(cuts, duration_bins=cfg["duration_bins"],
+                                   num_buckets=cfg["num_buckets"], constraint=constraint, **kwargs)
 
 
 def to_nemo(plan: PlanLike) -> dict[str, Any]:
@@ -162,35 +192,62 @@ def to_tf_data(plan: PlanLike) -> dict[str, Any]:
 
 
 def to_hf(plan: PlanLike, *, length_column: str = "length") -> dict[str, Any]:
-    """What a Hugging Face ``datasets``/``transformers`` user needs to bucket with this plan.
+    """What a Hugging Face ``datasets``/``transformers`` (5.x) user needs to bucket with this plan.
 
-    Transformers ships no bucket sampler (``group_by_length`` / ``LengthGroupedSampler``
-    sorts mega-batches and takes no boundaries), so the export is a config for a custom
-    batch sampler: the name of the length column to add with ``Dataset.map`` (and to pass
-    as ``TrainingArguments(length_column_name=...)``), inclusive upper bounds
-    (``bucket_upper_bounds[i] = e_{i+1}``: bucket of ``L`` = first ``i`` with
-    ``L <= bucket_upper_bounds[i]``, i.e. ``numpy.searchsorted(bounds, L, side="left")``),
-    and the batch size of each bucket.  ``group_by_length`` stays ``False``: the custom
-    sampler replaces it.
+    Transformers ships no bucket sampler: ``TrainingArguments(train_sampling_strategy=
+    "group_by_length")`` (4.x: ``group_by_length=True``) sorts shuffled megabatches and takes no
+    boundaries.  So the export is ``training_args`` that ``TrainingArguments(**...)`` accepts
+    (``length_column_name``: the column holding per-sample lengths, added with ``Dataset.map``),
+    the bucket bounds and batch sizes, and the recipe below, which puts
+    :class:`~analysis.BucketedBatchSampler` (same edges, same rule) under a ``Trainer``.  Bucket
+    of ``L``: the first ``i`` with ``L <= bucket_upper_bounds[i]``
+    (``numpy.searchsorted(bounds, L, side="left")``), which is our ``e_i < L <= e_{i+1}``.
+
+    Recipe (transformers 5.x: ``Trainer._get_dataloader`` hands only its own
+    ``BatchRebalanceSampler`` to the ``DataLoader`` as a ``batch_sampler``, so override
+    ``Trainer.get_train_dataloader``)::
+
+        from torch.utils.data import DataLoader
+        from transformers import Trainer
+        from analysis import BucketedBatchSampler
+
+        class BucketedTrainer(Trainer):
+            def get_train_dataloader(self):
+                sampler = BucketedBatchSampler(
+                    self.train_dataset["length"], plan, seed=self.args.seed,
+                    rank=self.args.process_index, world_size=self.args.world_size)
+                loader = self.accelerator.prepare(DataLoader(
+                    self.train_dataset, batch_sampler=sampler, collate_fn=self.data_collator,
+                    num_workers=self.args.dataloader_num_workers))
+                shard = getattr(loader, "batch_sampler", None)  # multi-process: accelerate's
+                if getattr(shard, "batch_sampler", None) is sampler:  # BatchSamplerShard
+                    shard.num_processes, shard.process_index = 1, 0  # must not re-shard
+                return loader
+
+    The Trainer calls ``set_epoch`` on the sampler each epoch and, on resume, skips the
+    consumed batches of the epoch (the sampler's epochs are deterministic, so this is exact).
+    Keep the length column out of the model's inputs (``remove_unused_columns=True``, the
+    default, drops it from the batches) or read the lengths before building the Trainer.
 
     Examples
     --------
     >>> from types import SimpleNamespace
     >>> hf = to_hf(SimpleNamespace(edges=[0, 100, 400, 1000], batch_sizes=[32, 8, 3]))
-    >>> hf["length_column_name"], hf["bucket_upper_bounds"], hf["bucket_batch_sizes"]
-    ('length', [100, 400, 1000], [32, 8, 3])
+    >>> hf["training_args"], hf["bucket_upper_bounds"], hf["bucket_batch_sizes"]
+    ({'length_column_name': 'length'}, [100, 400, 1000], [32, 8, 3])
     """
     edges, sizes = _edges_and_sizes(plan)
     if not isinstance(length_column, str) or not length_column:
         raise ValueError(f"length_column must be a non-empty string, got {length_column!r}")
     return {
-        "length_column_name": length_column,
-        "group_by_length": False,
+        "training_args": {"length_column_name": length_column},
         "bucket_lower_bound": edges[0],
         "bucket_upper_bounds": edges[1:],
         "bucket_batch_sizes": sizes,
         "bucket_rule": "bucket = first i with length <= bucket_upper_bounds[i]",
         "add_length_column": f"dataset.map(lambda ex: {{'{length_column}': len(ex['input_ids'])}})",
+        "sampler": f"analysis.BucketedBatchSampler(dataset['{length_column}'], plan, "
+                   "seed=args.seed, rank=args.process_index, world_size=args.world_size)",
     }
 
 

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.batching import BatchRule, as_rule, check_edges, positive_int
+from analysis.batching import BatchRule, as_rule, check_edges, positive_int, round_up
 from analysis.lengths import LengthHistogram
 from analysis.strategies import STRATEGIES, TOKEN_STRATEGIES, EpochBuilder, epoch_builder
 from analysis.throughput import predict_throughput
@@ -158,7 +158,7 @@ def simulate(lengths: LengthHistogram | Sequence[int] | np.ndarray, strategy: st
              rule: BatchRule | None = None, *, rng: np.random.Generator, epochs: int = 1,
              batch_size: int | None = None, max_tokens: int | None = None,
              pad_to_multiple_of: int | None = None, edges: Sequence[int] | None = None,
-             world_size: int = 1, mega_batch_mult: int | None = None,
+             world_size: int = 1, sync_buckets: bool = True, gradient_accumulation_steps: int = 1,
              progress: Progress | None = None) -> SimulationResult:
     """Run ``epochs`` epochs of ``strategy`` and measure every batch.
 
@@ -174,10 +174,17 @@ def simulate(lengths: LengthHistogram | Sequence[int] | np.ndarray, strategy: st
     rng : numpy.random.Generator
         The only source of randomness (same seed, same result).
     epochs : int, default 1
-    edges, mega_batch_mult
+    edges, gradient_accumulation_steps
         Strategy options, as in :func:`analysis.strategies.epoch_builder`.
     world_size : int, default 1
-        Data-parallel ranks: consecutive batches go to ranks round-robin.
+        Data-parallel ranks: consecutive batches go to ranks round-robin.  ``bucketed`` epochs
+        are the :class:`~analysis.sampler.BucketedBatchSampler`'s global epochs for this many
+        ranks (every step complete; repeats counted in the batches): with
+        ``rng=epoch_rng(seed, 0)`` and ``epochs=1`` the batches are the sampler's epoch 0.
+    sync_buckets : bool, default True
+        ``bucketed`` only: every step's batches from one bucket (the sampler's default);
+        ``False`` interleaves batches freely, as a per-rank sampler does.  Compare the
+        ``straggler_factor`` of both.
     progress : callable, optional
         Wraps the loop over epochs (e.g. ``tqdm``); the engine draws nothing itself.
 
@@ -205,7 +212,9 @@ def simulate(lengths: LengthHistogram | Sequence[int] | np.ndarray, strategy: st
                    pad_to_multiple_of=pad_to_multiple_of)
     epochs = positive_int(epochs, "epochs")
     world_size = positive_int(world_size, "world_size")
-    builder = epoch_builder(lengths, strategy, rule, edges=edges, mega_batch_mult=mega_batch_mult)
+    builder = epoch_builder(lengths, strategy, rule, edges=edges,
+                            gradient_accumulation_steps=gradient_accumulation_steps,
+                            world_size=world_size, sync_buckets=sync_buckets)
     return _simulate(builder, rng, epochs, world_size, progress)
 
 
@@ -249,7 +258,7 @@ def _measure_epoch(builder: EpochBuilder, epoch: Any, number: int, world_size: i
     if builder.strategy == "packing":
         padded = np.full(size.size, builder.max_tokens, dtype=np.int64)
     else:
-        padded = size * (-(-longest // multiple) * multiple)
+        padded = size * round_up(longest, multiple)
     n_batches = size.size
     position = np.arange(n_batches, dtype=np.int64)
     step, rank = position // world_size, position % world_size
@@ -334,7 +343,7 @@ def compare_strategies(lengths: LengthHistogram | Sequence[int] | np.ndarray,
                        max_tokens: int | None = None, pad_to_multiple_of: int | None = None,
                        strategies: Sequence[str] | None = None, world_size: int = 1,
                        reference_strategy: str | None = None,
-                       reference_tokens_per_s: float | None = None,
+                       reference_tokens_per_s: float | None = None, sync_buckets: bool = True,
                        progress: Progress | None = None) -> pd.DataFrame:
     """Simulate several strategies on the same data under one batch rule: a row per strategy.
 
@@ -346,7 +355,8 @@ def compare_strategies(lengths: LengthHistogram | Sequence[int] | np.ndarray,
     and ``straggler_factor`` when ``world_size > 1``), and ``expected_efficiency``: the
     exact value where one exists (random, sorted, bucketed: :mod:`analysis.waste`), NaN
     otherwise.  Strategies run in :data:`~analysis.strategies.STRATEGIES` order with one
-    ``rng`` passed down.
+    ``rng`` passed down; ``bucketed`` is built for ``world_size`` ranks with ``sync_buckets``
+    (:class:`~analysis.sampler.BucketedBatchSampler`).
 
     Given a calibration (``reference_strategy`` measured at ``reference_tokens_per_s``
     useful tokens/s on your hardware), a ``predicted_tokens_per_s`` column is added:
@@ -385,7 +395,8 @@ def compare_strategies(lengths: LengthHistogram | Sequence[int] | np.ndarray,
              "bucketed": lambda: _bucketed(hist, edges, rule)}
     rows = []
     for name in names:
-        builder = epoch_builder(per_sample, name, rule, edges=edges)
+        builder = epoch_builder(per_sample, name, rule, edges=edges, world_size=world_size,
+                                sync_buckets=sync_buckets)
         res = _simulate(builder, rng, epochs, world_size, progress)
         used = BatchRule(max_tokens=builder.max_tokens) if name in TOKEN_STRATEGIES else \
             BatchRule(builder.batch_sizes[0], None, rule.pad_to_multiple_of) if name != "bucketed" else rule

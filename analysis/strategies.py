@@ -2,7 +2,8 @@
 
 Every strategy turns per-sample ``lengths`` and an explicit ``rng`` into one epoch: a
 sequence of batches, each an ``int64`` array of sample indices, in the order a trainer
-would consume them.  Every sample appears exactly once per epoch.
+would consume them.  Every sample appears exactly once per epoch, except in ``bucketed``
+epochs for ``world_size > 1``, whose last steps are completed with counted repeats.
 
 =================  ==========================================================================
 strategy           what it does (and who does it)
@@ -13,12 +14,19 @@ strategy           what it does (and who does it)
 ``random``         a random permutation cut into batches (PyTorch ``DataLoader(shuffle=True)``).
 ``bucketed``       the case's bucketed shuffle: shuffle inside each bucket of ``edges``, cut
                    batches of that bucket's batch size, interleave all buckets' batches in a
-                   random order.
-``length_grouped`` Hugging Face ``Trainer(group_by_length=True)``: a permutation split into
-                   megabatches of ``mega_batch_mult * batch_size`` samples (HF's default
-                   ``min(n // (4 * batch_size), 50)``, at least 1), each stably sorted by length
-                   descending; the longest sample is swapped to the very first position (HF
-                   does this so an out-of-memory error shows up at step 1); then cut into
+                   random order.  Built by :func:`analysis.sampler.bucketed_epoch`, the core
+                   of :class:`~analysis.sampler.BucketedBatchSampler`: with ``world_size``
+                   and ``sync_buckets`` the epoch is the sampler's global epoch (batch ``b``
+                   is step ``b // world_size`` of rank ``b % world_size``), and
+                   ``builder.epoch(epoch_rng(seed, e))`` is the sampler's epoch ``e``.
+``length_grouped`` Hugging Face ``TrainingArguments(train_sampling_strategy="group_by_length")``
+                   (transformers 4.x: ``group_by_length=True``).  The Trainer builds its
+                   ``LengthGroupedSampler`` with ``train_batch_size * gradient_accumulation_steps``
+                   (``Trainer._get_train_sampler``), so with ``G = gradient_accumulation_steps``:
+                   a permutation split into megabatches of ``mult * batch_size * G`` samples
+                   (``mult = min(n // (4 * batch_size * G), 50)``, at least 1), each stably
+                   sorted by length descending; the longest sample is swapped to the very first
+                   position (so an out-of-memory error shows up at step 1); then cut into
                    batches of ``batch_size``.  This replicates ``get_length_grouped_indices``.
 ``token_budget``   AllenNLP-style: sort by ``length * (1 + U(-0.1, 0.1))``
                    (fresh noise each epoch), fill each batch while
@@ -51,6 +59,9 @@ import numpy as np
 
 from analysis.batching import BatchRule, as_rule, bucket_index, check_edges, positive_int
 from analysis.lengths import LengthHistogram, _as_length_array
+from analysis.sampler import _draw as _bucket_draw
+from analysis.sampler import _gather, _small_keys
+from analysis.sampler import _layout as _bucket_layout
 
 __all__ = ["STRATEGIES", "TOKEN_STRATEGIES", "Epoch", "EpochBuilder", "epoch_builder",
            "build_epoch", "ffd_plan"]
@@ -119,7 +130,8 @@ class EpochBuilder:
     ``int64``), ``hist`` (their :class:`~analysis.lengths.LengthHistogram`), ``rule`` (the
     batch rule as given), ``edges`` (``bucketed`` only), ``batch_sizes`` (samples per batch:
     one value, or one per bucket for ``bucketed``; empty for the token strategies),
-    ``max_tokens`` (the token strategies' budget, else None), ``mega_batch_mult``.
+    ``max_tokens`` (the token strategies' budget, else None), ``gradient_accumulation_steps``,
+    ``world_size``, ``sync_buckets``.
     """
 
     strategy: str
@@ -129,7 +141,9 @@ class EpochBuilder:
     edges: tuple[int, ...] | None
     batch_sizes: tuple[int, ...]
     max_tokens: int | None
-    mega_batch_mult: int | None
+    gradient_accumulation_steps: int
+    world_size: int
+    sync_buckets: bool
     _state: dict[str, Any] = field(repr=False)
 
     def epoch(self, rng: np.random.Generator) -> Epoch:
@@ -142,7 +156,8 @@ class EpochBuilder:
 def epoch_builder(lengths: Sequence[int] | np.ndarray | LengthHistogram, strategy: str,
                   rule: BatchRule | None = None, *, batch_size: int | None = None,
                   max_tokens: int | None = None, edges: Sequence[int] | None = None,
-                  mega_batch_mult: int | None = None) -> EpochBuilder:
+                  gradient_accumulation_steps: int = 1, world_size: int = 1,
+                  sync_buckets: bool = True) -> EpochBuilder:
     """Prepare ``strategy`` for per-sample ``lengths`` (the per-dataset work, done once).
 
     Parameters
@@ -157,9 +172,14 @@ def epoch_builder(lengths: Sequence[int] | np.ndarray | LengthHistogram, strateg
         how each strategy uses it.
     edges : sequence of int, optional
         Bucket edges, required by ``bucketed`` (must cover the data), ignored otherwise.
-    mega_batch_mult : int, optional
-        ``length_grouped`` only: megabatch size in batches (default as Hugging Face:
-        ``min(n // (4 * batch_size), 50)``, at least 1).
+    gradient_accumulation_steps : int, default 1
+        ``length_grouped`` only: the Trainer's megabatches are built from
+        ``batch_size * gradient_accumulation_steps``.
+    world_size : int, default 1
+        ``bucketed`` only: ranks the epoch is built for (steps of ``world_size`` batches,
+        completed with repeats; see :mod:`analysis.sampler`).  Other strategies ignore it.
+    sync_buckets : bool, default True
+        ``bucketed`` with ``world_size > 1`` only: every step's batches come from one bucket.
 
     Examples
     --------
@@ -184,8 +204,8 @@ def epoch_builder(lengths: Sequence[int] | np.ndarray | LengthHistogram, strateg
         raise ValueError("lengths is empty: no samples")
     arr.setflags(write=False)
     hist = lengths if isinstance(lengths, LengthHistogram) else LengthHistogram.from_lengths(arr)
-    if mega_batch_mult is not None:
-        mega_batch_mult = positive_int(mega_batch_mult, "mega_batch_mult")
+    accumulation = positive_int(gradient_accumulation_steps, "gradient_accumulation_steps")
+    world_size = positive_int(world_size, "world_size")
     edges_out, budget = None, None
     if strategy == "bucketed":
         if edges is None:
@@ -196,7 +216,8 @@ def epoch_builder(lengths: Sequence[int] | np.ndarray | LengthHistogram, strateg
         sizes, budget = (), rule.token_budget(hist.max)
     else:
         sizes = (rule.fixed_batch_size(hist.max),)
-    builder = EpochBuilder(strategy, arr, hist, rule, edges_out, sizes, budget, mega_batch_mult, {})
+    builder = EpochBuilder(strategy, arr, hist, rule, edges_out, sizes, budget, accumulation,
+                           world_size, bool(sync_buckets), {})
     _PREPARE_FUNCS[strategy](builder)
     return builder
 
@@ -204,7 +225,8 @@ def epoch_builder(lengths: Sequence[int] | np.ndarray | LengthHistogram, strateg
 def build_epoch(lengths: Sequence[int] | np.ndarray, strategy: str, rule: BatchRule | None = None,
                 *, rng: np.random.Generator, batch_size: int | None = None,
                 max_tokens: int | None = None, edges: Sequence[int] | None = None,
-                mega_batch_mult: int | None = None) -> Epoch:
+                gradient_accumulation_steps: int = 1, world_size: int = 1,
+                sync_buckets: bool = True) -> Epoch:
     """One epoch of ``strategy`` over per-sample ``lengths``; see :func:`epoch_builder`.
 
     Examples
@@ -215,32 +237,14 @@ def build_epoch(lengths: Sequence[int] | np.ndarray, strategy: str, rule: BatchR
     [[0, 1], [2, 3], [4]]
     """
     return epoch_builder(lengths, strategy, rule, batch_size=batch_size, max_tokens=max_tokens,
-                         edges=edges, mega_batch_mult=mega_batch_mult).epoch(rng)
+                         edges=edges, gradient_accumulation_steps=gradient_accumulation_steps,
+                         world_size=world_size, sync_buckets=sync_buckets).epoch(rng)
 
 
 # ---------------------------------------------------------------------------- helpers
-def _gather(order: np.ndarray, offsets: np.ndarray, perm: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Reorder the batches ``order[offsets[b]:offsets[b+1]]`` as ``perm`` says (O(n), no sort)."""
-    sizes = np.diff(offsets)[perm]
-    new_offsets = np.zeros(perm.size + 1, dtype=np.int64)
-    np.cumsum(sizes, out=new_offsets[1:])
-    shift = np.repeat(offsets[:-1][perm] - new_offsets[:-1], sizes)
-    return order[np.arange(order.size, dtype=np.int64) + shift], new_offsets
-
-
 def _even_offsets(n: int, size: int) -> np.ndarray:
     """Offsets cutting ``n`` samples into batches of ``size`` (last one shorter)."""
     return np.append(np.arange(0, n, size, dtype=np.int64), np.int64(n))
-
-
-def _small_keys(values: np.ndarray) -> np.ndarray:
-    """``values`` (non-negative ints) in the narrowest unsigned dtype, so a stable argsort
-    of them is a radix sort (NumPy does that for 16-bit keys and narrower)."""
-    top = int(values.max()) if values.size else 0
-    for dtype in (np.uint8, np.uint16, np.uint32):
-        if top <= np.iinfo(dtype).max:
-            return values.astype(dtype)
-    return values.astype(np.uint64)
 
 
 def _stable_order(keys: np.ndarray) -> np.ndarray:
@@ -277,35 +281,21 @@ def _epoch_random(b: EpochBuilder, rng: np.random.Generator) -> Epoch:
 
 
 def _prepare_bucketed(b: EpochBuilder) -> None:
-    bucket = bucket_index(b.lengths, b.edges)
-    n_buckets = len(b.edges) - 1
-    counts = np.bincount(bucket, minlength=n_buckets).astype(np.int64)
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
-    batch_starts, batch_buckets = [], []
-    for i, (start, count, size) in enumerate(zip(starts.tolist(), counts.tolist(), b.batch_sizes)):
-        s = np.arange(start, start + count, size, dtype=np.int64)
-        batch_starts.append(s)
-        batch_buckets.append(np.full(s.size, i, dtype=np.int64))
-    b._state["bucket_keys"] = _small_keys(bucket)
-    b._state["offsets"] = np.append(np.concatenate(batch_starts), np.int64(b.lengths.size))
-    b._state["batch_buckets"] = np.concatenate(batch_buckets)
+    # One implementation with the training sampler: its layout (drop_last=False) and draw.
+    b._state["layout"] = _bucket_layout(bucket_index(b.lengths, b.edges), b.batch_sizes,
+                                        b.world_size, b.sync_buckets, False)
 
 
 def _epoch_bucketed(b: EpochBuilder, rng: np.random.Generator) -> Epoch:
-    perm = rng.permutation(b.lengths.size).astype(np.int64, copy=False)
-    grouped = perm[np.argsort(b._state["bucket_keys"][perm], kind="stable")]
-    offsets = b._state["offsets"]
-    order = rng.permutation(offsets.size - 1)
-    indices, new_offsets = _gather(grouped, offsets, order)
-    return Epoch(indices, new_offsets, b._state["batch_buckets"][order], "bucketed")
+    ep = _bucket_draw(b._state["layout"], rng)
+    return Epoch(ep.indices, ep.offsets, ep.buckets, "bucketed")
 
 
 def _prepare_length_grouped(b: EpochBuilder) -> None:
     n, size = b.lengths.size, b.batch_sizes[0]
-    mult = b.mega_batch_mult
-    if mult is None:
-        mult = max(1, min(n // (size * 4), 50))
-    b._state["megabatch"] = mult * size
+    group = size * b.gradient_accumulation_steps  # what the Trainer passes as batch_size
+    mult = max(1, min(n // (group * 4), 50))
+    b._state["megabatch"] = mult * group
     b._state["offsets"] = _even_offsets(n, size)
     b._state["desc_keys"] = b.hist.max - b.lengths  # ascending key = length descending
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 _REQUIREMENT = re.compile(r"^\s*([A-Za-z0-9_.\-]+)\s*(.*?)\s*$")
+_CONDA_NAMES = {"pytorch": "torch"}  # conda-forge name -> PyPI name
 
 
 def _parse(requirement: str) -> tuple[str, str]:
@@ -56,7 +57,7 @@ def conda_requirements() -> tuple[dict[str, str], list[str]]:
         in_pip = False
         name, spec = _parse(item.replace("=", "==", 1) if re.match(r"^[\w.-]+=[^=]", item) else item)
         if name not in {"python", "pip"}:
-            conda[name] = spec
+            conda[_CONDA_NAMES.get(name, name)] = spec
     return conda, pip
 
 

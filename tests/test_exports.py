@@ -99,7 +99,8 @@ def test_hf_upper_bounds_reproduce_our_buckets(plan):
     bounds = out["bucket_upper_bounds"]
     got = np.searchsorted(bounds, _every_length(plan), side="left").tolist()
     assert got == bucket_index(_every_length(plan), plan.edges).tolist()
-    assert out["length_column_name"] == "length" and out["bucket_batch_sizes"] == plan.batch_sizes
+    assert out["training_args"] == {"length_column_name": "length"}
+    assert out["bucket_batch_sizes"] == plan.batch_sizes
 
 
 def test_case_edges_exports_by_hand():

@@ -1,0 +1,434 @@
+"""The training sampler: properties, resume, Monte Carlo, and the real libraries around it
+(torch DataLoader and torch.distributed, Lhotse, transformers)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from analysis import (
+    BucketedBatchSampler,
+    LengthHistogram,
+    expected_padding,
+    exports,
+    optimize_edges,
+    simulate,
+)
+from analysis.batching import bucket_index
+from analysis.sampler import bucketed_epoch, epoch_rng
+from analysis.strategies import build_epoch, epoch_builder
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _lengths(seed: int, n: int, top: int = 300) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return np.clip(rng.lognormal(4.0, 0.8, size=n), 1, top).astype(np.int64)
+
+
+def _all_ranks(lengths, edges, world_size, **kw) -> list[list[list[int]]]:
+    """Each rank's batches of the current epoch, from independent samplers."""
+    return [list(BucketedBatchSampler(lengths, edges, rank=r, world_size=world_size, **kw))
+            for r in range(world_size)]
+
+
+# ------------------------------------------------------------------ the contract
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**31), n=st.integers(1, 300), world_size=st.integers(1, 5),
+       batch_size=st.integers(1, 9), sync=st.booleans(), drop_last=st.booleans(),
+       epoch=st.integers(0, 3))
+def test_every_rank_same_length_and_coverage(seed, n, world_size, batch_size, sync, drop_last, epoch):
+    lengths = _lengths(seed, n)
+    edges = [0, 40, 90, max(91, int(lengths.max()))]
+    kw = dict(batch_size=batch_size, seed=seed, sync_buckets=sync, drop_last=drop_last)
+    samplers = [BucketedBatchSampler(lengths, edges, rank=r, world_size=world_size, **kw)
+                for r in range(world_size)]
+    for s in samplers:
+        s.set_epoch(epoch)
+    ranks = [list(s) for s in samplers]
+    steps = len(samplers[0])
+    assert all(len(s) == steps and len(b) == steps for s, b in zip(samplers, ranks))
+    bucket_of = bucket_index(lengths, edges)
+    flat = [i for batches in ranks for b in batches for i in b]
+    counts = np.bincount(flat, minlength=n)
+    s0 = samplers[0]
+    assert all(s.n_repeated == s0.n_repeated and s.n_dropped == s0.n_dropped for s in samplers)
+    if drop_last:
+        assert counts.max(initial=0) <= 1 and s0.n_repeated == 0
+        assert s0.n_dropped == n - len(flat)
+        assert all(len(b) == batch_size for batches in ranks for b in batches)
+    else:
+        assert counts.min() >= 1 and s0.n_dropped == 0
+        assert s0.n_repeated == len(flat) - n
+        if world_size == 1:
+            assert s0.n_repeated == 0
+    for batches in ranks:
+        for b in batches:
+            assert len(set(bucket_of[b].tolist())) == 1 and 1 <= len(b) <= batch_size
+    if sync:  # at every step all ranks draw from the same bucket
+        for step in range(steps):
+            assert len({int(bucket_of[ranks[r][step][0]]) for r in range(world_size)}) == 1
+
+
+def test_deterministic_in_seed_and_epoch_and_set_epoch_reshuffles():
+    lengths = _lengths(1, 400)
+    edges = [0, 50, 120, 300]
+    a = BucketedBatchSampler(lengths, edges, batch_size=8, seed=3)
+    b = BucketedBatchSampler(lengths, edges, batch_size=8, seed=3)
+    assert list(a) == list(b) == list(a)
+    a.set_epoch(1)
+    assert list(a) != list(b)
+    b.set_epoch(1)
+    assert list(a) == list(b)
+    assert list(BucketedBatchSampler(lengths, edges, batch_size=8, seed=4)) != list(b)
+
+
+def test_plan_batch_sizes_and_max_tokens_rule():
+    lengths = _lengths(2, 500)
+    plan = optimize_edges(LengthHistogram.from_lengths(lengths), 3, max_tokens=1200)
+    s = BucketedBatchSampler(lengths, plan)
+    assert s.edges == plan.edges and s.batch_sizes == plan.batch_sizes
+    t = BucketedBatchSampler(lengths, plan, batch_size=4)
+    assert t.batch_sizes == [4, 4, 4]
+    with pytest.raises(ValueError, match="exactly one of batch_size and max_tokens"):
+        BucketedBatchSampler(lengths, plan.edges)
+    with pytest.raises(ValueError, match="do not cover"):
+        BucketedBatchSampler(lengths, [0, 10, 20], batch_size=2)
+    with pytest.raises(ValueError, match="rank must be"):
+        BucketedBatchSampler(lengths, plan, rank=2, world_size=2)
+
+
+def test_counts_by_hand():
+    # bucket 0: 5 samples, bucket 1: 2 samples; batch 2; 2 ranks
+    lengths = [1, 2, 3, 4, 5, 9, 9]
+    edges = [0, 5, 9]
+    ep = bucketed_epoch(bucket_index(np.array(lengths), edges), [2, 2], epoch_rng(0, 0),
+                        world_size=2)
+    # bucket 0: batches 2+2+1, one repeated batch of 2 completes its 2nd step; bucket 1: one
+    # batch of 2, one repeated batch of 2 completes its step
+    assert (len(ep), ep.n_steps, ep.n_repeated, ep.n_dropped) == (6, 3, 4, 0)
+    dropped = bucketed_epoch(bucket_index(np.array(lengths), edges), [2, 2], epoch_rng(0, 0),
+                             world_size=2, drop_last=True)
+    # bucket 0 keeps one step of 2 full batches (4 samples), bucket 1 keeps none (1 batch < 2 ranks)
+    assert (len(dropped), dropped.n_repeated, dropped.n_dropped) == (2, 0, 3)
+    free = bucketed_epoch(bucket_index(np.array(lengths), edges), [2, 2], epoch_rng(0, 0),
+                          world_size=2, sync_buckets=False)
+    assert (len(free), free.n_repeated) == (4, 0)  # batches 2+2+1 and 2: two full steps
+    odd = bucketed_epoch(bucket_index(np.array([1, 2, 3, 4, 9, 9]), edges), [2, 2], epoch_rng(0, 0),
+                         world_size=2, sync_buckets=False)
+    first = odd.offsets[1] - odd.offsets[0]  # 3 batches: the first one repeats to fill step 2
+    assert (len(odd), odd.n_repeated) == (4, first)
+    assert odd.indices[odd.offsets[3]:].tolist() == odd.indices[:odd.offsets[1]].tolist()
+
+
+# ------------------------------------------------------------------ one implementation
+@pytest.mark.parametrize("world_size, sync", [(1, True), (4, True), (4, False)])
+def test_simulate_and_builder_give_the_samplers_batches(world_size, sync):
+    lengths = _lengths(3, 700)
+    edges = [0, 40, 100, 300]
+    builder = epoch_builder(lengths, "bucketed", edges=edges, batch_size=6,
+                            world_size=world_size, sync_buckets=sync)
+    samplers = [BucketedBatchSampler(lengths, edges, batch_size=6, seed=11, rank=r,
+                                     world_size=world_size, sync_buckets=sync)
+                for r in range(world_size)]
+    for e in (0, 2):
+        ep = builder.epoch(epoch_rng(11, e))
+        batches = ep.batches()
+        for r, s in enumerate(samplers):
+            s.set_epoch(e)
+            assert list(s) == [b.tolist() for b in batches[r::world_size]]
+    res = simulate(lengths, "bucketed", rng=epoch_rng(11, 0), edges=edges, batch_size=6,
+                   world_size=world_size, sync_buckets=sync)
+    for r, s in enumerate(samplers):
+        s.set_epoch(0)
+        mine = res.batches[res.batches["rank"] == r]
+        assert mine["size"].tolist() == [len(b) for b in s]
+        assert mine["longest"].tolist() == [int(lengths[b].max()) for b in s]
+
+
+def test_world_size_one_keeps_the_plain_bucketed_shuffle():
+    """Two draws (samples, then batch order), exactly as the strategy always drew them."""
+    lengths = _lengths(4, 300)
+    edges = [0, 60, 300]
+    rng = np.random.default_rng(5)
+    perm = rng.permutation(lengths.size)
+    bucket = bucket_index(lengths, edges)
+    grouped = perm[np.argsort(bucket[perm], kind="stable")]
+    batches = []
+    for i in range(2):
+        members = grouped[bucket[grouped] == i]
+        batches += [members[j:j + 7].tolist() for j in range(0, members.size, 7)]
+    order = rng.permutation(len(batches))
+    ep = build_epoch(lengths, "bucketed", rng=np.random.default_rng(5), edges=edges, batch_size=7)
+    assert [b.tolist() for b in ep.batches()] == [batches[k] for k in order]
+
+
+def test_straggler_factor_with_and_without_sync_buckets():
+    lengths = _lengths(6, 3000, top=2000)
+    edges = [0, 40, 80, 160, 2000]
+    kw = dict(rng=np.random.default_rng(0), edges=edges, batch_size=8, world_size=8, epochs=2)
+    synced = simulate(lengths, "bucketed", sync_buckets=True, **kw).summary()["straggler_factor"]
+    free = simulate(lengths, "bucketed", sync_buckets=False, **kw).summary()["straggler_factor"]
+    assert 1 <= synced < 1.5 < free
+
+
+# ------------------------------------------------------------------ Monte Carlo
+def test_mean_efficiency_over_epochs_matches_expected_padding_within_3_se():
+    lengths = _lengths(7, 2000, top=600)
+    edges = [0, 35, 70, 140, 600]
+    sampler = BucketedBatchSampler(lengths, edges, batch_size=8, seed=1)
+    eff = []
+    for e in range(60):
+        sampler.set_epoch(e)
+        batches = list(sampler)
+        useful = sum(int(lengths[b].sum()) for b in batches)
+        padded = sum(len(b) * int(lengths[b].max()) for b in batches)
+        eff.append(useful / padded)
+    eff = np.array(eff)
+    se = eff.std(ddof=1) / math.sqrt(eff.size)
+    exact = expected_padding(LengthHistogram.from_lengths(lengths), edges, batch_size=8).efficiency
+    assert abs(eff.mean() - exact) <= 3 * se
+
+
+# ------------------------------------------------------------------ resume
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**31), n=st.integers(1, 250), world_size=st.integers(1, 4),
+       sync=st.booleans(), drop_last=st.booleans(), epoch=st.integers(0, 5),
+       cut=st.floats(0, 1), ahead=st.integers(0, 6))
+def test_resume_at_any_cut_point(seed, n, world_size, sync, drop_last, epoch, cut, ahead):
+    lengths = _lengths(seed, n)
+    edges = [0, 50, max(51, int(lengths.max()))]
+    kw = dict(batch_size=4, seed=seed % 1000, world_size=world_size, sync_buckets=sync,
+              drop_last=drop_last)
+    for rank in range(world_size):
+        s = BucketedBatchSampler(lengths, edges, rank=rank, **kw)
+        s.set_epoch(epoch)
+        reference = list(s)
+        consumed = int(cut * len(s))
+        it = iter(s)  # the loader pulled `ahead` batches more than were consumed
+        pulled = [next(it) for _ in range(min(len(s), consumed + ahead))]
+        assert pulled == reference[:len(pulled)]
+        state = json.loads(json.dumps(s.state_dict(consumed)))
+        assert len(json.dumps(state)) < 400
+        t = BucketedBatchSampler(lengths, edges, rank=rank, **kw)
+        t.load_state_dict(state)
+        t.set_epoch(epoch)  # what a trainer does before iterating: keeps the resume point
+        assert list(t) == reference[consumed:]
+        assert list(t) == reference  # the next pass starts the epoch from its first batch
+        t.set_epoch(epoch + 1)
+        s.set_epoch(epoch + 1)
+        assert list(t) == list(s)
+
+
+def test_state_from_another_setup_is_refused():
+    lengths = _lengths(8, 100)
+    s = BucketedBatchSampler(lengths, [0, 50, 300], batch_size=4, world_size=2)
+    state = s.state_dict(1)
+    with pytest.raises(ValueError, match="world_size"):
+        BucketedBatchSampler(lengths, [0, 50, 300], batch_size=4, world_size=3).load_state_dict(state)
+    with pytest.raises(ValueError, match="fingerprint"):
+        BucketedBatchSampler(lengths, [0, 60, 300], batch_size=4, world_size=2).load_state_dict(state)
+    with pytest.raises(ValueError, match="consumed"):
+        s.state_dict(len(s) + 1)
+
+
+# ------------------------------------------------------------------ torch DataLoader
+class IndexDataset(torch.utils.data.Dataset):
+    """Item ``i`` is ``i`` (so a batch shows which samples it holds)."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int) -> int:
+        return i
+
+
+def test_dataloader_with_two_workers_and_resume_after_prefetch():
+    lengths = _lengths(9, 600)
+    edges = [0, 50, 120, 300]
+    make = lambda: BucketedBatchSampler(lengths, edges, batch_size=8, seed=2)
+    sampler = make()
+    sampler.set_epoch(1)
+    expected = list(sampler)
+    loader = torch.utils.data.DataLoader(IndexDataset(lengths.size), batch_sampler=sampler,
+                                         num_workers=2, prefetch_factor=2)
+    assert len(loader) == len(sampler)
+    assert [b.tolist() for b in loader] == expected
+    # interrupt after 5 consumed batches: the workers had been handed more
+    it = iter(loader)
+    consumed = [next(it).tolist() for _ in range(5)]
+    assert sampler.yielded > 5  # prefetch: what the sampler yielded is not what was consumed
+    state = json.loads(json.dumps(sampler.state_dict(consumed=5)))
+    del it
+    resumed = make()
+    resumed.load_state_dict(state)
+    loader = torch.utils.data.DataLoader(IndexDataset(lengths.size), batch_sampler=resumed,
+                                         num_workers=2, prefetch_factor=2)
+    assert consumed + [b.tolist() for b in loader] == expected
+
+
+_DDP_WORKER = textwrap.dedent("""
+    import json, os, sys
+    import numpy as np
+    import torch
+    import torch.distributed as dist
+    from analysis import BucketedBatchSampler
+    from analysis.batching import bucket_index
+
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    lengths = np.load(sys.argv[1])
+    edges = json.loads(sys.argv[2])
+    sampler = BucketedBatchSampler(lengths, edges, batch_size=8, seed=5, rank=rank,
+                                   world_size=world)
+    sampler.set_epoch(1)
+    data = torch.arange(lengths.size)
+    loader = torch.utils.data.DataLoader(data, batch_sampler=sampler)
+    seen, steps = [], 0
+    for batch in loader:
+        bucket = torch.tensor([int(bucket_index(lengths[batch.numpy()], edges)[0])])
+        gathered = [torch.zeros(1, dtype=torch.int64) for _ in range(world)]
+        dist.all_gather(gathered, bucket)  # a synchronous step: hangs if step counts differ
+        assert len({int(g) for g in gathered}) == 1, gathered
+        seen += batch.tolist()
+        steps += 1
+    dist.barrier()
+    dist.destroy_process_group()
+    with open(sys.argv[3], "w") as f:
+        json.dump({"steps": steps, "len": len(sampler), "seen": seen}, f)
+""")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_two_process_gloo_epoch_equal_steps_and_full_coverage(tmp_path):
+    lengths = _lengths(10, 501)
+    edges = [0, 45, 110, 300]
+    np.save(tmp_path / "lengths.npy", lengths)
+    script = tmp_path / "worker.py"
+    script.write_text(_DDP_WORKER)
+    env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port()),
+           "WORLD_SIZE": "2", "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    procs = [subprocess.Popen([sys.executable, str(script), str(tmp_path / "lengths.npy"),
+                               json.dumps(edges), str(tmp_path / f"rank{r}.json")],
+                              env={**env, "RANK": str(r)}, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True) for r in range(2)]
+    try:
+        outputs = [p.communicate(timeout=120)[0] for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    assert [p.returncode for p in procs] == [0, 0], outputs
+    results = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]
+    assert results[0]["steps"] == results[1]["steps"] == results[0]["len"] == results[1]["len"]
+    seen = results[0]["seen"] + results[1]["seen"]
+    assert set(seen) == set(range(lengths.size))
+    expected = BucketedBatchSampler(lengths, edges, batch_size=8, world_size=2).global_epoch(1)
+    assert len(seen) - lengths.size == expected.n_repeated
+
+
+# ------------------------------------------------------------------ Lhotse
+def test_lhotse_sampler_from_the_plan_keeps_our_buckets(tmp_path):
+    from lhotse import CutSet, MonoCut
+
+    lengths = _lengths(11, 400)
+    plan = optimize_edges(LengthHistogram.from_lengths(lengths), 3, batch_size=6)
+    # durations = our lengths (the default constraint measures cut.duration); read lazily, as
+    # DynamicBucketingSampler expects (an eager CutSet makes it warn)
+    CutSet.from_cuts(MonoCut(id=f"c{i}", start=0.0, duration=float(n), channel=0)
+                     for i, n in enumerate(lengths.tolist())).to_jsonl(tmp_path / "cuts.jsonl")
+    cuts = CutSet.from_jsonl_lazy(tmp_path / "cuts.jsonl")
+    sampler = exports.lhotse_sampler(cuts, plan, shuffle=True, seed=0)
+    ours = bucket_index(lengths, plan.edges)
+    seen = []
+    for batch in sampler:
+        idx = [int(c.id[1:]) for c in batch]
+        assert len(set(ours[idx].tolist())) == 1
+        assert len(idx) <= plan.batch_sizes[int(ours[idx[0]])]
+        seen += idx
+    assert sorted(seen) == list(range(lengths.size))
+
+
+# ------------------------------------------------------------------ transformers
+def test_length_grouped_matches_the_trainers_sampler_index_for_index(monkeypatch):
+    from transformers import trainer_pt_utils
+
+    lengths = _lengths(12, 700, top=40)  # many ties
+    batch_size, accumulation = 4, 3
+    perm = np.random.default_rng(13).permutation(lengths.size)
+    monkeypatch.setattr(trainer_pt_utils.torch, "randperm",
+                        lambda n, generator=None: torch.as_tensor(perm))
+    # Trainer._get_train_sampler: LengthGroupedSampler(train_batch_size * accumulation_steps)
+    hf = trainer_pt_utils.get_length_grouped_indices(lengths.tolist(), batch_size * accumulation)
+    ours = build_epoch(lengths, "length_grouped", rng=np.random.default_rng(13),
+                       batch_size=batch_size, gradient_accumulation_steps=accumulation)
+    assert ours.indices.tolist() == hf
+    assert ours.sizes.tolist()[:-1] == [batch_size] * (len(ours) - 1)
+
+
+def test_to_hf_training_args_and_the_trainer_recipe(tmp_path):
+    from torch.utils.data import DataLoader
+    from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainingArguments
+
+    lengths = _lengths(14, 64, top=48)
+    plan = optimize_edges(LengthHistogram.from_lengths(lengths), 2, batch_size=4)
+    rows = [{"input_ids": list(range(1, n + 1))} for n in lengths.tolist()]
+    seen: list[list[int]] = []
+
+    def collate(features):
+        seen.append([len(f["input_ids"]) for f in features])
+        longest = max(len(f["input_ids"]) for f in features)
+        ids = torch.zeros(len(features), longest, dtype=torch.int64)
+        mask = torch.zeros_like(ids)
+        for i, f in enumerate(features):
+            ids[i, :len(f["input_ids"])] = torch.tensor(f["input_ids"])
+            mask[i, :len(f["input_ids"])] = 1
+        return {"input_ids": ids, "attention_mask": mask,
+                "labels": ids.masked_fill(mask == 0, -100)}
+
+    class BucketedTrainer(Trainer):  # the recipe in exports.to_hf
+        def get_train_dataloader(self):
+            sampler = BucketedBatchSampler(lengths, plan, seed=self.args.seed,
+                                           rank=self.args.process_index,
+                                           world_size=self.args.world_size)
+            loader = self.accelerator.prepare(DataLoader(
+                self.train_dataset, batch_sampler=sampler, collate_fn=self.data_collator,
+                num_workers=self.args.dataloader_num_workers))
+            shard = getattr(loader, "batch_sampler", None)
+            if getattr(shard, "batch_sampler", None) is sampler:
+                shard.num_processes, shard.process_index = 1, 0
+            return loader
+
+    args = TrainingArguments(output_dir=str(tmp_path), max_steps=4, report_to=[], use_cpu=True,
+                             save_strategy="no", logging_strategy="no",
+                             dataloader_pin_memory=False, **exports.to_hf(plan)["training_args"])
+    torch.manual_seed(0)
+    model = GPT2LMHeadModel(GPT2Config(vocab_size=64, n_positions=64, n_embd=16, n_layer=2,
+                                       n_head=2))
+    trainer = BucketedTrainer(model=model, args=args, train_dataset=rows, data_collator=collate)
+    out = trainer.train()
+    assert out.global_step == 4 and len(seen) >= 4
+    sampler = BucketedBatchSampler(lengths, plan, seed=args.seed)
+    sampler.set_epoch(0)
+    assert seen[:4] == [[int(lengths[i]) for i in b] for b in list(sampler)[:4]]
