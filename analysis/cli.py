@@ -263,6 +263,7 @@ def _cmd_summary(args: argparse.Namespace, out: Any) -> None:
 def _cmd_optimize(args: argparse.Namespace, out: Any) -> None:
     from analysis import optimize_edges
     from analysis.exports import export_all
+    from analysis.waste import tokens_text
     hist = _load(args)
     rule = _batch_rule(args)
     plan = optimize_edges(hist, args.buckets, rule, method=args.method,
@@ -276,7 +277,8 @@ def _cmd_optimize(args: argparse.Namespace, out: Any) -> None:
     print(f"  edges        {', '.join(map(str, plan.edges))}", file=out)
     print(f"  batch sizes  {', '.join(map(str, plan.batch_sizes))}", file=out)
     print(f"  efficiency   {plan.efficiency:.4f} (expected useful / padded tokens)", file=out)
-    print(f"  padded tokens {plan.padded_tokens:,.0f} for {plan.useful_tokens:,} useful", file=out)
+    print(f"  padded tokens {tokens_text(plan.padded_tokens)} for {plan.useful_tokens:,} useful",
+          file=out)
     if plan.n_buckets != args.buckets:
         print(f"  ({args.buckets} buckets asked; the data allow {plan.n_buckets})", file=out)
     print(file=out)
