@@ -28,7 +28,7 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.batching import (DEFAULT_BATCH_SIZE, DEFAULT_EPOCHS, DEFAULT_METHOD,
+from analysis.batching import (MAX_RULE_VALUE, DEFAULT_BATCH_SIZE, DEFAULT_EPOCHS, DEFAULT_METHOD,
                                DEFAULT_N_BUCKETS, DEFAULT_SEED, BatchRule, parse_edges)
 from analysis.optimize import METHODS
 
@@ -49,6 +49,18 @@ def _positive(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    if value > MAX_RULE_VALUE:
+        raise argparse.ArgumentTypeError(f"{text} exceeds the limit 2**62 = {MAX_RULE_VALUE:,}")
+    return value
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
     return value
 
 
@@ -161,7 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_max_len(p)
     p.add_argument("--epochs", metavar="N", type=_positive, default=DEFAULT_EPOCHS,
                    help="simulated epochs per strategy")
-    p.add_argument("--seed", metavar="S", type=int, default=DEFAULT_SEED,
+    p.add_argument("--seed", metavar="S", type=_seed, default=DEFAULT_SEED,
                    help="seed of the random generator")
     _add_calibration(p)
 
@@ -178,7 +190,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--method", choices=METHODS, default=DEFAULT_METHOD,
                    help="how to place the recommended edges")
     _add_max_len(p)
-    p.add_argument("--seed", metavar="S", type=int, default=DEFAULT_SEED,
+    p.add_argument("--seed", metavar="S", type=_seed, default=DEFAULT_SEED,
                    help="seed passed to the notebooks")
     _add_calibration(p)
     return parser
