@@ -310,6 +310,10 @@ def _cmd_compare(args: argparse.Namespace, out: Any) -> None:
                                reference_tokens_per_s=args.tokens_per_s, progress=_progress(args))
     print(f"Strategies on edges {','.join(map(str, edges))} ({rule.text}, {args.epochs} epochs, "
           f"seed {args.seed}):", file=out)
+    if "simulated_samples" in table.columns:
+        print(f"  (simulated on a uniform subsample of {int(table['simulated_samples'].iloc[0]):,} "
+              f"of the {table.attrs['population_samples']:,} samples; efficiency_se is the "
+              "standard error this leaves; expected_efficiency is exact)", file=out)
     print(_frame_text(table), file=out)
 
 
