@@ -28,7 +28,7 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.batching import (MAX_RULE_VALUE, DEFAULT_BATCH_SIZE, DEFAULT_EPOCHS, DEFAULT_METHOD,
+from analysis.batching import (DEFAULT_BATCH_SIZE, DEFAULT_EPOCHS, DEFAULT_METHOD, MAX_RULE_VALUE,
                                DEFAULT_N_BUCKETS, DEFAULT_SEED, BatchRule, parse_edges)
 from analysis.optimize import METHODS
 

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from analysis._order_stats import _exact_cumsum, bucket_waste, expected_g_of_max, padded_values
-from analysis.batching import BatchRule, as_rule, bucket_bounds, check_edges, positive_int, round_up
+from analysis.batching import BatchRule, as_rule, bucket_bounds, check_edges, positive_int
 from analysis.lengths import LengthHistogram
 
 __all__ = ["WasteEstimate", "expected_padding", "sorted_padding", "expected_strategies",
@@ -135,7 +135,10 @@ def _bucketed(hist: LengthHistogram, edges: list[int], rule: BatchRule,
               strategy: str = "bucketed") -> WasteEstimate:
     """:func:`expected_padding` without validation (``edges`` already cover ``hist``)."""
     batch_sizes = rule.batch_sizes(edges)
-    samples, tokens, batches, waste = [], [], [], []
+    samples: list[int] = []
+    tokens: list[int] = []
+    batches: list[int] = []
+    waste: list[int | float] = []
     for lo, hi, size in zip(*bucket_bounds(hist.lengths, edges), batch_sizes):
         if lo == hi:
             samples.append(0), tokens.append(0), batches.append(0), waste.append(0)
@@ -148,7 +151,7 @@ def _bucketed(hist: LengthHistogram, edges: list[int], rule: BatchRule,
                                      rule.pad_to_multiple_of)
         waste.append(exact + excess if excess else exact)
     floats = [w for w in waste if isinstance(w, float)]
-    total = sum(w for w in waste if isinstance(w, int))
+    total: int | float = sum(w for w in waste if isinstance(w, int))
     if floats:  # the int part exact, the expectations summed once
         total = total + math.fsum(floats)
     return WasteEstimate(strategy, rule, tuple(edges), tuple(batch_sizes), sum(tokens),

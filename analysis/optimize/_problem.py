@@ -96,7 +96,8 @@ class _Binom:
         ``exp(log C)`` above (its partial products could overflow)."""
         if self.size > _PRODUCT_MAX:
             with np.errstate(under="ignore"):
-                return np.exp(self._log_direct(x))
+                out: np.ndarray = np.exp(self._log_direct(x))
+            return out
         xf = x.astype(float)
         out = xf.copy()
         for t in range(1, self.size):
