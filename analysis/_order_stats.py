@@ -142,18 +142,60 @@ def expected_g_of_max(g: np.ndarray, cum: np.ndarray, size: int) -> float:
     return float(g[0] + np.dot(steps, above))
 
 
+def expected_excess(g: np.ndarray, cum: np.ndarray, size: int) -> float:
+    """``E[g(max of a random size-subset)] - E[g(one random sample)]`` (``>= 0``), as the sum
+    of non-negative terms ``sum_j (g(v_{j+1}) - g(v_j)) (F1_j - F_j)``, ``F1_j = cum_j / n``
+    the single sample's ``P(L <= v_j)`` and ``F_j = P(max <= v_j) <= F1_j``.  Nothing is
+    subtracted from a large number, so the excess keeps its relative precision however close
+    to the mean the maximum is; ``size = 1`` gives exactly 0."""
+    n = int(cum[-1])
+    if g.size == 1 or size == 1:
+        return 0.0
+    steps = np.diff(g)
+    inner = cum[:-1]
+    f1 = inner.astype(float) / float(n)
+    gap = f1.copy()  # F1 - F: F = 0 where fewer than `size` samples are <= v_j
+    ok = inner >= size
+    if ok.any():
+        log_f1 = np.log1p(-(n - inner[ok]).astype(float) / float(n))
+        ratio = log_prob_max_at_most(inner[ok], n, size) - log_f1  # log(F / F1) <= 0
+        gap[ok] = f1[ok] * -np.expm1(np.minimum(ratio, 0.0))
+    return float(np.dot(steps, gap))
+
+
 def padded_values(lengths: np.ndarray, pad_to_multiple_of: int) -> np.ndarray:
     """Lengths rounded up to a multiple (as float64: what a batch's longest pads to)."""
     return np.asarray(round_up(lengths, pad_to_multiple_of)).astype(float)
 
 
-def bucket_expectations(g: np.ndarray, cum: np.ndarray, batch_size: int) -> float:
-    """Expected ``sum over batches of size * g(longest)`` for one shuffled bucket."""
-    n = int(cum[-1])
+def bucket_waste(lengths: np.ndarray, counts: np.ndarray, batch_size: int,
+                 pad_to_multiple_of: int) -> tuple[int, float]:
+    """Expected padding of one shuffled bucket (distinct ``lengths`` ascending, ``counts``),
+    as ``(exact, excess)``: ``exact`` (a Python int) is the rounding waste
+    ``sum count * (round_up(L) - L)`` plus, when the bucket is one batch, its whole padding;
+    ``excess`` (a float >= 0) is ``full * B * E[excess_B] + r * E[excess_r]``
+    (:func:`expected_excess`), 0.0 when the padding is deterministic."""
+    lens, cnts = lengths.tolist(), counts.tolist()
+    m = pad_to_multiple_of
+    padded = lens if m == 1 else [-(-v // m) * m for v in lens]  # exact, never wraps
+    n = sum(cnts)
+    exact = sum(c * (p - v) for v, c, p in zip(lens, cnts, padded))
+    if len(lens) == 1 or batch_size == 1:
+        return exact, 0.0
+    if n <= batch_size:  # one batch: every sample pads to the longest
+        return n * padded[-1] - sum(c * v for v, c in zip(lens, cnts)), 0.0
+    g = np.asarray(padded, dtype=float)
+    cum = np.cumsum(counts) if n < 2**63 else np.array(_exact_cumsum(cnts), dtype=object)
     full, rest = divmod(n, batch_size)
-    total = 0.0
-    if full:
-        total += full * batch_size * expected_g_of_max(g, cum, batch_size)
-    if rest:
-        total += rest * expected_g_of_max(g, cum, rest)
-    return total
+    excess = full * batch_size * expected_excess(g, cum, batch_size)
+    if rest > 1:
+        excess += rest * expected_excess(g, cum, rest)
+    return exact, float(excess)
+
+
+def _exact_cumsum(values: list[int]) -> list[int]:
+    out, total = [], 0
+    for v in values:
+        total += v
+        out.append(total)
+    return out

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 __all__ = ["BatchRule", "check_edges", "cover_edges", "parse_edges", "bucket_index",
            "bucket_bounds", "round_up", "positive_int", "DEFAULT_BATCH_SIZE",
            "DEFAULT_N_BUCKETS", "DEFAULT_MAX_BUCKETS", "DEFAULT_MIN_GAIN", "DEFAULT_SEED",
-           "DEFAULT_EPOCHS", "DEFAULT_METHOD"]
+           "DEFAULT_EPOCHS", "DEFAULT_METHOD", "MAX_RULE_VALUE"]
 
 #: Samples per batch when the user gives no batch rule (the case trained with 8).
 DEFAULT_BATCH_SIZE = 8
@@ -47,6 +47,20 @@ DEFAULT_METHOD = "optimal"
 
 positive_int = _positive_int
 
+#: Largest ``batch_size``, ``max_tokens`` and ``pad_to_multiple_of`` (2**62): every product the
+#: engine forms with one of them stays exact.  A batch larger than the data is one batch per
+#: bucket, so nothing is lost by the limit.
+MAX_RULE_VALUE = 2**62
+_INT64_MAX = 2**63 - 1
+
+
+def _rule_int(value: Any, name: str) -> int:
+    """A positive int at most :data:`MAX_RULE_VALUE`, or a one-line ``ValueError``."""
+    out = _positive_int(value, name)
+    if out > MAX_RULE_VALUE:
+        raise ValueError(f"{name} = {out:,} exceeds the limit 2**62 = {MAX_RULE_VALUE:,}")
+    return out
+
 
 def round_up(values: Any, multiple: int) -> Any:
     """``values`` (an int or an integer array) rounded up to a multiple of ``multiple``.
@@ -58,6 +72,11 @@ def round_up(values: Any, multiple: int) -> Any:
     """
     if multiple == 1:
         return values
+    if isinstance(values, np.ndarray) and values.size and values.dtype.kind in "iu":
+        top = int(values.max())
+        if top > _INT64_MAX - (multiple - 1):
+            raise ValueError(f"pad_to_multiple_of / edge_multiple = {multiple:,} rounds the length "
+                             f"{top:,} past the int64 limit 2**63 - 1; use a smaller multiple")
     return (values + (multiple - 1)) // multiple * multiple
 
 
@@ -217,11 +236,11 @@ class BatchRule:
             which = "neither" if self.batch_size is None else "both"
             raise ValueError(f"give exactly one of batch_size and max_tokens (got {which})")
         if self.batch_size is not None:
-            object.__setattr__(self, "batch_size", _positive_int(self.batch_size, "batch_size"))
+            object.__setattr__(self, "batch_size", _rule_int(self.batch_size, "batch_size"))
         else:
-            object.__setattr__(self, "max_tokens", _positive_int(self.max_tokens, "max_tokens"))
+            object.__setattr__(self, "max_tokens", _rule_int(self.max_tokens, "max_tokens"))
         object.__setattr__(self, "pad_to_multiple_of",
-                           _positive_int(self.pad_to_multiple_of, "pad_to_multiple_of"))
+                           _rule_int(self.pad_to_multiple_of, "pad_to_multiple_of"))
 
     @classmethod
     def resolve(cls, batch_size: int | None = None, max_tokens: int | None = None,

@@ -28,7 +28,7 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.batching import (DEFAULT_BATCH_SIZE, DEFAULT_EPOCHS, DEFAULT_METHOD,
+from analysis.batching import (DEFAULT_BATCH_SIZE, DEFAULT_EPOCHS, DEFAULT_METHOD, MAX_RULE_VALUE,
                                DEFAULT_N_BUCKETS, DEFAULT_SEED, BatchRule, parse_edges)
 from analysis.optimize import METHODS
 
@@ -49,6 +49,18 @@ def _positive(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    if value > MAX_RULE_VALUE:
+        raise argparse.ArgumentTypeError(f"{text} exceeds the limit 2**62 = {MAX_RULE_VALUE:,}")
+    return value
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
     return value
 
 
@@ -161,7 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_max_len(p)
     p.add_argument("--epochs", metavar="N", type=_positive, default=DEFAULT_EPOCHS,
                    help="simulated epochs per strategy")
-    p.add_argument("--seed", metavar="S", type=int, default=DEFAULT_SEED,
+    p.add_argument("--seed", metavar="S", type=_seed, default=DEFAULT_SEED,
                    help="seed of the random generator")
     _add_calibration(p)
 
@@ -178,7 +190,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--method", choices=METHODS, default=DEFAULT_METHOD,
                    help="how to place the recommended edges")
     _add_max_len(p)
-    p.add_argument("--seed", metavar="S", type=int, default=DEFAULT_SEED,
+    p.add_argument("--seed", metavar="S", type=_seed, default=DEFAULT_SEED,
                    help="seed passed to the notebooks")
     _add_calibration(p)
     return parser
@@ -263,6 +275,7 @@ def _cmd_summary(args: argparse.Namespace, out: Any) -> None:
 def _cmd_optimize(args: argparse.Namespace, out: Any) -> None:
     from analysis import optimize_edges
     from analysis.exports import export_all
+    from analysis.waste import tokens_text
     hist = _load(args)
     rule = _batch_rule(args)
     plan = optimize_edges(hist, args.buckets, rule, method=args.method,
@@ -276,7 +289,8 @@ def _cmd_optimize(args: argparse.Namespace, out: Any) -> None:
     print(f"  edges        {', '.join(map(str, plan.edges))}", file=out)
     print(f"  batch sizes  {', '.join(map(str, plan.batch_sizes))}", file=out)
     print(f"  efficiency   {plan.efficiency:.4f} (expected useful / padded tokens)", file=out)
-    print(f"  padded tokens {plan.padded_tokens:,.0f} for {plan.useful_tokens:,} useful", file=out)
+    print(f"  padded tokens {tokens_text(plan.padded_tokens)} for {plan.useful_tokens:,} useful",
+          file=out)
     if plan.n_buckets != args.buckets:
         print(f"  ({args.buckets} buckets asked; the data allow {plan.n_buckets})", file=out)
     print(file=out)
@@ -296,6 +310,10 @@ def _cmd_compare(args: argparse.Namespace, out: Any) -> None:
                                reference_tokens_per_s=args.tokens_per_s, progress=_progress(args))
     print(f"Strategies on edges {','.join(map(str, edges))} ({rule.text}, {args.epochs} epochs, "
           f"seed {args.seed}):", file=out)
+    if "simulated_samples" in table.columns:
+        print(f"  (simulated on a uniform subsample of {int(table['simulated_samples'].iloc[0]):,} "
+              f"of the {table.attrs['population_samples']:,} samples; efficiency_se is the "
+              "standard error this leaves; expected_efficiency is exact)", file=out)
     print(_frame_text(table), file=out)
 
 

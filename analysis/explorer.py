@@ -32,6 +32,7 @@ from matplotlib.figure import Figure
 from analysis.batching import DEFAULT_MAX_BUCKETS, DEFAULT_METHOD, DEFAULT_N_BUCKETS, BatchRule, parse_edges
 from analysis.lengths import LengthHistogram
 from analysis.optimize import METHODS, BucketPlan, evaluate_edges, optimize_edges
+from analysis.waste import tokens_text
 
 __all__ = ["ExplorerView", "Explorer", "explore", "explore_view", "explore_figure"]
 
@@ -79,8 +80,8 @@ class ExplorerView:
         plural = "" if self.n_buckets == 1 else "s"
         plan = self.plan
         return (f"{self.source}, {self.n_buckets} bucket{plural}: efficiency "
-                f"{plan.efficiency:.4f}, padded tokens {plan.padded_tokens:,.0f} for "
-                f"{plan.useful_tokens:,} useful (waste {plan.waste_tokens:,.0f})")
+                f"{plan.efficiency:.4f}, padded tokens {tokens_text(plan.padded_tokens)} for "
+                f"{plan.useful_tokens:,} useful (waste {tokens_text(plan.waste_tokens)})")
 
 
 def explore_view(hist: Any, *, n_buckets: int = DEFAULT_N_BUCKETS, batch_size: int | None = None,

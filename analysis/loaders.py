@@ -162,7 +162,11 @@ def load_lengths(source: Any, *, column: str | None = None, field: str | None = 
 def _load_paths(source: str | os.PathLike[str], *, column: str | None, field: str | None,
                 allow_zero: bool, progress: Callable[..., Iterable[Any]] | None) -> LengthHistogram:
     text = os.path.expanduser(os.fspath(source))
+    if not text.strip():
+        raise ValueError("source is an empty path; pass a file such as data/lengths.csv")
     path = Path(text)
+    if path.exists() and not path.is_file() and not path.is_dir():
+        raise ValueError(f"{text}: not a regular file (a FIFO, socket or device); pass a file")
     if path.is_file():
         paths = [path]
     elif path.is_dir():
@@ -211,7 +215,9 @@ def _read_file(path: Path, counter: _Counter, *, column: str | None, field: str 
         if kind == ".parquet":
             return _read_parquet(path, counter, column, allow_zero)
         return _read_jsonl(path, counter, field, allow_zero)
-    except (OSError, EOFError, UnicodeDecodeError, pd.errors.ParserError) as err:
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path}: {_first_bad_utf8(path)}") from err
+    except (OSError, EOFError, pd.errors.ParserError) as err:
         message = " ".join(str(err).split())
         fields = re.search(r"Expected (\d+) fields? in line (\d+), saw (\d+)", message)
         if fields:
@@ -250,6 +256,19 @@ def _read_npy(path: Path, counter: _Counter, allow_zero: bool) -> int:
     return int(arr.shape[0])
 
 
+def _first_bad_utf8(path: Path) -> str:
+    """Where the first byte that is not UTF-8 is: ``"line 3, byte 1: ..."`` (1-based)."""
+    opener = gzip.open if path.name.lower().endswith(".gz") else open
+    with opener(path, "rb") as fh:
+        for number, line in enumerate(fh, 1):
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError as err:
+                return (f"line {number}, byte {err.start + 1}: {line[err.start:err.start + 1]!r} is "
+                        "not UTF-8 text; save the file as UTF-8")
+    return "not UTF-8 text; save the file as UTF-8"
+
+
 def _open_text(path: Path) -> io.TextIOBase:
     if path.name.lower().endswith(".gz"):
         return gzip.open(path, "rt", encoding="utf-8-sig", newline="")
@@ -260,8 +279,9 @@ def _read_text_table(path: Path, counter: _Counter, *, sep: str, header: bool,
                      column: str | None, allow_zero: bool) -> int:
     """``.txt`` (no header, one value a line) or ``.csv``/``.tsv`` (header line)."""
     where = str(path)
+    # low_memory=False: a chunk is typed in one piece (no DtypeWarning before our own error)
     options: dict[str, Any] = dict(sep=sep, skip_blank_lines=False, skipinitialspace=True,
-                                   compression="infer")
+                                   compression="infer", low_memory=False)
     if header:
         try:
             names = list(map(str, pd.read_csv(path, nrows=0, **options).columns))

@@ -48,7 +48,16 @@ from analysis.waste import _bucketed, random_padding, sorted_padding
 #: A progress wrapper a face may pass: takes an iterable (and a description), yields its items.
 Progress = Callable[..., Iterable[Any]]
 
-__all__ = ["SimulationResult", "simulate", "compare_strategies", "EPOCH_METRICS"]
+__all__ = ["SimulationResult", "simulate", "compare_strategies", "EPOCH_METRICS",
+           "SIMULATION_SAMPLE_LIMIT", "SIMULATION_SUBSAMPLE"]
+
+#: A histogram with more samples than this is not expanded: the simulation runs on a
+#: uniform subsample (without replacement) of :data:`SIMULATION_SUBSAMPLE` samples, and says
+#: so (``SimulationResult.population_samples``, ``efficiency_se``).
+SIMULATION_SAMPLE_LIMIT = 10_000_000
+#: Samples simulated when a histogram is over :data:`SIMULATION_SAMPLE_LIMIT`.
+SIMULATION_SUBSAMPLE = 1_000_000
+_INT64_MAX = 2**63 - 1
 
 #: Columns of ``SimulationResult.epochs`` that are averaged over epochs in summaries.
 EPOCH_METRICS = ("efficiency", "waste_tokens", "batches", "steps", "tokens_per_step_mean",
@@ -75,6 +84,10 @@ class SimulationResult:
     batch_sizes : tuple of int
         Samples per batch used (one per bucket for ``bucketed``; empty for
         ``token_budget`` and ``packing``).
+    n_samples, population_samples : int
+        Samples simulated, and samples of the data they stand for: equal, unless the data
+        were a histogram over :data:`SIMULATION_SAMPLE_LIMIT` samples, simulated through a
+        uniform subsample (see :attr:`subsampled`, :attr:`efficiency_se`).
     """
 
     strategy: str
@@ -83,6 +96,26 @@ class SimulationResult:
     world_size: int
     pad_to_multiple_of: int
     batch_sizes: tuple[int, ...]
+    n_samples: int = 0
+    population_samples: int = 0
+
+    @property
+    def subsampled(self) -> bool:
+        """Whether a uniform subsample of the data was simulated (not every sample)."""
+        return self.population_samples > self.n_samples
+
+    @property
+    def efficiency_se(self) -> float:
+        """Standard error of :attr:`efficiency` as an estimate of the full data's, from the
+        subsample: the ratio estimator's over batches (``sqrt(sum (u - e p)**2) / sum p``),
+        times the finite-population factor; 0.0 when every sample was simulated."""
+        if not self.subsampled:
+            return 0.0
+        u = self.batches["useful"].to_numpy(dtype=float)
+        p = self.batches["padded"].to_numpy(dtype=float)
+        e = self.efficiency
+        fpc = 1.0 - self.n_samples / self.population_samples
+        return float(math.sqrt(float(np.sum((u - e * p) ** 2)) * fpc) / float(p.sum()))
 
     @property
     def n_epochs(self) -> int:
@@ -212,14 +245,58 @@ def simulate(lengths: LengthHistogram | Sequence[int] | np.ndarray, strategy: st
                    pad_to_multiple_of=pad_to_multiple_of)
     epochs = positive_int(epochs, "epochs")
     world_size = positive_int(world_size, "world_size")
-    builder = epoch_builder(lengths, strategy, rule, edges=edges,
+    data, population = _per_sample(lengths, rng)
+    builder = epoch_builder(data, strategy, rule, edges=_cover(edges, lengths, data),
                             gradient_accumulation_steps=gradient_accumulation_steps,
                             world_size=world_size, sync_buckets=sync_buckets)
-    return _simulate(builder, rng, epochs, world_size, progress)
+    return _simulate(builder, rng, epochs, world_size, progress, population)
+
+
+def _per_sample(lengths: LengthHistogram | Sequence[int] | np.ndarray, rng: np.random.Generator
+                ) -> tuple[LengthHistogram | Sequence[int] | np.ndarray, int]:
+    """The data a simulation expands, and how many samples they stand for: ``lengths``
+    itself, or for a histogram over :data:`SIMULATION_SAMPLE_LIMIT` samples a uniform
+    subsample (without replacement) of :data:`SIMULATION_SUBSAMPLE` samples, drawn with
+    ``rng`` without expanding the histogram."""
+    if not isinstance(lengths, LengthHistogram):
+        return lengths, len(lengths)
+    n = lengths.n_samples
+    if n <= SIMULATION_SAMPLE_LIMIT:
+        return lengths, n
+    if n > _INT64_MAX:
+        raise ValueError(f"the histogram holds {n:,} samples, more than 2**63 - 1 can index; "
+                         "use the exact model (expected_padding, sorted_padding)")
+    positions = rng.choice(n, size=SIMULATION_SUBSAMPLE, replace=False)
+    picked = np.searchsorted(lengths.cumulative_counts(), positions, side="right")
+    return LengthHistogram.from_lengths(lengths.lengths[picked]), n
+
+
+def _cover(edges: Sequence[int] | None, full: Any, data: Any) -> Sequence[int] | None:
+    """Edges checked against the full data, for a subsample (whose range may be narrower)."""
+    if edges is None or data is full:
+        return edges
+    hist = full if isinstance(full, LengthHistogram) else LengthHistogram.from_lengths(full)
+    return check_edges(edges, hist)
+
+
+def _check_int64(builder: EpochBuilder, world_size: int) -> None:
+    """Refuse a simulation whose per-batch or per-step int64 totals could wrap."""
+    longest = round_up(builder.hist.max, builder.rule.pad_to_multiple_of)
+    if builder.batch_sizes:
+        size = min(max(builder.batch_sizes), builder.hist.n_samples)
+        per_batch = size * longest
+    else:
+        per_batch = max(int(builder.max_tokens or 0), longest)
+    if per_batch * world_size > _INT64_MAX:
+        raise ValueError(f"a batch of up to {per_batch:,} tokens (x world_size {world_size}) "
+                         "overflows the simulation's int64 totals; clip the lengths "
+                         "(LengthHistogram.clip) or use the exact model (expected_padding, "
+                         "sorted_padding)")
 
 
 def _simulate(builder: EpochBuilder, rng: np.random.Generator, epochs: int, world_size: int,
-              progress: Progress | None) -> SimulationResult:
+              progress: Progress | None, population: int | None = None) -> SimulationResult:
+    _check_int64(builder, world_size)
     n = builder.lengths.size
     mixed = _splitmix64(np.arange(n, dtype=np.uint64))
     seen = np.empty(0, dtype=np.uint64)
@@ -236,7 +313,8 @@ def _simulate(builder: EpochBuilder, rng: np.random.Generator, epochs: int, worl
     batches = pd.concat(frames, ignore_index=True)
     table = pd.DataFrame(rows).set_index("epoch")
     return SimulationResult(builder.strategy, batches, table, world_size,
-                            builder.rule.pad_to_multiple_of, builder.batch_sizes)
+                            builder.rule.pad_to_multiple_of, builder.batch_sizes, int(n),
+                            int(n if population is None else population))
 
 
 def _splitmix64(x: np.ndarray) -> np.ndarray:
@@ -356,7 +434,12 @@ def compare_strategies(lengths: LengthHistogram | Sequence[int] | np.ndarray,
     exact value where one exists (random, sorted, bucketed: :mod:`analysis.waste`), NaN
     otherwise.  Strategies run in :data:`~analysis.strategies.STRATEGIES` order with one
     ``rng`` passed down; ``bucketed`` is built for ``world_size`` ranks with ``sync_buckets``
-    (:class:`~analysis.sampler.BucketedBatchSampler`).
+    (:class:`~analysis.sampler.BucketedBatchSampler`).  A histogram over
+    :data:`SIMULATION_SAMPLE_LIMIT` samples is simulated through one uniform subsample of
+    :data:`SIMULATION_SUBSAMPLE` samples (never expanded); the table then has
+    ``simulated_samples`` and ``efficiency_se`` (the standard error of the simulated efficiency
+    as an estimate of the full data's) columns, and ``table.attrs["population_samples"]`` holds
+    the full count.
 
     Given a calibration (``reference_strategy`` measured at ``reference_tokens_per_s``
     useful tokens/s on your hardware), a ``predicted_tokens_per_s`` column is added:
@@ -385,8 +468,9 @@ def compare_strategies(lengths: LengthHistogram | Sequence[int] | np.ndarray,
     epochs = positive_int(epochs, "epochs")
     world_size = positive_int(world_size, "world_size")
     hist = lengths if isinstance(lengths, LengthHistogram) else LengthHistogram.from_lengths(lengths)
-    per_sample = hist.expand() if isinstance(lengths, LengthHistogram) else lengths
     edges = check_edges(edges, hist)
+    data, population = _per_sample(lengths, rng)
+    per_sample = data.expand() if isinstance(data, LengthHistogram) else data
     if (reference_strategy is None) != (reference_tokens_per_s is None):
         raise ValueError("give both reference_strategy and reference_tokens_per_s, or neither")
     if reference_strategy is not None and reference_strategy not in names:
@@ -397,17 +481,20 @@ def compare_strategies(lengths: LengthHistogram | Sequence[int] | np.ndarray,
     for name in names:
         builder = epoch_builder(per_sample, name, rule, edges=edges, world_size=world_size,
                                 sync_buckets=sync_buckets)
-        res = _simulate(builder, rng, epochs, world_size, progress)
+        res = _simulate(builder, rng, epochs, world_size, progress, population)
         used = BatchRule(max_tokens=builder.max_tokens) if name in TOKEN_STRATEGIES else \
             BatchRule(builder.batch_sizes[0], None, rule.pad_to_multiple_of) if name != "bucketed" else rule
         row = res.summary().drop(["strategy", "epochs", "useful_tokens", "padded_tokens"])
         row = pd.concat([pd.Series({"batch_rule": used.text}, dtype=object), row])
         row["expected_efficiency"] = exact[name]().efficiency if name in exact else float("nan")
+        if res.subsampled:
+            row["simulated_samples"], row["efficiency_se"] = res.n_samples, res.efficiency_se
         rows.append(row.rename(name))
     table = pd.DataFrame(rows)
     for col in table.columns.drop("batch_rule"):
         table[col] = table[col].astype(float)
     table.index.name = "strategy"
+    table.attrs["population_samples"] = population
     if reference_strategy is not None:
         table["predicted_tokens_per_s"] = predict_throughput(
             table["efficiency"].to_numpy(), reference_tokens_per_s=reference_tokens_per_s,

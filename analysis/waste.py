@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis._order_stats import bucket_expectations, expected_g_of_max, padded_values
-from analysis.batching import BatchRule, as_rule, bucket_bounds, check_edges, positive_int, round_up
+from analysis._order_stats import _exact_cumsum, bucket_waste, expected_g_of_max, padded_values
+from analysis.batching import BatchRule, as_rule, bucket_bounds, check_edges, positive_int
 from analysis.lengths import LengthHistogram
 
 __all__ = ["WasteEstimate", "expected_padding", "random_padding", "sorted_padding",
@@ -33,10 +33,13 @@ EXACT_STRATEGIES = ("random", "sorted", "bucketed")
 class WasteEstimate:
     """Expected padding of one epoch (see :func:`expected_padding`, :func:`sorted_padding`).
 
-    ``useful_tokens`` and ``n_batches`` are exact; ``padded_tokens`` is an expectation over
-    shuffles (exact for ``sorted``).  ``strategy`` says which batching it describes:
-    ``"bucketed"`` (``edges``), ``"random"`` (one bucket) or ``"sorted"`` (batches cut from
-    the sorted samples; one row).  The ``bucket_*`` tuples hold one value per bucket.
+    ``useful_tokens`` and ``n_batches`` are exact; ``waste_tokens`` is the expected padding
+    over shuffles, computed directly as a sum of non-negative terms (never as a difference of
+    two large numbers): a Python ``int`` where the expectation is an integer (sorted batching,
+    a bucket per length, ``B = 1``, a bucket that is one batch), else a float.
+    ``padded_tokens = useful_tokens + waste_tokens``.  ``strategy`` says which batching it
+    describes: ``"bucketed"`` (``edges``), ``"random"`` (one bucket) or ``"sorted"`` (batches
+    cut from the sorted samples; one row).  The ``bucket_*`` tuples hold one value per bucket.
     """
 
     strategy: str
@@ -44,22 +47,27 @@ class WasteEstimate:
     edges: tuple[int, ...]
     batch_sizes: tuple[int, ...]
     useful_tokens: int
-    padded_tokens: float
+    waste_tokens: int | float
     n_batches: int
     bucket_samples: tuple[int, ...]
     bucket_tokens: tuple[int, ...]
     bucket_batches: tuple[int, ...]
-    bucket_padded_tokens: tuple[float, ...]
+    bucket_waste_tokens: tuple[int | float, ...]
+
+    @property
+    def padded_tokens(self) -> int | float:
+        """Expected padded tokens: ``useful_tokens + waste_tokens`` (exact when both are ints)."""
+        return self.useful_tokens + self.waste_tokens
+
+    @property
+    def bucket_padded_tokens(self) -> tuple[int | float, ...]:
+        """Expected padded tokens of each bucket."""
+        return tuple(t + w for t, w in zip(self.bucket_tokens, self.bucket_waste_tokens))
 
     @property
     def efficiency(self) -> float:
-        """Useful over expected padded tokens (at most 1)."""
-        return min(1.0, self.useful_tokens / self.padded_tokens)
-
-    @property
-    def waste_tokens(self) -> float:
-        """Expected padding tokens (``padded_tokens - useful_tokens``, at least 0)."""
-        return max(0.0, self.padded_tokens - self.useful_tokens)
+        """Useful over expected padded tokens (in ``(0, 1]``)."""
+        return _efficiency(self.useful_tokens, self.waste_tokens)
 
     @property
     def n_buckets(self) -> int:
@@ -70,8 +78,8 @@ class WasteEstimate:
         """One row per bucket: ``lower_edge``, ``upper_edge``, ``samples``, ``tokens``,
         ``batch_size``, ``batches``, ``padded_tokens`` (expected) and ``efficiency`` (NaN for
         an empty bucket)."""
-        eff = [min(1.0, t / p) if s else float("nan") for s, t, p in
-               zip(self.bucket_samples, self.bucket_tokens, self.bucket_padded_tokens)]
+        eff = [_efficiency(t, w) if s else float("nan") for s, t, w in
+               zip(self.bucket_samples, self.bucket_tokens, self.bucket_waste_tokens)]
         frame = pd.DataFrame({
             "lower_edge": list(self.edges[:-1]),
             "upper_edge": list(self.edges[1:]),
@@ -80,6 +88,7 @@ class WasteEstimate:
             "batch_size": list(self.batch_sizes),
             "batches": list(self.bucket_batches),
             "padded_tokens": list(self.bucket_padded_tokens),
+            "waste_tokens": list(self.bucket_waste_tokens),
             "efficiency": eff,
         })
         frame.index.name = "bucket"
@@ -90,8 +99,8 @@ class WasteEstimate:
         return {
             "strategy": self.strategy, **self.rule.kwargs(),
             "edges": list(self.edges), "batch_sizes": list(self.batch_sizes),
-            "efficiency": float(self.efficiency), "padded_tokens": float(self.padded_tokens),
-            "useful_tokens": int(self.useful_tokens), "waste_tokens": float(self.waste_tokens),
+            "efficiency": float(self.efficiency), "padded_tokens": self.padded_tokens,
+            "useful_tokens": int(self.useful_tokens), "waste_tokens": self.waste_tokens,
             "n_batches": int(self.n_batches),
         }
 
@@ -101,25 +110,53 @@ def _bucket_tokens(hist: LengthHistogram, lo: int, hi: int) -> int:
     return sum(map(operator.mul, hist.lengths[lo:hi].tolist(), hist.counts[lo:hi].tolist()))
 
 
+def tokens_text(tokens: int | float) -> str:
+    """A token count for people: an exact int with thousands separators, an expectation
+    rounded to whole tokens.
+
+    Examples
+    --------
+    >>> tokens_text(58_079_769_825_652_108), tokens_text(1234.6)
+    ('58,079,769,825,652,108', '1,235')
+    """
+    return f"{tokens:,}" if isinstance(tokens, int) else f"{tokens:,.0f}"
+
+
+def _efficiency(useful: int, waste: int | float) -> float:
+    """``useful / (useful + waste)``, never above 1: a correctly rounded ratio of ints, or
+    ``1 / (1 + waste / useful)`` for a float ``waste >= 0``."""
+    if isinstance(waste, int):
+        padded = useful + waste
+        return useful / padded if padded else float("nan")
+    return 1.0 / (1.0 + waste / useful) if useful else float("nan")
+
+
 def _bucketed(hist: LengthHistogram, edges: list[int], rule: BatchRule,
               strategy: str = "bucketed") -> WasteEstimate:
     """:func:`expected_padding` without validation (``edges`` already cover ``hist``)."""
     batch_sizes = rule.batch_sizes(edges)
-    values = padded_values(hist.lengths, rule.pad_to_multiple_of)
-    samples, tokens, batches, padded = [], [], [], []
+    samples: list[int] = []
+    tokens: list[int] = []
+    batches: list[int] = []
+    waste: list[int | float] = []
     for lo, hi, size in zip(*bucket_bounds(hist.lengths, edges), batch_sizes):
         if lo == hi:
-            samples.append(0), tokens.append(0), batches.append(0), padded.append(0.0)
+            samples.append(0), tokens.append(0), batches.append(0), waste.append(0)
             continue
-        cum = np.cumsum(hist.counts[lo:hi])
-        n = int(cum[-1])
+        n = sum(hist.counts[lo:hi].tolist())
         samples.append(n)
         tokens.append(_bucket_tokens(hist, lo, hi))
         batches.append(-(-n // size))
-        padded.append(max(bucket_expectations(values[lo:hi], cum, size), float(tokens[-1])))
+        exact, excess = bucket_waste(hist.lengths[lo:hi], hist.counts[lo:hi], size,
+                                     rule.pad_to_multiple_of)
+        waste.append(exact + excess if excess else exact)
+    floats = [w for w in waste if isinstance(w, float)]
+    total: int | float = sum(w for w in waste if isinstance(w, int))
+    if floats:  # the int part exact, the expectations summed once
+        total = total + math.fsum(floats)
     return WasteEstimate(strategy, rule, tuple(edges), tuple(batch_sizes), sum(tokens),
-                         math.fsum(padded), sum(batches), tuple(samples), tuple(tokens),
-                         tuple(batches), tuple(padded))
+                         total, sum(batches), tuple(samples), tuple(tokens),
+                         tuple(batches), tuple(waste))
 
 
 def expected_padding(hist: LengthHistogram | Sequence[int] | np.ndarray, edges: Sequence[int],
@@ -220,23 +257,16 @@ def sorted_padding(hist: LengthHistogram, rule: BatchRule | None = None, *,
     cum = [0, *np.cumsum(hist.counts).tolist()] if n < 2**63 else \
         [0, *_exact_cumsum(hist.counts.tolist())]
     full_ends = [c // size for c in cum]  # full batches ending at or before each prefix
-    longest = round_up(hist.lengths, rule.pad_to_multiple_of).tolist()
+    m = rule.pad_to_multiple_of
+    longest = [-(-v // m) * m for v in hist.lengths.tolist()]  # exact, never wraps
     padded = sum(size * (full_ends[i + 1] - full_ends[i]) * longest[i]
                  for i in range(len(longest)))
     rest = n - size * (n // size)
     padded += rest * longest[-1]
-    useful = hist.total_tokens
+    waste = padded - hist.total_tokens
     return WasteEstimate("sorted", BatchRule(size, None, rule.pad_to_multiple_of),
-                         (hist.min - 1, hist.max), (size,), useful, padded, n_batches,
-                         (n,), (useful,), (n_batches,), (padded,))
-
-
-def _exact_cumsum(values: list[int]) -> list[int]:
-    out, total = [], 0
-    for v in values:
-        total += v
-        out.append(total)
-    return out
+                         (hist.min - 1, hist.max), (size,), hist.total_tokens, waste, n_batches,
+                         (n,), (hist.total_tokens,), (n_batches,), (waste,))
 
 
 def expected_strategies(hist: LengthHistogram, edges: Sequence[int], rule: BatchRule | None = None,

@@ -368,7 +368,7 @@ TEXT_CASES = [
     ("bad.jsonl.gz", b"not gzip", {}, r"cannot read: .*gzip"),
     ("x.xlsx", "", {}, r"unknown file type '\.xlsx'; supported: \.npy, \.txt"),
     ("noext", "1\n", {}, r"unknown file type '\(none\)'"),
-    ("binary.csv", b"\xff\xfe\x00\x81", {}, r"cannot read"),
+    ("binary.csv", b"\xff\xfe\x00\x81", {}, r"line 1, byte 1: b.\\xff. is not UTF-8 text"),
     ("a.txt", "4\n", {"column": "n"}, r"column= does not apply to \.txt files"),
     ("a.csv", "n\n4\n", {"field": "n"}, r"field= applies to \.jsonl files"),
     ("a.jsonl", '{"n": 4}\n', {"column": "n"}, r"column= does not apply to \.jsonl files \(use field=\)"),

@@ -299,6 +299,7 @@ def test_empty_bucket_row():
         "batch_size",
         "batches",
         "padded_tokens",
+        "waste_tokens",
         "efficiency",
     ]
     assert frame["lower_edge"].tolist() == [0, 2, 5] and frame["upper_edge"].tolist() == [2, 5, 9]

@@ -198,7 +198,7 @@ def _restart_carry(prob: _Problem, rows: np.ndarray, ja: int, binom: _Binom) -> 
     """``S(i, ja) = sum_{k=i+1}^{ja-1} step_k C(c_k - c_i, B)`` for every row (linear or log)."""
     carry = np.full(rows.size, -np.inf) if binom.log else np.zeros(rows.size)
     nr = int(np.searchsorted(rows, ja - 1, side="left"))
-    if nr == 0:
+    if nr == 0 or binom.empty:
         return carry
     r = rows[:nr]
     cum, step = prob.cum, prob.step

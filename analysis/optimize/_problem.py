@@ -17,6 +17,9 @@ from analysis.lengths import LengthHistogram
 # Largest log C(N, B) (plus headroom for the sums) for which C(x, B) is used directly.
 _LINEAR_LOG_LIMIT = 600.0
 _TABLE_MAX = 1 << 22
+# Batch sizes up to this use product formulas for C(x, B) (O(B) per value); larger ones
+# log-gamma values (O(1) per value).
+_PRODUCT_MAX = 64
 
 
 @dataclass(frozen=True)
@@ -68,19 +71,33 @@ def _problem(hist: LengthHistogram, rule: BatchRule, edge_multiple: Any = 1) -> 
 
 # ------------------------------------------------------------------------- binomial helpers
 class _Binom:
-    """``C(x, B)`` for one batch size ``B``: float64 values, or logs when they would overflow."""
+    """``C(x, B)`` for one batch size ``B``: float64 values, or logs when they would overflow.
+
+    ``B <= _PRODUCT_MAX`` uses the product formula (linear) or a sum of logs; a larger ``B``
+    takes ``log C`` from log-gamma values (O(1) per value, whatever ``B``) and exponentiates
+    it when ``C(n_max, B)`` fits.  ``B > n_max`` (every bucket is one short batch) needs no
+    value at all: ``C(x, B) = 0`` for every ``x <= n_max`` (``empty``).
+    """
 
     def __init__(self, size: int, n_max: int, headroom: float) -> None:
         self.size = size
-        top = _log_comb(np.array([float(n_max)]), size)[0] if n_max >= size else 0.0
+        self.empty = n_max < size
+        top = _log_comb(np.array([float(n_max)]), size)[0] if not self.empty else 0.0
         self.log = bool(top + headroom > _LINEAR_LOG_LIMIT)
         self.table = None
-        if n_max <= _TABLE_MAX:
+        if self.empty:
+            self.table = np.zeros(1)  # read with mode="clip": 0 for every x
+        elif n_max <= _TABLE_MAX:
             x = np.arange(n_max + 1)
             self.table = self._log_direct(x) if self.log else self._comb_direct(x)
 
     def _comb_direct(self, x: np.ndarray) -> np.ndarray:
-        """``C(x, B)`` (exactly 0 for ``0 <= x < B``) by the product formula."""
+        """``C(x, B)`` (exactly 0 for ``0 <= x < B``): the product formula for a small ``B``,
+        ``exp(log C)`` above (its partial products could overflow)."""
+        if self.size > _PRODUCT_MAX:
+            with np.errstate(under="ignore"):
+                out: np.ndarray = np.exp(self._log_direct(x))
+            return out
         xf = x.astype(float)
         out = xf.copy()
         for t in range(1, self.size):
@@ -101,7 +118,7 @@ class _Binom:
     def __call__(self, x: np.ndarray) -> np.ndarray:
         """``C(x, B)`` (or ``log C(x, B)``, ``-inf`` below ``B``) for ``x >= 0``."""
         if self.table is not None:
-            return self.table.take(x)
+            return self.table.take(x, mode="clip")
         return self._log_direct(x) if self.log else self._comb_direct(x)
 
 
@@ -110,7 +127,7 @@ def _log_comb(x: np.ndarray, size: int) -> np.ndarray:
     out = np.full(x.shape, -np.inf)
     ok = x >= size
     xs = x[ok]
-    if size <= 64:
+    if size <= _PRODUCT_MAX:
         acc = np.zeros(xs.shape)
         for t in range(size):
             acc += np.log((xs - t) / (t + 1))
