@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 import numpy as np
@@ -267,55 +268,84 @@ def _segments_cross(a: tuple[float, float], b: tuple[float, float], c: tuple[flo
 def place_labels(ax: Axes, xs: Sequence[float], ys: Sequence[float], labels: Sequence[str], *,
                  fontsize: float = 9, marker_pt: float = 7.0,
                  color: str = "black") -> list[Annotation]:
-    """Label each point ``(xs[i], ys[i])`` with ``labels[i]`` next to it: the nearest free
-    spot (eight directions, growing distance) that overlaps no other label or point and
-    stays inside the axes; a thin leader line joins a label set further off."""
+    """Label each point ``(xs[i], ys[i])`` with ``labels[i]`` next to it: the nearest spot
+    (sixteen directions, growing distance) that overlaps no other label or point and stays
+    inside the axes; a thin leader line joins a label set further off.  Leader lines cross
+    no label or other line when that is possible; labels never overlap unless the axes have
+    no free spot at all."""
     fig = ax.get_figure(root=True)
     fig.draw_without_rendering()  # the layout first: positions on screen are then final
     to_pt = 72.0 / fig.dpi
     pts = ax.transData.transform(np.column_stack([xs, ys])) * to_pt
     box = ax.bbox
     inside = (box.x0 * to_pt + 4, box.y0 * to_pt + 4, box.x1 * to_pt - 4, box.y1 * to_pt - 4)
-    taken = [(x - marker_pt, y - marker_pt, x + marker_pt, y + marker_pt) for x, y in pts]
-    directions = [(1, 0), (1, 1), (1, -1), (-1, 0), (-1, 1), (-1, -1), (0, 1), (0, -1)]
-    leaders: list[tuple[tuple[float, float], tuple[float, float]]] = []
-    out = []
-    for (x, y), xd, yd, text in zip(pts, xs, ys, labels):
-        w, h = text_size_pt(fig, text, fontsize)
-        choice = None
-        for radius in (11, 18, 26, 38, 52, 70, 95, 125):
-            for dx, dy in directions:
-                ox, oy = dx * radius, dy * radius * 0.8
-                left = x + ox if dx > 0 else x + ox - w if dx < 0 else x - w / 2
-                bottom = y + oy if dy > 0 else y + oy - h if dy < 0 else y - h / 2
+    markers = [(x - marker_pt, y - marker_pt, x + marker_pt, y + marker_pt) for x, y in pts]
+    sizes = [text_size_pt(fig, text, fontsize) for text in labels]
+    angles = np.deg2rad(np.arange(0, 360, 22.5))
+    radii = (11, 18, 26, 38, 52, 70, 95, 125, 160, 200)
+
+    def candidates(i: int) -> Any:  # (offset, alignment, radius, box), nearest first
+        (x, y), (w, h) = pts[i], sizes[i]
+        for radius in radii:
+            for angle in angles:
+                dx, dy = np.cos(angle), np.sin(angle)
+                ox, oy = radius * dx, radius * dy * 0.8
+                sx = 0 if abs(dx) < 0.3 else int(np.sign(dx))
+                sy = 0 if abs(dy) < 0.3 else int(np.sign(dy))
+                left = x + ox if sx > 0 else x + ox - w if sx < 0 else x + ox - w / 2
+                bottom = y + oy if sy > 0 else y + oy - h if sy < 0 else y + oy - h / 2
                 cand = (left, bottom, left + w, bottom + h)
-                if not (inside[0] <= cand[0] and cand[2] <= inside[2] and inside[1] <= cand[1]
+                if (inside[0] <= cand[0] and cand[2] <= inside[2] and inside[1] <= cand[1]
                         and cand[3] <= inside[3]):
-                    continue
-                if any(_overlaps(cand, t, 3.0) for t in taken):
-                    continue
-                anchor = (x + ox, y + oy)
-                if radius >= 18 and (  # a leader line: it must cross no label, point or line
-                        any(_segment_hits_box((x, y), anchor, t) for t in taken[len(pts):])
-                        or any(_segment_hits_box((x, y), anchor, t)
-                               for j, t in enumerate(taken[:len(pts)])
-                               if abs(pts[j][0] - x) + abs(pts[j][1] - y) > 1e-6)
-                        or any(_segments_cross((x, y), anchor, a, b) for a, b in leaders)):
-                    continue
+                    yield (ox, oy), (sx, sy), radius, cand
+
+    def plan(order: Sequence[int]) -> tuple[float, dict[int, Any]]:
+        """Place the labels in ``order``; the cost counts crossing leaders, then distance."""
+        placed: list[tuple[float, float, float, float]] = []
+        leaders: list[tuple[tuple[float, float], tuple[float, float]]] = []
+        choices, cost = {}, 0.0
+        for i in order:
+            x, y = pts[i]
+            others = [m for j, m in enumerate(markers) if j != i]
+
+            def clean(anchor: tuple[float, float], radius: float,
+                      cand: tuple[float, float, float, float]) -> bool:
                 if any(_segment_hits_box(a, b, cand) for a, b in leaders):
-                    continue
-                choice = (ox, oy, dx, dy, radius, cand)
-                break
-            if choice:
-                break
-        if choice is None:  # nowhere free: right of the point, as close as possible
-            choice = (11, 0, 1, 0, 11, (x + 11, y - h / 2, x + 11 + w, y + h / 2))
-        ox, oy, dx, dy, radius, cand = choice
-        taken.append(cand)
-        if radius >= 18:
-            leaders.append(((x, y), (x + ox, y + oy)))
-        ha = "left" if dx > 0 else "right" if dx < 0 else "center"
-        va = "bottom" if dy > 0 else "top" if dy < 0 else "center"
+                    return False
+                if radius < 18:
+                    return True
+                return not (any(_segment_hits_box((x, y), anchor, t) for t in (*placed, *others))
+                            or any(_segments_cross((x, y), anchor, a, b) for a, b in leaders))
+
+            found = [c for c in candidates(i)
+                     if not any(_overlaps(c[3], t, 3.0) for t in (*markers, *placed))]
+            choice = next((c for c in found if clean((x + c[0][0], y + c[0][1]), c[2], c[3])),
+                          None)
+            if choice is None:
+                cost += 1_000.0  # a crossing leader (or, worse, no free spot at all)
+                choice = found[0] if found else \
+                    ((11.0, 0.0), (1, 0), 11, (x + 11, y - sizes[i][1] / 2,
+                                               x + 11 + sizes[i][0], y + sizes[i][1] / 2))
+                cost += 0.0 if found else 100_000.0
+            (ox, oy), _, radius, cand = choice
+            cost += radius
+            placed.append(cand)
+            if radius >= 18:
+                leaders.append(((x, y), (x + ox, y + oy)))
+            choices[i] = choice
+        return cost, choices
+
+    n = len(pts)
+    crowding = [min((float(np.hypot(*(pts[i] - pts[j]))) for j in range(n) if j != i),
+                    default=0.0) for i in range(n)]
+    orders = [list(range(n)), list(range(n))[::-1], sorted(range(n), key=lambda i: crowding[i]),
+              sorted(range(n), key=lambda i: pts[i][0]), sorted(range(n), key=lambda i: -pts[i][1])]
+    _, choices = min((plan(order) for order in orders), key=lambda result: result[0])
+    out = []
+    for i, (xd, yd, text) in enumerate(zip(xs, ys, labels)):
+        (ox, oy), (sx, sy), radius, _ = choices[i]
+        ha = "left" if sx > 0 else "right" if sx < 0 else "center"
+        va = "bottom" if sy > 0 else "top" if sy < 0 else "center"
         arrow = ({"arrowstyle": "-", "color": GREY, "lw": 0.7, "shrinkA": 0, "shrinkB": marker_pt}
                  if radius >= 18 else None)
         note = ax.annotate(text, (xd, yd), xytext=(ox, oy), textcoords="offset points", ha=ha,

@@ -111,6 +111,7 @@ def plot_efficiency_vs_buckets(sweep: pd.DataFrame, *, random_efficiency: float 
                    label=text.format(k=k, eff=eff), zorder=1)
         if len(row):
             ax.plot([k], [float(row["efficiency"].iloc[0])], "o", ms=11, mfc="none",
+                    color=METHOD_COLORS["optimal"],
                     mec=METHOD_COLORS["optimal"], mew=1.4, zorder=5)
     lows = [float(sweep["efficiency"].min())]
     lows += [e for e in (random_efficiency,) if e is not None]

@@ -193,6 +193,7 @@ def plot_tradeoff(table: pd.DataFrame, *, randomness: str = "within_batch_cv",
     ax.set_xlabel(_LABELS.get(randomness, randomness).replace("\n", " "))
     ax.set_ylabel("efficiency (useful / padded)")
     ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{round(v, 6) + 0:g}"))
     ax.grid(alpha=0.3)
     ax.set_title(title or "Padding against randomness")
     place_labels(ax, xs, ys, [str(n) for n in table.index], fontsize=9)
