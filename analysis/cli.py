@@ -2,17 +2,20 @@
 
 Four subcommands, each a thin face over the engine::
 
-    padding-workbench summary  SRC [--column C | --field F] [--max-len N]
+    padding-workbench summary  SRC [--column C | --field F] [--max-len N] [--drop-zero]
     padding-workbench optimize SRC [--buckets K] [--batch-size B | --max-tokens T] [--method M]
-                               [--max-len N] [--edge-multiple M] [--json]
-    padding-workbench compare  SRC --edges E0,E1,... [--batch-size B | --max-tokens T]
-                               [--epochs N] [--seed S] [--tokens-per-s X --reference-strategy S]
+                               [--max-len N] [--edge-multiple M] [--drop-zero] [--json]
+    padding-workbench compare  SRC [--edges E0,E1,... | --buckets K] [--batch-size B | ...]
+                               [--epochs N] [--seed S] [--world-size N] [--drop-zero]
+                               [--tokens-per-s X --reference-strategy S] [--wide | --json]
     padding-workbench report   SRC --out DIR [--buckets K] [--batch-size B | --max-tokens T]
-                               [--max-len N] [--tokens-per-s X --reference-strategy S]
+                               [--max-len N] [--world-size N] [--drop-zero]
+                               [--tokens-per-s X --reference-strategy S]
 
-``SRC`` is anything :func:`analysis.load_lengths` reads (a file or a glob).  Any error prints
-one line, ``padding-workbench: error: ...``, on stderr and exits with status 2 (set
-``PADDING_DEBUG=1`` to see the traceback instead).
+``SRC`` is anything :func:`analysis.load_lengths` reads (a file or a glob).  ``--quiet``
+goes before or after the subcommand.  Tables print integers with thousands separators and
+ratios as percentages.  Any error prints one line, ``padding-workbench: error: ...``, on
+stderr and exits with status 2 (set ``PADDING_DEBUG=1`` to see the traceback instead).
 """
 
 from __future__ import annotations
@@ -23,13 +26,16 @@ import json
 import os
 import shlex
 import sys
+import textwrap
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from analysis.batching import (DEFAULT_BATCH_SIZE, DEFAULT_EPOCHS, DEFAULT_METHOD, MAX_RULE_VALUE,
                                DEFAULT_N_BUCKETS, DEFAULT_SEED, BatchRule, parse_edges)
+from analysis.lengths import ZeroLengthError
 from analysis.optimize import METHODS
 
 __all__ = ["main", "build_parser"]
@@ -100,6 +106,22 @@ def _add_source(p: argparse.ArgumentParser) -> None:
                        help="column holding the lengths (tables); default: the loader's choice")
     which.add_argument("--field", metavar="F", default=None,
                        help="field holding the lengths (jsonl); default: the loader's choice")
+    p.add_argument("--drop-zero", action="store_true",
+                   help="drop zero-length samples (empty files, blank answers) and say how many "
+                        "(default: off, a zero length is an error)")
+
+
+def _add_quiet(p: argparse.ArgumentParser, default: Any) -> None:
+    # on the main parser (default False) and on every subcommand (default SUPPRESS, so a
+    # subcommand that is not given the flag keeps the main parser's value)
+    p.add_argument("--quiet", action="store_true", default=default,
+                   help="no progress bars (default: off; bars show on a terminal)")
+
+
+def _add_world_size(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--world-size", metavar="N", type=_positive, default=1,
+                   help="data-parallel ranks: consecutive batches go to ranks round-robin, one "
+                        "optimizer step is one batch per rank")
 
 
 def _add_max_len(p: argparse.ArgumentParser) -> None:
@@ -133,8 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="How much padding does your batching cost, and where should the bucket "
                     "boundaries go?",
         epilog="Errors print one line on stderr and exit with status 2.")
-    parser.add_argument("--quiet", action="store_true",
-                        help="no progress bars (default: off; bars show on a terminal)")
+    _add_quiet(parser, False)
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
@@ -144,6 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "tokens, quantiles, the token share of the longest samples.")
     _add_source(p)
     _add_max_len(p)
+    _add_quiet(p, argparse.SUPPRESS)
 
     p = sub.add_parser("optimize", formatter_class=_Formatter,
                        help="the bucket plan: edges, batch sizes, expected efficiency",
@@ -161,21 +183,37 @@ def build_parser() -> argparse.ArgumentParser:
                    help="print one JSON object (edges, batch_sizes, efficiency, padded_tokens, "
                         "useful_tokens, method, max_len, exports) instead of tables "
                         "(default: off)")
+    _add_quiet(p, argparse.SUPPRESS)
 
     p = sub.add_parser("compare", formatter_class=_Formatter,
-                       help="the strategy table: random, sorted, bucketed... on given edges",
+                       help="the strategy table: random, sorted, bucketed... on the optimal or "
+                            "given edges",
                        description="Simulate epochs of every batching strategy and compare "
                                    "their padding with the exact expectation.")
     _add_source(p)
-    p.add_argument("--edges", metavar="E0,E1,...", type=_edges, required=True,
-                   help="bucket edges, e.g. 0,770,1216,1728,2432,3296,8192")
+    edges = p.add_mutually_exclusive_group()
+    edges.add_argument("--edges", metavar="E0,E1,...", type=_edges, default=None,
+                       help="bucket edges, e.g. 0,770,1216,1728,2432,3296,8192 (default: the "
+                            "optimal edges for --buckets)")
+    edges.add_argument("--buckets", metavar="K", type=_positive, default=None,
+                       help="buckets of the optimal plan used when --edges is not given "
+                            f"(default: {DEFAULT_N_BUCKETS})")
     _add_batch_rule(p)
     _add_max_len(p)
     p.add_argument("--epochs", metavar="N", type=_positive, default=DEFAULT_EPOCHS,
                    help="simulated epochs per strategy")
     p.add_argument("--seed", metavar="S", type=_seed, default=DEFAULT_SEED,
                    help="seed of the random generator")
+    _add_world_size(p)
     _add_calibration(p)
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--wide", action="store_true",
+                     help="every column of the table (default: off, the main columns in 120 "
+                          "characters)")
+    out.add_argument("--json", action="store_true",
+                     help="print one JSON object (edges, settings, every column per strategy) "
+                          "instead of the table (default: off)")
+    _add_quiet(p, argparse.SUPPRESS)
 
     p = sub.add_parser("report", formatter_class=_Formatter,
                        help="run every notebook on SRC into DIR: notebooks, HTML, figures, "
@@ -192,7 +230,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_max_len(p)
     p.add_argument("--seed", metavar="S", type=_seed, default=DEFAULT_SEED,
                    help="seed passed to the notebooks")
+    _add_world_size(p)
     _add_calibration(p)
+    _add_quiet(p, argparse.SUPPRESS)
     return parser
 
 
@@ -225,51 +265,95 @@ def _progress(args: argparse.Namespace) -> Any:
     return bar(enabled=False if args.quiet else None)
 
 
-def _load(args: argparse.Namespace) -> Any:
+def _load_raw(args: argparse.Namespace) -> Any:
+    """The lengths as read, without zero-length samples when ``--drop-zero`` (the count
+    dropped is said on stderr)."""
     from analysis import load_lengths
-    hist = load_lengths(args.src, column=args.column, field=args.field, progress=_progress(args))
+    hist = load_lengths(args.src, column=args.column, field=args.field,
+                        allow_zero=args.drop_zero, progress=_progress(args))
+    if args.drop_zero:
+        hist, dropped = hist.drop_zero()
+        print(f"{PROG}: dropped {dropped:,} zero-length sample{'' if dropped == 1 else 's'}",
+              file=sys.stderr)
+    return hist
+
+
+def _load(args: argparse.Namespace) -> Any:
+    hist = _load_raw(args)
     if getattr(args, "max_len", None) is not None:
         hist = hist.clip(args.max_len)
     return hist
+
+
+#: Columns and keys shown as percentages; counts shown as integers with separators.
+_COUNT_NAMES = {"samples", "tokens", "batches", "steps", "padded_tokens", "waste_tokens",
+                "useful_tokens", "lower_edge", "upper_edge", "batch_size", "distinct_lengths",
+                "min", "max", "max_len", "samples_clipped", "tokens_removed",
+                "predicted_tokens_per_s", "expected_padded_tokens"}
+
+
+def _is_ratio(name: str) -> bool:
+    return "efficiency" in name or "share" in name or name == "composition_repeat"
+
+
+def _cell(name: str, value: Any) -> str:
+    """One number as a table shows it: integers with thousands separators, ratios as
+    percentages, other floats to 3 decimals; never ``-0``."""
+    if value is None or (isinstance(value, float | np.floating) and not np.isfinite(value)):
+        return "n/a"
+    if isinstance(value, str | bool):
+        return str(value)
+    if isinstance(value, int | np.integer):
+        return f"{int(value):,}"
+    value = float(value) + 0.0
+    if _is_ratio(name):
+        pct = 100 * value
+        text = f"{pct:.2g}%" if 0 < abs(pct) < 0.1 else f"{pct:.1f}%"
+    elif name in _COUNT_NAMES or name.startswith("p") and name[1:].isdigit():
+        text = f"{value:,.0f}"  # a count (or an expected or mean count): never a float
+    elif name == "mean" or name.endswith("_mean") or abs(value) >= 1000:
+        text = f"{value:,.1f}"
+    else:
+        text = f"{value:.3f}"
+    return text[1:] if text.startswith("-") and float(text.strip("%").replace(",", "")) == 0 \
+        else text
 
 
 def _print_series(title: str, series: pd.Series, out: Any) -> None:
     print(title, file=out)
     width = max(len(str(k)) for k in series.index)
     for key, value in series.items():
-        if isinstance(value, float):
-            if 0 < abs(value) < 0.01:
-                text = f"{value:.3g}"
-            else:
-                text = f"{value:.4f}" if abs(value) < 1e6 else f"{value:,.0f}"
-        elif isinstance(value, int):
-            text = f"{value:,}"
-        else:
-            text = str(value)
-        print(f"  {str(key):<{width}}  {text}", file=out)
+        print(f"  {str(key):<{width}}  {_cell(str(key), value)}", file=out)
 
 
 def _frame_text(frame: pd.DataFrame) -> str:
-    with pd.option_context("display.width", 250, "display.max_columns", 50):
-        return frame.to_string(float_format=_number)
+    """The frame with every cell formatted by :func:`_cell`, right-aligned."""
+    shown = pd.DataFrame({c: [_cell(str(c), v) for v in frame[c]] for c in frame.columns},
+                         index=frame.index)
+    with pd.option_context("display.width", 1000, "display.max_columns", 100,
+                           "display.max_colwidth", 60):
+        return shown.to_string()
 
 
-def _number(x: float) -> str:
-    """Floats in tables: 4 decimals for ratios, thousands separators for token counts."""
-    if x != x:
-        return "NaN"
-    big = abs(x) >= 1e4 or (abs(x) >= 10 and float(x).is_integer())
-    return f"{x:,.0f}" if big else f"{x:.4f}"
+def _json_value(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not np.isfinite(value):
+        return None
+    return value
 
 
 # ---------------------------------------------------------------------------- commands
 def _cmd_summary(args: argparse.Namespace, out: Any) -> None:
-    from analysis import load_lengths
-    hist = load_lengths(args.src, column=args.column, field=args.field, progress=_progress(args))
-    _print_series(f"Distribution of {args.src}", hist.summary(), out)
-    if args.max_len is not None:
-        print(file=out)
-        _print_series(f"Clipping at max_len = {args.max_len:,}", hist.clip_summary(args.max_len), out)
+    raw = _load_raw(args)
+    if args.max_len is None:
+        _print_series(f"Distribution of {args.src}", raw.summary(), out)
+        return
+    _print_series(f"Distribution of {args.src}, clipped at max_len = {args.max_len:,}",
+                  raw.clip(args.max_len).summary(), out)
+    print(file=out)
+    _print_series(f"What clipping at max_len = {args.max_len:,} cut", raw.clip_summary(args.max_len),
+                  out)
 
 
 def _cmd_optimize(args: argparse.Namespace, out: Any) -> None:
@@ -288,7 +372,8 @@ def _cmd_optimize(args: argparse.Namespace, out: Any) -> None:
           f"{'' if args.max_len is None else f', max_len = {args.max_len:,}'}):", file=out)
     print(f"  edges        {', '.join(map(str, plan.edges))}", file=out)
     print(f"  batch sizes  {', '.join(map(str, plan.batch_sizes))}", file=out)
-    print(f"  efficiency   {plan.efficiency:.4f} (expected useful / padded tokens)", file=out)
+    print(f"  efficiency   {_cell('efficiency', plan.efficiency)} (expected useful / padded "
+          "tokens)", file=out)
     print(f"  padded tokens {tokens_text(plan.padded_tokens)} for {plan.useful_tokens:,} useful",
           file=out)
     if plan.n_buckets != args.buckets:
@@ -297,24 +382,50 @@ def _cmd_optimize(args: argparse.Namespace, out: Any) -> None:
     print(_frame_text(plan.to_frame()), file=out)
 
 
-def _cmd_compare(args: argparse.Namespace, out: Any) -> None:
-    import numpy as np
+#: The width ``compare`` keeps to without ``--wide``.
+_WIDTH = 120
+#: The columns ``compare`` prints by default (the rest with ``--wide`` or ``--json``).
+_COMPARE_COLUMNS = ["batch_rule", "efficiency", "expected_efficiency", "batches", "steps",
+                    "straggler_factor", "efficiency_se", "predicted_tokens_per_s"]
 
-    from analysis import check_edges, compare_strategies
+
+def _cmd_compare(args: argparse.Namespace, out: Any) -> None:
+    from analysis import check_edges, compare_strategies, optimize_edges
     _check_calibration(args)
     hist = _load(args)
     rule = _batch_rule(args)
-    edges = check_edges(args.edges, hist)
+    if args.edges is None:
+        k = args.buckets or DEFAULT_N_BUCKETS
+        edges = optimize_edges(hist, k, rule).edges
+        source = f"the optimal edges for {k} buckets"
+    else:
+        edges = check_edges(args.edges, hist)
+        source = "the given edges"
     table = compare_strategies(hist, rule, rng=np.random.default_rng(args.seed), epochs=args.epochs,
-                               edges=edges, reference_strategy=args.reference_strategy,
+                               edges=edges, world_size=args.world_size,
+                               reference_strategy=args.reference_strategy,
                                reference_tokens_per_s=args.tokens_per_s, progress=_progress(args))
-    print(f"Strategies on edges {','.join(map(str, edges))} ({rule.text}, {args.epochs} epochs, "
-          f"seed {args.seed}):", file=out)
+    settings = {"edges": edges, "batch_rule": rule.text, "epochs": args.epochs, "seed": args.seed,
+                "world_size": args.world_size, "max_len": args.max_len}
+    if args.json:
+        rows = {str(name): {str(c): _json_value(v) for c, v in row.items()}
+                for name, row in table.iterrows()}
+        print(json.dumps({**settings, "strategies": rows}, allow_nan=False), file=out)
+        return
+    print(f"Strategies on {source} ({rule.text}, {args.epochs} epoch"
+          f"{'s' if args.epochs > 1 else ''}, seed {args.seed}, world size {args.world_size}):",
+          file=out)
     if "simulated_samples" in table.columns:
         print(f"  (simulated on a uniform subsample of {int(table['simulated_samples'].iloc[0]):,} "
               f"of the {table.attrs['population_samples']:,} samples; efficiency_se is the "
               "standard error this leaves; expected_efficiency is exact)", file=out)
-    print(_frame_text(table), file=out)
+    # as --edges takes them (comma-separated, copy-pasteable), wrapped at commas if long
+    print(textwrap.fill(", ".join(map(str, edges)), width=_WIDTH, initial_indent="  edges ",
+                        subsequent_indent="        ").replace(", ", ","), file=out)
+    shown = table if args.wide else table[[c for c in _COMPARE_COLUMNS if c in table.columns]]
+    print(_frame_text(shown), file=out)
+    if not args.wide:
+        print("(more columns with --wide or --json)", file=out)
 
 
 def _cmd_report(args: argparse.Namespace, out: Any, argv: Sequence[str] | None) -> None:
@@ -325,7 +436,7 @@ def _cmd_report(args: argparse.Namespace, out: Any, argv: Sequence[str] | None) 
         max_len=args.max_len, method=args.method,
         column=args.column, field=args.field, seed=args.seed, tokens_per_s=args.tokens_per_s,
         reference_strategy=args.reference_strategy, quiet=args.quiet,
-        command=_command_line(argv))
+        world_size=args.world_size, drop_zero=args.drop_zero, command=_command_line(argv))
     print(f"report written to {result.out_dir} ({len(result.files)} files):", file=out)
     for path in result.files:
         print(f"  {path.relative_to(result.out_dir)}", file=out)
@@ -344,7 +455,10 @@ def _command_line(argv: Sequence[str] | None) -> str:
 
 def _one_line(exc: BaseException) -> str:
     text = str(exc).strip() or type(exc).__name__
-    if isinstance(exc, KeyError):
+    if isinstance(exc, ZeroLengthError):
+        where = f"{exc.where}: " if exc.where else ""
+        text = f"{where}a sample of length zero (pass --drop-zero to drop zero-length samples)"
+    elif isinstance(exc, KeyError):
         text = f"missing key or column {text}"
     elif isinstance(exc, FileNotFoundError) and exc.filename:
         text = f"{exc.filename}: no such file or directory"

@@ -19,11 +19,20 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["LengthHistogram"]
+__all__ = ["LengthHistogram", "ZeroLengthError"]
 
 _INT64_MAX = np.iinfo(np.int64).max
 # Below this maximum length, counting with bincount (O(n)) beats sorting (O(n log n)).
 _BINCOUNT_MAX_LENGTH = 1 << 24
+
+
+class ZeroLengthError(ValueError):
+    """A sample of length zero where none is allowed (``where`` names the file and row), so
+    a face can say how to drop them (the CLI: ``--drop-zero``)."""
+
+    def __init__(self, message: str, where: str) -> None:
+        super().__init__(message)
+        self.where = where
 
 
 def _where(source: str | None, row: int | None, unit: str = "row") -> str:
@@ -93,9 +102,11 @@ def _as_length_array(
     bad = arr < 0 if allow_zero else arr <= 0
     if bad.any():
         i = int(np.argmax(bad))
-        sign = "negative" if arr[i] < 0 else "zero"
-        hint = "" if arr[i] < 0 else " (pass allow_zero=True if empty samples are intended)"
-        raise ValueError(f"{_where(source, first_row + i, unit)}{sign} {what} {int(arr[i])}{hint}")
+        where = _where(source, first_row + i, unit)
+        if arr[i] < 0:
+            raise ValueError(f"{where}negative {what} {int(arr[i])}")
+        raise ZeroLengthError(f"{where}zero {what} 0 (pass allow_zero=True if empty samples "
+                              "are intended)", where.rstrip(": "))
     return arr
 
 
@@ -399,6 +410,25 @@ class LengthHistogram:
             np.append(self.lengths[keep], max_len),
             np.append(self.counts[keep], above),
         )
+
+    def drop_zero(self) -> tuple[LengthHistogram, int]:
+        """The histogram without its zero-length samples, and how many were dropped.
+
+        Examples
+        --------
+        >>> hist, dropped = LengthHistogram.from_lengths([0, 3, 0, 5], allow_zero=True).drop_zero()
+        >>> hist.lengths.tolist(), dropped
+        ([3, 5], 2)
+        >>> LengthHistogram.from_lengths([0], allow_zero=True).drop_zero()
+        Traceback (most recent call last):
+        ...
+        ValueError: every sample has length zero: none left after dropping them
+        """
+        if self.lengths[0] != 0:
+            return self, 0
+        if self.n_distinct == 1:
+            raise ValueError("every sample has length zero: none left after dropping them")
+        return LengthHistogram(self.lengths[1:], self.counts[1:]), int(self.counts[0])
 
     def clip_summary(self, max_len: int) -> pd.Series:
         """What clipping at ``max_len`` would cut: samples affected and tokens lost.

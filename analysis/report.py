@@ -202,6 +202,7 @@ def run_report(src: Any, out_dir: str | os.PathLike[str], *, n_buckets: int = DE
                method: str = DEFAULT_METHOD, column: str | None = None, field: str | None = None,
                seed: int = DEFAULT_SEED, world_size: int = 1, tokens_per_s: float | None = None,
                reference_strategy: str | None = None, quiet: bool = False,
+               drop_zero: bool = False,
                notebooks_dir: str | os.PathLike[str] | None = None,
                command: str | None = None) -> ReportResult:
     """Run every notebook on ``src`` into ``out_dir`` and write ``recommendation.json``.
@@ -232,6 +233,8 @@ def run_report(src: Any, out_dir: str | os.PathLike[str], *, n_buckets: int = DE
         (``random``, ``sorted`` or ``bucketed``); every strategy's rate is then predicted.
     quiet : bool
         No progress bars.
+    drop_zero : bool
+        Drop zero-length samples (their count is recorded) instead of refusing them.
     notebooks_dir : path, optional
         Where the notebooks are (default ``analysis.paths.NOTEBOOKS_DIR``).
     command : str, optional
@@ -261,7 +264,8 @@ def run_report(src: Any, out_dir: str | os.PathLike[str], *, n_buckets: int = DE
                          "copies would overwrite the reference notebooks (choose another --out)")
 
     progress = bar(enabled=False if quiet else None)
-    raw = load_lengths(src, column=column, field=field, progress=progress)
+    raw = load_lengths(src, column=column, field=field, allow_zero=drop_zero, progress=progress)
+    raw, zero_dropped = raw.drop_zero() if drop_zero else (raw, 0)
     hist = raw.clip(max_len) if max_len is not None else raw
     rec = recommend(hist, n_buckets, rule, method=method)
     rec_dict = rec.to_dict()
@@ -322,12 +326,13 @@ def run_report(src: Any, out_dir: str | os.PathLike[str], *, n_buckets: int = DE
             "max_len": max_len, "method": method, "seed": seed, "world_size": world_size,
             "column": column,
             "field": field, "tokens_per_s": tokens_per_s,
-            "reference_strategy": reference_strategy,
+            "reference_strategy": reference_strategy, "drop_zero": drop_zero,
         },
         "data": {
             "summary": _summary_dict(raw.summary()),
             "clipping": _summary_dict(raw.clip_summary(max_len)) if max_len is not None else None,
             "histogram_csv": str(data_csv.relative_to(out)),
+            "zero_length_dropped": zero_dropped,
         },
         **rec_dict,
         "exports": export_all(rec.plan),

@@ -1,14 +1,24 @@
-"""Shared figure helpers."""
+"""Shared figure helpers: saving, the colour-blind-safe palette, length axes whose ticks
+never collide, direct labels that never overlap, and number formats (thousands separators,
+percentages, never ``-0``)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import matplotlib
+import numpy as np
+from matplotlib import rcParams
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import RendererAgg
 from matplotlib.figure import Figure
+from matplotlib.font_manager import FontProperties
+from matplotlib.text import Annotation, Text
+from matplotlib.ticker import FuncFormatter, Locator, MaxNLocator, NullLocator
 
-__all__ = ["save_figure"]
+__all__ = ["save_figure", "OKABE_ITO", "EFFICIENCY_CMAP", "wants_log_axis"]
 
 
 def save_figure(fig: Figure, name: str, figures_dir: str | Path | None,
@@ -54,3 +64,293 @@ def _stable_metadata(fmt: str) -> dict[str, None] | None:
     if fmt == "pdf":
         return {"CreationDate": None, "Producer": None, "Creator": None}
     return None
+
+
+# ---------------------------------------------------------------------------- palette
+#: The Okabe–Ito colour-blind-safe set, for categories (strategies, methods, marks).
+OKABE_ITO = {
+    "black": "#000000", "orange": "#E69F00", "sky_blue": "#56B4E9", "green": "#009E73",
+    "yellow": "#F0E442", "blue": "#0072B2", "vermillion": "#D55E00", "purple": "#CC79A7",
+}
+#: Neutral grey for reference lines and secondary text.
+GREY = "#555555"
+#: The continuous colour map (colour-blind safe, perceptually uniform) for efficiencies.
+EFFICIENCY_CMAP = "viridis"
+
+#: Lengths spanning more than this ratio (max / min) get a log axis: "about two decades".
+LOG_SPAN = 100.0
+
+
+def wants_log_axis(lo: float, hi: float) -> bool:
+    """Whether lengths from ``lo`` to ``hi`` span more than about two decades (a log axis).
+
+    Examples
+    --------
+    >>> wants_log_axis(62, 469), wants_log_axis(16, 8_450), wants_log_axis(0, 50)
+    (False, True, False)
+    """
+    return hi / max(lo, 1.0) > LOG_SPAN
+
+
+def format_count(value: float) -> str:
+    """A count or a token total: an integer with thousands separators.
+
+    Examples
+    --------
+    >>> format_count(14096.0), format_count(-0.0)
+    ('14,096', '0')
+    """
+    return f"{round(value) + 0:,}"
+
+
+def format_percent(share: float) -> str:
+    """A share as a percentage, with the digits a small share needs and never ``-0%``.
+
+    Examples
+    --------
+    >>> [format_percent(x) for x in (0.8123, 0.0512, 0.000404, 0.0, -1e-12, 1.0)]
+    ['81%', '5.1%', '0.04%', '0%', '0%', '100%']
+    """
+    if not np.isfinite(share):
+        return "n/a"
+    pct = 100 * share
+    if abs(pct) < 0.005:
+        return "0%"
+    if abs(pct) >= 9.95:
+        return f"{pct:.0f}%"
+    if abs(pct) >= 0.995:
+        return f"{pct:.1f}%"
+    return f"{pct:.2g}%"
+
+
+def format_length(value: float, _: object = None) -> str:
+    """A length tick: thousands separators, no trailing ``.0``."""
+    if float(value).is_integer():
+        return f"{int(value):,}"
+    return f"{value:,.1f}"
+
+
+def bin_edges(lo: int, hi: int, bins: int, log: bool) -> np.ndarray:
+    """Edges of ``bins`` bins covering integer lengths ``lo..hi`` at half-integers (no length
+    sits on an edge), log-spaced when ``log``.
+
+    Examples
+    --------
+    >>> bin_edges(1, 10, 3, log=False).tolist()
+    [0.5, 3.5, 7.5, 10.5]
+    """
+    a, b = lo - 0.5, hi + 0.5
+    raw = np.geomspace(max(a, 0.5), b, int(bins) + 1) if log else np.linspace(a, b, int(bins) + 1)
+    edges = np.unique(np.floor(raw) + 0.5)
+    edges[0], edges[-1] = min(edges[0], a), max(edges[-1], b)
+    return np.unique(edges)
+
+
+# ---------------------------------------------------------------------------- length axes
+def _label_width_pt(text: str, size_pt: float) -> float:
+    """A generous estimate of a tick label's width (DejaVu Sans digits are 0.64 em)."""
+    narrow = sum(text.count(c) for c in ",.")
+    return size_pt * (0.66 * (len(text) - narrow) + 0.36 * narrow)
+
+
+class LengthLocator(Locator):
+    """Length ticks that never collide: powers of two on a log axis (every second, third...
+    power when the labels would touch), round numbers on a linear one, as many as the axis
+    has room for at draw time."""
+
+    def __init__(self, log: bool) -> None:
+        self.log = log
+
+    def __call__(self) -> Sequence[float]:
+        vmin, vmax = self.axis.get_view_interval()
+        return self.tick_values(vmin, vmax)
+
+    def _room(self) -> tuple[float, float]:
+        """Axis length and tick label size, in points."""
+        axes, fig = self.axis.axes, self.axis.get_figure(root=True)
+        size = FontProperties(size=rcParams["xtick.labelsize"]).get_size_in_points()
+        return axes.bbox.width * 72.0 / fig.dpi, size
+
+    def _fits(self, ticks: Sequence[float], vmin: float, vmax: float) -> bool:
+        if len(ticks) < 2:
+            return True
+        length, size = self._room()
+        if self.log:
+            pos = (np.log(ticks) - np.log(vmin)) / (np.log(vmax) - np.log(vmin)) * length
+        else:
+            pos = (np.asarray(ticks) - vmin) / (vmax - vmin) * length
+        widths = [_label_width_pt(format_length(t), size) for t in ticks]
+        return all(b - a >= (wa + wb) / 2 + 1.2 * size
+                   for a, b, wa, wb in zip(pos[:-1], pos[1:], widths[:-1], widths[1:]))
+
+    def tick_values(self, vmin: float, vmax: float) -> Sequence[float]:
+        vmin, vmax = sorted((float(vmin), float(vmax)))
+        if self.log:
+            vmin = max(vmin, 0.5)
+            k0, k1 = int(np.ceil(np.log2(vmin) - 1e-9)), int(np.floor(np.log2(vmax) + 1e-9))
+            exps = list(range(k0, k1 + 1))
+            if len(exps) < 3:  # a narrow range: powers of two and their 1.5x
+                ticks = sorted(t for k in range(k0 - 1, k1 + 1) for t in (2.0**k, 1.5 * 2.0**k)
+                               if vmin <= t <= vmax)
+                if self._fits(ticks, vmin, vmax):
+                    return ticks
+            for stride in range(1, max(len(exps), 1) + 1):
+                ticks = [2.0**k for k in exps if k % stride == 0]
+                if self._fits(ticks, vmin, vmax):
+                    return ticks
+            return [2.0**exps[len(exps) // 2]] if exps else []
+        for nbins in range(10, 0, -1):
+            ticks = [t for t in MaxNLocator(nbins, steps=[1, 2, 2.5, 5, 10]).tick_values(vmin, vmax)
+                     if vmin - 1e-9 <= t <= vmax + 1e-9]
+            if self._fits(ticks, vmin, vmax):
+                return ticks
+        return ticks[:1]
+
+
+def length_axis(ax: Axes, lo: float, hi: float, *, log: bool,
+                label: str = "sample length (tokens)") -> None:
+    """The x axis of lengths in tokens: log or linear, ticks that fit, thousands separators."""
+    if log:
+        ax.set_xscale("log")
+        lo = max(lo, 0.5)
+    ax.xaxis.set_major_locator(LengthLocator(log))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_major_formatter(FuncFormatter(format_length))
+    ax.set_xlim(lo, hi)
+    if log:
+        label = label[:-1] + ", log scale)" if label.endswith(")") else label + " (log scale)"
+    ax.set_xlabel(label)
+
+
+# ---------------------------------------------------------------------------- direct labels
+def text_size_pt(fig: Figure, text: str, fontsize: float) -> tuple[float, float]:
+    """Width and height in points of ``text`` drawn at ``fontsize`` (measured with Agg)."""
+    renderer = RendererAgg(int(fig.bbox.width) or 1, int(fig.bbox.height) or 1, fig.dpi)
+    probe = Text(0, 0, text, fontsize=fontsize)
+    probe.set_figure(fig)
+    box = probe.get_window_extent(renderer)
+    return box.width * 72.0 / fig.dpi, box.height * 72.0 / fig.dpi
+
+
+def _overlaps(a: tuple[float, float, float, float], b: tuple[float, float, float, float],
+              pad: float) -> bool:
+    return not (a[2] + pad <= b[0] or b[2] + pad <= a[0] or a[3] + pad <= b[1] or b[3] + pad <= a[1])
+
+
+def _segment_hits_box(p: tuple[float, float], q: tuple[float, float],
+                      box: tuple[float, float, float, float]) -> bool:
+    """Whether the segment ``p``-``q`` passes through ``box`` (Liang–Barsky clipping)."""
+    t0, t1 = 0.0, 1.0
+    dx, dy = q[0] - p[0], q[1] - p[1]
+    for edge_p, edge_q in ((-dx, p[0] - box[0]), (dx, box[2] - p[0]),
+                           (-dy, p[1] - box[1]), (dy, box[3] - p[1])):
+        if edge_p == 0:
+            if edge_q < 0:
+                return False
+            continue
+        t = edge_q / edge_p
+        if edge_p < 0:
+            t0 = max(t0, t)
+        else:
+            t1 = min(t1, t)
+        if t0 > t1:
+            return False
+    return True
+
+
+def _segments_cross(a: tuple[float, float], b: tuple[float, float], c: tuple[float, float],
+                    d: tuple[float, float]) -> bool:
+    def side(p: tuple[float, float], q: tuple[float, float], r: tuple[float, float]) -> float:
+        return (q[0] - p[0]) * (r[1] - p[1]) - (q[1] - p[1]) * (r[0] - p[0])
+    return (side(a, b, c) * side(a, b, d) < 0) and (side(c, d, a) * side(c, d, b) < 0)
+
+
+def place_labels(ax: Axes, xs: Sequence[float], ys: Sequence[float], labels: Sequence[str], *,
+                 fontsize: float = 9, marker_pt: float = 7.0,
+                 color: str = "black") -> list[Annotation]:
+    """Label each point ``(xs[i], ys[i])`` with ``labels[i]`` next to it: the nearest spot
+    (sixteen directions, growing distance) that overlaps no other label or point and stays
+    inside the axes; a thin leader line joins a label set further off.  Leader lines cross
+    no label or other line when that is possible; labels never overlap unless the axes have
+    no free spot at all."""
+    fig = ax.get_figure(root=True)
+    fig.draw_without_rendering()  # the layout first: positions on screen are then final
+    to_pt = 72.0 / fig.dpi
+    pts = ax.transData.transform(np.column_stack([xs, ys])) * to_pt
+    box = ax.bbox
+    inside = (box.x0 * to_pt + 4, box.y0 * to_pt + 4, box.x1 * to_pt - 4, box.y1 * to_pt - 4)
+    markers = [(x - marker_pt, y - marker_pt, x + marker_pt, y + marker_pt) for x, y in pts]
+    sizes = [text_size_pt(fig, text, fontsize) for text in labels]
+    angles = np.deg2rad(np.arange(0, 360, 22.5))
+    radii = (11, 18, 26, 38, 52, 70, 95, 125, 160, 200)
+
+    def candidates(i: int) -> Any:  # (offset, alignment, radius, box), nearest first
+        (x, y), (w, h) = pts[i], sizes[i]
+        for radius in radii:
+            for angle in angles:
+                dx, dy = np.cos(angle), np.sin(angle)
+                ox, oy = radius * dx, radius * dy * 0.8
+                sx = 0 if abs(dx) < 0.3 else int(np.sign(dx))
+                sy = 0 if abs(dy) < 0.3 else int(np.sign(dy))
+                left = x + ox if sx > 0 else x + ox - w if sx < 0 else x + ox - w / 2
+                bottom = y + oy if sy > 0 else y + oy - h if sy < 0 else y + oy - h / 2
+                cand = (left, bottom, left + w, bottom + h)
+                if (inside[0] <= cand[0] and cand[2] <= inside[2] and inside[1] <= cand[1]
+                        and cand[3] <= inside[3]):
+                    yield (ox, oy), (sx, sy), radius, cand
+
+    def plan(order: Sequence[int]) -> tuple[float, dict[int, Any]]:
+        """Place the labels in ``order``; the cost counts crossing leaders, then distance."""
+        placed: list[tuple[float, float, float, float]] = []
+        leaders: list[tuple[tuple[float, float], tuple[float, float]]] = []
+        choices, cost = {}, 0.0
+        for i in order:
+            x, y = pts[i]
+            others = [m for j, m in enumerate(markers) if j != i]
+
+            def clean(anchor: tuple[float, float], radius: float,
+                      cand: tuple[float, float, float, float]) -> bool:
+                if any(_segment_hits_box(a, b, cand) for a, b in leaders):
+                    return False
+                if radius < 18:
+                    return True
+                return not (any(_segment_hits_box((x, y), anchor, t) for t in (*placed, *others))
+                            or any(_segments_cross((x, y), anchor, a, b) for a, b in leaders))
+
+            found = [c for c in candidates(i)
+                     if not any(_overlaps(c[3], t, 3.0) for t in (*markers, *placed))]
+            choice = next((c for c in found if clean((x + c[0][0], y + c[0][1]), c[2], c[3])),
+                          None)
+            if choice is None:
+                cost += 1_000.0  # a crossing leader (or, worse, no free spot at all)
+                choice = found[0] if found else \
+                    ((11.0, 0.0), (1, 0), 11, (x + 11, y - sizes[i][1] / 2,
+                                               x + 11 + sizes[i][0], y + sizes[i][1] / 2))
+                cost += 0.0 if found else 100_000.0
+            (ox, oy), _, radius, cand = choice
+            cost += radius
+            placed.append(cand)
+            if radius >= 18:
+                leaders.append(((x, y), (x + ox, y + oy)))
+            choices[i] = choice
+        return cost, choices
+
+    n = len(pts)
+    crowding = [min((float(np.hypot(*(pts[i] - pts[j]))) for j in range(n) if j != i),
+                    default=0.0) for i in range(n)]
+    orders = [list(range(n)), list(range(n))[::-1], sorted(range(n), key=lambda i: crowding[i]),
+              sorted(range(n), key=lambda i: pts[i][0]), sorted(range(n), key=lambda i: -pts[i][1])]
+    _, choices = min((plan(order) for order in orders), key=lambda result: result[0])
+    out = []
+    for i, (xd, yd, text) in enumerate(zip(xs, ys, labels)):
+        (ox, oy), (sx, sy), radius, _ = choices[i]
+        ha = "left" if sx > 0 else "right" if sx < 0 else "center"
+        va = "bottom" if sy > 0 else "top" if sy < 0 else "center"
+        arrow = ({"arrowstyle": "-", "color": GREY, "lw": 0.7, "shrinkA": 0, "shrinkB": marker_pt}
+                 if radius >= 18 else None)
+        note = ax.annotate(text, (xd, yd), xytext=(ox, oy), textcoords="offset points", ha=ha,
+                           va=va, fontsize=fontsize, color=color, arrowprops=arrow,
+                           annotation_clip=False)
+        note.set_in_layout(False)
+        out.append(note)
+    return out

@@ -12,16 +12,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from matplotlib.axes import Axes
 from matplotlib.figure import Figure
-from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator, PercentFormatter
+from matplotlib.ticker import FuncFormatter, MaxNLocator, PercentFormatter
 
 from analysis.lengths import LengthHistogram
+from analysis.plots._common import (GREY, OKABE_ITO, bin_edges, format_count, length_axis,
+                                    wants_log_axis)
 
 __all__ = ["plot_length_histogram", "plot_length_cdf", "plot_token_share", "plot_clipping"]
 
-_BLUE, _ORANGE, _RED, _GREY = "#4C72B0", "#DD8452", "#C44E52", "#555555"
-_THOUSANDS = FuncFormatter(lambda v, _: f"{v:,.0f}")
+_BLUE, _ORANGE, _RED = OKABE_ITO["blue"], OKABE_ITO["orange"], OKABE_ITO["vermillion"]
+_QUANTILE_COLORS = [OKABE_ITO[c] for c in ("orange", "vermillion", "purple", "green", "sky_blue")]
+_THOUSANDS = FuncFormatter(lambda v, _: format_count(v))
+_MILLIONS = FuncFormatter(lambda v, _: f"{v / 1e6:,.0f} M" if v else "0")
 
 
 def _check_hist(hist: object) -> LengthHistogram:
@@ -30,26 +33,14 @@ def _check_hist(hist: object) -> LengthHistogram:
     return hist
 
 
-def _length_axis(ax: Axes, lo: float, hi: float, *, log: bool) -> None:
-    """Length axis in tokens: powers of two on a log scale, thousands separators always."""
-    if log:
-        ax.set_xscale("log")
-        lo = max(lo, 0.5)
-        powers = [2.0**k for k in range(int(np.floor(np.log2(lo))), int(np.ceil(np.log2(hi))) + 1)]
-        ticks = [t for t in powers if lo * 0.999 <= t <= hi * 1.001]
-        if len(ticks) < 4:  # a narrow range: add 1.5 x each power of two
-            ticks = sorted(t for p in powers for t in (p, 1.5 * p) if lo * 0.999 <= t <= hi * 1.001)
-        ticks = ticks or [lo, hi]
-        ax.xaxis.set_major_locator(FixedLocator(ticks))
-        ax.xaxis.set_minor_locator(NullLocator())
-    ax.xaxis.set_major_formatter(_THOUSANDS)
-    ax.set_xlim(lo, hi)
-    ax.set_xlabel("sample length (tokens)")
+def _log(hist: LengthHistogram, log_x: bool | None) -> bool:
+    """``log_x`` as given, or (``None``) a log axis when the lengths span over two decades."""
+    return wants_log_axis(hist.min, hist.max) if log_x is None else bool(log_x)
 
 
 def _bin_edges(hist: LengthHistogram, bins: int | Sequence[float], log_x: bool) -> np.ndarray:
-    """Bin edges at half-integers (so no integer length sits on an edge, none is empty by
-    construction at the short end), log-spaced when ``log_x``."""
+    """Bin edges at half-integers (so no integer length sits on an edge), log-spaced when
+    ``log_x``; or the given edges."""
     if not isinstance(bins, int | np.integer):
         edges = np.asarray(bins, dtype=float)
         if edges.ndim != 1 or edges.size < 2 or np.any(np.diff(edges) <= 0):
@@ -57,14 +48,10 @@ def _bin_edges(hist: LengthHistogram, bins: int | Sequence[float], log_x: bool) 
         return edges
     if isinstance(bins, bool) or bins < 1:
         raise ValueError(f"bins must be a positive int, got {bins!r}")
-    lo, hi = hist.min - 0.5, hist.max + 0.5
-    raw = np.geomspace(max(lo, 0.5), hi, int(bins) + 1) if log_x else np.linspace(lo, hi, int(bins) + 1)
-    edges = np.unique(np.floor(raw) + 0.5)
-    edges[0], edges[-1] = min(edges[0], lo), max(edges[-1], hi)
-    return np.unique(edges)
+    return bin_edges(hist.min, hist.max, int(bins), log_x)
 
 
-def plot_length_histogram(hist: LengthHistogram, *, log_x: bool = True, bins: int | Sequence[float] = 60,
+def plot_length_histogram(hist: LengthHistogram, *, log_x: bool | None = None, bins: int | Sequence[float] = 60,
                           weight: str = "samples", title: str | None = None) -> Figure:
     """Histogram of sample lengths, binned on the histogram (no per-sample expansion).
 
@@ -72,14 +59,15 @@ def plot_length_histogram(hist: LengthHistogram, *, log_x: bool = True, bins: in
     ----------
     hist : LengthHistogram
         The lengths.
-    log_x : bool, default True
-        Log length axis with log-spaced bins (equal widths on screen).
+    log_x : bool, optional
+        Log length axis with log-spaced bins (equal widths on screen); default: log when the
+        lengths span more than two decades, linear with equal-width bins otherwise.
     bins : int or sequence of float, default 60
         Number of bins, or explicit bin edges.
     weight : {"samples", "tokens"}
         Height of a bar: samples in the bin, or tokens they hold (where the compute goes).
     title : str, optional
-        Figure title (a default names the data's size).
+        Figure title (a default names the data's size and what a bar counts).
 
     Examples
     --------
@@ -91,6 +79,7 @@ def plot_length_histogram(hist: LengthHistogram, *, log_x: bool = True, bins: in
     hist = _check_hist(hist)
     if weight not in ("samples", "tokens"):
         raise ValueError(f"weight must be 'samples' or 'tokens', got {weight!r}")
+    log_x = _log(hist, log_x)
     edges = _bin_edges(hist, bins, log_x)
     heights = hist.binned(edges, weight)
     fig = Figure(figsize=(7.5, 3.8), layout="constrained")
@@ -98,7 +87,7 @@ def plot_length_histogram(hist: LengthHistogram, *, log_x: bool = True, bins: in
     color = _BLUE if weight == "samples" else _ORANGE
     ax.bar(edges[:-1], heights, width=np.diff(edges), align="edge", color=color,
            edgecolor="white", linewidth=0.3)
-    _length_axis(ax, edges[0] * (0.95 if log_x else 1), edges[-1] * (1.03 if log_x else 1), log=log_x)
+    length_axis(ax, edges[0] * (0.95 if log_x else 1), edges[-1] * (1.03 if log_x else 1), log=log_x)
     at_max = int(hist.counts[-1])
     if at_max >= 0.01 * hist.n_samples and hist.n_distinct > 1:
         text = (f"{at_max:,} samples\n({100 * at_max / hist.n_samples:.1f}%) at the\n"
@@ -106,28 +95,34 @@ def plot_length_histogram(hist: LengthHistogram, *, log_x: bool = True, bins: in
         if weight == "tokens":
             text += f"\nhold {100 * at_max * hist.max / hist.total_tokens:.1f}% of tokens"
         ax.annotate(text, (hist.max, heights[-1]), xytext=(-8, -2),
-                    textcoords="offset points", ha="right", va="top", fontsize=9, color=_GREY)
+                    textcoords="offset points", ha="right", va="top", fontsize=9, color=GREY)
     ax.set_ylabel(f"{weight} per bin")
-    ax.yaxis.set_major_formatter(_THOUSANDS if heights.max() < 1e7 else
-                                 FuncFormatter(lambda v, _: f"{v / 1e6:,.0f} M"))
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True, steps=[1, 2, 2.5, 5, 10]))
+    ax.yaxis.set_major_formatter(_THOUSANDS if heights.max() < 1e7 else _MILLIONS)
     ax.grid(axis="y", alpha=0.3)
     ax.set_axisbelow(True)
     p50 = hist.quantile(0.5)
-    ax.axvline(p50, color=_GREY, linestyle="--", linewidth=1, label=f"median {p50:,}")
-    ax.axvline(hist.mean, color=_GREY, linestyle=":", linewidth=1.2, label=f"mean {hist.mean:,.0f}")
-    ax.legend(loc="upper left", frameon=False, fontsize=9)
+    ax.axvline(p50, color=GREY, linestyle="--", linewidth=1, label=f"median {p50:,}")
+    ax.axvline(hist.mean, color=GREY, linestyle=":", linewidth=1.2, label=f"mean {hist.mean:,.0f}")
+    ax.legend(loc="best", framealpha=0.9, fontsize=9)
     scale = "log-spaced bins" if log_x else "equal-width bins"
-    ax.set_title(title or f"Sample lengths: {hist.n_samples:,} samples, "
-                          f"{hist.total_tokens:,} tokens ({scale})", fontsize=11)
+    if weight == "samples":
+        default = (f"Sample lengths: {hist.n_samples:,} samples, {hist.total_tokens:,} tokens "
+                   f"({scale})")
+    else:
+        default = (f"Where the tokens are: {hist.total_tokens:,} tokens by sample length "
+                   f"({scale})")
+    ax.set_title(title or default, fontsize=11)
     return fig
 
 
 def plot_length_cdf(hist: LengthHistogram, quantiles: Sequence[float] = (0.5, 0.9, 0.99), *,
-                    log_x: bool = True, title: str | None = None) -> Figure:
+                    log_x: bool | None = None, title: str | None = None) -> Figure:
     """Cumulative share of samples at or below each length, with quantiles marked.
 
     Each quantile ``q`` gets a dashed vertical line at ``hist.quantile(q)`` labelled
-    ``"p50 = 1,606"`` (the line's label, so tests and legends can find it).
+    ``"p50 = 1,606"`` (the line's label, so tests and legends can find it).  The length
+    axis is logarithmic when the lengths span more than two decades (``log_x=None``).
 
     Examples
     --------
@@ -140,6 +135,7 @@ def plot_length_cdf(hist: LengthHistogram, quantiles: Sequence[float] = (0.5, 0.
     qs = [float(q) for q in quantiles]
     if any(not 0 < q <= 1 for q in qs):
         raise ValueError(f"quantiles must be in (0, 1], got {tuple(quantiles)!r}")
+    log_x = _log(hist, log_x)
     cdf = hist.cumulative_counts() / hist.n_samples
     x = np.concatenate([[hist.min - 0.5], hist.lengths])
     y = np.concatenate([[0.0], cdf])
@@ -147,12 +143,12 @@ def plot_length_cdf(hist: LengthHistogram, quantiles: Sequence[float] = (0.5, 0.
     ax = fig.add_subplot()
     ax.step(x, y, where="post", color=_BLUE, linewidth=1.6, label="share of samples <= length")
     lo, hi = (hist.min - 0.5) * (0.9 if log_x else 1), hist.max * (1.15 if log_x else 1.03)
-    _length_axis(ax, lo, hi, log=log_x)
-    ax.set_ylim(0, 1.03)
+    length_axis(ax, lo, hi, log=log_x)
+    ax.set_ylim(0, 1.0)
     ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
     ax.set_ylabel("samples at or below length")
     ax.grid(alpha=0.3)
-    colors = [_ORANGE, _RED, "#8172B2", "#55A868", _GREY]
+    colors = _QUANTILE_COLORS
     for i, q in enumerate(qs):
         value = int(hist.quantile(q))
         name = f"p{100 * q:g}"
@@ -186,7 +182,7 @@ def plot_token_share(hist: LengthHistogram, marks: Sequence[float] = (0.01, 0.1,
     fig = Figure(figsize=(6.2, 4.6), layout="constrained")
     ax = fig.add_subplot()
     ax.plot(x, y, color=_ORANGE, linewidth=2, label="this data")
-    ax.plot([0, 1], [0, 1], color=_GREY, linestyle="--", linewidth=1,
+    ax.plot([0, 1], [0, 1], color=GREY, linestyle="--", linewidth=1,
             label="all samples the same length")
     ax.fill_between(x, x, y, color=_ORANGE, alpha=0.12, linewidth=0)
     for f in marks:
@@ -208,13 +204,14 @@ def plot_token_share(hist: LengthHistogram, marks: Sequence[float] = (0.01, 0.1,
 
 
 def plot_clipping(hist: LengthHistogram, max_len: int, *, min_len: int | None = None,
-                  log_x: bool = True, title: str | None = None) -> Figure:
+                  log_x: bool | None = None, title: str | None = None) -> Figure:
     """What truncating samples at a maximum length would cut, for every choice of it.
 
     Two curves over candidate ``max_len`` values: the share of samples that would be
     clipped, and the share of tokens removed.  The chosen ``max_len`` is marked with the
     exact numbers from ``hist.clip_summary(max_len)``.  The axis starts at ``min_len``
-    (default: the median length; clipping shorter than that is rarely a real option).
+    (default: the median length; clipping shorter than that is rarely a real option); it is
+    logarithmic when the lengths shown span more than two decades (``log_x=None``).
 
     Examples
     --------
@@ -236,10 +233,12 @@ def plot_clipping(hist: LengthHistogram, max_len: int, *, min_len: int | None = 
     ax = fig.add_subplot()
     ax.step(lengths, samples, where="post", color=_BLUE, linewidth=1.6, label="samples clipped")
     ax.plot(lengths, tokens, color=_ORANGE, linewidth=1.6, label="tokens removed")
+    if log_x is None:
+        log_x = wants_log_axis(min(int(lengths[0]), max_len), max(hist.max, max_len))
     lo = min(int(lengths[0]), max_len) * (0.95 if log_x else 1)
     hi = max(hist.max, max_len) * (1.05 if log_x else 1.02)
-    _length_axis(ax, lo, hi, log=log_x)
-    ax.set_xlabel("max_len: samples longer than this are truncated to it (tokens)")
+    length_axis(ax, lo, hi, log=log_x,
+                label="max_len: samples longer than this are truncated to it (tokens)")
     ax.set_ylabel("share of the data")
     ax.set_ylim(0, max(float(samples[0]), float(tokens[0])) * 1.05 or 1.0)
     ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))

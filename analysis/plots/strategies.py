@@ -1,6 +1,7 @@
 """Figures comparing batching strategies (from :func:`analysis.compare_strategies` tables and
 :func:`analysis.simulate` results).  Every function returns a ``Figure``; no computation here
-beyond picking columns."""
+beyond picking columns.  Strategies keep one Okabe–Ito colour each; efficiency axes stop at
+100 %; a cut axis says so."""
 
 from __future__ import annotations
 
@@ -8,16 +9,22 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, MaxNLocator
+from matplotlib.ticker import FuncFormatter, MaxNLocator, PercentFormatter
+
+from analysis.plots._common import GREY, OKABE_ITO, format_count, format_percent, place_labels
 
 __all__ = ["plot_strategy_bars", "plot_randomness", "plot_tradeoff", "plot_padded_per_step"]
 
-#: One colour per strategy, the same in every figure.
+#: One colour per strategy (Okabe–Ito), the same in every figure.
 STRATEGY_COLORS = {
-    "sorted": "#4C72B0", "random": "#C44E52", "bucketed": "#55A868",
-    "length_grouped": "#8172B2", "token_budget": "#CCB974", "packing": "#64B5CD",
+    "sorted": OKABE_ITO["blue"], "random": OKABE_ITO["vermillion"], "bucketed": OKABE_ITO["green"],
+    "length_grouped": OKABE_ITO["purple"], "token_budget": OKABE_ITO["orange"],
+    "packing": OKABE_ITO["sky_blue"],
 }
+#: Columns that are shares (shown as percentages, axes capped at 100 %).
+_SHARES = {"efficiency", "composition_repeat"}
 _LABELS = {
     "efficiency": "efficiency (useful / padded)",
     "steps": "optimizer steps per epoch",
@@ -34,22 +41,50 @@ def _color(name: str) -> str:
     return STRATEGY_COLORS.get(name, "#777777")
 
 
-def _bars(ax, table: pd.DataFrame, column: str, fmt: str) -> None:
-    """Horizontal bars of ``column`` per strategy, values written at the bar ends."""
+def _value_text(column: str, value: float) -> str:
+    """A bar's value: percentages for shares, integers for counts, 3 decimals otherwise."""
+    if not np.isfinite(value):
+        return "n/a"
+    if column in _SHARES:
+        return format_percent(value)
+    if column in ("steps", "predicted_tokens_per_s", "batches"):
+        return format_count(value)
+    text = f"{value:.3f}"
+    return "0.000" if float(text) == 0 else text
+
+
+def _bars(ax: Axes, table: pd.DataFrame, column: str) -> None:
+    """Horizontal bars of ``column`` per strategy, values written at the bar ends (inside
+    the bar when a share is too close to 100 % to write beyond it)."""
     names = list(table.index)
     values = table[column].to_numpy(dtype=float)
     y = np.arange(len(names))[::-1]
     ax.barh(y, np.nan_to_num(values), color=[_color(n) for n in names], height=0.7)
     ax.set_yticks(y, names)
-    top = np.nanmax(np.abs(values)) if np.isfinite(values).any() else 1.0
+    finite = values[np.isfinite(values)]
+    top = float(np.max(np.abs(finite))) if finite.size and np.max(np.abs(finite)) > 0 else 1.0
+    share = column in _SHARES
+    right = 1.0 if share else top * 1.3
     for yi, v in zip(y, values):
-        text = "n/a" if not np.isfinite(v) else format(v, fmt)
-        ax.text((v if np.isfinite(v) else 0) + 0.01 * top, yi, text, va="center", fontsize=8)
-    ax.set_xlim(min(0.0, np.nanmin(values) * 1.2 if np.isfinite(values).any() else 0.0), top * 1.25)
+        text = _value_text(column, v)
+        v = v if np.isfinite(v) else 0.0
+        inside = share and v > 0.8
+        ax.text(v - 0.01 if inside else max(v, 0.0) + 0.01 * right, yi, text, va="center",
+                ha="right" if inside else "left", fontsize=8,
+                color="white" if inside else "black")
+    low = min(0.0, float(finite.min()) * 1.2) if finite.size else 0.0
+    ax.set_xlim(low, right)
     ax.set_xlabel(_LABELS.get(column, column))
     ax.xaxis.set_major_locator(MaxNLocator(4))
-    if top >= 10_000:
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1000:g}k" if v else "0"))
+    if share:
+        ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+    elif top >= 10_000:
+        ax.xaxis.set_major_formatter(FuncFormatter(_compact))
+    else:
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{round(v, 6) + 0:,g}"))
+    if not finite.size:
+        ax.text(0.5, 0.5, "not measured in this run", transform=ax.transAxes, ha="center",
+                va="center", fontsize=9, color=GREY)
     ax.grid(axis="x", alpha=0.3)
     ax.set_axisbelow(True)
 
@@ -77,9 +112,9 @@ def plot_strategy_bars(table: pd.DataFrame,
         raise ValueError("none of the requested columns is in the table")
     fig = Figure(figsize=(4.2 * len(columns), 0.45 * len(table) + 1.6), layout="constrained")
     axes = fig.subplots(1, len(columns), sharey=True, squeeze=False)[0]
-    fmts = {"efficiency": ".3f", "steps": ",.0f", "predicted_tokens_per_s": ",.0f"}
+    fig.get_layout_engine().set(wspace=0.06)
     for ax, column in zip(axes, columns):
-        _bars(ax, table, column, fmts.get(column, ".3g"))
+        _bars(ax, table, column)
         if column == "efficiency" and "expected_efficiency" in table.columns:
             y = np.arange(len(table))[::-1]
             exp = table["expected_efficiency"].to_numpy(dtype=float)
@@ -115,8 +150,9 @@ def plot_randomness(table: pd.DataFrame,
         raise ValueError("none of the requested columns is in the table")
     fig = Figure(figsize=(4.2 * len(columns), 0.45 * len(table) + 1.6), layout="constrained")
     axes = fig.subplots(1, len(columns), sharey=True, squeeze=False)[0]
+    fig.get_layout_engine().set(wspace=0.06)
     for ax, column in zip(axes, columns):
-        _bars(ax, table, column, ".3f")
+        _bars(ax, table, column)
         ax.axvline(0, color="black", lw=0.8)
     fig.suptitle(title or "What each strategy keeps of a random shuffle")
     return fig
@@ -126,7 +162,9 @@ def plot_tradeoff(table: pd.DataFrame, *, randomness: str = "within_batch_cv",
                   title: str | None = None) -> Figure:
     """Efficiency against one randomness metric, a labelled point per strategy.
 
-    Up and right is better on both counts; the strategies trace the trade-off.
+    Up and right is better on both counts; the strategies trace the trade-off.  Each point
+    is labelled with its strategy's name beside it (labels never overlap; a thin line joins a
+    label placed further off); the efficiency axis stops at 100 %.
 
     Examples
     --------
@@ -141,19 +179,24 @@ def plot_tradeoff(table: pd.DataFrame, *, randomness: str = "within_batch_cv",
     for column in ("efficiency", randomness):
         if column not in table.columns:
             raise ValueError(f"the table has no {column!r} column")
-    fig = Figure(figsize=(6.4, 4.4), layout="constrained")
+    fig = Figure(figsize=(6.8, 4.6), layout="constrained")
     ax = fig.subplots()
     markers = "osD^vP*X"
-    for i, (name, row) in enumerate(table.iterrows()):
-        x, y = float(row[randomness]), float(row["efficiency"])
-        ax.scatter(x, y, s=90, color=_color(str(name)), marker=markers[i % len(markers)],
-                   zorder=3, label=str(name), edgecolors="black", linewidths=0.5)
-    ax.legend(loc="lower left", fontsize=9, title="strategy")
+    xs = table[randomness].to_numpy(dtype=float)
+    ys = table["efficiency"].to_numpy(dtype=float)
+    for i, name in enumerate(table.index):
+        ax.scatter(xs[i], ys[i], s=70, color=_color(str(name)), marker=markers[i % len(markers)],
+                   zorder=3, edgecolors="black", linewidths=0.5, clip_on=False)
+    span = float(np.nanmax(xs) - np.nanmin(xs)) or 1.0
+    ax.set_xlim(min(0.0, float(np.nanmin(xs))) - 0.08 * span, float(np.nanmax(xs)) + 0.45 * span)
+    ax.set_ylim(max(0.0, min(0.0, float(np.nanmin(ys)) - 0.05)), 1.0)
     ax.set_xlabel(_LABELS.get(randomness, randomness).replace("\n", " "))
     ax.set_ylabel("efficiency (useful / padded)")
-    ax.set_ylim(min(0.0, float(table["efficiency"].min()) - 0.05), 1.05)
+    ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{round(v, 6) + 0:g}"))
     ax.grid(alpha=0.3)
     ax.set_title(title or "Padding against randomness")
+    place_labels(ax, xs, ys, [str(n) for n in table.index], fontsize=9)
     return fig
 
 
@@ -176,21 +219,50 @@ def plot_padded_per_step(results: Mapping[str, object], *, steps: int = 150, epo
     """
     if not results:
         raise ValueError("results is empty")
+    series = {}
+    for label, res in results.items():
+        per_step = res.batches[res.batches["epoch"] == epoch].groupby("step")["padded"].sum()
+        series[label] = (res, per_step)
+    shown_all = np.concatenate([p.iloc[:steps].to_numpy(dtype=float) for _, p in series.values()])
+    peak = float(shown_all.max()) if shown_all.size else 1.0
+    # A spike far above the rest would flatten every other step: cut the axis and say so.
+    typical = float(np.quantile(shown_all, 0.98)) if shown_all.size else peak
+    cap = peak * 1.05 if peak <= 2.0 * typical or typical <= 0 else typical * 1.6
+    cut = cap < peak
     fig = Figure(figsize=(10, 1.9 * len(results) + 0.8), layout="constrained")
     axes = fig.subplots(len(results), 1, sharex=True, sharey=True, squeeze=False)[:, 0]
-    for ax, (label, res) in zip(axes, results.items()):
-        frame = res.batches[res.batches["epoch"] == epoch]
-        per_step = frame.groupby("step")["padded"].sum()
+    for ax, (label, (res, per_step)) in zip(axes, series.items()):
         shown = per_step.iloc[:steps]
-        ax.step(shown.index, shown.to_numpy(), where="mid", lw=0.8, color=_color(res.strategy))
+        values = shown.to_numpy(dtype=float)
+        ax.step(shown.index, np.minimum(values, cap), where="mid", lw=0.8,
+                color=_color(res.strategy))
         ax.axhline(per_step.mean(), ls="--", color="black", lw=1,
-                   label=f"epoch mean {per_step.mean():,.0f}")
+                   label=f"epoch mean {format_count(per_step.mean())}")
+        over = values > cap
+        if over.any():
+            ax.plot(shown.index[over], np.full(over.sum(), cap), "^", color=_color(res.strategy),
+                    ms=6, mec="black", mew=0.5, clip_on=False,
+                    label=f"{over.sum():,} step{'s' if over.sum() > 1 else ''} above the cut "
+                          f"(highest {format_count(values.max())})")
         ax.set_ylabel("padded tokens")
         ax.set_title(f"{label}", loc="left", fontsize=10)
-        ax.legend(loc="upper right", fontsize=8)
+        ax.legend(loc="upper right", fontsize=8, framealpha=0.9)
         ax.grid(alpha=0.3)
-        ax.set_ylim(bottom=0)
-    axes[-1].set_xlabel(f"optimizer step (first {min(steps, len(per_step))} of epoch {epoch})")
+    axes[0].set_ylim(0, cap)
+    axes[0].yaxis.set_major_formatter(FuncFormatter(_compact))
+    axes[-1].set_xlabel(f"optimizer step (first {min(steps, max(len(p) for _, p in series.values())):,} "
+                        f"of epoch {epoch})")
     axes[-1].xaxis.set_major_locator(MaxNLocator(integer=True))
-    fig.suptitle(title or "Padded tokens per step: what each step costs")
+    note = (f"\ny axis cut at {format_count(cap)} padded tokens: ▲ marks a step above it"
+            if cut else "")
+    fig.suptitle((title or "Padded tokens per step: what each step costs") + note)
     return fig
+
+
+def _compact(value: float, _: object = None) -> str:
+    """Token counts on an axis: ``0``, ``800``, ``25k``, ``1.2M``."""
+    if abs(value) >= 1e6:
+        return f"{value / 1e6:,.3g}M"
+    if abs(value) >= 1e4:
+        return f"{value / 1e3:,.0f}k"
+    return format_count(value)

@@ -1,0 +1,288 @@
+"""Figures for real distributions (issue 9): on a synthetic heavy tail reaching 423,350 tokens
+and on a narrow distribution, every figure is drawn with Agg and checked as a reader sees it:
+tick labels and bucket labels never overlap, length axes are logarithmic exactly when the
+lengths span more than two decades, efficiency axes stop at 100 %, colours come from the
+colour-blind-safe sets, a cut axis says so, and no text shows ``-0`` or a float count."""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+import numpy as np
+import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.colors import to_hex
+from matplotlib.figure import Figure
+from matplotlib.table import Table
+from matplotlib.text import Text
+
+import analysis
+from analysis import LengthHistogram, plots
+from analysis.plots._common import OKABE_ITO
+
+HEAVY_MAX = 423_350
+ALLOWED_CMAPS = {"viridis", "cividis"}
+
+
+def heavy_tail(seed: int = 0, n: int = 12_000) -> LengthHistogram:
+    """Log-normal body plus a Pareto tail, unclipped, longest sample 423,350 tokens."""
+    rng = np.random.default_rng(seed)
+    body = rng.lognormal(np.log(500), 1.0, size=n - n // 25)
+    tail = 4_000 * (1 + rng.pareto(1.1, size=n // 25))
+    lengths = np.clip(np.concatenate([body, tail]).round(), 1, HEAVY_MAX).astype(np.int64)
+    lengths[np.argmax(lengths)] = HEAVY_MAX
+    return LengthHistogram.from_lengths(lengths)
+
+
+def narrow() -> LengthHistogram:
+    """Lengths 62..469 (less than a decade apart), like a math word-problem set."""
+    rng = np.random.default_rng(1)
+    return LengthHistogram.from_lengths(np.clip(rng.normal(170, 60, 6_000).round(), 62, 469))
+
+
+def all_figures(hist: LengthHistogram, n_buckets: int = 6) -> dict[str, Figure]:
+    rule = {"batch_size": 8}
+    plan = analysis.optimize_edges(hist, n_buckets, **rule)
+    sweep = analysis.sweep_bucket_counts(hist, range(1, 9), **rule)
+    table = analysis.compare_strategies(hist, rng=np.random.default_rng(0), edges=plan.edges,
+                                        epochs=1, **rule)
+    results = {s: analysis.simulate(hist, s, rng=np.random.default_rng(0), edges=plan.edges,
+                                    **rule) for s in ("sorted", "random", "bucketed")}
+    sets = analysis.compare_edge_sets(hist, {
+        "optimal": plan, "equal tokens": analysis.optimize_edges(hist, n_buckets,
+                                                                 method="equal_tokens", **rule)},
+        **rule)
+    return {
+        "length_histogram": plots.plot_length_histogram(hist),
+        "token_histogram": plots.plot_length_histogram(hist, weight="tokens"),
+        "cdf": plots.plot_length_cdf(hist),
+        "token_share": plots.plot_token_share(hist),
+        "clipping": plots.plot_clipping(hist, int(hist.quantile(0.99))),
+        "strategy_bars": plots.plot_strategy_bars(table),
+        "randomness": plots.plot_randomness(table),
+        "tradeoff": plots.plot_tradeoff(table),
+        "padded_per_step": plots.plot_padded_per_step(results),
+        "efficiency_vs_buckets": plots.plot_efficiency_vs_buckets(
+            sweep, random_efficiency=float(sweep["efficiency"].min()), chosen=n_buckets,
+            recommended=analysis.recommend_n_buckets(sweep)),
+        "optimal_edges": plots.plot_edges_on_histogram(hist, plan),
+        "edge_sets": plots.plot_edge_sets(sets, hist=hist),
+    }
+
+
+LENGTH_AXIS_FIGURES = ["length_histogram", "token_histogram", "cdf", "optimal_edges",
+                       "edge_sets"]
+
+
+def drawn(figs: dict[str, Figure]) -> dict[str, Figure]:
+    for fig in figs.values():
+        FigureCanvasAgg(fig).draw()
+    return figs
+
+
+@pytest.fixture(scope="module")
+def heavy():
+    return heavy_tail()
+
+
+@pytest.fixture(scope="module")
+def heavy_figures(heavy):
+    return drawn(all_figures(heavy))
+
+
+@pytest.fixture(scope="module")
+def narrow_figures():
+    return drawn(all_figures(narrow()))
+
+
+@pytest.fixture(params=["heavy", "narrow"])
+def figures(request, heavy_figures, narrow_figures):
+    return heavy_figures if request.param == "heavy" else narrow_figures
+
+
+def boxes(texts, renderer):
+    """The texts' own boxes (an annotation's leader line left out)."""
+    return [Text.get_window_extent(t, renderer) for t in texts
+            if t.get_visible() and t.get_text()]
+
+
+def assert_disjoint(bbs, what):
+    for a, b in itertools.combinations(bbs, 2):
+        assert not a.overlaps(b), f"{what}: {a} overlaps {b}"
+
+
+def test_heavy_tail_is_what_it_claims(heavy):
+    assert heavy.max == HEAVY_MAX and heavy.max / heavy.min > 1e4
+
+
+def test_every_figure_is_a_plain_figure(figures):
+    assert len(figures) == 12
+    assert all(type(f) is Figure for f in figures.values())
+
+
+def test_tick_labels_never_overlap(figures):
+    for name, fig in figures.items():
+        renderer = fig.canvas.get_renderer()
+        for ax in fig.axes:
+            for axis in (ax.xaxis, ax.yaxis):
+                assert_disjoint(boxes(axis.get_majorticklabels(), renderer), f"{name} ticks")
+
+
+def test_log_length_axis_exactly_over_two_decades(heavy_figures, narrow_figures):
+    for name in LENGTH_AXIS_FIGURES:
+        assert heavy_figures[name].axes[0].get_xscale() == "log", name
+        assert narrow_figures[name].axes[0].get_xscale() == "linear", name
+    assert plots.wants_log_axis(1, 101) and not plots.wants_log_axis(5, 499)
+
+
+def test_heavy_tail_length_ticks_reach_the_tail(heavy_figures):
+    ax = heavy_figures["length_histogram"].axes[0]
+    ticks = [t for t in ax.get_xticks() if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]]
+    assert len(ticks) >= 4 and max(ticks) >= 65_536
+    assert all(re.fullmatch(r"\d{1,3}(,\d{3})*", t.get_text())
+               for t in ax.get_xticklabels() if t.get_text())
+
+
+def test_efficiency_axes_stop_at_100_percent(figures):
+    assert figures["efficiency_vs_buckets"].axes[0].get_ylim()[1] <= 1.0
+    assert figures["tradeoff"].axes[0].get_ylim()[1] <= 1.0
+    bars = figures["strategy_bars"].axes[0]
+    assert "efficiency" in bars.get_xlabel() and bars.get_xlim()[1] <= 1.0
+    for name in ("optimal_edges", "edge_sets"):
+        colorbar = figures[name].axes[1]
+        assert max(colorbar.get_ylim()) <= 1.0
+
+
+def _mappables(fig):
+    for ax in fig.axes:
+        yield from ax.images
+        yield from ax.collections
+    yield from (a for a in fig.get_children() if hasattr(a, "get_cmap"))
+
+
+def test_colormaps_are_colour_blind_safe(figures):
+    found = set()
+    for fig in figures.values():
+        for artist in _mappables(fig):
+            if getattr(artist, "get_array", lambda: None)() is not None:
+                found.add(artist.get_cmap().name)
+        for ax in fig.axes:
+            for child in ax.get_children():
+                if hasattr(child, "colorbar") and child.colorbar is not None:
+                    found.add(child.colorbar.cmap.name)
+    for name in ("optimal_edges", "edge_sets"):
+        found.add(figures[name].axes[1].collections[0].get_cmap().name
+                  if figures[name].axes[1].collections else "viridis")
+    assert found <= ALLOWED_CMAPS, found
+
+
+def _neutral(color: str) -> bool:
+    r, g, b = color[1:3], color[3:5], color[5:7]
+    return r == g == b
+
+
+def test_category_colours_are_okabe_ito(figures):
+    allowed = {c.lower() for c in OKABE_ITO.values()}
+    for name in ("length_histogram", "token_histogram", "cdf", "token_share", "clipping",
+                 "strategy_bars", "randomness", "tradeoff", "padded_per_step",
+                 "efficiency_vs_buckets"):
+        for ax in figures[name].axes:
+            colors = [to_hex(line.get_color()) for line in ax.lines]
+            colors += [to_hex(p.get_facecolor()) for p in ax.patches if p.get_visible()]
+            for coll in ax.collections:
+                colors += [to_hex(c) for c in coll.get_facecolors()]
+            bad = {c for c in colors if c not in allowed and not _neutral(c)}
+            assert not bad, (name, bad)
+
+
+def test_bucket_labels_never_overlap_and_sit_in_their_bucket(figures):
+    fig = figures["optimal_edges"]
+    ax = fig.axes[0]
+    renderer = fig.canvas.get_renderer()
+    labels = [t for t in ax.texts if t.get_text().startswith("#")]
+    assert labels
+    assert_disjoint(boxes(labels, renderer), "bucket labels")
+    edges = [ax.get_xlim()[0], *[line.get_xdata()[0] for line in ax.lines], ax.get_xlim()[1]]
+    screen = ax.transData.transform([[e, 0] for e in edges])[:, 0]
+    for t in labels:
+        b = int(t.get_text().split("\n")[0][1:]) - 1
+        box = t.get_window_extent(renderer)
+        assert screen[b] <= box.x0 and box.x1 <= screen[b + 1], t.get_text()
+
+
+def test_narrow_buckets_get_a_table():
+    hist = heavy_tail()
+    plan = analysis.optimize_edges(hist, 16, batch_size=8)
+    fig = plots.plot_edges_on_histogram(hist, plan)
+    FigureCanvasAgg(fig).draw()
+    renderer = fig.canvas.get_renderer()
+    full = [t for t in fig.axes[0].texts if "\n" in t.get_text()]
+    assert len(full) < plan.n_buckets  # some buckets are too narrow for their label
+    assert_disjoint(boxes(fig.axes[0].texts, renderer), "bucket labels")
+    tables = [c for ax in fig.axes for c in ax.get_children() if isinstance(c, Table)]
+    assert len(tables) == 1
+    cells = tables[0].get_celld()
+    assert max(r for r, _ in cells) == plan.n_buckets  # a header and a row per bucket
+    assert cells[plan.n_buckets, 0].get_text().get_text() == f"#{plan.n_buckets}"
+
+
+def test_tradeoff_points_are_labelled_directly(figures):
+    fig = figures["tradeoff"]
+    ax = fig.axes[0]
+    renderer = fig.canvas.get_renderer()
+    assert ax.get_legend() is None
+    names = [t.get_text() for t in ax.texts]
+    assert sorted(names) == sorted(["sorted", "random", "bucketed", "length_grouped",
+                                    "token_budget", "packing"])
+    label_boxes = boxes(ax.texts, renderer)
+    assert_disjoint(label_boxes, "trade-off labels")
+    points = ax.transData.transform(np.column_stack(
+        [[c.get_offsets()[0][0] for c in ax.collections],
+         [c.get_offsets()[0][1] for c in ax.collections]]))
+    for box in label_boxes:
+        assert not any(box.contains(x, y) for x, y in points)
+        assert ax.bbox.x0 <= box.x0 and box.x1 <= ax.bbox.x1
+
+
+def test_cut_axis_is_marked(heavy_figures, narrow_figures):
+    fig = heavy_figures["padded_per_step"]
+    assert "cut at" in fig.get_suptitle()
+    top = fig.axes[0].get_ylim()[1]
+    markers = [line for ax in fig.axes for line in ax.lines if line.get_marker() == "^"]
+    assert markers and all(np.all(line.get_ydata() == top) for line in markers)
+    for ax in fig.axes:  # nothing drawn above the axis without a marker
+        for line in ax.lines:
+            assert np.nanmax(line.get_ydata()) <= top
+    calm = narrow_figures["padded_per_step"]
+    if "cut at" not in calm.get_suptitle():
+        assert not [line for ax in calm.axes for line in ax.lines if line.get_marker() == "^"]
+
+
+def test_token_histogram_has_its_own_title(figures):
+    a = figures["length_histogram"].axes[0].get_title()
+    b = figures["token_histogram"].axes[0].get_title()
+    assert a != b and "tokens" in b.lower()
+
+
+def _all_text(fig):
+    for ax in fig.axes:
+        yield from (t.get_text() for t in ax.get_xticklabels() + ax.get_yticklabels())
+        yield from (t.get_text() for t in ax.texts)
+        yield ax.get_title()
+        legend = ax.get_legend()
+        if legend:
+            yield from (t.get_text() for t in legend.get_texts())
+        for table in (c for c in ax.get_children() if isinstance(c, Table)):
+            yield from (cell.get_text().get_text() for cell in table.get_celld().values())
+    yield fig.get_suptitle()
+
+
+def test_no_negative_zero_and_no_float_counts(figures):
+    for name, fig in figures.items():
+        for text in _all_text(fig):
+            text = text.replace("\u2212", "-")
+            assert not re.search(r"(?<![\d.])-0(\.0+)?(?![\d.])", text), (name, text)
+            assert not re.search(r"\d\.0(?![\d%])", text), (name, text)  # "14096.0"
+            assert not re.search(r"\d\.\d{4,}", text), (name, text)
+            assert "e+" not in text, (name, text)
