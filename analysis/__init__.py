@@ -6,17 +6,19 @@ matplotlib or Jupyter.  Figures live in :mod:`analysis.plots`.
 
 from importlib.metadata import PackageNotFoundError, version
 
-from analysis import case, lengths, loaders, optimize, simulate, strategies, synthetic, throughput, waste
+from analysis import (case, lengths, loaders, measure, optimize, simulate, strategies, synthetic,
+                      throughput, waste)
 
 # Each engine module's ``__all__`` is re-exported here.  The lists are read before the star
 # imports because ``from analysis.simulate import *`` rebinds ``simulate`` to the function.
 _EXPORTS = [*lengths.__all__, *loaders.__all__, *waste.__all__, *throughput.__all__,
             *strategies.__all__, *simulate.__all__, *optimize.__all__, *synthetic.__all__,
-            *case.__all__]
+            *case.__all__, *measure.__all__]
 
 from analysis.case import *  # noqa: E402, F403
 from analysis.lengths import *  # noqa: E402, F403
 from analysis.loaders import *  # noqa: E402, F403
+from analysis.measure import *  # noqa: E402, F403
 from analysis.optimize import *  # noqa: E402, F403
 from analysis.simulate import *  # noqa: E402, F403
 from analysis.strategies import *  # noqa: E402, F403
