@@ -13,6 +13,7 @@ from analysis.batching import BatchRule, check_edges, cover_edges, parse_edges
 from analysis.case import CASE_EDGES, CASE_GEOMETRIC_EDGES
 from analysis.lengths import LengthHistogram
 from analysis.loaders import load_lengths, save_histogram
+from analysis.measure import measure_lengths
 from analysis.optimize import (METHODS, BucketPlan, evaluate_edges, optimize_edges,
                                recommend_n_buckets, sweep_bucket_counts)
 from analysis.recommendation import Recommendation, compare_edge_sets, recommend
@@ -30,7 +31,7 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree
 
 __all__ = [
     # the data
-    "LengthHistogram", "load_lengths", "save_histogram",
+    "LengthHistogram", "load_lengths", "save_histogram", "measure_lengths",
     # the vocabulary
     "BatchRule", "check_edges", "cover_edges", "parse_edges",
     # exact padding

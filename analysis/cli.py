@@ -36,6 +36,8 @@ import pandas as pd
 from analysis.batching import (DEFAULT_BATCH_SIZE, DEFAULT_EPOCHS, DEFAULT_METHOD, MAX_RULE_VALUE,
                                DEFAULT_N_BUCKETS, DEFAULT_SEED, BatchRule, parse_edges)
 from analysis.lengths import ZeroLengthError
+from analysis._cli_lengths import (add_lengths_subcommand, add_raw_data_options,
+                                   measure_for_report, run_lengths_command)
 from analysis.optimize import METHODS
 
 __all__ = ["main", "build_parser"]
@@ -232,6 +234,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seed passed to the notebooks")
     _add_world_size(p)
     _add_calibration(p)
+    add_raw_data_options(p, tokenizer_required=False)
+    p.add_argument("--chat-field", metavar="F", default=None,
+                   help="with --tokenizer: the field holding a list of {role, content} messages, "
+                        "counted with the tokenizer's chat template (default: none, --field is "
+                        "the text)")
+    _add_quiet(p, argparse.SUPPRESS)
+
+    p = add_lengths_subcommand(sub, formatter_class=_Formatter)
     _add_quiet(p, argparse.SUPPRESS)
     return parser
 
@@ -431,10 +441,13 @@ def _cmd_compare(args: argparse.Namespace, out: Any) -> None:
 def _cmd_report(args: argparse.Namespace, out: Any, argv: Sequence[str] | None) -> None:
     from analysis.report import run_report
     _check_calibration(args)
+    src, column, field = args.src, args.column, args.field
+    if args.tokenizer is not None:  # raw data: measure it first (OUT/lengths.npy), --field = text
+        src, column, field = measure_for_report(args, args.out), None, None
     result = run_report(
-        args.src, args.out, n_buckets=args.buckets, rule=_batch_rule(args),
+        src, args.out, n_buckets=args.buckets, rule=_batch_rule(args),
         max_len=args.max_len, method=args.method,
-        column=args.column, field=args.field, seed=args.seed, tokens_per_s=args.tokens_per_s,
+        column=column, field=field, seed=args.seed, tokens_per_s=args.tokens_per_s,
         reference_strategy=args.reference_strategy, quiet=args.quiet,
         world_size=args.world_size, drop_zero=args.drop_zero, command=_command_line(argv))
     print(f"report written to {result.out_dir} ({len(result.files)} files):", file=out)
@@ -489,6 +502,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             _cmd_optimize(args, out)
         elif args.command == "compare":
             _cmd_compare(args, out)
+        elif args.command == "lengths":
+            run_lengths_command(args, out)
         else:
             _cmd_report(args, out, argv)
     except KeyboardInterrupt:

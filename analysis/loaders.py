@@ -89,8 +89,8 @@ def save_histogram(hist: LengthHistogram, path: str | os.PathLike[str]) -> Path:
 
 
 def load_lengths(source: Any, *, column: str | None = None, field: str | None = None,
-                 allow_zero: bool = False,
-                 progress: Callable[..., Iterable[Any]] | None = None) -> LengthHistogram:
+                 allow_zero: bool = False, progress: Callable[..., Iterable[Any]] | None = None,
+                 client: Any = None) -> LengthHistogram:
     """Exact histogram of sample lengths from an array, a file, or a glob of files.
 
     Parameters
@@ -111,6 +111,10 @@ def load_lengths(source: Any, *, column: str | None = None, field: str | None = 
         Accept zero-length samples (usually a data bug, so rejected by default).
     progress : callable, optional
         Wraps the loop over files (e.g. ``tqdm``); the loader draws nothing itself.
+    client : distributed.Client, optional
+        Read the files on a Dask cluster's workers and merge their histograms exactly
+        (:func:`analysis.measure.load_lengths_distributed`), for length files too large for one
+        machine; the result is identical.
 
     Returns
     -------
@@ -143,6 +147,11 @@ def load_lengths(source: Any, *, column: str | None = None, field: str | None = 
     """
     if isinstance(source, LengthHistogram):
         return source
+    if client is not None:
+        from analysis.measure import load_lengths_distributed
+
+        return load_lengths_distributed(source, client, column=column, field=field,
+                                        allow_zero=allow_zero)
     if isinstance(source, str | os.PathLike):
         return _load_paths(source, column=column, field=field, allow_zero=allow_zero,
                            progress=progress)
