@@ -92,6 +92,12 @@ def describe_simulation(table: pd.DataFrame, epochs: int) -> str:
         parts.append(f"Over {epochs} simulated epoch{'s' if epochs != 1 else ''}, the simulated "
                      f"efficiency is within {100 * gap:.2f} points of the exact expectation for "
                      f"{names}.")
+    if "simulated_samples" in table.columns:
+        parts.append(f"The data hold {table.attrs.get('population_samples', 0):,} samples: each "
+                     f"strategy was simulated on a uniform subsample of "
+                     f"{int(table['simulated_samples'].iloc[0]):,}, which leaves a standard error "
+                     f"of up to {100 * float(table['efficiency_se'].max()):.2f} points on the "
+                     f"simulated efficiency (the exact expectations are for the full data).")
     best, worst = table["efficiency"].idxmax(), table["efficiency"].idxmin()
     parts.append(f"Least padding: {best} ({percent(table.loc[best, 'efficiency'])}); most: "
                  f"{worst} ({percent(table.loc[worst, 'efficiency'])}).")

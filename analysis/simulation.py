@@ -18,8 +18,9 @@ Metrics of one epoch (columns of ``SimulationResult.epochs``):
 - ``within_batch_cv``: the mean over batches of the coefficient of variation of the lengths
   inside a batch (population std / mean; 0 for a one-sample batch).  Low = batches of
   look-alike samples.
-- ``lag1_autocorr``: Pearson correlation between successive batches' mean lengths, in
-  consumption order (NaN when undefined).  Near 0 = batch order carries no length pattern.
+- ``lag1_autocorr``: Pearson correlation between successive optimizer steps' mean lengths
+  (one batch per step with one rank; all ranks' batches of the step with several), in order
+  (NaN when undefined).  Near 0 = the order of steps carries no length pattern.
 - ``composition_repeat``: share of this epoch's batches whose exact set of samples already
   formed a batch in an earlier epoch (0 for the first epoch; 1 for ``sorted`` afterwards,
   ~0 for ``random``).  Batches are compared by a 64-bit set hash (the wrapping sum of a
@@ -362,7 +363,8 @@ def _measure_epoch(builder: EpochBuilder, epoch: Any, number: int, world_size: i
         "tokens_per_step_mean": float(per_step.mean()),
         "tokens_per_step_cv": _cv(per_step),
         "within_batch_cv": _within_batch_cv(lengths, starts, size, useful),
-        "lag1_autocorr": _lag1_autocorr(useful / size),
+        # per optimizer step (all ranks' batches together), in order: with one rank, per batch
+        "lag1_autocorr": _lag1_autocorr(per_step / np.add.reduceat(size, step_starts)),
         "composition_repeat": _share_seen(hashes, seen) if number > 1 else 0.0,
     }
     if world_size > 1:

@@ -209,7 +209,9 @@ def test_metrics_match_a_direct_computation(strategy):
         assert row["padded_tokens"] == sum(padded) and row["useful_tokens"] == sum(useful)
         cvs = [statistics.pstdev([L[i] for i in b]) / statistics.fmean([L[i] for i in b]) for b in batches]
         assert row["within_batch_cv"] == pytest.approx(statistics.fmean(cvs), rel=1e-12)
-        means = [u / s for u, s in zip(useful, sizes, strict=False)]
+        # per optimizer step: world_size consecutive batches together
+        steps = range(0, len(batches), world_size)
+        means = [sum(useful[t : t + world_size]) / sum(sizes[t : t + world_size]) for t in steps]
         assert row["lag1_autocorr"] == pytest.approx(_pearson(means[:-1], means[1:]), rel=1e-9)
         sets = [frozenset(b) for b in batches]
         repeat = sum(s in seen for s in sets) / len(sets) if e > 1 else 0.0
