@@ -287,6 +287,7 @@ def run_report(src: Any, out_dir: str | os.PathLike[str], *, n_buckets: int = DE
         "n_buckets": n_buckets,
         "seed": seed,
         "world_size": world_size,
+        "zero_length_dropped": zero_dropped,
         "method": method,
         # the case's published edges and calibration are shown only beside the case-like data
         "case_reference": isinstance(src, str | os.PathLike)
