@@ -90,7 +90,8 @@ def add_lengths_subcommand(sub: Any, *, formatter_class: type[argparse.HelpForma
     p.add_argument("--out", metavar="FILE", required=True,
                    help="lengths file to write (.npy or .parquet)")
     add_raw_data_options(p, tokenizer_required=True)
-    return p
+    parser: argparse.ArgumentParser = p
+    return parser
 
 
 def progress_wrapper(enabled: bool | None = None
@@ -121,7 +122,7 @@ def _client(address: str | None) -> Iterator[Any]:
         yield None
         return
     from distributed import Client
-    with Client(address) as client:
+    with Client(address) as client:  # type: ignore[no-untyped-call]
         yield client
 
 

@@ -195,15 +195,20 @@ class Explorer:
         self.place_edges()
 
     # -------------------------------------------------------------- actions
-    def _rule_kwargs(self) -> dict[str, int]:
-        return {self.rule.value: int(self.rule_value.value),
-                "pad_to_multiple_of": self.pad_to_multiple_of}
+    def _rule(self) -> BatchRule:
+        value = int(self.rule_value.value)
+        by_size = self.rule.value == "batch_size"
+        return BatchRule(value if by_size else None, None if by_size else value,
+                         self.pad_to_multiple_of)
 
     def place_edges(self) -> None:
         """Place edges with the current K, method and batch rule, and show them."""
         try:
-            view = explore_view(self.hist, n_buckets=self.n_buckets.value,
-                                method=self.method.value, **self._rule_kwargs())
+            rule = self._rule()
+            view = explore_view(self.hist, n_buckets=int(self.n_buckets.value),
+                                method=str(self.method.value), batch_size=rule.batch_size,
+                                max_tokens=rule.max_tokens,
+                                pad_to_multiple_of=rule.pad_to_multiple_of)
         except ValueError as exc:
             self._show_error(str(exc))
             return
@@ -212,7 +217,10 @@ class Explorer:
     def evaluate_edges(self, text: str) -> None:
         """Evaluate the edges typed in the box (no optimisation) and show them."""
         try:
-            view = explore_view(self.hist, edges=text, **self._rule_kwargs())
+            rule = self._rule()
+            view = explore_view(self.hist, edges=text, batch_size=rule.batch_size,
+                                max_tokens=rule.max_tokens,
+                                pad_to_multiple_of=rule.pad_to_multiple_of)
         except ValueError as exc:
             self._show_error(str(exc))
             return

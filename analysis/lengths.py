@@ -372,7 +372,7 @@ class LengthHistogram:
         >>> LengthHistogram.from_lengths([1, 2, 3, 4]).summary()["tokens"]
         10
         """
-        p10, p50, p90, p99 = self.quantile([0.10, 0.50, 0.90, 0.99]).tolist()
+        p10, p50, p90, p99 = np.asarray(self.quantile([0.10, 0.50, 0.90, 0.99])).tolist()
         return pd.Series(
             {
                 "samples": self.n_samples,

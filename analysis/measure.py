@@ -321,7 +321,7 @@ class _JsonlRange:
     def batches(self, job: _Job) -> Iterator[list[Any]]:
         gz = self.path.lower().endswith(".gz")
         with (gzip.open(self.path, "rb") if gz else open(self.path, "rb")) as raw:
-            handle: io.BufferedIOBase = raw  # type: ignore[assignment]
+            handle: io.BufferedIOBase = raw
             handle.seek(self.start)
             lines = _lines_until(handle, self.start, self.stop)
             number = self.first_line
@@ -767,15 +767,16 @@ def _csv_column(path: Path, name: str | None) -> str:
 def _plan_records(source: Iterable[Any], name: str | None) -> _Plan:
     """An in-memory source: a ``datasets.Dataset`` (read by columns) or any iterable."""
     if _is_instance(source, "datasets", "Dataset"):
-        column = _pick_name(list(source.column_names), name, "the dataset")
+        dataset: Any = source  # a datasets.Dataset: sized, indexable, with column_names
+        column = _pick_name(list(dataset.column_names), name, "the dataset")
 
         def dataset_pieces() -> Iterator[_Piece]:
-            for start in range(0, len(source), _RECORDS_PER_PIECE):
-                batch = source[start:start + _RECORDS_PER_PIECE][column]
+            for start in range(0, len(dataset), _RECORDS_PER_PIECE):
+                batch = dataset[start:start + _RECORDS_PER_PIECE][column]
                 yield _Records(list(batch), start, extracted=True)
 
         return _Plan(dataset_pieces(), "the dataset", None, None,
-                     small=len(source) <= _RECORDS_PER_PIECE)
+                     small=len(dataset) <= _RECORDS_PER_PIECE)
     if isinstance(source, str | bytes | dict):
         raise ValueError(f"source: expected a path, a dataset or an iterable of samples, got a "
                          f"{type(source).__name__} (a path must be a pathlib.Path or exist)")

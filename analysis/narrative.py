@@ -98,9 +98,10 @@ def describe_simulation(table: pd.DataFrame, epochs: int) -> str:
                      f"{int(table['simulated_samples'].iloc[0]):,}, which leaves a standard error "
                      f"of up to {100 * float(table['efficiency_se'].max()):.2f} points on the "
                      f"simulated efficiency (the exact expectations are for the full data).")
-    best, worst = table["efficiency"].idxmax(), table["efficiency"].idxmin()
-    parts.append(f"Least padding: {best} ({percent(table.loc[best, 'efficiency'])}); most: "
-                 f"{worst} ({percent(table.loc[worst, 'efficiency'])}).")
+    efficiency = dict(zip(map(str, table.index), table["efficiency"].astype(float), strict=True))
+    best, worst = max(efficiency, key=efficiency.__getitem__), min(efficiency, key=efficiency.__getitem__)
+    parts.append(f"Least padding: {best} ({percent(efficiency[best])}); most: "
+                 f"{worst} ({percent(efficiency[worst])}).")
     return " ".join(parts)
 
 

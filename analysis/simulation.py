@@ -497,8 +497,9 @@ def compare_strategies(lengths: LengthHistogram | Sequence[int] | np.ndarray,
         table[col] = table[col].astype(float)
     table.index.name = "strategy"
     table.attrs["population_samples"] = population
-    if reference_strategy is not None:
+    if reference_strategy is not None and reference_tokens_per_s is not None:
+        efficiency = table["efficiency"].astype(float)
         table["predicted_tokens_per_s"] = predict_throughput(
-            table["efficiency"].to_numpy(), reference_tokens_per_s=reference_tokens_per_s,
-            reference_efficiency=float(table.loc[reference_strategy, "efficiency"]))
+            efficiency.to_numpy(), reference_tokens_per_s=reference_tokens_per_s,
+            reference_efficiency=float(efficiency[reference_strategy]))
     return table

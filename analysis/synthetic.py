@@ -170,7 +170,8 @@ def largest_remainder(weights: Sequence[float] | np.ndarray, total: int) -> np.n
     elif left:
         order = np.argsort(-(quotas - counts), kind="stable")
         counts[order[:left]] += 1
-    return counts
+    result: np.ndarray = counts
+    return result
 
 
 def mixture_histogram(mixture: LengthMixture, n_samples: int, *,

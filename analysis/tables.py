@@ -78,11 +78,11 @@ def tidy(obj: pd.DataFrame | pd.Series) -> pd.DataFrame:
     random       38.00%   3,849         0.800
     """
     if isinstance(obj, pd.Series):
-        values = [format_value(v, _kind(k)) for k, v in obj.items()]
+        values = [format_value(v, _kind(str(k))) for k, v in obj.items()]
         return pd.DataFrame({obj.name if obj.name is not None else "value": values},
                             index=obj.index)
     out = pd.DataFrame(index=obj.index)
     for col in obj.columns:
-        kind = _kind(col)
+        kind = _kind(str(col))
         out[col] = [format_value(v, kind) for v in obj[col].tolist()]
     return out

@@ -23,10 +23,10 @@ def _finite_positive(value: Any, name: str) -> float:
     """``value`` as a finite float ``> 0``, or a ValueError naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, int | float | np.number):
         raise ValueError(f"{name} must be a number, got {value!r}")
-    value = float(value)
-    if not math.isfinite(value) or value <= 0:
+    number = float(value)
+    if not math.isfinite(number) or number <= 0:
         raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-    return value
+    return number
 
 
 def predict_throughput(efficiency: Any, *, reference_tokens_per_s: float,

@@ -141,7 +141,8 @@ def _bucketed(hist: LengthHistogram, edges: list[int], rule: BatchRule,
     waste: list[int | float] = []
     for lo, hi, size in zip(*bucket_bounds(hist.lengths, edges), batch_sizes):
         if lo == hi:
-            samples.append(0), tokens.append(0), batches.append(0), waste.append(0)
+            for column in (samples, tokens, batches, waste):
+                column.append(0)
             continue
         n = sum(hist.counts[lo:hi].tolist())
         samples.append(n)

@@ -61,8 +61,8 @@ def plot_efficiency_vs_buckets(sweep: pd.DataFrame, *, random_efficiency: float 
     """Expected efficiency against the number of buckets, one line per method.
 
     ``sweep`` is a :func:`analysis.sweep_bucket_counts` frame.  Optional horizontal reference
-    lines: ``random_efficiency`` (one bucket: a full shuffle) and ``sorted_efficiency`` (a
-    bucket per distinct length).  ``chosen`` marks the bucket count the report uses;
+    lines: ``random_efficiency`` (one bucket: a full shuffle) and ``sorted_efficiency`` (sorted
+    batches, cut from the sorted samples).  ``chosen`` marks the bucket count the report uses;
     ``recommended`` the one a gain rule suggests (marked apart only when they differ).  The
     efficiency axis stops at 100 %.
 
@@ -90,7 +90,7 @@ def plot_efficiency_vs_buckets(sweep: pd.DataFrame, *, random_efficiency: float 
                 zorder=4 if method == "greedy" else 3 if best else 2)
     if sorted_efficiency is not None:
         ax.axhline(sorted_efficiency, color="black", lw=1, ls="--", zorder=1)
-        ax.annotate(f"sorted (a bucket per length): {format_percent(sorted_efficiency)}",
+        ax.annotate(f"sorted batches: {format_percent(sorted_efficiency)}",
                     (0, sorted_efficiency), xycoords=("axes fraction", "data"), xytext=(4, -3),
                     textcoords="offset points", fontsize=8, va="top")
     if random_efficiency is not None:
