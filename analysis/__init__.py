@@ -19,6 +19,8 @@ from analysis.optimize import (METHODS, BucketPlan, evaluate_edges, optimize_edg
 from analysis.recommendation import Recommendation, compare_edge_sets, recommend
 from analysis.sampler import BucketedBatchSampler
 from analysis.simulation import SimulationResult, compare_strategies, simulate
+from analysis.step_time import (StepTimeModel, calibration_shapes, measure_step_times,
+                                predict_strategy_throughput)
 from analysis.strategies import STRATEGIES
 from analysis.throughput import predict_throughput
 from analysis.waste import (WasteEstimate, expected_padding, expected_strategies, random_padding,
@@ -41,6 +43,8 @@ __all__ = [
     "recommend_n_buckets", "Recommendation", "recommend", "compare_edge_sets",
     # simulation and throughput
     "STRATEGIES", "SimulationResult", "simulate", "compare_strategies", "predict_throughput",
+    # step times on your hardware
+    "StepTimeModel", "measure_step_times", "calibration_shapes", "predict_strategy_throughput",
     # training
     "BucketedBatchSampler",
     # the case

@@ -142,6 +142,20 @@ def expected_g_of_max(g: np.ndarray, cum: np.ndarray, size: int) -> float:
     return float(g[0] + np.dot(steps, above))
 
 
+def expected_batch_sum(g: np.ndarray, cum: np.ndarray, batch_size: int) -> float:
+    """``E[sum over the bucket's batches of size * g(longest)]`` for a shuffled bucket cut
+    into batches of ``batch_size``: ``full * B * E[g(max_B)] + r * E[g(max_r)]``
+    (:func:`expected_g_of_max`; ``r = n mod B``, the partial batch).  ``g`` non-decreasing
+    per distinct length, ``cum`` the cumulative counts.  A sum of non-negative terms (the
+    step-time model prices ``g`` in seconds).  No validation."""
+    n = int(cum[-1])
+    full, rest = divmod(n, batch_size)
+    total = full * batch_size * expected_g_of_max(g, cum, batch_size) if full else 0.0
+    if rest:
+        total += rest * expected_g_of_max(g, cum, rest)
+    return float(total)
+
+
 def expected_excess(g: np.ndarray, cum: np.ndarray, size: int) -> float:
     """``E[g(max of a random size-subset)] - E[g(one random sample)]`` (``>= 0``), as the sum
     of non-negative terms ``sum_j (g(v_{j+1}) - g(v_j)) (F1_j - F_j)``, ``F1_j = cum_j / n``

@@ -1,4 +1,5 @@
-"""Files and arrays in, :class:`~analysis.lengths.LengthHistogram` out.
+"""Files and arrays in, :class:`~analysis.lengths.LengthHistogram` out (and step times in,
+a validated frame out: :func:`load_step_times`).
 
 Only this module touches file formats.  Files are read in chunks and counted into a running
 histogram, so memory is one chunk plus the distinct lengths, never the number of rows; a
@@ -37,8 +38,9 @@ import numpy as np
 import pandas as pd
 
 from analysis.lengths import LengthHistogram, _as_length_array, _Counter
+from analysis.step_time import check_step_times
 
-__all__ = ["SUPPORTED_EXTENSIONS", "load_lengths", "save_histogram"]
+__all__ = ["SUPPORTED_EXTENSIONS", "load_lengths", "save_histogram", "load_step_times"]
 
 #: File extensions :func:`load_lengths` reads (longest match wins).
 SUPPORTED_EXTENSIONS = (".npy", ".txt", ".txt.gz", ".csv", ".csv.gz", ".tsv", ".tsv.gz",
@@ -168,6 +170,33 @@ def load_lengths(source: Any, *, column: str | None = None, field: str | None = 
 
 
 # ---------------------------------------------------------------------------- dispatch
+def load_step_times(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """Read a CSV of step times (columns ``batch_size, length, seconds``: one row per timed
+    step, as :func:`analysis.measure_step_times` returns), validated by
+    :func:`analysis.step_time.check_step_times` (errors name the file and the row).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     p = pathlib.Path(tmp) / "times.csv"
+    ...     _ = p.write_text("batch_size,length,seconds\\n8,128,0.5\\n8,128,0.52\\n")
+    ...     load_step_times(p)
+       batch_size  length  seconds
+    0           8     128     0.50
+    1           8     128     0.52
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"{path}: no such file")
+    try:
+        frame = pd.read_csv(path)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ValueError(f"{path}: not a CSV of step times ({first})") from None
+    return check_step_times(frame, str(path))
+
+
 def _load_paths(source: str | os.PathLike[str], *, column: str | None, field: str | None,
                 allow_zero: bool, progress: Callable[..., Iterable[Any]] | None) -> LengthHistogram:
     text = os.path.expanduser(os.fspath(source))

@@ -33,8 +33,8 @@ FORBIDDEN = {
     "torch",
     "ipykernel",
 }
-#: The ground and the padding model: pure functions of values, no file access.
-NO_FILES = {"lengths", "batching", "waste", "_order_stats"}
+#: The ground, the padding model and the step-time model: pure functions of values, no file access.
+NO_FILES = {"lengths", "batching", "waste", "_order_stats", "step_time"}
 
 
 def _module_name(path: Path) -> str:
@@ -130,6 +130,6 @@ def test_public_api_is_small_and_each_name_is_used_by_a_face():
     texts += [(root / "README.md").read_text(encoding="utf-8")]
     texts += [(PACKAGE / f"{face}.py").read_text(encoding="utf-8") for face in ("cli", "report", "explorer")]
     public = [n for n in analysis.__all__ if n != "__version__"]
-    assert len(public) <= 32
+    assert len(public) <= 34  # 30, plus the step-time model's four (issue 13)
     unused = [n for n in public if not any(n in t for t in texts)]
     assert not unused, unused

@@ -6,13 +6,17 @@ minimiser of the expected padded tokens (a DP over the distinct lengths,
 (:mod:`analysis.optimize.rules`).  :func:`sweep_bucket_counts` gives every K in one DP pass
 and :func:`recommend_n_buckets` picks K by the gain rule.  Long-context data (tens of
 thousands of distinct lengths) can search a candidate grid refined at full resolution
-(``candidates``, :mod:`analysis.optimize._search`).
+(``candidates``, :mod:`analysis.optimize._search`).  Given ``step_time`` (a fitted
+:class:`~analysis.StepTimeModel`) every function minimises expected epoch *time* instead, by
+the same exact DP: the per-sample weight becomes the seconds a sample adds to its batch
+(``per_token * T + attention * T**2``) and each bucket pays ``per_step`` per batch.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -22,6 +26,9 @@ from analysis.optimize._problem import _problem
 from analysis.optimize._search import AUTO_CANDIDATES_ABOVE, _check_k, _ends_to_edges, _optimal_ends, _use_grid
 from analysis.optimize.plan import BucketPlan, _plan
 from analysis.optimize.rules import RULES, _baseline_edges
+
+if TYPE_CHECKING:
+    from analysis.step_time import StepTimeModel
 
 __all__ = ["BucketPlan", "METHODS", "optimize_edges", "evaluate_edges", "sweep_bucket_counts",
            "recommend_n_buckets", "AUTO_CANDIDATES_ABOVE"]
@@ -38,7 +45,8 @@ def _check_method(method: str) -> None:
 def optimize_edges(hist: LengthHistogram, n_buckets: int, rule: BatchRule | None = None, *,
                    batch_size: int | None = None, max_tokens: int | None = None,
                    pad_to_multiple_of: int | None = None, method: str = "optimal",
-                   edge_multiple: int = 1, candidates: int | str | None = "auto") -> BucketPlan:
+                   edge_multiple: int = 1, candidates: int | str | None = "auto",
+                   step_time: StepTimeModel | None = None) -> BucketPlan:
     """Bucket edges for ``hist`` under a batch rule: the exact optimum or a field rule.
 
     Parameters
@@ -62,6 +70,9 @@ def optimize_edges(hist: LengthHistogram, n_buckets: int, rule: BatchRule | None
         on a grid of about ``q`` candidates, refined at full resolution around the chosen
         edges (``plan.exact`` is then False); ``"auto"``: exact up to
         :data:`AUTO_CANDIDATES_ABOVE` candidate edges, a 1024-grid above.
+    step_time : StepTimeModel, optional
+        Minimise the expected epoch time under this fitted model instead of padding
+        (``"optimal"`` and ``"greedy"``; see the module docstring).  The plan keeps it.
 
     Returns
     -------
@@ -82,7 +93,7 @@ def optimize_edges(hist: LengthHistogram, n_buckets: int, rule: BatchRule | None
     """
     rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens,
                    pad_to_multiple_of=pad_to_multiple_of)
-    prob = _problem(hist, rule, edge_multiple)
+    prob = _problem(hist, rule, edge_multiple, step_time)
     _check_method(method)
     k = _check_k(prob, n_buckets)
     if method == "optimal":
@@ -93,8 +104,10 @@ def optimize_edges(hist: LengthHistogram, n_buckets: int, rule: BatchRule | None
 
 def evaluate_edges(hist: LengthHistogram, edges: Sequence[int], rule: BatchRule | None = None, *,
                    batch_size: int | None = None, max_tokens: int | None = None,
-                   pad_to_multiple_of: int | None = None, method: str = "given") -> BucketPlan:
-    """A :class:`BucketPlan` for edges you already have (a published config, say).
+                   pad_to_multiple_of: int | None = None, method: str = "given",
+                   step_time: StepTimeModel | None = None) -> BucketPlan:
+    """A :class:`BucketPlan` for edges you already have (a published config, say); with
+    ``step_time`` its ``objective`` is the time objective of :func:`optimize_edges`.
 
     Examples
     --------
@@ -106,7 +119,7 @@ def evaluate_edges(hist: LengthHistogram, edges: Sequence[int], rule: BatchRule 
     """
     rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens,
                    pad_to_multiple_of=pad_to_multiple_of)
-    prob = _problem(hist, rule)
+    prob = _problem(hist, rule, step_time=step_time)
     edges = check_edges(edges, hist)
     return _plan(hist, prob, edges, method, len(edges) - 1)
 
@@ -115,12 +128,14 @@ def sweep_bucket_counts(hist: LengthHistogram, n_buckets: Iterable[int] = range(
                         methods: Sequence[str] = METHODS, rule: BatchRule | None = None, *,
                         batch_size: int | None = None, max_tokens: int | None = None,
                         pad_to_multiple_of: int | None = None, edge_multiple: int = 1,
-                        candidates: int | str | None = "auto") -> pd.DataFrame:
+                        candidates: int | str | None = "auto",
+                        step_time: StepTimeModel | None = None) -> pd.DataFrame:
     """Efficiency against the number of buckets for each method (a tidy frame).
 
     The ``"optimal"`` rows for every ``K`` come from one DP pass.  Columns: ``n_buckets``
     (requested), ``method``, ``efficiency``, ``padded_tokens``, ``edges``, ``buckets`` (after
-    repeated edges collapse), ``objective``.
+    repeated edges collapse), ``objective`` (expected seconds with ``step_time``, which then
+    places the optimal edges for time as :func:`optimize_edges` does).
 
     Examples
     --------
@@ -136,7 +151,7 @@ def sweep_bucket_counts(hist: LengthHistogram, n_buckets: Iterable[int] = range(
     """
     rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens,
                    pad_to_multiple_of=pad_to_multiple_of)
-    prob = _problem(hist, rule, edge_multiple)
+    prob = _problem(hist, rule, edge_multiple, step_time)
     ks = [_check_k(prob, k) for k in n_buckets]
     if not ks:
         raise ValueError("n_buckets is empty")

@@ -15,7 +15,8 @@ matrix is never stored and one pass gives the optimum for every bucket count.  N
 monotone-argmin shortcut is assumed.  ``C(x, B)`` is used in float64 while ``C(N, B)`` stays
 below ~1e260, in log space (``logaddexp``) beyond.  A bucket with fewer samples than ``B`` is
 one short batch: ``n w_j``.  With a token budget ``B`` follows the end ``j``, and the running
-sums restart at each change of ``B``.
+sums restart at each change of ``B``.  The time objective (``step_time``) has ``w`` in seconds
+and adds ``per_batch * ceil(n / B)`` to each bucket's cost.
 """
 
 from __future__ import annotations
@@ -191,6 +192,8 @@ def _finish_costs(prob: _Problem, cols: np.ndarray, nr: int, x: np.ndarray, comb
         rows_at = np.arange(p0, nr)[None, :]
         np.copyto(sub, n[:, p0:] * w_cols, where=rows_at >= short[:, None])
         np.copyto(sub, np.inf, where=rows_at >= tiny[:, None])
+    if prob.per_batch:  # the time objective: per_step seconds for each of ceil(n / B) batches
+        cost += prob.per_batch * -(-n // b)  # (inf entries stay inf)
     return cols, nr, cost, scratch
 
 

@@ -6,13 +6,16 @@ Index ``t = 1..m`` is the t-th distinct length; a bucket is a range ``(i, j]`` o
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy.special import gammaln
 
 from analysis.batching import BatchRule, positive_int, round_up
 from analysis.lengths import LengthHistogram
+
+if TYPE_CHECKING:
+    from analysis.step_time import StepTimeModel
 
 # Largest log C(N, B) (plus headroom for the sums) for which C(x, B) is used directly.
 _LINEAR_LOG_LIMIT = 600.0
@@ -28,21 +31,33 @@ class _Problem:
 
     lengths: np.ndarray  # (m,) int64
     cum: np.ndarray  # (m+1,) int64: samples with length <= v_t; cum[0] = 0
-    weight: np.ndarray  # (m+1,) float: g(v_t), the padded length; weight[0] unused
+    weight: np.ndarray  # (m+1,) float: g(v_t), the padded length (or its seconds); weight[0] unused
     step: np.ndarray  # (m+1,) float: weight[t+1] - weight[t] for 1 <= t < m, else 0
     upper: np.ndarray  # (m+1,) int64: upper edge of a bucket ending at t
     size: np.ndarray  # (m+1,) int64: batch size of a bucket ending at t
     ends: np.ndarray  # allowed bucket ends (ascending, last = m)
     rule: BatchRule
     edge_multiple: int
+    per_batch: float = 0.0  # added per batch: the step-time model's per_step (0 for padding)
+    step_time: StepTimeModel | None = None
 
     @property
     def m(self) -> int:
         return int(self.lengths.size)
 
 
-def _problem(hist: LengthHistogram, rule: BatchRule, edge_multiple: Any = 1) -> _Problem:
-    """The arrays of ``hist`` under ``rule`` (edges at multiples of ``edge_multiple``)."""
+def _problem(hist: LengthHistogram, rule: BatchRule, edge_multiple: Any = 1,
+             step_time: StepTimeModel | None = None) -> _Problem:
+    """The arrays of ``hist`` under ``rule`` (edges at multiples of ``edge_multiple``).
+
+    The per-sample weight ``g`` is the padded length, or with ``step_time`` the seconds a
+    sample adds to its batch (``per_token * T + attention * T**2``, ``T`` the padded length
+    rounded to the model's tile), plus ``per_step`` seconds per batch (``per_batch``)."""
+    if step_time is not None:
+        from analysis.step_time import StepTimeModel  # lazily: step_time imports the optimiser
+
+        if not isinstance(step_time, StepTimeModel):
+            raise ValueError(f"step_time must be a StepTimeModel, got {type(step_time).__name__}")
     if not isinstance(hist, LengthHistogram):
         raise ValueError(f"hist must be a LengthHistogram, got {type(hist).__name__}")
     em = positive_int(edge_multiple, "edge_multiple")
@@ -55,7 +70,8 @@ def _problem(hist: LengthHistogram, rule: BatchRule, edge_multiple: Any = 1) -> 
     cum = np.zeros(m + 1, np.int64)
     np.cumsum(hist.counts, out=cum[1:])
     weight = np.zeros(m + 1)
-    weight[1:] = round_up(lengths, rule.pad_to_multiple_of).astype(float)
+    padded = round_up(lengths, rule.pad_to_multiple_of)
+    weight[1:] = padded.astype(float) if step_time is None else step_time.sample_seconds(padded)
     step = np.zeros(m + 1)
     step[1:m] = np.diff(weight[1:])
     upper = np.zeros(m + 1, np.int64)
@@ -66,7 +82,8 @@ def _problem(hist: LengthHistogram, rule: BatchRule, edge_multiple: Any = 1) -> 
         size = np.maximum(1, rule.max_tokens // np.maximum(upper, 1))
     # A bucket may end at t when its edge (upper[t]) separates v_t from v_{t+1}.
     ends = np.flatnonzero(np.r_[False, upper[1:m] < lengths[1:], True])
-    return _Problem(lengths, cum, weight, step, upper, size, ends, rule, em)
+    per_batch = 0.0 if step_time is None else step_time.per_step
+    return _Problem(lengths, cum, weight, step, upper, size, ends, rule, em, per_batch, step_time)
 
 
 # ------------------------------------------------------------------------- binomial helpers

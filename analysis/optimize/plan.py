@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -13,6 +13,9 @@ from analysis.batching import BatchRule, bucket_bounds
 from analysis.lengths import LengthHistogram
 from analysis.optimize._problem import _Problem
 from analysis.waste import WasteEstimate, _bucketed
+
+if TYPE_CHECKING:
+    from analysis.step_time import StepTimeModel
 
 
 @dataclass(frozen=True)
@@ -23,7 +26,9 @@ class BucketPlan:
     numbers as properties: ``edges`` (``[e0, ..., eK]``, bucket ``i`` holds
     ``e_i < L <= e_{i+1}``), ``batch_sizes``, ``efficiency``, ``padded_tokens``... ``objective``
     is what the optimiser minimises (expected padded tokens up to partial batches, each
-    bucket's last short batch counted as full), ``exact`` whether the optimum is proven
+    bucket's last short batch counted as full; with ``step_time``, a
+    :class:`~analysis.StepTimeModel`, expected seconds on the same terms without the
+    ``per_sample`` term, which no edge changes), ``exact`` whether the optimum is proven
     (``False`` after a candidate-grid search).
 
     Examples
@@ -48,6 +53,7 @@ class BucketPlan:
     objective: float
     edge_multiple: int = 1
     exact: bool = True
+    step_time: StepTimeModel | None = field(default=None, repr=False, compare=False)
 
     @property
     def edges(self) -> list[int]:
@@ -110,7 +116,8 @@ class BucketPlan:
 
 def _objective(prob: _Problem, edges: list[int], batch_sizes: list[int]) -> float:
     """The optimiser's objective for any ``edges``: per bucket ``n * E[g(max of B)]``, or
-    ``n * g(longest)`` when the bucket holds fewer than ``B`` samples (one short batch)."""
+    ``n * g(longest)`` when the bucket holds fewer than ``B`` samples (one short batch), plus
+    ``per_batch * ceil(n / B)`` (the time objective's per-step seconds)."""
     total = []
     for lo, hi, b in zip(*bucket_bounds(prob.lengths, edges), batch_sizes):
         if lo == hi:
@@ -119,6 +126,8 @@ def _objective(prob: _Problem, edges: list[int], batch_sizes: list[int]) -> floa
         n = int(cum[-1])
         g_max = float(prob.weight[hi]) if n < b else expected_g_of_max(prob.weight[lo + 1:hi + 1], cum, b)
         total.append(n * g_max)
+        if prob.per_batch:
+            total.append(prob.per_batch * -(-n // b))
     return math.fsum(total)
 
 
@@ -127,4 +136,4 @@ def _plan(hist: LengthHistogram, prob: _Problem, edges: list[int], method: str, 
     """The plan of validated ``edges`` (covering ``hist``)."""
     est = _bucketed(hist, edges, prob.rule)
     return BucketPlan(est, method, requested, _objective(prob, edges, list(est.batch_sizes)),
-                      prob.edge_multiple, exact)
+                      prob.edge_multiple, exact, prob.step_time)
