@@ -34,3 +34,14 @@ def test_stored_for_nbval(path):
         for out in cell["outputs"]:
             assert out["output_type"] != "error"
             assert out.get("name") != "stderr", "a warning in a stored output"
+
+
+def test_reports_guard_sees_a_change(tmp_path):
+    from tests.reports_guard import snapshot
+
+    (tmp_path / "figures").mkdir()
+    (tmp_path / "figures" / "a.png").write_bytes(b"1")
+    before = snapshot(tmp_path)
+    assert snapshot(tmp_path) == before
+    (tmp_path / "figures" / "a.png").write_bytes(b"2")
+    assert snapshot(tmp_path) != before

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import nbformat
+import pytest
 import numpy as np
 
 from analysis import BatchRule, LengthHistogram, cli, save_histogram
@@ -148,22 +149,47 @@ def test_report_on_the_real_notebooks_leaves_every_promised_file(tmp_path, capsy
             assert run["parameters"]["data_path"] == str(out / "data" / "lengths.csv")
 
 
-def test_report_with_a_token_budget_on_data_longer_than_the_case(tmp_path, capsys):
-    # Two paths that once failed inside the notebooks: the max_tokens rule (batch_size is
-    # then None) and lengths beyond the case's 8,192 (the case's edges must be stretched).
+@pytest.fixture(scope="module")
+def token_budget_reports(tmp_path_factory):
+    """The same report command run twice into two folders (one papermill run of every
+    notebook each), shared by the tests below.  Two paths that once failed inside the
+    notebooks: the max_tokens rule (batch_size is then None) and lengths beyond 8,192."""
     long = np.r_[LENGTHS, np.random.default_rng(12).integers(8_193, 12_000, size=50)]
-    src = save_histogram(LengthHistogram.from_lengths(long), tmp_path / "long.csv")
-    out = tmp_path / "report"
-    code = cli.main(
-        ["--quiet", "report", str(src), "--out", str(out), "--buckets", "3", "--max-tokens", "16384"]
-    )
-    assert code == 0, capsys.readouterr().err
+    base = tmp_path_factory.mktemp("budget")
+    src = save_histogram(LengthHistogram.from_lengths(long), base / "long.csv")
+    outs = []
+    for name in ("first", "second"):
+        out = base / name
+        code = cli.main(["--quiet", "report", str(src), "--out", str(out), "--buckets", "3",
+                         "--max-tokens", "16384"])
+        assert code == 0
+        outs.append(out)
+    return long, outs
+
+
+def test_report_with_a_token_budget_on_data_longer_than_the_case(token_budget_reports):
+    long, (out, _) = token_budget_reports
     rec = json.loads((out / "recommendation.json").read_text())
     assert rec["plan"]["max_tokens"] == 16384 and rec["plan"]["edges"][-1] == int(long.max())
     assert rec["plan"]["batch_sizes"] == [16384 // e for e in rec["plan"]["edges"][1:]]
     params = {r["notebook"]: r["parameters"] for r in rec["notebooks"]}
     assert params["03_bucket_count.ipynb"]["n_buckets"] == 3  # the figures show the CLI's K
     assert params["03_bucket_count.ipynb"]["max_tokens"] == 16384
+    assert params["03_bucket_count.ipynb"]["batch_size"] is None
+
+
+def test_a_report_is_reproducible_byte_for_byte(token_budget_reports):
+    """Same command twice: identical figures (PNG and SVG) and a recommendation.json that
+    differs only in the output folder's path."""
+    _, (first, second) = token_budget_reports
+    figures = sorted(p.name for p in (first / "figures").iterdir())
+    assert figures == sorted(p.name for p in (second / "figures").iterdir())
+    assert any(f.endswith(".svg") for f in figures) and any(f.endswith(".png") for f in figures)
+    for name in figures:
+        assert (first / "figures" / name).read_bytes() == (second / "figures" / name).read_bytes(), name
+    a = (first / "recommendation.json").read_text().replace(str(first), "OUT")
+    b = (second / "recommendation.json").read_text().replace(str(second), "OUT")
+    assert a == b
 
 
 def test_save_figure_formats_are_a_parameter(tmp_path):
