@@ -5,10 +5,12 @@ shows it exactly once, and :func:`save_figure` writes the same object for a desi
 No computation lives here: every number comes from the engine.
 """
 
-from analysis.plots import _common, buckets, distribution, strategies
+from analysis.plots import _common, buckets, distribution, strategies, throughput
 from analysis.plots._common import *  # noqa: F403
 from analysis.plots.buckets import *  # noqa: F403
 from analysis.plots.distribution import *  # noqa: F403
 from analysis.plots.strategies import *  # noqa: F403
+from analysis.plots.throughput import *  # noqa: F403
 
-__all__ = [*_common.__all__, *distribution.__all__, *strategies.__all__, *buckets.__all__]
+__all__ = [*_common.__all__, *distribution.__all__, *strategies.__all__, *buckets.__all__,
+           *throughput.__all__]
