@@ -11,6 +11,7 @@ Four subcommands, each a thin face over the engine::
     padding-workbench report   SRC --out DIR [--buckets K] [--batch-size B | --max-tokens T]
                                [--max-len N] [--world-size N] [--drop-zero]
                                [--tokens-per-s X --reference-strategy S]
+                               [--step-times FILE.csv]
 
 ``SRC`` is anything :func:`analysis.load_lengths` reads (a file or a glob).  ``--quiet``
 goes before or after the subcommand.  Tables print integers with thousands separators and
@@ -234,6 +235,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seed passed to the notebooks")
     _add_world_size(p)
     _add_calibration(p)
+    p.add_argument("--step-times", metavar="FILE.csv", default=None,
+                   help="step times measured on your model (batch_size,length,seconds; "
+                        "analysis.measure_step_times): adds the throughput notebook "
+                        "04_throughput (default: none, that notebook is skipped)")
     add_raw_data_options(p, tokenizer_required=False)
     p.add_argument("--chat-field", metavar="F", default=None,
                    help="with --tokenizer: the field holding a list of {role, content} messages, "
@@ -449,7 +454,8 @@ def _cmd_report(args: argparse.Namespace, out: Any, argv: Sequence[str] | None) 
         max_len=args.max_len, method=args.method,
         column=column, field=field, seed=args.seed, tokens_per_s=args.tokens_per_s,
         reference_strategy=args.reference_strategy, quiet=args.quiet,
-        world_size=args.world_size, drop_zero=args.drop_zero, command=_command_line(argv))
+        world_size=args.world_size, drop_zero=args.drop_zero, step_times=args.step_times,
+        command=_command_line(argv))
     print(f"report written to {result.out_dir} ({len(result.files)} files):", file=out)
     for path in result.files:
         print(f"  {path.relative_to(result.out_dir)}", file=out)

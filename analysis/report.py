@@ -14,7 +14,9 @@
    (parameters ``figures_dir`` and ``figure_formats``).  Offered parameters: ``data_path``,
    ``figures_dir``, ``figure_formats``, ``max_len``, ``batch_size``, ``max_tokens``,
    ``pad_to_multiple_of``, ``n_buckets``, ``seed``, ``method``, ``edges`` (the recommended
-   plan's) and, with a calibration, ``reference_strategy`` and ``reference_tokens_per_s``;
+   plan's), with a calibration ``reference_strategy`` and ``reference_tokens_per_s``, and
+   with measured step times ``step_times_path`` (a notebook whose parameters cell defines
+   ``step_times_path``, ``04_throughput.ipynb``, runs only when step times are given);
 4. convert each executed notebook to HTML (nbconvert's ``HTMLExporter``);
 5. write ``DIR/recommendation.json``: data summary, settings (defaults included), edges,
    batch sizes, expected efficiencies, predicted throughput, exports for trainers, the
@@ -42,7 +44,8 @@ from analysis.batching import DEFAULT_METHOD, DEFAULT_N_BUCKETS, DEFAULT_SEED, B
 from analysis.exports import export_all
 from analysis.paths import NOTEBOOKS_DIR
 
-__all__ = ["ReportResult", "run_report", "notebook_parameters", "report_notebooks"]
+__all__ = ["ReportResult", "run_report", "notebook_parameters", "report_notebooks",
+           "STEP_TIMES_PARAMETER"]
 
 _KERNEL = "python3"
 _FIGURE_FORMATS = ["png", "svg"]
@@ -117,20 +120,31 @@ def notebook_parameters(path: str | os.PathLike[str]) -> list[str]:
     return names
 
 
-def report_notebooks(folder: str | os.PathLike[str] = NOTEBOOKS_DIR) -> list[Path]:
+#: The parameter that marks a notebook as needing measured step times (``--step-times``).
+STEP_TIMES_PARAMETER = "step_times_path"
+
+
+def report_notebooks(folder: str | os.PathLike[str] = NOTEBOOKS_DIR, *,
+                     step_times: bool = False) -> list[Path]:
     """The notebooks a report runs: ``NN_name.ipynb`` in ``folder``, in number order
-    (scratch notebooks without a number prefix are skipped).
+    (scratch notebooks without a number prefix are skipped); a notebook that needs measured
+    step times (its parameters cell defines ``step_times_path``) only when ``step_times``.
 
     Examples
     --------
     >>> [p.name for p in report_notebooks()] == sorted(p.name for p in report_notebooks())
     True
+    >>> len(report_notebooks(step_times=True)) >= len(report_notebooks())
+    True
     """
-    return sorted(p for p in Path(folder).glob("*.ipynb") if re.match(r"\d+_", p.name))
+    found = sorted(p for p in Path(folder).glob("*.ipynb") if re.match(r"\d+_", p.name))
+    if step_times:
+        return found
+    return [p for p in found if STEP_TIMES_PARAMETER not in notebook_parameters(p)]
 
 
-def _notebooks(folder: Path) -> list[Path]:
-    found = report_notebooks(folder)
+def _notebooks(folder: Path, step_times: bool) -> list[Path]:
+    found = report_notebooks(folder, step_times=step_times)
     if not found:
         raise ValueError(f"{folder}: no notebooks to run (expected NN_name.ipynb files)")
     return found
@@ -202,7 +216,7 @@ def run_report(src: Any, out_dir: str | os.PathLike[str], *, n_buckets: int = DE
                method: str = DEFAULT_METHOD, column: str | None = None, field: str | None = None,
                seed: int = DEFAULT_SEED, world_size: int = 1, tokens_per_s: float | None = None,
                reference_strategy: str | None = None, quiet: bool = False,
-               drop_zero: bool = False,
+               drop_zero: bool = False, step_times: str | os.PathLike[str] | None = None,
                notebooks_dir: str | os.PathLike[str] | None = None,
                command: str | None = None) -> ReportResult:
     """Run every notebook on ``src`` into ``out_dir`` and write ``recommendation.json``.
@@ -235,6 +249,11 @@ def run_report(src: Any, out_dir: str | os.PathLike[str], *, n_buckets: int = DE
         No progress bars.
     drop_zero : bool
         Drop zero-length samples (their count is recorded) instead of refusing them.
+    step_times : path, optional
+        A CSV of step times measured on your model (:func:`analysis.measure_step_times`;
+        read by :func:`analysis.loaders.load_step_times`, checked before any notebook runs),
+        offered to the notebooks as ``step_times_path``.  The notebooks that need it
+        (``04_throughput.ipynb``) run only when it is given.
     notebooks_dir : path, optional
         Where the notebooks are (default ``analysis.paths.NOTEBOOKS_DIR``).
     command : str, optional
@@ -249,6 +268,7 @@ def run_report(src: Any, out_dir: str | os.PathLike[str], *, n_buckets: int = DE
     from analysis.progress import bar
 
     from analysis.batching import positive_int
+    from analysis.loaders import load_step_times
     from analysis.paths import BUNDLED_DATA
 
     rule = BatchRule.resolve() if rule is None else rule
@@ -258,7 +278,12 @@ def run_report(src: Any, out_dir: str | os.PathLike[str], *, n_buckets: int = DE
     started = time.time() - 1.0  # figures older than this run are not listed (stale files)
     out = Path(out_dir).resolve()
     nb_dir = Path(notebooks_dir if notebooks_dir is not None else NOTEBOOKS_DIR).resolve()
-    notebooks = _notebooks(nb_dir)
+    times_path = None
+    if step_times is not None:
+        times_path = Path(step_times).resolve()
+        load_step_times(times_path)  # a bad file fails here, in one line, not in a notebook
+    notebooks = _notebooks(nb_dir, times_path is not None)
+    skipped = [p.name for p in report_notebooks(nb_dir, step_times=True) if p not in notebooks]
     if out == nb_dir:
         raise ValueError(f"{out}: the output folder is the notebooks folder; the executed "
                          "copies would overwrite the reference notebooks (choose another --out)")
@@ -295,6 +320,7 @@ def run_report(src: Any, out_dir: str | os.PathLike[str], *, n_buckets: int = DE
         "edges": rec.plan.edges,
         "reference_strategy": reference_strategy,
         "reference_tokens_per_s": tokens_per_s,
+        STEP_TIMES_PARAMETER: None if times_path is None else str(times_path),
     }
 
     runs, written = [], [data_csv]
@@ -328,6 +354,7 @@ def run_report(src: Any, out_dir: str | os.PathLike[str], *, n_buckets: int = DE
             "column": column,
             "field": field, "tokens_per_s": tokens_per_s,
             "reference_strategy": reference_strategy, "drop_zero": drop_zero,
+            "step_times": None if times_path is None else str(times_path),
         },
         "data": {
             "summary": _summary_dict(raw.summary()),
@@ -338,6 +365,8 @@ def run_report(src: Any, out_dir: str | os.PathLike[str], *, n_buckets: int = DE
         **rec_dict,
         "exports": export_all(rec.plan),
         "notebooks": runs,
+        "notebooks_skipped": [{"notebook": name, "reason": "needs measured step times "
+                               "(--step-times)"} for name in skipped],
         "figures": [str(p.relative_to(out)) for p in figure_files],
         "figures_missing_svg": sorted(pngs - svgs),
         "figures_missing_png": sorted(svgs - pngs),

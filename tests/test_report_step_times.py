@@ -1,0 +1,81 @@
+"""The report and measured step times: a notebook that needs them (its parameters cell defines
+``step_times_path``) runs only with ``--step-times``, which is checked before any notebook."""
+
+from __future__ import annotations
+
+import json
+
+import nbformat
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis import LengthHistogram, cli, save_histogram
+from analysis.report import report_notebooks, run_report
+
+LENGTHS = np.random.default_rng(11).integers(20, 900, size=500)
+
+
+def _tiny_notebook(path, *, params: str, body: str) -> None:
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell(params)
+    cell.metadata["tags"] = ["parameters"]
+    nb.cells = [nbformat.v4.new_markdown_cell("# tiny"), cell, nbformat.v4.new_code_cell(body)]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, path)
+
+
+@pytest.fixture
+def setup(tmp_path):
+    nbs = tmp_path / "nbs"
+    nbs.mkdir()
+    _tiny_notebook(nbs / "01_plain.ipynb", params="seed = 0", body="print(seed)")
+    _tiny_notebook(nbs / "04_times.ipynb", params="step_times_path = None",
+                   body="from analysis.loaders import load_step_times\n"
+                        "print(len(load_step_times(step_times_path)))")
+    src = save_histogram(LengthHistogram.from_lengths(LENGTHS), tmp_path / "in.csv")
+    times = tmp_path / "times.csv"
+    pd.DataFrame({"batch_size": [4, 4, 8], "length": [64, 64, 64],
+                  "seconds": [0.1, 0.11, 0.2]}).to_csv(times, index=False)
+    return nbs, src, times
+
+
+def test_the_step_times_notebook_runs_only_when_given(setup, tmp_path):
+    nbs, src, times = setup
+    assert [p.name for p in report_notebooks(nbs)] == ["01_plain.ipynb"]
+    assert [p.name for p in report_notebooks(nbs, step_times=True)] == ["01_plain.ipynb",
+                                                                        "04_times.ipynb"]
+    without = run_report(src, tmp_path / "without", quiet=True, notebooks_dir=nbs).recommendation
+    assert [r["notebook"] for r in without["notebooks"]] == ["01_plain.ipynb"]
+    assert without["notebooks_skipped"][0]["notebook"] == "04_times.ipynb"
+    assert "--step-times" in without["notebooks_skipped"][0]["reason"]
+    assert without["settings"]["step_times"] is None
+    assert not (tmp_path / "without" / "04_times.ipynb").exists()
+
+    out = tmp_path / "with"
+    rec = run_report(src, out, quiet=True, notebooks_dir=nbs, step_times=times).recommendation
+    runs = {r["notebook"]: r for r in rec["notebooks"]}
+    assert list(runs) == ["01_plain.ipynb", "04_times.ipynb"] and rec["notebooks_skipped"] == []
+    assert runs["04_times.ipynb"]["parameters"] == {"step_times_path": str(times.resolve())}
+    assert "step_times_path" not in runs["01_plain.ipynb"]["parameters"]
+    assert rec["settings"]["step_times"] == str(times.resolve())
+    executed = nbformat.read(out / "04_times.ipynb", as_version=4)
+    assert executed.cells[-1].outputs[0]["text"] == "3\n"
+
+
+def test_cli_step_times_and_a_bad_file_fails_before_any_notebook(setup, tmp_path, capsys,
+                                                                 monkeypatch):
+    nbs, src, times = setup
+    monkeypatch.setattr("analysis.report.NOTEBOOKS_DIR", nbs)
+    bad = tmp_path / "bad.csv"
+    bad.write_text("batch_size,length,seconds\n4,64,-1\n")
+    out = tmp_path / "out"
+    code = cli.main(["--quiet", "report", str(src), "--out", str(out), "--step-times", str(bad)])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "bad.csv: row 0: seconds = -1" in err and not out.exists()
+    code = cli.main(["--quiet", "report", str(src), "--out", str(out), "--step-times", str(times)])
+    assert code == 0, capsys.readouterr().err
+    rec = json.loads((out / "recommendation.json").read_text())
+    assert [r["notebook"] for r in rec["notebooks"]] == ["01_plain.ipynb", "04_times.ipynb"]
+    assert "--step-times" in rec["command"]
