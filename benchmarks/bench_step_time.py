@@ -1,0 +1,323 @@
+"""Benchmark: does the step-time model predict the tokens/s of a real training run?
+
+Trains a small decoder-only transformer (PyTorch; ``--layers`` blocks of width ``--width``,
+causal attention with a padding mask through ``scaled_dot_product_attention``, AdamW) on
+random tokens shaped like two real length distributions, and for each batching strategy
+(sorted, random, bucketed with edges optimised for time, length_grouped, token_budget)
+
+1. calibrates: :func:`analysis.measure_step_times` on :func:`analysis.calibration_shapes`
+   of both distributions (one model for the hardware), then
+   :meth:`analysis.StepTimeModel.fit` for a few model forms (the residuals pick the form);
+2. runs one real epoch of each strategy on a subsample, timed (see Clock below), every batch
+   padded to its longest sample with a padding mask and a masked loss;
+3. compares the measured useful tokens/s with the step-time model's a-priori prediction
+   (:func:`analysis.predict_strategy_throughput`: exact for sorted/random/bucketed, over
+   simulated epochs for the others), with the model applied to the very batches that ran,
+   and with the padded-token prediction calibrated on the measured sorted run;
+4. reruns the same batches of two strategies to measure run-to-run noise the same way;
+5. anchors the step-time prediction on the measured sorted run (as the padded-token one is),
+   and times a quarter of the calibration shapes again at the end (``drift_after_runs``: the
+   machine's speed then, relative to the calibration).
+
+Run from the repository root (CPU: about 10 minutes with one thread)::
+
+    .venv/bin/python benchmarks/bench_step_time.py --threads 1 --out data
+    python benchmarks/bench_step_time.py --device cuda --quick --out OUT_DIR
+
+Writes ``step_times_{device}.csv`` (the calibration) and ``step_time_validation.csv``
+(``_cuda`` suffix on a GPU) to ``--out``.
+
+Clock: on the CPU with one thread the default is the process's CPU time
+(``time.process_time``): on shared cores other jobs stretch wall time by whatever they do,
+while CPU seconds are what the model and the batches cost (on a dedicated core the two
+agree).  ``--clock wall`` for wall time; a GPU run always uses the wall clock.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn.functional as F
+from _common import SHARED_DATA
+from torch import nn
+
+from analysis import (
+    BatchRule,
+    LengthHistogram,
+    StepTimeModel,
+    calibration_shapes,
+    measure_step_times,
+    optimize_edges,
+    predict_strategy_throughput,
+)
+from analysis.strategies import build_epoch
+
+STRATEGIES = ("sorted", "random", "bucketed", "length_grouped", "token_budget")
+#: Strategies whose identical batches run twice to measure the run-to-run noise.
+REPEATED = ("sorted", "bucketed")
+#: Model forms compared by their residuals (terms, tile), simplest first.
+FORMS = (
+    (("per_token",), 1),
+    (("per_step", "per_token"), 1),
+    (("per_step", "per_token", "attention"), 1),
+    (("per_step", "per_sample", "per_token", "attention"), 1),
+    (("per_step", "per_sample", "per_token", "attention"), 16),
+    (("per_step", "per_sample", "per_token", "attention"), 64),
+)
+VOCAB = 512
+MAX_LEN = 1024
+N_BUCKETS = 4
+
+
+class Block(nn.Module):
+    """Pre-norm transformer block: causal self-attention with a padding mask, then an MLP."""
+
+    def __init__(self, width: int, heads: int) -> None:
+        super().__init__()
+        self.heads = heads
+        self.ln1, self.ln2 = nn.LayerNorm(width), nn.LayerNorm(width)
+        self.qkv, self.out = nn.Linear(width, 3 * width), nn.Linear(width, width)
+        self.up, self.down = nn.Linear(width, 4 * width), nn.Linear(4 * width, width)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        b, n, w = x.shape
+        q, k, v = self.qkv(self.ln1(x)).view(b, n, 3, self.heads, w // self.heads).permute(2, 0, 3, 1, 4)
+        a = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        x = x + self.out(a.transpose(1, 2).reshape(b, n, w))
+        return x + self.down(F.gelu(self.up(self.ln2(x))))
+
+
+class Decoder(nn.Module):
+    """A small decoder-only language model with tied input and output embeddings."""
+
+    def __init__(self, width: int, layers: int, heads: int) -> None:
+        super().__init__()
+        self.tok, self.pos = nn.Embedding(VOCAB, width), nn.Embedding(MAX_LEN, width)
+        self.blocks = nn.ModuleList(Block(width, heads) for _ in range(layers))
+        self.ln = nn.LayerNorm(width)
+
+    def forward(self, ids: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
+        n = ids.shape[1]
+        x = self.tok(ids) + self.pos(torch.arange(n, device=ids.device))
+        causal = torch.ones(n, n, dtype=torch.bool, device=ids.device).tril()
+        mask = (causal[None] & valid[:, None, :])[:, None]  # (B, 1, L, L): causal and not padding
+        for block in self.blocks:
+            x = block(x, mask)
+        return self.ln(x) @ self.tok.weight.T
+
+
+class Trainer:
+    """One training step on a batch of given sample lengths (padded to the longest)."""
+
+    def __init__(self, device: str, width: int, layers: int, seed: int) -> None:
+        torch.manual_seed(seed)
+        self.device = torch.device(device)
+        self.model = Decoder(width, layers, heads=4).to(self.device)
+        self.opt = torch.optim.AdamW(self.model.parameters(), lr=1e-3)
+        self.gen = torch.Generator(device=self.device).manual_seed(seed)
+
+    def run(self, lengths: np.ndarray) -> None:
+        """Forward, masked loss, backward, AdamW step; returns when the device is done."""
+        b, n = len(lengths), int(lengths.max())
+        ids = torch.randint(0, VOCAB, (b, n), generator=self.gen, device=self.device)
+        valid = torch.arange(n, device=self.device)[None, :] < torch.as_tensor(
+            lengths, device=self.device)[:, None]
+        targets = ids[:, 1:].masked_fill(~valid[:, 1:], -100)
+        logits = self.model(ids, valid)
+        loss = F.cross_entropy(logits[:, :-1].reshape(-1, VOCAB), targets.reshape(-1),
+                               ignore_index=-100)
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        self.opt.step()
+        if self.device.type == "cuda":
+            torch.cuda.synchronize()
+
+    def step(self, batch_size: int, length: int) -> None:
+        """A step on ``batch_size`` samples padded to ``length`` (the calibration's shape)."""
+        lengths = np.full(batch_size, length)
+        lengths[1:] = np.maximum(1, length // 2)  # a real padding mask; cost is the shape's
+        self.run(lengths)
+
+
+def fit_forms(times: pd.DataFrame) -> tuple[StepTimeModel, pd.DataFrame]:
+    """Fit every form in FORMS; pick the simplest within 10 % of the best RMS residual."""
+    rows, models = [], []
+    for terms, tile in FORMS:
+        model = StepTimeModel.fit(times, terms=terms, tile=tile)
+        models.append(model)
+        rows.append({"terms": "+".join(terms), "tile": tile,
+                     "rms_relative_residual": model.rms_relative_residual,
+                     "max_relative_residual": float(model.residuals()["relative_residual"].abs().max())})
+    table = pd.DataFrame(rows)
+    best = table["rms_relative_residual"].min()
+    pick = int(np.flatnonzero(table["rms_relative_residual"] <= 1.1 * best)[0])
+    table["chosen"] = np.arange(len(table)) == pick
+    return models[pick], table
+
+
+def add_anchored(frame: pd.DataFrame) -> pd.DataFrame:
+    """The step-time prediction anchored on the measured sorted run of each distribution, as
+    the padded-token prediction is: ``predicted * measured_sorted / predicted_sorted``.  It
+    cancels a drift of the machine's speed between calibration and runs (one factor for all
+    strategies) and keeps what the model says about one strategy relative to another."""
+    out = frame.copy()
+    for _, rows in out.groupby("distribution"):
+        ref = rows[rows["strategy"] == "sorted"].iloc[0]
+        factor = ref["measured_tokens_per_s"] / ref["predicted_tokens_per_s"]
+        out.loc[rows.index, "anchored_tokens_per_s"] = rows["predicted_tokens_per_s"] * factor
+    out["anchored_error"] = out["anchored_tokens_per_s"] / out["measured_tokens_per_s"] - 1
+    return out
+
+
+def drift_check(trainer: Trainer, model: StepTimeModel, shapes: list[tuple[int, int]],
+                clock: Callable[[], float]) -> float:
+    """Median of measured / model step time on every 4th calibration shape, timed again now."""
+    again = measure_step_times(trainer.step, shapes[::4], repeats=2, warmup=1, clock=clock)
+    medians = again.groupby(["batch_size", "length"])["seconds"].median().reset_index()
+    ratio = medians["seconds"] / model.predict(medians["batch_size"], medians["length"])
+    return float(ratio.median())
+
+
+def run_epoch(trainer: Trainer, lengths: np.ndarray, batches: list[np.ndarray],
+              clock: Callable[[], float]) -> float:
+    """Seconds (by ``clock``) of one epoch of real steps."""
+    start = clock()
+    for batch in batches:
+        trainer.run(lengths[batch])
+    return clock() - start
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    parser.add_argument("--quick", action="store_true", help="small subsamples and calibration")
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
+    parser.add_argument("--width", type=int, default=128)
+    parser.add_argument("--layers", type=int, default=2)
+    parser.add_argument("--data-dir", type=Path, default=SHARED_DATA,
+                        help="folder with gsm8k.npy and alpaca_eval_outputs.npy")
+    parser.add_argument("--out", type=Path, default=Path("data"))
+    parser.add_argument("--seed", type=int, default=13)
+    parser.add_argument("--clock", choices=["wall", "cpu"], default=None,
+                        help="wall: time.perf_counter; cpu: time.process_time, the process's own "
+                             "CPU seconds, immune to other jobs on shared cores (default: cpu on "
+                             "the CPU with one thread, else wall)")
+    parser.add_argument("--scale", type=float, default=1.0, help="multiply the subsample sizes")
+    parser.add_argument("--calibration-lengths", type=int, default=None,
+                        help="lengths per distribution in the calibration design (default 7, quick 5)")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    args.out.mkdir(parents=True, exist_ok=True)
+    suffix = "" if args.device == "cpu" else f"_{args.device}"
+    rng = np.random.default_rng(args.seed)
+    if args.clock is None:
+        args.clock = "cpu" if args.device == "cpu" and args.threads == 1 else "wall"
+    clock = time.process_time if args.clock == "cpu" else time.perf_counter
+
+    # (name, file, batch rule, samples in the CPU run, on the GPU, quick fraction)
+    samples = {"cpu": (2000, 1000), "cuda": (8792, 20000)}[args.device]
+    if args.quick:
+        samples = tuple(s // 4 for s in samples)
+    samples = tuple(max(20, int(s * args.scale)) for s in samples)
+    distributions = [
+        ("gsm8k", "gsm8k.npy", BatchRule(batch_size=16), samples[0]),
+        ("alpaca_eval", "alpaca_eval_outputs.npy", BatchRule(max_tokens=8192), samples[1]),
+    ]
+    data = {}
+    for name, file, rule, n in distributions:
+        full = np.minimum(np.load(args.data_dir / file).astype(np.int64), MAX_LEN)
+        sub = rng.choice(full, size=min(n, full.size), replace=False)
+        data[name] = (sub, rule)
+        print(f"{name}: {sub.size} of {full.size} samples, lengths {sub.min()}..{sub.max()} "
+              f"(clipped at {MAX_LEN}), {rule.text}", flush=True)
+
+    trainer = Trainer(args.device, args.width, args.layers, args.seed)
+    print(f"device {args.device}, torch {torch.__version__}, threads {torch.get_num_threads()}, "
+          f"width {args.width}, layers {args.layers}, clock {args.clock}", flush=True)
+
+    # 1. calibration over the shapes both distributions produce
+    n_lengths = args.calibration_lengths or (5 if args.quick else 7)
+    shapes = sorted({s for sub, rule in data.values()
+                     for s in calibration_shapes(LengthHistogram.from_lengths(sub), rule,
+                                                 n_lengths=n_lengths)}, key=lambda s: (s[1], s[0]))
+    start = time.perf_counter()
+    times = measure_step_times(trainer.step, shapes, repeats=3 if args.quick else 4, warmup=1,
+                               clock=clock)
+    print(f"calibration: {len(shapes)} shapes in {time.perf_counter() - start:.0f} s", flush=True)
+    times.to_csv(args.out / f"step_times_{args.device}.csv", index=False, float_format="%.6g")
+    model, forms = fit_forms(times)
+    noise = float(model.residuals()["spread"].median())
+    print(forms.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+    print(f"median spread of repeats (noise): {noise:.4f}")
+    print(model.to_frame().to_string(float_format=lambda v: f"{v:.4g}"), flush=True)
+
+    # 2-4. real epochs of each strategy against the predictions
+    rows = []
+    for name, (sub, rule) in data.items():
+        hist = LengthHistogram.from_lengths(sub)
+        edges = optimize_edges(hist, N_BUCKETS, rule, step_time=model).edges
+        measured, epoch_pred, batch_info = {}, {}, {}
+        for strategy in STRATEGIES:
+            # each strategy reads the rule as the simulator does (token_budget: the budget,
+            # or batch_size samples of the longest length)
+            epoch = build_epoch(sub, strategy, rule, rng=rng,
+                                edges=edges if strategy == "bucketed" else None)
+            batches = epoch.batches()
+            trainer.run(sub[batches[0]])  # warm the allocator for this strategy's first shape
+            seconds = run_epoch(trainer, sub, batches, clock)
+            longest = np.array([sub[b].max() for b in batches])
+            sizes = np.array([b.size for b in batches])
+            measured[strategy] = [seconds]
+            epoch_pred[strategy] = float(np.sum(model.predict(sizes, longest)))
+            batch_info[strategy] = (len(batches), int(np.sum(sizes * longest)))
+            if strategy in REPEATED:
+                measured[strategy].append(run_epoch(trainer, sub, batches, clock))
+            print(f"{name} {strategy}: {len(batches)} batches, {seconds:.1f} s, "
+                  f"{hist.total_tokens / seconds:,.0f} tok/s", flush=True)
+        sorted_tps = hist.total_tokens / measured["sorted"][0]
+        table = predict_strategy_throughput(hist, model, rule, edges=edges, rng=rng, epochs=5,
+                                            strategies=STRATEGIES, reference_tokens_per_s=sorted_tps)
+        for strategy in STRATEGIES:
+            runs = measured[strategy]
+            tps = hist.total_tokens / runs[0]
+            pred = float(table.loc[strategy, "tokens_per_s"])
+            padded = float(table.loc[strategy, "padded_tokens_per_s"])
+            this_epoch = hist.total_tokens / epoch_pred[strategy]
+            repeat = hist.total_tokens / runs[1] if len(runs) > 1 else float("nan")
+            rows.append({
+                "distribution": name, "device": args.device, "threads": args.threads,
+                "clock": args.clock,
+                "strategy": strategy, "batch_rule": table.loc[strategy, "batch_rule"],
+                "samples": sub.size, "batches": batch_info[strategy][0],
+                "useful_tokens": hist.total_tokens, "padded_tokens": batch_info[strategy][1],
+                "measured_seconds": runs[0], "measured_tokens_per_s": tps,
+                "repeat_tokens_per_s": repeat,
+                "noise": abs(repeat - tps) / tps if len(runs) > 1 else float("nan"),
+                "predicted_tokens_per_s": pred, "step_time_error": pred / tps - 1,
+                "predicted_this_epoch_tokens_per_s": this_epoch,
+                "this_epoch_error": this_epoch / tps - 1,
+                "padded_tokens_per_s": padded, "padded_error": padded / tps - 1,
+                "prediction_exact": bool(table.loc[strategy, "exact"]),
+                "edges": " ".join(map(str, edges)) if strategy == "bucketed" else "",
+            })
+        frame = add_anchored(pd.DataFrame(rows))
+        frame.to_csv(args.out / f"step_time_validation{suffix}.csv", index=False, float_format="%.6g")
+    drift = drift_check(trainer, model, shapes, clock)
+    print(f"drift: calibration shapes timed again after the runs take {drift:.3f} x the model")
+    frame["drift_after_runs"] = drift
+    frame.to_csv(args.out / f"step_time_validation{suffix}.csv", index=False, float_format="%.6g")
+    show = frame[["distribution", "strategy", "measured_tokens_per_s", "predicted_tokens_per_s",
+                  "step_time_error", "this_epoch_error", "anchored_error", "padded_tokens_per_s",
+                  "padded_error", "noise"]]
+    print(show.to_string(index=False, float_format=lambda v: f"{v:.3f}" if abs(v) < 10 else f"{v:,.0f}"))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
