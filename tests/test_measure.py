@@ -27,8 +27,7 @@ from tokenizers import Tokenizer, models, pre_tokenizers, processors, trainers  
 from transformers import PreTrainedTokenizerFast  # noqa: E402
 
 from analysis import LengthHistogram, load_lengths  # noqa: E402
-from analysis import measure as measure_module  # noqa: E402
-from analysis.measure import load_lengths_distributed, measure_lengths  # noqa: E402
+from analysis.measure import _sources, _tokenizer, load_lengths_distributed, measure_lengths  # noqa: E402
 
 CHAT_TEMPLATE = ("{{ bos_token }}{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}"
                  "{{ eos_token }}{% endfor %}")
@@ -198,9 +197,9 @@ def test_every_source_format_gives_the_tokenizers_own_lengths(
 def test_jsonl_byte_ranges_keep_source_order_and_line_numbers(
         monkeypatch: pytest.MonkeyPatch, bpe: Tokenizer, texts: list[str],
         expected: np.ndarray, tmp_path: Path) -> None:
-    monkeypatch.setattr(measure_module, "_SPLIT_BYTES", 1000)
+    monkeypatch.setattr(_sources, "_SPLIT_BYTES", 1000)
     path = write_jsonl(tmp_path / "docs.jsonl", [{"text": t} for t in texts])
-    plan, _ = measure_module._plan_paths(path, "text", False, hashing=True)
+    plan, _ = _sources._plan_paths(path, "text", False, hashing=True)
     ranges = list(plan.pieces)
     assert len(ranges) > 5
     assert [r.first_line for r in ranges] == [
@@ -216,7 +215,7 @@ def test_jsonl_byte_ranges_keep_source_order_and_line_numbers(
 def test_worker_processes_give_the_same_result(
         monkeypatch: pytest.MonkeyPatch, hf: PreTrainedTokenizerFast, texts: list[str],
         expected: np.ndarray, tmp_path: Path) -> None:
-    monkeypatch.setattr(measure_module, "_SPLIT_BYTES", 2000)
+    monkeypatch.setattr(_sources, "_SPLIT_BYTES", 2000)
     path = write_jsonl(tmp_path / "docs.jsonl",
                        [{"text": t, "chat": c} for t, c in zip(texts, make_chats(300, 3),
                                                                strict=True)])
@@ -368,13 +367,13 @@ def test_cache_hits_without_tokenizing_and_invalidates_on_change(
     bpe.save(str(tmp_path / "tokenizer.json"))
     tok = tmp_path / "tokenizer.json"
     calls: list[int] = []
-    real = measure_module._Encoder.texts
+    real = _tokenizer._Encoder.texts
 
     def counting(self: Any, batch: list[str]) -> np.ndarray:
         calls.append(len(batch))
         return real(self, batch)
 
-    monkeypatch.setattr(measure_module._Encoder, "texts", counting)
+    monkeypatch.setattr(_tokenizer._Encoder, "texts", counting)
 
     def run(**kw: Any) -> LengthHistogram:
         calls.clear()
@@ -408,8 +407,8 @@ def test_cache_hits_without_tokenizing_and_invalidates_on_change(
             for i in range(3)
             for line in (tmp_path / "data" / f"{i}.jsonl").read_text().splitlines()]
     assert changed == LengthHistogram.from_lengths(want, allow_zero=True)
-    assert not measure_module._spec(word_count, add_special_tokens=True, chat=False).digest is None
-    assert measure_module._spec(lambda t: t, add_special_tokens=True, chat=False).digest is None
+    assert _tokenizer._spec(word_count, add_special_tokens=True, chat=False).digest is not None
+    assert _tokenizer._spec(lambda t: t, add_special_tokens=True, chat=False).digest is None
 
 
 def test_progress_wrapper_sees_every_piece(bpe: Tokenizer, texts: list[str],
@@ -432,7 +431,7 @@ def test_dask_cluster_gives_the_single_machine_result(
         monkeypatch: pytest.MonkeyPatch, bpe: Tokenizer, texts: list[str],
         expected: np.ndarray, tmp_path: Path) -> None:
     distributed = pytest.importorskip("distributed")
-    monkeypatch.setattr(measure_module, "_SPLIT_BYTES", 3000)
+    monkeypatch.setattr(_sources, "_SPLIT_BYTES", 3000)
     jsonl = write_jsonl(tmp_path / "docs.jsonl", [{"text": t} for t in texts])
     pq.write_table(pa.table({"text": texts}), tmp_path / "docs.parquet", row_group_size=64)
     np.save(tmp_path / "l0.npy", expected[:100])
@@ -451,6 +450,6 @@ def test_dask_cluster_gives_the_single_machine_result(
 
 
 def test_spec_pickles_for_workers(hf: PreTrainedTokenizerFast, texts: list[str]) -> None:
-    spec = measure_module._spec(hf, add_special_tokens=True, chat=True)
-    encoder = measure_module._Encoder(pickle.loads(pickle.dumps(spec)))
+    spec = _tokenizer._spec(hf, add_special_tokens=True, chat=True)
+    encoder = _tokenizer._Encoder(pickle.loads(pickle.dumps(spec)))
     assert encoder.texts(texts[:5]).tolist() == [len(hf.encode(t)) for t in texts[:5]]

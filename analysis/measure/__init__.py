@@ -1,0 +1,228 @@
+"""Raw text and chats through the user's own tokenizer into exact lengths.
+
+:func:`measure_lengths` reads a corpus (JSONL, Parquet, CSV/TSV, one sample per plain-text
+file, a Hugging Face dataset saved with ``save_to_disk``, a ``datasets.Dataset`` or any
+iterable of strings or records), counts each sample's tokens exactly as the trainer will see
+them (the tokenizer's special tokens, or its chat template for conversations) and returns the
+:class:`~analysis.lengths.LengthHistogram` the rest of the workbench takes.
+
+How the work is split
+---------------------
+The input is planned into *pieces*: a byte range of a ``.jsonl`` file (cut at line ends), a
+row group of a Parquet file, a whole ``.jsonl.gz``/CSV file or saved-dataset shard, a group
+of plain-text files, or a batch of an in-memory iterable.  Each piece is tokenized with the
+batch API of the Rust ``tokenizers`` library, in this process, in ``processes`` spawned
+worker processes, or on the workers of a Dask cluster (``client=``), and pieces come back in
+source order, so the per-sample lengths written to ``out`` are in source order and the
+histogram is the same, count for count, however the work was spread.
+
+Where errors point (one-line ``ValueError``, no partial result, ``out`` untouched):
+``line N`` is the 1-based line of a JSONL file; ``row N`` is the 0-based row of a Parquet
+file, a saved dataset, a CSV/TSV file (data rows, header excluded) or an in-memory source.
+
+This package and :mod:`analysis.loaders` are the only ones that read data files.  It imports
+``tokenizers``, ``transformers``, ``datasets`` and ``distributed`` only when a call needs
+them (the ``measure`` extra), and never a progress bar: a face passes ``progress=``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from analysis.lengths import LengthHistogram, _Counter
+from analysis.measure._cache import _cache_key, _cache_read, _cache_write
+from analysis.measure._out import _check_out, _OutWriter
+from analysis.measure._pieces import _Job
+from analysis.measure._run import MeasuredPiece, _Progress, _run_dask, _run_local
+from analysis.measure._sources import _expand, _plan_paths, _plan_records
+from analysis.measure._tokenizer import _pickle_or_none, _spec
+
+__all__ = ["DEFAULT_CACHE_DIR", "MeasuredPiece", "load_lengths_distributed", "measure_lengths"]
+
+#: Where :func:`measure_lengths` keeps its results unless ``cache_dir=`` says otherwise.
+DEFAULT_CACHE_DIR = Path("~/.cache/padding-workbench/lengths")
+
+
+def measure_lengths(
+    source: Any,
+    tokenizer: Any,
+    *,
+    field: str | None = None,
+    chat_field: str | None = None,
+    add_special_tokens: bool = True,
+    out: str | os.PathLike[str] | None = None,
+    processes: int | None = None,
+    client: Any = None,
+    cache: bool = True,
+    cache_dir: str | os.PathLike[str] | None = None,
+    progress: _Progress | None = None,
+) -> LengthHistogram:
+    """Exact histogram of the token lengths of raw text or chats, as the trainer sees them.
+
+    Parameters
+    ----------
+    source : str, os.PathLike, datasets.Dataset or iterable
+        A ``.jsonl``/``.jsonl.gz``, ``.parquet`` or ``.csv``/``.tsv`` (``.gz``) file; any
+        other file is plain text, one sample per file (source code, documents); a glob
+        (``"shards/*.parquet"``, ``"src/**/*.py"``) or a directory (every file below it, hidden
+        ones skipped) of such files, all of one format; a folder written by
+        ``Dataset.save_to_disk``; a ``datasets.Dataset``; or an iterable of strings or of
+        records (dicts).
+    tokenizer : str, os.PathLike or tokenizer
+        A ``tokenizer.json`` file or a local Hugging Face tokenizer folder (loaded with
+        ``local_files_only=True``: nothing is downloaded), a ``tokenizers.Tokenizer``, a
+        ``transformers`` tokenizer, an object with tiktoken's ``encode_ordinary_batch``, or a
+        callable mapping a list of strings to their lengths.  Its truncation and padding
+        settings are ignored: lengths are untruncated (clip with ``LengthHistogram.clip``).
+    field : str, optional
+        The record field or table column holding the text.  Not needed when records have a
+        single field.
+    chat_field : str, optional
+        The field holding a conversation, a list of ``{"role", "content"}`` messages, counted
+        with the tokenizer's chat template (``apply_chat_template(..., tokenize=True)``, whose
+        special tokens come from the template, so ``add_special_tokens`` does not apply).
+    add_special_tokens : bool, default True
+        Count the special tokens (BOS, EOS...) the tokenizer adds to plain text.
+    out : str or os.PathLike, optional
+        Also write the per-sample lengths in source order: ``.npy`` (int32) or ``.parquet``
+        (columns ``sample_id``, ``length``).  Written to a temporary file and renamed at the end.
+    processes : int, optional
+        Worker processes (spawned) on this machine; default ``os.cpu_count()``, and this
+        process alone for a small input (one piece or under 8 MiB).  ``1``: this process.
+    client : distributed.Client, optional
+        Tokenize the pieces on a Dask cluster's workers (which must see the same paths) and
+        merge their histograms exactly; ``processes`` is then unused.
+    cache : bool, default True
+        Reuse the stored result of an identical call (same shard contents, sizes and
+        modification times, same tokenizer serialisation, same options) without tokenizing.
+        In-memory sources and tokenizers that cannot be pickled are never cached.
+    cache_dir : str or os.PathLike, optional
+        Where results are stored; default :data:`DEFAULT_CACHE_DIR`.
+    progress : callable, optional
+        Wraps the iterable of :class:`MeasuredPiece` (each with ``where``, ``n_samples`` and
+        ``n_tokens``) and yields them unchanged, e.g. a tqdm bar.  The engine draws nothing.
+
+    Returns
+    -------
+    LengthHistogram
+        Zero-length samples (an empty text without special tokens) are kept.
+
+    Raises
+    ------
+    ValueError
+        One line naming the file, the line or row, and the problem: no such file, mixed
+        formats, a missing field or column, a value that is not a string (or not a list of
+        role/content messages), invalid JSON, text that is not UTF-8, a tokenizer path that does
+        not exist, no chat template for ``chat_field``.  Nothing is returned or written then.
+
+    Examples
+    --------
+    >>> from analysis.measure import measure_lengths
+    >>> def words(texts):  # any callable from texts to lengths is a tokenizer
+    ...     return [len(t.split()) for t in texts]
+    >>> hist = measure_lengths(["a b c", "d e", "f g h"], words, cache=False)
+    >>> hist.lengths.tolist(), hist.counts.tolist()
+    ([2, 3], [1, 2])
+    >>> measure_lengths([{"text": "a"}, {"txt": "b"}], words, field="text")
+    Traceback (most recent call last):
+    ...
+    ValueError: row 1: no field 'text'; fields: txt
+    """
+    if field is not None and chat_field is not None:
+        raise ValueError("pass field= (text) or chat_field= (messages), not both")
+    if processes is not None and (not isinstance(processes, int) or processes < 1):
+        raise ValueError(f"processes must be a positive integer, got {processes!r}")
+    chat = chat_field is not None
+    name = chat_field if chat else field
+    spec = _spec(tokenizer, add_special_tokens=add_special_tokens, chat=chat)
+    out_path = None if out is None else Path(os.path.expanduser(os.fspath(out)))
+    if out_path is not None:
+        _check_out(out_path)
+    if isinstance(source, str | os.PathLike):
+        plan, name = _plan_paths(source, name, chat, hashing=cache)
+    else:
+        plan = _plan_records(source, name)
+    job = _Job(spec, name, chat, want_lengths=out_path is not None)
+
+    key = _cache_key(plan, job) if cache else None
+    store = Path(os.path.expanduser(os.fspath(cache_dir or DEFAULT_CACHE_DIR)))
+    if key is not None:
+        hit = _cache_read(store, key, out_path)
+        if hit is not None:
+            return hit
+
+    if client is not None:
+        pieces = _run_dask(plan, job, client)
+    else:
+        n = (os.cpu_count() or 1) if processes is None else processes
+        if plan.small and processes is None:
+            n = 1
+        if n > 1 and _pickle_or_none(job) is None:
+            if processes is not None:
+                raise ValueError("tokenizer: cannot be sent to worker processes (it cannot be "
+                                 "pickled, e.g. a lambda); pass processes=1 or a module-level "
+                                 "function")
+            n = 1
+        pieces = _run_local(plan, job, n)
+    writer = _OutWriter(out_path) if out_path is not None else None
+    counter = _Counter()
+    try:
+        stream = progress(pieces) if progress is not None else pieces
+        for piece in stream:
+            counter.add_counts(*piece._hist, where=piece.where or plan.where)
+            if writer is not None and piece._lengths is not None:
+                writer.write(piece._lengths)
+        hist = counter.histogram(plan.where)
+        if writer is not None:
+            writer.commit()
+            writer = None
+    finally:
+        if writer is not None:
+            writer.abort()
+        close = getattr(pieces, "close", None)
+        if close is not None:
+            close()
+    if key is not None:
+        _cache_write(store, key, hist, out_path)
+    return hist
+
+
+def load_lengths_distributed(source: str | os.PathLike[str], client: Any, *,
+                             column: str | None = None, field: str | None = None,
+                             allow_zero: bool = False) -> LengthHistogram:
+    """:func:`analysis.load_lengths` of length files too many for one machine, on Dask.
+
+    Each file of ``source`` (a file, a glob or a directory) is read by
+    :func:`~analysis.load_lengths` on a worker of ``client`` (which must see the same paths),
+    and the per-file histograms are merged exactly; the result equals
+    ``load_lengths(source, ...)`` count for count.
+
+    Parameters
+    ----------
+    source : str or os.PathLike
+        Length files as :func:`~analysis.load_lengths` reads them.
+    client : distributed.Client
+        The cluster to read on.
+    column, field, allow_zero
+        As in :func:`~analysis.load_lengths`.
+
+    Returns
+    -------
+    LengthHistogram
+    """
+    from analysis.loaders import load_lengths
+
+    text, files = _expand(source)
+    futures = [client.submit(load_lengths, str(p), column=column, field=field,
+                             allow_zero=allow_zero, pure=False) for p in files]
+    counter = _Counter()
+    try:
+        for future in futures:
+            part = future.result()
+            counter.add_counts(part.lengths, part.counts, text)
+            future.release()
+    finally:
+        client.cancel(futures)
+    return counter.histogram(text)

@@ -1,0 +1,82 @@
+"""The content-hash cache: a second identical call returns the stored result untokenized.
+
+The key holds each shard's size, modification time and content hash, the tokenizer's own
+serialisation and the options; the entry holds the histogram and, once ``out`` was asked, the
+per-sample lengths, replayed into the next ``out``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from analysis.lengths import LengthHistogram
+from analysis.measure._out import _OutWriter
+from analysis.measure._pieces import _Job
+from analysis.measure._sources import _Plan
+from analysis.measure._tokenizer import _sha
+
+_CACHE_VERSION = "measure-1"
+
+def _cache_key(plan: _Plan, job: _Job) -> str | None:
+    if plan.shards is None or job.spec.digest is None:
+        return None
+    options = {"version": _CACHE_VERSION, "name": job.name, "chat": job.chat,
+               "add_special_tokens": job.spec.add_special_tokens, "tokenizer": job.spec.digest,
+               "shards": [(size, mtime, digest) for _, size, mtime, digest in plan.shards]}
+    return _sha(json.dumps(options, sort_keys=True))
+
+
+def _atomic_save(path: Path, save: Callable[[io.BufferedWriter], None]) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            save(handle)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _cache_read(cache_dir: Path, key: str, out: Path | None) -> LengthHistogram | None:
+    hist_path, samples_path = cache_dir / f"{key}.npz", cache_dir / f"{key}.lengths.npy"
+    if not hist_path.is_file() or (out is not None and not samples_path.is_file()):
+        return None
+    with np.load(hist_path) as stored:
+        hist = LengthHistogram(stored["lengths"], stored["counts"])
+    if out is not None:
+        samples = np.load(samples_path, mmap_mode="r")
+        writer = _OutWriter(out)
+        try:
+            for start in range(0, samples.shape[0], 1 << 22):
+                writer.write(np.asarray(samples[start:start + (1 << 22)]))
+            writer.commit()
+        except BaseException:
+            writer.abort()
+            raise
+    return hist
+
+
+def _cache_write(cache_dir: Path, key: str, hist: LengthHistogram, out: Path | None) -> None:
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    if out is not None:
+        if out.name.lower().endswith(".npy"):
+            def copy(handle: io.BufferedWriter) -> None:
+                with open(out, "rb") as source:
+                    shutil.copyfileobj(source, handle, 1 << 22)
+
+            _atomic_save(cache_dir / f"{key}.lengths.npy", copy)
+        else:
+            import pyarrow.parquet as pq
+            column = pq.read_table(out, columns=["length"]).column(0).to_numpy()
+            _atomic_save(cache_dir / f"{key}.lengths.npy", lambda h: np.save(h, column))
+    _atomic_save(cache_dir / f"{key}.npz",
+                 lambda h: np.savez(h, lengths=hist.lengths, counts=hist.counts))
+

@@ -1,0 +1,136 @@
+"""Measuring the pieces: in this process, in spawned worker processes, or on Dask workers.
+
+Whatever runs them, results come back in source order (at most a window of pieces in flight),
+each as a :class:`MeasuredPiece` holding its histogram and, when ``out`` asks, its per-sample
+lengths, so the merged histogram is the same count for count however the work was spread.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from analysis.measure._pieces import _Job, _Piece
+from analysis.measure._sources import _Plan
+from analysis.measure._tokenizer import _Encoder
+
+_INT32_MAX = np.iinfo(np.int32).max
+
+class _Progress(Protocol):
+    def __call__(self, pieces: Iterable[MeasuredPiece], /) -> Iterable[MeasuredPiece]: ...
+
+
+@dataclass(frozen=True, eq=False)
+class MeasuredPiece:
+    """One measured piece of the input, in source order: what a progress wrapper sees.
+
+    Parameters
+    ----------
+    where : str
+        The file (and range or row group) the piece came from; ``""`` for in-memory input.
+    n_samples : int
+        Samples in the piece.
+    n_tokens : int
+        Their total length in tokens.
+    """
+
+    where: str
+    n_samples: int
+    n_tokens: int
+    _lengths: np.ndarray | None  # per-sample lengths (int32), when ``out`` was asked
+    _hist: tuple[np.ndarray, np.ndarray]  # (distinct lengths, counts)
+
+
+def _measure_piece(piece: _Piece, job: _Job, encoder: _Encoder) -> MeasuredPiece:
+    """Tokenize one piece: its per-sample lengths (if asked) and its histogram."""
+    parts = []
+    for values in piece.batches(job):
+        if values:
+            parts.append(encoder.chats(values) if job.chat else encoder.texts(values))
+    lengths = np.concatenate(parts) if parts else np.empty(0, np.int64)
+    if lengths.size:
+        distinct, counts = np.unique(lengths, return_counts=True)
+    else:
+        distinct, counts = lengths, lengths
+    per_sample = None
+    if job.want_lengths:
+        if lengths.size and int(distinct[-1]) > _INT32_MAX:
+            raise ValueError(f"{piece.label()}: a sample of {int(distinct[-1])} tokens does not "
+                             "fit the int32 lengths of out=")
+        per_sample = lengths.astype(np.int32)
+    return MeasuredPiece(piece.label(), int(lengths.size), int(lengths.sum()), per_sample,
+                         (distinct.astype(np.int64), counts.astype(np.int64)))
+
+
+# Worker processes (spawned): the job and its encoder, built once per process.
+_WORKER: tuple[_Job, _Encoder] | None = None
+# Dask workers: encoders by tokenizer digest, built once per worker process.
+_DASK_ENCODERS: dict[str, _Encoder] = {}
+
+
+def _init_worker(job: _Job) -> None:
+    global _WORKER
+    os.environ["TOKENIZERS_PARALLELISM"] = "false"  # the processes are the parallelism
+    _WORKER = (job, _Encoder(job.spec))
+
+
+def _worker_measure(piece: _Piece) -> MeasuredPiece:
+    assert _WORKER is not None
+    return _measure_piece(piece, *_WORKER)
+
+
+def _dask_measure(piece: _Piece, job: _Job) -> MeasuredPiece:
+    key = job.spec.digest or str(id(job.spec))
+    encoder = _DASK_ENCODERS.get(key)
+    if encoder is None:
+        encoder = _DASK_ENCODERS[key] = _Encoder(job.spec)
+    return _measure_piece(piece, job, encoder)
+
+
+# ---------------------------------------------------------------------------- running
+def _ordered(submit: Callable[[_Piece], Any], pieces: Iterable[_Piece],
+             window: int) -> Iterator[MeasuredPiece]:
+    """Results of ``submit(piece)`` futures in submission order, at most ``window`` in flight."""
+    pending: deque[Any] = deque()
+    try:
+        for piece in pieces:
+            pending.append(submit(piece))
+            if len(pending) >= window:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+    finally:
+        for future in pending:
+            future.cancel()
+
+
+def _run_local(plan: _Plan, job: _Job, processes: int) -> Iterator[MeasuredPiece]:
+    if processes <= 1:
+        encoder = _Encoder(job.spec)
+        for piece in plan.pieces:
+            yield _measure_piece(piece, job, encoder)
+        return
+    context = multiprocessing.get_context("spawn")  # no fork of a threaded Rust tokenizer
+    with ProcessPoolExecutor(max_workers=processes, mp_context=context,
+                             initializer=_init_worker, initargs=(job,)) as pool:
+        yield from _ordered(lambda piece: pool.submit(_worker_measure, piece), plan.pieces,
+                            window=2 * processes)
+
+
+def _run_dask(plan: _Plan, job: _Job, client: Any) -> Iterator[MeasuredPiece]:
+    [job_future] = client.scatter([job], broadcast=True, hash=False)
+    n_threads = sum(client.nthreads().values()) or 1
+    try:
+        yield from _ordered(lambda piece: client.submit(_dask_measure, piece, job_future,
+                                                        pure=False),
+                            plan.pieces, window=max(16, 4 * n_threads))
+    finally:
+        job_future.release()
+

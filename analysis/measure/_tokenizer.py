@@ -1,0 +1,168 @@
+"""The tokenizer adapters: whatever the user passes, as a spec that travels and an encoder.
+
+:func:`_spec` recognises a ``tokenizer.json`` path or a local Hugging Face folder (loaded
+offline), a ``tokenizers.Tokenizer``, a ``transformers`` tokenizer (with its chat template), an
+object with tiktoken's ``encode_ordinary_batch`` or a callable, and reduces it to a picklable
+:class:`_Spec` with a content digest for the cache; :class:`_Encoder` counts tokens of batches
+with it, through the Rust batch API where there is one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pickle
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class _Spec:
+    """A tokenizer in a form that can travel to a worker process or a Dask worker."""
+
+    kind: str  # "tokenizers" (obj: its JSON), "transformers", "tiktoken", "callable"
+    obj: Any
+    add_special_tokens: bool
+    digest: str | None  # content hash for the cache; None: not cacheable
+
+
+def _sha(*parts: bytes | str) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        data = part.encode() if isinstance(part, str) else part
+        h.update(len(data).to_bytes(8, "little"))
+        h.update(data)
+    return h.hexdigest()
+
+
+def _is_instance(obj: Any, module: str, name: str) -> bool:
+    """``isinstance(obj, module.name)`` without importing ``module`` if nobody has."""
+    mod = sys.modules.get(module)
+    cls = getattr(mod, name, None) if mod is not None else None
+    return cls is not None and isinstance(obj, cls)
+
+
+def _load_tokenizer(path: Path) -> Any:
+    """A tokenizer from a ``tokenizer.json`` file or a local Hugging Face directory, offline."""
+    if not path.exists():
+        raise ValueError(f"{path}: no such tokenizer file or directory")
+    try:
+        if path.is_file():
+            from tokenizers import Tokenizer
+            return Tokenizer.from_file(str(path))
+        if not (path / "tokenizer_config.json").is_file() and (path / "tokenizer.json").is_file():
+            from tokenizers import Tokenizer
+            return Tokenizer.from_file(str(path / "tokenizer.json"))
+        from transformers import AutoTokenizer
+        return AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+    except ImportError as err:
+        raise ValueError(f"{path}: loading a tokenizer needs the 'measure' extra "
+                         f"(pip install 'padding-workbench[measure]'): {err}") from None
+    except Exception as err:  # noqa: BLE001 - any loader failure is one line naming the path
+        raise ValueError(f"{path}: cannot load a tokenizer: {' '.join(str(err).split())}") \
+            from None
+
+
+def _spec(tokenizer: Any, *, add_special_tokens: bool, chat: bool) -> _Spec:
+    """Recognise the tokenizer kind and check that it can do what is asked."""
+    if isinstance(tokenizer, str | os.PathLike):
+        tokenizer = _load_tokenizer(Path(os.path.expanduser(os.fspath(tokenizer))))
+    is_transformers = _is_instance(tokenizer, "transformers", "PreTrainedTokenizerBase")
+    if chat:
+        if not is_transformers:
+            raise ValueError(f"tokenizer: chat_field= needs a transformers tokenizer with a chat "
+                             f"template, got {type(tokenizer).__name__}")
+        if not getattr(tokenizer, "chat_template", None):
+            raise ValueError("tokenizer: has no chat template, which chat_field= needs (set "
+                             "tokenizer.chat_template or pass field= for plain text)")
+    if _is_instance(tokenizer, "tokenizers", "Tokenizer"):
+        text = tokenizer.to_str()
+        return _Spec("tokenizers", text, add_special_tokens, _sha("tokenizers", text))
+    if is_transformers:
+        backend = getattr(tokenizer, "backend_tokenizer", None)
+        state = backend.to_str() if backend is not None else _pickle_or_none(tokenizer)
+        special = json.dumps(getattr(tokenizer, "special_tokens_map", {}), sort_keys=True,
+                             default=str)
+        digest = None if state is None else _sha(
+            "transformers", type(tokenizer).__qualname__, state,
+            str(getattr(tokenizer, "chat_template", None)), special)
+        return _Spec("transformers", tokenizer, add_special_tokens, digest)
+    if callable(getattr(tokenizer, "encode_ordinary_batch", None)):
+        state = _pickle_or_none(tokenizer)
+        return _Spec("tiktoken", tokenizer, add_special_tokens,
+                     None if state is None else _sha("tiktoken", state))
+    if callable(tokenizer):
+        state = _pickle_or_none(tokenizer)
+        code = getattr(tokenizer, "__code__", None)
+        body = b"" if code is None else code.co_code + repr(code.co_consts).encode()
+        return _Spec("callable", tokenizer, add_special_tokens,
+                     None if state is None else _sha("callable", state, body))
+    raise ValueError(f"tokenizer: expected a path, a tokenizers.Tokenizer, a transformers "
+                     "tokenizer, a tiktoken encoding or a callable, got "
+                     f"{type(tokenizer).__name__}")
+
+
+def _pickle_or_none(obj: Any) -> bytes | None:
+    try:
+        return pickle.dumps(obj)
+    except Exception:  # noqa: BLE001 - lambdas, closures, objects holding handles
+        return None
+
+
+class _Encoder:
+    """Counts tokens of batches of texts or conversations with one :class:`_Spec`."""
+
+    def __init__(self, spec: _Spec) -> None:
+        self.spec = spec
+        self.backend: Any = None
+        if spec.kind == "tokenizers":
+            from tokenizers import Tokenizer
+            self.backend = Tokenizer.from_str(spec.obj)
+        elif spec.kind == "transformers" and getattr(spec.obj, "backend_tokenizer", None):
+            from tokenizers import Tokenizer
+            self.backend = Tokenizer.from_str(spec.obj.backend_tokenizer.to_str())
+        if self.backend is not None:  # lengths are untruncated and unpadded
+            self.backend.no_truncation()
+            self.backend.no_padding()
+
+    def texts(self, texts: list[str]) -> np.ndarray:
+        """Token counts of ``texts`` (int64)."""
+        spec = self.spec
+        if self.backend is not None:
+            encode = getattr(self.backend, "encode_batch_fast", self.backend.encode_batch)
+            counts: Iterable[int] = map(len, encode(texts,
+                                                    add_special_tokens=spec.add_special_tokens))
+        elif spec.kind == "transformers":
+            ids = spec.obj(texts, add_special_tokens=spec.add_special_tokens,
+                           return_attention_mask=False, return_token_type_ids=False)["input_ids"]
+            counts = map(len, ids)
+        elif spec.kind == "tiktoken":
+            counts = map(len, spec.obj.encode_ordinary_batch(texts))
+        else:
+            return _callable_lengths(spec.obj(texts), len(texts))
+        return np.fromiter(counts, dtype=np.int64, count=len(texts))
+
+    def chats(self, conversations: list[list[dict[str, Any]]]) -> np.ndarray:
+        """Token counts of ``conversations`` rendered by the tokenizer's chat template."""
+        ids = self.spec.obj.apply_chat_template(conversations, tokenize=True)
+        if hasattr(ids, "keys"):  # transformers >= 5 returns a BatchEncoding
+            ids = ids["input_ids"]
+        return np.fromiter(map(len, ids), dtype=np.int64, count=len(conversations))
+
+
+def _callable_lengths(result: Any, expected: int) -> np.ndarray:
+    arr = np.asarray(result)
+    if arr.ndim != 1 or arr.shape[0] != expected:
+        raise ValueError(f"tokenizer: the callable returned {arr.shape} for {expected} texts; "
+                         "expected one length per text")
+    if arr.dtype.kind not in "iu" or (arr.size and int(arr.min()) < 0):
+        raise ValueError("tokenizer: the callable must return non-negative integer lengths, "
+                         f"got dtype {arr.dtype}")
+    return arr.astype(np.int64)
+
