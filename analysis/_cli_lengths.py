@@ -37,22 +37,14 @@ __all__ = ["add_lengths_subcommand", "add_raw_data_options", "measure_for_report
            "progress_wrapper", "run_lengths_command"]
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text.replace("_", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
-
-
 def add_raw_data_options(p: argparse.ArgumentParser, *, tokenizer_required: bool) -> None:
     """``--tokenizer``, ``--chat-field``, ``--processes``, ``--scheduler`` and the switches.
 
     ``--field`` is not added here: ``lengths`` adds it beside ``--chat-field``, ``report``
     already has one (the text field when ``--tokenizer`` is given).
     """
+    from analysis.cli import _positive  # the CLI's one positive-integer type (cli imports us)
+
     p.add_argument("--tokenizer", metavar="PATH", required=tokenizer_required,
                    default=None,
                    help="tokenizer.json or a local Hugging Face tokenizer folder (nothing is "

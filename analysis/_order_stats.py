@@ -7,6 +7,8 @@ sum of non-negative terms (nothing cancels).  Private: no validation, arrays in,
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from scipy.special import gammaln
 
@@ -117,14 +119,38 @@ def _midpoint_log_sum(d: np.ndarray, n: float, size: int, terms: int = 9) -> np.
     """
     x0 = n - (size - 1) / 2.0
     main = np.log1p(-d / x0)
-    offsets = (np.arange(size) - (size - 1) / 2.0) / x0
+    offsets = (np.arange(size) - (size - 1) / 2.0) / x0 if size <= _DIRECT_POWER_SUMS else None
     out = size * main
     for k in range(2, 2 * terms + 1, 2):
-        w = float(np.sum(offsets**k))  # sum_i (t_i / x0)^k, no overflow
+        # sum_i (t_i / x0)^k, no overflow; in closed form for long batches (no size-long array)
+        w = float(np.sum(offsets**k)) if offsets is not None else _centered_power_sum(size, x0, k)
         if w == 0.0:
             break
         out = out - (w / k) * np.expm1(-k * main)
     return out
+
+
+# Bernoulli numbers B_0..B_18 (odd ones past B_1 are 0), for the power sums below.
+_BERNOULLI = {0: 1.0, 1: -0.5, 2: 1 / 6, 4: -1 / 30, 6: 1 / 42, 8: -1 / 30, 10: 5 / 66,
+              12: -691 / 2730, 14: 7 / 6, 16: -3617 / 510, 18: 43867 / 798}
+# Up to this batch size the power sums are summed directly; above, Faulhaber's formula.
+_DIRECT_POWER_SUMS = 4096
+
+
+def _centered_power_sum(size: int, x0: float, k: int) -> float:
+    """``sum_{i<size} ((i - (size-1)/2) / x0)**k`` for even ``k`` without a ``size``-long
+    array: Faulhaber, ``sum = 2 B_{k+1}((size+1)/2) / (k+1)`` (the points are symmetric, and
+    ``B_n(1-x) = -B_n(x)`` for odd ``n``), expanded in ``u = (size+1) / (2 x0)`` so nothing
+    overflows.  Accurate for ``size`` above a few thousand (the correction terms are then
+    ``k / size`` small: nothing cancels)."""
+    n = k + 1
+    u = (size + 1) / (2.0 * x0)
+    total = 0.0
+    for j, b in _BERNOULLI.items():
+        if j > n:
+            break
+        total += math.comb(n, j) * b * u ** (n - j) * x0 ** (-j)
+    return 2.0 * x0 * total / n
 
 
 def expected_g_of_max(g: np.ndarray, cum: np.ndarray, size: int) -> float:

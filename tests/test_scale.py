@@ -106,9 +106,9 @@ def test_waste_matches_exact_rational_arithmetic():
         assert est.waste_tokens == pytest.approx(float(want), rel=1e-13, abs=0)
 
 
-def test_cli_prints_exact_padded_tokens():
+def test_cli_prints_exact_padded_tokens(tmp_path):
     counts = [123_456_789_012, 987_654_321]
-    path = "/tmp/_scale_exact.csv"
+    path = tmp_path / "exact.csv"
     with open(path, "w") as fh:
         fh.write("length,count\n" + "".join(f"{v},{c}\n" for v, c in zip([3, 7], counts)))
     hist = load_lengths(path)
@@ -229,17 +229,13 @@ def test_cli_messages_name_flag_file_line_and_limit(capsys, tmp_path):
     assert "line 300002" in err
 
 
-def test_loader_messages():
+def test_loader_messages(tmp_path):
     with pytest.raises(ValueError, match="empty path"):
         load_lengths("")
-    fifo = "/tmp/_scale_fifo"
-    if not os.path.exists(fifo):
-        os.mkfifo(fifo)
-    try:
-        with pytest.raises(ValueError, match="not a regular file"):
-            load_lengths(fifo)
-    finally:
-        os.remove(fifo)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(ValueError, match="not a regular file"):
+        load_lengths(fifo)
 
 
 def test_edges_messages():
