@@ -244,3 +244,16 @@ def test_edges_messages():
         expected_padding(hist, np.array([[0, 5], [9, 10]]), batch_size=2)
     with pytest.raises(ValueError, match="sequence of integers"):
         expected_padding(hist, None, batch_size=2)
+
+
+def test_optimiser_exact_when_log_binomials_are_huge():
+    """180 M samples of one length and B = 65: log C(x, B) ~ 1,026, and the DP exponentiates
+    differences of ~3.6e-7; an lgamma difference once lost that and picked a worse plan."""
+    hist = LengthHistogram.from_counts([1, 2, 3, 4, 5], [180_044_282, 1, 1, 1, 1])
+    rule = BatchRule(max_tokens=130)
+    for k in (2, 3, 4):
+        plan = optimize_edges(hist, k, rule)
+        best = min((evaluate_edges(hist, [0, *cut, 5], rule)
+                    for cut in itertools.combinations([1, 2, 3, 4], k - 1)),
+                   key=lambda p: p.objective)
+        assert plan.objective == pytest.approx(best.objective, rel=1e-12)
