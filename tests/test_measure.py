@@ -12,6 +12,7 @@ import gzip
 import json
 import os
 import pickle
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ from tokenizers import Tokenizer, models, pre_tokenizers, processors, trainers  
 from transformers import PreTrainedTokenizerFast  # noqa: E402
 
 from analysis import LengthHistogram, load_lengths  # noqa: E402
-from analysis.measure import _sources, _tokenizer, load_lengths_distributed, measure_lengths  # noqa: E402
+from analysis.measure import _out, _sources, _tokenizer, load_lengths_distributed, measure_lengths  # noqa: E402
 
 CHAT_TEMPLATE = ("{{ bos_token }}{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}"
                  "{{ eos_token }}{% endfor %}")
@@ -337,7 +338,7 @@ def test_table_and_file_errors(bpe: Tokenizer, tmp_path: Path) -> None:
         measure_lengths(["a", 5], bpe, cache=False)
     with pytest.raises(ValueError, match="not both"):
         measure_lengths(["a"], bpe, field="a", chat_field="b")
-    with pytest.raises(ValueError, match=r"out= must end in .npy or .parquet$"):
+    with pytest.raises(ValueError, match=r"out= must end in .npy or .parquet, or name a folder$"):
         measure_lengths(["a"], bpe, out=tmp_path / "x.csv")
     with pytest.raises(ValueError, match="cannot be pickled"):
         measure_lengths(["a"], lambda texts: [1] * len(texts), processes=2)
@@ -426,27 +427,101 @@ def test_progress_wrapper_sees_every_piece(bpe: Tokenizer, texts: list[str],
     assert sum(t for _, t in seen) == 30 * int(expected.sum())
 
 
-# ---------------------------------------------------------------------------- Dask
-def test_dask_cluster_gives_the_single_machine_result(
+def folder_files(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+def check_folder(folder: Path, hist: LengthHistogram, expected: np.ndarray) -> list[Path]:
+    """An out folder: its sorted .npy files in source order, listed by index.json."""
+    files = sorted(folder.glob("*.npy"))
+    index = json.loads((folder / "index.json").read_text(encoding="utf-8"))
+    counts = [np.load(p).size for p in files]
+    assert [e["file"] for e in index["files"]] == [p.name for p in files]
+    assert [e["n_samples"] for e in index["files"]] == counts
+    assert [e["first_sample"] for e in index["files"]] == np.cumsum([0, *counts[:-1]]).tolist()
+    assert index["n_samples"] == sum(counts)
+    check(hist, np.concatenate([np.load(p) for p in files]), expected)
+    assert load_lengths(str(folder / "*.npy"), allow_zero=True) == hist
+    return files
+
+
+def test_out_folder_has_one_file_per_shard_in_source_order(
         monkeypatch: pytest.MonkeyPatch, bpe: Tokenizer, texts: list[str],
         expected: np.ndarray, tmp_path: Path) -> None:
+    monkeypatch.setattr(_sources, "_SPLIT_BYTES", 5000)
+    monkeypatch.setattr(_out, "_SHARD_DIGITS", 1)  # 11 shards: names widen to keep source order
+    jsonl = write_jsonl(tmp_path / "docs.jsonl", [{"text": t} for t in texts])
+    out, cache_dir = tmp_path / "lengths", tmp_path / "cache"
+    out.mkdir()  # an earlier run's files are replaced
+    (out / "7.npy").write_bytes(b"stale")
+    (out / "index.json").write_text("{}")
+    hist = measure_lengths(jsonl, bpe, field="text", out=out, processes=1, cache_dir=cache_dir)
+    files = check_folder(out, hist, expected)
+    assert len(files) > 10 and {len(p.stem) for p in files} == {2}
+
+    def no_tokenizing(self: Any, batch: list[str]) -> np.ndarray:
+        raise AssertionError("tokenized on a cache hit")
+
+    monkeypatch.setattr(_tokenizer._Encoder, "texts", no_tokenizing)
+    again = str(tmp_path / "again") + "/"  # a trailing separator: a folder
+    assert measure_lengths(jsonl, bpe, field="text", out=again, cache_dir=cache_dir) == hist
+    assert folder_files(tmp_path / "again") == folder_files(out)  # file for file, from the cache
+
+    (out / "notes.txt").write_text("mine")
+    with pytest.raises(ValueError, match=r"lengths: holds 'notes.txt'; out= a folder must be"):
+        measure_lengths(jsonl, bpe, field="text", out=out, cache_dir=cache_dir)
+
+
+# ---------------------------------------------------------------------------- Dask
+@pytest.fixture(scope="module")
+def client() -> Iterator[Any]:
+    """Two worker processes on loopback."""
     distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  host="127.0.0.1", dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as dask_client:
+        yield dask_client
+
+
+def test_dask_cluster_gives_the_single_machine_result(
+        monkeypatch: pytest.MonkeyPatch, client: Any, bpe: Tokenizer, texts: list[str],
+        expected: np.ndarray, tmp_path: Path) -> None:
     monkeypatch.setattr(_sources, "_SPLIT_BYTES", 3000)
     jsonl = write_jsonl(tmp_path / "docs.jsonl", [{"text": t} for t in texts])
     pq.write_table(pa.table({"text": texts}), tmp_path / "docs.parquet", row_group_size=64)
     np.save(tmp_path / "l0.npy", expected[:100])
     np.save(tmp_path / "l1.npy", expected[100:])
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  host="127.0.0.1", dashboard_address=None) as cluster, \
-            distributed.Client(cluster) as client:
-        for source in (jsonl, tmp_path / "docs.parquet"):
-            hist, per_sample = measured(source, bpe, tmp_path, field="text", client=client)
-            check(hist, per_sample, expected)
-            assert hist == measure_lengths(source, bpe, field="text", processes=1, cache=False)
-        with pytest.raises(ValueError, match=r"docs.jsonl: line 1: no field 'body'"):
-            measure_lengths(jsonl, bpe, field="body", client=client, cache=False)
-        merged = load_lengths_distributed(str(tmp_path / "l*.npy"), client, allow_zero=True)
-        assert merged == load_lengths(str(tmp_path / "l*.npy"), allow_zero=True)
+    for source in (jsonl, tmp_path / "docs.parquet"):
+        hist, per_sample = measured(source, bpe, tmp_path, field="text", client=client)
+        check(hist, per_sample, expected)
+        assert hist == measure_lengths(source, bpe, field="text", processes=1, cache=False)
+    with pytest.raises(ValueError, match=r"docs.jsonl: line 1: no field 'body'"):
+        measure_lengths(jsonl, bpe, field="body", client=client, cache=False)
+    merged = load_lengths_distributed(str(tmp_path / "l*.npy"), client, allow_zero=True)
+    assert merged == load_lengths(str(tmp_path / "l*.npy"), allow_zero=True)
+
+
+def test_dask_workers_write_an_out_folder_per_shard(
+        monkeypatch: pytest.MonkeyPatch, client: Any, bpe: Tokenizer, texts: list[str],
+        expected: np.ndarray, tmp_path: Path) -> None:
+    monkeypatch.setattr(_sources, "_SPLIT_BYTES", 3000)
+    jsonl = write_jsonl(tmp_path / "docs.jsonl", [{"text": t} for t in texts])
+    here = measure_lengths(jsonl, bpe, field="text", out=tmp_path / "here", processes=1,
+                           cache=False)
+
+    def not_here(path: str, lengths: np.ndarray) -> None:
+        raise AssertionError("a shard saved by the client, not by its worker")
+
+    monkeypatch.setattr(_out, "_save_shard", not_here)  # this process only, not the workers
+    hist = measure_lengths(jsonl, bpe, field="text", out=tmp_path / "shards", client=client,
+                           cache=False)
+    assert hist == here
+    assert len(check_folder(tmp_path / "shards", hist, expected)) > 10
+    assert folder_files(tmp_path / "shards") == folder_files(tmp_path / "here")
+    with pytest.raises(ValueError, match=r"docs.jsonl: line 1: no field 'body'"):
+        measure_lengths(jsonl, bpe, field="body", out=tmp_path / "failed", client=client,
+                        cache=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["docs.jsonl", "here", "shards"]
 
 
 def test_spec_pickles_for_workers(hf: PreTrainedTokenizerFast, texts: list[str]) -> None:

@@ -33,7 +33,7 @@ from typing import Any
 
 from analysis.lengths import LengthHistogram, _Counter
 from analysis.measure._cache import _cache_key, _cache_read, _cache_write
-from analysis.measure._out import _check_out, _OutWriter
+from analysis.measure._out import _check_out, _is_folder, _open_out, _ShardFolder
 from analysis.measure._pieces import _Job
 from analysis.measure._run import MeasuredPiece, _Progress, _run_dask, _run_local
 from analysis.measure._sources import _expand, _plan_paths, _plan_records
@@ -87,7 +87,12 @@ def measure_lengths(
         Count the special tokens (BOS, EOS...) the tokenizer adds to plain text.
     out : str or os.PathLike, optional
         Also write the per-sample lengths in source order: ``.npy`` (int32) or ``.parquet``
-        (columns ``sample_id``, ``length``).  Written to a temporary file and renamed at the end.
+        (columns ``sample_id``, ``length``), written to a temporary file and renamed at the end.
+        A folder (an existing one, a path ending in ``/``, or a name without a suffix) gets one
+        ``{index:05d}.npy`` per shard with samples, in source order (with ``client=``, written
+        by the worker that measured it, so no lengths travel back), and ``index.json`` listing
+        each file's ``first_sample`` and ``n_samples``; ``load_lengths("out/*.npy")`` gives the
+        same histogram.  The folder must be empty or hold an earlier run, which it replaces.
     processes : int, optional
         Worker processes (spawned) on this machine; default ``os.cpu_count()``, and this
         process alone for a small input (one piece or under 8 MiB).  ``1``: this process.
@@ -138,8 +143,9 @@ def measure_lengths(
     name = chat_field if chat else field
     spec = _spec(tokenizer, add_special_tokens=add_special_tokens, chat=chat)
     out_path = None if out is None else Path(os.path.expanduser(os.fspath(out)))
+    folder = out is not None and _is_folder(out)
     if out_path is not None:
-        _check_out(out_path)
+        _check_out(out_path, folder)
     if isinstance(source, str | os.PathLike):
         plan, name = _plan_paths(source, name, chat, hashing=cache)
     else:
@@ -149,43 +155,44 @@ def measure_lengths(
     key = _cache_key(plan, job) if cache else None
     store = Path(os.path.expanduser(os.fspath(cache_dir or DEFAULT_CACHE_DIR)))
     if key is not None:
-        hit = _cache_read(store, key, out_path)
+        hit = _cache_read(store, key, out_path, folder)
         if hit is not None:
             return hit
 
-    if client is not None:
-        pieces = _run_dask(plan, job, client)
+    n = (os.cpu_count() or 1) if processes is None else processes
+    if plan.small and processes is None:
+        n = 1
+    if client is None and n > 1 and _pickle_or_none(job) is None:
+        if processes is not None:
+            raise ValueError("tokenizer: cannot be sent to worker processes (it cannot be "
+                             "pickled, e.g. a lambda); pass processes=1 or a module-level "
+                             "function")
+        n = 1
+    writer = _open_out(out_path, folder) if out_path is not None else None
+    if client is not None:  # with an out folder, each worker saves the lengths it measured
+        shard_path = writer.path if isinstance(writer, _ShardFolder) else None
+        pieces = _run_dask(plan, job, client, shard_path)
     else:
-        n = (os.cpu_count() or 1) if processes is None else processes
-        if plan.small and processes is None:
-            n = 1
-        if n > 1 and _pickle_or_none(job) is None:
-            if processes is not None:
-                raise ValueError("tokenizer: cannot be sent to worker processes (it cannot be "
-                                 "pickled, e.g. a lambda); pass processes=1 or a module-level "
-                                 "function")
-            n = 1
         pieces = _run_local(plan, job, n)
-    writer = _OutWriter(out_path) if out_path is not None else None
     counter = _Counter()
     try:
         stream = progress(pieces) if progress is not None else pieces
         for piece in stream:
             counter.add_counts(*piece._hist, where=piece.where or plan.where)
-            if writer is not None and piece._lengths is not None:
-                writer.write(piece._lengths)
+            if writer is not None:
+                writer.add(piece)
         hist = counter.histogram(plan.where)
         if writer is not None:
             writer.commit()
             writer = None
     finally:
-        if writer is not None:
-            writer.abort()
         close = getattr(pieces, "close", None)
         if close is not None:
-            close()
+            close()  # first: pending pieces cancelled before an out folder is removed
+        if writer is not None:
+            writer.abort()
     if key is not None:
-        _cache_write(store, key, hist, out_path)
+        _cache_write(store, key, hist, out_path, folder)
     return hist
 
 

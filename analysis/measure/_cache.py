@@ -2,7 +2,8 @@
 
 The key holds each shard's size, modification time and content hash, the tokenizer's own
 serialisation and the options; the entry holds the histogram and, once ``out`` was asked, the
-per-sample lengths, replayed into the next ``out``.
+per-sample lengths, replayed into the next ``out`` (with, for an ``out`` folder, the shards'
+listing, so the folder written again is the same file for file).
 """
 
 from __future__ import annotations
@@ -18,12 +19,13 @@ from pathlib import Path
 import numpy as np
 
 from analysis.lengths import LengthHistogram
-from analysis.measure._out import _OutWriter
+from analysis.measure._out import _INDEX, _open_out, _OutWriter, _ShardFolder
 from analysis.measure._pieces import _Job
 from analysis.measure._sources import _Plan
 from analysis.measure._tokenizer import _sha
 
 _CACHE_VERSION = "measure-1"
+
 
 def _cache_key(plan: _Plan, job: _Job) -> str | None:
     if plan.shards is None or job.spec.digest is None:
@@ -45,18 +47,24 @@ def _atomic_save(path: Path, save: Callable[[io.BufferedWriter], None]) -> None:
         raise
 
 
-def _cache_read(cache_dir: Path, key: str, out: Path | None) -> LengthHistogram | None:
+def _cache_read(cache_dir: Path, key: str, out: Path | None,
+                folder: bool = False) -> LengthHistogram | None:
     hist_path, samples_path = cache_dir / f"{key}.npz", cache_dir / f"{key}.lengths.npy"
-    if not hist_path.is_file() or (out is not None and not samples_path.is_file()):
+    shards_path = cache_dir / f"{key}.shards.json"
+    if not hist_path.is_file() or (out is not None and not samples_path.is_file()) or \
+            (folder and not shards_path.is_file()):
         return None
     with np.load(hist_path) as stored:
         hist = LengthHistogram(stored["lengths"], stored["counts"])
     if out is not None:
         samples = np.load(samples_path, mmap_mode="r")
-        writer = _OutWriter(out)
+        writer = _open_out(out, folder)
         try:
-            for start in range(0, samples.shape[0], 1 << 22):
-                writer.write(np.asarray(samples[start:start + (1 << 22)]))
+            if isinstance(writer, _ShardFolder):
+                writer.replay(json.loads(shards_path.read_text(encoding="utf-8")), samples)
+            else:
+                for start in range(0, samples.shape[0], 1 << 22):
+                    writer.write(np.asarray(samples[start:start + (1 << 22)]))
             writer.commit()
         except BaseException:
             writer.abort()
@@ -64,9 +72,26 @@ def _cache_read(cache_dir: Path, key: str, out: Path | None) -> LengthHistogram 
     return hist
 
 
-def _cache_write(cache_dir: Path, key: str, hist: LengthHistogram, out: Path | None) -> None:
+def _cache_write(cache_dir: Path, key: str, hist: LengthHistogram, out: Path | None,
+                 folder: bool = False) -> None:
     cache_dir.mkdir(parents=True, exist_ok=True)
-    if out is not None:
+    if out is not None and folder:  # the shards' lengths as one array, and where each starts
+        files = json.loads((out / _INDEX).read_text(encoding="utf-8"))["files"]
+        writer = _OutWriter(cache_dir / f"{key}.lengths.npy")
+        try:
+            for entry in files:
+                writer.write(np.load(out / entry["file"]))
+            writer.commit()
+        except BaseException:
+            writer.abort()
+            raise
+        listing = json.dumps(files).encode()
+
+        def save_listing(handle: io.BufferedWriter) -> None:
+            handle.write(listing)
+
+        _atomic_save(cache_dir / f"{key}.shards.json", save_listing)
+    elif out is not None:
         if out.name.lower().endswith(".npy"):
             def copy(handle: io.BufferedWriter) -> None:
                 with open(out, "rb") as source:
@@ -79,4 +104,3 @@ def _cache_write(cache_dir: Path, key: str, hist: LengthHistogram, out: Path | N
             _atomic_save(cache_dir / f"{key}.lengths.npy", lambda h: np.save(h, column))
     _atomic_save(cache_dir / f"{key}.npz",
                  lambda h: np.savez(h, lengths=hist.lengths, counts=hist.counts))
-

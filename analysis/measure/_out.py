@@ -1,25 +1,130 @@
 """Writing ``out``: the per-sample lengths in source order, all or nothing.
 
-Lengths stream to a temporary file beside ``out`` (``.npy`` int32, or Parquet with
-``sample_id`` and ``length``), renamed onto ``out`` only when every piece was measured.
+``out`` is one file or a folder of per-shard files.  A file (``.npy`` int32, or Parquet with
+``sample_id`` and ``length``) is streamed to a temporary file beside it and renamed onto it at
+the end.  A folder gets one ``.npy`` per shard (piece) that has samples, ``{index:05d}.npy`` in
+source order (written by the Dask worker that measured it, or here), and ``index.json``
+listing the files with their sample counts; it is built in a temporary folder beside ``out``
+and swapped in at the end, so ``load_lengths("out/*.npy")`` reads exactly one run.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import tempfile
+import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+if TYPE_CHECKING:
+    from analysis.measure._run import MeasuredPiece
 
-def _check_out(out: Path) -> None:
-    if not out.name.lower().endswith((".npy", ".parquet")):
-        raise ValueError(f"{out}: out= must end in .npy or .parquet")
+#: Digits of a shard file's index in an ``out`` folder (more when there are more shards, so
+#: that the sorted file names are in source order).
+_SHARD_DIGITS = 5
+#: The listing of an ``out`` folder: its files, with their sample counts, in source order.
+_INDEX = "index.json"
+_SHARD_FILE = re.compile(r"[0-9]+\.npy")
+
+
+def _is_folder(out: str | os.PathLike[str]) -> bool:
+    """``out`` names a folder: an existing one, a path ending in a separator, or no suffix."""
+    text = os.fspath(out)
+    path = Path(os.path.expanduser(text))
+    return path.is_dir() or text.endswith(("/", os.sep)) or not path.suffix
+
+
+def _check_out(out: Path, folder: bool = False) -> None:
+    if not folder and not out.name.lower().endswith((".npy", ".parquet")):
+        raise ValueError(f"{out}: out= must end in .npy or .parquet, or name a folder")
     if not out.parent.is_dir():
         raise ValueError(f"{out}: no such directory {out.parent}")
+    if folder and out.exists():
+        if not out.is_dir():
+            raise ValueError(f"{out}: exists and is not a folder; out= a folder gets per-shard "
+                             "files, a .npy or .parquet file one ordered file")
+        others = sorted(p.name for p in out.iterdir()
+                        if p.name != _INDEX and not _SHARD_FILE.fullmatch(p.name))
+        if others:
+            raise ValueError(f"{out}: holds {others[0]!r}; out= a folder must be empty or hold "
+                             "the lengths of an earlier run (NNNNN.npy and index.json)")
+
+
+def _save_shard(path: str, lengths: np.ndarray) -> None:
+    """One shard's lengths as ``.npy`` int32 (on a Dask worker, or here)."""
+    np.save(path, lengths.astype("<i4", copy=False))
+
+
+def _open_out(out: Path, folder: bool) -> _OutWriter | _ShardFolder:
+    return _ShardFolder(out) if folder else _OutWriter(out)
+
+
+class _ShardFolder:
+    """Per-shard length files and their ``index.json``, built beside ``out``, swapped in."""
+
+    def __init__(self, out: Path) -> None:
+        _check_out(out, folder=True)
+        self.out = out
+        self.tmp = out.parent / f".{out.name}.{uuid.uuid4().hex[:12]}.tmp"
+        self.tmp.mkdir()  # not mkdtemp: the folder keeps the umask's permissions
+        self.files: list[dict[str, Any]] = []
+        self.n_pieces = 0
+        self.n_samples = 0
+
+    def path(self, index: int) -> str:
+        """Where shard ``index`` (its place in source order) is written."""
+        return str(self.tmp / f"{index:0{_SHARD_DIGITS}d}.npy")
+
+    def add(self, piece: MeasuredPiece) -> None:
+        """The next piece in source order: saved here, or already saved by its Dask worker."""
+        path = self.path(self.n_pieces)
+        self.n_pieces += 1
+        if piece.n_samples == 0:  # no file: load_lengths refuses an empty one
+            return
+        if piece._lengths is not None:
+            _save_shard(path, piece._lengths)
+        self._list(Path(path).name, piece.where, piece.n_samples)
+
+    def replay(self, entries: list[dict[str, Any]], lengths: np.ndarray) -> None:
+        """Write a stored run again: its ``index.json`` entries and all their lengths."""
+        for entry in entries:
+            start = int(entry["first_sample"])
+            _save_shard(str(self.tmp / entry["file"]),
+                        np.asarray(lengths[start:start + int(entry["n_samples"])]))
+            self._list(entry["file"], entry["where"], int(entry["n_samples"]))
+
+    def _list(self, name: str, where: str, n_samples: int) -> None:
+        self.files.append({"file": name, "where": where, "first_sample": self.n_samples,
+                           "n_samples": n_samples})
+        self.n_samples += n_samples
+
+    def commit(self) -> None:
+        if self.n_pieces > 10 ** _SHARD_DIGITS:  # wider names, so sorted is source order
+            width = len(str(self.n_pieces - 1))
+            for entry in self.files:
+                name = f"{int(entry['file'].removesuffix('.npy')):0{width}d}.npy"
+                os.replace(self.tmp / entry["file"], self.tmp / name)
+                entry["file"] = name
+        entries = ",\n".join(" " + json.dumps(entry, ensure_ascii=False) for entry in self.files)
+        (self.tmp / _INDEX).write_text(  # one line per file
+            f'{{"n_samples": {self.n_samples}, "n_files": {len(self.files)}, "files": [\n'
+            f"{entries}\n]}}\n", encoding="utf-8")
+        old = None
+        if self.out.exists():  # empty, or an earlier run's files: moved aside, then removed
+            old = Path(tempfile.mkdtemp(prefix=f".{self.out.name}.", suffix=".old",
+                                        dir=self.out.parent))
+            os.replace(self.out, old / self.out.name)
+        os.replace(self.tmp, self.out)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+
+    def abort(self) -> None:
+        shutil.rmtree(self.tmp, ignore_errors=True)  # a worker may still be writing into it
 
 
 class _OutWriter:
@@ -34,6 +139,11 @@ class _OutWriter:
         self.handle: Any = os.fdopen(fd, "wb")
         self.n = 0
         self.writer: Any = None
+
+    def add(self, piece: MeasuredPiece) -> None:
+        """The next piece in source order."""
+        if piece._lengths is not None:
+            self.write(piece._lengths)
 
     def write(self, lengths: np.ndarray) -> None:
         if self.parquet:

@@ -23,6 +23,7 @@ from analysis.measure._tokenizer import _Spec
 #: Samples encoded per call of the tokenizer's batch API.
 _BATCH = 1024
 
+
 # ---------------------------------------------------------------------------- one sample
 def _check_value(value: Any, chat: bool, where: str, name: str | None) -> Any:
     """A sample's text (a ``str``) or conversation (a list of role/content messages)."""

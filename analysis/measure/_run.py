@@ -7,21 +7,25 @@ lengths, so the merged histogram is the same count for count however the work wa
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
 import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
+from analysis.measure._out import _save_shard
 from analysis.measure._pieces import _Job, _Piece
 from analysis.measure._sources import _Plan
 from analysis.measure._tokenizer import _Encoder
 
 _INT32_MAX = np.iinfo(np.int32).max
+_T = TypeVar("_T")
+
 
 class _Progress(Protocol):
     def __call__(self, pieces: Iterable[MeasuredPiece], /) -> Iterable[MeasuredPiece]: ...
@@ -86,22 +90,29 @@ def _worker_measure(piece: _Piece) -> MeasuredPiece:
     return _measure_piece(piece, *_WORKER)
 
 
-def _dask_measure(piece: _Piece, job: _Job) -> MeasuredPiece:
+def _dask_measure(piece: _Piece, job: _Job, shard_path: str | None = None) -> MeasuredPiece:
+    """Measure ``piece`` on a Dask worker; with ``shard_path``, save its lengths there (an
+    ``out`` folder) instead of sending them back."""
     key = job.spec.digest or str(id(job.spec))
     encoder = _DASK_ENCODERS.get(key)
     if encoder is None:
         encoder = _DASK_ENCODERS[key] = _Encoder(job.spec)
-    return _measure_piece(piece, job, encoder)
+    measured = _measure_piece(piece, job, encoder)
+    if shard_path is None or measured._lengths is None:
+        return measured
+    if measured.n_samples:
+        _save_shard(shard_path, measured._lengths)
+    return dataclasses.replace(measured, _lengths=None)
 
 
 # ---------------------------------------------------------------------------- running
-def _ordered(submit: Callable[[_Piece], Any], pieces: Iterable[_Piece],
+def _ordered(submit: Callable[[_T], Any], items: Iterable[_T],
              window: int) -> Iterator[MeasuredPiece]:
-    """Results of ``submit(piece)`` futures in submission order, at most ``window`` in flight."""
+    """Results of ``submit(item)`` futures in submission order, at most ``window`` in flight."""
     pending: deque[Any] = deque()
     try:
-        for piece in pieces:
-            pending.append(submit(piece))
+        for item in items:
+            pending.append(submit(item))
             if len(pending) >= window:
                 yield pending.popleft().result()
         while pending:
@@ -124,13 +135,20 @@ def _run_local(plan: _Plan, job: _Job, processes: int) -> Iterator[MeasuredPiece
                             window=2 * processes)
 
 
-def _run_dask(plan: _Plan, job: _Job, client: Any) -> Iterator[MeasuredPiece]:
+def _run_dask(plan: _Plan, job: _Job, client: Any,
+              shard_path: Callable[[int], str] | None = None) -> Iterator[MeasuredPiece]:
+    """Pieces measured on ``client``'s workers; with ``shard_path`` (an ``out`` folder), each
+    worker saves piece ``i``'s lengths at ``shard_path(i)`` and sends back only its histogram."""
     [job_future] = client.scatter([job], broadcast=True, hash=False)
     n_threads = sum(client.nthreads().values()) or 1
+
+    def submit(item: tuple[int, _Piece]) -> Any:
+        index, piece = item
+        path = None if shard_path is None else shard_path(index)
+        return client.submit(_dask_measure, piece, job_future, path, pure=False)
+
     try:
-        yield from _ordered(lambda piece: client.submit(_dask_measure, piece, job_future,
-                                                        pure=False),
-                            plan.pieces, window=max(16, 4 * n_threads))
+        yield from _ordered(submit, enumerate(plan.pieces), window=max(16, 4 * n_threads))
     finally:
         job_future.release()
 

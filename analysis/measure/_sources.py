@@ -40,14 +40,12 @@ _TEXT_PIECE_FILES = 512
 #: Below this many input bytes, the default (``processes=None``) works in this process.
 _SMALL_INPUT_BYTES = 8 << 20
 _HASH_BLOCK = 1 << 20
-
 _GLOB_CHARS = re.compile(r"[*?\[]")
 #: Data formats by extension; any other file is plain text, one sample per file.
 _JSONL, _PARQUET, _CSV = (".jsonl", ".jsonl.gz"), (".parquet",), (".csv", ".csv.gz", ".tsv",
                                                                   ".tsv.gz")
 
 
-# ---------------------------------------------------------------------------- planning
 @dataclass
 class _Plan:
     pieces: Iterable[_Piece]
