@@ -14,17 +14,32 @@ from analysis.case import CASE_EDGES, CASE_GEOMETRIC_EDGES
 from analysis.lengths import LengthHistogram
 from analysis.loaders import load_lengths, save_histogram
 from analysis.measure import measure_lengths
-from analysis.optimize import (METHODS, BucketPlan, evaluate_edges, optimize_edges,
-                               recommend_n_buckets, sweep_bucket_counts)
+from analysis.optimize import (
+    METHODS,
+    BucketPlan,
+    evaluate_edges,
+    optimize_edges,
+    recommend_n_buckets,
+    sweep_bucket_counts,
+)
 from analysis.recommendation import Recommendation, compare_edge_sets, recommend
 from analysis.sampler import BucketedBatchSampler
 from analysis.simulation import SimulationResult, compare_strategies, simulate
-from analysis.step_time import (StepTimeModel, calibration_shapes, measure_step_times,
-                                predict_strategy_throughput)
+from analysis.step_time import (
+    StepTimeModel,
+    calibration_shapes,
+    measure_step_times,
+    predict_strategy_throughput,
+)
 from analysis.strategies import STRATEGIES
 from analysis.throughput import predict_throughput
-from analysis.waste import (WasteEstimate, expected_padding, expected_strategies, random_padding,
-                            sorted_padding)
+from analysis.waste import (
+    WasteEstimate,
+    expected_padding,
+    expected_strategies,
+    random_padding,
+    sorted_padding,
+)
 
 try:
     __version__ = version("padding-workbench")
@@ -33,22 +48,47 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree
 
 __all__ = [
     # the data
-    "LengthHistogram", "load_lengths", "save_histogram", "measure_lengths",
+    "LengthHistogram",
+    "load_lengths",
+    "save_histogram",
+    "measure_lengths",
     # the vocabulary
-    "BatchRule", "check_edges", "cover_edges", "parse_edges",
+    "BatchRule",
+    "check_edges",
+    "cover_edges",
+    "parse_edges",
     # exact padding
-    "WasteEstimate", "expected_padding", "random_padding", "sorted_padding", "expected_strategies",
+    "WasteEstimate",
+    "expected_padding",
+    "random_padding",
+    "sorted_padding",
+    "expected_strategies",
     # edges
-    "BucketPlan", "METHODS", "optimize_edges", "evaluate_edges", "sweep_bucket_counts",
-    "recommend_n_buckets", "Recommendation", "recommend", "compare_edge_sets",
+    "BucketPlan",
+    "METHODS",
+    "optimize_edges",
+    "evaluate_edges",
+    "sweep_bucket_counts",
+    "recommend_n_buckets",
+    "Recommendation",
+    "recommend",
+    "compare_edge_sets",
     # simulation and throughput
-    "STRATEGIES", "SimulationResult", "simulate", "compare_strategies", "predict_throughput",
+    "STRATEGIES",
+    "SimulationResult",
+    "simulate",
+    "compare_strategies",
+    "predict_throughput",
     # step times on your hardware
-    "StepTimeModel", "measure_step_times", "calibration_shapes", "predict_strategy_throughput",
+    "StepTimeModel",
+    "measure_step_times",
+    "calibration_shapes",
+    "predict_strategy_throughput",
     # training
     "BucketedBatchSampler",
     # the case
-    "CASE_EDGES", "CASE_GEOMETRIC_EDGES",
+    "CASE_EDGES",
+    "CASE_GEOMETRIC_EDGES",
     "__version__",
 ]  # plus the lazy `explore` (it loads ipywidgets)
 

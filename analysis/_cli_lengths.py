@@ -33,8 +33,13 @@ from analysis.lengths import LengthHistogram
 from analysis.measure import MeasuredPiece, measure_lengths
 from analysis.progress import bar
 
-__all__ = ["add_lengths_subcommand", "add_raw_data_options", "measure_for_report",
-           "progress_wrapper", "run_lengths_command"]
+__all__ = [
+    "add_lengths_subcommand",
+    "add_raw_data_options",
+    "measure_for_report",
+    "progress_wrapper",
+    "run_lengths_command",
+]
 
 
 def add_raw_data_options(p: argparse.ArgumentParser, *, tokenizer_required: bool) -> None:
@@ -45,49 +50,73 @@ def add_raw_data_options(p: argparse.ArgumentParser, *, tokenizer_required: bool
     """
     from analysis.cli import _positive  # the CLI's one positive-integer type (cli imports us)
 
-    p.add_argument("--tokenizer", metavar="PATH", required=tokenizer_required,
-                   default=None,
-                   help="tokenizer.json or a local Hugging Face tokenizer folder (nothing is "
-                        "downloaded)")
-    p.add_argument("--processes", metavar="N", type=_positive, default=None,
-                   help="worker processes (default: the machine's cores; one for a small "
-                        "input)")
-    p.add_argument("--scheduler", metavar="ADDRESS", default=None,
-                   help="tokenize on a Dask cluster, e.g. tcp://10.0.0.5:8786 (its workers "
-                        "must see SRC at the same path; default: this machine)")
-    p.add_argument("--no-special-tokens", action="store_true",
-                   help="do not count the special tokens the tokenizer adds (default: count "
-                        "them)")
-    p.add_argument("--no-cache", action="store_true",
-                   help="tokenize even when an identical run is cached (default: reuse it)")
+    p.add_argument(
+        "--tokenizer",
+        metavar="PATH",
+        required=tokenizer_required,
+        default=None,
+        help="tokenizer.json or a local Hugging Face tokenizer folder (nothing is downloaded)",
+    )
+    p.add_argument(
+        "--processes",
+        metavar="N",
+        type=_positive,
+        default=None,
+        help="worker processes (default: the machine's cores; one for a small input)",
+    )
+    p.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        default=None,
+        help="tokenize on a Dask cluster, e.g. tcp://10.0.0.5:8786 (its workers "
+        "must see SRC at the same path; default: this machine)",
+    )
+    p.add_argument(
+        "--no-special-tokens",
+        action="store_true",
+        help="do not count the special tokens the tokenizer adds (default: count them)",
+    )
+    p.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="tokenize even when an identical run is cached (default: reuse it)",
+    )
 
 
-def add_lengths_subcommand(sub: Any, *, formatter_class: type[argparse.HelpFormatter]
-                           = argparse.HelpFormatter) -> argparse.ArgumentParser:
+def add_lengths_subcommand(
+    sub: Any, *, formatter_class: type[argparse.HelpFormatter] = argparse.HelpFormatter
+) -> argparse.ArgumentParser:
     """Add ``lengths`` to the subparsers ``sub`` of the CLI; return its parser."""
     p = sub.add_parser(
-        "lengths", formatter_class=formatter_class,
+        "lengths",
+        formatter_class=formatter_class,
         help="token lengths of raw text or chats, with your tokenizer: a lengths file",
         description="Tokenize SRC (JSONL, Parquet, CSV/TSV, plain-text files, a saved Hugging "
-                    "Face dataset; a file, glob or folder) with your tokenizer and its chat "
-                    "template, and write the per-sample lengths, in source order, to FILE "
-                    "(.npy or .parquet): the SRC every other command takes.")
+        "Face dataset; a file, glob or folder) with your tokenizer and its chat "
+        "template, and write the per-sample lengths, in source order, to FILE "
+        "(.npy or .parquet): the SRC every other command takes.",
+    )
     p.add_argument("src", metavar="SRC", help="raw data: a file, a glob or a folder")
     which = p.add_mutually_exclusive_group()
-    which.add_argument("--field", metavar="F", default=None,
-                       help="field or column holding the text (default: the only one)")
-    which.add_argument("--chat-field", metavar="F", default=None,
-                       help="field holding a list of {role, content} messages, counted with "
-                            "the tokenizer's chat template (default: none)")
-    p.add_argument("--out", metavar="FILE", required=True,
-                   help="lengths file to write (.npy or .parquet)")
+    which.add_argument(
+        "--field", metavar="F", default=None, help="field or column holding the text (default: the only one)"
+    )
+    which.add_argument(
+        "--chat-field",
+        metavar="F",
+        default=None,
+        help="field holding a list of {role, content} messages, counted with "
+        "the tokenizer's chat template (default: none)",
+    )
+    p.add_argument("--out", metavar="FILE", required=True, help="lengths file to write (.npy or .parquet)")
     add_raw_data_options(p, tokenizer_required=True)
     parser: argparse.ArgumentParser = p
     return parser
 
 
-def progress_wrapper(enabled: bool | None = None
-                     ) -> Callable[[Iterable[MeasuredPiece]], Iterator[MeasuredPiece]] | None:
+def progress_wrapper(
+    enabled: bool | None = None,
+) -> Callable[[Iterable[MeasuredPiece]], Iterator[MeasuredPiece]] | None:
     """A bar of samples per second with the tokens per second beside it, or None when no bar
     shows (:func:`analysis.progress.bar` decides)."""
     if bar(enabled) is None:
@@ -114,25 +143,35 @@ def _client(address: str | None) -> Iterator[Any]:
         yield None
         return
     from distributed import Client
+
     with Client(address) as client:  # type: ignore[no-untyped-call]
         yield client
 
 
 def _measure(args: argparse.Namespace, out: str | Path) -> LengthHistogram:
     with _client(args.scheduler) as client:
-        return measure_lengths(args.src, args.tokenizer, field=args.field,
-                               chat_field=getattr(args, "chat_field", None),
-                               add_special_tokens=not args.no_special_tokens, out=out,
-                               processes=args.processes, client=client,
-                               cache=not args.no_cache,
-                               progress=progress_wrapper(False if getattr(args, "quiet", False) else None))
+        return measure_lengths(
+            args.src,
+            args.tokenizer,
+            field=args.field,
+            chat_field=getattr(args, "chat_field", None),
+            add_special_tokens=not args.no_special_tokens,
+            out=out,
+            processes=args.processes,
+            client=client,
+            cache=not args.no_cache,
+            progress=progress_wrapper(False if getattr(args, "quiet", False) else None),
+        )
 
 
 def run_lengths_command(args: argparse.Namespace, out: TextIO) -> LengthHistogram:
     """Run ``lengths``: measure, write ``--out``, print one summary line on ``out``."""
     hist = _measure(args, args.out)
-    print(f"{args.out}: {hist.n_samples:,} samples, {hist.total_tokens:,} tokens "
-          f"(lengths {hist.min:,} to {hist.max:,}, mean {hist.mean:,.1f})", file=out)
+    print(
+        f"{args.out}: {hist.n_samples:,} samples, {hist.total_tokens:,} tokens "
+        f"(lengths {hist.min:,} to {hist.max:,}, mean {hist.mean:,.1f})",
+        file=out,
+    )
     return hist
 
 

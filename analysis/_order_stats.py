@@ -60,7 +60,8 @@ def _stirlerr(x: np.ndarray) -> np.ndarray:
     """``lgamma(x + 1) - (x log x - x + log(2 pi x) / 2)`` for ``x >= 16`` (series)."""
     x = np.asarray(x, dtype=float)
     y = 1.0 / (x * x)
-    return (1.0 / 12 - y * (1.0 / 360 - y * (1.0 / 1260 - y * (1.0 / 1680 - y / 1188)))) / x
+    series: np.ndarray = (1.0 / 12 - y * (1.0 / 360 - y * (1.0 / 1260 - y * (1.0 / 1680 - y / 1188)))) / x
+    return series
 
 
 def log_prob_max_at_most(cum: np.ndarray, n: int, size: int) -> np.ndarray:
@@ -96,15 +97,18 @@ def log_prob_max_at_most(cum: np.ndarray, n: int, size: int) -> np.ndarray:
         if stirling.any():
             a_, d_, b_ = a[stirling], dr[stirling], b[stirling]
             res[stirling] = (
-                -a_ * _log1pmx(d_ / a_) + b_ * _log1pmx(d_ / b_)
+                -a_ * _log1pmx(d_ / a_)
+                + b_ * _log1pmx(d_ / b_)
                 + d_ * np.log1p(-size / nf)
                 - 0.5 * (np.log1p(d_ / a_) - np.log1p(d_ / b_))
-                + _stirlerr(a_) - _stirlerr(a_ + d_) - _stirlerr(b_) + _stirlerr(b_ + d_)
+                + _stirlerr(a_)
+                - _stirlerr(a_ + d_)
+                - _stirlerr(b_)
+                + _stirlerr(b_ + d_)
             )
         if (~stirling).any():
             a_, b_ = a[~stirling], b[~stirling]
-            res[~stirling] = (gammaln(a_ + 1) - gammaln(b_ + 1)
-                              - gammaln(nf + 1) + gammaln(nf - size + 1))
+            res[~stirling] = gammaln(a_ + 1) - gammaln(b_ + 1) - gammaln(nf + 1) + gammaln(nf - size + 1)
         out[rest] = res
     return out
 
@@ -131,8 +135,19 @@ def _midpoint_log_sum(d: np.ndarray, n: float, size: int, terms: int = 9) -> np.
 
 
 # Bernoulli numbers B_0..B_18 (odd ones past B_1 are 0), for the power sums below.
-_BERNOULLI = {0: 1.0, 1: -0.5, 2: 1 / 6, 4: -1 / 30, 6: 1 / 42, 8: -1 / 30, 10: 5 / 66,
-              12: -691 / 2730, 14: 7 / 6, 16: -3617 / 510, 18: 43867 / 798}
+_BERNOULLI = {
+    0: 1.0,
+    1: -0.5,
+    2: 1 / 6,
+    4: -1 / 30,
+    6: 1 / 42,
+    8: -1 / 30,
+    10: 5 / 66,
+    12: -691 / 2730,
+    14: 7 / 6,
+    16: -3617 / 510,
+    18: 43867 / 798,
+}
 # Up to this batch size the power sums are summed directly; above, Faulhaber's formula.
 _DIRECT_POWER_SUMS = 4096
 
@@ -208,8 +223,9 @@ def padded_values(lengths: np.ndarray, pad_to_multiple_of: int) -> np.ndarray:
     return np.asarray(round_up(lengths, pad_to_multiple_of)).astype(float)
 
 
-def bucket_waste(lengths: np.ndarray, counts: np.ndarray, batch_size: int,
-                 pad_to_multiple_of: int) -> tuple[int, float]:
+def bucket_waste(
+    lengths: np.ndarray, counts: np.ndarray, batch_size: int, pad_to_multiple_of: int
+) -> tuple[int, float]:
     """Expected padding of one shuffled bucket (distinct ``lengths`` ascending, ``counts``),
     as ``(exact, excess)``: ``exact`` (a Python int) is the rounding waste
     ``sum count * (round_up(L) - L)`` plus, when the bucket is one batch, its whole padding;

@@ -25,10 +25,24 @@ from analysis.lengths import _positive_int
 if TYPE_CHECKING:
     from analysis.lengths import LengthHistogram
 
-__all__ = ["BatchRule", "check_edges", "cover_edges", "parse_edges", "bucket_index",
-           "bucket_bounds", "round_up", "positive_int", "DEFAULT_BATCH_SIZE",
-           "DEFAULT_N_BUCKETS", "DEFAULT_MAX_BUCKETS", "DEFAULT_MIN_GAIN", "DEFAULT_SEED",
-           "DEFAULT_EPOCHS", "DEFAULT_METHOD", "MAX_RULE_VALUE"]
+__all__ = [
+    "BatchRule",
+    "check_edges",
+    "cover_edges",
+    "parse_edges",
+    "bucket_index",
+    "bucket_bounds",
+    "round_up",
+    "positive_int",
+    "DEFAULT_BATCH_SIZE",
+    "DEFAULT_N_BUCKETS",
+    "DEFAULT_MAX_BUCKETS",
+    "DEFAULT_MIN_GAIN",
+    "DEFAULT_SEED",
+    "DEFAULT_EPOCHS",
+    "DEFAULT_METHOD",
+    "MAX_RULE_VALUE",
+]
 
 #: Samples per batch when the user gives no batch rule (the case trained with 8).
 DEFAULT_BATCH_SIZE = 8
@@ -75,8 +89,10 @@ def round_up(values: Any, multiple: int) -> Any:
     if isinstance(values, np.ndarray) and values.size and values.dtype.kind in "iu":
         top = int(values.max())
         if top > _INT64_MAX - (multiple - 1):
-            raise ValueError(f"pad_to_multiple_of / edge_multiple = {multiple:,} rounds the length "
-                             f"{top:,} past the int64 limit 2**63 - 1; use a smaller multiple")
+            raise ValueError(
+                f"pad_to_multiple_of / edge_multiple = {multiple:,} rounds the length "
+                f"{top:,} past the int64 limit 2**63 - 1; use a smaller multiple"
+            )
     return (values + (multiple - 1)) // multiple * multiple
 
 
@@ -115,16 +131,20 @@ def check_edges(edges: Any, hist: LengthHistogram | None = None) -> list[int]:
     for i in range(len(out) - 1):
         if out[i] >= out[i + 1]:
             raise ValueError(
-                f"edges must be strictly increasing: edges[{i}] = {out[i]} >= edges[{i + 1}] = {out[i + 1]}")
+                f"edges must be strictly increasing: edges[{i}] = {out[i]} >= edges[{i + 1}] = {out[i + 1]}"
+            )
     if out[0] < 0:
         raise ValueError(f"edges[0] = {out[0]} is negative")
     if hist is not None:
         if out[0] >= hist.min:
-            raise ValueError(f"edges do not cover the data: edges[0] = {out[0]} must be below "
-                             f"the shortest length {hist.min}")
+            raise ValueError(
+                f"edges do not cover the data: edges[0] = {out[0]} must be below "
+                f"the shortest length {hist.min}"
+            )
         if out[-1] < hist.max:
-            raise ValueError(f"edges do not cover the data: edges[-1] = {out[-1]} is below "
-                             f"the longest length {hist.max}")
+            raise ValueError(
+                f"edges do not cover the data: edges[-1] = {out[-1]} is below the longest length {hist.max}"
+            )
     return out
 
 
@@ -173,7 +193,8 @@ def parse_edges(text: str) -> list[int]:
             values.append(int(part))
         except ValueError:
             raise ValueError(
-                f"edges: {part!r} is not an integer (type integers like 0,770,1216,8192)") from None
+                f"edges: {part!r} is not an integer (type integers like 0,770,1216,8192)"
+            ) from None
     return check_edges(values)
 
 
@@ -239,12 +260,17 @@ class BatchRule:
             object.__setattr__(self, "batch_size", _rule_int(self.batch_size, "batch_size"))
         else:
             object.__setattr__(self, "max_tokens", _rule_int(self.max_tokens, "max_tokens"))
-        object.__setattr__(self, "pad_to_multiple_of",
-                           _rule_int(self.pad_to_multiple_of, "pad_to_multiple_of"))
+        object.__setattr__(
+            self, "pad_to_multiple_of", _rule_int(self.pad_to_multiple_of, "pad_to_multiple_of")
+        )
 
     @classmethod
-    def resolve(cls, batch_size: int | None = None, max_tokens: int | None = None,
-                pad_to_multiple_of: int | None = None) -> BatchRule:
+    def resolve(
+        cls,
+        batch_size: int | None = None,
+        max_tokens: int | None = None,
+        pad_to_multiple_of: int | None = None,
+    ) -> BatchRule:
         """The rule from user input, with the defaults: neither given means
         ``batch_size = DEFAULT_BATCH_SIZE``; both given is an error (no precedence)."""
         if batch_size is None and max_tokens is None:
@@ -277,8 +303,11 @@ class BatchRule:
     def kwargs(self) -> dict[str, int]:
         """The rule as keyword arguments: ``{"batch_size": B}`` or ``{"max_tokens": T}``
         (plus ``pad_to_multiple_of`` when it is not 1)."""
-        out = {"batch_size": self.batch_size} if self.batch_size is not None else \
-            {"max_tokens": self.max_tokens}
+        out = (
+            {"batch_size": self.batch_size}
+            if self.batch_size is not None
+            else {"max_tokens": self.max_tokens}
+        )
         if self.pad_to_multiple_of != 1:
             out["pad_to_multiple_of"] = self.pad_to_multiple_of
         return {k: int(v) for k, v in out.items() if v is not None}
@@ -286,15 +315,23 @@ class BatchRule:
     @property
     def text(self) -> str:
         """The rule in words for titles and tables, e.g. ``"batch_size 8"``."""
-        words = [f"batch_size {self.batch_size:,}" if self.batch_size is not None
-                 else f"max_tokens {self.max_tokens:,}"]
+        words = [
+            f"batch_size {self.batch_size:,}"
+            if self.batch_size is not None
+            else f"max_tokens {self.max_tokens:,}"
+        ]
         if self.pad_to_multiple_of != 1:
             words.append(f"pad_to_multiple_of {self.pad_to_multiple_of:,}")
         return ", ".join(words)
 
 
-def as_rule(rule: BatchRule | None = None, *, batch_size: int | None = None,
-            max_tokens: int | None = None, pad_to_multiple_of: int | None = None) -> BatchRule:
+def as_rule(
+    rule: BatchRule | None = None,
+    *,
+    batch_size: int | None = None,
+    max_tokens: int | None = None,
+    pad_to_multiple_of: int | None = None,
+) -> BatchRule:
     """The :class:`BatchRule` of a public call: ``rule`` as given, or built from the keyword
     shorthand (``batch_size=`` / ``max_tokens=`` / ``pad_to_multiple_of=``), never both.
     Unlike :meth:`BatchRule.resolve` there is no default: the engine needs a rule.

@@ -79,14 +79,23 @@ class ExplorerView:
         """
         plural = "" if self.n_buckets == 1 else "s"
         plan = self.plan
-        return (f"{self.source}, {self.n_buckets} bucket{plural}: efficiency "
-                f"{plan.efficiency:.4f}, padded tokens {tokens_text(plan.padded_tokens)} for "
-                f"{plan.useful_tokens:,} useful (waste {tokens_text(plan.waste_tokens)})")
+        return (
+            f"{self.source}, {self.n_buckets} bucket{plural}: efficiency "
+            f"{plan.efficiency:.4f}, padded tokens {tokens_text(plan.padded_tokens)} for "
+            f"{plan.useful_tokens:,} useful (waste {tokens_text(plan.waste_tokens)})"
+        )
 
 
-def explore_view(hist: Any, *, n_buckets: int = DEFAULT_N_BUCKETS, batch_size: int | None = None,
-                 max_tokens: int | None = None, pad_to_multiple_of: int | None = None,
-                 method: str = DEFAULT_METHOD, edges: Any = None) -> ExplorerView:
+def explore_view(
+    hist: Any,
+    *,
+    n_buckets: int = DEFAULT_N_BUCKETS,
+    batch_size: int | None = None,
+    max_tokens: int | None = None,
+    pad_to_multiple_of: int | None = None,
+    method: str = DEFAULT_METHOD,
+    edges: Any = None,
+) -> ExplorerView:
     """The plan for one set of control values (the panel's pure logic).
 
     With ``edges=None`` the edges are placed by ``method`` (:func:`analysis.optimize_edges`);
@@ -129,8 +138,7 @@ def explore_figure(hist: Any, view: ExplorerView) -> Figure:
 
     if not isinstance(hist, LengthHistogram):
         hist = LengthHistogram.from_lengths(hist)
-    title = (f"{view.source} edges, {view.n_buckets} buckets: expected efficiency "
-             f"{view.efficiency:.1%}")
+    title = f"{view.source} edges, {view.n_buckets} buckets: expected efficiency {view.efficiency:.1%}"
     return plot_edges_on_histogram(hist, view.plan, title=title)
 
 
@@ -150,9 +158,16 @@ class Explorer:
     :class:`ExplorerView`; ``error`` the last problem with the edited edges (or ``None``).
     """
 
-    def __init__(self, hist: Any, *, batch_size: int | None = None,
-                 max_tokens: int | None = None, pad_to_multiple_of: int | None = None,
-                 n_buckets: int = DEFAULT_N_BUCKETS, method: str = DEFAULT_METHOD) -> None:
+    def __init__(
+        self,
+        hist: Any,
+        *,
+        batch_size: int | None = None,
+        max_tokens: int | None = None,
+        pad_to_multiple_of: int | None = None,
+        n_buckets: int = DEFAULT_N_BUCKETS,
+        method: str = DEFAULT_METHOD,
+    ) -> None:
         import ipywidgets as w
 
         self.hist = hist if isinstance(hist, LengthHistogram) else LengthHistogram.from_lengths(hist)
@@ -167,27 +182,38 @@ class Explorer:
         self.error: str | None = None
         self._busy = False
 
-        (name, value), = ((k, v) for k, v in rule.kwargs().items() if k != "pad_to_multiple_of")
+        ((name, value),) = ((k, v) for k, v in rule.kwargs().items() if k != "pad_to_multiple_of")
         style = {"description_width": "initial"}
-        self.n_buckets = w.IntSlider(value=n_buckets, min=1, max=k_max, description="buckets K",
-                                     continuous_update=False, style=style)
-        self.rule = w.Dropdown(options=["batch_size", "max_tokens"], value=name,
-                               description="batch rule", style=style)
-        self.rule_value = w.BoundedIntText(value=value, min=1, max=2**62, description="=",
-                                           layout=w.Layout(width="160px"))
-        self.method = w.Dropdown(options=list(METHODS), value=method, description="method",
-                                 style=style)
-        self.edges = w.Text(description="edges", continuous_update=False, style=style,
-                            layout=w.Layout(width="95%"),
-                            placeholder="comma-separated, e.g. 0, 770, 1216, 8192 (Enter)")
+        self.n_buckets = w.IntSlider(
+            value=n_buckets, min=1, max=k_max, description="buckets K", continuous_update=False, style=style
+        )
+        self.rule = w.Dropdown(
+            options=["batch_size", "max_tokens"], value=name, description="batch rule", style=style
+        )
+        self.rule_value = w.BoundedIntText(
+            value=value, min=1, max=2**62, description="=", layout=w.Layout(width="160px")
+        )
+        self.method = w.Dropdown(options=list(METHODS), value=method, description="method", style=style)
+        self.edges = w.Text(
+            description="edges",
+            continuous_update=False,
+            style=style,
+            layout=w.Layout(width="95%"),
+            placeholder="comma-separated, e.g. 0, 770, 1216, 8192 (Enter)",
+        )
         self.status = w.HTML()
         self.table = w.HTML()
         self.image = w.Image(format="png")
-        self.widget = w.VBox([
-            w.HBox([self.n_buckets, self.method]),
-            w.HBox([self.rule, self.rule_value]),
-            self.edges, self.status, self.image, self.table,
-        ])
+        self.widget = w.VBox(
+            [
+                w.HBox([self.n_buckets, self.method]),
+                w.HBox([self.rule, self.rule_value]),
+                self.edges,
+                self.status,
+                self.image,
+                self.table,
+            ]
+        )
         for control in (self.n_buckets, self.method, self.rule_value):
             control.observe(self._on_control, names="value")
         self.rule.observe(self._on_rule, names="value")
@@ -198,17 +224,20 @@ class Explorer:
     def _rule(self) -> BatchRule:
         value = int(self.rule_value.value)
         by_size = self.rule.value == "batch_size"
-        return BatchRule(value if by_size else None, None if by_size else value,
-                         self.pad_to_multiple_of)
+        return BatchRule(value if by_size else None, None if by_size else value, self.pad_to_multiple_of)
 
     def place_edges(self) -> None:
         """Place edges with the current K, method and batch rule, and show them."""
         try:
             rule = self._rule()
-            view = explore_view(self.hist, n_buckets=int(self.n_buckets.value),
-                                method=str(self.method.value), batch_size=rule.batch_size,
-                                max_tokens=rule.max_tokens,
-                                pad_to_multiple_of=rule.pad_to_multiple_of)
+            view = explore_view(
+                self.hist,
+                n_buckets=int(self.n_buckets.value),
+                method=str(self.method.value),
+                batch_size=rule.batch_size,
+                max_tokens=rule.max_tokens,
+                pad_to_multiple_of=rule.pad_to_multiple_of,
+            )
         except ValueError as exc:
             self._show_error(str(exc))
             return
@@ -218,9 +247,13 @@ class Explorer:
         """Evaluate the edges typed in the box (no optimisation) and show them."""
         try:
             rule = self._rule()
-            view = explore_view(self.hist, edges=text, batch_size=rule.batch_size,
-                                max_tokens=rule.max_tokens,
-                                pad_to_multiple_of=rule.pad_to_multiple_of)
+            view = explore_view(
+                self.hist,
+                edges=text,
+                batch_size=rule.batch_size,
+                max_tokens=rule.max_tokens,
+                pad_to_multiple_of=rule.pad_to_multiple_of,
+            )
         except ValueError as exc:
             self._show_error(str(exc))
             return
@@ -231,8 +264,11 @@ class Explorer:
         self.place_edges()
 
     def _on_rule(self, change: dict[str, Any]) -> None:
-        default = BatchRule.resolve().batch_size if change["new"] == "batch_size" else \
-            BatchRule.resolve().token_budget(self.hist.max)
+        default = (
+            BatchRule.resolve().batch_size
+            if change["new"] == "batch_size"
+            else BatchRule.resolve().token_budget(self.hist.max)
+        )
         self._busy = True
         try:
             self.rule_value.value = default
@@ -273,9 +309,15 @@ class Explorer:
         return f"Explorer({self.view.status() if self.view else 'no view'})"
 
 
-def explore(hist: Any, *, batch_size: int | None = None, max_tokens: int | None = None,
-            pad_to_multiple_of: int | None = None, n_buckets: int = DEFAULT_N_BUCKETS,
-            method: str = DEFAULT_METHOD) -> Explorer:
+def explore(
+    hist: Any,
+    *,
+    batch_size: int | None = None,
+    max_tokens: int | None = None,
+    pad_to_multiple_of: int | None = None,
+    n_buckets: int = DEFAULT_N_BUCKETS,
+    method: str = DEFAULT_METHOD,
+) -> Explorer:
     """The interactive edges panel for ``hist`` (display it: make it a cell's last value).
 
     Parameters
@@ -297,6 +339,11 @@ def explore(hist: Any, *, batch_size: int | None = None, max_tokens: int | None 
     >>> panel.view.n_buckets, panel.edges.value
     (3, '0, 3, 11, 40')
     """
-    return Explorer(hist, batch_size=batch_size, max_tokens=max_tokens,
-                    pad_to_multiple_of=pad_to_multiple_of, n_buckets=n_buckets, method=method)
-
+    return Explorer(
+        hist,
+        batch_size=batch_size,
+        max_tokens=max_tokens,
+        pad_to_multiple_of=pad_to_multiple_of,
+        n_buckets=n_buckets,
+        method=method,
+    )

@@ -41,8 +41,16 @@ from typing import Any, Protocol
 
 from analysis.batching import check_edges
 
-__all__ = ["PlanLike", "to_lhotse", "lhotse_sampler", "to_nemo", "to_tf_data", "to_hf",
-           "export_all", "to_json"]
+__all__ = [
+    "PlanLike",
+    "to_lhotse",
+    "lhotse_sampler",
+    "to_nemo",
+    "to_tf_data",
+    "to_hf",
+    "export_all",
+    "to_json",
+]
 
 
 class PlanLike(Protocol):
@@ -133,9 +141,15 @@ def lhotse_sampler(cuts: Any, plan: PlanLike, **kwargs: Any) -> Any:
     cfg = to_lhotse(plan)
     constraint = FixedBucketBatchSizeConstraint(
         max_seq_len_buckets=cfg["constraint"]["max_seq_len_buckets"],
-        batch_sizes=cfg["constraint"]["batch_sizes"])
-    return DynamicBucketingSampler(cuts, duration_bins=cfg["duration_bins"],
-                                   num_buckets=cfg["num_buckets"], constraint=constraint, **kwargs)
+        batch_sizes=cfg["constraint"]["batch_sizes"],
+    )
+    return DynamicBucketingSampler(
+        cuts,
+        duration_bins=cfg["duration_bins"],
+        num_buckets=cfg["num_buckets"],
+        constraint=constraint,
+        **kwargs,
+    )
 
 
 def to_nemo(plan: PlanLike) -> dict[str, Any]:
@@ -155,7 +169,8 @@ def to_nemo(plan: PlanLike) -> dict[str, Any]:
     --------
     >>> from types import SimpleNamespace
     >>> to_nemo(SimpleNamespace(edges=[0, 100, 400, 1000], batch_sizes=[32, 8, 3]))
-    {'use_bucketing': True, 'num_buckets': 3, 'bucket_duration_bins': [100.5, 400.5, 1000.5], 'bucket_batch_size': [32, 8, 3]}
+    {'use_bucketing': True, 'num_buckets': 3, 'bucket_duration_bins': [100.5, 400.5, 1000.5],
+     'bucket_batch_size': [32, 8, 3]}
     """
     edges, sizes = _edges_and_sizes(plan)
     return {
@@ -247,7 +262,7 @@ def to_hf(plan: PlanLike, *, length_column: str = "length") -> dict[str, Any]:
         "bucket_rule": "bucket = first i with length <= bucket_upper_bounds[i]",
         "add_length_column": f"dataset.map(lambda ex: {{'{length_column}': len(ex['input_ids'])}})",
         "sampler": f"analysis.BucketedBatchSampler(dataset['{length_column}'], plan, "
-                   "seed=args.seed, rank=args.process_index, world_size=args.world_size)",
+        "seed=args.seed, rank=args.process_index, world_size=args.world_size)",
     }
 
 
@@ -260,8 +275,7 @@ def export_all(plan: PlanLike) -> dict[str, dict[str, Any]]:
     >>> sorted(export_all(SimpleNamespace(edges=[0, 10, 30], batch_sizes=[8, 8])))
     ['hf', 'lhotse', 'nemo', 'tf_data']
     """
-    return {"lhotse": to_lhotse(plan), "nemo": to_nemo(plan), "tf_data": to_tf_data(plan),
-            "hf": to_hf(plan)}
+    return {"lhotse": to_lhotse(plan), "nemo": to_nemo(plan), "tf_data": to_tf_data(plan), "hf": to_hf(plan)}
 
 
 def to_json(plan: Any, *, indent: int | None = 2) -> str:
@@ -276,5 +290,4 @@ def to_json(plan: Any, *, indent: int | None = 2) -> str:
     >>> json.loads(to_json(plan))["exports"]["tf_data"]["bucket_boundaries"]
     [10]
     """
-    return json.dumps({**plan.to_dict(), "exports": export_all(plan)}, indent=indent,
-                      allow_nan=False)
+    return json.dumps({**plan.to_dict(), "exports": export_all(plan)}, indent=indent, allow_nan=False)

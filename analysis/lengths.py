@@ -42,8 +42,13 @@ def _where(source: str | None, row: int | None, unit: str = "row") -> str:
 
 
 def _as_length_array(
-    values: Any, *, allow_zero: bool, source: str | None = None, first_row: int = 0,
-    unit: str = "row", what: str = "length",
+    values: Any,
+    *,
+    allow_zero: bool,
+    source: str | None = None,
+    first_row: int = 0,
+    unit: str = "row",
+    what: str = "length",
 ) -> np.ndarray:
     """Validate per-sample lengths and return them as a 1-D ``int64`` array.
 
@@ -58,17 +63,18 @@ def _as_length_array(
     if isinstance(values, (str, bytes)):
         raise ValueError(f"{_where(source, None)}expected a sequence of lengths, got a string")
     arr = np.asarray(values)
-    if isinstance(values, list | tuple) and arr.ndim == 1 and (
-            arr.dtype.kind not in "iufb" or (arr.dtype.kind != "b" and _has_bool(values))):
+    if (
+        isinstance(values, list | tuple)
+        and arr.ndim == 1
+        and (arr.dtype.kind not in "iufb" or (arr.dtype.kind != "b" and _has_bool(values)))
+    ):
         # NumPy turns [1, True] into [1, 1] and [1, "7"] into strings: check each item.
         arr = np.empty(len(values), dtype=object)
         arr[:] = values
     if arr.ndim != 1:
         if arr.ndim == 0:
             raise ValueError(f"{_where(source, None)}expected a sequence of lengths, got a scalar")
-        raise ValueError(
-            f"{_where(source, None)}expected a 1-D sequence of lengths, got shape {arr.shape}"
-        )
+        raise ValueError(f"{_where(source, None)}expected a 1-D sequence of lengths, got shape {arr.shape}")
     kind = arr.dtype.kind
     if kind == "O":
         arr = _object_to_int64(arr, source=source, first_row=first_row, unit=unit, what=what)
@@ -78,11 +84,15 @@ def _as_length_array(
         bad = ~np.isfinite(arr)
         if bad.any():
             i = int(np.argmax(bad))
-            raise ValueError(f"{_where(source, first_row + i, unit)}{what} is {arr[i].item()!r}, not a number")
+            raise ValueError(
+                f"{_where(source, first_row + i, unit)}{what} is {arr[i].item()!r}, not a number"
+            )
         bad = arr != np.floor(arr)
         if bad.any():
             i = int(np.argmax(bad))
-            raise ValueError(f"{_where(source, first_row + i, unit)}{what} {arr[i].item()!r} is not an integer")
+            raise ValueError(
+                f"{_where(source, first_row + i, unit)}{what} {arr[i].item()!r} is not an integer"
+            )
         bad = arr >= 2.0**63
         if bad.any():
             i = int(np.argmax(bad))
@@ -105,8 +115,9 @@ def _as_length_array(
         where = _where(source, first_row + i, unit)
         if arr[i] < 0:
             raise ValueError(f"{where}negative {what} {int(arr[i])}")
-        raise ZeroLengthError(f"{where}zero {what} 0 (pass allow_zero=True if empty samples "
-                              "are intended)", where.rstrip(": "))
+        raise ZeroLengthError(
+            f"{where}zero {what} 0 (pass allow_zero=True if empty samples are intended)", where.rstrip(": ")
+        )
     return arr
 
 
@@ -116,8 +127,9 @@ def _has_bool(values: list[Any] | tuple[Any, ...]) -> bool:
     return bool in kinds or np.bool_ in kinds
 
 
-def _object_to_int64(arr: np.ndarray, *, source: str | None, first_row: int,
-                     unit: str = "row", what: str = "length") -> np.ndarray:
+def _object_to_int64(
+    arr: np.ndarray, *, source: str | None, first_row: int, unit: str = "row", what: str = "length"
+) -> np.ndarray:
     """Convert an object array (a Python list with big ints, None, mixed types) exactly."""
     out = np.empty(arr.shape, dtype=np.int64)
     for i, v in enumerate(arr.tolist()):
@@ -203,8 +215,7 @@ class LengthHistogram:
             raise ValueError("empty histogram: no samples")
         # Validate the values (no silent float truncation or uint64 wrap-around), then copy.
         lengths = np.array(_as_length_array(lengths, allow_zero=True, source="lengths"), copy=True)
-        counts = np.array(_as_length_array(counts, allow_zero=True, source="counts", what="count"),
-                          copy=True)
+        counts = np.array(_as_length_array(counts, allow_zero=True, source="counts", what="count"), copy=True)
         if (counts <= 0).any():
             raise ValueError("counts must be positive")
         if lengths[0] < 0:
@@ -218,8 +229,9 @@ class LengthHistogram:
 
     # ------------------------------------------------------------------ constructors
     @classmethod
-    def from_lengths(cls, values: Iterable[int] | np.ndarray | pd.Series, *,
-                     allow_zero: bool = False) -> LengthHistogram:
+    def from_lengths(
+        cls, values: Iterable[int] | np.ndarray | pd.Series, *, allow_zero: bool = False
+    ) -> LengthHistogram:
         """Histogram of per-sample lengths.
 
         Accepts any integer dtype (int8..uint64), a Python list, a pandas Series, or
@@ -237,7 +249,8 @@ class LengthHistogram:
         ValueError: row 1: length 2.5 is not an integer
         """
         if isinstance(values, Iterable) and not isinstance(
-                values, str | bytes | np.ndarray | pd.Series | pd.Index | list | tuple):
+            values, str | bytes | np.ndarray | pd.Series | pd.Index | list | tuple
+        ):
             values = list(values)
         arr = _as_length_array(values, allow_zero=allow_zero)
         if arr.size == 0:
@@ -245,8 +258,13 @@ class LengthHistogram:
         return cls(*_count_distinct(arr))
 
     @classmethod
-    def from_counts(cls, lengths: Iterable[int] | np.ndarray, counts: Iterable[int] | np.ndarray,
-                    *, allow_zero: bool = False) -> LengthHistogram:
+    def from_counts(
+        cls,
+        lengths: Iterable[int] | np.ndarray,
+        counts: Iterable[int] | np.ndarray,
+        *,
+        allow_zero: bool = False,
+    ) -> LengthHistogram:
         """Histogram from ``lengths`` and how many samples have each.
 
         Lengths need not be sorted or distinct (repeats are summed); zero counts are
@@ -258,14 +276,19 @@ class LengthHistogram:
         >>> h.lengths.tolist(), h.counts.tolist()
         ([3, 7], [2, 5])
         """
-        lengths_arr = _as_length_array(list(lengths) if not isinstance(lengths, np.ndarray)
-                                       else lengths, allow_zero=allow_zero, source="lengths")
-        counts_arr = _as_length_array(list(counts) if not isinstance(counts, np.ndarray)
-                                      else counts, allow_zero=True, source="counts", what="count")
+        lengths_arr = _as_length_array(
+            list(lengths) if not isinstance(lengths, np.ndarray) else lengths,
+            allow_zero=allow_zero,
+            source="lengths",
+        )
+        counts_arr = _as_length_array(
+            list(counts) if not isinstance(counts, np.ndarray) else counts,
+            allow_zero=True,
+            source="counts",
+            what="count",
+        )
         if lengths_arr.shape != counts_arr.shape:
-            raise ValueError(
-                f"lengths and counts differ in size: {lengths_arr.size} and {counts_arr.size}"
-            )
+            raise ValueError(f"lengths and counts differ in size: {lengths_arr.size} and {counts_arr.size}")
         keep = counts_arr > 0
         lengths_arr, counts_arr = lengths_arr[keep], counts_arr[keep]
         if lengths_arr.size == 0:
@@ -468,14 +491,15 @@ class LengthHistogram:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, LengthHistogram):
             return NotImplemented
-        return bool(np.array_equal(self.lengths, other.lengths)
-                    and np.array_equal(self.counts, other.counts))
+        return bool(np.array_equal(self.lengths, other.lengths) and np.array_equal(self.counts, other.counts))
 
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        return (f"LengthHistogram(n_samples={self.n_samples:,}, total_tokens={self.total_tokens:,}, "
-                f"lengths {self.min}..{self.max}, {self.n_distinct:,} distinct)")
+        return (
+            f"LengthHistogram(n_samples={self.n_samples:,}, total_tokens={self.total_tokens:,}, "
+            f"lengths {self.min}..{self.max}, {self.n_distinct:,} distinct)"
+        )
 
     def to_frame(self) -> pd.DataFrame:
         """``length, count`` table (the CSV histogram format).
@@ -607,9 +631,11 @@ class _Counter:
 
     def _sparse_histogram(self, where: str) -> LengthHistogram:
         try:
-            return LengthHistogram.from_counts(np.concatenate([p[0] for p in self.sparse]),
-                                               np.concatenate([p[1] for p in self.sparse]),
-                                               allow_zero=True)
+            return LengthHistogram.from_counts(
+                np.concatenate([p[0] for p in self.sparse]),
+                np.concatenate([p[1] for p in self.sparse]),
+                allow_zero=True,
+            )
         except ValueError as err:  # a count beyond int64
             raise ValueError(f"{where}: {err}" if where else str(err)) from None
 

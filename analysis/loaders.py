@@ -43,8 +43,18 @@ from analysis.step_time import check_step_times
 __all__ = ["SUPPORTED_EXTENSIONS", "load_lengths", "save_histogram", "load_step_times"]
 
 #: File extensions :func:`load_lengths` reads (longest match wins).
-SUPPORTED_EXTENSIONS = (".npy", ".txt", ".txt.gz", ".csv", ".csv.gz", ".tsv", ".tsv.gz",
-                        ".parquet", ".jsonl", ".jsonl.gz")
+SUPPORTED_EXTENSIONS = (
+    ".npy",
+    ".txt",
+    ".txt.gz",
+    ".csv",
+    ".csv.gz",
+    ".tsv",
+    ".tsv.gz",
+    ".parquet",
+    ".jsonl",
+    ".jsonl.gz",
+)
 
 #: Rows read (and validated) at a time; bounds the memory of every loader.
 _CHUNK_ROWS = 1 << 20
@@ -90,9 +100,15 @@ def save_histogram(hist: LengthHistogram, path: str | os.PathLike[str]) -> Path:
     return path
 
 
-def load_lengths(source: Any, *, column: str | None = None, field: str | None = None,
-                 allow_zero: bool = False, progress: Callable[..., Iterable[Any]] | None = None,
-                 client: Any = None) -> LengthHistogram:
+def load_lengths(
+    source: Any,
+    *,
+    column: str | None = None,
+    field: str | None = None,
+    allow_zero: bool = False,
+    progress: Callable[..., Iterable[Any]] | None = None,
+    client: Any = None,
+) -> LengthHistogram:
     """Exact histogram of sample lengths from an array, a file, or a glob of files.
 
     Parameters
@@ -152,18 +168,15 @@ def load_lengths(source: Any, *, column: str | None = None, field: str | None = 
     if client is not None:
         from analysis.measure import load_lengths_distributed
 
-        return load_lengths_distributed(source, client, column=column, field=field,
-                                        allow_zero=allow_zero)
+        return load_lengths_distributed(source, client, column=column, field=field, allow_zero=allow_zero)
     if isinstance(source, str | os.PathLike):
-        return _load_paths(source, column=column, field=field, allow_zero=allow_zero,
-                           progress=progress)
+        return _load_paths(source, column=column, field=field, allow_zero=allow_zero, progress=progress)
     if isinstance(source, bytes):
         raise ValueError("expected lengths or a path, got bytes")
     if isinstance(source, pd.DataFrame) and field is None:
         names = [str(c) for c in source.columns]
         name = _pick_column(names, column, "the DataFrame")
-        return LengthHistogram.from_lengths(source.iloc[:, names.index(name)],
-                                            allow_zero=allow_zero)
+        return LengthHistogram.from_lengths(source.iloc[:, names.index(name)], allow_zero=allow_zero)
     if field is not None or column is not None:
         raise ValueError("column= and field= apply to files and DataFrames, not to arrays")
     return LengthHistogram.from_lengths(source, allow_zero=allow_zero)
@@ -197,8 +210,14 @@ def load_step_times(path: str | os.PathLike[str]) -> pd.DataFrame:
     return check_step_times(frame, str(path))
 
 
-def _load_paths(source: str | os.PathLike[str], *, column: str | None, field: str | None,
-                allow_zero: bool, progress: Callable[..., Iterable[Any]] | None) -> LengthHistogram:
+def _load_paths(
+    source: str | os.PathLike[str],
+    *,
+    column: str | None,
+    field: str | None,
+    allow_zero: bool,
+    progress: Callable[..., Iterable[Any]] | None,
+) -> LengthHistogram:
     text = os.path.expanduser(os.fspath(source))
     if not text.strip():
         raise ValueError("source is an empty path; pass a file such as data/lengths.csv")
@@ -226,13 +245,16 @@ def _extension(path: Path) -> str:
     name = path.name.lower()
     matches = [ext for ext in SUPPORTED_EXTENSIONS if name.endswith(ext)]
     if not matches:
-        raise ValueError(f"{path}: unknown file type {''.join(path.suffixes) or '(none)'!r}; "
-                         f"supported: {', '.join(SUPPORTED_EXTENSIONS)}")
+        raise ValueError(
+            f"{path}: unknown file type {''.join(path.suffixes) or '(none)'!r}; "
+            f"supported: {', '.join(SUPPORTED_EXTENSIONS)}"
+        )
     return max(matches, key=len)
 
 
-def _read_file(path: Path, counter: _Counter, *, column: str | None, field: str | None,
-               allow_zero: bool) -> int:
+def _read_file(
+    path: Path, counter: _Counter, *, column: str | None, field: str | None, allow_zero: bool
+) -> int:
     """Count one file's lengths into ``counter``; return the number of rows read."""
     ext = _extension(path)
     kind = ext.removesuffix(".gz")
@@ -245,11 +267,16 @@ def _read_file(path: Path, counter: _Counter, *, column: str | None, field: str 
         if kind == ".npy":
             return _read_npy(path, counter, allow_zero)
         if kind == ".txt":
-            return _read_text_table(path, counter, sep=",", header=False, column=None,
-                                    allow_zero=allow_zero)
+            return _read_text_table(path, counter, sep=",", header=False, column=None, allow_zero=allow_zero)
         if kind in (".csv", ".tsv"):
-            return _read_text_table(path, counter, sep="," if kind == ".csv" else "\t",
-                                    header=True, column=column, allow_zero=allow_zero)
+            return _read_text_table(
+                path,
+                counter,
+                sep="," if kind == ".csv" else "\t",
+                header=True,
+                column=column,
+                allow_zero=allow_zero,
+            )
         if kind == ".parquet":
             return _read_parquet(path, counter, column, allow_zero)
         return _read_jsonl(path, counter, field, allow_zero)
@@ -260,8 +287,9 @@ def _read_file(path: Path, counter: _Counter, *, column: str | None, field: str 
         fields = re.search(r"Expected (\d+) fields? in line (\d+), saw (\d+)", message)
         if fields:
             expected, line, found = fields.groups()
-            raise ValueError(f"{path}: line {line}: expected {expected} field(s) like the first "
-                             f"line, found {found}") from err
+            raise ValueError(
+                f"{path}: line {line}: expected {expected} field(s) like the first line, found {found}"
+            ) from err
         raise ValueError(f"{path}: cannot read: {message}") from err
 
 
@@ -273,8 +301,9 @@ def _pick_column(columns: list[str], column: str | None, where: str) -> str:
         return column
     if len(columns) == 1:
         return columns[0]
-    raise ValueError(f"{where}: {len(columns)} columns ({', '.join(columns)}); "
-                     "pass column= naming the lengths column")
+    raise ValueError(
+        f"{where}: {len(columns)} columns ({', '.join(columns)}); pass column= naming the lengths column"
+    )
 
 
 # ---------------------------------------------------------------------------- readers
@@ -288,9 +317,8 @@ def _read_npy(path: Path, counter: _Counter, allow_zero: bool) -> int:
     if arr.ndim != 1:
         raise ValueError(f"{path}: expected a 1-D array of lengths, got shape {arr.shape}")
     for start in range(0, arr.shape[0], _CHUNK_ROWS):
-        chunk = np.asarray(arr[start:start + _CHUNK_ROWS])
-        counter.add_lengths(_as_length_array(chunk, allow_zero=allow_zero, source=str(path),
-                                             first_row=start))
+        chunk = np.asarray(arr[start : start + _CHUNK_ROWS])
+        counter.add_lengths(_as_length_array(chunk, allow_zero=allow_zero, source=str(path), first_row=start))
     return int(arr.shape[0])
 
 
@@ -302,8 +330,10 @@ def _first_bad_utf8(path: Path) -> str:
             try:
                 line.decode("utf-8")
             except UnicodeDecodeError as err:
-                return (f"line {number}, byte {err.start + 1}: {line[err.start:err.start + 1]!r} is "
-                        "not UTF-8 text; save the file as UTF-8")
+                return (
+                    f"line {number}, byte {err.start + 1}: {line[err.start : err.start + 1]!r} is "
+                    "not UTF-8 text; save the file as UTF-8"
+                )
     return "not UTF-8 text; save the file as UTF-8"
 
 
@@ -313,13 +343,15 @@ def _open_text(path: Path) -> io.TextIOBase:
     return open(path, encoding="utf-8-sig", newline="")
 
 
-def _read_text_table(path: Path, counter: _Counter, *, sep: str, header: bool,
-                     column: str | None, allow_zero: bool) -> int:
+def _read_text_table(
+    path: Path, counter: _Counter, *, sep: str, header: bool, column: str | None, allow_zero: bool
+) -> int:
     """``.txt`` (no header, one value a line) or ``.csv``/``.tsv`` (header line)."""
     where = str(path)
     # low_memory=False: a chunk is typed in one piece (no DtypeWarning before our own error)
-    options: dict[str, Any] = dict(sep=sep, skip_blank_lines=False, skipinitialspace=True,
-                                   compression="infer", low_memory=False)
+    options: dict[str, Any] = dict(
+        sep=sep, skip_blank_lines=False, skipinitialspace=True, compression="infer", low_memory=False
+    )
     if header:
         try:
             names = list(map(str, pd.read_csv(path, nrows=0, **options).columns))
@@ -329,8 +361,10 @@ def _read_text_table(path: Path, counter: _Counter, *, sep: str, header: bool,
             return _read_histogram_table(path, counter, options, allow_zero)
         name = _pick_column(names, column, where)
         if column is None and re.fullmatch(r"[+-]?\d+(\.0*)?", name.strip()):
-            raise ValueError(f"{where}: line 1: header {name!r} looks like a length; a CSV "
-                             "needs a header line (use .txt for one integer per line)")
+            raise ValueError(
+                f"{where}: line 1: header {name!r} looks like a length; a CSV "
+                "needs a header line (use .txt for one integer per line)"
+            )
         reader = pd.read_csv(path, usecols=[name], chunksize=_CHUNK_ROWS, **options)
         offset = 2  # line 1 is the header; data row 0 is on line 2
     else:
@@ -345,18 +379,20 @@ def _read_text_table(path: Path, counter: _Counter, *, sep: str, header: bool,
             if chunk.empty:
                 continue
             if chunk.shape[1] != 1:
-                raise ValueError(f"{where}: line {offset + int(chunk.index[0])}: expected one "
-                                 f"integer per line, found {chunk.shape[1]} fields")
+                raise ValueError(
+                    f"{where}: line {offset + int(chunk.index[0])}: expected one "
+                    f"integer per line, found {chunk.shape[1]} fields"
+                )
             first = offset + int(chunk.index[0])
             values = _text_values(chunk.iloc[:, 0], where, first, "length")
-            counter.add_lengths(_as_length_array(values, allow_zero=allow_zero, source=where,
-                                                 first_row=first, unit="line"))
+            counter.add_lengths(
+                _as_length_array(values, allow_zero=allow_zero, source=where, first_row=first, unit="line")
+            )
             rows += len(chunk)
     return rows
 
 
-def _read_histogram_table(path: Path, counter: _Counter, options: dict[str, Any],
-                          allow_zero: bool) -> int:
+def _read_histogram_table(path: Path, counter: _Counter, options: dict[str, Any], allow_zero: bool) -> int:
     where = str(path)
     rows = 0
     with pd.read_csv(path, chunksize=_CHUNK_ROWS, **options) as reader:
@@ -364,12 +400,21 @@ def _read_histogram_table(path: Path, counter: _Counter, options: dict[str, Any]
             if chunk.empty:
                 continue
             first = 2 + int(chunk.index[0])
-            lengths = _as_length_array(_text_values(chunk["length"], where, first, "length"),
-                                       allow_zero=allow_zero, source=where, first_row=first,
-                                       unit="line")
-            counts = _as_length_array(_text_values(chunk["count"], where, first, "count"),
-                                      allow_zero=True, source=where, first_row=first,
-                                      unit="line", what="count")
+            lengths = _as_length_array(
+                _text_values(chunk["length"], where, first, "length"),
+                allow_zero=allow_zero,
+                source=where,
+                first_row=first,
+                unit="line",
+            )
+            counts = _as_length_array(
+                _text_values(chunk["count"], where, first, "count"),
+                allow_zero=True,
+                source=where,
+                first_row=first,
+                unit="line",
+                what="count",
+            )
             keep = counts > 0
             counter.add_counts(lengths[keep], counts[keep], where)
             rows += len(chunk)
@@ -385,8 +430,7 @@ def _text_values(series: pd.Series, where: str, first_line: int, what: str) -> n
     out: list[Any] = []
     for i, v in enumerate(raw):
         if missing[i]:
-            raise ValueError(f"{where}: line {first_line + i}: no {what} (blank line, empty "
-                             "field or NaN)")
+            raise ValueError(f"{where}: line {first_line + i}: no {what} (blank line, empty field or NaN)")
         if isinstance(v, str):
             try:
                 v = int(v.strip())
@@ -394,8 +438,9 @@ def _text_values(series: pd.Series, where: str, first_line: int, what: str) -> n
                 try:
                     v = float(v)
                 except ValueError:
-                    raise ValueError(f"{where}: line {first_line + i}: cannot read {v!r} as "
-                                     f"a {what}") from None
+                    raise ValueError(
+                        f"{where}: line {first_line + i}: cannot read {v!r} as a {what}"
+                    ) from None
         out.append(v)
     return np.array(out, dtype=object)
 
@@ -413,8 +458,7 @@ def _read_parquet(path: Path, counter: _Counter, column: str | None, allow_zero:
     schema = file.schema_arrow
     name = _pick_column(list(schema.names), column, where)
     kind = schema.field(name).type
-    is_list = (pa.types.is_list(kind) or pa.types.is_large_list(kind)
-               or pa.types.is_fixed_size_list(kind))
+    is_list = pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind)
     if not (is_list or pa.types.is_integer(kind) or pa.types.is_floating(kind)):
         raise ValueError(f"{where}: column {name!r} has type {kind}; expected integers or lists")
     row = 0
@@ -423,8 +467,7 @@ def _read_parquet(path: Path, counter: _Counter, column: str | None, allow_zero:
         try:
             batch = next(batches, None)
         except pa.ArrowException as err:
-            raise ValueError(f"{where}: near row {row}: cannot read: "
-                             f"{' '.join(str(err).split())}") from err
+            raise ValueError(f"{where}: near row {row}: cannot read: {' '.join(str(err).split())}") from err
         if batch is None:
             break
         values = batch.column(0)
@@ -433,9 +476,11 @@ def _read_parquet(path: Path, counter: _Counter, column: str | None, allow_zero:
         if values.null_count:
             i = int(np.argmax(values.is_null().to_numpy(zero_copy_only=False)))
             raise ValueError(f"{where}: row {row + i}: missing value (null)")
-        counter.add_lengths(_as_length_array(values.to_numpy(zero_copy_only=False),
-                                             allow_zero=allow_zero, source=where,
-                                             first_row=row))
+        counter.add_lengths(
+            _as_length_array(
+                values.to_numpy(zero_copy_only=False), allow_zero=allow_zero, source=where, first_row=row
+            )
+        )
         row += len(batch)
     return row
 
@@ -446,14 +491,14 @@ def _read_jsonl(path: Path, counter: _Counter, field: str | None, allow_zero: bo
     with _open_text(path) as handle:
         while block := list(itertools.islice(handle, _CHUNK_ROWS // 8)):
             field, values = _jsonl_block(block, field, where, rows + 1)
-            counter.add_lengths(_as_length_array(values, allow_zero=allow_zero, source=where,
-                                                 first_row=rows + 1, unit="line"))
+            counter.add_lengths(
+                _as_length_array(values, allow_zero=allow_zero, source=where, first_row=rows + 1, unit="line")
+            )
             rows += len(block)
     return rows
 
 
-def _jsonl_block(block: list[str], field: str | None, where: str,
-                 first_line: int) -> tuple[str, np.ndarray]:
+def _jsonl_block(block: list[str], field: str | None, where: str, first_line: int) -> tuple[str, np.ndarray]:
     """Lengths of a block of JSONL lines: parsed in one call, or line by line on any error
     (which then names the exact line)."""
     try:
@@ -478,8 +523,9 @@ def _jsonl_block(block: list[str], field: str | None, where: str,
         try:
             value = obj[field]
         except KeyError:
-            raise ValueError(f"{where}: line {number}: no field {field!r}; fields: "
-                             f"{', '.join(obj)}") from None
+            raise ValueError(
+                f"{where}: line {number}: no field {field!r}; fields: {', '.join(obj)}"
+            ) from None
         lengths.append(_json_length(value, field, where, number))
     assert field is not None
     return field, np.array(lengths, dtype=np.int64)
@@ -493,8 +539,7 @@ def _json_object(line: str, where: str, number: int) -> dict[str, Any]:
     except json.JSONDecodeError as err:
         raise ValueError(f"{where}: line {number}: not valid JSON ({err.msg})") from None
     if not isinstance(obj, dict):
-        raise ValueError(f"{where}: line {number}: expected a JSON object, got "
-                         f"{type(obj).__name__}")
+        raise ValueError(f"{where}: line {number}: expected a JSON object, got {type(obj).__name__}")
     return obj
 
 
@@ -502,9 +547,10 @@ def _pick_field(obj: Any, where: str, number: int) -> str:
     if not isinstance(obj, dict):
         raise TypeError("not an object")  # the line-by-line pass names the line
     if len(obj) == 1:
-        return next(iter(obj))
-    raise ValueError(f"{where}: line {number}: {len(obj)} fields ({', '.join(obj)}); pass "
-                     "field= naming the length field")
+        return str(next(iter(obj)))
+    raise ValueError(
+        f"{where}: line {number}: {len(obj)} fields ({', '.join(obj)}); pass field= naming the length field"
+    )
 
 
 def _json_length(value: Any, field: str, where: str, number: int) -> int:
@@ -515,7 +561,7 @@ def _json_length(value: Any, field: str, where: str, number: int) -> int:
             raise ValueError(f"{where}: line {number}: length {value} is too large")
         if value < -_INT64_MAX:
             raise ValueError(f"{where}: line {number}: negative length {value}")
-        return value
+        return int(value)
     if kind is list:
         return len(value)
     if kind is float:
@@ -529,5 +575,6 @@ def _json_length(value: Any, field: str, where: str, number: int) -> int:
     shown = json.dumps(value)
     shown = shown if len(shown) <= 40 else shown[:37] + "..."
     what = {bool: "a bool", type(None): "null", str: "a string", dict: "an object"}.get(kind, kind)
-    raise ValueError(f"{where}: line {number}: field {field!r} is {what} ({shown}); expected an "
-                     "integer or a list")
+    raise ValueError(
+        f"{where}: line {number}: field {field!r} is {what} ({shown}); expected an integer or a list"
+    )

@@ -16,8 +16,13 @@ from analysis.lengths import LengthHistogram
 from analysis.recommendation import Recommendation
 from analysis.waste import random_padding, sorted_padding
 
-__all__ = ["percent", "describe_distribution", "describe_clipping", "describe_simulation",
-           "describe_recommendation"]
+__all__ = [
+    "percent",
+    "describe_distribution",
+    "describe_clipping",
+    "describe_simulation",
+    "describe_recommendation",
+]
 
 
 def percent(share: float, digits: int = 1) -> str:
@@ -41,15 +46,19 @@ def describe_distribution(hist: LengthHistogram, rule: BatchRule) -> str:
     --------
     >>> h = LengthHistogram.from_lengths([1, 2, 3, 4, 50, 60, 70, 80])
     >>> print(describe_distribution(h, BatchRule(2)))
-    8 samples of 1..80 tokens (median 4, mean 34); the longest 1% of samples hold 29.6% of the tokens. A full random shuffle with batch_size 2 wastes 37.0% of every padded batch here (expected efficiency 63.0%); sorted batches waste 7.5%.
+        8 samples of 1..80 tokens (median 4, mean 34); the longest 1% of samples hold 29.6% of the
+    tokens. A full random shuffle with batch_size 2 wastes 37.0% of every padded batch here
+    (expected efficiency 63.0%); sorted batches waste 7.5%.
     """
     shuffle = random_padding(hist, rule).efficiency
     ordered = sorted_padding(hist, rule).efficiency
-    return (f"{hist.n_samples:,} samples of {hist.min:,}..{hist.max:,} tokens (median "
-            f"{hist.quantile(0.5):,}, mean {hist.mean:,.0f}); the longest 1% of samples hold "
-            f"{percent(hist.tail_token_share(0.01))} of the tokens. A full random shuffle with "
-            f"{rule.text} wastes {percent(1 - shuffle)} of every padded batch here (expected "
-            f"efficiency {percent(shuffle)}); sorted batches waste {percent(1 - ordered)}.")
+    return (
+        f"{hist.n_samples:,} samples of {hist.min:,}..{hist.max:,} tokens (median "
+        f"{hist.quantile(0.5):,}, mean {hist.mean:,.0f}); the longest 1% of samples hold "
+        f"{percent(hist.tail_token_share(0.01))} of the tokens. A full random shuffle with "
+        f"{rule.text} wastes {percent(1 - shuffle)} of every padded batch here (expected "
+        f"efficiency {percent(shuffle)}); sorted batches waste {percent(1 - ordered)}."
+    )
 
 
 def describe_clipping(hist: LengthHistogram, max_len: int) -> str:
@@ -65,11 +74,12 @@ def describe_clipping(hist: LengthHistogram, max_len: int) -> str:
     """
     s = hist.clip_summary(max_len)
     if s["samples_clipped"] == 0:
-        return (f"Clipping at {s['max_len']:,} tokens changes nothing: the longest sample has "
-                f"{hist.max:,}.")
-    return (f"Clipping at {s['max_len']:,} tokens truncates {s['samples_clipped']:,} samples "
-            f"({percent(s['share_samples_clipped'])}) and removes {s['tokens_removed']:,} "
-            f"tokens ({percent(s['share_tokens_removed'])} of all).")
+        return f"Clipping at {s['max_len']:,} tokens changes nothing: the longest sample has {hist.max:,}."
+    return (
+        f"Clipping at {s['max_len']:,} tokens truncates {s['samples_clipped']:,} samples "
+        f"({percent(s['share_samples_clipped'])}) and removes {s['tokens_removed']:,} "
+        f"tokens ({percent(s['share_tokens_removed'])} of all)."
+    )
 
 
 def describe_simulation(table: pd.DataFrame, epochs: int) -> str:
@@ -81,27 +91,34 @@ def describe_simulation(table: pd.DataFrame, epochs: int) -> str:
     >>> table = pd.DataFrame({"efficiency": [0.99, 0.6, 0.9], "expected_efficiency":
     ...                       [0.99, 0.61, float("nan")]}, index=["sorted", "random", "packing"])
     >>> print(describe_simulation(table, 3))
-    Over 3 simulated epochs, the simulated efficiency is within 1.00 points of the exact expectation for sorted and random. Least padding: sorted (99.0%); most: random (60.0%).
+        Over 3 simulated epochs, the simulated efficiency is within 1.00 points of the exact
+    expectation for sorted and random. Least padding: sorted (99.0%); most: random (60.0%).
     """
     both = table.dropna(subset=["expected_efficiency"])
     parts = []
     if len(both):
         gap = float((both["efficiency"] - both["expected_efficiency"]).abs().max())
-        names = " and ".join([", ".join(both.index[:-1]), both.index[-1]] if len(both) > 1
-                             else list(both.index))
-        parts.append(f"Over {epochs} simulated epoch{'s' if epochs != 1 else ''}, the simulated "
-                     f"efficiency is within {100 * gap:.2f} points of the exact expectation for "
-                     f"{names}.")
+        names = " and ".join(
+            [", ".join(both.index[:-1]), both.index[-1]] if len(both) > 1 else list(both.index)
+        )
+        parts.append(
+            f"Over {epochs} simulated epoch{'s' if epochs != 1 else ''}, the simulated "
+            f"efficiency is within {100 * gap:.2f} points of the exact expectation for "
+            f"{names}."
+        )
     if "simulated_samples" in table.columns:
-        parts.append(f"The data hold {table.attrs.get('population_samples', 0):,} samples: each "
-                     f"strategy was simulated on a uniform subsample of "
-                     f"{int(table['simulated_samples'].iloc[0]):,}, which leaves a standard error "
-                     f"of up to {100 * float(table['efficiency_se'].max()):.2f} points on the "
-                     f"simulated efficiency (the exact expectations are for the full data).")
+        parts.append(
+            f"The data hold {table.attrs.get('population_samples', 0):,} samples: each "
+            f"strategy was simulated on a uniform subsample of "
+            f"{int(table['simulated_samples'].iloc[0]):,}, which leaves a standard error "
+            f"of up to {100 * float(table['efficiency_se'].max()):.2f} points on the "
+            f"simulated efficiency (the exact expectations are for the full data)."
+        )
     efficiency = dict(zip(map(str, table.index), table["efficiency"].astype(float), strict=True))
     best, worst = max(efficiency, key=efficiency.__getitem__), min(efficiency, key=efficiency.__getitem__)
-    parts.append(f"Least padding: {best} ({percent(efficiency[best])}); most: "
-                 f"{worst} ({percent(efficiency[worst])}).")
+    parts.append(
+        f"Least padding: {best} ({percent(efficiency[best])}); most: {worst} ({percent(efficiency[worst])})."
+    )
     return " ".join(parts)
 
 
@@ -114,22 +131,30 @@ def describe_recommendation(rec: Recommendation) -> str:
     >>> from analysis import recommend
     >>> rec = recommend(LengthHistogram.from_lengths([1, 2, 3, 4, 50, 60, 70, 80]), 2, batch_size=2)
     >>> print(describe_recommendation(rec))  # waste per useful token 0.136 vs 0.587
-    With 2 optimal buckets (batch_size 2) the expected efficiency is 88.0%, against 63.0% for a full shuffle: the buckets recover 76.9% of the padding a shuffle wastes. The gain rule (stop once one more bucket gains less than 1.0 point) suggests 5 buckets (98.8%); this plan uses 2.
+        With 2 optimal buckets (batch_size 2) the expected efficiency is 88.0%, against 63.0% for a
+    full shuffle: the buckets recover 76.9% of the padding a shuffle wastes. The gain rule (stop
+    once one more bucket gains less than 1.0 point) suggests 5 buckets (98.8%); this plan uses 2.
     """
     plan = rec.plan
     shuffle = rec.strategies["random"].efficiency
     waste_shuffle = 1 / shuffle - 1 if shuffle > 0 else math.inf
     waste_plan = 1 / plan.efficiency - 1
     recovered = 1 - waste_plan / waste_shuffle if waste_shuffle > 0 else 1.0
-    text = (f"With {plan.n_buckets} {plan.method} bucket{'s' if plan.n_buckets != 1 else ''} "
-            f"({plan.rule.text}) the expected efficiency is {percent(plan.efficiency)}, against "
-            f"{percent(shuffle)} for a full shuffle: the buckets recover {percent(recovered)} of "
-            f"the padding a shuffle wastes.")
+    text = (
+        f"With {plan.n_buckets} {plan.method} bucket{'s' if plan.n_buckets != 1 else ''} "
+        f"({plan.rule.text}) the expected efficiency is {percent(plan.efficiency)}, against "
+        f"{percent(shuffle)} for a full shuffle: the buckets recover {percent(recovered)} of "
+        f"the padding a shuffle wastes."
+    )
     k = rec.n_buckets_suggested
     optimal = rec.sweep[rec.sweep["method"] == "optimal"].set_index("n_buckets")["efficiency"]
-    rule_text = (f"The gain rule (stop once one more bucket gains less than "
-                 f"{100 * rec.min_gain:.1f} point{'s' if rec.min_gain != 0.01 else ''})")
+    rule_text = (
+        f"The gain rule (stop once one more bucket gains less than "
+        f"{100 * rec.min_gain:.1f} point{'s' if rec.min_gain != 0.01 else ''})"
+    )
     if k == plan.n_buckets:
         return f"{text} {rule_text} suggests the same {k} buckets."
-    return (f"{text} {rule_text} suggests {k} buckets ({percent(float(optimal.loc[k]))}); "
-            f"this plan uses {plan.n_buckets}.")
+    return (
+        f"{text} {rule_text} suggests {k} buckets ({percent(float(optimal.loc[k]))}); "
+        f"this plan uses {plan.n_buckets}."
+    )

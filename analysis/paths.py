@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["PROJECT_ROOT", "DATA_DIR", "BUNDLED_DATA", "NOTEBOOKS_DIR", "REPORTS_DIR",
-           "FIGURES_DIR"]
+__all__ = ["PROJECT_ROOT", "DATA_DIR", "BUNDLED_DATA", "NOTEBOOKS_DIR", "REPORTS_DIR", "FIGURES_DIR"]
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 DATA_DIR = PROJECT_ROOT / "data"

@@ -13,10 +13,23 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.batching import (DEFAULT_MAX_BUCKETS, DEFAULT_METHOD, DEFAULT_MIN_GAIN,
-                               DEFAULT_N_BUCKETS, BatchRule, as_rule, check_edges)
+from analysis.batching import (
+    DEFAULT_MAX_BUCKETS,
+    DEFAULT_METHOD,
+    DEFAULT_MIN_GAIN,
+    DEFAULT_N_BUCKETS,
+    BatchRule,
+    as_rule,
+    check_edges,
+)
 from analysis.lengths import LengthHistogram
-from analysis.optimize import BucketPlan, evaluate_edges, optimize_edges, recommend_n_buckets, sweep_bucket_counts
+from analysis.optimize import (
+    BucketPlan,
+    evaluate_edges,
+    optimize_edges,
+    recommend_n_buckets,
+    sweep_bucket_counts,
+)
 from analysis.throughput import predict_throughput
 from analysis.waste import WasteEstimate, random_padding, sorted_padding, strategy_table
 
@@ -47,12 +60,18 @@ class Recommendation:
         """Useful tokens/s of each strategy, given ``reference_strategy`` measured at
         ``tokens_per_s`` (:func:`analysis.throughput.predict_throughput`)."""
         if reference_strategy not in self.strategies:
-            raise ValueError(f"reference strategy {reference_strategy!r} is not one of "
-                             f"{', '.join(self.strategies)}")
+            raise ValueError(
+                f"reference strategy {reference_strategy!r} is not one of {', '.join(self.strategies)}"
+            )
         ref = self.strategies[reference_strategy].efficiency
-        return {name: float(predict_throughput(est.efficiency, reference_tokens_per_s=tokens_per_s,
-                                               reference_efficiency=ref))
-                for name, est in self.strategies.items()}
+        return {
+            name: float(
+                predict_throughput(
+                    est.efficiency, reference_tokens_per_s=tokens_per_s, reference_efficiency=ref
+                )
+            )
+            for name, est in self.strategies.items()
+        }
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: the plan, the strategies, the efficiency for each K, the suggested K."""
@@ -62,17 +81,25 @@ class Recommendation:
             "plan": self.plan.to_dict(),
             "strategies": {name: est.to_dict() for name, est in self.strategies.items()},
             "optimal_efficiency_by_n_buckets": {
-                str(int(k)): float(e) for k, e in zip(optimal["n_buckets"], optimal["efficiency"])},
+                str(int(k)): float(e) for k, e in zip(optimal["n_buckets"], optimal["efficiency"])
+            },
             "n_buckets_suggested": int(self.n_buckets_suggested),
             "min_gain": float(self.min_gain),
         }
 
 
-def recommend(hist: LengthHistogram, n_buckets: int = DEFAULT_N_BUCKETS,
-              rule: BatchRule | None = None, *, batch_size: int | None = None,
-              max_tokens: int | None = None, pad_to_multiple_of: int | None = None,
-              method: str = DEFAULT_METHOD, max_buckets: int = DEFAULT_MAX_BUCKETS,
-              min_gain: float = DEFAULT_MIN_GAIN) -> Recommendation:
+def recommend(
+    hist: LengthHistogram,
+    n_buckets: int = DEFAULT_N_BUCKETS,
+    rule: BatchRule | None = None,
+    *,
+    batch_size: int | None = None,
+    max_tokens: int | None = None,
+    pad_to_multiple_of: int | None = None,
+    method: str = DEFAULT_METHOD,
+    max_buckets: int = DEFAULT_MAX_BUCKETS,
+    min_gain: float = DEFAULT_MIN_GAIN,
+) -> Recommendation:
     """The plan for ``n_buckets`` buckets by ``method``, the exact padding of a full shuffle,
     sorted batches and the plan, and the K the gain rule suggests (the smallest K after
     which one more bucket gains less than ``min_gain``; :func:`analysis.recommend_n_buckets`)
@@ -87,20 +114,27 @@ def recommend(hist: LengthHistogram, n_buckets: int = DEFAULT_N_BUCKETS,
     >>> rec.n_buckets_suggested
     5
     """
-    rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens,
-                   pad_to_multiple_of=pad_to_multiple_of)
+    rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens, pad_to_multiple_of=pad_to_multiple_of)
     plan = optimize_edges(hist, n_buckets, rule, method=method)
     ks = range(1, min(max_buckets, hist.n_distinct) + 1)
     sweep = sweep_bucket_counts(hist, ks, ("optimal",), rule)
-    strategies = {"random": random_padding(hist, rule), "sorted": sorted_padding(hist, rule),
-                  "bucketed": plan.estimate}
+    strategies = {
+        "random": random_padding(hist, rule),
+        "sorted": sorted_padding(hist, rule),
+        "bucketed": plan.estimate,
+    }
     return Recommendation(plan, strategies, sweep, recommend_n_buckets(sweep, min_gain), min_gain)
 
 
-def compare_edge_sets(hist: LengthHistogram, edge_sets: Mapping[str, Sequence[int] | BucketPlan],
-                      rule: BatchRule | None = None, *, batch_size: int | None = None,
-                      max_tokens: int | None = None,
-                      pad_to_multiple_of: int | None = None) -> dict[str, BucketPlan]:
+def compare_edge_sets(
+    hist: LengthHistogram,
+    edge_sets: Mapping[str, Sequence[int] | BucketPlan],
+    rule: BatchRule | None = None,
+    *,
+    batch_size: int | None = None,
+    max_tokens: int | None = None,
+    pad_to_multiple_of: int | None = None,
+) -> dict[str, BucketPlan]:
     """Plans for several edge sets on the same data and rule, by name (edges or plans; a plan
     made for another rule is re-evaluated under ``rule``).  Frame it with
     ``pd.DataFrame({k: p.to_dict() for k, p in plans.items()}).T``, or plot it with
@@ -113,8 +147,7 @@ def compare_edge_sets(hist: LengthHistogram, edge_sets: Mapping[str, Sequence[in
     >>> {k: round(p.efficiency, 3) for k, p in plans.items()}
     {'two': 0.88, 'one': 0.63}
     """
-    rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens,
-                   pad_to_multiple_of=pad_to_multiple_of)
+    rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens, pad_to_multiple_of=pad_to_multiple_of)
     out = {}
     for name, edges in edge_sets.items():
         if isinstance(edges, BucketPlan) and edges.rule == rule:

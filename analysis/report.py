@@ -35,7 +35,7 @@ import re
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,8 +44,7 @@ from analysis.batching import DEFAULT_METHOD, DEFAULT_N_BUCKETS, DEFAULT_SEED, B
 from analysis.exports import export_all
 from analysis.paths import NOTEBOOKS_DIR
 
-__all__ = ["ReportResult", "run_report", "notebook_parameters", "report_notebooks",
-           "STEP_TIMES_PARAMETER"]
+__all__ = ["ReportResult", "run_report", "notebook_parameters", "report_notebooks", "STEP_TIMES_PARAMETER"]
 
 _KERNEL = "python3"
 _FIGURE_FORMATS = ["png", "svg"]
@@ -67,8 +66,8 @@ def _throughput(rec: Any, tokens_per_s: float, reference_strategy: str) -> dict[
         "reference_strategy": reference_strategy,
         "reference_tokens_per_s": float(tokens_per_s),
         "model": "analysis.predict_throughput: time proportional to padded tokens, "
-                 "rate = reference rate * efficiency / reference efficiency (an upper bound: "
-                 "per-step overheads ignored)",
+        "rate = reference rate * efficiency / reference efficiency (an upper bound: "
+        "per-step overheads ignored)",
         "predicted_tokens_per_s": rec.predicted_tokens_per_s(tokens_per_s, reference_strategy),
     }
 
@@ -85,7 +84,8 @@ def _clean(value: Any) -> Any:
 
 
 def _summary_dict(series: Any) -> dict[str, Any]:
-    return _clean({str(k): v for k, v in series.items()})
+    cleaned: dict[str, Any] = _clean({str(k): v for k, v in series.items()})
+    return cleaned
 
 
 # ------------------------------------------------------------------------ notebooks
@@ -108,14 +108,19 @@ def notebook_parameters(path: str | os.PathLike[str]) -> list[str]:
 
     import nbformat
 
-    nb = nbformat.read(path, as_version=4)
+    nb = nbformat.read(path, as_version=4)  # type: ignore[no-untyped-call]  # nbformat ships no types
     names: list[str] = []
     for cell in nb.cells:
         if cell.cell_type != "code" or "parameters" not in cell.get("metadata", {}).get("tags", []):
             continue
         for node in ast.parse(cell.source).body:
-            targets = node.targets if isinstance(node, ast.Assign) else \
-                [node.target] if isinstance(node, ast.AnnAssign) else []
+            targets = (
+                node.targets
+                if isinstance(node, ast.Assign)
+                else [node.target]
+                if isinstance(node, ast.AnnAssign)
+                else []
+            )
             names += [t.id for t in targets if isinstance(t, ast.Name) and t.id not in names]
     return names
 
@@ -124,8 +129,9 @@ def notebook_parameters(path: str | os.PathLike[str]) -> list[str]:
 STEP_TIMES_PARAMETER = "step_times_path"
 
 
-def report_notebooks(folder: str | os.PathLike[str] = NOTEBOOKS_DIR, *,
-                     step_times: bool = False) -> list[Path]:
+def report_notebooks(
+    folder: str | os.PathLike[str] = NOTEBOOKS_DIR, *, step_times: bool = False
+) -> list[Path]:
     """The notebooks a report runs: ``NN_name.ipynb`` in ``folder``, in number order
     (scratch notebooks without a number prefix are skipped); a notebook that needs measured
     step times (its parameters cell defines ``step_times_path``) only when ``step_times``.
@@ -180,45 +186,65 @@ def _kernel_environ(ipython_dir: Path) -> dict[str, str]:
     profile = ipython_dir / "profile_default"
     profile.mkdir(parents=True, exist_ok=True)
     (profile / "ipython_kernel_config.py").write_text(_KERNEL_CONFIG, encoding="utf-8")
-    return {"IPYTHONDIR": str(ipython_dir),
-            "MPLBACKEND": "module://matplotlib_inline.backend_inline"}
+    return {"IPYTHONDIR": str(ipython_dir), "MPLBACKEND": "module://matplotlib_inline.backend_inline"}
 
 
-def _run_notebook(src: Path, dst: Path, parameters: dict[str, Any], *, cwd: Path,
-                  show_progress: bool) -> None:
+def _run_notebook(
+    src: Path, dst: Path, parameters: dict[str, Any], *, cwd: Path, show_progress: bool
+) -> None:
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
     bar: bool | dict[str, Any] = {"desc": src.stem, "leave": False} if show_progress else False
     try:
-        papermill.execute_notebook(str(src), str(dst), parameters=parameters,
-                                   kernel_name=_KERNEL, cwd=str(cwd), progress_bar=bar,
-                                   log_output=False)
+        papermill.execute_notebook(
+            str(src),
+            str(dst),
+            parameters=parameters,
+            kernel_name=_KERNEL,
+            cwd=str(cwd),
+            progress_bar=bar,
+            log_output=False,
+        )
     except PapermillExecutionError as exc:
         where = f"cell {exc.exec_count}" if exc.exec_count is not None else "a cell"
-        raise RuntimeError(f"notebook {src.name} failed in {where} with {exc.ename}: "
-                           f"{exc.evalue} (see {dst})") from exc
+        raise RuntimeError(
+            f"notebook {src.name} failed in {where} with {exc.ename}: {exc.evalue} (see {dst})"
+        ) from exc
 
 
 def _to_html(notebook: Path) -> Path:
     import nbformat
     from nbconvert import HTMLExporter
 
-    body, _ = HTMLExporter().from_notebook_node(nbformat.read(notebook, as_version=4))
+    notebook_node = nbformat.read(notebook, as_version=4)  # type: ignore[no-untyped-call]
+    body, _ = HTMLExporter().from_notebook_node(notebook_node)  # type: ignore[no-untyped-call]
     html = notebook.with_suffix(".html")
     html.write_text(body, encoding="utf-8")
     return html
 
 
 # ------------------------------------------------------------------------ the report
-def run_report(src: Any, out_dir: str | os.PathLike[str], *, n_buckets: int = DEFAULT_N_BUCKETS,
-               rule: BatchRule | None = None, max_len: int | None = None,
-               method: str = DEFAULT_METHOD, column: str | None = None, field: str | None = None,
-               seed: int = DEFAULT_SEED, world_size: int = 1, tokens_per_s: float | None = None,
-               reference_strategy: str | None = None, quiet: bool = False,
-               drop_zero: bool = False, step_times: str | os.PathLike[str] | None = None,
-               notebooks_dir: str | os.PathLike[str] | None = None,
-               command: str | None = None) -> ReportResult:
+def run_report(
+    src: Any,
+    out_dir: str | os.PathLike[str],
+    *,
+    n_buckets: int = DEFAULT_N_BUCKETS,
+    rule: BatchRule | None = None,
+    max_len: int | None = None,
+    method: str = DEFAULT_METHOD,
+    column: str | None = None,
+    field: str | None = None,
+    seed: int = DEFAULT_SEED,
+    world_size: int = 1,
+    tokens_per_s: float | None = None,
+    reference_strategy: str | None = None,
+    quiet: bool = False,
+    drop_zero: bool = False,
+    step_times: str | os.PathLike[str] | None = None,
+    notebooks_dir: str | os.PathLike[str] | None = None,
+    command: str | None = None,
+) -> ReportResult:
     """Run every notebook on ``src`` into ``out_dir`` and write ``recommendation.json``.
 
     Parameters
@@ -265,11 +291,10 @@ def run_report(src: Any, out_dir: str | os.PathLike[str], *, n_buckets: int = DE
     """
     import analysis
     from analysis import load_lengths, recommend, save_histogram
-    from analysis.progress import bar
-
     from analysis.batching import positive_int
     from analysis.loaders import load_step_times
     from analysis.paths import BUNDLED_DATA
+    from analysis.progress import bar
 
     rule = BatchRule.resolve() if rule is None else rule
     world_size = positive_int(world_size, "world_size")
@@ -285,8 +310,10 @@ def run_report(src: Any, out_dir: str | os.PathLike[str], *, n_buckets: int = DE
     notebooks = _notebooks(nb_dir, times_path is not None)
     skipped = [p.name for p in report_notebooks(nb_dir, step_times=True) if p not in notebooks]
     if out == nb_dir:
-        raise ValueError(f"{out}: the output folder is the notebooks folder; the executed "
-                         "copies would overwrite the reference notebooks (choose another --out)")
+        raise ValueError(
+            f"{out}: the output folder is the notebooks folder; the executed "
+            "copies would overwrite the reference notebooks (choose another --out)"
+        )
 
     progress = bar(enabled=False if quiet else None)
     raw = load_lengths(src, column=column, field=field, allow_zero=drop_zero, progress=progress)
@@ -294,8 +321,9 @@ def run_report(src: Any, out_dir: str | os.PathLike[str], *, n_buckets: int = DE
     hist = raw.clip(max_len) if max_len is not None else raw
     rec = recommend(hist, n_buckets, rule, method=method)
     rec_dict = rec.to_dict()
-    rec_dict["throughput"] = None if tokens_per_s is None else \
-        _throughput(rec, tokens_per_s, str(reference_strategy))
+    rec_dict["throughput"] = (
+        None if tokens_per_s is None else _throughput(rec, tokens_per_s, str(reference_strategy))
+    )
 
     out.mkdir(parents=True, exist_ok=True)
     figures = out / "figures"
@@ -324,9 +352,11 @@ def run_report(src: Any, out_dir: str | os.PathLike[str], *, n_buckets: int = DE
     }
 
     runs, written = [], [data_csv]
-    with tempfile.TemporaryDirectory(prefix="padding-report-") as ipython_dir, \
-            _environ(_kernel_environ(Path(ipython_dir))):
-        for nb in (progress(notebooks, "report notebooks") if progress else notebooks):
+    with (
+        tempfile.TemporaryDirectory(prefix="padding-report-") as ipython_dir,
+        _environ(_kernel_environ(Path(ipython_dir))),
+    ):
+        for nb in progress(notebooks, "report notebooks") if progress else notebooks:
             defined = notebook_parameters(nb)
             # every offered name the notebook defines, None included (the rule's other half)
             params = {k: v for k, v in offered.items() if k in defined}
@@ -334,49 +364,60 @@ def run_report(src: Any, out_dir: str | os.PathLike[str], *, n_buckets: int = DE
             _run_notebook(nb, dst, params, cwd=nb_dir, show_progress=progress is not None)
             html = _to_html(dst)
             written += [dst, html]
-            runs.append({"notebook": nb.name, "html": html.name, "parameters": params,
-                         "not_set": sorted(set(offered) - set(params))})
+            runs.append(
+                {
+                    "notebook": nb.name,
+                    "html": html.name,
+                    "parameters": params,
+                    "not_set": sorted(set(offered) - set(params)),
+                }
+            )
 
-    figure_files = sorted(p for p in figures.iterdir()
-                          if p.is_file() and p.stat().st_mtime >= started)
+    figure_files = sorted(p for p in figures.iterdir() if p.is_file() and p.stat().st_mtime >= started)
     pngs = {p.stem for p in figure_files if p.suffix == ".png"}
     svgs = {p.stem for p in figure_files if p.suffix == ".svg"}
-    recommendation = _clean({
-        "created_by": "padding-workbench report",
-        "version": analysis.__version__,
-        "command": command if command is not None else _default_command(),
-        "python": sys.version.split()[0],
-        "source": str(src) if isinstance(src, str | os.PathLike) else type(src).__name__,
-        "settings": {
-            "n_buckets": n_buckets, **{k: getattr(rule, k) for k in
-                                       ("batch_size", "max_tokens", "pad_to_multiple_of")},
-            "max_len": max_len, "method": method, "seed": seed, "world_size": world_size,
-            "column": column,
-            "field": field, "tokens_per_s": tokens_per_s,
-            "reference_strategy": reference_strategy, "drop_zero": drop_zero,
-            "step_times": None if times_path is None else str(times_path),
-        },
-        "data": {
-            "summary": _summary_dict(raw.summary()),
-            "clipping": _summary_dict(raw.clip_summary(max_len)) if max_len is not None else None,
-            "histogram_csv": str(data_csv.relative_to(out)),
-            "zero_length_dropped": zero_dropped,
-        },
-        **rec_dict,
-        "exports": export_all(rec.plan),
-        "notebooks": runs,
-        "notebooks_skipped": [{"notebook": name, "reason": "needs measured step times "
-                               "(--step-times)"} for name in skipped],
-        "figures": [str(p.relative_to(out)) for p in figure_files],
-        "figures_missing_svg": sorted(pngs - svgs),
-        "figures_missing_png": sorted(svgs - pngs),
-    })
+    recommendation = _clean(
+        {
+            "created_by": "padding-workbench report",
+            "version": analysis.__version__,
+            "command": command if command is not None else _default_command(),
+            "python": sys.version.split()[0],
+            "source": str(src) if isinstance(src, str | os.PathLike) else type(src).__name__,
+            "settings": {
+                "n_buckets": n_buckets,
+                **{k: getattr(rule, k) for k in ("batch_size", "max_tokens", "pad_to_multiple_of")},
+                "max_len": max_len,
+                "method": method,
+                "seed": seed,
+                "world_size": world_size,
+                "column": column,
+                "field": field,
+                "tokens_per_s": tokens_per_s,
+                "reference_strategy": reference_strategy,
+                "drop_zero": drop_zero,
+                "step_times": None if times_path is None else str(times_path),
+            },
+            "data": {
+                "summary": _summary_dict(raw.summary()),
+                "clipping": _summary_dict(raw.clip_summary(max_len)) if max_len is not None else None,
+                "histogram_csv": str(data_csv.relative_to(out)),
+                "zero_length_dropped": zero_dropped,
+            },
+            **rec_dict,
+            "exports": export_all(rec.plan),
+            "notebooks": runs,
+            "notebooks_skipped": [
+                {"notebook": name, "reason": "needs measured step times (--step-times)"} for name in skipped
+            ],
+            "figures": [str(p.relative_to(out)) for p in figure_files],
+            "figures_missing_svg": sorted(pngs - svgs),
+            "figures_missing_png": sorted(svgs - pngs),
+        }
+    )
     rec_path = out / "recommendation.json"
-    rec_path.write_text(json.dumps(recommendation, indent=2, allow_nan=False) + "\n",
-                        encoding="utf-8")
+    rec_path.write_text(json.dumps(recommendation, indent=2, allow_nan=False) + "\n", encoding="utf-8")
     written += [rec_path, *figure_files]
-    return ReportResult(out_dir=out, files=tuple(sorted(set(written))),
-                        recommendation=recommendation)
+    return ReportResult(out_dir=out, files=tuple(sorted(set(written))), recommendation=recommendation)
 
 
 def _mkparent(path: Path) -> Path:
@@ -388,4 +429,3 @@ def _default_command() -> str:
     import shlex
 
     return shlex.join([Path(sys.argv[0]).name, *sys.argv[1:]]) if sys.argv else ""
-

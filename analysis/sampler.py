@@ -117,7 +117,7 @@ class BucketedEpoch:
 
     def rank_batches(self, rank: int) -> list[np.ndarray]:
         """Rank ``rank``'s batches, in order (batches ``rank, rank + W, ...``)."""
-        starts, ends = self.offsets[rank:-1:self.world_size], self.offsets[rank + 1::self.world_size]
+        starts, ends = self.offsets[rank : -1 : self.world_size], self.offsets[rank + 1 :: self.world_size]
         return [self.indices[a:b] for a, b in zip(starts.tolist(), ends.tolist())]
 
 
@@ -127,7 +127,7 @@ class _Layout:
 
     bucket_keys: np.ndarray  # per-sample bucket, narrow unsigned dtype (a radix argsort)
     slot_source: np.ndarray  # flat slot -> position in the bucket-grouped shuffled samples
-    offsets: np.ndarray      # batch offsets over the slots, bucket-major
+    offsets: np.ndarray  # batch offsets over the slots, bucket-major
     batch_buckets: np.ndarray
     world_size: int
     sync_buckets: bool
@@ -156,8 +156,13 @@ def _small_keys(values: np.ndarray) -> np.ndarray:
     return values.astype(np.uint64)
 
 
-def _layout(bucket_of_sample: np.ndarray, batch_sizes: Sequence[int], world_size: int,
-            sync_buckets: bool, drop_last: bool) -> _Layout:
+def _layout(
+    bucket_of_sample: np.ndarray,
+    batch_sizes: Sequence[int],
+    world_size: int,
+    sync_buckets: bool,
+    drop_last: bool,
+) -> _Layout:
     """Per-bucket batches (and the repeats or drops that make whole steps)."""
     bucket = np.asarray(bucket_of_sample, dtype=np.int64)
     sizes = [int(s) for s in batch_sizes]
@@ -187,9 +192,16 @@ def _layout(bucket_of_sample: np.ndarray, batch_sizes: Sequence[int], world_size
     offsets = np.zeros(len(batch_len) + 1, dtype=np.int64)
     np.cumsum(batch_len, out=offsets[1:])
     slot_source = np.concatenate(sources) if sources else np.zeros(0, dtype=np.int64)
-    return _Layout(_small_keys(bucket), slot_source, offsets,
-                   np.array(batch_bucket, dtype=np.int64), w, bool(sync_buckets),
-                   bool(drop_last), int(bucket.size))
+    return _Layout(
+        _small_keys(bucket),
+        slot_source,
+        offsets,
+        np.array(batch_bucket, dtype=np.int64),
+        w,
+        bool(sync_buckets),
+        bool(drop_last),
+        int(bucket.size),
+    )
 
 
 def _gather(order: np.ndarray, offsets: np.ndarray, perm: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -217,13 +229,20 @@ def _draw(layout: _Layout, rng: np.random.Generator) -> BucketedEpoch:
     indices, offsets = _gather(flat, layout.offsets, order)
     # drop_last never repeats and otherwise nothing is dropped, so the size difference is exact
     extra = int(indices.size) - n
-    return BucketedEpoch(indices, offsets, layout.batch_buckets[order], w,
-                         n_repeated=max(extra, 0), n_dropped=max(-extra, 0))
+    return BucketedEpoch(
+        indices, offsets, layout.batch_buckets[order], w, n_repeated=max(extra, 0), n_dropped=max(-extra, 0)
+    )
 
 
-def bucketed_epoch(bucket_of_sample: Sequence[int] | np.ndarray, batch_sizes: Sequence[int],
-                   rng: np.random.Generator, *, world_size: int = 1, sync_buckets: bool = True,
-                   drop_last: bool = False) -> BucketedEpoch:
+def bucketed_epoch(
+    bucket_of_sample: Sequence[int] | np.ndarray,
+    batch_sizes: Sequence[int],
+    rng: np.random.Generator,
+    *,
+    world_size: int = 1,
+    sync_buckets: bool = True,
+    drop_last: bool = False,
+) -> BucketedEpoch:
     """One epoch of the bucketed shuffle for ``world_size`` ranks (the pure core).
 
     Parameters
@@ -256,8 +275,7 @@ def bucketed_epoch(bucket_of_sample: Sequence[int] | np.ndarray, batch_sizes: Se
     if not isinstance(rng, np.random.Generator):
         raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
     world_size = _positive_int(world_size, "world_size")
-    return _draw(_layout(np.asarray(bucket_of_sample), batch_sizes, world_size,
-                         sync_buckets, drop_last), rng)
+    return _draw(_layout(np.asarray(bucket_of_sample), batch_sizes, world_size, sync_buckets, drop_last), rng)
 
 
 def _plan_parts(edges_or_plan: Any) -> tuple[Any, list[int] | None]:
@@ -316,11 +334,20 @@ class BucketedBatchSampler:
     True
     """
 
-    def __init__(self, lengths: Sequence[int] | np.ndarray, edges_or_plan: Any,
-                 rule: BatchRule | None = None, *, batch_size: int | None = None,
-                 max_tokens: int | None = None, seed: int = 0,
-                 rank: int = 0, world_size: int = 1, sync_buckets: bool = True,
-                 drop_last: bool = False) -> None:
+    def __init__(
+        self,
+        lengths: Sequence[int] | np.ndarray,
+        edges_or_plan: Any,
+        rule: BatchRule | None = None,
+        *,
+        batch_size: int | None = None,
+        max_tokens: int | None = None,
+        seed: int = 0,
+        rank: int = 0,
+        world_size: int = 1,
+        sync_buckets: bool = True,
+        drop_last: bool = False,
+    ) -> None:
         arr = _as_length_array(lengths, allow_zero=False, source="lengths")
         if arr.size == 0:
             raise ValueError("lengths is empty: no samples")
@@ -340,8 +367,13 @@ class BucketedBatchSampler:
             raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
         self.rank, self.seed = int(rank), int(seed)
         self.sync_buckets, self.drop_last = bool(sync_buckets), bool(drop_last)
-        self._layout = _layout(bucket_index(arr, self.edges), self.batch_sizes, self.world_size,
-                               self.sync_buckets, self.drop_last)
+        self._layout = _layout(
+            bucket_index(arr, self.edges),
+            self.batch_sizes,
+            self.world_size,
+            self.sync_buckets,
+            self.drop_last,
+        )
         digest = hashlib.sha256(np.ascontiguousarray(arr, dtype=np.int64).tobytes())
         digest.update(json.dumps([self.edges, self.batch_sizes]).encode())
         self._fingerprint = digest.hexdigest()[:16]
@@ -388,7 +420,7 @@ class BucketedBatchSampler:
         for step in range(start, ep.n_steps):
             b = step * w + self.rank
             self.yielded = step + 1
-            yield indices[offsets[b]:offsets[b + 1]].tolist()
+            yield indices[offsets[b] : offsets[b + 1]].tolist()
 
     def state_dict(self, consumed: int) -> dict[str, Any]:
         """Where to resume: ``consumed`` = batches of the current epoch the loop has used.
@@ -398,10 +430,16 @@ class BucketedBatchSampler:
         """
         if not isinstance(consumed, int | np.integer) or not 0 <= consumed <= len(self):
             raise ValueError(f"consumed must be an integer in [0, {len(self)}], got {consumed!r}")
-        return {"format": _STATE_FORMAT, "seed": self.seed, "epoch": self.epoch,
-                "consumed": int(consumed), "world_size": self.world_size,
-                "sync_buckets": self.sync_buckets, "drop_last": self.drop_last,
-                "fingerprint": self._fingerprint}
+        return {
+            "format": _STATE_FORMAT,
+            "seed": self.seed,
+            "epoch": self.epoch,
+            "consumed": int(consumed),
+            "world_size": self.world_size,
+            "sync_buckets": self.sync_buckets,
+            "drop_last": self.drop_last,
+            "fingerprint": self._fingerprint,
+        }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Resume: the next iteration yields the batches after the ``consumed`` ones."""
@@ -410,8 +448,10 @@ class BucketedBatchSampler:
         mine = self.state_dict(0)
         for key in ("world_size", "sync_buckets", "drop_last", "fingerprint"):
             if state[key] != mine[key]:
-                raise ValueError(f"state was saved with {key} = {state[key]!r}, this sampler has "
-                                 f"{mine[key]!r} (lengths, edges and batch sizes make the fingerprint)")
+                raise ValueError(
+                    f"state was saved with {key} = {state[key]!r}, this sampler has "
+                    f"{mine[key]!r} (lengths, edges and batch sizes make the fingerprint)"
+                )
         consumed = int(state["consumed"])
         if not 0 <= consumed <= len(self):
             raise ValueError(f"consumed = {consumed} is outside [0, {len(self)}]")

@@ -49,8 +49,14 @@ from analysis.waste import _bucketed, random_padding, sorted_padding
 #: A progress wrapper a face may pass: takes an iterable (and a description), yields its items.
 Progress = Callable[..., Iterable[Any]]
 
-__all__ = ["SimulationResult", "simulate", "compare_strategies", "EPOCH_METRICS",
-           "SIMULATION_SAMPLE_LIMIT", "SIMULATION_SUBSAMPLE"]
+__all__ = [
+    "SimulationResult",
+    "simulate",
+    "compare_strategies",
+    "EPOCH_METRICS",
+    "SIMULATION_SAMPLE_LIMIT",
+    "SIMULATION_SUBSAMPLE",
+]
 
 #: A histogram with more samples than this is not expanded: the simulation runs on a
 #: uniform subsample (without replacement) of :data:`SIMULATION_SUBSAMPLE` samples, and says
@@ -61,9 +67,18 @@ SIMULATION_SUBSAMPLE = 1_000_000
 _INT64_MAX = 2**63 - 1
 
 #: Columns of ``SimulationResult.epochs`` that are averaged over epochs in summaries.
-EPOCH_METRICS = ("efficiency", "waste_tokens", "batches", "steps", "tokens_per_step_mean",
-                 "tokens_per_step_cv", "within_batch_cv", "lag1_autocorr", "composition_repeat",
-                 "straggler_factor")
+EPOCH_METRICS = (
+    "efficiency",
+    "waste_tokens",
+    "batches",
+    "steps",
+    "tokens_per_step_mean",
+    "tokens_per_step_cv",
+    "within_batch_cv",
+    "lag1_autocorr",
+    "composition_repeat",
+    "straggler_factor",
+)
 _BATCH_COLUMNS = ("epoch", "step", "rank", "bucket", "size", "longest", "useful", "padded")
 _MASK64 = (1 << 64) - 1
 
@@ -179,21 +194,33 @@ class SimulationResult:
         """
         groups = self.batches.groupby("bucket")
         useful, padded = groups["useful"].sum(), groups["padded"].sum()
-        frame = pd.DataFrame({
-            "batches": groups.size() / self.n_epochs,
-            "useful_tokens": useful / self.n_epochs,
-            "padded_tokens": padded / self.n_epochs,
-            "efficiency": useful / padded,
-        })
+        frame = pd.DataFrame(
+            {
+                "batches": groups.size() / self.n_epochs,
+                "useful_tokens": useful / self.n_epochs,
+                "padded_tokens": padded / self.n_epochs,
+                "efficiency": useful / padded,
+            }
+        )
         return frame
 
 
-def simulate(lengths: LengthHistogram | Sequence[int] | np.ndarray, strategy: str,
-             rule: BatchRule | None = None, *, rng: np.random.Generator, epochs: int = 1,
-             batch_size: int | None = None, max_tokens: int | None = None,
-             pad_to_multiple_of: int | None = None, edges: Sequence[int] | None = None,
-             world_size: int = 1, sync_buckets: bool = True, gradient_accumulation_steps: int = 1,
-             progress: Progress | None = None) -> SimulationResult:
+def simulate(
+    lengths: LengthHistogram | Sequence[int] | np.ndarray,
+    strategy: str,
+    rule: BatchRule | None = None,
+    *,
+    rng: np.random.Generator,
+    epochs: int = 1,
+    batch_size: int | None = None,
+    max_tokens: int | None = None,
+    pad_to_multiple_of: int | None = None,
+    edges: Sequence[int] | None = None,
+    world_size: int = 1,
+    sync_buckets: bool = True,
+    gradient_accumulation_steps: int = 1,
+    progress: Progress | None = None,
+) -> SimulationResult:
     """Run ``epochs`` epochs of ``strategy`` and measure every batch.
 
     Parameters
@@ -242,19 +269,25 @@ def simulate(lengths: LengthHistogram | Sequence[int] | np.ndarray, strategy: st
     """
     if not isinstance(rng, np.random.Generator):
         raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
-    rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens,
-                   pad_to_multiple_of=pad_to_multiple_of)
+    rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens, pad_to_multiple_of=pad_to_multiple_of)
     epochs = positive_int(epochs, "epochs")
     world_size = positive_int(world_size, "world_size")
     data, population = _per_sample(lengths, rng)
-    builder = epoch_builder(data, strategy, rule, edges=_cover(edges, lengths, data),
-                            gradient_accumulation_steps=gradient_accumulation_steps,
-                            world_size=world_size, sync_buckets=sync_buckets)
+    builder = epoch_builder(
+        data,
+        strategy,
+        rule,
+        edges=_cover(edges, lengths, data),
+        gradient_accumulation_steps=gradient_accumulation_steps,
+        world_size=world_size,
+        sync_buckets=sync_buckets,
+    )
     return _simulate(builder, rng, epochs, world_size, progress, population)
 
 
-def _per_sample(lengths: LengthHistogram | Sequence[int] | np.ndarray, rng: np.random.Generator
-                ) -> tuple[LengthHistogram | Sequence[int] | np.ndarray, int]:
+def _per_sample(
+    lengths: LengthHistogram | Sequence[int] | np.ndarray, rng: np.random.Generator
+) -> tuple[LengthHistogram | Sequence[int] | np.ndarray, int]:
     """The data a simulation expands, and how many samples they stand for: ``lengths``
     itself, or for a histogram over :data:`SIMULATION_SAMPLE_LIMIT` samples a uniform
     subsample (without replacement) of :data:`SIMULATION_SUBSAMPLE` samples, drawn with
@@ -265,8 +298,10 @@ def _per_sample(lengths: LengthHistogram | Sequence[int] | np.ndarray, rng: np.r
     if n <= SIMULATION_SAMPLE_LIMIT:
         return lengths, n
     if n > _INT64_MAX:
-        raise ValueError(f"the histogram holds {n:,} samples, more than 2**63 - 1 can index; "
-                         "use the exact model (expected_padding, sorted_padding)")
+        raise ValueError(
+            f"the histogram holds {n:,} samples, more than 2**63 - 1 can index; "
+            "use the exact model (expected_padding, sorted_padding)"
+        )
     positions = rng.choice(n, size=SIMULATION_SUBSAMPLE, replace=False)
     picked = np.searchsorted(lengths.cumulative_counts(), positions, side="right")
     return LengthHistogram.from_lengths(lengths.lengths[picked]), n
@@ -289,14 +324,22 @@ def _check_int64(builder: EpochBuilder, world_size: int) -> None:
     else:
         per_batch = max(int(builder.max_tokens or 0), longest)
     if per_batch * world_size > _INT64_MAX:
-        raise ValueError(f"a batch of up to {per_batch:,} tokens (x world_size {world_size}) "
-                         "overflows the simulation's int64 totals; clip the lengths "
-                         "(LengthHistogram.clip) or use the exact model (expected_padding, "
-                         "sorted_padding)")
+        raise ValueError(
+            f"a batch of up to {per_batch:,} tokens (x world_size {world_size}) "
+            "overflows the simulation's int64 totals; clip the lengths "
+            "(LengthHistogram.clip) or use the exact model (expected_padding, "
+            "sorted_padding)"
+        )
 
 
-def _simulate(builder: EpochBuilder, rng: np.random.Generator, epochs: int, world_size: int,
-              progress: Progress | None, population: int | None = None) -> SimulationResult:
+def _simulate(
+    builder: EpochBuilder,
+    rng: np.random.Generator,
+    epochs: int,
+    world_size: int,
+    progress: Progress | None,
+    population: int | None = None,
+) -> SimulationResult:
     _check_int64(builder, world_size)
     n = builder.lengths.size
     mixed = _splitmix64(np.arange(n, dtype=np.uint64))
@@ -306,16 +349,24 @@ def _simulate(builder: EpochBuilder, rng: np.random.Generator, epochs: int, worl
     if progress is not None:
         numbers = progress(numbers, f"simulating {builder.strategy}")
     for e in numbers:
-        batch_frame, row, hashes = _measure_epoch(builder, builder.epoch(rng), e, world_size,
-                                                  builder.rule.pad_to_multiple_of, mixed, seen)
+        batch_frame, row, hashes = _measure_epoch(
+            builder, builder.epoch(rng), e, world_size, builder.rule.pad_to_multiple_of, mixed, seen
+        )
         seen = np.sort(np.concatenate([seen, hashes]))
         frames.append(batch_frame)
         rows.append(row)
     batches = pd.concat(frames, ignore_index=True)
     table = pd.DataFrame(rows).set_index("epoch")
-    return SimulationResult(builder.strategy, batches, table, world_size,
-                            builder.rule.pad_to_multiple_of, builder.batch_sizes, int(n),
-                            int(n if population is None else population))
+    return SimulationResult(
+        builder.strategy,
+        batches,
+        table,
+        world_size,
+        builder.rule.pad_to_multiple_of,
+        builder.batch_sizes,
+        int(n),
+        int(n if population is None else population),
+    )
 
 
 def _splitmix64(x: np.ndarray) -> np.ndarray:
@@ -326,8 +377,15 @@ def _splitmix64(x: np.ndarray) -> np.ndarray:
     return z ^ (z >> np.uint64(31))
 
 
-def _measure_epoch(builder: EpochBuilder, epoch: Any, number: int, world_size: int, multiple: int,
-                   mixed: np.ndarray, seen: np.ndarray) -> tuple[pd.DataFrame, dict[str, Any], np.ndarray]:
+def _measure_epoch(
+    builder: EpochBuilder,
+    epoch: Any,
+    number: int,
+    world_size: int,
+    multiple: int,
+    mixed: np.ndarray,
+    seen: np.ndarray,
+) -> tuple[pd.DataFrame, dict[str, Any], np.ndarray]:
     """Per-batch table, per-epoch metrics and batch hashes of one epoch."""
     starts = epoch.offsets[:-1]
     size = np.diff(epoch.offsets)
@@ -341,11 +399,18 @@ def _measure_epoch(builder: EpochBuilder, epoch: Any, number: int, world_size: i
     n_batches = size.size
     position = np.arange(n_batches, dtype=np.int64)
     step, rank = position // world_size, position % world_size
-    frame = pd.DataFrame({
-        "epoch": np.full(n_batches, number, dtype=np.int64), "step": step, "rank": rank,
-        "bucket": epoch.buckets.astype(np.int64), "size": size, "longest": longest,
-        "useful": useful, "padded": padded,
-    })
+    frame = pd.DataFrame(
+        {
+            "epoch": np.full(n_batches, number, dtype=np.int64),
+            "step": step,
+            "rank": rank,
+            "bucket": epoch.buckets.astype(np.int64),
+            "size": size,
+            "longest": longest,
+            "useful": useful,
+            "padded": padded,
+        }
+    )
 
     useful_total = sum(useful.tolist())
     padded_total = sum(padded.tolist())
@@ -390,8 +455,7 @@ def _cv(x: np.ndarray) -> float:
     return float(x.std()) / mean if mean else float("nan")
 
 
-def _within_batch_cv(lengths: np.ndarray, starts: np.ndarray, size: np.ndarray,
-                     useful: np.ndarray) -> float:
+def _within_batch_cv(lengths: np.ndarray, starts: np.ndarray, size: np.ndarray, useful: np.ndarray) -> float:
     """Mean over batches of std/mean of the lengths in the batch (population std).
 
     ``std / mean = sqrt(size * sum(L**2) - sum(L)**2) / sum(L)``, computed exactly in
@@ -417,14 +481,23 @@ def _lag1_autocorr(x: np.ndarray) -> float:
     return float(a @ b) / den if den > 0 else float("nan")
 
 
-def compare_strategies(lengths: LengthHistogram | Sequence[int] | np.ndarray,
-                       rule: BatchRule | None = None, *, rng: np.random.Generator,
-                       edges: Sequence[int], epochs: int = 3, batch_size: int | None = None,
-                       max_tokens: int | None = None, pad_to_multiple_of: int | None = None,
-                       strategies: Sequence[str] | None = None, world_size: int = 1,
-                       reference_strategy: str | None = None,
-                       reference_tokens_per_s: float | None = None, sync_buckets: bool = True,
-                       progress: Progress | None = None) -> pd.DataFrame:
+def compare_strategies(
+    lengths: LengthHistogram | Sequence[int] | np.ndarray,
+    rule: BatchRule | None = None,
+    *,
+    rng: np.random.Generator,
+    edges: Sequence[int],
+    epochs: int = 3,
+    batch_size: int | None = None,
+    max_tokens: int | None = None,
+    pad_to_multiple_of: int | None = None,
+    strategies: Sequence[str] | None = None,
+    world_size: int = 1,
+    reference_strategy: str | None = None,
+    reference_tokens_per_s: float | None = None,
+    sync_buckets: bool = True,
+    progress: Progress | None = None,
+) -> pd.DataFrame:
     """Simulate several strategies on the same data under one batch rule: a row per strategy.
 
     Each strategy reads the rule as :mod:`analysis.strategies` says (the token strategies get
@@ -465,8 +538,7 @@ def compare_strategies(lengths: LengthHistogram | Sequence[int] | np.ndarray,
     for name in names:
         if name not in STRATEGIES:
             raise ValueError(f"unknown strategy {name!r}; choose one of {', '.join(STRATEGIES)}")
-    rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens,
-                   pad_to_multiple_of=pad_to_multiple_of)
+    rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens, pad_to_multiple_of=pad_to_multiple_of)
     epochs = positive_int(epochs, "epochs")
     world_size = positive_int(world_size, "world_size")
     hist = lengths if isinstance(lengths, LengthHistogram) else LengthHistogram.from_lengths(lengths)
@@ -477,15 +549,24 @@ def compare_strategies(lengths: LengthHistogram | Sequence[int] | np.ndarray,
         raise ValueError("give both reference_strategy and reference_tokens_per_s, or neither")
     if reference_strategy is not None and reference_strategy not in names:
         raise ValueError(f"reference_strategy {reference_strategy!r} is not among the strategies compared")
-    exact = {"random": lambda: random_padding(hist, rule), "sorted": lambda: sorted_padding(hist, rule),
-             "bucketed": lambda: _bucketed(hist, edges, rule)}
+    exact = {
+        "random": lambda: random_padding(hist, rule),
+        "sorted": lambda: sorted_padding(hist, rule),
+        "bucketed": lambda: _bucketed(hist, edges, rule),
+    }
     rows = []
     for name in names:
-        builder = epoch_builder(per_sample, name, rule, edges=edges, world_size=world_size,
-                                sync_buckets=sync_buckets)
+        builder = epoch_builder(
+            per_sample, name, rule, edges=edges, world_size=world_size, sync_buckets=sync_buckets
+        )
         res = _simulate(builder, rng, epochs, world_size, progress, population)
-        used = BatchRule(max_tokens=builder.max_tokens) if name in TOKEN_STRATEGIES else \
-            BatchRule(builder.batch_sizes[0], None, rule.pad_to_multiple_of) if name != "bucketed" else rule
+        used = (
+            BatchRule(max_tokens=builder.max_tokens)
+            if name in TOKEN_STRATEGIES
+            else BatchRule(builder.batch_sizes[0], None, rule.pad_to_multiple_of)
+            if name != "bucketed"
+            else rule
+        )
         row = res.summary().drop(["strategy", "epochs", "useful_tokens", "padded_tokens"])
         row = pd.concat([pd.Series({"batch_rule": used.text}, dtype=object), row])
         row["expected_efficiency"] = exact[name]().efficiency if name in exact else float("nan")
@@ -500,6 +581,8 @@ def compare_strategies(lengths: LengthHistogram | Sequence[int] | np.ndarray,
     if reference_strategy is not None and reference_tokens_per_s is not None:
         efficiency = table["efficiency"].astype(float)
         table["predicted_tokens_per_s"] = predict_throughput(
-            efficiency.to_numpy(), reference_tokens_per_s=reference_tokens_per_s,
-            reference_efficiency=float(efficiency[reference_strategy]))
+            efficiency.to_numpy(),
+            reference_tokens_per_s=reference_tokens_per_s,
+            reference_efficiency=float(efficiency[reference_strategy]),
+        )
     return table

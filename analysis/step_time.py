@@ -46,15 +46,23 @@ from analysis.strategies import STRATEGIES, TOKEN_STRATEGIES
 from analysis.throughput import predict_throughput
 from analysis.waste import _bucketed, random_padding, sorted_padding
 
-__all__ = ["STEP_TIME_COLUMNS", "STEP_TIME_TERMS", "measure_step_times", "calibration_shapes",
-           "check_step_times", "StepTimeModel", "expected_epoch_time", "simulated_epoch_times",
-           "predict_strategy_throughput", "sweep_throughput"]
+__all__ = [
+    "STEP_TIME_COLUMNS",
+    "STEP_TIME_TERMS",
+    "measure_step_times",
+    "calibration_shapes",
+    "check_step_times",
+    "StepTimeModel",
+    "expected_epoch_time",
+    "simulated_epoch_times",
+    "predict_strategy_throughput",
+    "sweep_throughput",
+]
 
 #: Columns of a step-time frame (one row per timed step).
 STEP_TIME_COLUMNS = ("batch_size", "length", "seconds")
 #: The model's terms, in order: the feature each coefficient multiplies.
-STEP_TIME_TERMS = {"per_step": "1", "per_sample": "B", "per_token": "B*T(L)",
-                   "attention": "B*T(L)**2"}
+STEP_TIME_TERMS = {"per_step": "1", "per_sample": "B", "per_token": "B*T(L)", "attention": "B*T(L)**2"}
 #: The strategies whose expected epoch time is exact (order statistics or deterministic).
 EXACT_TIME_STRATEGIES = ("sorted", "random", "bucketed")
 _DEFAULT_STRATEGIES = ("sorted", "random", "bucketed", "length_grouped", "token_budget")
@@ -68,16 +76,22 @@ def _check_shapes(shapes: Any) -> list[tuple[int, int]]:
     for i, shape in enumerate(shapes):
         if isinstance(shape, str | bytes) or len(shape) != 2:
             raise ValueError(f"shapes[{i}] = {shape!r} is not a (batch_size, length) pair")
-        out.append((positive_int(shape[0], f"shapes[{i}] batch_size"),
-                    positive_int(shape[1], f"shapes[{i}] length")))
+        out.append(
+            (positive_int(shape[0], f"shapes[{i}] batch_size"), positive_int(shape[1], f"shapes[{i}] length"))
+        )
     if not out:
         raise ValueError("shapes is empty")
     return out
 
 
-def measure_step_times(step: Callable[[int, int], Any], shapes: Sequence[tuple[int, int]], *,
-                       repeats: int = 5, warmup: int = 2,
-                       clock: Callable[[], float] = time.perf_counter) -> pd.DataFrame:
+def measure_step_times(
+    step: Callable[[int, int], Any],
+    shapes: Sequence[tuple[int, int]],
+    *,
+    repeats: int = 5,
+    warmup: int = 2,
+    clock: Callable[[], float] = time.perf_counter,
+) -> pd.DataFrame:
     """Time ``step(batch_size, length)`` on each shape: one row per timed call.
 
     ``step`` runs one full training step (forward, backward, optimizer) on a batch of that
@@ -121,10 +135,16 @@ def measure_step_times(step: Callable[[int, int], Any], shapes: Sequence[tuple[i
     return frame.astype({"batch_size": np.int64, "length": np.int64, "seconds": float})
 
 
-def calibration_shapes(hist: LengthHistogram, rule: BatchRule | None = None, *,
-                       batch_size: int | None = None, max_tokens: int | None = None,
-                       pad_to_multiple_of: int | None = None, n_lengths: int = 8,
-                       batch_fractions: Sequence[float] = (1.0, 0.5, 0.25)) -> list[tuple[int, int]]:
+def calibration_shapes(
+    hist: LengthHistogram,
+    rule: BatchRule | None = None,
+    *,
+    batch_size: int | None = None,
+    max_tokens: int | None = None,
+    pad_to_multiple_of: int | None = None,
+    n_lengths: int = 8,
+    batch_fractions: Sequence[float] = (1.0, 0.5, 0.25),
+) -> list[tuple[int, int]]:
     """A small design of ``(batch_size, length)`` shapes covering what the data will produce.
 
     Lengths: ``n_lengths`` log-spaced values from the shortest to the longest length (rounded
@@ -144,8 +164,7 @@ def calibration_shapes(hist: LengthHistogram, rule: BatchRule | None = None, *,
     """
     if not isinstance(hist, LengthHistogram):
         hist = LengthHistogram.from_lengths(hist)
-    rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens,
-                   pad_to_multiple_of=pad_to_multiple_of)
+    rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens, pad_to_multiple_of=pad_to_multiple_of)
     n_lengths = positive_int(n_lengths, "n_lengths")
     fractions = [float(f) for f in batch_fractions]
     if not fractions or any(not (0 < f <= 1) for f in fractions):
@@ -156,8 +175,11 @@ def calibration_shapes(hist: LengthHistogram, rule: BatchRule | None = None, *,
     lengths = sorted({int(round_up(math.ceil(v - 1e-9), m)) for v in raw.tolist()} | {hi})
     shapes = set()
     for length in lengths:
-        tops = [rule.batch_size] if rule.batch_size is not None else \
-            [rule.fixed_batch_size(length), rule.fixed_batch_size(hi)]
+        tops = (
+            [rule.batch_size]
+            if rule.batch_size is not None
+            else [rule.fixed_batch_size(length), rule.fixed_batch_size(hi)]
+        )
         for top in tops:
             for f in fractions:
                 shapes.add((max(1, int(top * f)), length))
@@ -188,8 +210,9 @@ def check_step_times(frame: Any, source: str | None = None) -> pd.DataFrame:
         raise ValueError(f"{where}step times must be a DataFrame, got {type(frame).__name__}")
     missing = [c for c in STEP_TIME_COLUMNS if c not in frame.columns]
     if missing:
-        raise ValueError(f"{where}step times need columns {', '.join(STEP_TIME_COLUMNS)}; "
-                         f"missing {', '.join(missing)}")
+        raise ValueError(
+            f"{where}step times need columns {', '.join(STEP_TIME_COLUMNS)}; missing {', '.join(missing)}"
+        )
     out = frame[list(STEP_TIME_COLUMNS)].copy()
     if out.empty:
         raise ValueError(f"{where}no step times")
@@ -198,15 +221,17 @@ def check_step_times(frame: Any, source: str | None = None) -> pd.DataFrame:
         bad = ~np.isfinite(values) | (values < 1) | (values != np.round(values))
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            raise ValueError(f"{where}row {i}: {col} = {_plain(out[col].iloc[i])!r} is not a "
-                             "positive integer")
+            raise ValueError(
+                f"{where}row {i}: {col} = {_plain(out[col].iloc[i])!r} is not a positive integer"
+            )
         out[col] = values.astype(np.int64)
     seconds = pd.to_numeric(out["seconds"], errors="coerce").to_numpy(dtype=float)
     bad = ~np.isfinite(seconds) | (seconds <= 0)
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"{where}row {i}: seconds = {_plain(out['seconds'].iloc[i])!r} must be a "
-                         "finite time > 0")
+        raise ValueError(
+            f"{where}row {i}: seconds = {_plain(out['seconds'].iloc[i])!r} must be a finite time > 0"
+        )
     out["seconds"] = seconds
     return out.reset_index(drop=True)
 
@@ -251,8 +276,12 @@ class StepTimeModel:
     def __post_init__(self) -> None:
         for name in STEP_TIME_TERMS:
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float | np.number) \
-                    or not math.isfinite(value) or value < 0:
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float | np.number)
+                or not math.isfinite(value)
+                or value < 0
+            ):
                 raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
             object.__setattr__(self, name, float(value))
         object.__setattr__(self, "tile", positive_int(self.tile, "tile"))
@@ -265,8 +294,9 @@ class StepTimeModel:
         return np.array([self.per_step, self.per_sample, self.per_token, self.attention])
 
     @classmethod
-    def fit(cls, frame: pd.DataFrame, *, terms: Iterable[str] = tuple(STEP_TIME_TERMS),
-            tile: int = 1) -> StepTimeModel:
+    def fit(
+        cls, frame: pd.DataFrame, *, terms: Iterable[str] = tuple(STEP_TIME_TERMS), tile: int = 1
+    ) -> StepTimeModel:
         """Fit the model to measured step times (a :func:`measure_step_times` frame).
 
         Each shape's median time is fitted by non-negative least squares on relative errors
@@ -289,19 +319,29 @@ class StepTimeModel:
         terms = list(terms)
         unknown = [t for t in terms if t not in STEP_TIME_TERMS]
         if unknown or not terms:
-            raise ValueError(f"terms must be a non-empty subset of {', '.join(STEP_TIME_TERMS)}, "
-                             f"got {terms!r}")
+            raise ValueError(
+                f"terms must be a non-empty subset of {', '.join(STEP_TIME_TERMS)}, got {terms!r}"
+            )
         groups = data.groupby(["batch_size", "length"], sort=True)["seconds"]
-        per_shape = pd.DataFrame({"repeats": groups.size(), "seconds": groups.median(),
-                                  "spread": groups.std(ddof=1) / groups.mean()}).reset_index()
+        per_shape = pd.DataFrame(
+            {
+                "repeats": groups.size(),
+                "seconds": groups.median(),
+                "spread": groups.std(ddof=1) / groups.mean(),
+            }
+        ).reset_index()
         once = per_shape[per_shape["repeats"] < 2]
         if len(once):
             b, n = int(once["batch_size"].iloc[0]), int(once["length"].iloc[0])
-            raise ValueError(f"shape (batch_size={b}, length={n}) was measured once; time every "
-                             "shape at least twice (repeats >= 2)")
+            raise ValueError(
+                f"shape (batch_size={b}, length={n}) was measured once; time every "
+                "shape at least twice (repeats >= 2)"
+            )
         if len(per_shape) <= len(terms):
-            raise ValueError(f"{len(per_shape)} distinct shapes cannot fit {len(terms)} terms; "
-                             f"measure at least {len(terms) + 1}")
+            raise ValueError(
+                f"{len(per_shape)} distinct shapes cannot fit {len(terms)} terms; "
+                f"measure at least {len(terms) + 1}"
+            )
         cols = [list(STEP_TIME_TERMS).index(t) for t in terms]
         x = _features(per_shape["batch_size"], per_shape["length"], tile)[:, cols]
         y = per_shape["seconds"].to_numpy()
@@ -315,8 +355,18 @@ class StepTimeModel:
         per_shape["predicted"] = model.predict(per_shape["batch_size"], per_shape["length"])
         per_shape["residual"] = per_shape["seconds"] - per_shape["predicted"]
         per_shape["relative_residual"] = per_shape["residual"] / per_shape["seconds"]
-        per_shape = per_shape[["batch_size", "length", "repeats", "seconds", "spread",
-                               "predicted", "residual", "relative_residual"]]
+        per_shape = per_shape[
+            [
+                "batch_size",
+                "length",
+                "repeats",
+                "seconds",
+                "spread",
+                "predicted",
+                "residual",
+                "relative_residual",
+            ]
+        ]
         return cls(per_step, per_sample, per_token, attention, tile, per_shape)
 
     def predict(self, batch_size: Any, length: Any) -> Any:
@@ -334,9 +384,10 @@ class StepTimeModel:
 
     def to_frame(self) -> pd.DataFrame:
         """The coefficients: one row per term (``feature``, ``coefficient`` in seconds)."""
-        return pd.DataFrame({"feature": list(STEP_TIME_TERMS.values()),
-                             "coefficient": self.coefficients.tolist()},
-                            index=pd.Index(list(STEP_TIME_TERMS), name="term"))
+        return pd.DataFrame(
+            {"feature": list(STEP_TIME_TERMS.values()), "coefficient": self.coefficients.tolist()},
+            index=pd.Index(list(STEP_TIME_TERMS), name="term"),
+        )
 
     def residuals(self) -> pd.DataFrame:
         """Per measured shape: ``repeats``, median ``seconds``, ``spread`` (std / mean of the
@@ -375,8 +426,9 @@ def _sorted_batches(hist: LengthHistogram, size: int) -> tuple[np.ndarray, np.nd
     return sizes, longest
 
 
-def _bucketed_seconds(hist: LengthHistogram, model: StepTimeModel, edges: list[int],
-                      rule: BatchRule) -> float:
+def _bucketed_seconds(
+    hist: LengthHistogram, model: StepTimeModel, edges: list[int], rule: BatchRule
+) -> float:
     """Exact expected seconds of a bucketed shuffle on validated ``edges`` (one rank)."""
     g = model.sample_seconds(round_up(hist.lengths, rule.pad_to_multiple_of))
     total = []
@@ -390,11 +442,17 @@ def _bucketed_seconds(hist: LengthHistogram, model: StepTimeModel, edges: list[i
     return math.fsum(total)
 
 
-def expected_epoch_time(hist: LengthHistogram | Sequence[int] | np.ndarray, model: StepTimeModel,
-                        strategy: str = "bucketed", rule: BatchRule | None = None, *,
-                        edges: Sequence[int] | None = None, batch_size: int | None = None,
-                        max_tokens: int | None = None,
-                        pad_to_multiple_of: int | None = None) -> float:
+def expected_epoch_time(
+    hist: LengthHistogram | Sequence[int] | np.ndarray,
+    model: StepTimeModel,
+    strategy: str = "bucketed",
+    rule: BatchRule | None = None,
+    *,
+    edges: Sequence[int] | None = None,
+    batch_size: int | None = None,
+    max_tokens: int | None = None,
+    pad_to_multiple_of: int | None = None,
+) -> float:
     """Exact expected seconds of one epoch of ``sorted``, ``random`` or ``bucketed`` (one rank).
 
     ``bucketed`` (needs ``edges``): per bucket of ``n`` samples and batch size ``B`` (from the
@@ -415,11 +473,12 @@ def expected_epoch_time(hist: LengthHistogram | Sequence[int] | np.ndarray, mode
     """
     model = _check_model(model)
     hist = _as_hist(hist)
-    rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens,
-                   pad_to_multiple_of=pad_to_multiple_of)
+    rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens, pad_to_multiple_of=pad_to_multiple_of)
     if strategy not in EXACT_TIME_STRATEGIES:
-        raise ValueError(f"no exact expected time for {strategy!r}; choose one of "
-                         f"{', '.join(EXACT_TIME_STRATEGIES)} (or use simulated_epoch_times)")
+        raise ValueError(
+            f"no exact expected time for {strategy!r}; choose one of "
+            f"{', '.join(EXACT_TIME_STRATEGIES)} (or use simulated_epoch_times)"
+        )
     if strategy == "bucketed":
         if edges is None:
             raise ValueError("strategy 'bucketed' needs edges")
@@ -432,12 +491,21 @@ def expected_epoch_time(hist: LengthHistogram | Sequence[int] | np.ndarray, mode
     return math.fsum(model.predict(sizes, round_up(longest, rule.pad_to_multiple_of)).tolist())
 
 
-def simulated_epoch_times(lengths: LengthHistogram | Sequence[int] | np.ndarray,
-                          model: StepTimeModel, strategy: str, rule: BatchRule | None = None, *,
-                          rng: np.random.Generator, epochs: int = 3, world_size: int = 1,
-                          edges: Sequence[int] | None = None, sync_buckets: bool = True,
-                          batch_size: int | None = None, max_tokens: int | None = None,
-                          pad_to_multiple_of: int | None = None) -> pd.DataFrame:
+def simulated_epoch_times(
+    lengths: LengthHistogram | Sequence[int] | np.ndarray,
+    model: StepTimeModel,
+    strategy: str,
+    rule: BatchRule | None = None,
+    *,
+    rng: np.random.Generator,
+    epochs: int = 3,
+    world_size: int = 1,
+    edges: Sequence[int] | None = None,
+    sync_buckets: bool = True,
+    batch_size: int | None = None,
+    max_tokens: int | None = None,
+    pad_to_multiple_of: int | None = None,
+) -> pd.DataFrame:
     """Seconds and useful tokens of simulated epochs, the model applied to every batch.
 
     The epochs are :func:`~analysis.simulate`'s (same rule, ``edges``, ``world_size``,
@@ -459,10 +527,17 @@ def simulated_epoch_times(lengths: LengthHistogram | Sequence[int] | np.ndarray,
     [3.2, 3.2]
     """
     model = _check_model(model)
-    rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens,
-                   pad_to_multiple_of=pad_to_multiple_of)
-    res = simulate(lengths, strategy, rule, rng=rng, epochs=epochs, world_size=world_size,
-                   edges=edges, sync_buckets=sync_buckets)
+    rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens, pad_to_multiple_of=pad_to_multiple_of)
+    res = simulate(
+        lengths,
+        strategy,
+        rule,
+        rng=rng,
+        epochs=epochs,
+        world_size=world_size,
+        edges=edges,
+        sync_buckets=sync_buckets,
+    )
     batches = res.batches
     if strategy == "packing":
         budget = rule.token_budget(_as_hist(lengths).max)  # as the simulated builder's
@@ -472,10 +547,14 @@ def simulated_epoch_times(lengths: LengthHistogram | Sequence[int] | np.ndarray,
         seconds = model.predict(batches["size"].to_numpy(), padded)
     steps = pd.DataFrame({"epoch": batches["epoch"], "step": batches["step"], "seconds": seconds})
     per_step = steps.groupby(["epoch", "step"])["seconds"].max()
-    out = pd.DataFrame({"seconds": per_step.groupby(level="epoch").sum(),
-                        "useful_tokens": res.epochs["useful_tokens"].astype(float),
-                        "padded_tokens": res.epochs["padded_tokens"].astype(float),
-                        "steps": per_step.groupby(level="epoch").size()})
+    out = pd.DataFrame(
+        {
+            "seconds": per_step.groupby(level="epoch").sum(),
+            "useful_tokens": res.epochs["useful_tokens"].astype(float),
+            "padded_tokens": res.epochs["padded_tokens"].astype(float),
+            "steps": per_step.groupby(level="epoch").size(),
+        }
+    )
     out["tokens_per_s"] = out["useful_tokens"] / out["seconds"]
     out.index.name = "epoch"
     return out
@@ -490,14 +569,22 @@ def _used_rule(hist: LengthHistogram, name: str, rule: BatchRule) -> BatchRule:
     return BatchRule(rule.fixed_batch_size(hist.max), None, rule.pad_to_multiple_of)
 
 
-def predict_strategy_throughput(lengths: LengthHistogram | Sequence[int] | np.ndarray,
-                                model: StepTimeModel, rule: BatchRule | None = None, *,
-                                edges: Sequence[int], rng: np.random.Generator,
-                                strategies: Sequence[str] = _DEFAULT_STRATEGIES,
-                                world_size: int = 1, epochs: int = 3, reference: str = "sorted",
-                                reference_tokens_per_s: float | None = None,
-                                batch_size: int | None = None, max_tokens: int | None = None,
-                                pad_to_multiple_of: int | None = None) -> pd.DataFrame:
+def predict_strategy_throughput(
+    lengths: LengthHistogram | Sequence[int] | np.ndarray,
+    model: StepTimeModel,
+    rule: BatchRule | None = None,
+    *,
+    edges: Sequence[int],
+    rng: np.random.Generator,
+    strategies: Sequence[str] = _DEFAULT_STRATEGIES,
+    world_size: int = 1,
+    epochs: int = 3,
+    reference: str = "sorted",
+    reference_tokens_per_s: float | None = None,
+    batch_size: int | None = None,
+    max_tokens: int | None = None,
+    pad_to_multiple_of: int | None = None,
+) -> pd.DataFrame:
     """Predicted useful tokens/s of each strategy: the step-time model beside padded tokens.
 
     ``sorted``, ``random`` and ``bucketed`` are exact (:func:`expected_epoch_time`) when
@@ -535,8 +622,7 @@ def predict_strategy_throughput(lengths: LengthHistogram | Sequence[int] | np.nd
     """
     model = _check_model(model)
     hist = _as_hist(lengths)
-    rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens,
-                   pad_to_multiple_of=pad_to_multiple_of)
+    rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens, pad_to_multiple_of=pad_to_multiple_of)
     edges = check_edges(edges, hist)
     world_size = positive_int(world_size, "world_size")
     names = list(strategies)
@@ -545,46 +631,78 @@ def predict_strategy_throughput(lengths: LengthHistogram | Sequence[int] | np.nd
             raise ValueError(f"unknown strategy {name!r}; choose one of {', '.join(STRATEGIES)}")
     if reference not in names:
         raise ValueError(f"reference {reference!r} is not among the strategies")
-    exact = {"random": lambda: random_padding(hist, rule), "sorted": lambda: sorted_padding(hist, rule),
-             "bucketed": lambda: _bucketed(hist, edges, rule)}
+    exact = {
+        "random": lambda: random_padding(hist, rule),
+        "sorted": lambda: sorted_padding(hist, rule),
+        "bucketed": lambda: _bucketed(hist, edges, rule),
+    }
     rows: list[dict[str, Any]] = []
     for name in names:
         label = _used_rule(hist, name, rule).text
         if world_size == 1 and name in EXACT_TIME_STRATEGIES:
             seconds = expected_epoch_time(hist, model, name, rule, edges=edges)
             est = exact[name]()
-            rows.append({"strategy": name, "batch_rule": label, "exact": True,
-                         "batches": float(est.n_batches), "useful_tokens": float(hist.total_tokens),
-                         "efficiency": float(est.efficiency), "seconds": seconds,
-                         "tokens_per_s": hist.total_tokens / seconds, "tokens_per_s_se": 0.0})
+            rows.append(
+                {
+                    "strategy": name,
+                    "batch_rule": label,
+                    "exact": True,
+                    "batches": float(est.n_batches),
+                    "useful_tokens": float(hist.total_tokens),
+                    "efficiency": float(est.efficiency),
+                    "seconds": seconds,
+                    "tokens_per_s": hist.total_tokens / seconds,
+                    "tokens_per_s_se": 0.0,
+                }
+            )
             continue
-        sim = simulated_epoch_times(lengths, model, name, rule, rng=rng, epochs=epochs,
-                                    world_size=world_size,
-                                    edges=edges if name == "bucketed" else None)
-        se = float(sim["tokens_per_s"].std(ddof=1) / math.sqrt(len(sim))) if len(sim) > 1 \
-            else float("nan")
-        rows.append({"strategy": name, "batch_rule": label, "exact": False,
-                     "batches": float(sim["steps"].mean() * world_size),
-                     "useful_tokens": float(sim["useful_tokens"].mean()),
-                     "efficiency": float(sim["useful_tokens"].sum() / sim["padded_tokens"].sum()),
-                     "seconds": float(sim["seconds"].mean()),
-                     "tokens_per_s": float(sim["useful_tokens"].sum() / sim["seconds"].sum()),
-                     "tokens_per_s_se": se})
+        sim = simulated_epoch_times(
+            lengths,
+            model,
+            name,
+            rule,
+            rng=rng,
+            epochs=epochs,
+            world_size=world_size,
+            edges=edges if name == "bucketed" else None,
+        )
+        se = float(sim["tokens_per_s"].std(ddof=1) / math.sqrt(len(sim))) if len(sim) > 1 else float("nan")
+        rows.append(
+            {
+                "strategy": name,
+                "batch_rule": label,
+                "exact": False,
+                "batches": float(sim["steps"].mean() * world_size),
+                "useful_tokens": float(sim["useful_tokens"].mean()),
+                "efficiency": float(sim["useful_tokens"].sum() / sim["padded_tokens"].sum()),
+                "seconds": float(sim["seconds"].mean()),
+                "tokens_per_s": float(sim["useful_tokens"].sum() / sim["seconds"].sum()),
+                "tokens_per_s_se": se,
+            }
+        )
     table = pd.DataFrame(rows).set_index("strategy")
     ref = rows[names.index(reference)]
     table["padded_tokens_per_s"] = predict_throughput(
         table["efficiency"].to_numpy(),
-        reference_tokens_per_s=float(ref["tokens_per_s"] if reference_tokens_per_s is None
-                                     else reference_tokens_per_s),
-        reference_efficiency=float(ref["efficiency"]))
+        reference_tokens_per_s=float(
+            ref["tokens_per_s"] if reference_tokens_per_s is None else reference_tokens_per_s
+        ),
+        reference_efficiency=float(ref["efficiency"]),
+    )
     return table
 
 
-def sweep_throughput(hist: LengthHistogram, model: StepTimeModel,
-                     n_buckets: Iterable[int] = range(1, 9), rule: BatchRule | None = None, *,
-                     batch_size: int | None = None, max_tokens: int | None = None,
-                     pad_to_multiple_of: int | None = None,
-                     candidates: int | str | None = "auto") -> pd.DataFrame:
+def sweep_throughput(
+    hist: LengthHistogram,
+    model: StepTimeModel,
+    n_buckets: Iterable[int] = range(1, 9),
+    rule: BatchRule | None = None,
+    *,
+    batch_size: int | None = None,
+    max_tokens: int | None = None,
+    pad_to_multiple_of: int | None = None,
+    candidates: int | str | None = "auto",
+) -> pd.DataFrame:
     """Predicted tokens/s against the number of buckets, for optimal edges of two objectives.
 
     For each ``K`` in ``n_buckets``: the edges minimising padding and the edges minimising
@@ -609,18 +727,27 @@ def sweep_throughput(hist: LengthHistogram, model: StepTimeModel,
     3          2      time  [0, 200, 400]
     """
     model = _check_model(model)
-    rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens,
-                   pad_to_multiple_of=pad_to_multiple_of)
+    rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens, pad_to_multiple_of=pad_to_multiple_of)
     ks = list(n_buckets)
-    sweeps = {objective: sweep_bucket_counts(hist, ks, ["optimal"], rule, candidates=candidates,
-                                             step_time=step_time)
-              for objective, step_time in (("padding", None), ("time", model))}
+    sweeps = {
+        objective: sweep_bucket_counts(
+            hist, ks, ["optimal"], rule, candidates=candidates, step_time=step_time
+        )
+        for objective, step_time in (("padding", None), ("time", model))
+    }
     rows = []
     for k in ks:
         for objective, sweep in sweeps.items():
             row = sweep[sweep["n_buckets"] == k].iloc[0]
             seconds = expected_epoch_time(hist, model, "bucketed", rule, edges=row["edges"])
-            rows.append({"n_buckets": k, "objective": objective, "edges": row["edges"],
-                         "efficiency": float(row["efficiency"]), "seconds": seconds,
-                         "tokens_per_s": hist.total_tokens / seconds})
+            rows.append(
+                {
+                    "n_buckets": k,
+                    "objective": objective,
+                    "edges": row["edges"],
+                    "efficiency": float(row["efficiency"]),
+                    "seconds": seconds,
+                    "tokens_per_s": hist.total_tokens / seconds,
+                }
+            )
     return pd.DataFrame(rows)

@@ -44,7 +44,8 @@ the epoch (``rule.fixed_batch_size(longest)``), the token strategies a token bud
 longest sample, the same activation memory).
 
 An epoch is stored flat (:class:`Epoch`: ``indices`` plus batch ``offsets``), built with a
-handful of vectorised NumPy calls; ``Epoch.batches()`` gives the list of arrays.  :class:`EpochBuilder` does the per-dataset
+handful of vectorised NumPy calls; ``Epoch.batches()`` gives the list of arrays.
+:class:`EpochBuilder` does the per-dataset
 work once (sorting, bucket assignment, the packing plan) and then builds any number of
 epochs, which is how :func:`analysis.simulate` uses it.
 """
@@ -63,8 +64,15 @@ from analysis.sampler import _draw as _bucket_draw
 from analysis.sampler import _gather, _small_keys
 from analysis.sampler import _layout as _bucket_layout
 
-__all__ = ["STRATEGIES", "TOKEN_STRATEGIES", "Epoch", "EpochBuilder", "epoch_builder",
-           "build_epoch", "ffd_plan"]
+__all__ = [
+    "STRATEGIES",
+    "TOKEN_STRATEGIES",
+    "Epoch",
+    "EpochBuilder",
+    "epoch_builder",
+    "build_epoch",
+    "ffd_plan",
+]
 
 #: Every strategy name, in the order tables and figures show them.
 STRATEGIES = ("sorted", "random", "bucketed", "length_grouped", "token_budget", "packing")
@@ -153,11 +161,18 @@ class EpochBuilder:
         return _EPOCH_FUNCS[self.strategy](self, rng)
 
 
-def epoch_builder(lengths: Sequence[int] | np.ndarray | LengthHistogram, strategy: str,
-                  rule: BatchRule | None = None, *, batch_size: int | None = None,
-                  max_tokens: int | None = None, edges: Sequence[int] | None = None,
-                  gradient_accumulation_steps: int = 1, world_size: int = 1,
-                  sync_buckets: bool = True) -> EpochBuilder:
+def epoch_builder(
+    lengths: Sequence[int] | np.ndarray | LengthHistogram,
+    strategy: str,
+    rule: BatchRule | None = None,
+    *,
+    batch_size: int | None = None,
+    max_tokens: int | None = None,
+    edges: Sequence[int] | None = None,
+    gradient_accumulation_steps: int = 1,
+    world_size: int = 1,
+    sync_buckets: bool = True,
+) -> EpochBuilder:
     """Prepare ``strategy`` for per-sample ``lengths`` (the per-dataset work, done once).
 
     Parameters
@@ -193,13 +208,17 @@ def epoch_builder(lengths: Sequence[int] | np.ndarray | LengthHistogram, strateg
     >>> epoch_builder([1, 2], "shuffled", batch_size=2)
     Traceback (most recent call last):
     ...
-    ValueError: unknown strategy 'shuffled'; choose one of sorted, random, bucketed, length_grouped, token_budget, packing
+    ValueError: unknown strategy 'shuffled'; choose one of sorted, random, bucketed, length_grouped,
+    token_budget, packing
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
     rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens)
-    arr = _as_length_array(lengths.expand() if isinstance(lengths, LengthHistogram) else lengths,
-                           allow_zero=False, source="lengths")
+    arr = _as_length_array(
+        lengths.expand() if isinstance(lengths, LengthHistogram) else lengths,
+        allow_zero=False,
+        source="lengths",
+    )
     if arr.size == 0:
         raise ValueError("lengths is empty: no samples")
     arr.setflags(write=False)
@@ -216,17 +235,26 @@ def epoch_builder(lengths: Sequence[int] | np.ndarray | LengthHistogram, strateg
         sizes, budget = (), rule.token_budget(hist.max)
     else:
         sizes = (rule.fixed_batch_size(hist.max),)
-    builder = EpochBuilder(strategy, arr, hist, rule, edges_out, sizes, budget, accumulation,
-                           world_size, bool(sync_buckets), {})
+    builder = EpochBuilder(
+        strategy, arr, hist, rule, edges_out, sizes, budget, accumulation, world_size, bool(sync_buckets), {}
+    )
     _PREPARE_FUNCS[strategy](builder)
     return builder
 
 
-def build_epoch(lengths: Sequence[int] | np.ndarray, strategy: str, rule: BatchRule | None = None,
-                *, rng: np.random.Generator, batch_size: int | None = None,
-                max_tokens: int | None = None, edges: Sequence[int] | None = None,
-                gradient_accumulation_steps: int = 1, world_size: int = 1,
-                sync_buckets: bool = True) -> Epoch:
+def build_epoch(
+    lengths: Sequence[int] | np.ndarray,
+    strategy: str,
+    rule: BatchRule | None = None,
+    *,
+    rng: np.random.Generator,
+    batch_size: int | None = None,
+    max_tokens: int | None = None,
+    edges: Sequence[int] | None = None,
+    gradient_accumulation_steps: int = 1,
+    world_size: int = 1,
+    sync_buckets: bool = True,
+) -> Epoch:
     """One epoch of ``strategy`` over per-sample ``lengths``; see :func:`epoch_builder`.
 
     Examples
@@ -236,9 +264,17 @@ def build_epoch(lengths: Sequence[int] | np.ndarray, strategy: str, rule: BatchR
     >>> sorted(sorted(b.tolist()) for b in ep.batches())
     [[0, 1], [2, 3], [4]]
     """
-    return epoch_builder(lengths, strategy, rule, batch_size=batch_size, max_tokens=max_tokens,
-                         edges=edges, gradient_accumulation_steps=gradient_accumulation_steps,
-                         world_size=world_size, sync_buckets=sync_buckets).epoch(rng)
+    return epoch_builder(
+        lengths,
+        strategy,
+        rule,
+        batch_size=batch_size,
+        max_tokens=max_tokens,
+        edges=edges,
+        gradient_accumulation_steps=gradient_accumulation_steps,
+        world_size=world_size,
+        sync_buckets=sync_buckets,
+    ).epoch(rng)
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -282,8 +318,10 @@ def _epoch_random(b: EpochBuilder, rng: np.random.Generator) -> Epoch:
 
 def _prepare_bucketed(b: EpochBuilder) -> None:
     # One implementation with the training sampler: its layout (drop_last=False) and draw.
-    b._state["layout"] = _bucket_layout(bucket_index(b.lengths, b.edges), b.batch_sizes,
-                                        b.world_size, b.sync_buckets, False)
+    assert b.edges is not None  # epoch_builder requires edges for bucketed
+    b._state["layout"] = _bucket_layout(
+        bucket_index(b.lengths, b.edges), b.batch_sizes, b.world_size, b.sync_buckets, False
+    )
 
 
 def _epoch_bucketed(b: EpochBuilder, rng: np.random.Generator) -> Epoch:
@@ -332,6 +370,7 @@ def _epoch_token_budget(b: EpochBuilder, rng: np.random.Generator) -> Epoch:
     n = b.lengths.size
     noise = rng.uniform(-PADDING_NOISE, PADDING_NOISE, size=n)
     order = np.argsort(b.lengths * (1.0 + noise), kind="stable").astype(np.int64, copy=False)
+    assert b.max_tokens is not None  # the token strategies always get a budget
     starts = _token_budget_starts(b.lengths[order].tolist(), b.max_tokens)
     offsets = np.array(starts + [n], dtype=np.int64)
     perm = rng.permutation(offsets.size - 1)
@@ -404,6 +443,7 @@ def ffd_plan(hist: LengthHistogram, max_tokens: int) -> tuple[np.ndarray, np.nda
 
 
 def _prepare_packing(b: EpochBuilder) -> None:
+    assert b.max_tokens is not None  # the token strategies always get a budget
     ev_bin, _, ev_cnt = ffd_plan(b.hist, b.max_tokens)
     # Slots in event order (= length descending) -> flat position in a bin-major layout.
     n_bins = int(ev_bin.max()) + 1
@@ -416,8 +456,7 @@ def _prepare_packing(b: EpochBuilder) -> None:
     event_pos = np.empty_like(ev_cnt)
     event_pos[by_bin] = np.cumsum(ev_cnt[by_bin]) - ev_cnt[by_bin]
     event_start = np.cumsum(ev_cnt) - ev_cnt  # first slot of each event, in event order
-    slot_pos = np.repeat(event_pos - event_start, ev_cnt) + np.arange(
-        int(ev_cnt.sum()), dtype=np.int64)
+    slot_pos = np.repeat(event_pos - event_start, ev_cnt) + np.arange(int(ev_cnt.sum()), dtype=np.int64)
     b._state["slot_pos"] = slot_pos
     b._state["offsets"] = offsets
     b._state["desc_keys"] = b.hist.max - b.lengths
@@ -436,12 +475,18 @@ def _epoch_packing(b: EpochBuilder, rng: np.random.Generator) -> Epoch:
 
 
 _PREPARE_FUNCS = {
-    "sorted": _prepare_sorted, "random": _prepare_random, "bucketed": _prepare_bucketed,
-    "length_grouped": _prepare_length_grouped, "token_budget": lambda b: None,
+    "sorted": _prepare_sorted,
+    "random": _prepare_random,
+    "bucketed": _prepare_bucketed,
+    "length_grouped": _prepare_length_grouped,
+    "token_budget": lambda b: None,
     "packing": _prepare_packing,
 }
 _EPOCH_FUNCS = {
-    "sorted": _epoch_sorted, "random": _epoch_random, "bucketed": _epoch_bucketed,
-    "length_grouped": _epoch_length_grouped, "token_budget": _epoch_token_budget,
+    "sorted": _epoch_sorted,
+    "random": _epoch_random,
+    "bucketed": _epoch_bucketed,
+    "length_grouped": _epoch_length_grouped,
+    "token_budget": _epoch_token_budget,
     "packing": _epoch_packing,
 }

@@ -37,8 +37,14 @@ from scipy.special import ndtr
 from analysis.case import CASE_MAX_LENGTH, CASE_MIN_LENGTH, CASE_N_SAMPLES
 from analysis.lengths import LengthHistogram, _positive_int
 
-__all__ = ["LogNormalMode", "LengthMixture", "CASE_LIKE_MIXTURE", "largest_remainder",
-           "mixture_histogram", "case_like_histogram"]
+__all__ = [
+    "LogNormalMode",
+    "LengthMixture",
+    "CASE_LIKE_MIXTURE",
+    "largest_remainder",
+    "mixture_histogram",
+    "case_like_histogram",
+]
 
 # Quotas are rounded to this many decimals before the largest-remainder rule, so that
 # last-bit differences between platforms' erf implementations cannot flip a count.
@@ -174,8 +180,7 @@ def largest_remainder(weights: Sequence[float] | np.ndarray, total: int) -> np.n
     return result
 
 
-def mixture_histogram(mixture: LengthMixture, n_samples: int, *,
-                      seed: int | None = None) -> LengthHistogram:
+def mixture_histogram(mixture: LengthMixture, n_samples: int, *, seed: int | None = None) -> LengthHistogram:
     """``n_samples`` lengths from ``mixture``: expected counts (``seed=None``) or a draw.
 
     With ``seed=None`` the counts are the expected ones rounded by
@@ -202,8 +207,7 @@ def mixture_histogram(mixture: LengthMixture, n_samples: int, *,
     return LengthHistogram(lengths[keep], counts[keep])
 
 
-def case_like_histogram(seed: int | None = None,
-                        n_samples: int = CASE_N_SAMPLES) -> LengthHistogram:
+def case_like_histogram(seed: int | None = None, n_samples: int = CASE_N_SAMPLES) -> LengthHistogram:
     """The bundled case-like histogram (synthetic: not real data).
 
     ``case_like_histogram()`` is exactly ``data/case_lengths.csv``: 902,087 samples of

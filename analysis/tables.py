@@ -19,8 +19,26 @@ __all__ = ["tidy", "format_value"]
 #: Columns (or row labels) holding a ratio in [0, 1].
 _RATIO_WORDS = ("efficiency", "share", "composition_repeat")
 #: Columns holding counts of samples, tokens, batches or steps (floats when averaged).
-_COUNT_WORDS = ("tokens", "steps", "batches", "samples", "size", "edge", "max_len", "length",
-                "per_s", "n_buckets", "buckets", "min", "max", "p10", "p50", "p90", "p99", "mean")
+_COUNT_WORDS = (
+    "tokens",
+    "steps",
+    "batches",
+    "samples",
+    "size",
+    "edge",
+    "max_len",
+    "length",
+    "per_s",
+    "n_buckets",
+    "buckets",
+    "min",
+    "max",
+    "p10",
+    "p50",
+    "p90",
+    "p99",
+    "mean",
+)
 
 
 def _kind(label: str) -> str:
@@ -79,8 +97,7 @@ def tidy(obj: pd.DataFrame | pd.Series) -> pd.DataFrame:
     """
     if isinstance(obj, pd.Series):
         values = [format_value(v, _kind(str(k))) for k, v in obj.items()]
-        return pd.DataFrame({obj.name if obj.name is not None else "value": values},
-                            index=obj.index)
+        return pd.DataFrame({obj.name if obj.name is not None else "value": values}, index=obj.index)
     out = pd.DataFrame(index=obj.index)
     for col in obj.columns:
         kind = _kind(str(col))

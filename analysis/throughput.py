@@ -29,8 +29,9 @@ def _finite_positive(value: Any, name: str) -> float:
     return number
 
 
-def predict_throughput(efficiency: Any, *, reference_tokens_per_s: float,
-                       reference_efficiency: float = 1.0) -> float | np.ndarray:
+def predict_throughput(
+    efficiency: Any, *, reference_tokens_per_s: float, reference_efficiency: float = 1.0
+) -> float | np.ndarray:
     """Useful tokens/s at ``efficiency``, given a run measured at ``reference_tokens_per_s``
     with ``reference_efficiency``.
 

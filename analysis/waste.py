@@ -22,8 +22,15 @@ from analysis._order_stats import _exact_cumsum, bucket_waste, expected_g_of_max
 from analysis.batching import BatchRule, as_rule, bucket_bounds, check_edges, positive_int
 from analysis.lengths import LengthHistogram
 
-__all__ = ["WasteEstimate", "expected_padding", "random_padding", "sorted_padding",
-           "expected_strategies", "strategy_table", "expected_batch_max"]
+__all__ = [
+    "WasteEstimate",
+    "expected_padding",
+    "random_padding",
+    "sorted_padding",
+    "expected_strategies",
+    "strategy_table",
+    "expected_batch_max",
+]
 
 #: The strategies whose padding has an exact (expected) value, in table order.
 EXACT_STRATEGIES = ("random", "sorted", "bucketed")
@@ -78,29 +85,37 @@ class WasteEstimate:
         """One row per bucket: ``lower_edge``, ``upper_edge``, ``samples``, ``tokens``,
         ``batch_size``, ``batches``, ``padded_tokens`` (expected) and ``efficiency`` (NaN for
         an empty bucket)."""
-        eff = [_efficiency(t, w) if s else float("nan") for s, t, w in
-               zip(self.bucket_samples, self.bucket_tokens, self.bucket_waste_tokens)]
-        frame = pd.DataFrame({
-            "lower_edge": list(self.edges[:-1]),
-            "upper_edge": list(self.edges[1:]),
-            "samples": list(self.bucket_samples),
-            "tokens": list(self.bucket_tokens),
-            "batch_size": list(self.batch_sizes),
-            "batches": list(self.bucket_batches),
-            "padded_tokens": list(self.bucket_padded_tokens),
-            "waste_tokens": list(self.bucket_waste_tokens),
-            "efficiency": eff,
-        })
+        eff = [
+            _efficiency(t, w) if s else float("nan")
+            for s, t, w in zip(self.bucket_samples, self.bucket_tokens, self.bucket_waste_tokens)
+        ]
+        frame = pd.DataFrame(
+            {
+                "lower_edge": list(self.edges[:-1]),
+                "upper_edge": list(self.edges[1:]),
+                "samples": list(self.bucket_samples),
+                "tokens": list(self.bucket_tokens),
+                "batch_size": list(self.batch_sizes),
+                "batches": list(self.bucket_batches),
+                "padded_tokens": list(self.bucket_padded_tokens),
+                "waste_tokens": list(self.bucket_waste_tokens),
+                "efficiency": eff,
+            }
+        )
         frame.index.name = "bucket"
         return frame
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready totals (plain ints, floats and lists)."""
         return {
-            "strategy": self.strategy, **self.rule.kwargs(),
-            "edges": list(self.edges), "batch_sizes": list(self.batch_sizes),
-            "efficiency": float(self.efficiency), "padded_tokens": self.padded_tokens,
-            "useful_tokens": int(self.useful_tokens), "waste_tokens": self.waste_tokens,
+            "strategy": self.strategy,
+            **self.rule.kwargs(),
+            "edges": list(self.edges),
+            "batch_sizes": list(self.batch_sizes),
+            "efficiency": float(self.efficiency),
+            "padded_tokens": self.padded_tokens,
+            "useful_tokens": int(self.useful_tokens),
+            "waste_tokens": self.waste_tokens,
             "n_batches": int(self.n_batches),
         }
 
@@ -131,8 +146,9 @@ def _efficiency(useful: int, waste: int | float) -> float:
     return 1.0 / (1.0 + waste / useful) if useful else float("nan")
 
 
-def _bucketed(hist: LengthHistogram, edges: list[int], rule: BatchRule,
-              strategy: str = "bucketed") -> WasteEstimate:
+def _bucketed(
+    hist: LengthHistogram, edges: list[int], rule: BatchRule, strategy: str = "bucketed"
+) -> WasteEstimate:
     """:func:`expected_padding` without validation (``edges`` already cover ``hist``)."""
     batch_sizes = rule.batch_sizes(edges)
     samples: list[int] = []
@@ -148,22 +164,36 @@ def _bucketed(hist: LengthHistogram, edges: list[int], rule: BatchRule,
         samples.append(n)
         tokens.append(_bucket_tokens(hist, lo, hi))
         batches.append(-(-n // size))
-        exact, excess = bucket_waste(hist.lengths[lo:hi], hist.counts[lo:hi], size,
-                                     rule.pad_to_multiple_of)
+        exact, excess = bucket_waste(hist.lengths[lo:hi], hist.counts[lo:hi], size, rule.pad_to_multiple_of)
         waste.append(exact + excess if excess else exact)
     floats = [w for w in waste if isinstance(w, float)]
     total: int | float = sum(w for w in waste if isinstance(w, int))
     if floats:  # the int part exact, the expectations summed once
         total = total + math.fsum(floats)
-    return WasteEstimate(strategy, rule, tuple(edges), tuple(batch_sizes), sum(tokens),
-                         total, sum(batches), tuple(samples), tuple(tokens),
-                         tuple(batches), tuple(waste))
+    return WasteEstimate(
+        strategy,
+        rule,
+        tuple(edges),
+        tuple(batch_sizes),
+        sum(tokens),
+        total,
+        sum(batches),
+        tuple(samples),
+        tuple(tokens),
+        tuple(batches),
+        tuple(waste),
+    )
 
 
-def expected_padding(hist: LengthHistogram | Sequence[int] | np.ndarray, edges: Sequence[int],
-                     rule: BatchRule | None = None, *, batch_size: int | None = None,
-                     max_tokens: int | None = None,
-                     pad_to_multiple_of: int | None = None) -> WasteEstimate:
+def expected_padding(
+    hist: LengthHistogram | Sequence[int] | np.ndarray,
+    edges: Sequence[int],
+    rule: BatchRule | None = None,
+    *,
+    batch_size: int | None = None,
+    max_tokens: int | None = None,
+    pad_to_multiple_of: int | None = None,
+) -> WasteEstimate:
     """Exact expected padding of one epoch of a bucketed shuffle.
 
     The model is the sampler itself: each bucket's samples are shuffled and cut, in order,
@@ -205,14 +235,18 @@ def expected_padding(hist: LengthHistogram | Sequence[int] | np.ndarray, edges: 
     """
     if not isinstance(hist, LengthHistogram):
         hist = LengthHistogram.from_lengths(hist)
-    rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens,
-                   pad_to_multiple_of=pad_to_multiple_of)
+    rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens, pad_to_multiple_of=pad_to_multiple_of)
     return _bucketed(hist, check_edges(edges, hist), rule)
 
 
-def random_padding(hist: LengthHistogram, rule: BatchRule | None = None, *,
-                   batch_size: int | None = None, max_tokens: int | None = None,
-                   pad_to_multiple_of: int | None = None) -> WasteEstimate:
+def random_padding(
+    hist: LengthHistogram,
+    rule: BatchRule | None = None,
+    *,
+    batch_size: int | None = None,
+    max_tokens: int | None = None,
+    pad_to_multiple_of: int | None = None,
+) -> WasteEstimate:
     """Exact expected padding of a full random shuffle: one bucket over every length, one
     batch size for the epoch (``rule.fixed_batch_size``).
 
@@ -221,15 +255,19 @@ def random_padding(hist: LengthHistogram, rule: BatchRule | None = None, *,
     >>> round(random_padding(LengthHistogram.from_lengths([1, 1, 3]), batch_size=2).padded_tokens, 9)
     6.333333333
     """
-    rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens,
-                   pad_to_multiple_of=pad_to_multiple_of)
+    rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens, pad_to_multiple_of=pad_to_multiple_of)
     fixed = BatchRule(rule.fixed_batch_size(hist.max), None, rule.pad_to_multiple_of)
     return _bucketed(hist, [hist.min - 1, hist.max], fixed, "random")
 
 
-def sorted_padding(hist: LengthHistogram, rule: BatchRule | None = None, *,
-                   batch_size: int | None = None, max_tokens: int | None = None,
-                   pad_to_multiple_of: int | None = None) -> WasteEstimate:
+def sorted_padding(
+    hist: LengthHistogram,
+    rule: BatchRule | None = None,
+    *,
+    batch_size: int | None = None,
+    max_tokens: int | None = None,
+    pad_to_multiple_of: int | None = None,
+) -> WasteEstimate:
     """Exact padding of sorted batching: the samples sorted by length, cut into batches of
     one size (``rule.fixed_batch_size``), in any order.
 
@@ -247,32 +285,45 @@ def sorted_padding(hist: LengthHistogram, rule: BatchRule | None = None, *,
     >>> sorted_padding(h, batch_size=2, pad_to_multiple_of=4).padded_tokens
     24
     """
-    rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens,
-                   pad_to_multiple_of=pad_to_multiple_of)
+    rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens, pad_to_multiple_of=pad_to_multiple_of)
     size = rule.fixed_batch_size(hist.max)
     n = hist.n_samples
     n_batches = -(-n // size)
     # Batch j's longest is the length holding sorted position (j+1)*B - 1.  For each distinct
     # length, the batches whose last sample falls on it: count of j with cum[i-1] <= (j+1)B-1
     # < cum[i], i.e. of multiples of B in (cum[i-1], cum[i]]; the last, short batch apart.
-    cum = [0, *np.cumsum(hist.counts).tolist()] if n < 2**63 else \
-        [0, *_exact_cumsum(hist.counts.tolist())]
+    cum = [0, *np.cumsum(hist.counts).tolist()] if n < 2**63 else [0, *_exact_cumsum(hist.counts.tolist())]
     full_ends = [c // size for c in cum]  # full batches ending at or before each prefix
     m = rule.pad_to_multiple_of
     longest = [-(-v // m) * m for v in hist.lengths.tolist()]  # exact, never wraps
-    padded = sum(size * (full_ends[i + 1] - full_ends[i]) * longest[i]
-                 for i in range(len(longest)))
+    padded = sum(size * (full_ends[i + 1] - full_ends[i]) * longest[i] for i in range(len(longest)))
     rest = n - size * (n // size)
     padded += rest * longest[-1]
     waste = padded - hist.total_tokens
-    return WasteEstimate("sorted", BatchRule(size, None, rule.pad_to_multiple_of),
-                         (hist.min - 1, hist.max), (size,), hist.total_tokens, waste, n_batches,
-                         (n,), (hist.total_tokens,), (n_batches,), (waste,))
+    return WasteEstimate(
+        "sorted",
+        BatchRule(size, None, rule.pad_to_multiple_of),
+        (hist.min - 1, hist.max),
+        (size,),
+        hist.total_tokens,
+        waste,
+        n_batches,
+        (n,),
+        (hist.total_tokens,),
+        (n_batches,),
+        (waste,),
+    )
 
 
-def expected_strategies(hist: LengthHistogram, edges: Sequence[int], rule: BatchRule | None = None,
-                        *, batch_size: int | None = None, max_tokens: int | None = None,
-                        pad_to_multiple_of: int | None = None) -> dict[str, WasteEstimate]:
+def expected_strategies(
+    hist: LengthHistogram,
+    edges: Sequence[int],
+    rule: BatchRule | None = None,
+    *,
+    batch_size: int | None = None,
+    max_tokens: int | None = None,
+    pad_to_multiple_of: int | None = None,
+) -> dict[str, WasteEstimate]:
     """The exact padding of the three strategies that have one: ``random`` (a full shuffle),
     ``sorted`` (:func:`sorted_padding`) and ``bucketed`` on ``edges``.
 
@@ -284,11 +335,13 @@ def expected_strategies(hist: LengthHistogram, edges: Sequence[int], rule: Batch
     >>> {k: round(v.efficiency, 3) for k, v in expected_strategies(h, [0, 4, 80], batch_size=2).items()}
     {'random': 0.63, 'sorted': 0.925, 'bucketed': 0.88}
     """
-    rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens,
-                   pad_to_multiple_of=pad_to_multiple_of)
+    rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens, pad_to_multiple_of=pad_to_multiple_of)
     edges = check_edges(edges, hist)
-    return {"random": random_padding(hist, rule), "sorted": sorted_padding(hist, rule),
-            "bucketed": _bucketed(hist, edges, rule)}
+    return {
+        "random": random_padding(hist, rule),
+        "sorted": sorted_padding(hist, rule),
+        "bucketed": _bucketed(hist, edges, rule),
+    }
 
 
 def strategy_table(estimates: dict[str, WasteEstimate]) -> pd.DataFrame:
@@ -301,11 +354,20 @@ def strategy_table(estimates: dict[str, WasteEstimate]) -> pd.DataFrame:
     >>> strategy_table(expected_strategies(h, [0, 4, 80], batch_size=2))["n_batches"].tolist()
     [4, 4, 4]
     """
-    frame = pd.DataFrame([{
-        "strategy": name, "efficiency": est.efficiency, "padded_tokens": float(est.padded_tokens),
-        "useful_tokens": est.useful_tokens, "waste_tokens": est.waste_tokens,
-        "n_batches": est.n_batches, "batch_sizes": list(est.batch_sizes)}
-        for name, est in estimates.items()])
+    frame = pd.DataFrame(
+        [
+            {
+                "strategy": name,
+                "efficiency": est.efficiency,
+                "padded_tokens": float(est.padded_tokens),
+                "useful_tokens": est.useful_tokens,
+                "waste_tokens": est.waste_tokens,
+                "n_batches": est.n_batches,
+                "batch_sizes": list(est.batch_sizes),
+            }
+            for name, est in estimates.items()
+        ]
+    )
     return frame.set_index("strategy")
 
 
@@ -314,8 +376,10 @@ def _as_length_counts(lengths: Any, counts: Any) -> tuple[np.ndarray, np.ndarray
     lengths = np.asarray(lengths)
     counts = np.asarray(counts)
     if lengths.ndim != 1 or lengths.shape != counts.shape or lengths.size == 0:
-        raise ValueError(f"lengths and counts must be non-empty 1-D arrays of equal size, got "
-                         f"{lengths.shape} and {counts.shape}")
+        raise ValueError(
+            f"lengths and counts must be non-empty 1-D arrays of equal size, got "
+            f"{lengths.shape} and {counts.shape}"
+        )
     if lengths.dtype.kind not in "iu" or counts.dtype.kind not in "iu":
         raise ValueError(f"lengths and counts must be integers, got {lengths.dtype} and {counts.dtype}")
     lengths = lengths.astype(np.int64)
@@ -329,14 +393,21 @@ def _as_length_counts(lengths: Any, counts: Any) -> tuple[np.ndarray, np.ndarray
     return lengths, counts
 
 
-def expected_batch_max(lengths: Sequence[int] | np.ndarray, counts: Sequence[int] | np.ndarray,
-                       batch_size: int, *, pad_to_multiple_of: int = 1, power: int = 1) -> float:
+def expected_batch_max(
+    lengths: Sequence[int] | np.ndarray,
+    counts: Sequence[int] | np.ndarray,
+    batch_size: int,
+    *,
+    pad_to_multiple_of: int = 1,
+    power: int = 1,
+) -> float:
     """Expected longest sample of a uniformly random ``batch_size``-subset of a multiset.
 
     The multiset holds ``counts[j]`` samples of length ``lengths[j]``.  Sampling is without
     replacement, as in a shuffled epoch: ``P(max <= v) = C(c(v), B) / C(n, B)`` with ``c(v)``
     the samples of length ``<= v``.  ``pad_to_multiple_of`` rounds the longest up first (the
-    rounded maximum is the maximum of rounded lengths); ``power=2`` gives ``E[max**2]``.  Costs O(distinct lengths)
+    rounded maximum is the maximum of rounded lengths); ``power=2`` gives ``E[max**2]``.
+    Costs O(distinct lengths)
     whatever ``counts.sum()`` is; the building block of :func:`expected_padding`.
 
     Accuracy: ~1e-15 relative (checked against ``math.comb`` arithmetic for batch sizes

@@ -28,28 +28,44 @@ DEFAULT_FILES = ("alpaca_eval_outputs.npy", "tldr_pages.npy")
 
 
 def main(paths: list[Path]) -> None:
-    print(f"{WORLD_SIZE} ranks, batch_size={BATCH_SIZE}, {N_BUCKETS} optimal buckets, "
-          f"{EPOCHS} epochs, lengths clipped at {CLIP}")
-    print(f"{'data':<24}{'samples':>9}{'sync':>6}{'straggler':>11}{'efficiency':>12}"
-          f"{'steps':>7}{'repeats':>9}{'epoch s':>9}")
+    print(
+        f"{WORLD_SIZE} ranks, batch_size={BATCH_SIZE}, {N_BUCKETS} optimal buckets, "
+        f"{EPOCHS} epochs, lengths clipped at {CLIP}"
+    )
+    print(
+        f"{'data':<24}{'samples':>9}{'sync':>6}{'straggler':>11}{'efficiency':>12}"
+        f"{'steps':>7}{'repeats':>9}{'epoch s':>9}"
+    )
     for path in paths:
         raw = np.load(path).astype(np.int64)
         lengths = np.minimum(raw[raw > 0], CLIP)
         plan = optimize_edges(LengthHistogram.from_lengths(lengths), N_BUCKETS, batch_size=BATCH_SIZE)
         for sync in (True, False):
-            res = simulate(lengths, "bucketed", rng=np.random.default_rng(0), epochs=EPOCHS,
-                           edges=plan.edges, batch_size=BATCH_SIZE, world_size=WORLD_SIZE,
-                           sync_buckets=sync)
+            res = simulate(
+                lengths,
+                "bucketed",
+                rng=np.random.default_rng(0),
+                epochs=EPOCHS,
+                edges=plan.edges,
+                batch_size=BATCH_SIZE,
+                world_size=WORLD_SIZE,
+                sync_buckets=sync,
+            )
             summary = res.summary()
             sampler = BucketedBatchSampler(lengths, plan, world_size=WORLD_SIZE, sync_buckets=sync)
-            def one_epoch(sampler=sampler, epoch=iter(range(10**6))) -> None:
-                sampler.set_epoch(next(epoch))
+
+            epochs = iter(range(10**6))
+
+            def one_epoch(sampler=sampler, epochs=epochs) -> None:
+                sampler.set_epoch(next(epochs))
                 list(sampler)
 
             seconds = median_seconds(one_epoch, runs=5)
-            print(f"{path.stem:<24}{lengths.size:>9,}{'yes' if sync else 'no':>6}"
-                  f"{summary['straggler_factor']:>11.3f}{summary['efficiency']:>12.4f}"
-                  f"{summary['steps']:>7.0f}{sampler.n_repeated:>9,}{seconds:>9.3f}")
+            print(
+                f"{path.stem:<24}{lengths.size:>9,}{'yes' if sync else 'no':>6}"
+                f"{summary['straggler_factor']:>11.3f}{summary['efficiency']:>12.4f}"
+                f"{summary['steps']:>7.0f}{sampler.n_repeated:>9,}{seconds:>9.3f}"
+            )
 
 
 if __name__ == "__main__":

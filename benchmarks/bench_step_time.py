@@ -127,12 +127,13 @@ class Trainer:
         """Forward, masked loss, backward, AdamW step; returns when the device is done."""
         b, n = len(lengths), int(lengths.max())
         ids = torch.randint(0, VOCAB, (b, n), generator=self.gen, device=self.device)
-        valid = torch.arange(n, device=self.device)[None, :] < torch.as_tensor(
-            lengths, device=self.device)[:, None]
+        valid = (
+            torch.arange(n, device=self.device)[None, :]
+            < torch.as_tensor(lengths, device=self.device)[:, None]
+        )
         targets = ids[:, 1:].masked_fill(~valid[:, 1:], -100)
         logits = self.model(ids, valid)
-        loss = F.cross_entropy(logits[:, :-1].reshape(-1, VOCAB), targets.reshape(-1),
-                               ignore_index=-100)
+        loss = F.cross_entropy(logits[:, :-1].reshape(-1, VOCAB), targets.reshape(-1), ignore_index=-100)
         self.opt.zero_grad(set_to_none=True)
         loss.backward()
         self.opt.step()
@@ -152,9 +153,14 @@ def fit_forms(times: pd.DataFrame) -> tuple[StepTimeModel, pd.DataFrame]:
     for terms, tile in FORMS:
         model = StepTimeModel.fit(times, terms=terms, tile=tile)
         models.append(model)
-        rows.append({"terms": "+".join(terms), "tile": tile,
-                     "rms_relative_residual": model.rms_relative_residual,
-                     "max_relative_residual": float(model.residuals()["relative_residual"].abs().max())})
+        rows.append(
+            {
+                "terms": "+".join(terms),
+                "tile": tile,
+                "rms_relative_residual": model.rms_relative_residual,
+                "max_relative_residual": float(model.residuals()["relative_residual"].abs().max()),
+            }
+        )
     table = pd.DataFrame(rows)
     best = table["rms_relative_residual"].min()
     pick = int(np.flatnonzero(table["rms_relative_residual"] <= 1.1 * best)[0])
@@ -176,8 +182,9 @@ def add_anchored(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def drift_check(trainer: Trainer, model: StepTimeModel, shapes: list[tuple[int, int]],
-                clock: Callable[[], float]) -> float:
+def drift_check(
+    trainer: Trainer, model: StepTimeModel, shapes: list[tuple[int, int]], clock: Callable[[], float]
+) -> float:
     """Median of measured / model step time on every 4th calibration shape, timed again now."""
     again = measure_step_times(trainer.step, shapes[::4], repeats=2, warmup=1, clock=clock)
     medians = again.groupby(["batch_size", "length"])["seconds"].median().reset_index()
@@ -185,8 +192,9 @@ def drift_check(trainer: Trainer, model: StepTimeModel, shapes: list[tuple[int, 
     return float(ratio.median())
 
 
-def run_epoch(trainer: Trainer, lengths: np.ndarray, batches: list[np.ndarray],
-              clock: Callable[[], float]) -> float:
+def run_epoch(
+    trainer: Trainer, lengths: np.ndarray, batches: list[np.ndarray], clock: Callable[[], float]
+) -> float:
     """Seconds (by ``clock``) of one epoch of real steps."""
     start = clock()
     for batch in batches:
@@ -201,17 +209,26 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1)")
     parser.add_argument("--width", type=int, default=128)
     parser.add_argument("--layers", type=int, default=2)
-    parser.add_argument("--data-dir", type=Path, default=SHARED_DATA,
-                        help="folder with gsm8k.npy and alpaca_eval_outputs.npy")
+    parser.add_argument(
+        "--data-dir", type=Path, default=SHARED_DATA, help="folder with gsm8k.npy and alpaca_eval_outputs.npy"
+    )
     parser.add_argument("--out", type=Path, default=Path("data"))
     parser.add_argument("--seed", type=int, default=13)
-    parser.add_argument("--clock", choices=["wall", "cpu"], default=None,
-                        help="wall: time.perf_counter; cpu: time.process_time, the process's own "
-                             "CPU seconds, immune to other jobs on shared cores (default: cpu on "
-                             "the CPU with one thread, else wall)")
+    parser.add_argument(
+        "--clock",
+        choices=["wall", "cpu"],
+        default=None,
+        help="wall: time.perf_counter; cpu: time.process_time, the process's own "
+        "CPU seconds, immune to other jobs on shared cores (default: cpu on "
+        "the CPU with one thread, else wall)",
+    )
     parser.add_argument("--scale", type=float, default=1.0, help="multiply the subsample sizes")
-    parser.add_argument("--calibration-lengths", type=int, default=None,
-                        help="lengths per distribution in the calibration design (default 7, quick 5)")
+    parser.add_argument(
+        "--calibration-lengths",
+        type=int,
+        default=None,
+        help="lengths per distribution in the calibration design (default 7, quick 5)",
+    )
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -235,21 +252,31 @@ def main(argv: list[str] | None = None) -> None:
         full = np.minimum(np.load(args.data_dir / file).astype(np.int64), MAX_LEN)
         sub = rng.choice(full, size=min(n, full.size), replace=False)
         data[name] = (sub, rule)
-        print(f"{name}: {sub.size} of {full.size} samples, lengths {sub.min()}..{sub.max()} "
-              f"(clipped at {MAX_LEN}), {rule.text}", flush=True)
+        print(
+            f"{name}: {sub.size} of {full.size} samples, lengths {sub.min()}..{sub.max()} "
+            f"(clipped at {MAX_LEN}), {rule.text}",
+            flush=True,
+        )
 
     trainer = Trainer(args.device, args.width, args.layers, args.seed)
-    print(f"device {args.device}, torch {torch.__version__}, threads {torch.get_num_threads()}, "
-          f"width {args.width}, layers {args.layers}, clock {args.clock}", flush=True)
+    print(
+        f"device {args.device}, torch {torch.__version__}, threads {torch.get_num_threads()}, "
+        f"width {args.width}, layers {args.layers}, clock {args.clock}",
+        flush=True,
+    )
 
     # 1. calibration over the shapes both distributions produce
     n_lengths = args.calibration_lengths or (5 if args.quick else 7)
-    shapes = sorted({s for sub, rule in data.values()
-                     for s in calibration_shapes(LengthHistogram.from_lengths(sub), rule,
-                                                 n_lengths=n_lengths)}, key=lambda s: (s[1], s[0]))
+    shapes = sorted(
+        {
+            s
+            for sub, rule in data.values()
+            for s in calibration_shapes(LengthHistogram.from_lengths(sub), rule, n_lengths=n_lengths)
+        },
+        key=lambda s: (s[1], s[0]),
+    )
     start = time.perf_counter()
-    times = measure_step_times(trainer.step, shapes, repeats=3 if args.quick else 4, warmup=1,
-                               clock=clock)
+    times = measure_step_times(trainer.step, shapes, repeats=3 if args.quick else 4, warmup=1, clock=clock)
     print(f"calibration: {len(shapes)} shapes in {time.perf_counter() - start:.0f} s", flush=True)
     times.to_csv(args.out / f"step_times_{args.device}.csv", index=False, float_format="%.6g")
     model, forms = fit_forms(times)
@@ -267,8 +294,7 @@ def main(argv: list[str] | None = None) -> None:
         for strategy in STRATEGIES:
             # each strategy reads the rule as the simulator does (token_budget: the budget,
             # or batch_size samples of the longest length)
-            epoch = build_epoch(sub, strategy, rule, rng=rng,
-                                edges=edges if strategy == "bucketed" else None)
+            epoch = build_epoch(sub, strategy, rule, rng=rng, edges=edges if strategy == "bucketed" else None)
             batches = epoch.batches()
             trainer.run(sub[batches[0]])  # warm the allocator for this strategy's first shape
             seconds = run_epoch(trainer, sub, batches, clock)
@@ -279,11 +305,22 @@ def main(argv: list[str] | None = None) -> None:
             batch_info[strategy] = (len(batches), int(np.sum(sizes * longest)))
             if strategy in REPEATED:
                 measured[strategy].append(run_epoch(trainer, sub, batches, clock))
-            print(f"{name} {strategy}: {len(batches)} batches, {seconds:.1f} s, "
-                  f"{hist.total_tokens / seconds:,.0f} tok/s", flush=True)
+            print(
+                f"{name} {strategy}: {len(batches)} batches, {seconds:.1f} s, "
+                f"{hist.total_tokens / seconds:,.0f} tok/s",
+                flush=True,
+            )
         sorted_tps = hist.total_tokens / measured["sorted"][0]
-        table = predict_strategy_throughput(hist, model, rule, edges=edges, rng=rng, epochs=5,
-                                            strategies=STRATEGIES, reference_tokens_per_s=sorted_tps)
+        table = predict_strategy_throughput(
+            hist,
+            model,
+            rule,
+            edges=edges,
+            rng=rng,
+            epochs=5,
+            strategies=STRATEGIES,
+            reference_tokens_per_s=sorted_tps,
+        )
         for strategy in STRATEGIES:
             runs = measured[strategy]
             tps = hist.total_tokens / runs[0]
@@ -291,31 +328,52 @@ def main(argv: list[str] | None = None) -> None:
             padded = float(table.loc[strategy, "padded_tokens_per_s"])
             this_epoch = hist.total_tokens / epoch_pred[strategy]
             repeat = hist.total_tokens / runs[1] if len(runs) > 1 else float("nan")
-            rows.append({
-                "distribution": name, "device": args.device, "threads": args.threads,
-                "clock": args.clock,
-                "strategy": strategy, "batch_rule": table.loc[strategy, "batch_rule"],
-                "samples": sub.size, "batches": batch_info[strategy][0],
-                "useful_tokens": hist.total_tokens, "padded_tokens": batch_info[strategy][1],
-                "measured_seconds": runs[0], "measured_tokens_per_s": tps,
-                "repeat_tokens_per_s": repeat,
-                "noise": abs(repeat - tps) / tps if len(runs) > 1 else float("nan"),
-                "predicted_tokens_per_s": pred, "step_time_error": pred / tps - 1,
-                "predicted_this_epoch_tokens_per_s": this_epoch,
-                "this_epoch_error": this_epoch / tps - 1,
-                "padded_tokens_per_s": padded, "padded_error": padded / tps - 1,
-                "prediction_exact": bool(table.loc[strategy, "exact"]),
-                "edges": " ".join(map(str, edges)) if strategy == "bucketed" else "",
-            })
+            rows.append(
+                {
+                    "distribution": name,
+                    "device": args.device,
+                    "threads": args.threads,
+                    "clock": args.clock,
+                    "strategy": strategy,
+                    "batch_rule": table.loc[strategy, "batch_rule"],
+                    "samples": sub.size,
+                    "batches": batch_info[strategy][0],
+                    "useful_tokens": hist.total_tokens,
+                    "padded_tokens": batch_info[strategy][1],
+                    "measured_seconds": runs[0],
+                    "measured_tokens_per_s": tps,
+                    "repeat_tokens_per_s": repeat,
+                    "noise": abs(repeat - tps) / tps if len(runs) > 1 else float("nan"),
+                    "predicted_tokens_per_s": pred,
+                    "step_time_error": pred / tps - 1,
+                    "predicted_this_epoch_tokens_per_s": this_epoch,
+                    "this_epoch_error": this_epoch / tps - 1,
+                    "padded_tokens_per_s": padded,
+                    "padded_error": padded / tps - 1,
+                    "prediction_exact": bool(table.loc[strategy, "exact"]),
+                    "edges": " ".join(map(str, edges)) if strategy == "bucketed" else "",
+                }
+            )
         frame = add_anchored(pd.DataFrame(rows))
         frame.to_csv(args.out / f"step_time_validation{suffix}.csv", index=False, float_format="%.6g")
     drift = drift_check(trainer, model, shapes, clock)
     print(f"drift: calibration shapes timed again after the runs take {drift:.3f} x the model")
     frame["drift_after_runs"] = drift
     frame.to_csv(args.out / f"step_time_validation{suffix}.csv", index=False, float_format="%.6g")
-    show = frame[["distribution", "strategy", "measured_tokens_per_s", "predicted_tokens_per_s",
-                  "step_time_error", "this_epoch_error", "anchored_error", "padded_tokens_per_s",
-                  "padded_error", "noise"]]
+    show = frame[
+        [
+            "distribution",
+            "strategy",
+            "measured_tokens_per_s",
+            "predicted_tokens_per_s",
+            "step_time_error",
+            "this_epoch_error",
+            "anchored_error",
+            "padded_tokens_per_s",
+            "padded_error",
+            "noise",
+        ]
+    ]
     print(show.to_string(index=False, float_format=lambda v: f"{v:.3f}" if abs(v) < 10 else f"{v:,.0f}"))
 
 

@@ -39,8 +39,16 @@ def heavy_tail_lengths(seed: int = 0, n: int = 60_000) -> np.ndarray:
     return lengths
 
 
-def render(src: str, out: Path, *, n_buckets: int = 6, batch_size: int = 8,
-           max_len: int | None = None, seed: int = 0, only: str = "") -> list[Path]:
+def render(
+    src: str,
+    out: Path,
+    *,
+    n_buckets: int = 6,
+    batch_size: int = 8,
+    max_len: int | None = None,
+    seed: int = 0,
+    only: str = "",
+) -> list[Path]:
     """Every figure for ``src`` (a path or ``heavy-tail``), saved as PNG into ``out``
     (only those whose name starts with ``only``, when given)."""
     hist = analysis.load_lengths(heavy_tail_lengths(seed) if src == "heavy-tail" else src)
@@ -51,16 +59,20 @@ def render(src: str, out: Path, *, n_buckets: int = 6, batch_size: int = 8,
     sweep = analysis.sweep_bucket_counts(hist, range(1, min(16, hist.n_distinct) + 1), **rule)
     random_eff = analysis.evaluate_edges(hist, [0, hist.max], **rule).efficiency
     sorted_eff = analysis.sorted_padding(hist, **rule).efficiency
-    table = analysis.compare_strategies(hist, rng=np.random.default_rng(seed), edges=plan.edges,
-                                        epochs=1, **rule)
-    results = {name: analysis.simulate(hist, name, rng=np.random.default_rng(seed),
-                                       edges=plan.edges, **rule)
-               for name in ("sorted", "random", "bucketed")}
+    table = analysis.compare_strategies(
+        hist, rng=np.random.default_rng(seed), edges=plan.edges, epochs=1, **rule
+    )
+    results = {
+        name: analysis.simulate(hist, name, rng=np.random.default_rng(seed), edges=plan.edges, **rule)
+        for name in ("sorted", "random", "bucketed")
+    }
     k = n_buckets
-    sets = {f"optimal, K={k}": plan,
-            f"equal tokens, K={k}": analysis.optimize_edges(hist, k, method="equal_tokens", **rule),
-            f"equal count, K={k}": analysis.optimize_edges(hist, k, method="equal_count", **rule),
-            f"geometric, K={k}": analysis.optimize_edges(hist, k, method="geometric", **rule)}
+    sets = {
+        f"optimal, K={k}": plan,
+        f"equal tokens, K={k}": analysis.optimize_edges(hist, k, method="equal_tokens", **rule),
+        f"equal count, K={k}": analysis.optimize_edges(hist, k, method="equal_count", **rule),
+        f"geometric, K={k}": analysis.optimize_edges(hist, k, method="geometric", **rule),
+    }
     plans = analysis.compare_edge_sets(hist, sets, **rule)
     clip_at = max_len or int(hist.quantile(0.99))
     figures = {
@@ -74,8 +86,12 @@ def render(src: str, out: Path, *, n_buckets: int = 6, batch_size: int = 8,
         "02_tradeoff": plots.plot_tradeoff(table),
         "02_padded_per_step": plots.plot_padded_per_step(results),
         "03_efficiency_vs_buckets": plots.plot_efficiency_vs_buckets(
-            sweep, random_efficiency=random_eff, sorted_efficiency=sorted_eff, chosen=k,
-            recommended=analysis.recommend_n_buckets(sweep)),
+            sweep,
+            random_efficiency=random_eff,
+            sorted_efficiency=sorted_eff,
+            chosen=k,
+            recommended=analysis.recommend_n_buckets(sweep),
+        ),
         "03_optimal_edges": plots.plot_edges_on_histogram(hist, plan),
         "03_edge_sets": plots.plot_edge_sets(plans, title=f"{k} buckets, batch size {batch_size}"),
     }
@@ -97,8 +113,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default="", help="render only figures whose name starts so")
     args = parser.parse_args(argv)
     start = time.perf_counter()
-    for path in render(args.src, args.out, n_buckets=args.buckets, batch_size=args.batch_size,
-                       max_len=args.max_len, seed=args.seed, only=args.only):
+    for path in render(
+        args.src,
+        args.out,
+        n_buckets=args.buckets,
+        batch_size=args.batch_size,
+        max_len=args.max_len,
+        seed=args.seed,
+        only=args.only,
+    ):
         print(path)
     print(f"{time.perf_counter() - start:.1f} s", file=sys.stderr)
     return 0

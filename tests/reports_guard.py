@@ -21,8 +21,11 @@ def snapshot(folder: Path) -> dict[str, str]:
     """SHA-256 of every file under ``folder`` (empty when it does not exist)."""
     if not folder.is_dir():
         return {}
-    return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -35,5 +38,6 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if after != before:
         changed = sorted(set(before) ^ set(after) | {k for k in before if after.get(k) != before[k]})
         session.config.get_terminal_writer().line(
-            f"reports_guard: the tests changed reports/ ({', '.join(changed[:5])}...)", red=True)
+            f"reports_guard: the tests changed reports/ ({', '.join(changed[:5])}...)", red=True
+        )
         session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -48,7 +48,7 @@ def test_drop_zero_engine_counts_what_it_drops():
 def test_zero_lengths_error_names_the_flag(capsys, with_zeros, command):
     code, out, err = run(capsys, command[0], with_zeros, *command[1:], "--quiet")
     assert code == 2 and out == ""
-    line, = err.strip().splitlines()
+    (line,) = err.strip().splitlines()
     assert line.startswith("padding-workbench: error: ") and "--drop-zero" in line
     assert "allow_zero" not in line and "row 4" in line
 
@@ -59,8 +59,9 @@ def test_report_zero_lengths_error_names_the_flag(capsys, with_zeros, tmp_path):
     assert not (tmp_path / "r").exists()  # refused before anything is written
 
 
-@pytest.mark.parametrize("command", [["summary"], ["optimize", "--json"],
-                                     ["compare", "--epochs", "1", "--json"]])
+@pytest.mark.parametrize(
+    "command", [["summary"], ["optimize", "--json"], ["compare", "--epochs", "1", "--json"]]
+)
 def test_drop_zero_drops_and_says_how_many(capsys, data, with_zeros, command):
     hist, clean = data
     code, out, err = run(capsys, command[0], with_zeros, *command[1:], "--drop-zero", "--quiet")
@@ -77,8 +78,7 @@ def test_compare_defaults_to_the_optimal_plan(capsys, data):
     assert code == 0
     got = json.loads(out)
     assert got["edges"] == optimize_edges(hist, DEFAULT_N_BUCKETS, batch_size=8).edges
-    code, out, _ = run(capsys, "compare", path, "--epochs", "1", "--json", "--buckets", "3",
-                       "--quiet")
+    code, out, _ = run(capsys, "compare", path, "--epochs", "1", "--json", "--buckets", "3", "--quiet")
     assert json.loads(out)["edges"] == optimize_edges(hist, 3, batch_size=8).edges
     code, _, err = run(capsys, "compare", path, "--edges", "0,100,599", "--buckets", "3")
     assert code == 2 and "--buckets" in err
@@ -87,13 +87,20 @@ def test_compare_defaults_to_the_optimal_plan(capsys, data):
 @pytest.mark.parametrize("world_size", [1, 4])
 def test_compare_world_size_reaches_the_engine(capsys, data, world_size):
     hist, path = data
-    code, out, _ = run(capsys, "compare", path, "--epochs", "1", "--json", "--quiet",
-                       "--world-size", world_size)
+    code, out, _ = run(
+        capsys, "compare", path, "--epochs", "1", "--json", "--quiet", "--world-size", world_size
+    )
     assert code == 0
     got = json.loads(out)
     assert got["world_size"] == world_size
-    table = compare_strategies(hist, rng=np.random.default_rng(DEFAULT_SEED), batch_size=8,
-                               epochs=1, edges=got["edges"], world_size=world_size)
+    table = compare_strategies(
+        hist,
+        rng=np.random.default_rng(DEFAULT_SEED),
+        batch_size=8,
+        epochs=1,
+        edges=got["edges"],
+        world_size=world_size,
+    )
     assert got["strategies"]["random"]["steps"] == table.loc["random", "steps"]
     assert ("straggler_factor" in got["strategies"]["random"]) == (world_size > 1)
 
@@ -103,6 +110,7 @@ def test_report_records_world_size_and_drop_zero(tmp_path, with_zeros, monkeypat
     import inspect
 
     from analysis.report import run_report
+
     params = inspect.signature(run_report).parameters
     assert params["world_size"].default == 1 and params["drop_zero"].default is False
     seen = {}
@@ -112,21 +120,43 @@ def test_report_records_world_size_and_drop_zero(tmp_path, with_zeros, monkeypat
         raise ValueError("stop here")
 
     monkeypatch.setattr("analysis.report.run_report", fake_run_report)
-    code = cli.main(["report", str(with_zeros), "--out", str(tmp_path / "r"), "--quiet",
-                     "--world-size", "8", "--drop-zero"])
+    code = cli.main(
+        [
+            "report",
+            str(with_zeros),
+            "--out",
+            str(tmp_path / "r"),
+            "--quiet",
+            "--world-size",
+            "8",
+            "--drop-zero",
+        ]
+    )
     assert code == 2 and seen["world_size"] == 8 and seen["drop_zero"] is True
 
 
 def test_compare_table_fits_120_columns(capsys, data):
     _, path = data
-    code, out, _ = run(capsys, "compare", path, "--epochs", "2", "--world-size", "8",
-                       "--tokens-per-s", "30000", "--reference-strategy", "sorted",
-                       "--buckets", "16", "--quiet")
+    code, out, _ = run(
+        capsys,
+        "compare",
+        path,
+        "--epochs",
+        "2",
+        "--world-size",
+        "8",
+        "--tokens-per-s",
+        "30000",
+        "--reference-strategy",
+        "sorted",
+        "--buckets",
+        "16",
+        "--quiet",
+    )
     assert code == 0
     assert max(len(line) for line in out.splitlines()) <= 120, out
     assert "--wide" in out
-    code, wide, _ = run(capsys, "compare", path, "--epochs", "2", "--world-size", "8",
-                        "--wide", "--quiet")
+    code, wide, _ = run(capsys, "compare", path, "--epochs", "2", "--world-size", "8", "--wide", "--quiet")
     assert code == 0 and "within_batch_cv" in wide and "within_batch_cv" not in out
 
 
@@ -139,7 +169,7 @@ def test_numbers_are_integers_and_percentages(capsys, data):
     rows = [line.split() for line in out.splitlines() if line.startswith(("sorted", "random"))]
     header = out.splitlines()[2].split()
     for row in rows:
-        cells = dict(zip(header, row[-len(header):]))
+        cells = dict(zip(header, row[-len(header) :]))
         assert re.fullmatch(r"\d+(\.\d)?%", cells["efficiency"])
         assert re.fullmatch(r"\d{1,3}(,\d{3})*", cells["batches"])
         assert re.fullmatch(r"\d{1,3}(,\d{3})*", cells["waste_tokens"])

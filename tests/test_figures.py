@@ -45,14 +45,21 @@ def all_figures(hist: LengthHistogram, n_buckets: int = 6) -> dict[str, Figure]:
     rule = {"batch_size": 8}
     plan = analysis.optimize_edges(hist, n_buckets, **rule)
     sweep = analysis.sweep_bucket_counts(hist, range(1, 9), **rule)
-    table = analysis.compare_strategies(hist, rng=np.random.default_rng(0), edges=plan.edges,
-                                        epochs=1, **rule)
-    results = {s: analysis.simulate(hist, s, rng=np.random.default_rng(0), edges=plan.edges,
-                                    **rule) for s in ("sorted", "random", "bucketed")}
-    sets = analysis.compare_edge_sets(hist, {
-        "optimal": plan, "equal tokens": analysis.optimize_edges(hist, n_buckets,
-                                                                 method="equal_tokens", **rule)},
-        **rule)
+    table = analysis.compare_strategies(
+        hist, rng=np.random.default_rng(0), edges=plan.edges, epochs=1, **rule
+    )
+    results = {
+        s: analysis.simulate(hist, s, rng=np.random.default_rng(0), edges=plan.edges, **rule)
+        for s in ("sorted", "random", "bucketed")
+    }
+    sets = analysis.compare_edge_sets(
+        hist,
+        {
+            "optimal": plan,
+            "equal tokens": analysis.optimize_edges(hist, n_buckets, method="equal_tokens", **rule),
+        },
+        **rule,
+    )
     return {
         "length_histogram": plots.plot_length_histogram(hist),
         "token_histogram": plots.plot_length_histogram(hist, weight="tokens"),
@@ -64,15 +71,17 @@ def all_figures(hist: LengthHistogram, n_buckets: int = 6) -> dict[str, Figure]:
         "tradeoff": plots.plot_tradeoff(table),
         "padded_per_step": plots.plot_padded_per_step(results),
         "efficiency_vs_buckets": plots.plot_efficiency_vs_buckets(
-            sweep, random_efficiency=float(sweep["efficiency"].min()), chosen=n_buckets,
-            recommended=analysis.recommend_n_buckets(sweep)),
+            sweep,
+            random_efficiency=float(sweep["efficiency"].min()),
+            chosen=n_buckets,
+            recommended=analysis.recommend_n_buckets(sweep),
+        ),
         "optimal_edges": plots.plot_edges_on_histogram(hist, plan),
         "edge_sets": plots.plot_edge_sets(sets, hist=hist),
     }
 
 
-LENGTH_AXIS_FIGURES = ["length_histogram", "token_histogram", "cdf", "optimal_edges",
-                       "edge_sets"]
+LENGTH_AXIS_FIGURES = ["length_histogram", "token_histogram", "cdf", "optimal_edges", "edge_sets"]
 
 
 def drawn(figs: dict[str, Figure]) -> dict[str, Figure]:
@@ -103,8 +112,7 @@ def figures(request, heavy_figures, narrow_figures):
 
 def boxes(texts, renderer):
     """The texts' own boxes (an annotation's leader line left out)."""
-    return [Text.get_window_extent(t, renderer) for t in texts
-            if t.get_visible() and t.get_text()]
+    return [Text.get_window_extent(t, renderer) for t in texts if t.get_visible() and t.get_text()]
 
 
 def assert_disjoint(bbs, what):
@@ -140,8 +148,7 @@ def test_heavy_tail_length_ticks_reach_the_tail(heavy_figures):
     ax = heavy_figures["length_histogram"].axes[0]
     ticks = [t for t in ax.get_xticks() if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]]
     assert len(ticks) >= 4 and max(ticks) >= 65_536
-    assert all(re.fullmatch(r"\d{1,3}(,\d{3})*", t.get_text())
-               for t in ax.get_xticklabels() if t.get_text())
+    assert all(re.fullmatch(r"\d{1,3}(,\d{3})*", t.get_text()) for t in ax.get_xticklabels() if t.get_text())
 
 
 def test_efficiency_axes_stop_at_100_percent(figures):
@@ -172,8 +179,11 @@ def test_colormaps_are_colour_blind_safe(figures):
                 if hasattr(child, "colorbar") and child.colorbar is not None:
                     found.add(child.colorbar.cmap.name)
     for name in ("optimal_edges", "edge_sets"):
-        found.add(figures[name].axes[1].collections[0].get_cmap().name
-                  if figures[name].axes[1].collections else "viridis")
+        found.add(
+            figures[name].axes[1].collections[0].get_cmap().name
+            if figures[name].axes[1].collections
+            else "viridis"
+        )
     assert found <= ALLOWED_CMAPS, found
 
 
@@ -184,9 +194,18 @@ def _neutral(color: str) -> bool:
 
 def test_category_colours_are_okabe_ito(figures):
     allowed = {c.lower() for c in OKABE_ITO.values()}
-    for name in ("length_histogram", "token_histogram", "cdf", "token_share", "clipping",
-                 "strategy_bars", "randomness", "tradeoff", "padded_per_step",
-                 "efficiency_vs_buckets"):
+    for name in (
+        "length_histogram",
+        "token_histogram",
+        "cdf",
+        "token_share",
+        "clipping",
+        "strategy_bars",
+        "randomness",
+        "tradeoff",
+        "padded_per_step",
+        "efficiency_vs_buckets",
+    ):
         for ax in figures[name].axes:
             colors = [to_hex(line.get_color()) for line in ax.lines]
             colors += [to_hex(p.get_facecolor()) for p in ax.patches if p.get_visible()]
@@ -233,13 +252,16 @@ def test_tradeoff_points_are_labelled_directly(figures):
     renderer = fig.canvas.get_renderer()
     assert ax.get_legend() is None
     names = [t.get_text() for t in ax.texts]
-    assert sorted(names) == sorted(["sorted", "random", "bucketed", "length_grouped",
-                                    "token_budget", "packing"])
+    assert sorted(names) == sorted(
+        ["sorted", "random", "bucketed", "length_grouped", "token_budget", "packing"]
+    )
     label_boxes = boxes(ax.texts, renderer)
     assert_disjoint(label_boxes, "trade-off labels")
-    points = ax.transData.transform(np.column_stack(
-        [[c.get_offsets()[0][0] for c in ax.collections],
-         [c.get_offsets()[0][1] for c in ax.collections]]))
+    points = ax.transData.transform(
+        np.column_stack(
+            [[c.get_offsets()[0][0] for c in ax.collections], [c.get_offsets()[0][1] for c in ax.collections]]
+        )
+    )
     for box in label_boxes:
         assert not any(box.contains(x, y) for x, y in points)
         assert ax.bbox.x0 <= box.x0 and box.x1 <= ax.bbox.x1

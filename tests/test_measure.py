@@ -30,10 +30,31 @@ from transformers import PreTrainedTokenizerFast  # noqa: E402
 from analysis import LengthHistogram, load_lengths  # noqa: E402
 from analysis.measure import _out, _sources, _tokenizer, load_lengths_distributed, measure_lengths  # noqa: E402
 
-CHAT_TEMPLATE = ("{{ bos_token }}{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}"
-                 "{{ eos_token }}{% endfor %}")
-WORDS = ["padding", "bucket", "token", "length", "batch", "edge", "the", "a", "of", "to",
-         "naïve", "straße", "数据", "λ", "x", "tokenizer", "chat", "sample", "shard", "row"]
+CHAT_TEMPLATE = (
+    "{{ bos_token }}{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}{{ eos_token }}{% endfor %}"
+)
+WORDS = [
+    "padding",
+    "bucket",
+    "token",
+    "length",
+    "batch",
+    "edge",
+    "the",
+    "a",
+    "of",
+    "to",
+    "naïve",
+    "straße",
+    "数据",
+    "λ",
+    "x",
+    "tokenizer",
+    "chat",
+    "sample",
+    "shard",
+    "row",
+]
 
 
 def make_texts(n: int, seed: int) -> list[str]:
@@ -47,20 +68,28 @@ def make_texts(n: int, seed: int) -> list[str]:
 def make_chats(n: int, seed: int) -> list[list[dict[str, str]]]:
     rng = np.random.default_rng(seed)
     texts = make_texts(3 * n, seed)
-    return [[{"role": role, "content": texts[3 * i + j]}
-             for j, role in enumerate(["system", "user", "assistant"][: 1 + int(rng.integers(3))])]
-            for i in range(n)]
+    return [
+        [
+            {"role": role, "content": texts[3 * i + j]}
+            for j, role in enumerate(["system", "user", "assistant"][: 1 + int(rng.integers(3))])
+        ]
+        for i in range(n)
+    ]
 
 
 def train_tokenizer(vocab_size: int = 400) -> Tokenizer:
     tok = Tokenizer(models.BPE(unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, show_progress=False,
-                                  special_tokens=["<s>", "</s>", "<unk>"],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        show_progress=False,
+        special_tokens=["<s>", "</s>", "<unk>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
     tok.train_from_iterator(make_texts(3000, seed=7), trainer)
     tok.post_processor = processors.TemplateProcessing(
-        single="<s> $A </s>", special_tokens=[("<s>", 0), ("</s>", 1)])
+        single="<s> $A </s>", special_tokens=[("<s>", 0), ("</s>", 1)]
+    )
     return tok
 
 
@@ -71,8 +100,7 @@ def bpe() -> Tokenizer:
 
 @pytest.fixture(scope="module")
 def hf(bpe: Tokenizer) -> PreTrainedTokenizerFast:
-    tok = PreTrainedTokenizerFast(tokenizer_object=bpe, bos_token="<s>", eos_token="</s>",
-                                  unk_token="<unk>")
+    tok = PreTrainedTokenizerFast(tokenizer_object=bpe, bos_token="<s>", eos_token="</s>", unk_token="<unk>")
     tok.chat_template = CHAT_TEMPLATE
     return tok
 
@@ -108,8 +136,7 @@ def word_count(texts: list[str]) -> list[int]:
     return [len(t.split()) for t in texts]
 
 
-def measured(source: Any, tokenizer: Any, tmp_path: Path, **kw: Any) -> tuple[LengthHistogram,
-                                                                              np.ndarray]:
+def measured(source: Any, tokenizer: Any, tmp_path: Path, **kw: Any) -> tuple[LengthHistogram, np.ndarray]:
     out = tmp_path / "lengths.npy"
     kw.setdefault("cache", False)
     hist = measure_lengths(source, tokenizer, out=out, **kw)
@@ -142,14 +169,15 @@ def make_source(kind: str, texts: list[str], tmp: Path) -> tuple[Any, dict[str, 
         return str(tmp / "*.jsonl.gz"), {"field": "text"}
     if kind == "parquet row groups":
         path = tmp / "docs.parquet"
-        pq.write_table(pa.table({"id": list(range(len(texts))), "text": texts}), path,
-                       row_group_size=70)
+        pq.write_table(pa.table({"id": list(range(len(texts))), "text": texts}), path, row_group_size=70)
         return path, {"field": "text"}
     if kind in ("csv", "tsv"):
         import pandas as pd
+
         path = tmp / f"docs.{kind}"
         pd.DataFrame({"id": range(len(texts)), "text": texts}).to_csv(
-            path, sep="," if kind == "csv" else "\t", index=False)
+            path, sep="," if kind == "csv" else "\t", index=False
+        )
         return path, {"field": "text"}
     if kind == "text files":
         for i, t in enumerate(texts):
@@ -161,11 +189,12 @@ def make_source(kind: str, texts: list[str], tmp: Path) -> tuple[Any, dict[str, 
     if kind == "directory of parquet shards":
         (tmp / "shards").mkdir()
         for i in range(3):
-            part = texts[i * 100:(i + 1) * 100]
+            part = texts[i * 100 : (i + 1) * 100]
             pq.write_table(pa.table({"text": part}), tmp / "shards" / f"part-{i}.parquet")
         return tmp / "shards", {}
     if kind in ("save_to_disk", "datasets.Dataset"):
         import datasets
+
         datasets.disable_progress_bars()
         ds = datasets.Dataset.from_dict({"text": texts, "id": list(range(len(texts)))})
         if kind == "datasets.Dataset":
@@ -180,15 +209,25 @@ def make_source(kind: str, texts: list[str], tmp: Path) -> tuple[Any, dict[str, 
     raise AssertionError(kind)
 
 
-SOURCES = ["jsonl", "jsonl.gz shards", "parquet row groups", "csv", "tsv", "text files",
-           "directory of parquet shards", "save_to_disk", "datasets.Dataset", "strings",
-           "records"]
+SOURCES = [
+    "jsonl",
+    "jsonl.gz shards",
+    "parquet row groups",
+    "csv",
+    "tsv",
+    "text files",
+    "directory of parquet shards",
+    "save_to_disk",
+    "datasets.Dataset",
+    "strings",
+    "records",
+]
 
 
 @pytest.mark.parametrize("kind", SOURCES)
 def test_every_source_format_gives_the_tokenizers_own_lengths(
-        kind: str, bpe: Tokenizer, texts: list[str], expected: np.ndarray,
-        tmp_path: Path) -> None:
+    kind: str, bpe: Tokenizer, texts: list[str], expected: np.ndarray, tmp_path: Path
+) -> None:
     source, kw = make_source(kind, texts, tmp_path)
     order = kw.pop("_order", None)
     hist, per_sample = measured(source, bpe, tmp_path, processes=1, **kw)
@@ -196,15 +235,14 @@ def test_every_source_format_gives_the_tokenizers_own_lengths(
 
 
 def test_jsonl_byte_ranges_keep_source_order_and_line_numbers(
-        monkeypatch: pytest.MonkeyPatch, bpe: Tokenizer, texts: list[str],
-        expected: np.ndarray, tmp_path: Path) -> None:
+    monkeypatch: pytest.MonkeyPatch, bpe: Tokenizer, texts: list[str], expected: np.ndarray, tmp_path: Path
+) -> None:
     monkeypatch.setattr(_sources, "_SPLIT_BYTES", 1000)
     path = write_jsonl(tmp_path / "docs.jsonl", [{"text": t} for t in texts])
     plan, _ = _sources._plan_paths(path, "text", False, hashing=True)
     ranges = list(plan.pieces)
     assert len(ranges) > 5
-    assert [r.first_line for r in ranges] == [
-        1 + path.read_bytes()[:r.start].count(b"\n") for r in ranges]
+    assert [r.first_line for r in ranges] == [1 + path.read_bytes()[: r.start].count(b"\n") for r in ranges]
     check(*measured(path, bpe, tmp_path, field="text", processes=1), expected)
     lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
     lines[250] = '{"text": 7}\n'
@@ -214,37 +252,54 @@ def test_jsonl_byte_ranges_keep_source_order_and_line_numbers(
 
 
 def test_worker_processes_give_the_same_result(
-        monkeypatch: pytest.MonkeyPatch, hf: PreTrainedTokenizerFast, texts: list[str],
-        expected: np.ndarray, tmp_path: Path) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+    hf: PreTrainedTokenizerFast,
+    texts: list[str],
+    expected: np.ndarray,
+    tmp_path: Path,
+) -> None:
     monkeypatch.setattr(_sources, "_SPLIT_BYTES", 2000)
-    path = write_jsonl(tmp_path / "docs.jsonl",
-                       [{"text": t, "chat": c} for t, c in zip(texts, make_chats(300, 3),
-                                                               strict=True)])
+    path = write_jsonl(
+        tmp_path / "docs.jsonl",
+        [{"text": t, "chat": c} for t, c in zip(texts, make_chats(300, 3), strict=True)],
+    )
     check(*measured(path, hf, tmp_path, field="text", processes=2), expected)
     chats = [chat_count(hf, c) for c in make_chats(300, 3)]
     check(*measured(path, hf, tmp_path, chat_field="chat", processes=2), np.array(chats))
 
 
 # ---------------------------------------------------------------------------- tokenizers
-@pytest.mark.parametrize("kind", ["tokenizer.json", "directory", "tokenizers", "transformers",
-                                  "tiktoken", "callable"])
-def test_every_tokenizer_kind(kind: str, bpe: Tokenizer, hf: PreTrainedTokenizerFast,
-                              texts: list[str], expected: np.ndarray, tmp_path: Path) -> None:
-    tokenizer: Any = {"tokenizers": bpe, "transformers": hf, "tiktoken": TiktokenLike(bpe),
-                      "callable": word_count}.get(kind)
+@pytest.mark.parametrize(
+    "kind", ["tokenizer.json", "directory", "tokenizers", "transformers", "tiktoken", "callable"]
+)
+def test_every_tokenizer_kind(
+    kind: str,
+    bpe: Tokenizer,
+    hf: PreTrainedTokenizerFast,
+    texts: list[str],
+    expected: np.ndarray,
+    tmp_path: Path,
+) -> None:
+    tokenizer: Any = {
+        "tokenizers": bpe,
+        "transformers": hf,
+        "tiktoken": TiktokenLike(bpe),
+        "callable": word_count,
+    }.get(kind)
     if kind == "tokenizer.json":
         bpe.save(str(tmp_path / "tokenizer.json"))
         tokenizer = tmp_path / "tokenizer.json"
     elif kind == "directory":
         hf.save_pretrained(tmp_path / "tok")
         tokenizer = str(tmp_path / "tok")
-    want = {"tiktoken": np.array([len(bpe.encode(t, add_special_tokens=False)) for t in texts]),
-            "callable": np.array(word_count(texts))}.get(kind, expected)
+    want = {
+        "tiktoken": np.array([len(bpe.encode(t, add_special_tokens=False)) for t in texts]),
+        "callable": np.array(word_count(texts)),
+    }.get(kind, expected)
     check(*measured(texts, tokenizer, tmp_path), want)
 
 
-def test_add_special_tokens_false_and_empty_texts(bpe: Tokenizer, texts: list[str],
-                                                  tmp_path: Path) -> None:
+def test_add_special_tokens_false_and_empty_texts(bpe: Tokenizer, texts: list[str], tmp_path: Path) -> None:
     want = np.array([len(bpe.encode(t, add_special_tokens=False)) for t in texts])
     assert want[3] == 0
     hist, per_sample = measured(texts, bpe, tmp_path, add_special_tokens=False)
@@ -252,9 +307,9 @@ def test_add_special_tokens_false_and_empty_texts(bpe: Tokenizer, texts: list[st
     assert hist.min == 0
 
 
-def test_truncation_and_padding_settings_are_ignored(bpe: Tokenizer, texts: list[str],
-                                                     expected: np.ndarray,
-                                                     tmp_path: Path) -> None:
+def test_truncation_and_padding_settings_are_ignored(
+    bpe: Tokenizer, texts: list[str], expected: np.ndarray, tmp_path: Path
+) -> None:
     tok = Tokenizer.from_str(bpe.to_str())
     tok.enable_truncation(8)
     tok.enable_padding(length=64)
@@ -262,8 +317,7 @@ def test_truncation_and_padding_settings_are_ignored(bpe: Tokenizer, texts: list
 
 
 # ---------------------------------------------------------------------------- chats
-def test_chats_are_counted_with_the_chat_template(hf: PreTrainedTokenizerFast,
-                                                  tmp_path: Path) -> None:
+def test_chats_are_counted_with_the_chat_template(hf: PreTrainedTokenizerFast, tmp_path: Path) -> None:
     chats = make_chats(120, seed=11)
     want = np.array([chat_count(hf, c) for c in chats])
     path = write_jsonl(tmp_path / "chats.jsonl", [{"messages": c} for c in chats])
@@ -285,29 +339,44 @@ def test_chat_errors(bpe: Tokenizer, hf: PreTrainedTokenizerFast, tmp_path: Path
         measure_lengths(path, bpe, chat_field="messages", cache=False)
     chats[3][0] = {"role": "user"}
     write_jsonl(path, [{"messages": c} for c in chats])
-    with pytest.raises(ValueError, match=r"chats.jsonl: line 4: message 0 of field 'messages' "
-                                         r"has no 'content'$"):
+    with pytest.raises(
+        ValueError,
+        match=r"chats.jsonl: line 4: message 0 of field 'messages' "
+        r"has no 'content'$",
+    ):
         measure_lengths(path, hf, chat_field="messages", cache=False)
     write_jsonl(path, [{"messages": "hello"}])
-    with pytest.raises(ValueError, match=r"line 1: field 'messages' is a string \(\"hello\"\); "
-                                         "expected a list"):
+    with pytest.raises(
+        ValueError,
+        match=r"line 1: field 'messages' is a string \(\"hello\"\); "
+        "expected a list",
+    ):
         measure_lengths(path, hf, chat_field="messages", cache=False)
 
 
 # ---------------------------------------------------------------------------- errors
-@pytest.mark.parametrize(("lines", "kw", "message"), [
-    (['{"text": "a"}', '{"txt": "b"}'], {"field": "text"},
-     r"docs.jsonl: line 2: no field 'text'; fields: txt$"),
-    (['{"text": "a"}', '{"text": null}'], {"field": "text"},
-     r"docs.jsonl: line 2: field 'text' is null \(null\); expected a string$"),
-    (['{"text": "a"}', '{"text": "b"'], {"field": "text"},
-     r"docs.jsonl: line 2: not valid JSON \(.*\)$"),
-    (['{"text": "a"}', '', '{"text": "b"}'], {"field": "text"}, r"docs.jsonl: line 2: blank line$"),
-    (['["a"]'], {"field": "text"}, r"docs.jsonl: line 1: expected a JSON object"),
-    (['{"text": "a", "id": 1}'], {}, r"docs.jsonl: line 1: 2 fields \(text, id\); pass field="),
-])
-def test_jsonl_errors_name_the_file_and_line(lines: list[str], kw: dict[str, Any], message: str,
-                                             bpe: Tokenizer, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("lines", "kw", "message"),
+    [
+        (
+            ['{"text": "a"}', '{"txt": "b"}'],
+            {"field": "text"},
+            r"docs.jsonl: line 2: no field 'text'; fields: txt$",
+        ),
+        (
+            ['{"text": "a"}', '{"text": null}'],
+            {"field": "text"},
+            r"docs.jsonl: line 2: field 'text' is null \(null\); expected a string$",
+        ),
+        (['{"text": "a"}', '{"text": "b"'], {"field": "text"}, r"docs.jsonl: line 2: not valid JSON \(.*\)$"),
+        (['{"text": "a"}', "", '{"text": "b"}'], {"field": "text"}, r"docs.jsonl: line 2: blank line$"),
+        (['["a"]'], {"field": "text"}, r"docs.jsonl: line 1: expected a JSON object"),
+        (['{"text": "a", "id": 1}'], {}, r"docs.jsonl: line 1: 2 fields \(text, id\); pass field="),
+    ],
+)
+def test_jsonl_errors_name_the_file_and_line(
+    lines: list[str], kw: dict[str, Any], message: str, bpe: Tokenizer, tmp_path: Path
+) -> None:
     path = tmp_path / "docs.jsonl"
     path.write_text("\n".join(lines) + "\n")
     out = tmp_path / "lengths.npy"
@@ -347,8 +416,9 @@ def test_table_and_file_errors(bpe: Tokenizer, tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------------------- out and cache
-def test_parquet_out_has_sample_ids(bpe: Tokenizer, texts: list[str], expected: np.ndarray,
-                                    tmp_path: Path) -> None:
+def test_parquet_out_has_sample_ids(
+    bpe: Tokenizer, texts: list[str], expected: np.ndarray, tmp_path: Path
+) -> None:
     out = tmp_path / "lengths.parquet"
     hist = measure_lengths(texts, bpe, out=out, cache=False)
     table = pq.read_table(out)
@@ -359,8 +429,8 @@ def test_parquet_out_has_sample_ids(bpe: Tokenizer, texts: list[str], expected: 
 
 
 def test_cache_hits_without_tokenizing_and_invalidates_on_change(
-        monkeypatch: pytest.MonkeyPatch, bpe: Tokenizer, texts: list[str],
-        expected: np.ndarray, tmp_path: Path) -> None:
+    monkeypatch: pytest.MonkeyPatch, bpe: Tokenizer, texts: list[str], expected: np.ndarray, tmp_path: Path
+) -> None:
     (tmp_path / "data").mkdir()
     for i in range(3):
         write_jsonl(tmp_path / "data" / f"{i}.jsonl", [{"text": t} for t in texts[i::3]])
@@ -404,16 +474,17 @@ def test_cache_hits_without_tokenizing_and_invalidates_on_change(
     other.save(str(tok))
     changed = run()
     assert sum(calls) == len(texts)
-    want = [len(other.encode(json.loads(line)["text"]))
-            for i in range(3)
-            for line in (tmp_path / "data" / f"{i}.jsonl").read_text().splitlines()]
+    want = [
+        len(other.encode(json.loads(line)["text"]))
+        for i in range(3)
+        for line in (tmp_path / "data" / f"{i}.jsonl").read_text().splitlines()
+    ]
     assert changed == LengthHistogram.from_lengths(want, allow_zero=True)
     assert _tokenizer._spec(word_count, add_special_tokens=True, chat=False).digest is not None
     assert _tokenizer._spec(lambda t: t, add_special_tokens=True, chat=False).digest is None
 
 
-def test_progress_wrapper_sees_every_piece(bpe: Tokenizer, texts: list[str],
-                                           expected: np.ndarray) -> None:
+def test_progress_wrapper_sees_every_piece(bpe: Tokenizer, texts: list[str], expected: np.ndarray) -> None:
     seen: list[tuple[int, int]] = []
 
     def wrapper(pieces: Any) -> Any:
@@ -446,8 +517,8 @@ def check_folder(folder: Path, hist: LengthHistogram, expected: np.ndarray) -> l
 
 
 def test_out_folder_has_one_file_per_shard_in_source_order(
-        monkeypatch: pytest.MonkeyPatch, bpe: Tokenizer, texts: list[str],
-        expected: np.ndarray, tmp_path: Path) -> None:
+    monkeypatch: pytest.MonkeyPatch, bpe: Tokenizer, texts: list[str], expected: np.ndarray, tmp_path: Path
+) -> None:
     monkeypatch.setattr(_sources, "_SPLIT_BYTES", 5000)
     monkeypatch.setattr(_out, "_SHARD_DIGITS", 1)  # 11 shards: names widen to keep source order
     jsonl = write_jsonl(tmp_path / "docs.jsonl", [{"text": t} for t in texts])
@@ -477,15 +548,23 @@ def test_out_folder_has_one_file_per_shard_in_source_order(
 def client() -> Iterator[Any]:
     """Two worker processes on loopback."""
     distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  host="127.0.0.1", dashboard_address=None) as cluster, \
-            distributed.Client(cluster) as dask_client:
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as dask_client,
+    ):
         yield dask_client
 
 
 def test_dask_cluster_gives_the_single_machine_result(
-        monkeypatch: pytest.MonkeyPatch, client: Any, bpe: Tokenizer, texts: list[str],
-        expected: np.ndarray, tmp_path: Path) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+    client: Any,
+    bpe: Tokenizer,
+    texts: list[str],
+    expected: np.ndarray,
+    tmp_path: Path,
+) -> None:
     monkeypatch.setattr(_sources, "_SPLIT_BYTES", 3000)
     jsonl = write_jsonl(tmp_path / "docs.jsonl", [{"text": t} for t in texts])
     pq.write_table(pa.table({"text": texts}), tmp_path / "docs.parquet", row_group_size=64)
@@ -502,25 +581,27 @@ def test_dask_cluster_gives_the_single_machine_result(
 
 
 def test_dask_workers_write_an_out_folder_per_shard(
-        monkeypatch: pytest.MonkeyPatch, client: Any, bpe: Tokenizer, texts: list[str],
-        expected: np.ndarray, tmp_path: Path) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+    client: Any,
+    bpe: Tokenizer,
+    texts: list[str],
+    expected: np.ndarray,
+    tmp_path: Path,
+) -> None:
     monkeypatch.setattr(_sources, "_SPLIT_BYTES", 3000)
     jsonl = write_jsonl(tmp_path / "docs.jsonl", [{"text": t} for t in texts])
-    here = measure_lengths(jsonl, bpe, field="text", out=tmp_path / "here", processes=1,
-                           cache=False)
+    here = measure_lengths(jsonl, bpe, field="text", out=tmp_path / "here", processes=1, cache=False)
 
     def not_here(path: str, lengths: np.ndarray) -> None:
         raise AssertionError("a shard saved by the client, not by its worker")
 
     monkeypatch.setattr(_out, "_save_shard", not_here)  # this process only, not the workers
-    hist = measure_lengths(jsonl, bpe, field="text", out=tmp_path / "shards", client=client,
-                           cache=False)
+    hist = measure_lengths(jsonl, bpe, field="text", out=tmp_path / "shards", client=client, cache=False)
     assert hist == here
     assert len(check_folder(tmp_path / "shards", hist, expected)) > 10
     assert folder_files(tmp_path / "shards") == folder_files(tmp_path / "here")
     with pytest.raises(ValueError, match=r"docs.jsonl: line 1: no field 'body'"):
-        measure_lengths(jsonl, bpe, field="body", out=tmp_path / "failed", client=client,
-                        cache=False)
+        measure_lengths(jsonl, bpe, field="body", out=tmp_path / "failed", client=client, cache=False)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["docs.jsonl", "here", "shards"]
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import nbformat
-import pytest
 import numpy as np
+import pytest
 
 from analysis import BatchRule, LengthHistogram, cli, save_histogram
 from analysis.report import notebook_parameters, report_notebooks, run_report
@@ -160,8 +160,9 @@ def token_budget_reports(tmp_path_factory):
     outs = []
     for name in ("first", "second"):
         out = base / name
-        code = cli.main(["--quiet", "report", str(src), "--out", str(out), "--buckets", "3",
-                         "--max-tokens", "16384"])
+        code = cli.main(
+            ["--quiet", "report", str(src), "--out", str(out), "--buckets", "3", "--max-tokens", "16384"]
+        )
         assert code == 0
         outs.append(out)
     return long, outs

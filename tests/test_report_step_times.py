@@ -30,21 +30,23 @@ def setup(tmp_path):
     nbs = tmp_path / "nbs"
     nbs.mkdir()
     _tiny_notebook(nbs / "01_plain.ipynb", params="seed = 0", body="print(seed)")
-    _tiny_notebook(nbs / "04_times.ipynb", params="step_times_path = None",
-                   body="from analysis.loaders import load_step_times\n"
-                        "print(len(load_step_times(step_times_path)))")
+    _tiny_notebook(
+        nbs / "04_times.ipynb",
+        params="step_times_path = None",
+        body="from analysis.loaders import load_step_times\nprint(len(load_step_times(step_times_path)))",
+    )
     src = save_histogram(LengthHistogram.from_lengths(LENGTHS), tmp_path / "in.csv")
     times = tmp_path / "times.csv"
-    pd.DataFrame({"batch_size": [4, 4, 8], "length": [64, 64, 64],
-                  "seconds": [0.1, 0.11, 0.2]}).to_csv(times, index=False)
+    pd.DataFrame({"batch_size": [4, 4, 8], "length": [64, 64, 64], "seconds": [0.1, 0.11, 0.2]}).to_csv(
+        times, index=False
+    )
     return nbs, src, times
 
 
 def test_the_step_times_notebook_runs_only_when_given(setup, tmp_path):
     nbs, src, times = setup
     assert [p.name for p in report_notebooks(nbs)] == ["01_plain.ipynb"]
-    assert [p.name for p in report_notebooks(nbs, step_times=True)] == ["01_plain.ipynb",
-                                                                        "04_times.ipynb"]
+    assert [p.name for p in report_notebooks(nbs, step_times=True)] == ["01_plain.ipynb", "04_times.ipynb"]
     without = run_report(src, tmp_path / "without", quiet=True, notebooks_dir=nbs).recommendation
     assert [r["notebook"] for r in without["notebooks"]] == ["01_plain.ipynb"]
     assert without["notebooks_skipped"][0]["notebook"] == "04_times.ipynb"
@@ -63,8 +65,7 @@ def test_the_step_times_notebook_runs_only_when_given(setup, tmp_path):
     assert executed.cells[-1].outputs[0]["text"] == "3\n"
 
 
-def test_cli_step_times_and_a_bad_file_fails_before_any_notebook(setup, tmp_path, capsys,
-                                                                 monkeypatch):
+def test_cli_step_times_and_a_bad_file_fails_before_any_notebook(setup, tmp_path, capsys, monkeypatch):
     nbs, src, times = setup
     monkeypatch.setattr("analysis.report.NOTEBOOKS_DIR", nbs)
     bad = tmp_path / "bad.csv"

@@ -40,21 +40,30 @@ def _lengths(seed: int, n: int, top: int = 300) -> np.ndarray:
 
 def _all_ranks(lengths, edges, world_size, **kw) -> list[list[list[int]]]:
     """Each rank's batches of the current epoch, from independent samplers."""
-    return [list(BucketedBatchSampler(lengths, edges, rank=r, world_size=world_size, **kw))
-            for r in range(world_size)]
+    return [
+        list(BucketedBatchSampler(lengths, edges, rank=r, world_size=world_size, **kw))
+        for r in range(world_size)
+    ]
 
 
 # ------------------------------------------------------------------ the contract
 @settings(max_examples=40, deadline=None)
-@given(seed=st.integers(0, 2**31), n=st.integers(1, 300), world_size=st.integers(1, 5),
-       batch_size=st.integers(1, 9), sync=st.booleans(), drop_last=st.booleans(),
-       epoch=st.integers(0, 3))
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(1, 300),
+    world_size=st.integers(1, 5),
+    batch_size=st.integers(1, 9),
+    sync=st.booleans(),
+    drop_last=st.booleans(),
+    epoch=st.integers(0, 3),
+)
 def test_every_rank_same_length_and_coverage(seed, n, world_size, batch_size, sync, drop_last, epoch):
     lengths = _lengths(seed, n)
     edges = [0, 40, 90, max(91, int(lengths.max()))]
     kw = dict(batch_size=batch_size, seed=seed, sync_buckets=sync, drop_last=drop_last)
-    samplers = [BucketedBatchSampler(lengths, edges, rank=r, world_size=world_size, **kw)
-                for r in range(world_size)]
+    samplers = [
+        BucketedBatchSampler(lengths, edges, rank=r, world_size=world_size, **kw) for r in range(world_size)
+    ]
     for s in samplers:
         s.set_epoch(epoch)
     ranks = [list(s) for s in samplers]
@@ -114,23 +123,29 @@ def test_counts_by_hand():
     # bucket 0: 5 samples, bucket 1: 2 samples; batch 2; 2 ranks
     lengths = [1, 2, 3, 4, 5, 9, 9]
     edges = [0, 5, 9]
-    ep = bucketed_epoch(bucket_index(np.array(lengths), edges), [2, 2], epoch_rng(0, 0),
-                        world_size=2)
+    ep = bucketed_epoch(bucket_index(np.array(lengths), edges), [2, 2], epoch_rng(0, 0), world_size=2)
     # bucket 0: batches 2+2+1, one repeated batch of 2 completes its 2nd step; bucket 1: one
     # batch of 2, one repeated batch of 2 completes its step
     assert (len(ep), ep.n_steps, ep.n_repeated, ep.n_dropped) == (6, 3, 4, 0)
-    dropped = bucketed_epoch(bucket_index(np.array(lengths), edges), [2, 2], epoch_rng(0, 0),
-                             world_size=2, drop_last=True)
+    dropped = bucketed_epoch(
+        bucket_index(np.array(lengths), edges), [2, 2], epoch_rng(0, 0), world_size=2, drop_last=True
+    )
     # bucket 0 keeps one step of 2 full batches (4 samples), bucket 1 keeps none (1 batch < 2 ranks)
     assert (len(dropped), dropped.n_repeated, dropped.n_dropped) == (2, 0, 3)
-    free = bucketed_epoch(bucket_index(np.array(lengths), edges), [2, 2], epoch_rng(0, 0),
-                          world_size=2, sync_buckets=False)
+    free = bucketed_epoch(
+        bucket_index(np.array(lengths), edges), [2, 2], epoch_rng(0, 0), world_size=2, sync_buckets=False
+    )
     assert (len(free), free.n_repeated) == (4, 0)  # batches 2+2+1 and 2: two full steps
-    odd = bucketed_epoch(bucket_index(np.array([1, 2, 3, 4, 9, 9]), edges), [2, 2], epoch_rng(0, 0),
-                         world_size=2, sync_buckets=False)
+    odd = bucketed_epoch(
+        bucket_index(np.array([1, 2, 3, 4, 9, 9]), edges),
+        [2, 2],
+        epoch_rng(0, 0),
+        world_size=2,
+        sync_buckets=False,
+    )
     first = odd.offsets[1] - odd.offsets[0]  # 3 batches: the first one repeats to fill step 2
     assert (len(odd), odd.n_repeated) == (4, first)
-    assert odd.indices[odd.offsets[3]:].tolist() == odd.indices[:odd.offsets[1]].tolist()
+    assert odd.indices[odd.offsets[3] :].tolist() == odd.indices[: odd.offsets[1]].tolist()
 
 
 # ------------------------------------------------------------------ one implementation
@@ -138,19 +153,30 @@ def test_counts_by_hand():
 def test_simulate_and_builder_give_the_samplers_batches(world_size, sync):
     lengths = _lengths(3, 700)
     edges = [0, 40, 100, 300]
-    builder = epoch_builder(lengths, "bucketed", edges=edges, batch_size=6,
-                            world_size=world_size, sync_buckets=sync)
-    samplers = [BucketedBatchSampler(lengths, edges, batch_size=6, seed=11, rank=r,
-                                     world_size=world_size, sync_buckets=sync)
-                for r in range(world_size)]
+    builder = epoch_builder(
+        lengths, "bucketed", edges=edges, batch_size=6, world_size=world_size, sync_buckets=sync
+    )
+    samplers = [
+        BucketedBatchSampler(
+            lengths, edges, batch_size=6, seed=11, rank=r, world_size=world_size, sync_buckets=sync
+        )
+        for r in range(world_size)
+    ]
     for e in (0, 2):
         ep = builder.epoch(epoch_rng(11, e))
         batches = ep.batches()
         for r, s in enumerate(samplers):
             s.set_epoch(e)
             assert list(s) == [b.tolist() for b in batches[r::world_size]]
-    res = simulate(lengths, "bucketed", rng=epoch_rng(11, 0), edges=edges, batch_size=6,
-                   world_size=world_size, sync_buckets=sync)
+    res = simulate(
+        lengths,
+        "bucketed",
+        rng=epoch_rng(11, 0),
+        edges=edges,
+        batch_size=6,
+        world_size=world_size,
+        sync_buckets=sync,
+    )
     for r, s in enumerate(samplers):
         s.set_epoch(0)
         mine = res.batches[res.batches["rank"] == r]
@@ -169,7 +195,7 @@ def test_world_size_one_keeps_the_plain_bucketed_shuffle():
     batches = []
     for i in range(2):
         members = grouped[bucket[grouped] == i]
-        batches += [members[j:j + 7].tolist() for j in range(0, members.size, 7)]
+        batches += [members[j : j + 7].tolist() for j in range(0, members.size, 7)]
     order = rng.permutation(len(batches))
     ep = build_epoch(lengths, "bucketed", rng=np.random.default_rng(5), edges=edges, batch_size=7)
     assert [b.tolist() for b in ep.batches()] == [batches[k] for k in order]
@@ -204,14 +230,20 @@ def test_mean_efficiency_over_epochs_matches_expected_padding_within_3_se():
 
 # ------------------------------------------------------------------ resume
 @settings(max_examples=40, deadline=None)
-@given(seed=st.integers(0, 2**31), n=st.integers(1, 250), world_size=st.integers(1, 4),
-       sync=st.booleans(), drop_last=st.booleans(), epoch=st.integers(0, 5),
-       cut=st.floats(0, 1), ahead=st.integers(0, 6))
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(1, 250),
+    world_size=st.integers(1, 4),
+    sync=st.booleans(),
+    drop_last=st.booleans(),
+    epoch=st.integers(0, 5),
+    cut=st.floats(0, 1),
+    ahead=st.integers(0, 6),
+)
 def test_resume_at_any_cut_point(seed, n, world_size, sync, drop_last, epoch, cut, ahead):
     lengths = _lengths(seed, n)
     edges = [0, 50, max(51, int(lengths.max()))]
-    kw = dict(batch_size=4, seed=seed % 1000, world_size=world_size, sync_buckets=sync,
-              drop_last=drop_last)
+    kw = dict(batch_size=4, seed=seed % 1000, world_size=world_size, sync_buckets=sync, drop_last=drop_last)
     for rank in range(world_size):
         s = BucketedBatchSampler(lengths, edges, rank=rank, **kw)
         s.set_epoch(epoch)
@@ -219,7 +251,7 @@ def test_resume_at_any_cut_point(seed, n, world_size, sync, drop_last, epoch, cu
         consumed = int(cut * len(s))
         it = iter(s)  # the loader pulled `ahead` batches more than were consumed
         pulled = [next(it) for _ in range(min(len(s), consumed + ahead))]
-        assert pulled == reference[:len(pulled)]
+        assert pulled == reference[: len(pulled)]
         state = json.loads(json.dumps(s.state_dict(consumed)))
         assert len(json.dumps(state)) < 400
         t = BucketedBatchSampler(lengths, edges, rank=rank, **kw)
@@ -261,12 +293,16 @@ class IndexDataset(torch.utils.data.Dataset):
 def test_dataloader_with_two_workers_and_resume_after_prefetch():
     lengths = _lengths(9, 600)
     edges = [0, 50, 120, 300]
-    make = lambda: BucketedBatchSampler(lengths, edges, batch_size=8, seed=2)
+
+    def make():
+        return BucketedBatchSampler(lengths, edges, batch_size=8, seed=2)
+
     sampler = make()
     sampler.set_epoch(1)
     expected = list(sampler)
-    loader = torch.utils.data.DataLoader(IndexDataset(lengths.size), batch_sampler=sampler,
-                                         num_workers=2, prefetch_factor=2)
+    loader = torch.utils.data.DataLoader(
+        IndexDataset(lengths.size), batch_sampler=sampler, num_workers=2, prefetch_factor=2
+    )
     assert len(loader) == len(sampler)
     assert [b.tolist() for b in loader] == expected
     # interrupt after 5 consumed batches: the workers had been handed more
@@ -277,8 +313,9 @@ def test_dataloader_with_two_workers_and_resume_after_prefetch():
     del it
     resumed = make()
     resumed.load_state_dict(state)
-    loader = torch.utils.data.DataLoader(IndexDataset(lengths.size), batch_sampler=resumed,
-                                         num_workers=2, prefetch_factor=2)
+    loader = torch.utils.data.DataLoader(
+        IndexDataset(lengths.size), batch_sampler=resumed, num_workers=2, prefetch_factor=2
+    )
     assert consumed + [b.tolist() for b in loader] == expected
 
 
@@ -326,12 +363,30 @@ def test_two_process_gloo_epoch_equal_steps_and_full_coverage(tmp_path):
     np.save(tmp_path / "lengths.npy", lengths)
     script = tmp_path / "worker.py"
     script.write_text(_DDP_WORKER)
-    env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port()),
-           "WORLD_SIZE": "2", "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    procs = [subprocess.Popen([sys.executable, str(script), str(tmp_path / "lengths.npy"),
-                               json.dumps(edges), str(tmp_path / f"rank{r}.json")],
-                              env={**env, "RANK": str(r)}, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True) for r in range(2)]
+    env = {
+        **os.environ,
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": str(_free_port()),
+        "WORLD_SIZE": "2",
+        "PYTHONPATH": str(ROOT),
+        "OMP_NUM_THREADS": "1",
+    }
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                str(script),
+                str(tmp_path / "lengths.npy"),
+                json.dumps(edges),
+                str(tmp_path / f"rank{r}.json"),
+            ],
+            env={**env, "RANK": str(r)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for r in range(2)
+    ]
     try:
         outputs = [p.communicate(timeout=120)[0] for p in procs]
     finally:
@@ -356,8 +411,9 @@ def test_lhotse_sampler_from_the_plan_keeps_our_buckets(tmp_path):
     plan = optimize_edges(LengthHistogram.from_lengths(lengths), 3, batch_size=6)
     # durations = our lengths (the default constraint measures cut.duration); read lazily, as
     # DynamicBucketingSampler expects (an eager CutSet makes it warn)
-    CutSet.from_cuts(MonoCut(id=f"c{i}", start=0.0, duration=float(n), channel=0)
-                     for i, n in enumerate(lengths.tolist())).to_jsonl(tmp_path / "cuts.jsonl")
+    CutSet.from_cuts(
+        MonoCut(id=f"c{i}", start=0.0, duration=float(n), channel=0) for i, n in enumerate(lengths.tolist())
+    ).to_jsonl(tmp_path / "cuts.jsonl")
     cuts = CutSet.from_jsonl_lazy(tmp_path / "cuts.jsonl")
     sampler = exports.lhotse_sampler(cuts, plan, shuffle=True, seed=0)
     ours = bucket_index(lengths, plan.edges)
@@ -377,12 +433,16 @@ def test_length_grouped_matches_the_trainers_sampler_index_for_index(monkeypatch
     lengths = _lengths(12, 700, top=40)  # many ties
     batch_size, accumulation = 4, 3
     perm = np.random.default_rng(13).permutation(lengths.size)
-    monkeypatch.setattr(trainer_pt_utils.torch, "randperm",
-                        lambda n, generator=None: torch.as_tensor(perm))
+    monkeypatch.setattr(trainer_pt_utils.torch, "randperm", lambda n, generator=None: torch.as_tensor(perm))
     # Trainer._get_train_sampler: LengthGroupedSampler(train_batch_size * accumulation_steps)
     hf = trainer_pt_utils.get_length_grouped_indices(lengths.tolist(), batch_size * accumulation)
-    ours = build_epoch(lengths, "length_grouped", rng=np.random.default_rng(13),
-                       batch_size=batch_size, gradient_accumulation_steps=accumulation)
+    ours = build_epoch(
+        lengths,
+        "length_grouped",
+        rng=np.random.default_rng(13),
+        batch_size=batch_size,
+        gradient_accumulation_steps=accumulation,
+    )
     assert ours.indices.tolist() == hf
     assert ours.sizes.tolist()[:-1] == [batch_size] * (len(ours) - 1)
 
@@ -402,30 +462,44 @@ def test_to_hf_training_args_and_the_trainer_recipe(tmp_path):
         ids = torch.zeros(len(features), longest, dtype=torch.int64)
         mask = torch.zeros_like(ids)
         for i, f in enumerate(features):
-            ids[i, :len(f["input_ids"])] = torch.tensor(f["input_ids"])
-            mask[i, :len(f["input_ids"])] = 1
-        return {"input_ids": ids, "attention_mask": mask,
-                "labels": ids.masked_fill(mask == 0, -100)}
+            ids[i, : len(f["input_ids"])] = torch.tensor(f["input_ids"])
+            mask[i, : len(f["input_ids"])] = 1
+        return {"input_ids": ids, "attention_mask": mask, "labels": ids.masked_fill(mask == 0, -100)}
 
     class BucketedTrainer(Trainer):  # the recipe in exports.to_hf
         def get_train_dataloader(self):
-            sampler = BucketedBatchSampler(lengths, plan, seed=self.args.seed,
-                                           rank=self.args.process_index,
-                                           world_size=self.args.world_size)
-            loader = self.accelerator.prepare(DataLoader(
-                self.train_dataset, batch_sampler=sampler, collate_fn=self.data_collator,
-                num_workers=self.args.dataloader_num_workers))
+            sampler = BucketedBatchSampler(
+                lengths,
+                plan,
+                seed=self.args.seed,
+                rank=self.args.process_index,
+                world_size=self.args.world_size,
+            )
+            loader = self.accelerator.prepare(
+                DataLoader(
+                    self.train_dataset,
+                    batch_sampler=sampler,
+                    collate_fn=self.data_collator,
+                    num_workers=self.args.dataloader_num_workers,
+                )
+            )
             shard = getattr(loader, "batch_sampler", None)
             if getattr(shard, "batch_sampler", None) is sampler:
                 shard.num_processes, shard.process_index = 1, 0
             return loader
 
-    args = TrainingArguments(output_dir=str(tmp_path), max_steps=4, report_to=[], use_cpu=True,
-                             save_strategy="no", logging_strategy="no",
-                             dataloader_pin_memory=False, **exports.to_hf(plan)["training_args"])
+    args = TrainingArguments(
+        output_dir=str(tmp_path),
+        max_steps=4,
+        report_to=[],
+        use_cpu=True,
+        save_strategy="no",
+        logging_strategy="no",
+        dataloader_pin_memory=False,
+        **exports.to_hf(plan)["training_args"],
+    )
     torch.manual_seed(0)
-    model = GPT2LMHeadModel(GPT2Config(vocab_size=64, n_positions=64, n_embd=16, n_layer=2,
-                                       n_head=2))
+    model = GPT2LMHeadModel(GPT2Config(vocab_size=64, n_positions=64, n_embd=16, n_layer=2, n_head=2))
     trainer = BucketedTrainer(model=model, args=args, train_dataset=rows, data_collator=collate)
     out = trainer.train()
     assert out.global_step == 4 and len(seen) >= 4

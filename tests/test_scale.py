@@ -68,12 +68,22 @@ def test_batch_size_past_the_sample_count_is_fast_and_exact():
     assert isinstance(plan.waste_tokens, int)
 
 
-@pytest.mark.parametrize("rule", [{"batch_size": 5}, {"batch_size": 40}, {"batch_size": 300},
-                                  {"max_tokens": 60}, {"max_tokens": 2000}, {"max_tokens": 10**6}])
+@pytest.mark.parametrize(
+    "rule",
+    [
+        {"batch_size": 5},
+        {"batch_size": 40},
+        {"batch_size": 300},
+        {"max_tokens": 60},
+        {"max_tokens": 2000},
+        {"max_tokens": 10**6},
+    ],
+)
 def test_optimiser_equals_exhaustive_search_for_large_batches(rule):
     rng = np.random.default_rng(7)
-    hist = LengthHistogram.from_counts(np.sort(rng.choice(np.arange(1, 60), 9, replace=False)),
-                                       rng.integers(1, 40, 9))
+    hist = LengthHistogram.from_counts(
+        np.sort(rng.choice(np.arange(1, 60), 9, replace=False)), rng.integers(1, 40, 9)
+    )
     for k in (2, 3):
         plan = optimize_edges(hist, k, candidates=None, **rule)
         assert plan.objective == pytest.approx(_exhaustive_best(hist, k, **rule), rel=1e-9)
@@ -129,8 +139,11 @@ def test_property_random_histograms(data):
     else:
         rule = BatchRule(max_tokens=data.draw(st.integers(1, 10**16)))
     k = data.draw(st.integers(1, m))
-    cuts = sorted(data.draw(st.sets(st.sampled_from(lengths[:-1]), min_size=k - 1, max_size=k - 1))) \
-        if m > 1 else []
+    cuts = (
+        sorted(data.draw(st.sets(st.sampled_from(lengths[:-1]), min_size=k - 1, max_size=k - 1)))
+        if m > 1
+        else []
+    )
     edges = [0, *cuts, lengths[-1]]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -169,8 +182,9 @@ def test_padding_multiple_never_wraps():
     est = sorted_padding(hist, batch_size=2, pad_to_multiple_of=2**61)
     assert est.waste_tokens >= 0 and est.efficiency <= 1
     with pytest.raises(ValueError, match="past the int64 limit"):
-        optimize_edges(LengthHistogram.from_lengths([2**63 - 2, 5]), 1, batch_size=2,
-                       pad_to_multiple_of=2**61)
+        optimize_edges(
+            LengthHistogram.from_lengths([2**63 - 2, 5]), 1, batch_size=2, pad_to_multiple_of=2**61
+        )
 
 
 @pytest.mark.parametrize("lengths", [[2**60] * 8 + [3] * 8, [2**63 - 1, 5]])
@@ -193,8 +207,14 @@ def test_simulation_of_a_huge_histogram_uses_a_stated_subsample():
     exact = expected_padding(hist, [0, 40], batch_size=4).efficiency
     assert 0 < res.efficiency_se < 0.01
     assert abs(res.efficiency - exact) < 5 * res.efficiency_se
-    table = compare_strategies(hist, rng=np.random.default_rng(4), edges=[0, 10, 40], epochs=1,
-                               batch_size=4, strategies=["sorted", "bucketed"])
+    table = compare_strategies(
+        hist,
+        rng=np.random.default_rng(4),
+        edges=[0, 10, 40],
+        epochs=1,
+        batch_size=4,
+        strategies=["sorted", "bucketed"],
+    )
     assert (table["simulated_samples"] == SIMULATION_SUBSAMPLE).all()
     assert table.attrs["population_samples"] == hist.n_samples
 
@@ -253,7 +273,8 @@ def test_optimiser_exact_when_log_binomials_are_huge():
     rule = BatchRule(max_tokens=130)
     for k in (2, 3, 4):
         plan = optimize_edges(hist, k, rule)
-        best = min((evaluate_edges(hist, [0, *cut, 5], rule)
-                    for cut in itertools.combinations([1, 2, 3, 4], k - 1)),
-                   key=lambda p: p.objective)
+        best = min(
+            (evaluate_edges(hist, [0, *cut, 5], rule) for cut in itertools.combinations([1, 2, 3, 4], k - 1)),
+            key=lambda p: p.objective,
+        )
         assert plan.objective == pytest.approx(best.objective, rel=1e-12)

@@ -37,8 +37,9 @@ problem = importlib.import_module("analysis.optimize._problem")
 TRUTH = StepTimeModel(per_step=0.02, per_sample=4e-4, per_token=3e-6, attention=2e-9)
 
 
-def synthetic_times(model: StepTimeModel, shapes, *, repeats: int, noise: float,
-                    rng: np.random.Generator) -> pd.DataFrame:
+def synthetic_times(
+    model: StepTimeModel, shapes, *, repeats: int, noise: float, rng: np.random.Generator
+) -> pd.DataFrame:
     """Step times of ``model`` with multiplicative Gaussian noise (relative sd ``noise``)."""
     rows = [(b, n) for _ in range(repeats) for b, n in shapes]
     frame = pd.DataFrame(rows, columns=["batch_size", "length"])
@@ -109,14 +110,17 @@ def good_frame() -> pd.DataFrame:
     return synthetic_times(TRUTH, shapes, repeats=2, noise=0.0, rng=np.random.default_rng(0))
 
 
-@pytest.mark.parametrize(("edit", "message"), [
-    (lambda f: f[f["length"] < 64], r"2 distinct shapes cannot fit 4 terms; measure at least 5"),
-    (lambda f: f.assign(seconds=-f["seconds"]), r"row 0: seconds = -0\.0\d+ must be a finite time > 0"),
-    (lambda f: f.iloc[1:], r"shape \(batch_size=1, length=16\) was measured once"),
-    (lambda f: f.drop(columns="length"), r"missing length"),
-    (lambda f: f.assign(batch_size=0.5), r"row 0: batch_size = 0\.5 is not a positive integer"),
-    (lambda f: f.iloc[:0], r"no step times"),
-])
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda f: f[f["length"] < 64], r"2 distinct shapes cannot fit 4 terms; measure at least 5"),
+        (lambda f: f.assign(seconds=-f["seconds"]), r"row 0: seconds = -0\.0\d+ must be a finite time > 0"),
+        (lambda f: f.iloc[1:], r"shape \(batch_size=1, length=16\) was measured once"),
+        (lambda f: f.drop(columns="length"), r"missing length"),
+        (lambda f: f.assign(batch_size=0.5), r"row 0: batch_size = 0\.5 is not a positive integer"),
+        (lambda f: f.iloc[:0], r"no step times"),
+    ],
+)
 def test_fit_rejects_bad_input(edit, message):
     with pytest.raises(ValueError, match=message):
         StepTimeModel.fit(edit(good_frame()))
@@ -150,8 +154,7 @@ def test_load_step_times_round_trip_and_errors(tmp_path):
 
 def test_measure_step_times_interleaves_shapes_after_warmup():
     calls = []
-    frame = measure_step_times(lambda b, n: calls.append((b, n)), [(2, 8), (4, 16)],
-                               repeats=3, warmup=2)
+    frame = measure_step_times(lambda b, n: calls.append((b, n)), [(2, 8), (4, 16)], repeats=3, warmup=2)
     assert calls == [(2, 8), (2, 8), (4, 16), (4, 16)] + [(2, 8), (4, 16)] * 3
     assert frame[["batch_size", "length"]].values.tolist() == [[2, 8], [4, 16]] * 3
     assert (frame["seconds"] >= 0).all() and frame["seconds"].dtype == float
@@ -173,12 +176,15 @@ def test_calibration_shapes_cover_the_rule():
 
 
 # ----------------------------------------------------------------- expected vs simulated time
-@pytest.mark.parametrize(("strategy", "rule", "pad", "tile"), [
-    ("bucketed", {"batch_size": 5}, 1, 1),
-    ("bucketed", {"max_tokens": 600}, 4, 8),
-    ("random", {"batch_size": 7}, 1, 16),
-    ("random", {"max_tokens": 900}, 1, 1),
-])
+@pytest.mark.parametrize(
+    ("strategy", "rule", "pad", "tile"),
+    [
+        ("bucketed", {"batch_size": 5}, 1, 1),
+        ("bucketed", {"max_tokens": 600}, 4, 8),
+        ("random", {"batch_size": 7}, 1, 16),
+        ("random", {"max_tokens": 900}, 1, 1),
+    ],
+)
 def test_expected_epoch_time_matches_simulated_epochs(strategy, rule, pad, tile):
     """The exact expectation lies within 3 standard errors of 400 simulated epochs."""
     rng = np.random.default_rng(11)
@@ -187,8 +193,9 @@ def test_expected_epoch_time_matches_simulated_epochs(strategy, rule, pad, tile)
     edges = [0, 30, 60, 150]
     exact = expected_epoch_time(lengths, model, strategy, edges=edges, pad_to_multiple_of=pad, **rule)
     extra = {"edges": edges} if strategy == "bucketed" else {}
-    sim = simulated_epoch_times(lengths, model, strategy, rng=rng, epochs=400,
-                                pad_to_multiple_of=pad, **rule, **extra)
+    sim = simulated_epoch_times(
+        lengths, model, strategy, rng=rng, epochs=400, pad_to_multiple_of=pad, **rule, **extra
+    )
     se = sim["seconds"].std(ddof=1) / math.sqrt(len(sim))
     assert se > 0
     assert abs(sim["seconds"].mean() - exact) < 3 * se
@@ -198,19 +205,31 @@ def test_sorted_time_is_deterministic_and_matches_simulation():
     lengths = np.random.default_rng(2).integers(1, 300, size=101)
     model = StepTimeModel(per_step=0.1, per_token=1e-3, attention=1e-6, tile=32)
     exact = expected_epoch_time(lengths, model, "sorted", batch_size=8, pad_to_multiple_of=8)
-    sim = simulated_epoch_times(lengths, model, "sorted", rng=np.random.default_rng(0), epochs=2,
-                                batch_size=8, pad_to_multiple_of=8)
+    sim = simulated_epoch_times(
+        lengths, model, "sorted", rng=np.random.default_rng(0), epochs=2, batch_size=8, pad_to_multiple_of=8
+    )
     np.testing.assert_allclose(sim["seconds"], exact, rtol=1e-12)
 
 
 def test_slowest_rank_sets_the_step_time():
     """Two ranks, sorted batches [1,2] [3,4] [5,6]: steps {b0, b1} and {b2}, in some order."""
     model = StepTimeModel(per_step=1.0, per_token=0.5)
-    sim = simulated_epoch_times([1, 2, 3, 4, 5, 6], model, "sorted", rng=np.random.default_rng(0),
-                                epochs=3, batch_size=2, world_size=2)
+    sim = simulated_epoch_times(
+        [1, 2, 3, 4, 5, 6],
+        model,
+        "sorted",
+        rng=np.random.default_rng(0),
+        epochs=3,
+        batch_size=2,
+        world_size=2,
+    )
     per_batch = {2: 1 + 2.0, 4: 1 + 4.0, 6: 1 + 6.0}  # longest -> seconds of a 2-sample batch
-    possible = {per_batch[6] + per_batch[4], per_batch[6] + per_batch[2], per_batch[4] + per_batch[6],
-                max(per_batch[2], per_batch[4]) + per_batch[6]}
+    possible = {
+        per_batch[6] + per_batch[4],
+        per_batch[6] + per_batch[2],
+        per_batch[4] + per_batch[6],
+        max(per_batch[2], per_batch[4]) + per_batch[6],
+    }
     assert set(sim["seconds"].tolist()) <= possible
     assert (sim["steps"] == 2).all()
 
@@ -225,23 +244,39 @@ def test_predict_strategy_throughput_rows():
     assert table["exact"].tolist() == [True, True, True, False, False]
     total = int(lengths.sum())
     assert table.loc["bucketed", "tokens_per_s"] == pytest.approx(
-        total / expected_epoch_time(lengths, model, edges=edges, batch_size=8), rel=1e-12)
+        total / expected_epoch_time(lengths, model, edges=edges, batch_size=8), rel=1e-12
+    )
     # the padded-token prediction is anchored at the reference (sorted) row
     assert table.loc["sorted", "padded_tokens_per_s"] == pytest.approx(table.loc["sorted", "tokens_per_s"])
-    measured = predict_strategy_throughput(lengths, model, edges=edges, batch_size=8, rng=rng,
-                                           strategies=["sorted", "random"],
-                                           reference_tokens_per_s=1000.0)
+    measured = predict_strategy_throughput(
+        lengths,
+        model,
+        edges=edges,
+        batch_size=8,
+        rng=rng,
+        strategies=["sorted", "random"],
+        reference_tokens_per_s=1000.0,
+    )
     ratio = measured.loc["random", "efficiency"] / measured.loc["sorted", "efficiency"]
     assert measured.loc["random", "padded_tokens_per_s"] == pytest.approx(1000.0 * ratio)
-    two = predict_strategy_throughput(lengths, model, edges=edges, batch_size=8, rng=rng,
-                                      strategies=["random"], reference="random", world_size=2)
+    two = predict_strategy_throughput(
+        lengths,
+        model,
+        edges=edges,
+        batch_size=8,
+        rng=rng,
+        strategies=["random"],
+        reference="random",
+        world_size=2,
+    )
     assert not two["exact"].any()  # a step waits for its slowest rank: simulated
     assert two.loc["random", "tokens_per_s"] > table.loc["random", "tokens_per_s"]
 
 
 # ------------------------------------------------------------------ optimiser for time
-def exact_time_objective(lengths, counts, edges, model, *, batch_size=None, max_tokens=None,
-                         pad=1) -> Fraction:
+def exact_time_objective(
+    lengths, counts, edges, model, *, batch_size=None, max_tokens=None, pad=1
+) -> Fraction:
     """The time objective in exact rationals: per bucket, per_step * ceil(n/B) plus
     n * E[g(max of a random B-subset)], g = per_token T + attention T**2 (n < B: n g(longest))."""
     c1, c2, c0 = Fraction(model.per_token), Fraction(model.attention), Fraction(model.per_step)
@@ -283,16 +318,25 @@ def test_time_optimal_edges_equal_exhaustive_search(seed, sums, monkeypatch):
     lengths = sorted(rng.choice(np.arange(1, 60), m, replace=False).tolist())
     counts = rng.integers(1, 14, m).tolist()
     hist = LengthHistogram.from_counts(lengths, counts)
-    rule = {"batch_size": int(rng.integers(1, 7))} if seed % 2 == 0 else \
-        {"max_tokens": int(rng.integers(20, 200))}
+    rule = (
+        {"batch_size": int(rng.integers(1, 7))}
+        if seed % 2 == 0
+        else {"max_tokens": int(rng.integers(20, 200))}
+    )
     pad = [1, 4][seed % 3 == 0]
     # per-batch seconds from negligible to dominant, so the optimum moves with it
-    model = StepTimeModel(per_step=[0.0, 0.05, 5.0, 500.0][seed % 4], per_token=0.01,
-                          attention=[0.0, 1e-3][seed % 5 == 0], tile=[1, 8][seed % 7 == 0])
+    model = StepTimeModel(
+        per_step=[0.0, 0.05, 5.0, 500.0][seed % 4],
+        per_token=0.01,
+        attention=[0.0, 1e-3][seed % 5 == 0],
+        tile=[1, 8][seed % 7 == 0],
+    )
     cands = lengths[:-1]
     for k in range(1, min(4, m) + 1):
-        best = min(exact_time_objective(lengths, counts, [0, *cut, lengths[-1]], model, pad=pad, **rule)
-                   for cut in itertools.combinations(cands, k - 1))
+        best = min(
+            exact_time_objective(lengths, counts, [0, *cut, lengths[-1]], model, pad=pad, **rule)
+            for cut in itertools.combinations(cands, k - 1)
+        )
         plan = optimize_edges(hist, k, step_time=model, pad_to_multiple_of=pad, **rule)
         got = exact_time_objective(lengths, counts, plan.edges, model, pad=pad, **rule)
         assert float(abs(got - best) / best) <= 1e-12

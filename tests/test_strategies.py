@@ -183,12 +183,13 @@ def test_length_grouped_matches_hugging_face(n, batch_size):
 
 def test_length_grouped_explicit_megabatch():
     lengths = _lengths(6, 200)
-    ep = build_epoch(lengths, "length_grouped", rng=np.random.default_rng(0), batch_size=5,
-                     gradient_accumulation_steps=2)
+    ep = build_epoch(
+        lengths, "length_grouped", rng=np.random.default_rng(0), batch_size=5, gradient_accumulation_steps=2
+    )
     # the Trainer's megabatch: min(200 // (4 * 5 * 2), 50) * 5 * 2 = 50 samples; inside each
     # (apart from the swapped first slot) lengths descend, and across a boundary they need not
     for start in range(0, 200, 50):
-        chunk = lengths[ep.indices[start:start + 50]]
+        chunk = lengths[ep.indices[start : start + 50]]
         assert (np.diff(chunk[1:]) <= 0).all()
     assert (np.diff(lengths[ep.indices[1:]]) > 0).any()
 
@@ -290,7 +291,10 @@ def test_packing_randomises_fill_and_bin_order():
         (dict(strategy="random", batch_size=2, max_tokens=9), "exactly one"),
         (dict(strategy="packing", max_tokens=8), "longer than max_tokens = 8"),
         (dict(strategy="token_budget", max_tokens=20, rule=BatchRule(batch_size=2)), "not both"),
-        (dict(strategy="length_grouped", batch_size=2, gradient_accumulation_steps=0), "gradient_accumulation_steps"),
+        (
+            dict(strategy="length_grouped", batch_size=2, gradient_accumulation_steps=0),
+            "gradient_accumulation_steps",
+        ),
     ],
 )
 def test_bad_input_raises(kwargs, message):

@@ -164,9 +164,11 @@ def measure_lengths(
         n = 1
     if client is None and n > 1 and _pickle_or_none(job) is None:
         if processes is not None:
-            raise ValueError("tokenizer: cannot be sent to worker processes (it cannot be "
-                             "pickled, e.g. a lambda); pass processes=1 or a module-level "
-                             "function")
+            raise ValueError(
+                "tokenizer: cannot be sent to worker processes (it cannot be "
+                "pickled, e.g. a lambda); pass processes=1 or a module-level "
+                "function"
+            )
         n = 1
     writer = _open_out(out_path, folder) if out_path is not None else None
     if client is not None:  # with an out folder, each worker saves the lengths it measured
@@ -196,9 +198,14 @@ def measure_lengths(
     return hist
 
 
-def load_lengths_distributed(source: str | os.PathLike[str], client: Any, *,
-                             column: str | None = None, field: str | None = None,
-                             allow_zero: bool = False) -> LengthHistogram:
+def load_lengths_distributed(
+    source: str | os.PathLike[str],
+    client: Any,
+    *,
+    column: str | None = None,
+    field: str | None = None,
+    allow_zero: bool = False,
+) -> LengthHistogram:
     """:func:`analysis.load_lengths` of length files too many for one machine, on Dask.
 
     Each file of ``source`` (a file, a glob or a directory) is read by
@@ -222,8 +229,10 @@ def load_lengths_distributed(source: str | os.PathLike[str], client: Any, *,
     from analysis.loaders import load_lengths
 
     text, files = _expand(source)
-    futures = [client.submit(load_lengths, str(p), column=column, field=field,
-                             allow_zero=allow_zero, pure=False) for p in files]
+    futures = [
+        client.submit(load_lengths, str(p), column=column, field=field, allow_zero=allow_zero, pure=False)
+        for p in files
+    ]
     counter = _Counter()
     try:
         for future in futures:

@@ -30,9 +30,14 @@ _CACHE_VERSION = "measure-1"
 def _cache_key(plan: _Plan, job: _Job) -> str | None:
     if plan.shards is None or job.spec.digest is None:
         return None
-    options = {"version": _CACHE_VERSION, "name": job.name, "chat": job.chat,
-               "add_special_tokens": job.spec.add_special_tokens, "tokenizer": job.spec.digest,
-               "shards": [(size, mtime, digest) for _, size, mtime, digest in plan.shards]}
+    options = {
+        "version": _CACHE_VERSION,
+        "name": job.name,
+        "chat": job.chat,
+        "add_special_tokens": job.spec.add_special_tokens,
+        "tokenizer": job.spec.digest,
+        "shards": [(size, mtime, digest) for _, size, mtime, digest in plan.shards],
+    }
     return _sha(json.dumps(options, sort_keys=True))
 
 
@@ -47,12 +52,14 @@ def _atomic_save(path: Path, save: Callable[[io.BufferedWriter], None]) -> None:
         raise
 
 
-def _cache_read(cache_dir: Path, key: str, out: Path | None,
-                folder: bool = False) -> LengthHistogram | None:
+def _cache_read(cache_dir: Path, key: str, out: Path | None, folder: bool = False) -> LengthHistogram | None:
     hist_path, samples_path = cache_dir / f"{key}.npz", cache_dir / f"{key}.lengths.npy"
     shards_path = cache_dir / f"{key}.shards.json"
-    if not hist_path.is_file() or (out is not None and not samples_path.is_file()) or \
-            (folder and not shards_path.is_file()):
+    if (
+        not hist_path.is_file()
+        or (out is not None and not samples_path.is_file())
+        or (folder and not shards_path.is_file())
+    ):
         return None
     with np.load(hist_path) as stored:
         hist = LengthHistogram(stored["lengths"], stored["counts"])
@@ -64,7 +71,7 @@ def _cache_read(cache_dir: Path, key: str, out: Path | None,
                 writer.replay(json.loads(shards_path.read_text(encoding="utf-8")), samples)
             else:
                 for start in range(0, samples.shape[0], 1 << 22):
-                    writer.write(np.asarray(samples[start:start + (1 << 22)]))
+                    writer.write(np.asarray(samples[start : start + (1 << 22)]))
             writer.commit()
         except BaseException:
             writer.abort()
@@ -72,8 +79,9 @@ def _cache_read(cache_dir: Path, key: str, out: Path | None,
     return hist
 
 
-def _cache_write(cache_dir: Path, key: str, hist: LengthHistogram, out: Path | None,
-                 folder: bool = False) -> None:
+def _cache_write(
+    cache_dir: Path, key: str, hist: LengthHistogram, out: Path | None, folder: bool = False
+) -> None:
     cache_dir.mkdir(parents=True, exist_ok=True)
     if out is not None and folder:  # the shards' lengths as one array, and where each starts
         files = json.loads((out / _INDEX).read_text(encoding="utf-8"))["files"]
@@ -93,6 +101,7 @@ def _cache_write(cache_dir: Path, key: str, hist: LengthHistogram, out: Path | N
         _atomic_save(cache_dir / f"{key}.shards.json", save_listing)
     elif out is not None:
         if out.name.lower().endswith(".npy"):
+
             def copy(handle: io.BufferedWriter) -> None:
                 with open(out, "rb") as source:
                     shutil.copyfileobj(source, handle, 1 << 22)
@@ -100,7 +109,7 @@ def _cache_write(cache_dir: Path, key: str, hist: LengthHistogram, out: Path | N
             _atomic_save(cache_dir / f"{key}.lengths.npy", copy)
         else:
             import pyarrow.parquet as pq
+
             column = pq.read_table(out, columns=["length"]).column(0).to_numpy()
             _atomic_save(cache_dir / f"{key}.lengths.npy", lambda h: np.save(h, column))
-    _atomic_save(cache_dir / f"{key}.npz",
-                 lambda h: np.savez(h, lengths=hist.lengths, counts=hist.counts))
+    _atomic_save(cache_dir / f"{key}.npz", lambda h: np.savez(h, lengths=hist.lengths, counts=hist.counts))

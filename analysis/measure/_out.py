@@ -46,13 +46,18 @@ def _check_out(out: Path, folder: bool = False) -> None:
         raise ValueError(f"{out}: no such directory {out.parent}")
     if folder and out.exists():
         if not out.is_dir():
-            raise ValueError(f"{out}: exists and is not a folder; out= a folder gets per-shard "
-                             "files, a .npy or .parquet file one ordered file")
-        others = sorted(p.name for p in out.iterdir()
-                        if p.name != _INDEX and not _SHARD_FILE.fullmatch(p.name))
+            raise ValueError(
+                f"{out}: exists and is not a folder; out= a folder gets per-shard "
+                "files, a .npy or .parquet file one ordered file"
+            )
+        others = sorted(
+            p.name for p in out.iterdir() if p.name != _INDEX and not _SHARD_FILE.fullmatch(p.name)
+        )
         if others:
-            raise ValueError(f"{out}: holds {others[0]!r}; out= a folder must be empty or hold "
-                             "the lengths of an earlier run (NNNNN.npy and index.json)")
+            raise ValueError(
+                f"{out}: holds {others[0]!r}; out= a folder must be empty or hold "
+                "the lengths of an earlier run (NNNNN.npy and index.json)"
+            )
 
 
 def _save_shard(path: str, lengths: np.ndarray) -> None:
@@ -94,17 +99,19 @@ class _ShardFolder:
         """Write a stored run again: its ``index.json`` entries and all their lengths."""
         for entry in entries:
             start = int(entry["first_sample"])
-            _save_shard(str(self.tmp / entry["file"]),
-                        np.asarray(lengths[start:start + int(entry["n_samples"])]))
+            _save_shard(
+                str(self.tmp / entry["file"]), np.asarray(lengths[start : start + int(entry["n_samples"])])
+            )
             self._list(entry["file"], entry["where"], int(entry["n_samples"]))
 
     def _list(self, name: str, where: str, n_samples: int) -> None:
-        self.files.append({"file": name, "where": where, "first_sample": self.n_samples,
-                           "n_samples": n_samples})
+        self.files.append(
+            {"file": name, "where": where, "first_sample": self.n_samples, "n_samples": n_samples}
+        )
         self.n_samples += n_samples
 
     def commit(self) -> None:
-        if self.n_pieces > 10 ** _SHARD_DIGITS:  # wider names, so sorted is source order
+        if self.n_pieces > 10**_SHARD_DIGITS:  # wider names, so sorted is source order
             width = len(str(self.n_pieces - 1))
             for entry in self.files:
                 name = f"{int(entry['file'].removesuffix('.npy')):0{width}d}.npy"
@@ -112,12 +119,12 @@ class _ShardFolder:
                 entry["file"] = name
         entries = ",\n".join(" " + json.dumps(entry, ensure_ascii=False) for entry in self.files)
         (self.tmp / _INDEX).write_text(  # one line per file
-            f'{{"n_samples": {self.n_samples}, "n_files": {len(self.files)}, "files": [\n'
-            f"{entries}\n]}}\n", encoding="utf-8")
+            f'{{"n_samples": {self.n_samples}, "n_files": {len(self.files)}, "files": [\n{entries}\n]}}\n',
+            encoding="utf-8",
+        )
         old = None
         if self.out.exists():  # empty, or an earlier run's files: moved aside, then removed
-            old = Path(tempfile.mkdtemp(prefix=f".{self.out.name}.", suffix=".old",
-                                        dir=self.out.parent))
+            old = Path(tempfile.mkdtemp(prefix=f".{self.out.name}.", suffix=".old", dir=self.out.parent))
             os.replace(self.out, old / self.out.name)
         os.replace(self.tmp, self.out)
         if old is not None:
@@ -150,8 +157,12 @@ class _OutWriter:
             import pyarrow as pa
             import pyarrow.parquet as pq
 
-            table = pa.table({"sample_id": np.arange(self.n, self.n + lengths.size, dtype=np.int64),
-                              "length": lengths.astype(np.int32, copy=False)})
+            table = pa.table(
+                {
+                    "sample_id": np.arange(self.n, self.n + lengths.size, dtype=np.int64),
+                    "length": lengths.astype(np.int32, copy=False),
+                }
+            )
             if self.writer is None:
                 self.writer = pq.ParquetWriter(self.handle, table.schema)
             if table.num_rows:
@@ -168,11 +179,11 @@ class _OutWriter:
             self.handle.close()
         else:
             self.handle.close()
-            fd, final = tempfile.mkstemp(prefix=f".{self.out.name}.", suffix=".tmp",
-                                         dir=self.out.parent)
+            fd, final = tempfile.mkstemp(prefix=f".{self.out.name}.", suffix=".tmp", dir=self.out.parent)
             with os.fdopen(fd, "wb") as dest, open(self.tmp, "rb") as raw:
                 np.lib.format.write_array_header_1_0(
-                    dest, {"descr": "<i4", "fortran_order": False, "shape": (self.n,)})
+                    dest, {"descr": "<i4", "fortran_order": False, "shape": (self.n,)}
+                )
                 shutil.copyfileobj(raw, dest, 1 << 22)
             self.tmp.unlink()
             self.tmp = Path(final)
@@ -185,4 +196,3 @@ class _OutWriter:
             self.handle.close()
         finally:
             self.tmp.unlink(missing_ok=True)
-

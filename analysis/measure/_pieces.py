@@ -33,12 +33,15 @@ def _check_value(value: Any, chat: bool, where: str, name: str | None) -> Any:
             return value
         raise ValueError(f"{where}{label} is {_describe(value)}; expected a string")
     if not isinstance(value, list):
-        raise ValueError(f"{where}{label} is {_describe(value)}; expected a list of "
-                         "{'role', 'content'} messages")
+        raise ValueError(
+            f"{where}{label} is {_describe(value)}; expected a list of {{'role', 'content'}} messages"
+        )
     for i, message in enumerate(value):
         if not isinstance(message, dict):
-            raise ValueError(f"{where}message {i} of {label} is {_describe(message)}; expected "
-                             "an object with 'role' and 'content'")
+            raise ValueError(
+                f"{where}message {i} of {label} is {_describe(message)}; expected "
+                "an object with 'role' and 'content'"
+            )
         for key in ("role", "content"):
             if message.get(key) is None:
                 raise ValueError(f"{where}message {i} of {label} has no {key!r}")
@@ -48,9 +51,15 @@ def _check_value(value: Any, chat: bool, where: str, name: str | None) -> Any:
 def _describe(value: Any) -> str:
     shown = json.dumps(value, default=repr)
     shown = shown if len(shown) <= 40 else shown[:37] + "..."
-    kind = {bool: "a bool", type(None): "null", str: "a string", dict: "an object",
-            list: "a list", int: "an integer", float: "a number"}.get(type(value),
-                                                                     type(value).__name__)
+    kind = {
+        bool: "a bool",
+        type(None): "null",
+        str: "a string",
+        dict: "an object",
+        list: "a list",
+        int: "an integer",
+        float: "a number",
+    }.get(type(value), type(value).__name__)
     return f"{kind} ({shown})"
 
 
@@ -60,16 +69,17 @@ def _field_of(obj: Any, name: str | None, where: str) -> Any:
         if isinstance(obj, dict):
             if len(obj) == 1:
                 return next(iter(obj.values()))
-            raise ValueError(f"{where}{len(obj)} fields ({', '.join(map(str, obj))}); pass "
-                             "field= (text) or chat_field= (messages)")
+            raise ValueError(
+                f"{where}{len(obj)} fields ({', '.join(map(str, obj))}); pass "
+                "field= (text) or chat_field= (messages)"
+            )
         return obj
     if not isinstance(obj, dict):
         raise ValueError(f"{where}expected a record with field {name!r}, got {_describe(obj)}")
     try:
         return obj[name]
     except KeyError:
-        raise ValueError(f"{where}no field {name!r}; fields: {', '.join(map(str, obj))}") \
-            from None
+        raise ValueError(f"{where}no field {name!r}; fields: {', '.join(map(str, obj))}") from None
 
 
 # ---------------------------------------------------------------------------- pieces
@@ -91,12 +101,15 @@ class _JsonlRange:
     first_line: int
 
     def label(self) -> str:
-        return self.path if self.start == 0 and self.stop is None else \
-            f"{self.path} [lines from {self.first_line}]"
+        return (
+            self.path
+            if self.start == 0 and self.stop is None
+            else f"{self.path} [lines from {self.first_line}]"
+        )
 
     def batches(self, job: _Job) -> Iterator[list[Any]]:
         gz = self.path.lower().endswith(".gz")
-        with (gzip.open(self.path, "rb") if gz else open(self.path, "rb")) as raw:
+        with gzip.open(self.path, "rb") if gz else open(self.path, "rb") as raw:
             handle: io.BufferedIOBase = raw
             handle.seek(self.start)
             lines = _lines_until(handle, self.start, self.stop)
@@ -130,8 +143,7 @@ def _jsonl_values(block: list[bytes], job: _Job, path: str, first: int, bom: boo
         if len(objects) != len(block):
             raise ValueError("a line holds more than one value")
     except ValueError:  # also UnicodeDecodeError and json.JSONDecodeError
-        objects = [_json_line(line, path, number)
-                   for number, line in enumerate(block, start=first)]
+        objects = [_json_line(line, path, number) for number, line in enumerate(block, start=first)]
     if job.name is not None and not job.chat and all(type(o) is dict for o in objects):
         values = [o.get(job.name) for o in objects]
         if all(type(v) is str for v in values):
@@ -176,8 +188,7 @@ class _ParquetGroup:
         assert job.name is not None
         file = pq.ParquetFile(self.path, pre_buffer=False)
         row = self.first_row
-        for batch in file.iter_batches(batch_size=_BATCH, row_groups=[self.group],
-                                       columns=[job.name]):
+        for batch in file.iter_batches(batch_size=_BATCH, row_groups=[self.group], columns=[job.name]):
             yield _column_values(batch.column(0).to_pylist(), job, self.path, row)
             row += batch.num_rows
 
@@ -226,8 +237,15 @@ class _CsvFile:
         import pandas as pd
 
         row = 0
-        with pd.read_csv(self.path, sep=_csv_sep(self.path), usecols=[job.name], dtype=str,
-                         keep_default_na=False, chunksize=_BATCH, compression="infer") as reader:
+        with pd.read_csv(
+            self.path,
+            sep=_csv_sep(self.path),
+            usecols=[job.name],
+            dtype=str,
+            keep_default_na=False,
+            chunksize=_BATCH,
+            compression="infer",
+        ) as reader:
             for chunk in reader:
                 yield _column_values(chunk.iloc[:, 0].tolist(), job, self.path, row)
                 row += len(chunk)
@@ -250,7 +268,7 @@ class _TextFiles:
     def batches(self, job: _Job) -> Iterator[list[Any]]:
         for start in range(0, len(self.paths), _BATCH):
             texts = []
-            for path in self.paths[start:start + _BATCH]:
+            for path in self.paths[start : start + _BATCH]:
                 data = Path(path).read_bytes()
                 try:
                     texts.append(data.decode("utf-8"))
@@ -273,7 +291,7 @@ class _Records:
     def batches(self, job: _Job) -> Iterator[list[Any]]:
         for start in range(0, len(self.values), _BATCH):
             out = []
-            for i, v in enumerate(self.values[start:start + _BATCH], start=self.first_row + start):
+            for i, v in enumerate(self.values[start : start + _BATCH], start=self.first_row + start):
                 where = _where(None, i)
                 if not self.extracted:
                     v = _field_of(v, job.name, where)

@@ -66,11 +66,18 @@ def _measure_piece(piece: _Piece, job: _Job, encoder: _Encoder) -> MeasuredPiece
     per_sample = None
     if job.want_lengths:
         if lengths.size and int(distinct[-1]) > _INT32_MAX:
-            raise ValueError(f"{piece.label()}: a sample of {int(distinct[-1])} tokens does not "
-                             "fit the int32 lengths of out=")
+            raise ValueError(
+                f"{piece.label()}: a sample of {int(distinct[-1])} tokens does not "
+                "fit the int32 lengths of out="
+            )
         per_sample = lengths.astype(np.int32)
-    return MeasuredPiece(piece.label(), int(lengths.size), int(lengths.sum()), per_sample,
-                         (distinct.astype(np.int64), counts.astype(np.int64)))
+    return MeasuredPiece(
+        piece.label(),
+        int(lengths.size),
+        int(lengths.sum()),
+        per_sample,
+        (distinct.astype(np.int64), counts.astype(np.int64)),
+    )
 
 
 # Worker processes (spawned): the job and its encoder, built once per process.
@@ -106,8 +113,7 @@ def _dask_measure(piece: _Piece, job: _Job, shard_path: str | None = None) -> Me
 
 
 # ---------------------------------------------------------------------------- running
-def _ordered(submit: Callable[[_T], Any], items: Iterable[_T],
-             window: int) -> Iterator[MeasuredPiece]:
+def _ordered(submit: Callable[[_T], Any], items: Iterable[_T], window: int) -> Iterator[MeasuredPiece]:
     """Results of ``submit(item)`` futures in submission order, at most ``window`` in flight."""
     pending: deque[Any] = deque()
     try:
@@ -129,14 +135,17 @@ def _run_local(plan: _Plan, job: _Job, processes: int) -> Iterator[MeasuredPiece
             yield _measure_piece(piece, job, encoder)
         return
     context = multiprocessing.get_context("spawn")  # no fork of a threaded Rust tokenizer
-    with ProcessPoolExecutor(max_workers=processes, mp_context=context,
-                             initializer=_init_worker, initargs=(job,)) as pool:
-        yield from _ordered(lambda piece: pool.submit(_worker_measure, piece), plan.pieces,
-                            window=2 * processes)
+    with ProcessPoolExecutor(
+        max_workers=processes, mp_context=context, initializer=_init_worker, initargs=(job,)
+    ) as pool:
+        yield from _ordered(
+            lambda piece: pool.submit(_worker_measure, piece), plan.pieces, window=2 * processes
+        )
 
 
-def _run_dask(plan: _Plan, job: _Job, client: Any,
-              shard_path: Callable[[int], str] | None = None) -> Iterator[MeasuredPiece]:
+def _run_dask(
+    plan: _Plan, job: _Job, client: Any, shard_path: Callable[[int], str] | None = None
+) -> Iterator[MeasuredPiece]:
     """Pieces measured on ``client``'s workers; with ``shard_path`` (an ``out`` folder), each
     worker saves piece ``i``'s lengths at ``shard_path(i)`` and sends back only its histogram."""
     [job_future] = client.scatter([job], broadcast=True, hash=False)
@@ -151,4 +160,3 @@ def _run_dask(plan: _Plan, job: _Job, client: Any,
         yield from _ordered(submit, enumerate(plan.pieces), window=max(16, 4 * n_threads))
     finally:
         job_future.release()
-

@@ -42,8 +42,7 @@ _SMALL_INPUT_BYTES = 8 << 20
 _HASH_BLOCK = 1 << 20
 _GLOB_CHARS = re.compile(r"[*?\[]")
 #: Data formats by extension; any other file is plain text, one sample per file.
-_JSONL, _PARQUET, _CSV = (".jsonl", ".jsonl.gz"), (".parquet",), (".csv", ".csv.gz", ".tsv",
-                                                                  ".tsv.gz")
+_JSONL, _PARQUET, _CSV = (".jsonl", ".jsonl.gz"), (".parquet",), (".csv", ".csv.gz", ".tsv", ".tsv.gz")
 
 
 @dataclass
@@ -62,8 +61,11 @@ def _expand(source: str | os.PathLike[str]) -> tuple[str, list[Path]]:
     if path.is_file():
         return text, [path]
     if path.is_dir():
-        found = [p for p in sorted(path.rglob("*")) if p.is_file()
-                 and not any(part.startswith(".") for part in p.relative_to(path).parts)]
+        found = [
+            p
+            for p in sorted(path.rglob("*"))
+            if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts)
+        ]
         if not found:
             raise ValueError(f"{text}: empty directory, no files")
         return text, found
@@ -112,18 +114,19 @@ def _kind(path: Path) -> str:
 
 
 def _is_saved_dataset(path: Path) -> bool:
-    return path.is_dir() and (path / "state.json").is_file() and \
-        (path / "dataset_info.json").is_file()
+    return path.is_dir() and (path / "state.json").is_file() and (path / "dataset_info.json").is_file()
 
 
-def _plan_paths(source: str | os.PathLike[str], name: str | None, chat: bool,
-                hashing: bool) -> tuple[_Plan, str | None]:
+def _plan_paths(
+    source: str | os.PathLike[str], name: str | None, chat: bool, hashing: bool
+) -> tuple[_Plan, str | None]:
     """Plan a path source; also return the field name resolved from a table's schema."""
     root = Path(os.path.expanduser(os.fspath(source)))
     if root.is_dir() and (root / "dataset_dict.json").is_file():
         splits = json.loads((root / "dataset_dict.json").read_text()).get("splits", [])
-        raise ValueError(f"{root}: a DatasetDict; pass one split's folder: "
-                         f"{', '.join(str(root / s) for s in splits)}")
+        raise ValueError(
+            f"{root}: a DatasetDict; pass one split's folder: {', '.join(str(root / s) for s in splits)}"
+        )
     if _is_saved_dataset(root):
         state = json.loads((root / "state.json").read_text())
         files = [root / f["filename"] for f in state.get("_data_files", [])]
@@ -133,15 +136,18 @@ def _plan_paths(source: str | os.PathLike[str], name: str | None, chat: bool,
         text, files = _expand(source)
         kinds = {_kind(p) for p in files}
     if len(kinds) > 1:
-        raise ValueError(f"{text}: mixes {' and '.join(sorted(kinds))} files; measure one "
-                         "format at a time")
+        raise ValueError(f"{text}: mixes {' and '.join(sorted(kinds))} files; measure one format at a time")
     kind = kinds.pop()
     if kind == "text" and (name is not None or chat):
-        raise ValueError(f"{text}: plain-text files are one sample each; field= and chat_field= "
-                         "apply to JSONL, Parquet, CSV/TSV and datasets")
+        raise ValueError(
+            f"{text}: plain-text files are one sample each; field= and chat_field= "
+            "apply to JSONL, Parquet, CSV/TSV and datasets"
+        )
     if kind == "csv" and chat:
-        raise ValueError(f"{text}: chat_field= needs JSONL, Parquet or a dataset (a CSV cell "
-                         "holds text, not a list of messages)")
+        raise ValueError(
+            f"{text}: chat_field= needs JSONL, Parquet or a dataset (a CSV cell "
+            "holds text, not a list of messages)"
+        )
     pieces: list[_Piece] = []
     shards: list[tuple[str, int, int, str]] = []
     n_bytes = 0
@@ -158,8 +164,10 @@ def _plan_paths(source: str | os.PathLike[str], name: str | None, chat: bool,
             raise ValueError(f"{path}: empty file, no samples")
         if kind == "jsonl":
             stops: list[int | None] = [s for s, _ in starts[1:]]
-            pieces += [_JsonlRange(str(path), s, stop, line)
-                       for (s, line), stop in zip(starts, [*stops, None], strict=True)]
+            pieces += [
+                _JsonlRange(str(path), s, stop, line)
+                for (s, line), stop in zip(starts, [*stops, None], strict=True)
+            ]
         elif kind == "parquet":
             name, sizes = _parquet_groups(path, name, chat)
             for g, n in enumerate(sizes):
@@ -181,8 +189,13 @@ def _plan_paths(source: str | os.PathLike[str], name: str | None, chat: bool,
                 group, group_bytes = [], 0
     if group:
         pieces.append(_TextFiles(tuple(group)))
-    plan = _Plan(pieces, text, n_bytes, shards if hashing else None,
-                 small=len(pieces) < 2 or n_bytes < _SMALL_INPUT_BYTES)
+    plan = _Plan(
+        pieces,
+        text,
+        n_bytes,
+        shards if hashing else None,
+        small=len(pieces) < 2 or n_bytes < _SMALL_INPUT_BYTES,
+    )
     return plan, name
 
 
@@ -193,8 +206,10 @@ def _pick_name(columns: list[str], name: str | None, where: str) -> str:
         return name
     if len(columns) == 1:
         return columns[0]
-    raise ValueError(f"{where}: {len(columns)} columns ({', '.join(columns)}); pass field= "
-                     "(text) or chat_field= (messages)")
+    raise ValueError(
+        f"{where}: {len(columns)} columns ({', '.join(columns)}); pass field= "
+        "(text) or chat_field= (messages)"
+    )
 
 
 def _check_arrow_type(kind: Any, name: str, chat: bool, where: str) -> None:
@@ -204,8 +219,11 @@ def _check_arrow_type(kind: Any, name: str, chat: bool, where: str) -> None:
         ok = pa.types.is_list(kind) or pa.types.is_large_list(kind)
         expected = "a list of {role, content} structs"
     else:
-        ok = pa.types.is_string(kind) or pa.types.is_large_string(kind) or \
-            getattr(pa.types, "is_string_view", lambda _: False)(kind)
+        ok = (
+            pa.types.is_string(kind)
+            or pa.types.is_large_string(kind)
+            or getattr(pa.types, "is_string_view", lambda _: False)(kind)
+        )
         expected = "strings"
     if not ok:
         raise ValueError(f"{where}: column {name!r} has type {kind}; expected {expected}")
@@ -218,8 +236,7 @@ def _parquet_groups(path: Path, name: str | None, chat: bool) -> tuple[str, list
     try:
         file = pq.ParquetFile(path, pre_buffer=False)
     except pa.ArrowException as err:
-        raise ValueError(f"{path}: cannot read as Parquet: {' '.join(str(err).split())}") \
-            from None
+        raise ValueError(f"{path}: cannot read as Parquet: {' '.join(str(err).split())}") from None
     schema = file.schema_arrow
     name = _pick_name(list(schema.names), name, str(path))
     _check_arrow_type(schema.field(name).type, name, chat, str(path))
@@ -234,8 +251,7 @@ def _arrow_rows(path: Path, name: str | None, chat: bool) -> tuple[str, int]:
         with pa.memory_map(str(path)) as source:
             table = pa.ipc.open_stream(source).read_all()
     except (OSError, pa.ArrowException) as err:
-        raise ValueError(f"{path}: cannot read a saved dataset shard: "
-                         f"{' '.join(str(err).split())}") from None
+        raise ValueError(f"{path}: cannot read a saved dataset shard: {' '.join(str(err).split())}") from None
     name = _pick_name(list(table.schema.names), name, str(path))
     _check_arrow_type(table.schema.field(name).type, name, chat, str(path))
     return name, table.num_rows
@@ -245,11 +261,11 @@ def _csv_column(path: Path, name: str | None) -> str:
     import pandas as pd
 
     try:
-        columns = list(map(str, pd.read_csv(path, sep=_csv_sep(str(path)), nrows=0,
-                                            compression="infer").columns))
+        columns = list(
+            map(str, pd.read_csv(path, sep=_csv_sep(str(path)), nrows=0, compression="infer").columns)
+        )
     except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError, OSError) as err:
-        raise ValueError(f"{path}: cannot read the header: {' '.join(str(err).split())}") \
-            from None
+        raise ValueError(f"{path}: cannot read the header: {' '.join(str(err).split())}") from None
     return _pick_name(columns, name, str(path))
 
 
@@ -261,14 +277,15 @@ def _plan_records(source: Iterable[Any], name: str | None) -> _Plan:
 
         def dataset_pieces() -> Iterator[_Piece]:
             for start in range(0, len(dataset), _RECORDS_PER_PIECE):
-                batch = dataset[start:start + _RECORDS_PER_PIECE][column]
+                batch = dataset[start : start + _RECORDS_PER_PIECE][column]
                 yield _Records(list(batch), start, extracted=True)
 
-        return _Plan(dataset_pieces(), "the dataset", None, None,
-                     small=len(dataset) <= _RECORDS_PER_PIECE)
+        return _Plan(dataset_pieces(), "the dataset", None, None, small=len(dataset) <= _RECORDS_PER_PIECE)
     if isinstance(source, str | bytes | dict):
-        raise ValueError(f"source: expected a path, a dataset or an iterable of samples, got a "
-                         f"{type(source).__name__} (a path must be a pathlib.Path or exist)")
+        raise ValueError(
+            f"source: expected a path, a dataset or an iterable of samples, got a "
+            f"{type(source).__name__} (a path must be a pathlib.Path or exist)"
+        )
     iterator = iter(source)
     first = list(itertools.islice(iterator, _RECORDS_PER_PIECE))
 
@@ -279,6 +296,4 @@ def _plan_records(source: Iterable[Any], name: str | None) -> _Plan:
             start += len(batch)
             batch = list(itertools.islice(iterator, _RECORDS_PER_PIECE))
 
-    return _Plan(record_pieces(), "the input", None, None,
-                 small=len(first) < _RECORDS_PER_PIECE)
-
+    return _Plan(record_pieces(), "the input", None, None, small=len(first) < _RECORDS_PER_PIECE)

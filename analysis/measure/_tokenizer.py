@@ -55,18 +55,22 @@ def _load_tokenizer(path: Path) -> Any:
     try:
         if path.is_file():
             from tokenizers import Tokenizer
+
             return Tokenizer.from_file(str(path))
         if not (path / "tokenizer_config.json").is_file() and (path / "tokenizer.json").is_file():
             from tokenizers import Tokenizer
+
             return Tokenizer.from_file(str(path / "tokenizer.json"))
         from transformers import AutoTokenizer
+
         return AutoTokenizer.from_pretrained(str(path), local_files_only=True)
     except ImportError as err:
-        raise ValueError(f"{path}: loading a tokenizer needs the 'measure' extra "
-                         f"(pip install 'padding-workbench[measure]'): {err}") from None
+        raise ValueError(
+            f"{path}: loading a tokenizer needs the 'measure' extra "
+            f"(pip install 'padding-workbench[measure]'): {err}"
+        ) from None
     except Exception as err:  # noqa: BLE001 - any loader failure is one line naming the path
-        raise ValueError(f"{path}: cannot load a tokenizer: {' '.join(str(err).split())}") \
-            from None
+        raise ValueError(f"{path}: cannot load a tokenizer: {' '.join(str(err).split())}") from None
 
 
 def _spec(tokenizer: Any, *, add_special_tokens: bool, chat: bool) -> _Spec:
@@ -76,36 +80,54 @@ def _spec(tokenizer: Any, *, add_special_tokens: bool, chat: bool) -> _Spec:
     is_transformers = _is_instance(tokenizer, "transformers", "PreTrainedTokenizerBase")
     if chat:
         if not is_transformers:
-            raise ValueError(f"tokenizer: chat_field= needs a transformers tokenizer with a chat "
-                             f"template, got {type(tokenizer).__name__}")
+            raise ValueError(
+                f"tokenizer: chat_field= needs a transformers tokenizer with a chat "
+                f"template, got {type(tokenizer).__name__}"
+            )
         if not getattr(tokenizer, "chat_template", None):
-            raise ValueError("tokenizer: has no chat template, which chat_field= needs (set "
-                             "tokenizer.chat_template or pass field= for plain text)")
+            raise ValueError(
+                "tokenizer: has no chat template, which chat_field= needs (set "
+                "tokenizer.chat_template or pass field= for plain text)"
+            )
     if _is_instance(tokenizer, "tokenizers", "Tokenizer"):
         text = tokenizer.to_str()
         return _Spec("tokenizers", text, add_special_tokens, _sha("tokenizers", text))
     if is_transformers:
         backend = getattr(tokenizer, "backend_tokenizer", None)
         state = backend.to_str() if backend is not None else _pickle_or_none(tokenizer)
-        special = json.dumps(getattr(tokenizer, "special_tokens_map", {}), sort_keys=True,
-                             default=str)
-        digest = None if state is None else _sha(
-            "transformers", type(tokenizer).__qualname__, state,
-            str(getattr(tokenizer, "chat_template", None)), special)
+        special = json.dumps(getattr(tokenizer, "special_tokens_map", {}), sort_keys=True, default=str)
+        digest = (
+            None
+            if state is None
+            else _sha(
+                "transformers",
+                type(tokenizer).__qualname__,
+                state,
+                str(getattr(tokenizer, "chat_template", None)),
+                special,
+            )
+        )
         return _Spec("transformers", tokenizer, add_special_tokens, digest)
     if callable(getattr(tokenizer, "encode_ordinary_batch", None)):
         state = _pickle_or_none(tokenizer)
-        return _Spec("tiktoken", tokenizer, add_special_tokens,
-                     None if state is None else _sha("tiktoken", state))
+        return _Spec(
+            "tiktoken", tokenizer, add_special_tokens, None if state is None else _sha("tiktoken", state)
+        )
     if callable(tokenizer):
         state = _pickle_or_none(tokenizer)
         code = getattr(tokenizer, "__code__", None)
         body = b"" if code is None else code.co_code + repr(code.co_consts).encode()
-        return _Spec("callable", tokenizer, add_special_tokens,
-                     None if state is None else _sha("callable", state, body))
-    raise ValueError(f"tokenizer: expected a path, a tokenizers.Tokenizer, a transformers "
-                     "tokenizer, a tiktoken encoding or a callable, got "
-                     f"{type(tokenizer).__name__}")
+        return _Spec(
+            "callable",
+            tokenizer,
+            add_special_tokens,
+            None if state is None else _sha("callable", state, body),
+        )
+    raise ValueError(
+        f"tokenizer: expected a path, a tokenizers.Tokenizer, a transformers "
+        "tokenizer, a tiktoken encoding or a callable, got "
+        f"{type(tokenizer).__name__}"
+    )
 
 
 def _pickle_or_none(obj: Any) -> bytes | None:
@@ -123,9 +145,11 @@ class _Encoder:
         self.backend: Any = None
         if spec.kind == "tokenizers":
             from tokenizers import Tokenizer
+
             self.backend = Tokenizer.from_str(spec.obj)
         elif spec.kind == "transformers" and getattr(spec.obj, "backend_tokenizer", None):
             from tokenizers import Tokenizer
+
             self.backend = Tokenizer.from_str(spec.obj.backend_tokenizer.to_str())
         if self.backend is not None:  # lengths are untruncated and unpadded
             self.backend.no_truncation()
@@ -136,11 +160,14 @@ class _Encoder:
         spec = self.spec
         if self.backend is not None:
             encode = getattr(self.backend, "encode_batch_fast", self.backend.encode_batch)
-            counts: Iterable[int] = map(len, encode(texts,
-                                                    add_special_tokens=spec.add_special_tokens))
+            counts: Iterable[int] = map(len, encode(texts, add_special_tokens=spec.add_special_tokens))
         elif spec.kind == "transformers":
-            ids = spec.obj(texts, add_special_tokens=spec.add_special_tokens,
-                           return_attention_mask=False, return_token_type_ids=False)["input_ids"]
+            ids = spec.obj(
+                texts,
+                add_special_tokens=spec.add_special_tokens,
+                return_attention_mask=False,
+                return_token_type_ids=False,
+            )["input_ids"]
             counts = map(len, ids)
         elif spec.kind == "tiktoken":
             counts = map(len, spec.obj.encode_ordinary_batch(texts))
@@ -159,10 +186,11 @@ class _Encoder:
 def _callable_lengths(result: Any, expected: int) -> np.ndarray:
     arr = np.asarray(result)
     if arr.ndim != 1 or arr.shape[0] != expected:
-        raise ValueError(f"tokenizer: the callable returned {arr.shape} for {expected} texts; "
-                         "expected one length per text")
+        raise ValueError(
+            f"tokenizer: the callable returned {arr.shape} for {expected} texts; expected one length per text"
+        )
     if arr.dtype.kind not in "iu" or (arr.size and int(arr.min()) < 0):
-        raise ValueError("tokenizer: the callable must return non-negative integer lengths, "
-                         f"got dtype {arr.dtype}")
+        raise ValueError(
+            f"tokenizer: the callable must return non-negative integer lengths, got dtype {arr.dtype}"
+        )
     return arr.astype(np.int64)
-

@@ -23,15 +23,28 @@ import pandas as pd
 from analysis.batching import DEFAULT_MIN_GAIN, BatchRule, as_rule, check_edges
 from analysis.lengths import LengthHistogram
 from analysis.optimize._problem import _problem
-from analysis.optimize._search import AUTO_CANDIDATES_ABOVE, _check_k, _ends_to_edges, _optimal_ends, _use_grid
+from analysis.optimize._search import (
+    AUTO_CANDIDATES_ABOVE,
+    _check_k,
+    _ends_to_edges,
+    _optimal_ends,
+    _use_grid,
+)
 from analysis.optimize.plan import BucketPlan, _plan
 from analysis.optimize.rules import RULES, _baseline_edges
 
 if TYPE_CHECKING:
     from analysis.step_time import StepTimeModel
 
-__all__ = ["BucketPlan", "METHODS", "optimize_edges", "evaluate_edges", "sweep_bucket_counts",
-           "recommend_n_buckets", "AUTO_CANDIDATES_ABOVE"]
+__all__ = [
+    "BucketPlan",
+    "METHODS",
+    "optimize_edges",
+    "evaluate_edges",
+    "sweep_bucket_counts",
+    "recommend_n_buckets",
+    "AUTO_CANDIDATES_ABOVE",
+]
 
 #: Every ``method`` :func:`optimize_edges` knows.
 METHODS = ("optimal", *RULES)
@@ -42,11 +55,19 @@ def _check_method(method: str) -> None:
         raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
 
 
-def optimize_edges(hist: LengthHistogram, n_buckets: int, rule: BatchRule | None = None, *,
-                   batch_size: int | None = None, max_tokens: int | None = None,
-                   pad_to_multiple_of: int | None = None, method: str = "optimal",
-                   edge_multiple: int = 1, candidates: int | str | None = "auto",
-                   step_time: StepTimeModel | None = None) -> BucketPlan:
+def optimize_edges(
+    hist: LengthHistogram,
+    n_buckets: int,
+    rule: BatchRule | None = None,
+    *,
+    batch_size: int | None = None,
+    max_tokens: int | None = None,
+    pad_to_multiple_of: int | None = None,
+    method: str = "optimal",
+    edge_multiple: int = 1,
+    candidates: int | str | None = "auto",
+    step_time: StepTimeModel | None = None,
+) -> BucketPlan:
     """Bucket edges for ``hist`` under a batch rule: the exact optimum or a field rule.
 
     Parameters
@@ -91,8 +112,7 @@ def optimize_edges(hist: LengthHistogram, n_buckets: int, rule: BatchRule | None
     ...
     ValueError: n_buckets = 6 exceeds the 5 distinct lengths
     """
-    rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens,
-                   pad_to_multiple_of=pad_to_multiple_of)
+    rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens, pad_to_multiple_of=pad_to_multiple_of)
     prob = _problem(hist, rule, edge_multiple, step_time)
     _check_method(method)
     k = _check_k(prob, n_buckets)
@@ -102,10 +122,17 @@ def optimize_edges(hist: LengthHistogram, n_buckets: int, rule: BatchRule | None
     return _plan(hist, prob, _baseline_edges(prob, method, k), method, k)
 
 
-def evaluate_edges(hist: LengthHistogram, edges: Sequence[int], rule: BatchRule | None = None, *,
-                   batch_size: int | None = None, max_tokens: int | None = None,
-                   pad_to_multiple_of: int | None = None, method: str = "given",
-                   step_time: StepTimeModel | None = None) -> BucketPlan:
+def evaluate_edges(
+    hist: LengthHistogram,
+    edges: Sequence[int],
+    rule: BatchRule | None = None,
+    *,
+    batch_size: int | None = None,
+    max_tokens: int | None = None,
+    pad_to_multiple_of: int | None = None,
+    method: str = "given",
+    step_time: StepTimeModel | None = None,
+) -> BucketPlan:
     """A :class:`BucketPlan` for edges you already have (a published config, say); with
     ``step_time`` its ``objective`` is the time objective of :func:`optimize_edges`.
 
@@ -117,19 +144,25 @@ def evaluate_edges(hist: LengthHistogram, edges: Sequence[int], rule: BatchRule 
     >>> plan.method, plan.n_buckets, plan.useful_tokens
     ('given', 2, 125)
     """
-    rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens,
-                   pad_to_multiple_of=pad_to_multiple_of)
+    rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens, pad_to_multiple_of=pad_to_multiple_of)
     prob = _problem(hist, rule, step_time=step_time)
     edges = check_edges(edges, hist)
     return _plan(hist, prob, edges, method, len(edges) - 1)
 
 
-def sweep_bucket_counts(hist: LengthHistogram, n_buckets: Iterable[int] = range(1, 17),
-                        methods: Sequence[str] = METHODS, rule: BatchRule | None = None, *,
-                        batch_size: int | None = None, max_tokens: int | None = None,
-                        pad_to_multiple_of: int | None = None, edge_multiple: int = 1,
-                        candidates: int | str | None = "auto",
-                        step_time: StepTimeModel | None = None) -> pd.DataFrame:
+def sweep_bucket_counts(
+    hist: LengthHistogram,
+    n_buckets: Iterable[int] = range(1, 17),
+    methods: Sequence[str] = METHODS,
+    rule: BatchRule | None = None,
+    *,
+    batch_size: int | None = None,
+    max_tokens: int | None = None,
+    pad_to_multiple_of: int | None = None,
+    edge_multiple: int = 1,
+    candidates: int | str | None = "auto",
+    step_time: StepTimeModel | None = None,
+) -> pd.DataFrame:
     """Efficiency against the number of buckets for each method (a tidy frame).
 
     The ``"optimal"`` rows for every ``K`` come from one DP pass.  Columns: ``n_buckets``
@@ -149,8 +182,7 @@ def sweep_bucket_counts(hist: LengthHistogram, n_buckets: Iterable[int] = range(
     2          2    optimal    0.882657  [0, 3, 10]
     3          2  geometric    0.882657  [0, 3, 10]
     """
-    rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens,
-                   pad_to_multiple_of=pad_to_multiple_of)
+    rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens, pad_to_multiple_of=pad_to_multiple_of)
     prob = _problem(hist, rule, edge_multiple, step_time)
     ks = [_check_k(prob, k) for k in n_buckets]
     if not ks:
@@ -158,7 +190,8 @@ def sweep_bucket_counts(hist: LengthHistogram, n_buckets: Iterable[int] = range(
     methods = list(methods)
     for method in methods:
         _check_method(method)
-    optimal, exact = {}, True
+    optimal: dict[int, list[int]] = {}
+    exact = True
     if "optimal" in methods:
         optimal, exact = _optimal_ends(prob, sorted(set(ks)), _use_grid(prob, candidates))
     rows = []
@@ -168,14 +201,23 @@ def sweep_bucket_counts(hist: LengthHistogram, n_buckets: Iterable[int] = range(
                 plan = _plan(hist, prob, _ends_to_edges(prob, optimal[k]), method, k, exact)
             else:
                 plan = _plan(hist, prob, _baseline_edges(prob, method, k), method, k)
-            rows.append({"n_buckets": k, "method": method, "efficiency": plan.efficiency,
-                         "padded_tokens": plan.padded_tokens, "edges": plan.edges,
-                         "buckets": plan.n_buckets, "objective": plan.objective})
+            rows.append(
+                {
+                    "n_buckets": k,
+                    "method": method,
+                    "efficiency": plan.efficiency,
+                    "padded_tokens": plan.padded_tokens,
+                    "edges": plan.edges,
+                    "buckets": plan.n_buckets,
+                    "objective": plan.objective,
+                }
+            )
     return pd.DataFrame(rows)
 
 
-def recommend_n_buckets(sweep: pd.DataFrame, min_gain: float = DEFAULT_MIN_GAIN,
-                        method: str = "optimal") -> int:
+def recommend_n_buckets(
+    sweep: pd.DataFrame, min_gain: float = DEFAULT_MIN_GAIN, method: str = "optimal"
+) -> int:
     """Smallest ``K`` after which one more bucket gains less than ``min_gain`` efficiency.
 
     ``sweep`` is a :func:`sweep_bucket_counts` frame; the largest ``K`` in it is returned
@@ -188,8 +230,9 @@ def recommend_n_buckets(sweep: pd.DataFrame, min_gain: float = DEFAULT_MIN_GAIN,
     >>> recommend_n_buckets(sweep, min_gain=0.01)
     2
     """
-    if isinstance(min_gain, bool) or not (isinstance(min_gain, int | float)
-                                          and math.isfinite(min_gain) and min_gain >= 0):
+    if isinstance(min_gain, bool) or not (
+        isinstance(min_gain, int | float) and math.isfinite(min_gain) and min_gain >= 0
+    ):
         raise ValueError(f"min_gain must be a finite number >= 0, got {min_gain!r}")
     rows = sweep[sweep["method"] == method].sort_values("n_buckets")
     if rows.empty:

@@ -57,8 +57,9 @@ class _Buffers:
         return buf[:need].reshape(shape)
 
 
-def _cost_blocks(prob: _Problem, rows: np.ndarray, ends: np.ndarray
-                 ) -> Iterator[tuple[np.ndarray, int, np.ndarray, np.ndarray]]:
+def _cost_blocks(
+    prob: _Problem, rows: np.ndarray, ends: np.ndarray
+) -> Iterator[tuple[np.ndarray, int, np.ndarray, np.ndarray]]:
     """Yield ``(cols, n_rows, cost, scratch)`` blocks in increasing ``cols``: ``cost[a, b]``
     is the objective of a bucket ``(rows[b], cols[a]]`` (``inf`` if ``rows[b] >= cols[a]`` or
     it is empty), for the first ``n_rows`` rows (the others start at
@@ -98,6 +99,7 @@ def _cost_blocks(prob: _Problem, rows: np.ndarray, ends: np.ndarray
             ja = jb
             continue
         carry_r = carry[:nr]
+        assert binom is not None  # set at the first block (size changes start a new table)
         if binom.log:
             shape = (jb - ja, nr)
             # x[a, b] = samples in (rows[b], k] for k = ja + a (clipped at 0 for k <= rows[b])
@@ -114,8 +116,9 @@ def _cost_blocks(prob: _Problem, rows: np.ndarray, ends: np.ndarray
             s[sel == 0] = carry_r
             np.logaddexp(carry_r, sums[-1], out=carry_r)
             if sel.size:
-                yield _finish_costs(prob, ja + sel, nr, x, comb, sel, s, row_cum, b, True,
-                                    bufs.get("comb", s.shape))
+                yield _finish_costs(
+                    prob, ja + sel, nr, x, comb, sel, s, row_cum, b, True, bufs.get("comb", s.shape)
+                )
             ja = jb
             continue
         # Linear sums.  The block's columns are processed in chunks of about _CHUNK_ENTRIES
@@ -153,15 +156,26 @@ def _cost_blocks(prob: _Problem, rows: np.ndarray, ends: np.ndarray
             if sel.size and nc:
                 if nc < nr:
                     x, comb = x[:, :nc], comb[:, :nc]
-                yield _finish_costs(prob, ca + sel, nc, x, comb, sel, s, row_cum, b, False,
-                                    bufs.get("comb", s.shape))
+                yield _finish_costs(
+                    prob, ca + sel, nc, x, comb, sel, s, row_cum, b, False, bufs.get("comb", s.shape)
+                )
         np.add(carry_r, acc, out=carry_r)
         ja = jb
 
 
-def _finish_costs(prob: _Problem, cols: np.ndarray, nr: int, x: np.ndarray, comb: np.ndarray,
-                  sel: np.ndarray, s: np.ndarray, row_cum: np.ndarray, b: int, log: bool,
-                  scratch: np.ndarray) -> tuple[np.ndarray, int, np.ndarray, np.ndarray]:
+def _finish_costs(
+    prob: _Problem,
+    cols: np.ndarray,
+    nr: int,
+    x: np.ndarray,
+    comb: np.ndarray,
+    sel: np.ndarray,
+    s: np.ndarray,
+    row_cum: np.ndarray,
+    b: int,
+    log: bool,
+    scratch: np.ndarray,
+) -> tuple[np.ndarray, int, np.ndarray, np.ndarray]:
     """``(cols, nr, cost, scratch)`` from the sums ``s`` (``S(i, j)`` for the columns
     ``sel`` of the chunk, overwritten by the costs) and ``C(x, B)`` in ``comb`` (whose memory
     ``scratch``, of the shape of ``s``, shares: free for the caller afterwards)."""
@@ -257,7 +271,7 @@ def _solve(prob: _Problem, n_buckets: int, ends: np.ndarray) -> tuple[np.ndarray
                     best[k, m], arg[k, m] = vals[at], r[lo + at]
                 break
             # contiguous, or argmin would copy it
-            sub = flat[:cols.size * (hi - lo)].reshape(cols.size, hi - lo)
+            sub = flat[: cols.size * (hi - lo)].reshape(cols.size, hi - lo)
             np.add(cost[:, lo:hi], prev[None, :], out=sub)
             at = sub.argmin(axis=1)
             vals = sub[span, at]

@@ -47,8 +47,9 @@ class _Problem:
         return int(self.lengths.size)
 
 
-def _problem(hist: LengthHistogram, rule: BatchRule, edge_multiple: Any = 1,
-             step_time: StepTimeModel | None = None) -> _Problem:
+def _problem(
+    hist: LengthHistogram, rule: BatchRule, edge_multiple: Any = 1, step_time: StepTimeModel | None = None
+) -> _Problem:
     """The arrays of ``hist`` under ``rule`` (edges at multiples of ``edge_multiple``).
 
     The per-sample weight ``g`` is the padded length, or with ``step_time`` the seconds a
@@ -160,8 +161,7 @@ def _log_comb(x: np.ndarray, size: int) -> np.ndarray:
         diff = np.empty(xs.shape)
         xf, rf = xs[far], rest[far]
         shrink = np.log1p(-size / xf)
-        diff[far] = (size * np.log(xf) - rf * shrink - size - 0.5 * shrink
-                     + _stirlerr(xf) - _stirlerr(rf))
+        diff[far] = size * np.log(xf) - rf * shrink - size - 0.5 * shrink + _stirlerr(xf) - _stirlerr(rf)
         diff[~far] = gammaln(xs[~far] + 1) - gammaln(rest[~far] + 1)
         out[ok] = diff - gammaln(size + 1.0)
     return out

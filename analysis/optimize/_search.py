@@ -35,8 +35,11 @@ def _check_k(prob: _Problem, n_buckets: Any) -> int:
     if k < 1:
         raise ValueError(f"n_buckets must be at least 1, got {k}")
     if k > prob.ends.size:
-        what = "distinct lengths" if prob.edge_multiple == 1 else \
-            f"possible edges (multiples of edge_multiple = {prob.edge_multiple} between the lengths)"
+        what = (
+            "distinct lengths"
+            if prob.edge_multiple == 1
+            else f"possible edges (multiples of edge_multiple = {prob.edge_multiple} between the lengths)"
+        )
         raise ValueError(f"n_buckets = {k} exceeds the {prob.ends.size} {what}")
     return k
 
@@ -52,8 +55,7 @@ def _grid(prob: _Problem, size: int) -> np.ndarray:
     return np.unique(np.r_[by_count, even, prob.m])
 
 
-def _refine(prob: _Problem, k: int, ends: list[int], grid: np.ndarray,
-            max_rounds: int = 20) -> list[int]:
+def _refine(prob: _Problem, k: int, ends: list[int], grid: np.ndarray, max_rounds: int = 20) -> list[int]:
     """Local full-resolution search: re-run the DP with every allowed end strictly between
     the grid neighbours of each current edge, until the solution stops moving."""
     allowed = prob.ends
@@ -66,7 +68,7 @@ def _refine(prob: _Problem, k: int, ends: list[int], grid: np.ndarray,
             lo = int(gridpos[g - 1]) if g > 0 else 0
             hi = int(gridpos[g + 1]) if g + 1 < gridpos.size else allowed.size - 1
             half = max(p - lo, hi - p, 1)
-            keep.extend(allowed[max(0, p - half):min(allowed.size, p + half + 1)].tolist())
+            keep.extend(allowed[max(0, p - half) : min(allowed.size, p + half + 1)].tolist())
         window = np.unique(np.array(keep, dtype=np.int64))
         best, arg = _solve(prob, k, window)
         new = _backtrack(arg, k, prob.m)
@@ -94,8 +96,9 @@ def _use_grid(prob: _Problem, candidates: Any) -> int | None:
     return size if size < prob.ends.size else None
 
 
-def _optimal_ends(prob: _Problem, ks: Sequence[int], grid_size: int | None
-                  ) -> tuple[dict[int, list[int]], bool]:
+def _optimal_ends(
+    prob: _Problem, ks: Sequence[int], grid_size: int | None
+) -> tuple[dict[int, list[int]], bool]:
     """Optimal bucket ends for each ``k`` in ``ks`` (one DP pass), and whether exact."""
     k_max = max(ks)
     if grid_size is None:

@@ -102,14 +102,19 @@ class BucketPlan:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready plan: the one serialisation (exports add to it, never re-spell it)."""
         return {
-            "method": self.method, "n_buckets": self.n_buckets,
+            "method": self.method,
+            "n_buckets": self.n_buckets,
             "n_buckets_requested": int(self.n_buckets_requested),
-            "edges": self.edges, "batch_sizes": self.batch_sizes,
-            "batch_size": self.rule.batch_size, "max_tokens": self.rule.max_tokens,
+            "edges": self.edges,
+            "batch_sizes": self.batch_sizes,
+            "batch_size": self.rule.batch_size,
+            "max_tokens": self.rule.max_tokens,
             "pad_to_multiple_of": self.rule.pad_to_multiple_of,
             "edge_multiple": int(self.edge_multiple),
-            "efficiency": float(self.efficiency), "padded_tokens": float(self.padded_tokens),
-            "useful_tokens": int(self.useful_tokens), "objective": float(self.objective),
+            "efficiency": float(self.efficiency),
+            "padded_tokens": float(self.padded_tokens),
+            "useful_tokens": int(self.useful_tokens),
+            "objective": float(self.objective),
             "exact": bool(self.exact),
         }
 
@@ -122,18 +127,26 @@ def _objective(prob: _Problem, edges: list[int], batch_sizes: list[int]) -> floa
     for lo, hi, b in zip(*bucket_bounds(prob.lengths, edges), batch_sizes):
         if lo == hi:
             continue
-        cum = prob.cum[lo + 1:hi + 1] - prob.cum[lo]
+        cum = prob.cum[lo + 1 : hi + 1] - prob.cum[lo]
         n = int(cum[-1])
-        g_max = float(prob.weight[hi]) if n < b else expected_g_of_max(prob.weight[lo + 1:hi + 1], cum, b)
+        g_max = float(prob.weight[hi]) if n < b else expected_g_of_max(prob.weight[lo + 1 : hi + 1], cum, b)
         total.append(n * g_max)
         if prob.per_batch:
             total.append(prob.per_batch * -(-n // b))
     return math.fsum(total)
 
 
-def _plan(hist: LengthHistogram, prob: _Problem, edges: list[int], method: str, requested: int,
-          exact: bool = True) -> BucketPlan:
+def _plan(
+    hist: LengthHistogram, prob: _Problem, edges: list[int], method: str, requested: int, exact: bool = True
+) -> BucketPlan:
     """The plan of validated ``edges`` (covering ``hist``)."""
     est = _bucketed(hist, edges, prob.rule)
-    return BucketPlan(est, method, requested, _objective(prob, edges, list(est.batch_sizes)),
-                      prob.edge_multiple, exact, prob.step_time)
+    return BucketPlan(
+        est,
+        method,
+        requested,
+        _objective(prob, edges, list(est.batch_sizes)),
+        prob.edge_multiple,
+        exact,
+        prob.step_time,
+    )

@@ -85,13 +85,16 @@ def _greedy_ends(prob: _Problem, k: int) -> list[int]:
     start = [j for j in start if 0 < j < m]
     # snap to allowed ends (the first allowed end at or after j)
     allowed = prob.ends
-    snap = lambda js: sorted({int(allowed[np.searchsorted(allowed, j)]) for j in js})  # noqa: E731
+
+    def snap(js: Iterable[int]) -> list[int]:
+        return sorted({int(allowed[np.searchsorted(allowed, j)]) for j in js})
+
     start = [j for j in snap(start) if j < m]
     qs = np.linspace(0, 1, _GREEDY_CANDIDATES + 2)[1:-1]
     n = int(prob.cum[-1])
     targets = np.maximum(np.ceil(qs * n), 1)
-    cand = np.searchsorted(prob.cum[1:], targets, side="left") + 1
-    cand = [j for j in snap(cand.tolist()) if j < m]
+    found = np.searchsorted(prob.cum[1:], targets, side="left") + 1
+    cand = [j for j in snap(found.tolist()) if j < m]
     points = np.array(sorted({0, m, *start, *cand}), dtype=np.int64)
     mat = _cost_matrix(prob, points)
     pos = {int(p): i for i, p in enumerate(points)}
@@ -123,4 +126,4 @@ def _baseline_edges(prob: _Problem, method: str, k: int) -> list[int]:
         return _equal_tokens_edges(prob, k)
     if method == "greedy":
         return _ends_to_edges(prob, _greedy_ends(prob, k))
-    raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+    raise ValueError(f"unknown method {method!r}; choose one of optimal, {', '.join(RULES)}")
