@@ -212,7 +212,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--data-dir", type=Path, default=SHARED_DATA, help="folder with gsm8k.npy and alpaca_eval_outputs.npy"
     )
-    parser.add_argument("--out", type=Path, default=Path("data"))
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path("benchmarks/_work"),
+        help="where the CSVs go (default: benchmarks/_work; --out data refreshes the committed ones)",
+    )
     parser.add_argument("--seed", type=int, default=13)
     parser.add_argument(
         "--clock",
