@@ -12,5 +12,10 @@ from analysis.plots.distribution import *  # noqa: F403
 from analysis.plots.strategies import *  # noqa: F403
 from analysis.plots.throughput import *  # noqa: F403
 
-__all__ = [*_common.__all__, *distribution.__all__, *strategies.__all__, *buckets.__all__,
-           *throughput.__all__]
+__all__ = [
+    *_common.__all__,
+    *distribution.__all__,
+    *strategies.__all__,
+    *buckets.__all__,
+    *throughput.__all__,
+]

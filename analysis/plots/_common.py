@@ -10,8 +10,10 @@ from typing import Any
 
 import matplotlib
 import numpy as np
+import numpy.typing as npt
 from matplotlib import rcParams
 from matplotlib.axes import Axes
+from matplotlib.axis import Axis
 from matplotlib.backends.backend_agg import RendererAgg
 from matplotlib.figure import Figure
 from matplotlib.font_manager import FontProperties
@@ -21,8 +23,9 @@ from matplotlib.ticker import FuncFormatter, Locator, MaxNLocator, NullLocator
 __all__ = ["save_figure", "OKABE_ITO", "EFFICIENCY_CMAP", "wants_log_axis"]
 
 
-def save_figure(fig: Figure, name: str, figures_dir: str | Path | None,
-                formats: Sequence[str] = ("png",)) -> list[Path]:
+def save_figure(
+    fig: Figure, name: str, figures_dir: str | Path | None, formats: Sequence[str] = ("png",)
+) -> list[Path]:
     """Save ``fig`` as ``figures_dir/name.<fmt>`` for each format; return the paths.
 
     ``figures_dir=None`` saves nothing (a notebook shows its figures without writing them
@@ -69,8 +72,14 @@ def _stable_metadata(fmt: str) -> dict[str, None] | None:
 # ---------------------------------------------------------------------------- palette
 #: The Okabe–Ito colour-blind-safe set, for categories (strategies, methods, marks).
 OKABE_ITO = {
-    "black": "#000000", "orange": "#E69F00", "sky_blue": "#56B4E9", "green": "#009E73",
-    "yellow": "#F0E442", "blue": "#0072B2", "vermillion": "#D55E00", "purple": "#CC79A7",
+    "black": "#000000",
+    "orange": "#E69F00",
+    "sky_blue": "#56B4E9",
+    "green": "#009E73",
+    "yellow": "#F0E442",
+    "blue": "#0072B2",
+    "vermillion": "#D55E00",
+    "purple": "#CC79A7",
 }
 #: Neutral grey for reference lines and secondary text.
 GREY = "#555555"
@@ -162,12 +171,16 @@ class LengthLocator(Locator):
         self.log = log
 
     def __call__(self) -> Sequence[float]:
+        assert self.axis is not None, "the locator is set on an axis before it is called"
         vmin, vmax = self.axis.get_view_interval()
         return self.tick_values(vmin, vmax)
 
     def _room(self) -> tuple[float, float]:
         """Axis length and tick label size, in points."""
+        # Installed by length_axis on an Axes' x axis, so a real Axis inside a Figure.
+        assert isinstance(self.axis, Axis)
         axes, fig = self.axis.axes, self.axis.get_figure(root=True)
+        assert fig is not None
         size = FontProperties(size=rcParams["xtick.labelsize"]).get_size_in_points()
         return axes.bbox.width * 72.0 / fig.dpi, size
 
@@ -180,8 +193,10 @@ class LengthLocator(Locator):
         else:
             pos = (np.asarray(ticks) - vmin) / (vmax - vmin) * length
         widths = [_label_width_pt(format_length(t), size) for t in ticks]
-        return all(b - a >= (wa + wb) / 2 + 1.2 * size
-                   for a, b, wa, wb in zip(pos[:-1], pos[1:], widths[:-1], widths[1:]))
+        return all(
+            b - a >= (wa + wb) / 2 + 1.2 * size
+            for a, b, wa, wb in zip(pos[:-1], pos[1:], widths[:-1], widths[1:])
+        )
 
     def tick_values(self, vmin: float, vmax: float) -> Sequence[float]:
         vmin, vmax = sorted((float(vmin), float(vmax)))
@@ -190,25 +205,28 @@ class LengthLocator(Locator):
             k0, k1 = int(np.ceil(np.log2(vmin) - 1e-9)), int(np.floor(np.log2(vmax) + 1e-9))
             exps = list(range(k0, k1 + 1))
             if len(exps) < 3:  # a narrow range: powers of two and their 1.5x
-                ticks = sorted(t for k in range(k0 - 1, k1 + 1) for t in (2.0**k, 1.5 * 2.0**k)
-                               if vmin <= t <= vmax)
+                ticks = sorted(
+                    t for k in range(k0 - 1, k1 + 1) for t in (2.0**k, 1.5 * 2.0**k) if vmin <= t <= vmax
+                )
                 if self._fits(ticks, vmin, vmax):
                     return ticks
             for stride in range(1, max(len(exps), 1) + 1):
                 ticks = [2.0**k for k in exps if k % stride == 0]
                 if self._fits(ticks, vmin, vmax):
                     return ticks
-            return [2.0**exps[len(exps) // 2]] if exps else []
+            return [2.0 ** exps[len(exps) // 2]] if exps else []
         for nbins in range(10, 0, -1):
-            ticks = [t for t in MaxNLocator(nbins, steps=[1, 2, 2.5, 5, 10]).tick_values(vmin, vmax)
-                     if vmin - 1e-9 <= t <= vmax + 1e-9]
+            ticks = [
+                t
+                for t in MaxNLocator(nbins, steps=[1, 2, 2.5, 5, 10]).tick_values(vmin, vmax)
+                if vmin - 1e-9 <= t <= vmax + 1e-9
+            ]
             if self._fits(ticks, vmin, vmax):
                 return ticks
         return ticks[:1]
 
 
-def length_axis(ax: Axes, lo: float, hi: float, *, log: bool,
-                label: str = "sample length (tokens)") -> None:
+def length_axis(ax: Axes, lo: float, hi: float, *, log: bool, label: str = "sample length (tokens)") -> None:
     """The x axis of lengths in tokens: log or linear, ticks that fit, thousands separators."""
     if log:
         ax.set_xscale("log")
@@ -225,25 +243,32 @@ def length_axis(ax: Axes, lo: float, hi: float, *, log: bool,
 # ---------------------------------------------------------------------------- direct labels
 def text_size_pt(fig: Figure, text: str, fontsize: float) -> tuple[float, float]:
     """Width and height in points of ``text`` drawn at ``fontsize`` (measured with Agg)."""
-    renderer = RendererAgg(int(fig.bbox.width) or 1, int(fig.bbox.height) or 1, fig.dpi)
+    # backend_agg ships no stubs and RendererAgg.__init__ is unannotated in matplotlib itself.
+    renderer = RendererAgg(  # type: ignore[no-untyped-call]
+        int(fig.bbox.width) or 1, int(fig.bbox.height) or 1, fig.dpi
+    )
     probe = Text(0, 0, text, fontsize=fontsize)
     probe.set_figure(fig)
     box = probe.get_window_extent(renderer)
     return box.width * 72.0 / fig.dpi, box.height * 72.0 / fig.dpi
 
 
-def _overlaps(a: tuple[float, float, float, float], b: tuple[float, float, float, float],
-              pad: float) -> bool:
+def _overlaps(a: tuple[float, float, float, float], b: tuple[float, float, float, float], pad: float) -> bool:
     return not (a[2] + pad <= b[0] or b[2] + pad <= a[0] or a[3] + pad <= b[1] or b[3] + pad <= a[1])
 
 
-def _segment_hits_box(p: tuple[float, float], q: tuple[float, float],
-                      box: tuple[float, float, float, float]) -> bool:
+def _segment_hits_box(
+    p: tuple[float, float], q: tuple[float, float], box: tuple[float, float, float, float]
+) -> bool:
     """Whether the segment ``p``-``q`` passes through ``box`` (Liang–Barsky clipping)."""
     t0, t1 = 0.0, 1.0
     dx, dy = q[0] - p[0], q[1] - p[1]
-    for edge_p, edge_q in ((-dx, p[0] - box[0]), (dx, box[2] - p[0]),
-                           (-dy, p[1] - box[1]), (dy, box[3] - p[1])):
+    for edge_p, edge_q in (
+        (-dx, p[0] - box[0]),
+        (dx, box[2] - p[0]),
+        (-dy, p[1] - box[1]),
+        (dy, box[3] - p[1]),
+    ):
         if edge_p == 0:
             if edge_q < 0:
                 return False
@@ -258,22 +283,32 @@ def _segment_hits_box(p: tuple[float, float], q: tuple[float, float],
     return True
 
 
-def _segments_cross(a: tuple[float, float], b: tuple[float, float], c: tuple[float, float],
-                    d: tuple[float, float]) -> bool:
+def _segments_cross(
+    a: tuple[float, float], b: tuple[float, float], c: tuple[float, float], d: tuple[float, float]
+) -> bool:
     def side(p: tuple[float, float], q: tuple[float, float], r: tuple[float, float]) -> float:
         return (q[0] - p[0]) * (r[1] - p[1]) - (q[1] - p[1]) * (r[0] - p[0])
+
     return (side(a, b, c) * side(a, b, d) < 0) and (side(c, d, a) * side(c, d, b) < 0)
 
 
-def place_labels(ax: Axes, xs: Sequence[float], ys: Sequence[float], labels: Sequence[str], *,
-                 fontsize: float = 9, marker_pt: float = 7.0,
-                 color: str = "black") -> list[Annotation]:
+def place_labels(
+    ax: Axes,
+    xs: Sequence[float] | npt.NDArray[np.floating[Any]],
+    ys: Sequence[float] | npt.NDArray[np.floating[Any]],
+    labels: Sequence[str],
+    *,
+    fontsize: float = 9,
+    marker_pt: float = 7.0,
+    color: str = "black",
+) -> list[Annotation]:
     """Label each point ``(xs[i], ys[i])`` with ``labels[i]`` next to it: the nearest spot
     (sixteen directions, growing distance) that overlaps no other label or point and stays
     inside the axes; a thin leader line joins a label set further off.  Leader lines cross
     no label or other line when that is possible; labels never overlap unless the axes have
     no free spot at all."""
     fig = ax.get_figure(root=True)
+    assert fig is not None, "the axes belong to a figure"
     fig.draw_without_rendering()  # the layout first: positions on screen are then final
     to_pt = 72.0 / fig.dpi
     pts = ax.transData.transform(np.column_stack([xs, ys])) * to_pt
@@ -295,8 +330,12 @@ def place_labels(ax: Axes, xs: Sequence[float], ys: Sequence[float], labels: Seq
                 left = x + ox if sx > 0 else x + ox - w if sx < 0 else x + ox - w / 2
                 bottom = y + oy if sy > 0 else y + oy - h if sy < 0 else y + oy - h / 2
                 cand = (left, bottom, left + w, bottom + h)
-                if (inside[0] <= cand[0] and cand[2] <= inside[2] and inside[1] <= cand[1]
-                        and cand[3] <= inside[3]):
+                if (
+                    inside[0] <= cand[0]
+                    and cand[2] <= inside[2]
+                    and inside[1] <= cand[1]
+                    and cand[3] <= inside[3]
+                ):
                     yield (ox, oy), (sx, sy), radius, cand
 
     def plan(order: Sequence[int]) -> tuple[float, dict[int, Any]]:
@@ -308,24 +347,39 @@ def place_labels(ax: Axes, xs: Sequence[float], ys: Sequence[float], labels: Seq
             x, y = pts[i]
             others = [m for j, m in enumerate(markers) if j != i]
 
-            def clean(anchor: tuple[float, float], radius: float,
-                      cand: tuple[float, float, float, float]) -> bool:
+            def clean(
+                anchor: tuple[float, float],
+                radius: float,
+                cand: tuple[float, float, float, float],
+                x: float = x,
+                y: float = y,
+                others: list[tuple[float, float, float, float]] = others,
+            ) -> bool:
                 if any(_segment_hits_box(a, b, cand) for a, b in leaders):
                     return False
                 if radius < 18:
                     return True
-                return not (any(_segment_hits_box((x, y), anchor, t) for t in (*placed, *others))
-                            or any(_segments_cross((x, y), anchor, a, b) for a, b in leaders))
+                return not (
+                    any(_segment_hits_box((x, y), anchor, t) for t in (*placed, *others))
+                    or any(_segments_cross((x, y), anchor, a, b) for a, b in leaders)
+                )
 
-            found = [c for c in candidates(i)
-                     if not any(_overlaps(c[3], t, 3.0) for t in (*markers, *placed))]
-            choice = next((c for c in found if clean((x + c[0][0], y + c[0][1]), c[2], c[3])),
-                          None)
+            found = [
+                c for c in candidates(i) if not any(_overlaps(c[3], t, 3.0) for t in (*markers, *placed))
+            ]
+            choice = next((c for c in found if clean((x + c[0][0], y + c[0][1]), c[2], c[3])), None)
             if choice is None:
                 cost += 1_000.0  # a crossing leader (or, worse, no free spot at all)
-                choice = found[0] if found else \
-                    ((11.0, 0.0), (1, 0), 11, (x + 11, y - sizes[i][1] / 2,
-                                               x + 11 + sizes[i][0], y + sizes[i][1] / 2))
+                choice = (
+                    found[0]
+                    if found
+                    else (
+                        (11.0, 0.0),
+                        (1, 0),
+                        11,
+                        (x + 11, y - sizes[i][1] / 2, x + 11 + sizes[i][0], y + sizes[i][1] / 2),
+                    )
+                )
                 cost += 0.0 if found else 100_000.0
             (ox, oy), _, radius, cand = choice
             cost += radius
@@ -336,21 +390,39 @@ def place_labels(ax: Axes, xs: Sequence[float], ys: Sequence[float], labels: Seq
         return cost, choices
 
     n = len(pts)
-    crowding = [min((float(np.hypot(*(pts[i] - pts[j]))) for j in range(n) if j != i),
-                    default=0.0) for i in range(n)]
-    orders = [list(range(n)), list(range(n))[::-1], sorted(range(n), key=lambda i: crowding[i]),
-              sorted(range(n), key=lambda i: pts[i][0]), sorted(range(n), key=lambda i: -pts[i][1])]
+    crowding = [
+        min((float(np.hypot(*(pts[i] - pts[j]))) for j in range(n) if j != i), default=0.0) for i in range(n)
+    ]
+    orders = [
+        list(range(n)),
+        list(range(n))[::-1],
+        sorted(range(n), key=lambda i: crowding[i]),
+        sorted(range(n), key=lambda i: pts[i][0]),
+        sorted(range(n), key=lambda i: -pts[i][1]),
+    ]
     _, choices = min((plan(order) for order in orders), key=lambda result: result[0])
     out = []
     for i, (xd, yd, text) in enumerate(zip(xs, ys, labels)):
         (ox, oy), (sx, sy), radius, _ = choices[i]
         ha = "left" if sx > 0 else "right" if sx < 0 else "center"
         va = "bottom" if sy > 0 else "top" if sy < 0 else "center"
-        arrow = ({"arrowstyle": "-", "color": GREY, "lw": 0.7, "shrinkA": 0, "shrinkB": marker_pt}
-                 if radius >= 18 else None)
-        note = ax.annotate(text, (xd, yd), xytext=(ox, oy), textcoords="offset points", ha=ha,
-                           va=va, fontsize=fontsize, color=color, arrowprops=arrow,
-                           annotation_clip=False)
+        arrow = (
+            {"arrowstyle": "-", "color": GREY, "lw": 0.7, "shrinkA": 0, "shrinkB": marker_pt}
+            if radius >= 18
+            else None
+        )
+        note = ax.annotate(
+            text,
+            (xd, yd),
+            xytext=(ox, oy),
+            textcoords="offset points",
+            ha=ha,
+            va=va,
+            fontsize=fontsize,
+            color=color,
+            arrowprops=arrow,
+            annotation_clip=False,
+        )
         note.set_in_layout(False)
         out.append(note)
     return out

@@ -17,25 +17,37 @@ from matplotlib.cm import ScalarMappable
 from matplotlib.colors import Colormap, Normalize
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator, PercentFormatter
-from matplotlib.transforms import blended_transform_factory
+from matplotlib.transforms import Bbox, blended_transform_factory
 
 from analysis.batching import bucket_index
 from analysis.lengths import LengthHistogram
-from analysis.plots._common import (EFFICIENCY_CMAP, GREY, OKABE_ITO, bin_edges, format_count,
-                                    format_percent, length_axis, text_size_pt, wants_log_axis)
+from analysis.plots._common import (
+    EFFICIENCY_CMAP,
+    OKABE_ITO,
+    bin_edges,
+    format_count,
+    format_percent,
+    length_axis,
+    text_size_pt,
+    wants_log_axis,
+)
 
-__all__ = ["METHOD_COLORS", "plot_efficiency_vs_buckets", "plot_edges_on_histogram",
-           "plot_edge_sets"]
+__all__ = ["METHOD_COLORS", "plot_efficiency_vs_buckets", "plot_edges_on_histogram", "plot_edge_sets"]
 
 #: One colour per edge-placement method (Okabe–Ito), the same in every figure.
 METHOD_COLORS = {
-    "optimal": OKABE_ITO["blue"], "greedy": OKABE_ITO["orange"],
-    "equal_tokens": OKABE_ITO["green"], "equal_count": OKABE_ITO["purple"],
-    "geometric": OKABE_ITO["vermillion"], "given": "#777777",
+    "optimal": OKABE_ITO["blue"],
+    "greedy": OKABE_ITO["orange"],
+    "equal_tokens": OKABE_ITO["green"],
+    "equal_count": OKABE_ITO["purple"],
+    "geometric": OKABE_ITO["vermillion"],
+    "given": "#777777",
 }
 _METHOD_LABELS = {
-    "optimal": "optimal (exact DP)", "greedy": "greedy search (the case)",
-    "equal_tokens": "equal tokens (Lhotse, NeMo)", "equal_count": "equal count (fairseq)",
+    "optimal": "optimal (exact DP)",
+    "greedy": "greedy search (the case)",
+    "equal_tokens": "equal tokens (Lhotse, NeMo)",
+    "equal_count": "equal count (fairseq)",
     "geometric": "geometric (tensor2tensor)",
 }
 _PERCENT = PercentFormatter(1.0, decimals=0)
@@ -54,10 +66,15 @@ def _colorbar(fig: Figure, cmap: Colormap, norm: Normalize, ax: Any, **kw: Any) 
     return bar
 
 
-def plot_efficiency_vs_buckets(sweep: pd.DataFrame, *, random_efficiency: float | None = None,
-                               sorted_efficiency: float | None = None,
-                               recommended: int | None = None, chosen: int | None = None,
-                               title: str | None = None) -> Figure:
+def plot_efficiency_vs_buckets(
+    sweep: pd.DataFrame,
+    *,
+    random_efficiency: float | None = None,
+    sorted_efficiency: float | None = None,
+    recommended: int | None = None,
+    chosen: int | None = None,
+    title: str | None = None,
+) -> Figure:
     """Expected efficiency against the number of buckets, one line per method.
 
     ``sweep`` is a :func:`analysis.sweep_bucket_counts` frame.  Optional horizontal reference
@@ -83,21 +100,40 @@ def plot_efficiency_vs_buckets(sweep: pd.DataFrame, *, random_efficiency: float 
     for method in methods:
         rows = sweep[sweep["method"] == method].sort_values("n_buckets")
         best = method == "optimal"
-        ax.plot(rows["n_buckets"], rows["efficiency"], marker="o", ms=4 if best else 3,
-                lw=2.4 if best else 1.3, color=METHOD_COLORS.get(method, "#777777"),
-                ls=(0, (4, 2)) if method == "greedy" else "-",  # often on top of the optimum
-                label=_METHOD_LABELS.get(method, method),
-                zorder=4 if method == "greedy" else 3 if best else 2)
+        ax.plot(
+            rows["n_buckets"],
+            rows["efficiency"],
+            marker="o",
+            ms=4 if best else 3,
+            lw=2.4 if best else 1.3,
+            color=METHOD_COLORS.get(method, "#777777"),
+            ls=(0, (4, 2)) if method == "greedy" else "-",  # often on top of the optimum
+            label=_METHOD_LABELS.get(method, method),
+            zorder=4 if method == "greedy" else 3 if best else 2,
+        )
     if sorted_efficiency is not None:
         ax.axhline(sorted_efficiency, color="black", lw=1, ls="--", zorder=1)
-        ax.annotate(f"sorted batches: {format_percent(sorted_efficiency)}",
-                    (0, sorted_efficiency), xycoords=("axes fraction", "data"), xytext=(4, -3),
-                    textcoords="offset points", fontsize=8, va="top")
+        ax.annotate(
+            f"sorted batches: {format_percent(sorted_efficiency)}",
+            (0, sorted_efficiency),
+            xycoords=("axes fraction", "data"),
+            xytext=(4, -3),
+            textcoords="offset points",
+            fontsize=8,
+            va="top",
+        )
     if random_efficiency is not None:
         ax.axhline(random_efficiency, color="black", lw=1, ls=":", zorder=1)
-        ax.annotate(f"random shuffle (one bucket): {format_percent(random_efficiency)}",
-                    (1, random_efficiency), xycoords=("axes fraction", "data"), xytext=(-4, -3),
-                    textcoords="offset points", fontsize=8, va="top", ha="right")
+        ax.annotate(
+            f"random shuffle (one bucket): {format_percent(random_efficiency)}",
+            (1, random_efficiency),
+            xycoords=("axes fraction", "data"),
+            xytext=(-4, -3),
+            textcoords="offset points",
+            fontsize=8,
+            va="top",
+            ha="right",
+        )
     optimal = sweep[sweep["method"] == "optimal"]
     marks = [(chosen, "this report: K = {k} ({eff})", "-")]
     if recommended is not None and recommended != chosen:
@@ -107,12 +143,27 @@ def plot_efficiency_vs_buckets(sweep: pd.DataFrame, *, random_efficiency: float 
             continue
         row = optimal[optimal["n_buckets"] == k]
         eff = format_percent(float(row["efficiency"].iloc[0])) if len(row) else "n/a"
-        ax.axvline(k, color=METHOD_COLORS["optimal"], lw=1.2, ls=style, alpha=0.7,
-                   label=text.format(k=k, eff=eff), zorder=1)
+        ax.axvline(
+            k,
+            color=METHOD_COLORS["optimal"],
+            lw=1.2,
+            ls=style,
+            alpha=0.7,
+            label=text.format(k=k, eff=eff),
+            zorder=1,
+        )
         if len(row):
-            ax.plot([k], [float(row["efficiency"].iloc[0])], "o", ms=11, mfc="none",
-                    color=METHOD_COLORS["optimal"],
-                    mec=METHOD_COLORS["optimal"], mew=1.4, zorder=5)
+            ax.plot(
+                [k],
+                [float(row["efficiency"].iloc[0])],
+                "o",
+                ms=11,
+                mfc="none",
+                color=METHOD_COLORS["optimal"],
+                mec=METHOD_COLORS["optimal"],
+                mew=1.4,
+                zorder=5,
+            )
     lows = [float(sweep["efficiency"].min())]
     lows += [e for e in (random_efficiency,) if e is not None]
     ax.set_ylim(max(0.0, min(lows) - 0.05), 1.0)
@@ -128,8 +179,9 @@ def plot_efficiency_vs_buckets(sweep: pd.DataFrame, *, random_efficiency: float 
     return fig
 
 
-def plot_edges_on_histogram(hist: LengthHistogram, plan: Any, *, bins: int = 96,
-                            log_x: bool | None = None, title: str | None = None) -> Figure:
+def plot_edges_on_histogram(
+    hist: LengthHistogram, plan: Any, *, bins: int = 96, log_x: bool | None = None, title: str | None = None
+) -> Figure:
     """The length histogram with ``plan``'s edges drawn; per bucket, its number, batch size,
     share of samples and expected efficiency.
 
@@ -155,12 +207,15 @@ def plot_edges_on_histogram(hist: LengthHistogram, plan: Any, *, bins: int = 96,
 
 
 def _bucket_label(number: int, row: pd.Series, n: int) -> str:
-    return (f"#{number}\nB={int(row['batch_size']):,}\n{format_percent(row['samples'] / n)}"
-            f"\n{format_percent(row['efficiency'])}")
+    return (
+        f"#{number}\nB={int(row['batch_size']):,}\n{format_percent(row['samples'] / n)}"
+        f"\n{format_percent(row['efficiency'])}"
+    )
 
 
-def _edges_figure(hist: LengthHistogram, plan: Any, bins: int, log: bool, title: str | None,
-                  table: bool) -> tuple[Figure, bool]:
+def _edges_figure(
+    hist: LengthHistogram, plan: Any, bins: int, log: bool, title: str | None, table: bool
+) -> tuple[Figure, bool]:
     """The figure, and whether every bucket got its full label."""
     frame = plan.to_frame()
     edges = list(plan.edges)
@@ -188,10 +243,15 @@ def _edges_figure(hist: LengthHistogram, plan: Any, bins: int, log: bool, title:
     ax.yaxis.set_major_locator(MaxNLocator(integer=True, steps=[1, 2, 2.5, 5, 10]))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: format_count(v)))
     _colorbar(fig, cmap, norm, ax, pad=0.01, fraction=0.04)
-    ax.set_title((title or f"{plan.method} edges, {plan.n_buckets} buckets: expected efficiency "
-                  f"{format_percent(plan.efficiency)}")
-                 + "\nper bucket: number, batch size, share of samples, expected efficiency",
-                 fontsize=10)
+    ax.set_title(
+        (
+            title
+            or f"{plan.method} edges, {plan.n_buckets} buckets: expected efficiency "
+            f"{format_percent(plan.efficiency)}"
+        )
+        + "\nper bucket: number, batch size, share of samples, expected efficiency",
+        fontsize=10,
+    )
     fig.draw_without_rendering()  # the layout first: bucket widths on screen are then final
     to_pt = 72.0 / fig.dpi
     where = blended_transform_factory(ax.transData, ax.transAxes)
@@ -204,8 +264,9 @@ def _edges_figure(hist: LengthHistogram, plan: Any, bins: int, log: bool, title:
         for text in (full, short):
             if text_size_pt(fig, text, 7.5)[0] + 4 <= width:
                 middle = ax.transData.inverted().transform([[(x0 + x1) / 2, 0]])[0, 0]
-                ax.text(middle, 0.98, text, transform=where, ha="center", va="top",
-                        fontsize=7.5, linespacing=1.15)
+                ax.text(
+                    middle, 0.98, text, transform=where, ha="center", va="top", fontsize=7.5, linespacing=1.15
+                )
                 break
         fits.append(text_size_pt(fig, full, 7.5)[0] + 4 <= width)
     if tab is not None:
@@ -216,22 +277,39 @@ def _edges_figure(hist: LengthHistogram, plan: Any, bins: int, log: bool, title:
 def _bucket_table(ax: Axes, frame: pd.DataFrame, n: int) -> None:
     """Every bucket as a row: its lengths, batch size, samples and expected efficiency."""
     ax.axis("off")
-    rows = [[f"#{b + 1}", f"{int(r['lower_edge']) + 1:,} to {int(r['upper_edge']):,}",
-             f"{int(r['batch_size']):,}", f"{int(r['samples']):,}",
-             format_percent(r["samples"] / n), format_percent(r["efficiency"])]
-            for b, (_, r) in enumerate(frame.iterrows())]
-    cols = ["bucket", "lengths (tokens)", "batch size", "samples", "share of samples",
-            "expected efficiency"]
-    table = ax.table(cellText=rows, colLabels=cols, loc="upper center", cellLoc="right",
-                     colLoc="right", bbox=(0.0, 0.0, 1.0, 1.0))
+    rows = [
+        [
+            f"#{b + 1}",
+            f"{int(r['lower_edge']) + 1:,} to {int(r['upper_edge']):,}",
+            f"{int(r['batch_size']):,}",
+            f"{int(r['samples']):,}",
+            format_percent(r["samples"] / n),
+            format_percent(r["efficiency"]),
+        ]
+        for b, (_, r) in enumerate(frame.iterrows())
+    ]
+    cols = ["bucket", "lengths (tokens)", "batch size", "samples", "share of samples", "expected efficiency"]
+    table = ax.table(
+        cellText=rows,
+        colLabels=cols,
+        loc="upper center",
+        cellLoc="right",
+        colLoc="right",
+        bbox=Bbox.from_bounds(0.0, 0.0, 1.0, 1.0),
+    )
     table.auto_set_font_size(False)
     table.set_fontsize(8)
     for cell in table.get_celld().values():
         cell.set_linewidth(0.3)
 
 
-def plot_edge_sets(plans: Mapping[str, Any], *, hist: LengthHistogram | None = None,
-                   log_x: bool | None = None, title: str | None = None) -> Figure:
+def plot_edge_sets(
+    plans: Mapping[str, Any],
+    *,
+    hist: LengthHistogram | None = None,
+    log_x: bool | None = None,
+    title: str | None = None,
+) -> Figure:
     """Several edge sets on one length axis: a row per plan, each bucket a bar coloured by
     its expected efficiency, the plan's overall efficiency at the right.
 
@@ -265,11 +343,16 @@ def plot_edge_sets(plans: Mapping[str, Any], *, hist: LengthHistogram | None = N
         y = len(names) - 1 - row
         for b, (a, z) in enumerate(zip(plan.edges[:-1], plan.edges[1:])):
             a = max(a, left)
-            ax.barh(y, z - a, left=a, height=0.62,
-                    color=cmap(norm(effs[b])) if np.isfinite(effs[b]) else "#dddddd",
-                    edgecolor="black", lw=0.6)
-        ax.text(1.01, y, format_percent(plan.efficiency), transform=right, va="center",
-                fontsize=9)
+            ax.barh(
+                y,
+                z - a,
+                left=a,
+                height=0.62,
+                color=cmap(norm(effs[b])) if np.isfinite(effs[b]) else "#dddddd",
+                edgecolor="black",
+                lw=0.6,
+            )
+        ax.text(1.01, y, format_percent(plan.efficiency), transform=right, va="center", fontsize=9)
     ax.set_yticks(range(len(names)), names[::-1], fontsize=9)
     length_axis(ax, left, top * (1.05 if log else 1.0), log=log, label="length (tokens)")
     _colorbar(fig, cmap, norm, ax, pad=0.07, fraction=0.03)

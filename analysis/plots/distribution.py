@@ -16,8 +16,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator, PercentFormatter
 
 from analysis.lengths import LengthHistogram
-from analysis.plots._common import (GREY, OKABE_ITO, bin_edges, format_count, length_axis,
-                                    wants_log_axis)
+from analysis.plots._common import GREY, OKABE_ITO, bin_edges, format_count, length_axis, wants_log_axis
 
 __all__ = ["plot_length_histogram", "plot_length_cdf", "plot_token_share", "plot_clipping"]
 
@@ -51,8 +50,14 @@ def _bin_edges(hist: LengthHistogram, bins: int | Sequence[float], log_x: bool) 
     return bin_edges(hist.min, hist.max, int(bins), log_x)
 
 
-def plot_length_histogram(hist: LengthHistogram, *, log_x: bool | None = None, bins: int | Sequence[float] = 60,
-                          weight: str = "samples", title: str | None = None) -> Figure:
+def plot_length_histogram(
+    hist: LengthHistogram,
+    *,
+    log_x: bool | None = None,
+    bins: int | Sequence[float] = 60,
+    weight: str = "samples",
+    title: str | None = None,
+) -> Figure:
     """Histogram of sample lengths, binned on the histogram (no per-sample expansion).
 
     Parameters
@@ -85,39 +90,50 @@ def plot_length_histogram(hist: LengthHistogram, *, log_x: bool | None = None, b
     fig = Figure(figsize=(7.5, 3.8), layout="constrained")
     ax = fig.add_subplot()
     color = _BLUE if weight == "samples" else _ORANGE
-    ax.bar(edges[:-1], heights, width=np.diff(edges), align="edge", color=color,
-           edgecolor="white", linewidth=0.3)
+    ax.bar(
+        edges[:-1], heights, width=np.diff(edges), align="edge", color=color, edgecolor="white", linewidth=0.3
+    )
     length_axis(ax, edges[0] * (0.95 if log_x else 1), edges[-1] * (1.03 if log_x else 1), log=log_x)
     at_max = int(hist.counts[-1])
     if at_max >= 0.01 * hist.n_samples and hist.n_distinct > 1:
-        text = (f"{at_max:,} samples\n({100 * at_max / hist.n_samples:.1f}%) at the\n"
-                f"max length {hist.max:,}")
+        text = f"{at_max:,} samples\n({100 * at_max / hist.n_samples:.1f}%) at the\nmax length {hist.max:,}"
         if weight == "tokens":
             text += f"\nhold {100 * at_max * hist.max / hist.total_tokens:.1f}% of tokens"
-        ax.annotate(text, (hist.max, heights[-1]), xytext=(-8, -2),
-                    textcoords="offset points", ha="right", va="top", fontsize=9, color=GREY)
+        ax.annotate(
+            text,
+            (hist.max, heights[-1]),
+            xytext=(-8, -2),
+            textcoords="offset points",
+            ha="right",
+            va="top",
+            fontsize=9,
+            color=GREY,
+        )
     ax.set_ylabel(f"{weight} per bin")
     ax.yaxis.set_major_locator(MaxNLocator(integer=True, steps=[1, 2, 2.5, 5, 10]))
     ax.yaxis.set_major_formatter(_THOUSANDS if heights.max() < 1e7 else _MILLIONS)
     ax.grid(axis="y", alpha=0.3)
     ax.set_axisbelow(True)
     p50 = hist.quantile(0.5)
-    ax.axvline(p50, color=GREY, linestyle="--", linewidth=1, label=f"median {p50:,}")
+    ax.axvline(float(p50), color=GREY, linestyle="--", linewidth=1, label=f"median {p50:,}")
     ax.axvline(hist.mean, color=GREY, linestyle=":", linewidth=1.2, label=f"mean {hist.mean:,.0f}")
     ax.legend(loc="best", framealpha=0.9, fontsize=9)
     scale = "log-spaced bins" if log_x else "equal-width bins"
     if weight == "samples":
-        default = (f"Sample lengths: {hist.n_samples:,} samples, {hist.total_tokens:,} tokens "
-                   f"({scale})")
+        default = f"Sample lengths: {hist.n_samples:,} samples, {hist.total_tokens:,} tokens ({scale})"
     else:
-        default = (f"Where the tokens are: {hist.total_tokens:,} tokens by sample length "
-                   f"({scale})")
+        default = f"Where the tokens are: {hist.total_tokens:,} tokens by sample length ({scale})"
     ax.set_title(title or default, fontsize=11)
     return fig
 
 
-def plot_length_cdf(hist: LengthHistogram, quantiles: Sequence[float] = (0.5, 0.9, 0.99), *,
-                    log_x: bool | None = None, title: str | None = None) -> Figure:
+def plot_length_cdf(
+    hist: LengthHistogram,
+    quantiles: Sequence[float] = (0.5, 0.9, 0.99),
+    *,
+    log_x: bool | None = None,
+    title: str | None = None,
+) -> Figure:
     """Cumulative share of samples at or below each length, with quantiles marked.
 
     Each quantile ``q`` gets a dashed vertical line at ``hist.quantile(q)`` labelled
@@ -161,8 +177,9 @@ def plot_length_cdf(hist: LengthHistogram, quantiles: Sequence[float] = (0.5, 0.
     return fig
 
 
-def plot_token_share(hist: LengthHistogram, marks: Sequence[float] = (0.01, 0.1, 0.25), *,
-                     title: str | None = None) -> Figure:
+def plot_token_share(
+    hist: LengthHistogram, marks: Sequence[float] = (0.01, 0.1, 0.25), *, title: str | None = None
+) -> Figure:
     """Share of all tokens held by the longest x % of samples (a Lorenz-style curve).
 
     The further the curve bows above the diagonal, the more the tokens (and the padding a
@@ -182,15 +199,20 @@ def plot_token_share(hist: LengthHistogram, marks: Sequence[float] = (0.01, 0.1,
     fig = Figure(figsize=(6.2, 4.6), layout="constrained")
     ax = fig.add_subplot()
     ax.plot(x, y, color=_ORANGE, linewidth=2, label="this data")
-    ax.plot([0, 1], [0, 1], color=GREY, linestyle="--", linewidth=1,
-            label="all samples the same length")
+    ax.plot([0, 1], [0, 1], color=GREY, linestyle="--", linewidth=1, label="all samples the same length")
     ax.fill_between(x, x, y, color=_ORANGE, alpha=0.12, linewidth=0)
     for f in marks:
         share = hist.tail_token_share(f)
         ax.plot([f], [share], "o", color=_RED, markersize=5)
         # right of the point is below the (concave) curve: free space
-        ax.annotate(f"longest {100 * f:g}% hold {100 * share:.1f}% of tokens", (f, share),
-                    xytext=(9, -3), textcoords="offset points", va="center", fontsize=9)
+        ax.annotate(
+            f"longest {100 * f:g}% hold {100 * share:.1f}% of tokens",
+            (f, share),
+            xytext=(9, -3),
+            textcoords="offset points",
+            va="center",
+            fontsize=9,
+        )
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1.02)
     ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
@@ -203,8 +225,14 @@ def plot_token_share(hist: LengthHistogram, marks: Sequence[float] = (0.01, 0.1,
     return fig
 
 
-def plot_clipping(hist: LengthHistogram, max_len: int, *, min_len: int | None = None,
-                  log_x: bool | None = None, title: str | None = None) -> Figure:
+def plot_clipping(
+    hist: LengthHistogram,
+    max_len: int,
+    *,
+    min_len: int | None = None,
+    log_x: bool | None = None,
+    title: str | None = None,
+) -> Figure:
     """What truncating samples at a maximum length would cut, for every choice of it.
 
     Two curves over candidate ``max_len`` values: the share of samples that would be
@@ -237,19 +265,28 @@ def plot_clipping(hist: LengthHistogram, max_len: int, *, min_len: int | None = 
         log_x = wants_log_axis(min(int(lengths[0]), max_len), max(hist.max, max_len))
     lo = min(int(lengths[0]), max_len) * (0.95 if log_x else 1)
     hi = max(hist.max, max_len) * (1.05 if log_x else 1.02)
-    length_axis(ax, lo, hi, log=log_x,
-                label="max_len: samples longer than this are truncated to it (tokens)")
+    length_axis(ax, lo, hi, log=log_x, label="max_len: samples longer than this are truncated to it (tokens)")
     ax.set_ylabel("share of the data")
     ax.set_ylim(0, max(float(samples[0]), float(tokens[0])) * 1.05 or 1.0)
     ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
     ax.grid(alpha=0.3)
     ax.axvline(max_len, color=_RED, linestyle="--", linewidth=1.2, label=f"max_len = {max_len:,}")
-    text = (f"max_len = {max_len:,}:\n{summary['samples_clipped']:,} samples clipped "
-            f"({100 * summary['share_samples_clipped']:.1f}%)\n"
-            f"{summary['tokens_removed']:,} tokens removed "
-            f"({100 * summary['share_tokens_removed']:.1f}%)")
-    ax.text(0.98, 0.96, text, transform=ax.transAxes, ha="right", va="top", fontsize=9,
-            bbox={"boxstyle": "round", "facecolor": "white", "edgecolor": "#cccccc"})
+    text = (
+        f"max_len = {max_len:,}:\n{summary['samples_clipped']:,} samples clipped "
+        f"({100 * summary['share_samples_clipped']:.1f}%)\n"
+        f"{summary['tokens_removed']:,} tokens removed "
+        f"({100 * summary['share_tokens_removed']:.1f}%)"
+    )
+    ax.text(
+        0.98,
+        0.96,
+        text,
+        transform=ax.transAxes,
+        ha="right",
+        va="top",
+        fontsize=9,
+        bbox={"boxstyle": "round", "facecolor": "white", "edgecolor": "#cccccc"},
+    )
     ax.legend(loc="center right", frameon=False, fontsize=9)
     ax.set_title(title or "What truncation at max_len would cut", fontsize=11)
     return fig

@@ -6,21 +6,29 @@ beyond picking columns.  Strategies keep one Okabe–Ito colour each; efficiency
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.layout_engine import ConstrainedLayoutEngine
 from matplotlib.ticker import FuncFormatter, MaxNLocator, PercentFormatter
 
 from analysis.plots._common import GREY, OKABE_ITO, format_count, format_percent, place_labels
+
+if TYPE_CHECKING:
+    from analysis.simulation import SimulationResult
 
 __all__ = ["plot_strategy_bars", "plot_randomness", "plot_tradeoff", "plot_padded_per_step"]
 
 #: One colour per strategy (Okabe–Ito), the same in every figure.
 STRATEGY_COLORS = {
-    "sorted": OKABE_ITO["blue"], "random": OKABE_ITO["vermillion"], "bucketed": OKABE_ITO["green"],
-    "length_grouped": OKABE_ITO["purple"], "token_budget": OKABE_ITO["orange"],
+    "sorted": OKABE_ITO["blue"],
+    "random": OKABE_ITO["vermillion"],
+    "bucketed": OKABE_ITO["green"],
+    "length_grouped": OKABE_ITO["purple"],
+    "token_budget": OKABE_ITO["orange"],
     "packing": OKABE_ITO["sky_blue"],
 }
 #: Columns that are shares (shown as percentages, axes capped at 100 %).
@@ -69,9 +77,15 @@ def _bars(ax: Axes, table: pd.DataFrame, column: str) -> None:
         text = _value_text(column, v)
         v = v if np.isfinite(v) else 0.0
         inside = share and v > 0.8
-        ax.text(v - 0.01 if inside else max(v, 0.0) + 0.01 * right, yi, text, va="center",
-                ha="right" if inside else "left", fontsize=8,
-                color="white" if inside else "black")
+        ax.text(
+            v - 0.01 if inside else max(v, 0.0) + 0.01 * right,
+            yi,
+            text,
+            va="center",
+            ha="right" if inside else "left",
+            fontsize=8,
+            color="white" if inside else "black",
+        )
     low = min(0.0, float(finite.min()) * 1.2) if finite.size else 0.0
     ax.set_xlim(low, right)
     ax.set_xlabel(_LABELS.get(column, column))
@@ -83,15 +97,26 @@ def _bars(ax: Axes, table: pd.DataFrame, column: str) -> None:
     else:
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{round(v, 6) + 0:,g}"))
     if not finite.size:
-        ax.text(0.5, 0.5, "not measured in this run", transform=ax.transAxes, ha="center",
-                va="center", fontsize=9, color=GREY)
+        ax.text(
+            0.5,
+            0.5,
+            "not measured in this run",
+            transform=ax.transAxes,
+            ha="center",
+            va="center",
+            fontsize=9,
+            color=GREY,
+        )
     ax.grid(axis="x", alpha=0.3)
     ax.set_axisbelow(True)
 
 
-def plot_strategy_bars(table: pd.DataFrame,
-                       columns: Sequence[str] = ("efficiency", "steps", "predicted_tokens_per_s"),
-                       *, title: str | None = None) -> Figure:
+def plot_strategy_bars(
+    table: pd.DataFrame,
+    columns: Sequence[str] = ("efficiency", "steps", "predicted_tokens_per_s"),
+    *,
+    title: str | None = None,
+) -> Figure:
     """One bar panel per column of a :func:`~analysis.compare_strategies` table.
 
     Columns missing from ``table`` are skipped.  In the efficiency panel, a black tick marks
@@ -112,7 +137,9 @@ def plot_strategy_bars(table: pd.DataFrame,
         raise ValueError("none of the requested columns is in the table")
     fig = Figure(figsize=(4.2 * len(columns), 0.45 * len(table) + 1.6), layout="constrained")
     axes = fig.subplots(1, len(columns), sharey=True, squeeze=False)[0]
-    fig.get_layout_engine().set(wspace=0.06)
+    engine = fig.get_layout_engine()
+    assert isinstance(engine, ConstrainedLayoutEngine)  # layout="constrained" above
+    engine.set(wspace=0.06)
     for ax, column in zip(axes, columns):
         _bars(ax, table, column)
         if column == "efficiency" and "expected_efficiency" in table.columns:
@@ -126,10 +153,12 @@ def plot_strategy_bars(table: pd.DataFrame,
     return fig
 
 
-def plot_randomness(table: pd.DataFrame,
-                    columns: Sequence[str] = ("within_batch_cv", "lag1_autocorr",
-                                              "composition_repeat"),
-                    *, title: str | None = None) -> Figure:
+def plot_randomness(
+    table: pd.DataFrame,
+    columns: Sequence[str] = ("within_batch_cv", "lag1_autocorr", "composition_repeat"),
+    *,
+    title: str | None = None,
+) -> Figure:
     """The randomness metrics of a :func:`~analysis.compare_strategies` table, one panel each.
 
     What a strategy gives up for its padding: similar-length batches (low within-batch CV),
@@ -150,7 +179,9 @@ def plot_randomness(table: pd.DataFrame,
         raise ValueError("none of the requested columns is in the table")
     fig = Figure(figsize=(4.2 * len(columns), 0.45 * len(table) + 1.6), layout="constrained")
     axes = fig.subplots(1, len(columns), sharey=True, squeeze=False)[0]
-    fig.get_layout_engine().set(wspace=0.06)
+    engine = fig.get_layout_engine()
+    assert isinstance(engine, ConstrainedLayoutEngine)  # layout="constrained" above
+    engine.set(wspace=0.06)
     for ax, column in zip(axes, columns):
         _bars(ax, table, column)
         ax.axvline(0, color="black", lw=0.8)
@@ -158,8 +189,9 @@ def plot_randomness(table: pd.DataFrame,
     return fig
 
 
-def plot_tradeoff(table: pd.DataFrame, *, randomness: str = "within_batch_cv",
-                  title: str | None = None) -> Figure:
+def plot_tradeoff(
+    table: pd.DataFrame, *, randomness: str = "within_batch_cv", title: str | None = None
+) -> Figure:
     """Efficiency against one randomness metric, a labelled point per strategy.
 
     Up and right is better on both counts; the strategies trace the trade-off.  Each point
@@ -185,8 +217,17 @@ def plot_tradeoff(table: pd.DataFrame, *, randomness: str = "within_batch_cv",
     xs = table[randomness].to_numpy(dtype=float)
     ys = table["efficiency"].to_numpy(dtype=float)
     for i, name in enumerate(table.index):
-        ax.scatter(xs[i], ys[i], s=70, color=_color(str(name)), marker=markers[i % len(markers)],
-                   zorder=3, edgecolors="black", linewidths=0.5, clip_on=False)
+        ax.scatter(
+            xs[i],
+            ys[i],
+            s=70,
+            color=_color(str(name)),
+            marker=markers[i % len(markers)],
+            zorder=3,
+            edgecolors="black",
+            linewidths=0.5,
+            clip_on=False,
+        )
     span = float(np.nanmax(xs) - np.nanmin(xs)) or 1.0
     ax.set_xlim(min(0.0, float(np.nanmin(xs))) - 0.08 * span, float(np.nanmax(xs)) + 0.45 * span)
     ax.set_ylim(max(0.0, min(0.0, float(np.nanmin(ys)) - 0.05)), 1.0)
@@ -200,8 +241,9 @@ def plot_tradeoff(table: pd.DataFrame, *, randomness: str = "within_batch_cv",
     return fig
 
 
-def plot_padded_per_step(results: Mapping[str, object], *, steps: int = 150, epoch: int = 1,
-                         title: str | None = None) -> Figure:
+def plot_padded_per_step(
+    results: Mapping[str, SimulationResult], *, steps: int = 150, epoch: int = 1, title: str | None = None
+) -> Figure:
     """Padded tokens per optimizer step over the first ``steps`` steps of an epoch.
 
     ``results`` maps a label to a :class:`~analysis.simulate.SimulationResult`; one panel
@@ -219,7 +261,7 @@ def plot_padded_per_step(results: Mapping[str, object], *, steps: int = 150, epo
     """
     if not results:
         raise ValueError("results is empty")
-    series = {}
+    series: dict[str, tuple[SimulationResult, pd.Series]] = {}
     for label, res in results.items():
         per_step = res.batches[res.batches["epoch"] == epoch].groupby("step")["padded"].sum()
         series[label] = (res, per_step)
@@ -234,27 +276,35 @@ def plot_padded_per_step(results: Mapping[str, object], *, steps: int = 150, epo
     for ax, (label, (res, per_step)) in zip(axes, series.items()):
         shown = per_step.iloc[:steps]
         values = shown.to_numpy(dtype=float)
-        ax.step(shown.index, np.minimum(values, cap), where="mid", lw=0.8,
-                color=_color(res.strategy))
-        ax.axhline(per_step.mean(), ls="--", color="black", lw=1,
-                   label=f"epoch mean {format_count(per_step.mean())}")
+        ax.step(shown.index, np.minimum(values, cap), where="mid", lw=0.8, color=_color(res.strategy))
+        ax.axhline(
+            per_step.mean(), ls="--", color="black", lw=1, label=f"epoch mean {format_count(per_step.mean())}"
+        )
         over = values > cap
         if over.any():
-            ax.plot(shown.index[over], np.full(over.sum(), cap), "^", color=_color(res.strategy),
-                    ms=6, mec="black", mew=0.5, clip_on=False,
-                    label=f"{over.sum():,} step{'s' if over.sum() > 1 else ''} above the cut "
-                          f"(highest {format_count(values.max())})")
+            ax.plot(
+                shown.index[over],
+                np.full(over.sum(), cap),
+                "^",
+                color=_color(res.strategy),
+                ms=6,
+                mec="black",
+                mew=0.5,
+                clip_on=False,
+                label=f"{over.sum():,} step{'s' if over.sum() > 1 else ''} above the cut "
+                f"(highest {format_count(values.max())})",
+            )
         ax.set_ylabel("padded tokens")
         ax.set_title(f"{label}", loc="left", fontsize=10)
         ax.legend(loc="upper right", fontsize=8, framealpha=0.9)
         ax.grid(alpha=0.3)
     axes[0].set_ylim(0, cap)
     axes[0].yaxis.set_major_formatter(FuncFormatter(_compact))
-    axes[-1].set_xlabel(f"optimizer step (first {min(steps, max(len(p) for _, p in series.values())):,} "
-                        f"of epoch {epoch})")
+    axes[-1].set_xlabel(
+        f"optimizer step (first {min(steps, max(len(p) for _, p in series.values())):,} of epoch {epoch})"
+    )
     axes[-1].xaxis.set_major_locator(MaxNLocator(integer=True))
-    note = (f"\ny axis cut at {format_count(cap)} padded tokens: ▲ marks a step above it"
-            if cut else "")
+    note = f"\ny axis cut at {format_count(cap)} padded tokens: ▲ marks a step above it" if cut else ""
     fig.suptitle((title or "Padded tokens per step: what each step costs") + note)
     return fig
 

@@ -16,8 +16,12 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator, PercentFormatter
 from analysis.plots._common import GREY, OKABE_ITO, format_count, format_percent, length_axis
 from analysis.step_time import StepTimeModel
 
-__all__ = ["plot_step_time_fit", "plot_predicted_throughput", "plot_time_vs_padding_edges",
-           "plot_measured_vs_predicted"]
+__all__ = [
+    "plot_step_time_fit",
+    "plot_predicted_throughput",
+    "plot_time_vs_padding_edges",
+    "plot_measured_vs_predicted",
+]
 
 # Okabe-Ito: the step-time model, the padded-token model, measurements.
 _MODEL, _PADDED, _MEASURED = OKABE_ITO["blue"], OKABE_ITO["orange"], OKABE_ITO["black"]
@@ -62,20 +66,29 @@ def plot_step_time_fit(model: StepTimeModel, *, title: str | None = None) -> Fig
     length_axis(left, lo / 1.25, hi * 1.25, log=True, label="padded length L (tokens)")
     left.set_ylabel("step time (s, log scale)")
     left.set_title("measured (dots) and fitted model (lines)", fontsize=10)
-    fig.colorbar(ScalarMappable(cmap=cmap, norm=LogNorm(smallest, largest / 0.9)), ax=left,
-                 label="batch size B")
+    fig.colorbar(
+        ScalarMappable(cmap=cmap, norm=LogNorm(smallest, largest / 0.9)), ax=left, label="batch size B"
+    )
     order = res.sort_values("length")
-    right.fill_between(order["length"], -order["spread"], order["spread"], color="#BBBBBB",
-                       alpha=0.5, step="mid", label="spread of repeats (noise)", lw=0)
-    right.scatter(res["length"], res["relative_residual"], color=_MODEL, s=14, zorder=3,
-                  label="relative residual")
+    right.fill_between(
+        order["length"],
+        -order["spread"],
+        order["spread"],
+        color="#BBBBBB",
+        alpha=0.5,
+        step="mid",
+        label="spread of repeats (noise)",
+        lw=0,
+    )
+    right.scatter(
+        res["length"], res["relative_residual"], color=_MODEL, s=14, zorder=3, label="relative residual"
+    )
     right.axhline(0, color=GREY, lw=0.8)
     length_axis(right, lo / 1.25, hi * 1.25, log=True, label="padded length L (tokens)")
     right.yaxis.set_major_formatter(_PERCENT)
     right.set_ylabel("(measured − model) / measured")
     right.legend(fontsize=8, loc="best")
-    right.set_title(f"RMS relative residual {format_percent(model.rms_relative_residual)}",
-                    fontsize=10)
+    right.set_title(f"RMS relative residual {format_percent(model.rms_relative_residual)}", fontsize=10)
     if title:
         fig.suptitle(title)
     return fig
@@ -121,8 +134,9 @@ def plot_predicted_throughput(table: pd.DataFrame, *, title: str | None = None) 
     eff = table["efficiency"].to_numpy(float)
     eff_ax.barh(y, eff, 0.6, color="#999999")
     for yi, e in zip(y, eff, strict=True):
-        eff_ax.text(min(e, 1.0) - 0.02, yi, format_percent(e), va="center", ha="right",
-                    fontsize=8, color="white")
+        eff_ax.text(
+            min(e, 1.0) - 0.02, yi, format_percent(e), va="center", ha="right", fontsize=8, color="white"
+        )
     eff_ax.set_xlim(0, 1)
     eff_ax.xaxis.set_major_formatter(_PERCENT)
     eff_ax.set_xlabel("efficiency (useful / padded)")
@@ -148,8 +162,10 @@ def plot_time_vs_padding_edges(sweep: pd.DataFrame, *, title: str | None = None)
     """
     fig = Figure(figsize=(10, 3.8), layout="constrained")
     tps_ax, eff_ax = fig.subplots(1, 2, sharex=True)
-    styles = {"padding": (_PADDED, "s", "edges minimising padding"),
-              "time": (_MODEL, "o", "edges minimising expected time")}
+    styles = {
+        "padding": (_PADDED, "s", "edges minimising padding"),
+        "time": (_MODEL, "o", "edges minimising expected time"),
+    }
     for objective, (color, marker, label) in styles.items():
         rows = sweep[sweep["objective"] == objective].sort_values("n_buckets")
         tps_ax.plot(rows["n_buckets"], rows["tokens_per_s"], marker=marker, color=color, label=label)
@@ -169,8 +185,9 @@ def plot_time_vs_padding_edges(sweep: pd.DataFrame, *, title: str | None = None)
     return fig
 
 
-def plot_measured_vs_predicted(validation: pd.DataFrame, *, target: float = 0.05,
-                               title: str | None = None) -> Figure:
+def plot_measured_vs_predicted(
+    validation: pd.DataFrame, *, target: float = 0.05, title: str | None = None
+) -> Figure:
     """Prediction error per strategy and distribution, step-time model beside padded tokens.
 
     ``validation`` is the benchmark's table (``data/step_time_validation.csv``): columns
@@ -189,9 +206,11 @@ def plot_measured_vs_predicted(validation: pd.DataFrame, *, target: float = 0.05
     """
     dists = list(dict.fromkeys(validation["distribution"]))
     n_rows = validation.groupby("distribution").size().max()
-    series = [("step_time_error", _MODEL, "step-time model"),
-              ("anchored_error", _ANCHORED, "step-time model, anchored on sorted"),
-              ("padded_error", _PADDED, "padded tokens (anchored on sorted)")]
+    series = [
+        ("step_time_error", _MODEL, "step-time model"),
+        ("anchored_error", _ANCHORED, "step-time model, anchored on sorted"),
+        ("padded_error", _PADDED, "padded tokens (anchored on sorted)"),
+    ]
     series = [s for s in series if s[0] in validation.columns]
     fig = Figure(figsize=(4.6 * len(dists), 0.7 * n_rows + 2.0), layout="constrained")
     axes = fig.subplots(1, len(dists), squeeze=False, sharex=True)[0]
@@ -207,8 +226,16 @@ def plot_measured_vs_predicted(validation: pd.DataFrame, *, target: float = 0.05
         noise = rows["noise"].to_numpy(float)
         has = np.isfinite(noise)
         if has.any():
-            ax.errorbar(np.zeros(has.sum()), y[has], xerr=noise[has], fmt="none", ecolor=_MEASURED,
-                        capsize=3, lw=1, label="run-to-run noise")
+            ax.errorbar(
+                np.zeros(has.sum()),
+                y[has],
+                xerr=noise[has],
+                fmt="none",
+                ecolor=_MEASURED,
+                capsize=3,
+                lw=1,
+                label="run-to-run noise",
+            )
         ax.axvline(0, color=GREY, lw=0.8)
         ax.set_yticks(y, rows["strategy"])
         ax.set_xlim(-lim, lim)
