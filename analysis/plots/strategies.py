@@ -38,7 +38,7 @@ _LABELS = {
     "steps": "optimizer steps per epoch",
     "predicted_tokens_per_s": "predicted useful tokens/s",
     "within_batch_cv": "length CV inside a batch\n(higher = more mixed batches)",
-    "lag1_autocorr": "lag-1 autocorrelation of batch\nmean length (0 = no order pattern)",
+    "lag1_autocorr": "lag-1 autocorrelation of step\nmean length (0 = no order pattern)",
     "composition_repeat": "batches repeated from earlier\nepochs (0 = fresh batches)",
     "tokens_per_step_cv": "CV of useful tokens per step",
     "straggler_factor": "straggler factor\n(slowest rank / mean rank)",
