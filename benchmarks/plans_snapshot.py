@@ -1,0 +1,54 @@
+"""Every plan the optimiser gives, as JSON, to compare two checkouts (not a timing).
+
+Run it in each checkout and compare the files::
+
+    PYTHONPATH=. python benchmarks/plans_snapshot.py after.json
+    (cd OLD_CHECKOUT && PYTHONPATH=. python /path/to/benchmarks/plans_snapshot.py before.json)
+
+For ``data/case_lengths.csv`` and every ``../shared/data/*.npy`` (alpaca clipped at 8,192): the
+edges and efficiency of every method for K = 1..16 under batch_size 8 and max_tokens 65,536,
+the case's edges' efficiency, and sorted padding.  Written against the API both before and
+after issue 8 (it uses only the keyword batch rule), so an older checkout can run it too.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import analysis
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
+METHODS = ["optimal", "geometric", "equal_count", "equal_tokens", "greedy"]
+
+
+def snapshot() -> dict[str, dict[str, object]]:
+    files = {"case": Path("data/case_lengths.csv"), **{p.stem: p for p in sorted(SHARED.glob("*.npy"))}}
+    out: dict[str, dict[str, object]] = {}
+    for name, path in files.items():
+        hist = analysis.load_lengths(path)
+        hist = hist.clip(8192) if name == "alpaca_eval_outputs" else hist
+        row: dict[str, object] = {}
+        for key, rule in (("batch_size_8", {"batch_size": 8}), ("max_tokens_65536", {"max_tokens": 65536})):
+            ks = range(1, min(16, hist.n_distinct) + 1)
+            try:
+                sweep = analysis.sweep_bucket_counts(hist, ks, METHODS, **rule)
+            except ValueError as exc:  # older checkouts refused some token budgets
+                row[key] = f"error: {exc}"
+                continue
+            row[key] = [
+                [int(k), m, [int(e) for e in edges], float(f"{eff:.15g}")]
+                for k, m, edges, eff in zip(
+                    sweep["n_buckets"], sweep["method"], sweep["edges"], sweep["efficiency"]
+                )
+            ]
+        edges = analysis.cover_edges(list(analysis.CASE_EDGES), hist)
+        row["case_edges_efficiency"] = analysis.expected_padding(hist, edges, batch_size=8).efficiency
+        out[name] = row
+    return out
+
+
+if __name__ == "__main__":
+    Path(sys.argv[1]).write_text(json.dumps(snapshot(), indent=1) + "\n", encoding="utf-8")
+    print("wrote", sys.argv[1])
