@@ -477,8 +477,10 @@ def _lag1_autocorr(x: np.ndarray) -> float:
     if x.size < 3:
         return float("nan")
     a, b = x[:-1] - x[:-1].mean(), x[1:] - x[1:].mean()
-    den = math.sqrt(float(a @ a) * float(b @ b))
-    return float(a @ b) / den if den > 0 else float("nan")
+    # elementwise sums, not BLAS dot products: on shared cores a multi-threaded dot of a
+    # 100k-vector costs more than it saves
+    den = math.sqrt(float(np.sum(a * a)) * float(np.sum(b * b)))
+    return float(np.sum(a * b)) / den if den > 0 else float("nan")
 
 
 def compare_strategies(
