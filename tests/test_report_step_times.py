@@ -12,17 +12,9 @@ import pytest
 
 from analysis import LengthHistogram, cli, save_histogram
 from analysis.report import report_notebooks, run_report
+from tests.test_report import _tiny_notebook
 
 LENGTHS = np.random.default_rng(11).integers(20, 900, size=500)
-
-
-def _tiny_notebook(path, *, params: str, body: str) -> None:
-    nb = nbformat.v4.new_notebook()
-    cell = nbformat.v4.new_code_cell(params)
-    cell.metadata["tags"] = ["parameters"]
-    nb.cells = [nbformat.v4.new_markdown_cell("# tiny"), cell, nbformat.v4.new_code_cell(body)]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(nb, path)
 
 
 @pytest.fixture
