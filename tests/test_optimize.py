@@ -141,36 +141,42 @@ def test_optimal_equals_exhaustive_search(seed):
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_log_space_and_small_blocks_give_the_same_optimum(seed, monkeypatch):
-    """Force the log-space sums, tiny column blocks and no lookup table: still exact."""
+@pytest.mark.parametrize("ratios", ["log_table", "stirling"])
+def test_log_ratios_give_the_same_optimum(seed, ratios, monkeypatch):
+    """Force the ratios C(a, B) / C(b, B) from the double-double table of log x! (or from
+    Stirling's series, no table at all): still the exhaustive optimum."""
     monkeypatch.setattr(problem, "_LINEAR_LOG_LIMIT", -1.0)
-    monkeypatch.setattr(kernel, "_BLOCK_ENTRIES", 4)
-    monkeypatch.setattr(kernel, "_MIN_WIDTH", 2)
-    monkeypatch.setattr(problem, "_TABLE_MAX", 3)
+    if ratios == "stirling":
+        monkeypatch.setattr(problem, "_TABLE_MAX", 3)
     rng = np.random.default_rng(100 + seed)
     lengths, counts = random_hist(rng, max_distinct=9)
     assert_optimal_as_exhaustive_search(lengths, counts, **rule(seed, rng))
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_column_chunks_and_corner_fixes_change_no_bit(seed, monkeypatch):
-    """One-column chunks of the cost blocks and either way of fixing the short/too-small
-    corner give bit-identical DP tables, and the exhaustive optimum."""
+def test_the_three_ways_to_ratios_agree_on_every_dp_cell(seed, monkeypatch):
+    """The binomial table, the log x! table and Stirling's series give the same DP tables
+    (to 1e-12 relative) and the same optimal starts, on 90 distinct lengths."""
     rng = np.random.default_rng(300 + seed)
     lengths = np.sort(rng.choice(np.arange(1, 400), 90, replace=False))
     counts = np.where(rng.random(90) < 0.4, 1, rng.integers(1, 40, 90))
     hist = LengthHistogram.from_counts(lengths, counts)
-    prob = problem._problem(hist, BatchRule(**rule(seed, rng)), 1)
+    prob = problem._problem(hist, BatchRule(batch_size=int(rng.integers(1, 12))), 1)
+    assert problem._ratio_tables(prob)[0].size  # the binomial table
     best, arg = kernel._solve(prob, 4, prob.ends)
-    for chunk, fix in ((1, 10**9), (kernel._CHUNK_ENTRIES, 0), (1, 0)):
-        monkeypatch.setattr(kernel, "_CHUNK_ENTRIES", chunk)
-        monkeypatch.setattr(kernel, "_MIN_WIDTH", 1)
-        monkeypatch.setattr(kernel, "_FIX_BY_COLUMN", fix)
+    for table_max in (problem._TABLE_MAX, 3):
+        monkeypatch.setattr(problem, "_LINEAR_LOG_LIMIT", -1.0)
+        monkeypatch.setattr(problem, "_TABLE_MAX", table_max)
+        assert problem._ratio_tables(prob)[0].size == 0
         got_best, got_arg = kernel._solve(prob, 4, prob.ends)
-        assert np.array_equal(got_best, best)
-        assert np.array_equal(got_arg[np.isfinite(best)], arg[np.isfinite(best)])
-    small_lengths, small_counts = random_hist(rng, max_distinct=9)
-    assert_optimal_as_exhaustive_search(small_lengths, small_counts, **rule(seed, rng))
+        finite = np.isfinite(best)
+        assert np.array_equal(np.isfinite(got_best), finite)
+        # Stirling's series for log(b!/a!) (huge histograms only) is good to ~1e-11
+        np.testing.assert_allclose(got_best[finite], best[finite], rtol=1e-12 if table_max > 3 else 1e-10)
+        for k in range(1, 5):  # each path's plan has the optimal objective (ties may differ)
+            edges = [0, *(int(prob.upper[j]) for j in kernel._backtrack(got_arg, k, prob.m))]
+            got = evaluate_edges(hist, edges, prob.rule).objective
+            assert got == pytest.approx(best[k, prob.m], rel=1e-12)
 
 
 def test_large_batch_uses_log_space_and_matches_small_block_linear(monkeypatch):
@@ -179,7 +185,7 @@ def test_large_batch_uses_log_space_and_matches_small_block_linear(monkeypatch):
     rng = np.random.default_rng(7)
     hist = LengthHistogram.from_lengths(rng.integers(10, 400, 20_000))
     plan = optimize_edges(hist, 3, batch_size=200)
-    assert problem._Binom(200, hist.n_samples, 10.0).log
+    assert problem._ratio_tables(problem._problem(hist, BatchRule(batch_size=200)))[0].size == 0
     for method in BASELINES:
         other = optimize_edges(hist, 3, batch_size=200, method=method)
         assert plan.objective <= other.objective * (1 + 1e-12)

@@ -307,12 +307,10 @@ def exact_time_objective(
 
 
 @pytest.mark.parametrize("seed", range(16))
-@pytest.mark.parametrize("sums", ["default", "log_space_small_blocks"])
+@pytest.mark.parametrize("sums", ["default", "log_ratios"])
 def test_time_optimal_edges_equal_exhaustive_search(seed, sums, monkeypatch):
-    if sums != "default":  # force the log-space sums and tiny column blocks of the DP
+    if sums != "default":  # force the DP's ratios from the table of log x!
         monkeypatch.setattr(problem, "_LINEAR_LOG_LIMIT", -1.0)
-        monkeypatch.setattr(kernel, "_BLOCK_ENTRIES", 4)
-        monkeypatch.setattr(kernel, "_MIN_WIDTH", 2)
     rng = np.random.default_rng(seed)
     m = int(rng.integers(2, 9))
     lengths = sorted(rng.choice(np.arange(1, 60), m, replace=False).tolist())

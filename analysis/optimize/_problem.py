@@ -5,25 +5,26 @@ Index ``t = 1..m`` is the t-th distinct length; a bucket is a range ``(i, j]`` o
 
 from __future__ import annotations
 
+import functools
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numba
 import numpy as np
-from scipy.special import gammaln
 
-from analysis._order_stats import _STIRLING_MIN, _stirlerr
 from analysis.batching import BatchRule, positive_int, round_up
 from analysis.lengths import LengthHistogram
 
 if TYPE_CHECKING:
     from analysis.step_time import StepTimeModel
 
-# Largest log C(N, B) (plus headroom for the sums) for which C(x, B) is used directly.
+# Largest log C(N, B) for which the kernel reads ratios from a table of C(x, B).
 _LINEAR_LOG_LIMIT = 600.0
-_TABLE_MAX = 1 << 22
-# Batch sizes up to this use product formulas for C(x, B) (O(B) per value); larger ones
-# log-gamma values (O(1) per value).
+# Batch sizes up to this may use that table (the product formula is O(B) per value).
 _PRODUCT_MAX = 64
+# Samples up to which log x! is tabulated (two float64 per sample); Stirling's series above.
+_TABLE_MAX = 1 << 22
 
 
 @dataclass(frozen=True)
@@ -88,80 +89,65 @@ def _problem(
     return _Problem(lengths, cum, weight, step, upper, size, ends, rule, em, per_batch, step_time)
 
 
-# ------------------------------------------------------------------------- binomial helpers
-class _Binom:
-    """``C(x, B)`` for one batch size ``B``: float64 values, or logs when they would overflow.
+# ------------------------------------------------------------------------- ratio tables
+def _ratio_tables(prob: _Problem) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(comb, log_fact_hi, log_fact_lo)`` for the kernel's ratios ``C(a, B) / C(b, B)``.
 
-    ``B <= _PRODUCT_MAX`` uses the product formula (linear) or a sum of logs; a larger ``B``
-    takes ``log C`` from log-gamma values (O(1) per value, whatever ``B``) and exponentiates
-    it when ``C(n_max, B)`` fits.  ``B > n_max`` (every bucket is one short batch) needs no
-    value at all: ``C(x, B) = 0`` for every ``x <= n_max`` (``empty``).
-    """
-
-    def __init__(self, size: int, n_max: int, headroom: float) -> None:
-        self.size = size
-        self.empty = n_max < size
-        top = _log_comb(np.array([float(n_max)]), size)[0] if not self.empty else 0.0
-        self.log = bool(top + headroom > _LINEAR_LOG_LIMIT)
-        self.table = None
-        if self.empty:
-            self.table = np.zeros(1)  # read with mode="clip": 0 for every x
-        elif n_max <= _TABLE_MAX:
-            x = np.arange(n_max + 1)
-            self.table = self._log_direct(x) if self.log else self._comb_direct(x)
-
-    def _comb_direct(self, x: np.ndarray) -> np.ndarray:
-        """``C(x, B)`` (exactly 0 for ``0 <= x < B``): the product formula for a small ``B``,
-        ``exp(log C)`` above (its partial products could overflow)."""
-        if self.size > _PRODUCT_MAX:
-            with np.errstate(under="ignore"):
-                out: np.ndarray = np.exp(self._log_direct(x))
-            return out
-        xf = x.astype(float)
-        out = xf.copy()
-        for t in range(1, self.size):
-            out *= (xf - t) / (t + 1)
-        return out
-
-    def _log_direct(self, x: np.ndarray) -> np.ndarray:
-        return _log_comb(x.astype(float), self.size)
-
-    def lookup(self, x: np.ndarray, out: np.ndarray) -> np.ndarray:
-        """``self(max(x, 0))`` written into ``out`` (``x`` may be clipped in place)."""
-        if self.table is not None:  # x < 0 reads table[0] = C(0, B), as max(x, 0) would
-            return self.table.take(x, mode="clip", out=out)
-        np.maximum(x, 0, out=x)
-        out[...] = self._log_direct(x) if self.log else self._comb_direct(x)
-        return out
-
-    def __call__(self, x: np.ndarray) -> np.ndarray:
-        """``C(x, B)`` (or ``log C(x, B)``, ``-inf`` below ``B``) for ``x >= 0``."""
-        if self.table is not None:
-            return self.table.take(x, mode="clip")
-        return self._log_direct(x) if self.log else self._comb_direct(x)
+    A fixed ``B <= _PRODUCT_MAX`` whose ``C(N, B)`` fits float64 gets ``comb``, the table of
+    ``C(x, B)`` for ``x = 0..N`` (product formula); otherwise ``comb`` is empty and the ratios
+    come from ``log x!`` as a double-double table for ``x <= _TABLE_MAX`` (Stirling above)."""
+    n_max = int(prob.cum[-1])
+    size = prob.rule.batch_size
+    if size is not None and size <= _PRODUCT_MAX and n_max <= _TABLE_MAX:
+        if n_max < size or _log_comb_top(n_max, size) <= _LINEAR_LOG_LIMIT:
+            return _comb_table(n_max, size), _EMPTY, _EMPTY
+    hi, lo = _log_fact_table(min(n_max, _TABLE_MAX))
+    return _EMPTY, hi, lo
 
 
-def _log_comb(x: np.ndarray, size: int) -> np.ndarray:
-    """``log C(x, size)`` for float ``x >= 0`` (``-inf`` where ``x < size``)."""
-    out = np.full(x.shape, -np.inf)
-    ok = x >= size
-    xs = x[ok]
-    if size <= _PRODUCT_MAX:
-        acc = np.zeros(xs.shape)
-        for t in range(size):
-            acc += np.log((xs - t) / (t + 1))
-        out[ok] = acc
-    else:
-        # lgamma(x+1) - lgamma(x-B+1) from Stirling's form with the large terms paired
-        # (B log x - (x-B) log1p(-B/x) - B - log1p(-B/x)/2 + the series remainders): a plain
-        # difference of two lgamma values near x log x loses ~1e-7 absolute for x ~ 1e8, as
-        # much as the differences of log C the kernel exponentiates.
-        rest = xs - size
-        far = rest >= _STIRLING_MIN
-        diff = np.empty(xs.shape)
-        xf, rf = xs[far], rest[far]
-        shrink = np.log1p(-size / xf)
-        diff[far] = size * np.log(xf) - rf * shrink - size - 0.5 * shrink + _stirlerr(xf) - _stirlerr(rf)
-        diff[~far] = gammaln(xs[~far] + 1) - gammaln(rest[~far] + 1)
-        out[ok] = diff - gammaln(size + 1.0)
+_EMPTY = np.zeros(0)
+_EMPTY.flags.writeable = False
+
+
+def _log_comb_top(n: int, size: int) -> float:
+    return math.lgamma(n + 1.0) - math.lgamma(n - size + 1.0) - math.lgamma(size + 1.0)
+
+
+@functools.lru_cache(maxsize=4)
+def _comb_table(n_max: int, size: int) -> np.ndarray:
+    """``C(x, size)`` for ``x = 0..n_max`` (exactly 0 below ``size``), by the product formula."""
+    xf = np.arange(n_max + 1, dtype=float)
+    out = xf.copy()
+    for t in range(1, size):
+        out *= (xf - t) / (t + 1)
+    out[:size] = 0.0  # the product's factors cross zero below size
+    out.flags.writeable = False
     return out
+
+
+@functools.lru_cache(maxsize=2)
+def _log_fact_table(n_max: int) -> tuple[np.ndarray, np.ndarray]:
+    """``log x!`` for ``x = 0..n_max`` as ``hi + lo`` (a running double-double sum of
+    ``log y``), so that ``log(b!/a!) = (hi[b] - hi[a]) + (lo[b] - lo[a])`` keeps the
+    precision of the ``b - a`` logarithms it sums, not of ``log b!``."""
+    hi, lo = _log_fact_compiled(n_max)
+    hi.flags.writeable = False
+    lo.flags.writeable = False
+    return hi, lo
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _log_fact_compiled(n_max: int) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
+    hi = np.zeros(n_max + 1)
+    lo = np.zeros(n_max + 1)
+    s = 0.0
+    c = 0.0
+    for y in range(2, n_max + 1):
+        v = math.log(y)
+        t = s + v
+        z = t - s
+        c += (s - (t - z)) + (v - z)  # TwoSum: the rounding error of s + v
+        s = t
+        hi[y] = s
+        lo[y] = c
+    return hi, lo

@@ -16,6 +16,10 @@
     candidates until a full pass improves nothing (a local optimum).
 
 Rules that produce repeated edges collapse them, so a rule can give fewer buckets than asked.
+With a token budget (``max_tokens``) an edge strictly between two observed lengths holds the
+same samples as the longest length below it but divides the budget by more, so its batches
+never fill the budget; every rule's edges are then moved down to the longest length they hold
+(rounded up to ``edge_multiple``), where the optimiser places its own edges too.
 """
 
 from __future__ import annotations
@@ -41,6 +45,9 @@ def _finish_edges(prob: _Problem, interior: Iterable[int]) -> list[int]:
     top = int(prob.upper[-1])
     em = prob.edge_multiple
     vals = sorted({int(round_up(int(e), em)) for e in interior})
+    if prob.rule.batch_size is None:  # a token budget: the tightest edge holding the same samples
+        held = np.searchsorted(prob.lengths, np.array(vals, dtype=np.int64), side="right")
+        vals = sorted({int(prob.upper[j]) for j in held.tolist() if j > 0})
     return [0, *(e for e in vals if 0 < e < top), top]
 
 

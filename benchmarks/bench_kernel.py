@@ -1,0 +1,144 @@
+"""The compiled DP beside the previous (NumPy) kernel, in one run, on the bundled data.
+
+Run from the repository root: ``python benchmarks/bench_kernel.py [runs]``.
+
+The previous kernel is the NumPy one of commit ``08835f2`` (``git show`` into a temporary
+package, so this script needs the git history).  Prints medians of ``runs`` calls (CPU
+seconds of this process: the machines are shared) and their ratios, with issue 14's targets
+stated as targets:
+
+* K = 6 and one pass for K = 1..16 at batch size 8 (targets 0.15 s and 0.3 s);
+* the same with every count multiplied by 4 (time should not depend on the sample count);
+* batch sizes 10**4 and 10**8 and token budgets 65,536 / 131,072 (issue 10: time
+  independent of the batch size; a token budget at the speed of batch_size mode);
+* the first call in a new process with an empty numba cache and with a filled one
+  (target <= 3 s), and that process's peak resident memory (target <= 100 MB above the
+  interpreter with numpy, pandas and the package imported);
+* whether the two kernels give the same edges for K = 1..16.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import types
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from _common import case_histogram
+
+from analysis.batching import BatchRule
+from analysis.lengths import LengthHistogram
+from analysis.optimize import _kernel as new_kernel
+from analysis.optimize import _problem as new_problem
+from analysis.paths import PROJECT_ROOT
+
+PREVIOUS = "08835f2"
+
+
+def previous_kernel() -> tuple[types.ModuleType, types.ModuleType]:
+    """``_problem`` and ``_kernel`` of the previous implementation, as a temporary package."""
+    root = Path(tempfile.mkdtemp(prefix="old_kernel_"))
+    pkg = root / "old_optimize"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    for name in ("_problem", "_kernel"):
+        src = subprocess.run(
+            ["git", "show", f"{PREVIOUS}:analysis/optimize/{name}.py"],
+            cwd=PROJECT_ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        (pkg / f"{name}.py").write_text(src.replace("analysis.optimize._problem", "old_optimize._problem"))
+    sys.path.insert(0, str(root))
+    return importlib.import_module("old_optimize._problem"), importlib.import_module("old_optimize._kernel")
+
+
+def cpu_median(fn: Callable[[], Any], runs: int) -> float:
+    fn()
+    times = []
+    for _ in range(runs):
+        start = time.process_time()
+        fn()
+        times.append(time.process_time() - start)
+    return statistics.median(times)
+
+
+def first_call(cache_dir: str) -> dict[str, float]:
+    """Time of the first ``optimize_edges`` in a new process, and its peak RSS."""
+    code = (
+        "import resource, time\n"
+        "import analysis\n"
+        "from analysis.optimize import optimize_edges\n"
+        "h = analysis.load_lengths('data/case_lengths.csv')\n"
+        "base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "t = time.perf_counter(); optimize_edges(h, 6, batch_size=8); first = time.perf_counter() - t\n"
+        "peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "print(first, base * 1024, peak * 1024)\n"
+    )
+    env = {**os.environ, "NUMBA_CACHE_DIR": cache_dir}
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, check=True
+    )
+    first, base, peak = (float(v) for v in out.stdout.split())
+    return {"first": first, "base": base, "peak": peak}
+
+
+def main(runs: int = 5) -> None:
+    old_problem, old_kernel = previous_kernel()
+    hist = case_histogram()
+    big = LengthHistogram.from_counts(hist.lengths, hist.counts * 4)
+    print(f"bundled data: {hist.n_samples:,} samples, {hist.n_distinct:,} distinct lengths")
+    print(f"CPU seconds, median of {runs} (token budgets: one run)")
+    print(f"{'':34} {'previous':>9} {'compiled':>9} {'ratio':>7}  target")
+
+    def both(label: str, h: LengthHistogram, rule: BatchRule, k: int, target: str, n: int = runs) -> float:
+        p_new = new_problem._problem(h, rule)
+        p_old = old_problem._problem(h, rule)
+        t_old = cpu_median(lambda: old_kernel._solve(p_old, k, p_old.ends), n)
+        t_new = cpu_median(lambda: new_kernel._solve(p_new, k, p_new.ends), n)
+        print(f"  {label:<32} {t_old:9.3f} {t_new:9.3f} {t_old / t_new:6.1f}x  {target}", flush=True)
+        return t_new
+
+    b8 = BatchRule(batch_size=8)
+    base = both("K=6, batch_size 8", hist, b8, 6, "<= 0.15 s")
+    both("K=1..16 (one pass), batch_size 8", hist, b8, 16, "<= 0.3 s")
+    both("K=6, batch_size 8, counts x 4", big, b8, 6, "as K=6 (sample count)")
+    for rule in (BatchRule(batch_size=10**4), BatchRule(batch_size=10**8)):
+        t = both(f"K=6, batch_size {rule.batch_size:,}", hist, rule, 6, "as batch_size 8")
+        print(f"  {'':32} {t / base:9.1f}x batch_size 8")
+    for budget in (65_536, 131_072):
+        t = both(f"K=6, max_tokens {budget:,}", hist, BatchRule(max_tokens=budget), 6, "as batch_size 8", 1)
+        print(f"  {'':32} {t / base:9.1f}x batch_size 8")
+
+    with tempfile.TemporaryDirectory() as cache:
+        cold = first_call(cache)
+        warm = first_call(cache)
+    mib = 1 << 20
+    print(
+        f"first call, new process: empty numba cache {cold['first']:.2f} s, filled {warm['first']:.2f} s "
+        f"(target <= 3 s); peak RSS {cold['peak'] / mib:.0f} MiB, "
+        f"{(cold['peak'] - cold['base']) / mib:.0f} MiB above the loaded package (target <= 100 MB)"
+    )
+
+    same = True
+    for rule in (b8, BatchRule(max_tokens=65_536)):
+        p_new = new_problem._problem(hist, rule)
+        p_old = old_problem._problem(hist, rule)
+        _, arg_new = new_kernel._solve(p_new, 16, p_new.ends)
+        _, arg_old = old_kernel._solve(p_old, 16, p_old.ends)
+        for k in range(1, 17):
+            same &= new_kernel._backtrack(arg_new, k, p_new.m) == old_kernel._backtrack(arg_old, k, p_old.m)
+    print(json.dumps({"same edges K=1..16 (batch_size 8, max_tokens 65,536)": bool(same)}))
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 5)
