@@ -155,7 +155,18 @@ def _row_costs(
             w = weight[j]
             cost = n * w if n < b else n * (w - t)
             out[j] = cost if is_end[j] else _INF
-    else:  # one B (the hot loop: no call in it)
+    elif comb.size:  # one B, C(x, B) tabulated (the hot loop: one table read per cell)
+        out[i + 1] = (cum[i + 1] - ci) * weight[i + 1] if is_end[i + 1] else _INF  # one length
+        below = comb[cum[i + 1] - ci]  # C(x_{j-1}, B)
+        for j in range(i + 2, m + 1):
+            n = cum[j] - ci
+            here = comb[n]
+            t = (t + step[j - 1]) * (below / here) if n >= b else 0.0
+            below = here
+            w = weight[j]
+            cost = n * w if n < b else n * (w - t)
+            out[j] = cost if is_end[j] else _INF
+    else:  # one B
         out[i + 1] = (cum[i + 1] - ci) * weight[i + 1] if is_end[i + 1] else _INF  # one length
         for j in range(i + 2, m + 1):
             n = cum[j] - ci
