@@ -22,9 +22,9 @@ is the product ``prod_{a < y <= b} (y - B) / y`` when ``b - a <= 8``, or
 with fewer samples than ``B`` is one short batch: ``n w_j``.
 
 With a token budget ``B`` follows the end ``j``; where it changes, each start's ``T`` is
-recomputed by walking down from ``j`` term by term (the terms fall off geometrically; the walk
-stops when what is left is below ``2**-60`` of the sum), so a token budget costs more than a
-fixed ``B``: the walks, not the cells, dominate.  The time objective (``step_time``) has
+recomputed by the same running sum started where the terms fall below ``2**-70`` (the
+``x_k`` at which ``(x_k / n)**B`` does), so a token budget costs more than a fixed ``B``:
+these restarts, not the cells, dominate.  The time objective (``step_time``) has
 ``w`` in seconds and adds ``per_batch * ceil(n / B)`` to each bucket's cost.
 
 The DP ``D[k][j] = min_i D[k-1][i] + cost(i, j)`` runs with the costs, start by start (a
@@ -42,7 +42,6 @@ import numpy as np
 
 from analysis.optimize._problem import _Problem, _ratio_tables
 
-_TRUNCATE = 2.0**-60
 # Ratios over at most this many samples are products (exact to a few ulps, no table read).
 _PRODUCT_RATIO = 8
 _INF = math.inf
@@ -83,42 +82,64 @@ def _ratio(
     if comb.size:
         return float(comb[a] / comb[b])
     if b - a <= _PRODUCT_RATIO:
-        num = 1.0
-        den = 1.0
-        for y in range(a + 1, b + 1):
-            num *= y - size
-            den *= y
-        return num / den
+        return _product_ratio(a, b, size)
     return math.exp(_log_fact_ratio(a - size, b - size, hi, lo) - _log_fact_ratio(a, b, hi, lo))
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _log_fact_pair(
+    x: int, size: int, hi: np.ndarray, lo: np.ndarray
+) -> tuple[float, float, float, float]:  # pragma: no cover
+    """``log x!`` and ``log (x - size)!`` from the table (``x < hi.size``), as ``hi, lo`` each."""
+    if x < size:
+        return hi[x], lo[x], 0.0, 0.0
+    return hi[x], lo[x], hi[x - size], lo[x - size]
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _product_ratio(a: int, b: int, size: int) -> float:  # pragma: no cover - compiled
+    """``C(a, size) / C(b, size) = prod_{a < y <= b} (y - size) / y`` (``size <= a <= b``)."""
+    num = 1.0
+    den = 1.0
+    for y in range(a + 1, b + 1):
+        num *= y - size
+        den *= y
+    return num / den
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _restart(
-    i: int,
-    j: int,
-    size: int,
-    cum: np.ndarray,
-    weight: np.ndarray,
-    step: np.ndarray,
-    hi: np.ndarray,
-    lo: np.ndarray,
+    i: int, j: int, size: int, cum: np.ndarray, step: np.ndarray, hi: np.ndarray, lo: np.ndarray
 ) -> float:  # pragma: no cover - compiled
-    """``T(i, j)`` for batches of ``size``, summed from ``k = j - 1`` down (log ratios)."""
+    """``T(i, j)`` for batches of ``size`` from the running sum started at the first ``k``
+    whose ``x_k`` exceeds ``n 2**(-70/size)``: every term below it has
+    ``C(x_k, B) / C(n, B) <= (x_k / n)**B <= 2**-70``, and they sum to at most that times
+    ``w_j``."""
     ci = cum[i]
-    if cum[j] - ci < size:
-        return 0.0
     n = cum[j] - ci
+    if n < size:
+        return 0.0
+    cut = ci + n * 2.0 ** (-70.0 / size)
+    k = i + 1 + np.searchsorted(cum[i + 1 : j], cut, side="right")  # first k with c_k > cut
     total = 0.0
-    for k in range(j - 1, i, -1):
-        x = cum[k] - ci
-        if x < size:
-            break
-        # C(x_k, size) / C(n, size), each term on its own (no product of ratios)
-        frac = math.exp(_log_fact_ratio(x - size, n - size, hi, lo) - _log_fact_ratio(x, n, hi, lo))
-        total += step[k] * frac
-        # the terms left sum to at most frac * (w_k - w_{i+1})
-        if frac * (weight[k] - weight[i + 1]) <= _TRUNCATE * total:
-            break
+    if n >= hi.size:  # beyond the table: Stirling's series
+        for kk in range(k, j):
+            total = (total + step[kk]) * _ratio(cum[kk] - ci, cum[kk + 1] - ci, size, hi[:0], hi, lo)
+        return total
+    # log C(a, B) - log C(b, B) from log x! at b and b - B, those at a carried from the last term
+    a = cum[k] - ci
+    a_hi, a_lo, s_hi, s_lo = _log_fact_pair(a, size, hi, lo)
+    for kk in range(k, j):
+        b = cum[kk + 1] - ci
+        b_hi, b_lo, t_hi, t_lo = _log_fact_pair(b, size, hi, lo)
+        if a < size:
+            ratio = 0.0
+        elif b - a <= _PRODUCT_RATIO:
+            ratio = _product_ratio(a, b, size)
+        else:
+            ratio = math.exp(((t_hi - s_hi) + (t_lo - s_lo)) - ((b_hi - a_hi) + (b_lo - a_lo)))
+        total = (total + step[kk]) * ratio
+        a, a_hi, a_lo, s_hi, s_lo = b, b_hi, b_lo, t_hi, t_lo
     return total
 
 
@@ -143,19 +164,39 @@ def _row_costs(
     ci = cum[i]
     b = size[i + 1]
     t = 0.0
-    if token:  # B follows the end: T restarts where it changes
-        for j in range(i + 1, m + 1):
+    if not comb.size:  # log x! (a token budget, or a B whose C(N, B) overflows float64)
+        table = cum[m] - ci < hi.size
+        below = cum[i + 1] - ci  # x_{j-1}
+        b_hi = b_lo = s_hi = s_lo = 0.0  # log x_{j-1}! and log (x_{j-1} - B)!, when known
+        known = False
+        out[i + 1] = below * weight[i + 1] if is_end[i + 1] else _INF  # one length
+        for j in range(i + 2, m + 1):
             n = cum[j] - ci
-            if j > i + 1:
-                if size[j] != b:
-                    b = size[j]
-                    t = _restart(i, j, b, cum, weight, step, hi, lo)
-                else:
-                    t = 0.0 if n < b else (t + step[j - 1]) * _ratio(cum[j - 1] - ci, n, b, comb, hi, lo)
+            if token and size[j] != b:  # B follows the end: T restarts where it changes
+                b = size[j]
+                t = _restart(i, j, b, cum, step, hi, lo)
+                known = False
+            elif n < b or below < b:
+                t = 0.0
+                known = False
+            elif n - below <= _PRODUCT_RATIO:
+                t = (t + step[j - 1]) * _product_ratio(below, n, b)
+                known = False
+            elif table:
+                if not known:
+                    b_hi, b_lo, s_hi, s_lo = _log_fact_pair(below, b, hi, lo)
+                n_hi, n_lo, t_hi, t_lo = _log_fact_pair(n, b, hi, lo)
+                ratio = math.exp(((t_hi - s_hi) + (t_lo - s_lo)) - ((n_hi - b_hi) + (n_lo - b_lo)))
+                t = (t + step[j - 1]) * ratio
+                b_hi, b_lo, s_hi, s_lo = n_hi, n_lo, t_hi, t_lo
+                known = True
+            else:
+                t = (t + step[j - 1]) * _ratio(below, n, b, comb, hi, lo)
+            below = n
             w = weight[j]
             cost = n * w if n < b else n * (w - t)
             out[j] = cost if is_end[j] else _INF
-    elif comb.size:  # one B, C(x, B) tabulated (the hot loop: one table read per cell)
+    else:  # one B, C(x, B) tabulated (the hot loop: one table read per cell)
         out[i + 1] = (cum[i + 1] - ci) * weight[i + 1] if is_end[i + 1] else _INF  # one length
         below = comb[cum[i + 1] - ci]  # C(x_{j-1}, B)
         for j in range(i + 2, m + 1):
@@ -163,14 +204,6 @@ def _row_costs(
             here = comb[n]
             t = (t + step[j - 1]) * (below / here) if n >= b else 0.0
             below = here
-            w = weight[j]
-            cost = n * w if n < b else n * (w - t)
-            out[j] = cost if is_end[j] else _INF
-    else:  # one B
-        out[i + 1] = (cum[i + 1] - ci) * weight[i + 1] if is_end[i + 1] else _INF  # one length
-        for j in range(i + 2, m + 1):
-            n = cum[j] - ci
-            t = 0.0 if n < b else (t + step[j - 1]) * _ratio(cum[j - 1] - ci, n, b, comb, hi, lo)
             w = weight[j]
             cost = n * w if n < b else n * (w - t)
             out[j] = cost if is_end[j] else _INF
