@@ -179,6 +179,32 @@ def test_the_three_ways_to_ratios_agree_on_every_dp_cell(seed, monkeypatch):
             assert got == pytest.approx(best[k, prob.m], rel=1e-12)
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_token_budget_costs_equal_exact_rationals_on_many_lengths(seed):
+    """Under a token budget each change of B restarts every start's running sum from where its
+    terms fall below 2**-70: on 160 lengths with counts up to 400 (buckets of thousands of
+    samples, B from 2 to 300, so the restarts do skip terms) every bucket cost of the kernel
+    equals the exact rational objective (math.comb) to 1e-10: each ratio C(a, B) / C(b, B)
+    sums b - a rounded logarithms (or multiplies b - a factors), ~(b - a) 2**-53 each."""
+    rng = np.random.default_rng(900 + seed)
+    lengths = np.sort(rng.choice(np.arange(2, 600), 160, replace=False))
+    counts = rng.integers(1, 400, lengths.size)
+    hist = LengthHistogram.from_counts(lengths, counts)
+    rule = BatchRule(max_tokens=int(rng.integers(600, 1200)))
+    prob = problem._problem(hist, rule, 1)
+    points = np.r_[0, np.sort(rng.choice(np.arange(1, prob.m), 11, replace=False)), prob.m]
+    mat = kernel._cost_matrix(prob, points)
+    ls, cs = lengths.tolist(), counts.tolist()
+    for a, b in itertools.combinations(range(points.size), 2):
+        lo = 0 if points[a] == 0 else ls[points[a] - 1]
+        hi = ls[points[b] - 1]
+        inside = [(v, c) for v, c in zip(ls, cs) if lo < v <= hi]
+        want = exact_objective(
+            [v for v, _ in inside], [c for _, c in inside], [0, hi], max_tokens=rule.max_tokens
+        )
+        assert mat[a, b] == pytest.approx(float(want), rel=1e-10)
+
+
 def test_large_batch_uses_log_space_and_matches_small_block_linear(monkeypatch):
     """B = 200 on ~20k samples overflows float64 binomials: the log path must agree with
     the exact objective of the edges it returns and beat every baseline."""
