@@ -240,7 +240,8 @@ def _bin_colors(
     centers: np.ndarray, edges: list[int], effs: np.ndarray, cmap: Colormap, norm: Normalize
 ) -> list[Any]:
     """Each histogram bin's colour: the efficiency of the bucket its centre falls in."""
-    return [cmap(norm(effs[b])) if np.isfinite(effs[b]) else "#dddddd" for b in bucket_index(centers, edges)]
+    palette = [cmap(norm(e)) if np.isfinite(e) else "#dddddd" for e in effs]  # one per bucket
+    return [palette[b] for b in bucket_index(centers, edges)]
 
 
 def _bucket_span(ax: Axes, edges: list[int], b: int, lo: float, hi: float) -> tuple[float, float]:
