@@ -328,7 +328,8 @@ class Explorer:
 
     # -------------------------------------------------------------- observers
     def _on_control(self, change: dict[str, Any]) -> None:
-        self.place_edges()
+        if not self._busy:  # _on_rule sets the value and then places once
+            self.place_edges()
 
     def _on_rule(self, change: dict[str, Any]) -> None:
         default = (

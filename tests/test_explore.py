@@ -259,3 +259,13 @@ def test_a_plan_from_the_candidate_grid_says_it_is_not_proven_exact():
     wide = LengthHistogram.from_lengths(np.arange(1, 25_001))  # above AUTO_CANDIDATES_ABOVE lengths
     panel = explore(wide, batch_size=8, n_buckets=2)
     assert panel.view.plan == optimize_edges(wide, 2, batch_size=8) and not panel.view.plan.exact
+
+
+def test_switching_the_batch_rule_places_and_draws_once(monkeypatch):
+    panel = explore(HIST, batch_size=8, n_buckets=3)
+    drawn = []
+    real_png = panel.plot.png
+    monkeypatch.setattr(panel.plot, "png", lambda: drawn.append(1) or real_png())
+    panel.rule.value = "max_tokens"  # also sets rule_value: one placement, one redraw
+    assert len(drawn) == 1 and panel._plans.sweeps == 2
+    assert panel.view.plan == optimize_edges(HIST, 3, max_tokens=8 * HIST.max)
