@@ -269,3 +269,17 @@ def test_switching_the_batch_rule_places_and_draws_once(monkeypatch):
     panel.rule.value = "max_tokens"  # also sets rule_value: one placement, one redraw
     assert len(drawn) == 1 and panel._plans.sweeps == 2
     assert panel.view.plan == optimize_edges(HIST, 3, max_tokens=8 * HIST.max)
+
+
+def test_live_figure_renders_the_pixels_of_a_full_draw():
+    live = EdgesOnHistogram(HIST)
+    for plan in (
+        optimize_edges(HIST, 6, batch_size=8),
+        optimize_edges(HIST, 2, batch_size=64, method="geometric"),  # below 50 %: a new colour scale
+        optimize_edges(HIST, 12, batch_size=8),
+    ):
+        live.show(plan)
+        fast = live.render().astype(int)  # the kept background and the changing artists
+        live.figure.canvas.draw()
+        full = np.asarray(live.figure.canvas.buffer_rgba()).astype(int)
+        assert np.abs(fast - full).max() <= 1  # antialiasing of the spine over the bars, at most
