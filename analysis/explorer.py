@@ -12,8 +12,16 @@ Enter) evaluates exactly those edges with :func:`analysis.expected_padding`, so 
 
 The logic is pure and testable without a browser: :func:`explore_view` takes the control
 values and returns an :class:`ExplorerView` (numbers and table); :func:`explore_figure` draws
-it.  The :class:`Explorer` panel only wires widgets to those two functions and keeps every
-result in widget values (an ``HTML`` status and table, an ``Image`` PNG of the figure).
+it.  The :class:`Explorer` panel wires widgets to the same logic and keeps every result in
+widget values (an ``HTML`` status and table, an ``Image`` PNG of the figure).
+
+Every interaction redraws quickly (issue 14): the panel keeps what it placed, so the
+optimiser runs at most once per (method, batch rule): the ``"optimal"`` edges for every K
+come from one :func:`analysis.sweep_bucket_counts` pass (one DP pass serves every K), the
+field's rules take milliseconds per K; moving the K slider back and forth is then a lookup,
+and edited edges only need the padding model.  The figure is one
+:class:`analysis.plots.EdgesOnHistogram` whose artists are updated in place and rendered to
+the PNG, never a new figure.
 
 This module imports ipywidgets, so ``import analysis`` does not load it: ``analysis.explore``
 is resolved lazily (module ``__getattr__`` in ``analysis/__init__.py``).
@@ -22,17 +30,27 @@ is resolved lazily (module ``__getattr__`` in ``analysis/__init__.py``).
 from __future__ import annotations
 
 import html
-import io
-from dataclasses import dataclass
-from typing import Any
+from collections import OrderedDict
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 from matplotlib.figure import Figure
 
 from analysis.batching import DEFAULT_MAX_BUCKETS, DEFAULT_METHOD, DEFAULT_N_BUCKETS, BatchRule, parse_edges
 from analysis.lengths import LengthHistogram
-from analysis.optimize import METHODS, BucketPlan, evaluate_edges, optimize_edges
+from analysis.optimize import (
+    AUTO_CANDIDATES_ABOVE,
+    METHODS,
+    BucketPlan,
+    evaluate_edges,
+    optimize_edges,
+    sweep_bucket_counts,
+)
 from analysis.waste import tokens_text
+
+if TYPE_CHECKING:
+    from analysis.plots import EdgesOnHistogram
 
 __all__ = ["ExplorerView", "Explorer", "explore", "explore_view", "explore_figure"]
 
@@ -118,6 +136,11 @@ def explore_view(
     if edges is None:
         plan = optimize_edges(hist, n_buckets, rule, method=method)
         return ExplorerView(plan, plan.method)
+    return _edited_view(hist, edges, rule)
+
+
+def _edited_view(hist: LengthHistogram, edges: Any, rule: BatchRule) -> ExplorerView:
+    """The view of edges typed by hand (text or a list): the padding model only, no optimiser."""
     chosen = parse_edges(edges) if isinstance(edges, str) else edges
     return ExplorerView(evaluate_edges(hist, chosen, rule, method="edited"), "edited")
 
@@ -138,24 +161,79 @@ def explore_figure(hist: Any, view: ExplorerView) -> Figure:
 
     if not isinstance(hist, LengthHistogram):
         hist = LengthHistogram.from_lengths(hist)
-    title = f"{view.source} edges, {view.n_buckets} buckets: expected efficiency {view.efficiency:.1%}"
-    return plot_edges_on_histogram(hist, view.plan, title=title)
+    return plot_edges_on_histogram(hist, view.plan, title=_title(view))
 
 
-def _png(fig: Figure) -> bytes:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=100)
-    return buf.getvalue()
+def _title(view: ExplorerView) -> str:
+    """The figure's title for ``view``."""
+    return f"{view.source} edges, {view.n_buckets} buckets: expected efficiency {view.efficiency:.1%}"
+
+
+class _Plans:
+    """The plans the panel has placed, by (method, batch rule) and K: each placed once.
+
+    ``"optimal"`` edges for every K up to ``k_max`` come from one
+    :func:`analysis.sweep_bucket_counts` pass (one DP pass serves every K), made the first
+    time the rule is asked for; the plan of one K is then built from its edges with
+    :func:`analysis.evaluate_edges` (the padding model, milliseconds).  The field's rules
+    are placed per K by :func:`analysis.optimize_edges` (milliseconds).  The plans of the
+    last ``keep`` (method, rule) pairs are kept.
+    """
+
+    def __init__(self, hist: LengthHistogram, k_max: int, keep: int = 8) -> None:
+        self.hist = hist
+        self.k_max = k_max
+        self.keep = keep
+        self.sweeps = 0  # optimiser passes made (a test counts them)
+        self._plans: OrderedDict[tuple[str, BatchRule], dict[int, BucketPlan]] = OrderedDict()
+        self._optimal: dict[BatchRule, dict[int, list[int]]] = {}
+
+    def plan(self, n_buckets: int, rule: BatchRule, method: str) -> BucketPlan:
+        """The plan ``optimize_edges(hist, n_buckets, rule, method=method)`` (equal to it)."""
+        key = (method, rule)
+        plans = self._plans.pop(key, {})
+        self._plans[key] = plans  # most recent last
+        while len(self._plans) > self.keep:
+            old_method, old_rule = next(iter(self._plans))
+            del self._plans[(old_method, old_rule)]
+            if old_method == "optimal":
+                self._optimal.pop(old_rule, None)
+        if n_buckets not in plans:
+            plans[n_buckets] = self._place(n_buckets, rule, method)
+        return plans[n_buckets]
+
+    def _place(self, n_buckets: int, rule: BatchRule, method: str) -> BucketPlan:
+        if method != "optimal" or not 1 <= n_buckets <= self.k_max:
+            return optimize_edges(self.hist, n_buckets, rule, method=method)
+        if rule not in self._optimal:
+            self.sweeps += 1
+            try:
+                sweep = sweep_bucket_counts(self.hist, range(1, self.k_max + 1), ["optimal"], rule)
+            except ValueError:  # some K has no finite optimum: place K by K, each with its own error
+                self._optimal[rule] = {}
+            else:
+                self._optimal[rule] = dict(zip(sweep["n_buckets"].tolist(), sweep["edges"]))
+        edges = self._optimal[rule].get(n_buckets)
+        if edges is None:
+            return optimize_edges(self.hist, n_buckets, rule, method=method)
+        plan = evaluate_edges(self.hist, edges, rule, method=method)
+        # optimize_edges' "auto" candidates: exact DP up to AUTO_CANDIDATES_ABOVE distinct lengths
+        exact = self.hist.n_distinct <= AUTO_CANDIDATES_ABOVE
+        return replace(plan, n_buckets_requested=n_buckets, exact=exact)
 
 
 class Explorer:
-    """The panel: controls wired to :func:`explore_view` and :func:`explore_figure`.
+    """The panel: controls wired to the logic of :func:`explore_view` and the figure of
+    :func:`explore_figure`.
 
     Attributes (ipywidgets): ``n_buckets`` (IntSlider), ``rule`` (Dropdown:
     ``batch_size``/``max_tokens``), ``rule_value`` (BoundedIntText), ``method`` (Dropdown),
     ``edges`` (Text, evaluated on Enter), ``status`` and ``table`` (HTML), ``image`` (Image,
     the figure as PNG), ``widget`` (the whole VBox).  ``view`` is the last
-    :class:`ExplorerView`; ``error`` the last problem with the edited edges (or ``None``).
+    :class:`ExplorerView`; ``error`` the last problem with the edited edges (or ``None``);
+    ``plot`` the :class:`analysis.plots.EdgesOnHistogram` the image shows, one figure
+    updated in place.  Placed plans are kept (see the module docstring): only a new
+    (method, batch rule) runs the optimiser.
     """
 
     def __init__(
@@ -181,6 +259,10 @@ class Explorer:
         self.view: ExplorerView | None = None
         self.error: str | None = None
         self._busy = False
+        self._plans = _Plans(self.hist, k_max)
+        from analysis.plots import EdgesOnHistogram
+
+        self.plot: EdgesOnHistogram = EdgesOnHistogram(self.hist)
 
         ((name, value),) = ((k, v) for k, v in rule.kwargs().items() if k != "pad_to_multiple_of")
         style = {"description_width": "initial"}
@@ -229,31 +311,16 @@ class Explorer:
     def place_edges(self) -> None:
         """Place edges with the current K, method and batch rule, and show them."""
         try:
-            rule = self._rule()
-            view = explore_view(
-                self.hist,
-                n_buckets=int(self.n_buckets.value),
-                method=str(self.method.value),
-                batch_size=rule.batch_size,
-                max_tokens=rule.max_tokens,
-                pad_to_multiple_of=rule.pad_to_multiple_of,
-            )
+            plan = self._plans.plan(int(self.n_buckets.value), self._rule(), str(self.method.value))
         except ValueError as exc:
             self._show_error(str(exc))
             return
-        self._show(view)
+        self._show(ExplorerView(plan, plan.method))
 
     def evaluate_edges(self, text: str) -> None:
         """Evaluate the edges typed in the box (no optimisation) and show them."""
         try:
-            rule = self._rule()
-            view = explore_view(
-                self.hist,
-                edges=text,
-                batch_size=rule.batch_size,
-                max_tokens=rule.max_tokens,
-                pad_to_multiple_of=rule.pad_to_multiple_of,
-            )
+            view = _edited_view(self.hist, text, self._rule())
         except ValueError as exc:
             self._show_error(str(exc))
             return
@@ -261,7 +328,8 @@ class Explorer:
 
     # -------------------------------------------------------------- observers
     def _on_control(self, change: dict[str, Any]) -> None:
-        self.place_edges()
+        if not self._busy:  # _on_rule sets the value and then places once
+            self.place_edges()
 
     def _on_rule(self, change: dict[str, Any]) -> None:
         default = (
@@ -291,7 +359,8 @@ class Explorer:
         self.status.value = f"<b>{html.escape(view.status())}</b>"
         with pd.option_context("display.precision", 4):
             self.table.value = view.to_frame().to_html(float_format=lambda x: f"{x:,.4f}")
-        self.image.value = _png(explore_figure(self.hist, view))
+        self.plot.show(view.plan, title=_title(view))
+        self.image.value = self.plot.png()
 
     def _show_error(self, message: str) -> None:
         self.error = message

@@ -8,8 +8,10 @@ import sys
 import numpy as np
 import pytest
 
-from analysis import BatchRule, LengthHistogram, optimize_edges
+from analysis import BatchRule, LengthHistogram, expected_padding, explorer, optimize_edges
 from analysis.explorer import Explorer, ExplorerView, explore, explore_figure, explore_view
+from analysis.plots import EdgesOnHistogram, plot_edges_on_histogram
+from analysis.waste import tokens_text
 
 HIST = LengthHistogram.from_lengths(np.random.default_rng(5).integers(10, 2_000, size=4_000))
 
@@ -131,3 +133,153 @@ def test_pad_to_multiple_of_survives_every_control():
     assert panel.view.plan.rule == BatchRule(max_tokens=8 * HIST.max, pad_to_multiple_of=64)
     panel.edges.value = "0 500 1999"
     assert panel.view.source == "edited" and panel.view.plan.rule.pad_to_multiple_of == 64
+
+
+# ------------------------------------------------------------------ interactive speed (issue 14)
+def _shown(panel):
+    """What the panel displays: status text, table rows' efficiencies, drawn edges, title."""
+    return (
+        panel.status.value,
+        panel.table.value,
+        panel.plot.edge_positions(),
+        panel.plot.ax.get_title(),
+    )
+
+
+def _expected_display(source, est):
+    """The same display computed from an independent padding estimate."""
+    plural = "" if est.n_buckets == 1 else "s"
+    status = (
+        f"<b>{source}, {est.n_buckets} bucket{plural}: efficiency {est.efficiency:.4f}, padded tokens "
+        f"{tokens_text(est.padded_tokens)} for {est.useful_tokens:,} useful "
+        f"(waste {tokens_text(est.waste_tokens)})</b>"
+    )
+    title = f"{source} edges, {est.n_buckets} buckets: expected efficiency {est.efficiency:.1%}"
+    return status, list(est.edges[1:-1]), title
+
+
+def _check_display(panel, source, est):
+    status, interior, title = _expected_display(source, est)
+    shown_status, table, drawn, shown_title = _shown(panel)
+    assert shown_status == status
+    assert drawn == interior
+    assert shown_title.startswith(title + "\n")
+    effs = [f"{x:,.4f}" for x in est.to_frame()["efficiency"]]
+    cells = [table.index(f"<td>{e}</td>") for e in effs]  # every bucket's efficiency, in order
+    assert cells == sorted(cells) and table.count("<tr>") == 1 + est.n_buckets
+
+
+def test_displayed_numbers_equal_the_engine_after_every_interaction():
+    panel = explore(HIST, batch_size=8, n_buckets=3)
+    figure = panel.plot.figure
+    rule = BatchRule(batch_size=8)
+    pngs = [panel.image.value]
+
+    def step(source, plan):
+        assert panel.view.plan == plan  # the whole plan: estimate, objective, exact, K requested
+        _check_display(panel, source, expected_padding(HIST, plan.edges, plan.rule))
+        assert panel.image.value != pngs[-1] and panel.plot.figure is figure
+        pngs.append(panel.image.value)
+
+    panel.n_buckets.value = 7
+    step("optimal", optimize_edges(HIST, 7, rule))
+    panel.n_buckets.value = 2
+    step("optimal", optimize_edges(HIST, 2, rule))
+    panel.method.value = "equal_tokens"
+    step("equal_tokens", optimize_edges(HIST, 2, rule, method="equal_tokens"))
+    panel.edges.value = "0, 250, 1100, 1999"  # move edges by hand: the padding model only
+    edited = expected_padding(HIST, [0, 250, 1100, 1999], rule)
+    assert panel.view.plan.estimate == edited
+    _check_display(panel, "edited", edited)
+    panel.method.value = "optimal"
+    step("optimal", optimize_edges(HIST, 2, rule))
+    panel.rule_value.value = 3
+    step("optimal", optimize_edges(HIST, 2, batch_size=3))
+    panel.rule.value = "max_tokens"
+    step("optimal", optimize_edges(HIST, 2, max_tokens=8 * HIST.max))
+    panel.n_buckets.value = 16
+    step("optimal", optimize_edges(HIST, 16, max_tokens=8 * HIST.max))
+
+
+def test_every_k_from_the_one_sweep_is_the_optimize_edges_plan():
+    panel = explore(HIST, batch_size=5, n_buckets=1, pad_to_multiple_of=8)
+    rule = BatchRule(batch_size=5, pad_to_multiple_of=8)
+    for k in range(1, 17):
+        panel.n_buckets.value = k
+        assert panel.view.plan == optimize_edges(HIST, k, rule), k
+
+
+def test_the_optimiser_runs_once_per_method_and_batch_rule(monkeypatch):
+    calls = {"sweep": 0, "optimize": 0}
+
+    def counted(name, real):
+        def wrapper(*args, **kwargs):
+            calls[name] += 1
+            return real(*args, **kwargs)
+
+        return wrapper
+
+    monkeypatch.setattr(explorer, "sweep_bucket_counts", counted("sweep", explorer.sweep_bucket_counts))
+    monkeypatch.setattr(explorer, "optimize_edges", counted("optimize", explorer.optimize_edges))
+    panel = explore(HIST, batch_size=8, n_buckets=4)
+    assert calls == {"sweep": 1, "optimize": 0}
+    for k in [*range(1, 17), *range(16, 0, -1)]:  # drag the slider all the way and back
+        panel.n_buckets.value = k
+    panel.edges.value = "0, 700, 1999"  # an edited edge needs no optimiser
+    assert calls == {"sweep": 1, "optimize": 0}
+    panel.method.value = "equal_count"  # a field rule: placed per K, once each
+    panel.n_buckets.value = 3
+    panel.n_buckets.value = 1
+    panel.n_buckets.value = 3
+    assert calls == {"sweep": 1, "optimize": 2}
+    panel.method.value = "optimal"  # seen before: a lookup
+    assert calls == {"sweep": 1, "optimize": 2}
+    panel.rule_value.value = 16  # a new batch rule: one new pass
+    panel.rule_value.value = 8  # back: a lookup
+    assert calls == {"sweep": 2, "optimize": 2}
+    assert panel.view.plan == optimize_edges(HIST, 3, batch_size=8)
+
+
+def test_live_figure_draws_what_the_static_figure_draws():
+    live = EdgesOnHistogram(HIST)
+    wide = optimize_edges(HIST, 12, batch_size=8)
+    live.show(wide)  # then fewer buckets: the extra lines and labels must go
+    plan = optimize_edges(HIST, 3, batch_size=8)
+    live.show(plan)
+    static = plot_edges_on_histogram(HIST, plan)
+    ax = static.axes[0]
+    assert live.edge_positions() == [line.get_xdata()[0] for line in ax.lines] == plan.edges[1:-1]
+    assert live.labels() == [t.get_text() for t in ax.texts] and len(live.labels()) == 3
+    assert live.ax.get_title() == ax.get_title()
+    np.testing.assert_allclose(live._bars.get_facecolors(), [p.get_facecolor() for p in ax.patches])
+    assert live.png()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_plan_from_the_candidate_grid_says_it_is_not_proven_exact():
+    wide = LengthHistogram.from_lengths(np.arange(1, 25_001))  # above AUTO_CANDIDATES_ABOVE lengths
+    panel = explore(wide, batch_size=8, n_buckets=2)
+    assert panel.view.plan == optimize_edges(wide, 2, batch_size=8) and not panel.view.plan.exact
+
+
+def test_switching_the_batch_rule_places_and_draws_once(monkeypatch):
+    panel = explore(HIST, batch_size=8, n_buckets=3)
+    drawn = []
+    real_png = panel.plot.png
+    monkeypatch.setattr(panel.plot, "png", lambda: drawn.append(1) or real_png())
+    panel.rule.value = "max_tokens"  # also sets rule_value: one placement, one redraw
+    assert len(drawn) == 1 and panel._plans.sweeps == 2
+    assert panel.view.plan == optimize_edges(HIST, 3, max_tokens=8 * HIST.max)
+
+
+def test_live_figure_renders_the_pixels_of_a_full_draw():
+    live = EdgesOnHistogram(HIST)
+    for plan in (
+        optimize_edges(HIST, 6, batch_size=8),
+        optimize_edges(HIST, 2, batch_size=64, method="geometric"),  # below 50 %: a new colour scale
+        optimize_edges(HIST, 12, batch_size=8),
+    ):
+        live.show(plan)
+        fast = live.render().astype(int)  # the kept background and the changing artists
+        live.figure.canvas.draw()
+        full = np.asarray(live.figure.canvas.buffer_rgba()).astype(int)
+        assert np.abs(fast - full).max() <= 1  # antialiasing of the spine over the bars, at most
