@@ -6,9 +6,19 @@ this module is importable as ``_common``.
 
 from __future__ import annotations
 
+import atexit
+import importlib
+import io
+import shutil
 import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from analysis.case import CASE_MAX_LENGTH
@@ -40,3 +50,43 @@ def shared_histogram(name: str, max_len: int = CASE_MAX_LENGTH) -> LengthHistogr
     """``../shared/data/NAME.npy`` clipped at ``max_len``, or None when it is not there."""
     path = SHARED_DATA / f"{name}.npy"
     return load_lengths(path).clip(max_len) if path.exists() else None
+
+
+def previous_analysis(rev: str) -> ModuleType | None:
+    """The ``analysis`` package as of git revision ``rev``, imported in this process beside the
+    current one (its modules registered as ``analysis_previous.*``), so a benchmark can time
+    both in one run; None when ``rev`` cannot be read (no git, a shallow clone).
+
+    Call it after importing the current ``analysis``: the current modules are set aside while
+    the old ones load, then put back.  Old code that imports ``analysis`` lazily, inside a
+    function, would get the current package; the simulation path does not.
+    """
+    try:
+        archive = subprocess.run(
+            ["git", "-C", str(PROJECT_ROOT), "archive", "--format=tar", rev, "analysis"],
+            capture_output=True,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    root = Path(tempfile.mkdtemp(prefix="analysis_previous_"))
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(root, filter="data")
+
+    def ours(name: str) -> bool:
+        return name == "analysis" or name.startswith("analysis.")
+
+    current = {name: sys.modules.pop(name) for name in list(sys.modules) if ours(name)}
+    sys.path.insert(0, str(root))
+    try:
+        old = importlib.import_module("analysis")
+        for sub in ("simulation", "strategies", "sampler", "batching"):
+            importlib.import_module(f"analysis.{sub}")
+    finally:
+        sys.path.remove(str(root))
+        loaded = {name: sys.modules.pop(name) for name in list(sys.modules) if ours(name)}
+        sys.modules.update(current)
+    for name, module in loaded.items():
+        sys.modules["analysis_previous" + name.removeprefix("analysis")] = module
+    return old
