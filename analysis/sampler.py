@@ -133,6 +133,7 @@ class _Layout:
     sync_buckets: bool
     drop_last: bool
     n_samples: int
+    every_sample_once: bool  # slot_source is 0, 1, ..., n_samples - 1 (no repeats, no drops)
 
     @property
     def n_batches(self) -> int:
@@ -173,34 +174,40 @@ def _layout(
     w = world_size
     counts = np.bincount(bucket, minlength=len(sizes)).tolist()
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64).tolist()
-    sources, batch_len, batch_bucket = [], [], []
-    for i, (start, count, size) in enumerate(zip(starts, counts, sizes)):
+    sources, batch_len, n_batches = [], [], []
+    every_sample_once = True  # slot i holds grouped sample i
+    for start, count, size in zip(starts, counts, sizes):
         full, rem = divmod(count, size)
         if drop_last:
             n_full = (full // w) * w if sync_buckets else full
-            lens, used, extra = [size] * n_full, n_full * size, 0
+            lens, used, extra = np.full(n_full, size, dtype=np.int64), n_full * size, 0
         else:
-            lens = [size] * full + ([rem] if rem else [])
-            extra = (-len(lens)) % w if sync_buckets else 0
-            lens += [size] * extra
+            own = full + (1 if rem else 0)
+            extra = (-own) % w if sync_buckets else 0
+            lens = np.full(own + extra, size, dtype=np.int64)
+            if rem:
+                lens[full] = rem
             used = count
         slots = used + extra * size
-        if slots:
+        every_sample_once &= slots == count
+        if slots <= count:  # a prefix of the bucket: no repeats
+            sources.append(np.arange(start, start + slots, dtype=np.int64))
+        else:
             sources.append(start + np.arange(slots, dtype=np.int64) % count)
-        batch_len += lens
-        batch_bucket += [i] * len(lens)
-    offsets = np.zeros(len(batch_len) + 1, dtype=np.int64)
-    np.cumsum(batch_len, out=offsets[1:])
-    slot_source = np.concatenate(sources) if sources else np.zeros(0, dtype=np.int64)
+        batch_len.append(lens)
+        n_batches.append(lens.size)
+    offsets = np.zeros(sum(n_batches) + 1, dtype=np.int64)
+    np.cumsum(np.concatenate(batch_len) if batch_len else [], out=offsets[1:])
     return _Layout(
         _small_keys(bucket),
-        slot_source,
+        np.concatenate(sources) if sources else np.zeros(0, dtype=np.int64),
         offsets,
-        np.array(batch_bucket, dtype=np.int64),
+        np.repeat(np.arange(len(sizes), dtype=np.int64), n_batches),
         w,
         bool(sync_buckets),
         bool(drop_last),
         int(bucket.size),
+        every_sample_once,
     )
 
 
@@ -210,7 +217,8 @@ def _gather(order: np.ndarray, offsets: np.ndarray, perm: np.ndarray) -> tuple[n
     new_offsets = np.zeros(perm.size + 1, dtype=np.int64)
     np.cumsum(sizes, out=new_offsets[1:])
     shift = np.repeat(offsets[:-1][perm] - new_offsets[:-1], sizes)
-    return order[np.arange(int(new_offsets[-1]), dtype=np.int64) + shift], new_offsets
+    shift += np.arange(shift.size, dtype=np.int64)
+    return order[shift], new_offsets
 
 
 def _draw(layout: _Layout, rng: np.random.Generator) -> BucketedEpoch:
@@ -218,7 +226,7 @@ def _draw(layout: _Layout, rng: np.random.Generator) -> BucketedEpoch:
     n, w = layout.n_samples, layout.world_size
     perm = rng.permutation(n).astype(np.int64, copy=False)
     grouped = perm[np.argsort(layout.bucket_keys[perm], kind="stable")]
-    flat = grouped[layout.slot_source]
+    flat = grouped if layout.every_sample_once else grouped[layout.slot_source]
     m = layout.n_batches
     if layout.sync_buckets:
         steps = rng.permutation(m // w).astype(np.int64, copy=False)
