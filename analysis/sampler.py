@@ -126,14 +126,15 @@ class _Layout:
     """What a bucketed epoch looks like before the shuffles (depends only on bucket counts)."""
 
     bucket_keys: np.ndarray  # per-sample bucket, narrow unsigned dtype (a radix argsort)
-    slot_source: np.ndarray  # flat slot -> position in the bucket-grouped shuffled samples
+    # flat slot -> position in the bucket-grouped shuffled samples; None when that is the
+    # identity (every sample in exactly one slot: no repeats, no drops)
+    slot_source: np.ndarray | None
     offsets: np.ndarray  # batch offsets over the slots, bucket-major
     batch_buckets: np.ndarray
     world_size: int
     sync_buckets: bool
     drop_last: bool
     n_samples: int
-    every_sample_once: bool  # slot_source is 0, 1, ..., n_samples - 1 (no repeats, no drops)
 
     @property
     def n_batches(self) -> int:
@@ -175,7 +176,6 @@ def _layout(
     counts = np.bincount(bucket, minlength=len(sizes)).tolist()
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64).tolist()
     sources, batch_len, n_batches = [], [], []
-    every_sample_once = True  # slot i holds grouped sample i
     for start, count, size in zip(starts, counts, sizes):
         full, rem = divmod(count, size)
         if drop_last:
@@ -189,25 +189,36 @@ def _layout(
                 lens[full] = rem
             used = count
         slots = used + extra * size
-        every_sample_once &= slots == count
-        if slots <= count:  # a prefix of the bucket: no repeats
-            sources.append(np.arange(start, start + slots, dtype=np.int64))
-        else:
-            sources.append(start + np.arange(slots, dtype=np.int64) % count)
+        sources.append((start, slots, count))
         batch_len.append(lens)
         n_batches.append(lens.size)
     offsets = np.zeros(sum(n_batches) + 1, dtype=np.int64)
     np.cumsum(np.concatenate(batch_len) if batch_len else [], out=offsets[1:])
     return _Layout(
         _small_keys(bucket),
-        np.concatenate(sources) if sources else np.zeros(0, dtype=np.int64),
+        _slot_source(sources),
         offsets,
         np.repeat(np.arange(len(sizes), dtype=np.int64), n_batches),
         w,
         bool(sync_buckets),
         bool(drop_last),
         int(bucket.size),
-        every_sample_once,
+    )
+
+
+def _slot_source(buckets: list[tuple[int, int, int]]) -> np.ndarray | None:
+    """Flat slot -> grouped sample, from each bucket's ``(start, slots, count)``: the bucket's
+    samples in order, cycling when it has more slots than samples (repeats), a prefix when
+    fewer (drops); None when every bucket has one slot per sample (the identity)."""
+    if all(slots == count for _, slots, count in buckets):
+        return None
+    return np.concatenate(
+        [
+            np.arange(start, start + slots, dtype=np.int64)
+            if slots <= count
+            else start + np.arange(slots, dtype=np.int64) % count
+            for start, slots, count in buckets
+        ]
     )
 
 
@@ -226,7 +237,7 @@ def _draw(layout: _Layout, rng: np.random.Generator) -> BucketedEpoch:
     n, w = layout.n_samples, layout.world_size
     perm = rng.permutation(n).astype(np.int64, copy=False)
     grouped = perm[np.argsort(layout.bucket_keys[perm], kind="stable")]
-    flat = grouped if layout.every_sample_once else grouped[layout.slot_source]
+    flat = grouped if layout.slot_source is None else grouped[layout.slot_source]
     m = layout.n_batches
     if layout.sync_buckets:
         steps = rng.permutation(m // w).astype(np.int64, copy=False)
