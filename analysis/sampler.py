@@ -224,12 +224,47 @@ def _slot_source(buckets: list[tuple[int, int, int]]) -> np.ndarray | None:
 
 def _gather(order: np.ndarray, offsets: np.ndarray, perm: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The batches ``order[offsets[b]:offsets[b+1]]`` in the order ``perm`` (repeats allowed)."""
-    sizes = np.diff(offsets)[perm]
+    src_sizes = np.diff(offsets)
+    sizes = src_sizes[perm]
     new_offsets = np.zeros(perm.size + 1, dtype=np.int64)
     np.cumsum(sizes, out=new_offsets[1:])
+    width = int(src_sizes.max()) if src_sizes.size else 0
+    if width > 1 and np.count_nonzero(src_sizes != width) <= _MAX_SHORT_BATCHES:
+        return _gather_rows(order, offsets, perm, width), new_offsets
     shift = np.repeat(offsets[:-1][perm] - new_offsets[:-1], sizes)
     shift += np.arange(shift.size, dtype=np.int64)
     return order[shift], new_offsets
+
+
+#: :func:`_gather` copies whole rows when at most this many batches are short of the longest.
+_MAX_SHORT_BATCHES = 64
+
+
+def _gather_rows(order: np.ndarray, offsets: np.ndarray, perm: np.ndarray, width: int) -> np.ndarray:
+    """:func:`_gather` when nearly every batch is ``width`` long: the batches laid out as rows
+    of ``width`` slots (block copies; a short batch padded), the rows taken whole in the order
+    ``perm`` (a copy per batch, not an index per sample: several times faster on a random
+    order), the padding dropped."""
+    src_sizes = np.diff(offsets)
+    m = src_sizes.size
+    rows = np.empty((m, width), dtype=order.dtype)
+    done = 0  # batches laid out
+    for short in np.flatnonzero(src_sizes != width).tolist() + [m]:
+        rows[done:short] = order[offsets[done] : offsets[short]].reshape(short - done, width)
+        if short < m:
+            rows[short, : src_sizes[short]] = order[offsets[short] : offsets[short + 1]]
+        done = short + 1
+    out = np.take(rows, perm, axis=0).ravel()
+    sizes = src_sizes[perm]
+    short_rows = np.flatnonzero(sizes < width)
+    if short_rows.size == 0:
+        return out
+    keep, start = [], 0  # the slices of `out` between the padding
+    for row, size in zip(short_rows.tolist(), sizes[short_rows].tolist()):
+        keep.append(out[start : row * width + size])
+        start = (row + 1) * width
+    keep.append(out[start:])
+    return np.concatenate(keep)
 
 
 def _draw(layout: _Layout, rng: np.random.Generator) -> BucketedEpoch:
@@ -241,7 +276,7 @@ def _draw(layout: _Layout, rng: np.random.Generator) -> BucketedEpoch:
     m = layout.n_batches
     if layout.sync_buckets:
         steps = rng.permutation(m // w).astype(np.int64, copy=False)
-        order = (steps[:, None] * w + np.arange(w, dtype=np.int64)).ravel()
+        order = steps if w == 1 else (steps[:, None] * w + np.arange(w, dtype=np.int64)).ravel()
     else:
         order = rng.permutation(m).astype(np.int64, copy=False)
         order = np.resize(order, layout.n_steps * w) if order.size else order
