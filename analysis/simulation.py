@@ -386,17 +386,30 @@ def _narrowest(lengths: np.ndarray) -> np.ndarray:
 
 
 def _splitmix64(x: np.ndarray) -> np.ndarray:
-    """SplitMix64 finaliser, elementwise on ``uint64`` (wrapping arithmetic), as a new array."""
-    z = x + np.uint64(0x9E3779B97F4A7C15)
-    t = z >> np.uint64(30)  # in place from here: two arrays in all
-    z ^= t
-    z *= np.uint64(0xBF58476D1CE4E5B9)
-    np.right_shift(z, np.uint64(27), out=t)
-    z ^= t
-    z *= np.uint64(0x94D049BB133111EB)
-    np.right_shift(z, np.uint64(31), out=t)
-    z ^= t
-    return z
+    """SplitMix64 finaliser, elementwise on ``uint64`` (wrapping arithmetic), as a new array.
+
+    In place, block by block: ten passes over a block that stays in the cache cost about half
+    of ten passes over a 900k-element array.
+    """
+    out = np.array(x, dtype=np.uint64)
+    tmp = np.empty(min(out.size, _MIX_BLOCK), dtype=np.uint64)
+    for start in range(0, out.size, _MIX_BLOCK):
+        z = out[start : start + _MIX_BLOCK]
+        t = tmp[: z.size]
+        z += np.uint64(0x9E3779B97F4A7C15)
+        np.right_shift(z, np.uint64(30), out=t)
+        z ^= t
+        z *= np.uint64(0xBF58476D1CE4E5B9)
+        np.right_shift(z, np.uint64(27), out=t)
+        z ^= t
+        z *= np.uint64(0x94D049BB133111EB)
+        np.right_shift(z, np.uint64(31), out=t)
+        z ^= t
+    return out
+
+
+#: Elements per block of :func:`_splitmix64` (128 KiB of ``uint64``).
+_MIX_BLOCK = 1 << 14
 
 
 def _exact_sum(x: np.ndarray) -> int:
@@ -453,7 +466,7 @@ def _measure_epoch(
         per_step = np.add.reduceat(useful, step_starts).astype(float)
         step_size = np.add.reduceat(size, step_starts)
     # a batch's hash: the wrapping sum of its samples' mixed indices, mixed with its size
-    mixed = _splitmix64(epoch.indices.astype(np.uint64))
+    mixed = _splitmix64(epoch.indices)
     hashes = np.add.reduceat(mixed, starts) ^ _splitmix64(size.astype(np.uint64))
     row: dict[str, Any] = {
         "epoch": number,
@@ -465,7 +478,7 @@ def _measure_epoch(
         "steps": int(step_starts.size),
         "tokens_per_step_mean": float(per_step.mean()),
         "tokens_per_step_cv": _cv(per_step),
-        "within_batch_cv": _within_batch_cv(lengths, starts, size, useful),
+        "within_batch_cv": _within_batch_cv(lengths, starts, size, useful, longest),
         # per optimizer step (all ranks' batches together), in order: with one rank, per batch
         "lag1_autocorr": _lag1_autocorr(per_step / step_size),
         "composition_repeat": 0.0,
@@ -492,13 +505,16 @@ def _cv(x: np.ndarray) -> float:
     return float(x.std()) / mean if mean else float("nan")
 
 
-def _within_batch_cv(lengths: np.ndarray, starts: np.ndarray, size: np.ndarray, useful: np.ndarray) -> float:
-    """Mean over batches of std/mean of the lengths in the batch (population std).
+def _within_batch_cv(
+    lengths: np.ndarray, starts: np.ndarray, size: np.ndarray, useful: np.ndarray, longest: np.ndarray
+) -> float:
+    """Mean over batches of std/mean of the lengths in the batch (population std); ``useful``
+    and ``longest`` are the batches' sums and maxima.
 
     ``std / mean = sqrt(size * sum(L**2) - sum(L)**2) / sum(L)``, computed exactly in
     ``int64`` when it cannot overflow.
     """
-    top = int(lengths.max())
+    top = int(longest.max())
     if int(size.max()) ** 2 * top * top < 2**62:
         sq = np.add.reduceat(lengths * lengths, starts)
         spread = (size * sq - useful * useful).astype(float)
