@@ -386,30 +386,65 @@ def _narrowest(lengths: np.ndarray) -> np.ndarray:
 
 
 def _splitmix64(x: np.ndarray) -> np.ndarray:
-    """SplitMix64 finaliser, elementwise on ``uint64`` (wrapping arithmetic), as a new array.
-
-    In place, block by block: ten passes over a block that stays in the cache cost about half
-    of ten passes over a 900k-element array.
-    """
+    """SplitMix64 finaliser, elementwise on ``uint64`` (wrapping arithmetic), as a new array."""
     out = np.array(x, dtype=np.uint64)
-    tmp = np.empty(min(out.size, _MIX_BLOCK), dtype=np.uint64)
-    for start in range(0, out.size, _MIX_BLOCK):
-        z = out[start : start + _MIX_BLOCK]
-        t = tmp[: z.size]
-        z += np.uint64(0x9E3779B97F4A7C15)
-        np.right_shift(z, np.uint64(30), out=t)
-        z ^= t
-        z *= np.uint64(0xBF58476D1CE4E5B9)
-        np.right_shift(z, np.uint64(27), out=t)
-        z ^= t
-        z *= np.uint64(0x94D049BB133111EB)
-        np.right_shift(z, np.uint64(31), out=t)
-        z ^= t
+    tmp = np.empty(min(out.size, _BLOCK), dtype=np.uint64)
+    for start in range(0, out.size, _BLOCK):
+        _mix_in_place(out[start : start + _BLOCK], tmp)
     return out
 
 
-#: Elements per block of :func:`_splitmix64` (128 KiB of ``uint64``).
-_MIX_BLOCK = 1 << 14
+def _mix_in_place(z: np.ndarray, tmp: np.ndarray) -> None:
+    """:func:`_splitmix64` of the ``uint64`` array ``z`` in place (``tmp``: scratch, as long)."""
+    t = tmp[: z.size]
+    z += np.uint64(0x9E3779B97F4A7C15)
+    np.right_shift(z, np.uint64(30), out=t)
+    z ^= t
+    z *= np.uint64(0xBF58476D1CE4E5B9)
+    np.right_shift(z, np.uint64(27), out=t)
+    z ^= t
+    z *= np.uint64(0x94D049BB133111EB)
+    np.right_shift(z, np.uint64(31), out=t)
+    z ^= t
+
+
+#: Samples per block of the per-batch sums: ten passes over a block that stays in the cache
+#: cost about half of ten passes over a 900k-sample epoch.
+_BLOCK = 1 << 14
+
+
+def _batch_sums(
+    narrow: np.ndarray, indices: np.ndarray, offsets: np.ndarray, squares: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]:
+    """Per batch of an epoch (``indices`` cut at ``offsets``; ``narrow``: the samples' lengths):
+    the longest length, the sum of the lengths and, when ``squares``, the sum of their squares
+    (``int64``, exact: the caller checked they fit), and the wrapping sum of the
+    :func:`_splitmix64`-mixed indices (``uint64``).  Block by block of whole batches, so every
+    pass reads data still in the cache."""
+    m = offsets.size - 1
+    longest, useful = np.empty(m, dtype=np.int64), np.empty(m, dtype=np.int64)
+    square_sums = np.empty(m, dtype=np.int64) if squares else None
+    mixed = np.empty(m, dtype=np.uint64)
+    # blocks start at the batches holding samples 0, _BLOCK, 2 * _BLOCK, ...
+    firsts = np.searchsorted(offsets, np.arange(0, int(offsets[-1]), _BLOCK, dtype=np.int64), side="right") - 1
+    cuts = [*np.unique(firsts).tolist(), m]
+    tmp = np.empty(_BLOCK, dtype=np.uint64)
+    for b0, b1 in zip(cuts[:-1], cuts[1:]):
+        a, z = int(offsets[b0]), int(offsets[b1])
+        local = offsets[b0:b1] - a
+        block = indices[a:z]
+        lengths = narrow[block].astype(np.int64)
+        longest[b0:b1] = np.maximum.reduceat(lengths, local)
+        useful[b0:b1] = np.add.reduceat(lengths, local)
+        if square_sums is not None:
+            np.multiply(lengths, lengths, out=lengths)
+            square_sums[b0:b1] = np.add.reduceat(lengths, local)
+        mix = block.astype(np.uint64)
+        if mix.size > tmp.size:
+            tmp = np.empty(mix.size, dtype=np.uint64)
+        _mix_in_place(mix, tmp)
+        mixed[b0:b1] = np.add.reduceat(mix, local)
+    return longest, useful, square_sums, mixed
 
 
 def _exact_sum(x: np.ndarray) -> int:
@@ -434,9 +469,8 @@ def _measure_epoch(
     ``narrow`` is ``builder.lengths`` in a narrow dtype (:func:`_narrowest`)."""
     starts = epoch.offsets[:-1]
     size = np.diff(epoch.offsets)
-    lengths = narrow[epoch.indices].astype(np.int64)
-    longest = np.maximum.reduceat(lengths, starts)
-    useful = np.add.reduceat(lengths, starts)
+    exact_squares = _int64_squares(size, builder.hist.max)
+    longest, useful, square_sums, mixed = _batch_sums(narrow, epoch.indices, epoch.offsets, exact_squares)
     if builder.strategy == "packing":
         padded = np.full(size.size, builder.max_tokens, dtype=np.int64)
     else:
@@ -466,8 +500,11 @@ def _measure_epoch(
         per_step = np.add.reduceat(useful, step_starts).astype(float)
         step_size = np.add.reduceat(size, step_starts)
     # a batch's hash: the wrapping sum of its samples' mixed indices, mixed with its size
-    mixed = _splitmix64(epoch.indices)
-    hashes = np.add.reduceat(mixed, starts) ^ _splitmix64(size.astype(np.uint64))
+    hashes = mixed ^ _splitmix64(size)
+    if square_sums is None:  # pragma: no cover - batches of more than ~10^4 samples of ~10^5 tokens
+        within = _within_batch_cv(narrow[epoch.indices].astype(np.int64), starts, size, useful, longest)
+    else:
+        within = _within_cv(square_sums, size, useful)
     row: dict[str, Any] = {
         "epoch": number,
         "efficiency": useful_total / padded_total,
@@ -478,7 +515,7 @@ def _measure_epoch(
         "steps": int(step_starts.size),
         "tokens_per_step_mean": float(per_step.mean()),
         "tokens_per_step_cv": _cv(per_step),
-        "within_batch_cv": _within_batch_cv(lengths, starts, size, useful, longest),
+        "within_batch_cv": within,
         # per optimizer step (all ranks' batches together), in order: with one rank, per batch
         "lag1_autocorr": _lag1_autocorr(per_step / step_size),
         "composition_repeat": 0.0,
@@ -505,23 +542,31 @@ def _cv(x: np.ndarray) -> float:
     return float(x.std()) / mean if mean else float("nan")
 
 
+def _int64_squares(size: np.ndarray, longest: int) -> bool:
+    """Whether ``size * sum(L**2)`` of every batch fits ``int64`` (``longest``: the longest
+    length, or a bound on it)."""
+    return int(size.max()) ** 2 * longest * longest < 2**62
+
+
+def _within_cv(square_sums: np.ndarray, size: np.ndarray, useful: np.ndarray) -> float:
+    """Mean over batches of std/mean of the lengths in the batch (population std), from the
+    batches' exact ``int64`` sums of squares and sums:
+    ``std / mean = sqrt(size * sum(L**2) - sum(L)**2) / sum(L)``."""
+    spread = (size * square_sums - useful * useful).astype(float)
+    return float(np.mean(np.sqrt(spread) / useful))
+
+
 def _within_batch_cv(
     lengths: np.ndarray, starts: np.ndarray, size: np.ndarray, useful: np.ndarray, longest: np.ndarray
 ) -> float:
-    """Mean over batches of std/mean of the lengths in the batch (population std); ``useful``
-    and ``longest`` are the batches' sums and maxima.
-
-    ``std / mean = sqrt(size * sum(L**2) - sum(L)**2) / sum(L)``, computed exactly in
-    ``int64`` when it cannot overflow.
-    """
-    top = int(longest.max())
-    if int(size.max()) ** 2 * top * top < 2**62:
-        sq = np.add.reduceat(lengths * lengths, starts)
-        spread = (size * sq - useful * useful).astype(float)
-    else:  # pragma: no cover - batches of more than ~10^4 samples of ~10^5 tokens
-        lf = lengths.astype(float)
-        sq = np.add.reduceat(lf * lf, starts)
-        spread = np.maximum(size * sq - useful.astype(float) ** 2, 0.0)
+    """:func:`_within_cv` from the samples' ``lengths`` (the batches starting at ``starts``);
+    ``useful`` and ``longest`` are the batches' sums and maxima.  Exact in ``int64`` when it
+    cannot overflow, else in floats."""
+    if _int64_squares(size, int(longest.max())):
+        return _within_cv(np.add.reduceat(lengths * lengths, starts), size, useful)
+    lf = lengths.astype(float)  # batches of more than ~10^4 samples of ~10^5 tokens
+    sq = np.add.reduceat(lf * lf, starts)
+    spread = np.maximum(size * sq - useful.astype(float) ** 2, 0.0)
     return float(np.mean(np.sqrt(spread) / useful))
 
 
