@@ -148,10 +148,12 @@ class _Layout:
         return m // w if self.drop_last else -(-m // w)
 
 
-def _small_keys(values: np.ndarray) -> np.ndarray:
-    """``values`` (non-negative ints) in the narrowest unsigned dtype, so a stable argsort
-    of them is a radix sort (NumPy does that for 16-bit keys and narrower)."""
-    top = int(values.max()) if values.size else 0
+def _small_keys(values: np.ndarray, top: int | None = None) -> np.ndarray:
+    """``values`` (non-negative ints, at most ``top`` when given) in the narrowest unsigned
+    dtype, so a stable argsort of them is a radix sort (NumPy does that for 16-bit keys and
+    narrower)."""
+    if top is None:
+        top = int(values.max()) if values.size else 0
     for dtype in (np.uint8, np.uint16, np.uint32):
         if top <= np.iinfo(dtype).max:
             return values.astype(dtype)
@@ -168,12 +170,18 @@ def _layout(
     """Per-bucket batches (and the repeats or drops that make whole steps)."""
     bucket = np.asarray(bucket_of_sample, dtype=np.int64)
     sizes = [int(s) for s in batch_sizes]
-    if bucket.ndim != 1 or (bucket.size and (bucket.min() < 0 or bucket.max() >= len(sizes))):
-        raise ValueError(f"bucket_of_sample must be 1-D with values in [0, {len(sizes)})")
+    bad = ValueError(f"bucket_of_sample must be 1-D with values in [0, {len(sizes)})")
+    if bucket.ndim != 1:
+        raise bad
+    try:  # the counts check the values: no negative (bincount refuses them), none >= K
+        counts = np.bincount(bucket, minlength=len(sizes)).tolist()
+    except ValueError:
+        raise bad from None
+    if len(counts) > len(sizes):
+        raise bad
     if any(s < 1 for s in sizes):
         raise ValueError(f"batch sizes must be positive, got {sizes}")
     w = world_size
-    counts = np.bincount(bucket, minlength=len(sizes)).tolist()
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64).tolist()
     sources, batch_len, n_batches = [], [], []
     for start, count, size in zip(starts, counts, sizes):
@@ -195,7 +203,7 @@ def _layout(
     offsets = np.zeros(sum(n_batches) + 1, dtype=np.int64)
     np.cumsum(np.concatenate(batch_len) if batch_len else [], out=offsets[1:])
     return _Layout(
-        _small_keys(bucket),
+        _small_keys(bucket, len(sizes) - 1),
         _slot_source(sources),
         offsets,
         np.repeat(np.arange(len(sizes), dtype=np.int64), n_batches),
@@ -242,9 +250,10 @@ _MAX_SHORT_BATCHES = 64
 
 def _gather_rows(order: np.ndarray, offsets: np.ndarray, perm: np.ndarray, width: int) -> np.ndarray:
     """:func:`_gather` when nearly every batch is ``width`` long: the batches laid out as rows
-    of ``width`` slots (block copies; a short batch padded), the rows taken whole in the order
-    ``perm`` (a copy per batch, not an index per sample: several times faster on a random
-    order), the padding dropped."""
+    of ``width`` slots (block copies; a short batch padded), then the rows taken whole in the
+    order ``perm`` (a copy per batch, not an index per sample: several times faster on a random
+    order) straight into the output, a run of full rows at a time, the short ones copied
+    alone."""
     src_sizes = np.diff(offsets)
     m = src_sizes.size
     rows = np.empty((m, width), dtype=order.dtype)
@@ -254,17 +263,21 @@ def _gather_rows(order: np.ndarray, offsets: np.ndarray, perm: np.ndarray, width
         if short < m:
             rows[short, : src_sizes[short]] = order[offsets[short] : offsets[short + 1]]
         done = short + 1
-    out = np.take(rows, perm, axis=0).ravel()
     sizes = src_sizes[perm]
-    short_rows = np.flatnonzero(sizes < width)
-    if short_rows.size == 0:
-        return out
-    keep, start = [], 0  # the slices of `out` between the padding
-    for row, size in zip(short_rows.tolist(), sizes[short_rows].tolist()):
-        keep.append(out[start : row * width + size])
-        start = (row + 1) * width
-    keep.append(out[start:])
-    return np.concatenate(keep)
+    out = np.empty(int(sizes.sum()), dtype=order.dtype)
+    at = done = 0  # output slots and batches written
+    for short in np.flatnonzero(sizes != width).tolist() + [perm.size]:
+        run = short - done
+        if run:  # full rows: one take (mode="clip": no buffered copy; the rows are in range)
+            target = out[at : at + run * width].reshape(run, width)
+            np.take(rows, perm[done:short], axis=0, out=target, mode="clip")
+            at += run * width
+        if short < perm.size:
+            size = int(sizes[short])
+            out[at : at + size] = rows[perm[short], :size]
+            at += size
+        done = short + 1
+    return out
 
 
 def _draw(layout: _Layout, rng: np.random.Generator) -> BucketedEpoch:
