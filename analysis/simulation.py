@@ -426,8 +426,8 @@ def _batch_sums(
     square_sums = np.empty(m, dtype=np.int64) if squares else None
     mixed = np.empty(m, dtype=np.uint64)
     # blocks start at the batches holding samples 0, _BLOCK, 2 * _BLOCK, ...
-    firsts = np.searchsorted(offsets, np.arange(0, int(offsets[-1]), _BLOCK, dtype=np.int64), side="right") - 1
-    cuts = [*np.unique(firsts).tolist(), m]
+    marks = np.arange(0, int(offsets[-1]), _BLOCK, dtype=np.int64)
+    cuts = [*np.unique(np.searchsorted(offsets, marks, side="right") - 1).tolist(), m]
     tmp = np.empty(_BLOCK, dtype=np.uint64)
     for b0, b1 in zip(cuts[:-1], cuts[1:]):
         a, z = int(offsets[b0]), int(offsets[b1])

@@ -60,7 +60,7 @@ from typing import Any
 import numpy as np
 
 from analysis.batching import BatchRule, as_rule, bucket_index, check_edges, positive_int
-from analysis.lengths import LengthHistogram, _as_length_array
+from analysis.lengths import LengthHistogram, _as_length_array, _count_distinct
 from analysis.sampler import _draw as _bucket_draw
 from analysis.sampler import _gather, _small_keys
 from analysis.sampler import _layout as _bucket_layout
@@ -223,7 +223,7 @@ def epoch_builder(
     if arr.size == 0:
         raise ValueError("lengths is empty: no samples")
     arr.setflags(write=False)
-    hist = lengths if isinstance(lengths, LengthHistogram) else LengthHistogram.from_lengths(arr)
+    hist = lengths if isinstance(lengths, LengthHistogram) else LengthHistogram(*_count_distinct(arr))
     accumulation = positive_int(gradient_accumulation_steps, "gradient_accumulation_steps")
     world_size = positive_int(world_size, "world_size")
     edges_out, budget = None, None
