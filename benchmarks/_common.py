@@ -52,27 +52,51 @@ def shared_histogram(name: str, max_len: int = CASE_MAX_LENGTH) -> LengthHistogr
     return load_lengths(path).clip(max_len) if path.exists() else None
 
 
+def paired_seconds(
+    previous: Callable[[], Any], current: Callable[[], Any], runs: int = 7
+) -> tuple[float, float, float]:
+    """Median wall times of ``previous()`` and ``current()`` and the median of their per-run
+    ratios (current / previous), the two called alternately ``runs`` times after a warm-up
+    call each, so a load that comes and goes slows both alike."""
+    previous()
+    current()
+    before, after = [], []
+    for _ in range(runs):
+        start = time.perf_counter()
+        previous()
+        before.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        current()
+        after.append(time.perf_counter() - start)
+    ratio = statistics.median(b / a for a, b in zip(before, after))
+    return statistics.median(before), statistics.median(after), ratio
+
+
 def previous_analysis(rev: str) -> ModuleType | None:
-    """The ``analysis`` package as of git revision ``rev``, imported in this process beside the
-    current one (its modules registered as ``analysis_previous.*``), so a benchmark can time
-    both in one run; None when ``rev`` cannot be read (no git, a shallow clone).
+    """The ``analysis`` package as of git revision ``rev`` (or from the directory ``rev``, which
+    holds an ``analysis/`` folder), imported in this process beside the current one (its
+    modules registered as ``analysis_previous.*``), so a benchmark can time both in one run;
+    None when ``rev`` cannot be read (no git, a shallow clone).
 
     Call it after importing the current ``analysis``: the current modules are set aside while
     the old ones load, then put back.  Old code that imports ``analysis`` lazily, inside a
     function, would get the current package; the simulation path does not.
     """
-    try:
-        archive = subprocess.run(
-            ["git", "-C", str(PROJECT_ROOT), "archive", "--format=tar", rev, "analysis"],
-            capture_output=True,
-            check=True,
-        ).stdout
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    root = Path(tempfile.mkdtemp(prefix="analysis_previous_"))
-    atexit.register(shutil.rmtree, root, ignore_errors=True)
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(root, filter="data")
+    if (Path(rev) / "analysis" / "__init__.py").is_file():
+        root = Path(rev).resolve()
+    else:
+        try:
+            archive = subprocess.run(
+                ["git", "-C", str(PROJECT_ROOT), "archive", "--format=tar", rev, "analysis"],
+                capture_output=True,
+                check=True,
+            ).stdout
+        except (OSError, subprocess.CalledProcessError):
+            return None
+        root = Path(tempfile.mkdtemp(prefix="analysis_previous_"))
+        atexit.register(shutil.rmtree, root, ignore_errors=True)
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+            tar.extractall(root, filter="data")
 
     def ours(name: str) -> bool:
         return name == "analysis" or name.startswith("analysis.")
