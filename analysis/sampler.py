@@ -168,17 +168,24 @@ def _layout(
     drop_last: bool,
 ) -> _Layout:
     """Per-bucket batches (and the repeats or drops that make whole steps)."""
-    bucket = np.asarray(bucket_of_sample, dtype=np.int64)
+    bucket = np.asarray(bucket_of_sample)
     sizes = [int(s) for s in batch_sizes]
     bad = ValueError(f"bucket_of_sample must be 1-D with values in [0, {len(sizes)})")
     if bucket.ndim != 1:
         raise bad
-    try:  # the counts check the values: no negative (bincount refuses them), none >= K
-        counts = np.bincount(bucket, minlength=len(sizes)).tolist()
-    except ValueError:
-        raise bad from None
-    if len(counts) > len(sizes):
-        raise bad
+    if bucket.dtype in (np.uint8, np.uint16) and len(sizes) <= 64:
+        # narrow bucket ids (strategies pass them): counted without an int64 copy
+        if bucket.size and int(bucket.max()) >= len(sizes):
+            raise bad
+        counts = [int(np.count_nonzero(bucket == i)) for i in range(len(sizes))]
+    else:
+        bucket = np.asarray(bucket, dtype=np.int64)
+        try:  # the counts check the values: no negative (bincount refuses them), none >= K
+            counts = np.bincount(bucket, minlength=len(sizes)).tolist()
+        except ValueError:
+            raise bad from None
+        if len(counts) > len(sizes):
+            raise bad
     if any(s < 1 for s in sizes):
         raise ValueError(f"batch sizes must be positive, got {sizes}")
     w = world_size
@@ -203,7 +210,7 @@ def _layout(
     offsets = np.zeros(sum(n_batches) + 1, dtype=np.int64)
     np.cumsum(np.concatenate(batch_len) if batch_len else [], out=offsets[1:])
     return _Layout(
-        _small_keys(bucket, len(sizes) - 1),
+        _small_keys(bucket, max(len(sizes) - 1, 0)),
         _slot_source(sources),
         offsets,
         np.repeat(np.arange(len(sizes), dtype=np.int64), n_batches),
@@ -230,38 +237,52 @@ def _slot_source(buckets: list[tuple[int, int, int]]) -> np.ndarray | None:
     )
 
 
-def _gather(order: np.ndarray, offsets: np.ndarray, perm: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The batches ``order[offsets[b]:offsets[b+1]]`` in the order ``perm`` (repeats allowed)."""
+def _gather(
+    order: np.ndarray, offsets: np.ndarray, perm: np.ndarray, index: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The batches ``source[offsets[b]:offsets[b+1]]`` in the order ``perm`` (repeats allowed),
+    with ``source = order[index]`` (``order`` itself when ``index`` is None; read as needed, not
+    built first)."""
     src_sizes = np.diff(offsets)
     sizes = src_sizes[perm]
     new_offsets = np.zeros(perm.size + 1, dtype=np.int64)
     np.cumsum(sizes, out=new_offsets[1:])
     width = int(src_sizes.max()) if src_sizes.size else 0
     if width > 1 and np.count_nonzero(src_sizes != width) <= _MAX_SHORT_BATCHES:
-        return _gather_rows(order, offsets, perm, width), new_offsets
+        return _gather_rows(order, index, offsets, perm, width), new_offsets
     shift = np.repeat(offsets[:-1][perm] - new_offsets[:-1], sizes)
     shift += np.arange(shift.size, dtype=np.int64)
-    return order[shift], new_offsets
+    return (order if index is None else order[index])[shift], new_offsets
 
 
 #: :func:`_gather` copies whole rows when at most this many batches are short of the longest.
 _MAX_SHORT_BATCHES = 64
 
 
-def _gather_rows(order: np.ndarray, offsets: np.ndarray, perm: np.ndarray, width: int) -> np.ndarray:
+def _gather_rows(
+    order: np.ndarray, index: np.ndarray | None, offsets: np.ndarray, perm: np.ndarray, width: int
+) -> np.ndarray:
     """:func:`_gather` when nearly every batch is ``width`` long: the batches laid out as rows
-    of ``width`` slots (block copies; a short batch padded), then the rows taken whole in the
-    order ``perm`` (a copy per batch, not an index per sample: several times faster on a random
-    order) straight into the output, a run of full rows at a time, the short ones copied
-    alone."""
+    of ``width`` slots (block copies, or takes through ``index``; a short batch padded), then
+    the rows taken whole in the order ``perm`` (a copy per batch, not an index per sample:
+    several times faster on a random order) straight into the output, a run of full rows at a
+    time, the short ones copied alone."""
+
+    def fill(target: np.ndarray, start: int, stop: int) -> None:
+        """``target[:] = source[start:stop]``."""
+        if index is None:
+            target[:] = order[start:stop]
+        else:
+            np.take(order, index[start:stop], out=target, mode="clip")
+
     src_sizes = np.diff(offsets)
     m = src_sizes.size
     rows = np.empty((m, width), dtype=order.dtype)
     done = 0  # batches laid out
     for short in np.flatnonzero(src_sizes != width).tolist() + [m]:
-        rows[done:short] = order[offsets[done] : offsets[short]].reshape(short - done, width)
+        fill(rows[done:short].reshape(-1), int(offsets[done]), int(offsets[short]))
         if short < m:
-            rows[short, : src_sizes[short]] = order[offsets[short] : offsets[short + 1]]
+            fill(rows[short, : src_sizes[short]], int(offsets[short]), int(offsets[short + 1]))
         done = short + 1
     sizes = src_sizes[perm]
     out = np.empty(int(sizes.sum()), dtype=order.dtype)
@@ -284,8 +305,8 @@ def _draw(layout: _Layout, rng: np.random.Generator) -> BucketedEpoch:
     """One epoch from a layout: two draws from ``rng`` (the sample shuffle, the batch order)."""
     n, w = layout.n_samples, layout.world_size
     perm = rng.permutation(n).astype(np.int64, copy=False)
-    grouped = perm[np.argsort(layout.bucket_keys[perm], kind="stable")]
-    flat = grouped if layout.slot_source is None else grouped[layout.slot_source]
+    by_bucket = np.argsort(layout.bucket_keys[perm], kind="stable")  # perm[by_bucket]: grouped
+    index = by_bucket if layout.slot_source is None else by_bucket[layout.slot_source]
     m = layout.n_batches
     if layout.sync_buckets:
         steps = rng.permutation(m // w).astype(np.int64, copy=False)
@@ -293,7 +314,7 @@ def _draw(layout: _Layout, rng: np.random.Generator) -> BucketedEpoch:
     else:
         order = rng.permutation(m).astype(np.int64, copy=False)
         order = np.resize(order, layout.n_steps * w) if order.size else order
-    indices, offsets = _gather(flat, layout.offsets, order)
+    indices, offsets = _gather(perm, layout.offsets, order, index)
     # drop_last never repeats and otherwise nothing is dropped, so the size difference is exact
     extra = int(indices.size) - n
     return BucketedEpoch(

@@ -321,8 +321,20 @@ def _prepare_bucketed(b: EpochBuilder) -> None:
     # One implementation with the training sampler: its layout (drop_last=False) and draw.
     assert b.edges is not None  # epoch_builder requires edges for bucketed
     b._state["layout"] = _bucket_layout(
-        bucket_index(b.lengths, b.edges), b.batch_sizes, b.world_size, b.sync_buckets, False
+        _bucket_ids(b.lengths, b.hist.max, b.edges), b.batch_sizes, b.world_size, b.sync_buckets, False
     )
+
+
+def _bucket_ids(lengths: np.ndarray, longest: int, edges: Sequence[int]) -> np.ndarray:
+    """:func:`~analysis.batching.bucket_index` of every sample in the narrowest unsigned dtype:
+    looked up in a table of the buckets of ``0..longest`` when that table is no longer than the
+    data (no ``int64`` array per sample)."""
+    top = len(edges) - 2  # the last bucket
+    if longest < max(lengths.size, 1 << 16):
+        table = _small_keys(bucket_index(np.arange(longest + 1, dtype=np.int64), edges), top)
+        ids: np.ndarray = table[lengths]
+        return ids
+    return _small_keys(bucket_index(lengths, edges), top)
 
 
 def _epoch_bucketed(b: EpochBuilder, rng: np.random.Generator) -> Epoch:
