@@ -416,13 +416,19 @@ def _token_budget_starts(lengths: np.ndarray, max_tokens: int) -> np.ndarray:
     if n == 0:
         return np.zeros(0, dtype=np.int64)
     index = np.int32 if n < 2**31 - 1 else np.int64
-    e = np.maximum(max_tokens // lengths.astype(np.int64), 1)
+    if lengths.dtype.itemsize <= 2 and lengths.dtype.kind == "u":  # narrow: a table of e by length
+        every = np.arange(np.iinfo(lengths.dtype).max + 1, dtype=np.int64)
+        e = np.take(max_tokens // np.maximum(every, 1), lengths)
+    else:
+        e = max_tokens // lengths.astype(np.int64)
+    np.maximum(e, 1, out=e)
     np.minimum(e, n, out=e)  # more than n samples is as good as n: fits the index dtype
     e = e.astype(index)
     j = np.arange(n, dtype=index)
     reach = j - e
     np.maximum.accumulate(reach, out=reach)  # non-decreasing: F(s) = #{j: reach_j < s}
-    first = np.cumsum(np.bincount(np.maximum(reach, -1) + 1, minlength=n + 1)[:n]).astype(index)
+    counts = np.bincount((np.maximum(reach, -1) + 1).astype(np.intp), minlength=n + 1)  # intp: 2x faster
+    first = np.cumsum(counts[:n]).astype(index)
     stop = np.minimum(first, j + e)  # R(s) > s
     nxt = np.empty(n, dtype=index)
     for a in range(0, n, _BUDGET_BLOCK):
