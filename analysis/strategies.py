@@ -389,8 +389,10 @@ def _stable_argsort_keys(keys: np.ndarray) -> np.ndarray:
     return coarse[np.argsort(keys[coarse], kind="stable")].astype(np.int64, copy=False)
 
 
-#: Positions per block of the token-budget batch ends (bounds the table of minima).
+#: Positions per block of the token-budget batch ends (bounds the table of minima), and the
+#: most entries a block's table may have.
 _BUDGET_BLOCK = 1 << 16
+_BUDGET_TABLE = 1 << 25
 
 
 def _token_budget_starts(lengths: np.ndarray, max_tokens: int) -> np.ndarray:
@@ -415,7 +417,7 @@ def _token_budget_starts(lengths: np.ndarray, max_tokens: int) -> np.ndarray:
     n = int(lengths.size)
     if n == 0:
         return np.zeros(0, dtype=np.int64)
-    index = np.int32 if n < 2**31 - 1 else np.int64
+    index = np.int32 if n * n.bit_length() < 2**31 else np.int64  # holds table positions too
     if lengths.dtype.itemsize <= 2 and lengths.dtype.kind == "u":  # narrow: a table of e by length
         every = np.arange(np.iinfo(lengths.dtype).max + 1, dtype=np.int64)
         e = np.take(max_tokens // np.maximum(every, 1), lengths)
@@ -430,12 +432,18 @@ def _token_budget_starts(lengths: np.ndarray, max_tokens: int) -> np.ndarray:
     counts = np.bincount((np.maximum(reach, -1) + 1).astype(np.intp), minlength=n + 1)  # intp: 2x faster
     first = np.cumsum(counts[:n]).astype(index)
     stop = np.minimum(first, j + e)  # R(s) > s
+    blocks = [(a, min(a + _BUDGET_BLOCK, n)) for a in range(0, n, _BUDGET_BLOCK)]
+    spans = [(int(stop[a:b].max()), int((stop[a:b] - j[a:b]).max())) for a, b in blocks]
+    if any(width.bit_length() * (top - a) > _BUDGET_TABLE for (a, _), (top, width) in zip(blocks, spans)):
+        # batches of millions of samples: few of them, so one NumPy step per batch
+        starts, s = [0], 0
+        while (s := min(first.item(s), s + int(e[s : stop.item(s)].min()))) < n:
+            starts.append(s)
+        return np.array(starts, dtype=np.int64)
     nxt = np.empty(n, dtype=index)
-    for a in range(0, n, _BUDGET_BLOCK):
-        b = min(a + _BUDGET_BLOCK, n)
+    for (a, b), (top, _) in zip(blocks, spans):
         r = stop[a:b]
         width = r - j[a:b]
-        top = int(r.max())
         levels = max(int(width.max()).bit_length(), 1)
         table = np.empty((levels, top - a), dtype=index)  # table[k, i]: min e[a+i : a+i+2**k]
         table[0] = e[a:top]

@@ -234,17 +234,21 @@ def _loop_budget_starts(lengths: list[int], max_tokens: int) -> list[int]:
     top=st.integers(1, 200),
     max_tokens=st.integers(1, 600),
     block=st.sampled_from([1, 3, 64, 1 << 16]),
+    table=st.sampled_from([0, 1 << 25]),
+    wide=st.booleans(),
 )
-def test_token_budget_starts_match_the_loop(seed, n, top, max_tokens, block):
-    """The vectorised batch ends (any order of lengths, samples over the budget, block edges)."""
+def test_token_budget_starts_match_the_loop(seed, n, top, max_tokens, block, table, wide):
+    """The batch ends without a loop over samples (any order of lengths, samples over the
+    budget, block edges; table 0: the per-batch path for huge batches)."""
     import analysis.strategies as strategies
 
     lengths = np.random.default_rng(seed).integers(1, top + 1, size=n)
-    saved, strategies._BUDGET_BLOCK = strategies._BUDGET_BLOCK, block
+    saved = strategies._BUDGET_BLOCK, strategies._BUDGET_TABLE
+    strategies._BUDGET_BLOCK, strategies._BUDGET_TABLE = block, table
     try:
-        starts = strategies._token_budget_starts(lengths.astype(np.uint16), max_tokens)
+        starts = strategies._token_budget_starts(lengths.astype(np.int64 if wide else np.uint16), max_tokens)
     finally:
-        strategies._BUDGET_BLOCK = saved
+        strategies._BUDGET_BLOCK, strategies._BUDGET_TABLE = saved
     assert starts.tolist() == _loop_budget_starts(lengths.tolist(), max_tokens)
     assert starts.dtype == np.int64
 
