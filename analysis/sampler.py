@@ -126,7 +126,9 @@ class _Layout:
     """What a bucketed epoch looks like before the shuffles (depends only on bucket counts)."""
 
     bucket_keys: np.ndarray  # per-sample bucket, narrow unsigned dtype (a radix argsort)
-    slot_source: np.ndarray  # flat slot -> position in the bucket-grouped shuffled samples
+    # flat slot -> position in the bucket-grouped shuffled samples; None when that is the
+    # identity (every sample in exactly one slot: no repeats, no drops)
+    slot_source: np.ndarray | None
     offsets: np.ndarray  # batch offsets over the slots, bucket-major
     batch_buckets: np.ndarray
     world_size: int
@@ -146,10 +148,12 @@ class _Layout:
         return m // w if self.drop_last else -(-m // w)
 
 
-def _small_keys(values: np.ndarray) -> np.ndarray:
-    """``values`` (non-negative ints) in the narrowest unsigned dtype, so a stable argsort
-    of them is a radix sort (NumPy does that for 16-bit keys and narrower)."""
-    top = int(values.max()) if values.size else 0
+def _small_keys(values: np.ndarray, top: int | None = None) -> np.ndarray:
+    """``values`` (non-negative ints, at most ``top`` when given) in the narrowest unsigned
+    dtype, so a stable argsort of them is a radix sort (NumPy does that for 16-bit keys and
+    narrower)."""
+    if top is None:
+        top = int(values.max()) if values.size else 0
     for dtype in (np.uint8, np.uint16, np.uint32):
         if top <= np.iinfo(dtype).max:
             return values.astype(dtype)
@@ -164,39 +168,52 @@ def _layout(
     drop_last: bool,
 ) -> _Layout:
     """Per-bucket batches (and the repeats or drops that make whole steps)."""
-    bucket = np.asarray(bucket_of_sample, dtype=np.int64)
+    bucket = np.asarray(bucket_of_sample)
     sizes = [int(s) for s in batch_sizes]
-    if bucket.ndim != 1 or (bucket.size and (bucket.min() < 0 or bucket.max() >= len(sizes))):
-        raise ValueError(f"bucket_of_sample must be 1-D with values in [0, {len(sizes)})")
+    bad = ValueError(f"bucket_of_sample must be 1-D with values in [0, {len(sizes)})")
+    if bucket.ndim != 1:
+        raise bad
+    if bucket.dtype in (np.uint8, np.uint16) and len(sizes) <= 64:
+        # narrow bucket ids (strategies pass them): counted without an int64 copy
+        if bucket.size and int(bucket.max()) >= len(sizes):
+            raise bad
+        counts = [int(np.count_nonzero(bucket == i)) for i in range(len(sizes))]
+    else:
+        bucket = np.asarray(bucket, dtype=np.int64)
+        try:  # the counts check the values: no negative (bincount refuses them), none >= K
+            counts = np.bincount(bucket, minlength=len(sizes)).tolist()
+        except ValueError:
+            raise bad from None
+        if len(counts) > len(sizes):
+            raise bad
     if any(s < 1 for s in sizes):
         raise ValueError(f"batch sizes must be positive, got {sizes}")
     w = world_size
-    counts = np.bincount(bucket, minlength=len(sizes)).tolist()
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64).tolist()
-    sources, batch_len, batch_bucket = [], [], []
-    for i, (start, count, size) in enumerate(zip(starts, counts, sizes)):
+    sources, batch_len, n_batches = [], [], []
+    for start, count, size in zip(starts, counts, sizes):
         full, rem = divmod(count, size)
         if drop_last:
             n_full = (full // w) * w if sync_buckets else full
-            lens, used, extra = [size] * n_full, n_full * size, 0
+            lens, used, extra = np.full(n_full, size, dtype=np.int64), n_full * size, 0
         else:
-            lens = [size] * full + ([rem] if rem else [])
-            extra = (-len(lens)) % w if sync_buckets else 0
-            lens += [size] * extra
+            own = full + (1 if rem else 0)
+            extra = (-own) % w if sync_buckets else 0
+            lens = np.full(own + extra, size, dtype=np.int64)
+            if rem:
+                lens[full] = rem
             used = count
         slots = used + extra * size
-        if slots:
-            sources.append(start + np.arange(slots, dtype=np.int64) % count)
-        batch_len += lens
-        batch_bucket += [i] * len(lens)
-    offsets = np.zeros(len(batch_len) + 1, dtype=np.int64)
-    np.cumsum(batch_len, out=offsets[1:])
-    slot_source = np.concatenate(sources) if sources else np.zeros(0, dtype=np.int64)
+        sources.append((start, slots, count))
+        batch_len.append(lens)
+        n_batches.append(lens.size)
+    offsets = np.zeros(sum(n_batches) + 1, dtype=np.int64)
+    np.cumsum(np.concatenate(batch_len) if batch_len else [], out=offsets[1:])
     return _Layout(
-        _small_keys(bucket),
-        slot_source,
+        _small_keys(bucket, max(len(sizes) - 1, 0)),
+        _slot_source(sources),
         offsets,
-        np.array(batch_bucket, dtype=np.int64),
+        np.repeat(np.arange(len(sizes), dtype=np.int64), n_batches),
         w,
         bool(sync_buckets),
         bool(drop_last),
@@ -204,29 +221,100 @@ def _layout(
     )
 
 
-def _gather(order: np.ndarray, offsets: np.ndarray, perm: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The batches ``order[offsets[b]:offsets[b+1]]`` in the order ``perm`` (repeats allowed)."""
-    sizes = np.diff(offsets)[perm]
+def _slot_source(buckets: list[tuple[int, int, int]]) -> np.ndarray | None:
+    """Flat slot -> grouped sample, from each bucket's ``(start, slots, count)``: the bucket's
+    samples in order, cycling when it has more slots than samples (repeats), a prefix when
+    fewer (drops); None when every bucket has one slot per sample (the identity)."""
+    if all(slots == count for _, slots, count in buckets):
+        return None
+    return np.concatenate(
+        [
+            np.arange(start, start + slots, dtype=np.int64)
+            if slots <= count
+            else start + np.arange(slots, dtype=np.int64) % count
+            for start, slots, count in buckets
+        ]
+    )
+
+
+def _gather(
+    order: np.ndarray, offsets: np.ndarray, perm: np.ndarray, index: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The batches ``source[offsets[b]:offsets[b+1]]`` in the order ``perm`` (repeats allowed),
+    with ``source = order[index]`` (``order`` itself when ``index`` is None; read as needed, not
+    built first)."""
+    src_sizes = np.diff(offsets)
+    sizes = src_sizes[perm]
     new_offsets = np.zeros(perm.size + 1, dtype=np.int64)
     np.cumsum(sizes, out=new_offsets[1:])
+    width = int(src_sizes.max()) if src_sizes.size else 0
+    if width > 1 and np.count_nonzero(src_sizes != width) <= _MAX_SHORT_BATCHES:
+        return _gather_rows(order, index, offsets, perm, width), new_offsets
     shift = np.repeat(offsets[:-1][perm] - new_offsets[:-1], sizes)
-    return order[np.arange(int(new_offsets[-1]), dtype=np.int64) + shift], new_offsets
+    shift += np.arange(shift.size, dtype=np.int64)
+    return (order if index is None else order[index])[shift], new_offsets
+
+
+#: :func:`_gather` copies whole rows when at most this many batches are short of the longest.
+_MAX_SHORT_BATCHES = 64
+
+
+def _gather_rows(
+    order: np.ndarray, index: np.ndarray | None, offsets: np.ndarray, perm: np.ndarray, width: int
+) -> np.ndarray:
+    """:func:`_gather` when nearly every batch is ``width`` long: the batches laid out as rows
+    of ``width`` slots (block copies, or takes through ``index``; a short batch padded), then
+    the rows taken whole in the order ``perm`` (a copy per batch, not an index per sample:
+    several times faster on a random order) straight into the output, a run of full rows at a
+    time, the short ones copied alone."""
+
+    def fill(target: np.ndarray, start: int, stop: int) -> None:
+        """``target[:] = source[start:stop]``."""
+        if index is None:
+            target[:] = order[start:stop]
+        else:
+            np.take(order, index[start:stop], out=target, mode="clip")
+
+    src_sizes = np.diff(offsets)
+    m = src_sizes.size
+    rows = np.empty((m, width), dtype=order.dtype)
+    done = 0  # batches laid out
+    for short in np.flatnonzero(src_sizes != width).tolist() + [m]:
+        fill(rows[done:short].reshape(-1), int(offsets[done]), int(offsets[short]))
+        if short < m:
+            fill(rows[short, : src_sizes[short]], int(offsets[short]), int(offsets[short + 1]))
+        done = short + 1
+    sizes = src_sizes[perm]
+    out = np.empty(int(sizes.sum()), dtype=order.dtype)
+    at = done = 0  # output slots and batches written
+    for short in np.flatnonzero(sizes != width).tolist() + [perm.size]:
+        run = short - done
+        if run:  # full rows: one take (mode="clip": no buffered copy; the rows are in range)
+            target = out[at : at + run * width].reshape(run, width)
+            np.take(rows, perm[done:short], axis=0, out=target, mode="clip")
+            at += run * width
+        if short < perm.size:
+            size = int(sizes[short])
+            out[at : at + size] = rows[perm[short], :size]
+            at += size
+        done = short + 1
+    return out
 
 
 def _draw(layout: _Layout, rng: np.random.Generator) -> BucketedEpoch:
     """One epoch from a layout: two draws from ``rng`` (the sample shuffle, the batch order)."""
     n, w = layout.n_samples, layout.world_size
     perm = rng.permutation(n).astype(np.int64, copy=False)
-    grouped = perm[np.argsort(layout.bucket_keys[perm], kind="stable")]
-    flat = grouped[layout.slot_source]
+    by_bucket = np.argsort(layout.bucket_keys[perm], kind="stable")  # perm[by_bucket]: grouped
+    index = by_bucket if layout.slot_source is None else by_bucket[layout.slot_source]
     m = layout.n_batches
     if layout.sync_buckets:
         steps = rng.permutation(m // w).astype(np.int64, copy=False)
-        order = (steps[:, None] * w + np.arange(w, dtype=np.int64)).ravel()
+        order = steps if w == 1 else (steps[:, None] * w + np.arange(w, dtype=np.int64)).ravel()
     else:
         order = rng.permutation(m).astype(np.int64, copy=False)
         order = np.resize(order, layout.n_steps * w) if order.size else order
-    indices, offsets = _gather(flat, layout.offsets, order)
+    indices, offsets = _gather(perm, layout.offsets, order, index)
     # drop_last never repeats and otherwise nothing is dropped, so the size difference is exact
     extra = int(indices.size) - n
     return BucketedEpoch(

@@ -342,17 +342,24 @@ def _simulate(
 ) -> SimulationResult:
     _check_int64(builder, world_size)
     n = builder.lengths.size
-    mixed = _splitmix64(np.arange(n, dtype=np.uint64))
-    seen = np.empty(0, dtype=np.uint64)
+    # a random gather of 900k lengths from an int64 table misses the cache ~2x as often as
+    # from a uint16 copy: the batches' lengths are read from the narrowest copy
+    narrow = _narrowest(builder.lengths)
+    seen = np.empty(0, dtype=np.uint64)  # sorted hashes of the earlier epochs' batches
     frames, rows = [], []
     numbers: Iterable[int] = range(1, epochs + 1)
     if progress is not None:
         numbers = progress(numbers, f"simulating {builder.strategy}")
     for e in numbers:
         batch_frame, row, hashes = _measure_epoch(
-            builder, builder.epoch(rng), e, world_size, builder.rule.pad_to_multiple_of, mixed, seen
+            builder, builder.epoch(rng), e, world_size, builder.rule.pad_to_multiple_of, narrow
         )
-        seen = np.sort(np.concatenate([seen, hashes]))
+        if e > 1 or e < epochs:
+            hashes = np.sort(hashes)
+        if e > 1:
+            row["composition_repeat"] = _share_seen(hashes, seen)
+        if e < epochs:  # the last epoch's hashes are never looked up
+            seen = np.sort(np.concatenate([seen, hashes]), kind="stable")  # merges two sorted runs
         frames.append(batch_frame)
         rows.append(row)
     batches = pd.concat(frames, ignore_index=True)
@@ -369,12 +376,84 @@ def _simulate(
     )
 
 
+def _narrowest(lengths: np.ndarray) -> np.ndarray:
+    """Positive ``int64`` lengths in the narrowest of ``uint16``, ``uint32``, ``int64``."""
+    top = int(lengths.max())
+    for dtype in (np.uint16, np.uint32):
+        if top <= np.iinfo(dtype).max:
+            return lengths.astype(dtype)
+    return lengths
+
+
 def _splitmix64(x: np.ndarray) -> np.ndarray:
-    """SplitMix64 finaliser, elementwise on ``uint64`` (wrapping arithmetic)."""
-    z = x + np.uint64(0x9E3779B97F4A7C15)
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
+    """SplitMix64 finaliser, elementwise on ``uint64`` (wrapping arithmetic), as a new array."""
+    out = np.array(x, dtype=np.uint64)
+    tmp = np.empty(min(out.size, _BLOCK), dtype=np.uint64)
+    for start in range(0, out.size, _BLOCK):
+        _mix_in_place(out[start : start + _BLOCK], tmp)
+    return out
+
+
+def _mix_in_place(z: np.ndarray, tmp: np.ndarray) -> None:
+    """:func:`_splitmix64` of the ``uint64`` array ``z`` in place (``tmp``: scratch, as long)."""
+    t = tmp[: z.size]
+    z += np.uint64(0x9E3779B97F4A7C15)
+    np.right_shift(z, np.uint64(30), out=t)
+    z ^= t
+    z *= np.uint64(0xBF58476D1CE4E5B9)
+    np.right_shift(z, np.uint64(27), out=t)
+    z ^= t
+    z *= np.uint64(0x94D049BB133111EB)
+    np.right_shift(z, np.uint64(31), out=t)
+    z ^= t
+
+
+#: Samples per block of the per-batch sums: ten passes over a block that stays in the cache
+#: cost about half of ten passes over a 900k-sample epoch.
+_BLOCK = 1 << 14
+
+
+def _batch_sums(
+    narrow: np.ndarray, indices: np.ndarray, offsets: np.ndarray, squares: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray]:
+    """Per batch of an epoch (``indices`` cut at ``offsets``; ``narrow``: the samples' lengths):
+    the longest length, the sum of the lengths and, when ``squares``, the sum of their squares
+    (``int64``, exact: the caller checked they fit), and the wrapping sum of the
+    :func:`_splitmix64`-mixed indices (``uint64``).  Block by block of whole batches, so every
+    pass reads data still in the cache."""
+    m = offsets.size - 1
+    longest, useful = np.empty(m, dtype=np.int64), np.empty(m, dtype=np.int64)
+    square_sums = np.empty(m, dtype=np.int64) if squares else None
+    mixed = np.empty(m, dtype=np.uint64)
+    # blocks start at the batches holding samples 0, _BLOCK, 2 * _BLOCK, ...
+    marks = np.arange(0, int(offsets[-1]), _BLOCK, dtype=np.int64)
+    cuts = [*np.unique(np.searchsorted(offsets, marks, side="right") - 1).tolist(), m]
+    tmp = np.empty(_BLOCK, dtype=np.uint64)
+    for b0, b1 in zip(cuts[:-1], cuts[1:]):
+        a, z = int(offsets[b0]), int(offsets[b1])
+        local = offsets[b0:b1] - a
+        block = indices[a:z]
+        lengths = narrow[block].astype(np.int64)
+        longest[b0:b1] = np.maximum.reduceat(lengths, local)
+        useful[b0:b1] = np.add.reduceat(lengths, local)
+        if square_sums is not None:
+            np.multiply(lengths, lengths, out=lengths)
+            square_sums[b0:b1] = np.add.reduceat(lengths, local)
+        mix = block.astype(np.uint64)
+        if mix.size > tmp.size:
+            tmp = np.empty(mix.size, dtype=np.uint64)
+        _mix_in_place(mix, tmp)
+        mixed[b0:b1] = np.add.reduceat(mix, local)
+    return longest, useful, square_sums, mixed
+
+
+def _exact_sum(x: np.ndarray) -> int:
+    """Exact sum of non-negative ``int64`` values as a Python int (NumPy's when it cannot wrap)."""
+    if x.size == 0:
+        return 0
+    if int(x.max()) * x.size < 2**63:
+        return int(x.sum())
+    return sum(x.tolist())  # pragma: no cover - epochs of more than ~2**63 tokens
 
 
 def _measure_epoch(
@@ -383,15 +462,15 @@ def _measure_epoch(
     number: int,
     world_size: int,
     multiple: int,
-    mixed: np.ndarray,
-    seen: np.ndarray,
+    narrow: np.ndarray,
 ) -> tuple[pd.DataFrame, dict[str, Any], np.ndarray]:
-    """Per-batch table, per-epoch metrics and batch hashes of one epoch."""
+    """Per-batch table, per-epoch metrics and batch hashes (in batch order) of one epoch;
+    ``composition_repeat`` is left at 0.0 for the caller, which knows the earlier epochs.
+    ``narrow`` is ``builder.lengths`` in a narrow dtype (:func:`_narrowest`)."""
     starts = epoch.offsets[:-1]
     size = np.diff(epoch.offsets)
-    lengths = builder.lengths[epoch.indices]
-    longest = np.maximum.reduceat(lengths, starts)
-    useful = np.add.reduceat(lengths, starts)
+    exact_squares = _int64_squares(size, builder.hist.max)
+    longest, useful, square_sums, mixed = _batch_sums(narrow, epoch.indices, epoch.offsets, exact_squares)
     if builder.strategy == "packing":
         padded = np.full(size.size, builder.max_tokens, dtype=np.int64)
     else:
@@ -412,11 +491,20 @@ def _measure_epoch(
         }
     )
 
-    useful_total = sum(useful.tolist())
-    padded_total = sum(padded.tolist())
+    useful_total = _exact_sum(useful)
+    padded_total = _exact_sum(padded)
     step_starts = np.arange(0, n_batches, world_size, dtype=np.int64)
-    per_step = np.add.reduceat(useful, step_starts).astype(float)
-    hashes = np.add.reduceat(mixed[epoch.indices], starts) ^ _splitmix64(size.astype(np.uint64))
+    if world_size == 1:  # a step is a batch
+        per_step, step_size = useful.astype(float), size
+    else:
+        per_step = np.add.reduceat(useful, step_starts).astype(float)
+        step_size = np.add.reduceat(size, step_starts)
+    # a batch's hash: the wrapping sum of its samples' mixed indices, mixed with its size
+    hashes = mixed ^ _splitmix64(size)
+    if square_sums is None:  # pragma: no cover - batches of more than ~10^4 samples of ~10^5 tokens
+        within = _within_batch_cv(narrow[epoch.indices].astype(np.int64), starts, size, useful, longest)
+    else:
+        within = _within_cv(square_sums, size, useful)
     row: dict[str, Any] = {
         "epoch": number,
         "efficiency": useful_total / padded_total,
@@ -427,10 +515,10 @@ def _measure_epoch(
         "steps": int(step_starts.size),
         "tokens_per_step_mean": float(per_step.mean()),
         "tokens_per_step_cv": _cv(per_step),
-        "within_batch_cv": _within_batch_cv(lengths, starts, size, useful),
+        "within_batch_cv": within,
         # per optimizer step (all ranks' batches together), in order: with one rank, per batch
-        "lag1_autocorr": _lag1_autocorr(per_step / np.add.reduceat(size, step_starts)),
-        "composition_repeat": _share_seen(hashes, seen) if number > 1 else 0.0,
+        "lag1_autocorr": _lag1_autocorr(per_step / step_size),
+        "composition_repeat": 0.0,
     }
     if world_size > 1:
         slowest = np.maximum.reduceat(padded, step_starts).astype(float)
@@ -440,11 +528,10 @@ def _measure_epoch(
     return frame, row, hashes
 
 
-def _share_seen(hashes: np.ndarray, seen: np.ndarray) -> float:
-    """Share of ``hashes`` present in the sorted array ``seen``."""
+def _share_seen(queries: np.ndarray, seen: np.ndarray) -> float:
+    """Share of the sorted ``queries`` present in the sorted array ``seen``."""
     if seen.size == 0:
         return 0.0
-    queries = np.sort(hashes)  # sorted queries: a cache-friendly search
     at = np.minimum(np.searchsorted(seen, queries), seen.size - 1)
     return float(np.mean(seen[at] == queries))
 
@@ -455,20 +542,31 @@ def _cv(x: np.ndarray) -> float:
     return float(x.std()) / mean if mean else float("nan")
 
 
-def _within_batch_cv(lengths: np.ndarray, starts: np.ndarray, size: np.ndarray, useful: np.ndarray) -> float:
-    """Mean over batches of std/mean of the lengths in the batch (population std).
+def _int64_squares(size: np.ndarray, longest: int) -> bool:
+    """Whether ``size * sum(L**2)`` of every batch fits ``int64`` (``longest``: the longest
+    length, or a bound on it)."""
+    return int(size.max()) ** 2 * longest * longest < 2**62
 
-    ``std / mean = sqrt(size * sum(L**2) - sum(L)**2) / sum(L)``, computed exactly in
-    ``int64`` when it cannot overflow.
-    """
-    top = int(lengths.max())
-    if int(size.max()) ** 2 * top * top < 2**62:
-        sq = np.add.reduceat(lengths * lengths, starts)
-        spread = (size * sq - useful * useful).astype(float)
-    else:  # pragma: no cover - batches of more than ~10^4 samples of ~10^5 tokens
-        lf = lengths.astype(float)
-        sq = np.add.reduceat(lf * lf, starts)
-        spread = np.maximum(size * sq - useful.astype(float) ** 2, 0.0)
+
+def _within_cv(square_sums: np.ndarray, size: np.ndarray, useful: np.ndarray) -> float:
+    """Mean over batches of std/mean of the lengths in the batch (population std), from the
+    batches' exact ``int64`` sums of squares and sums:
+    ``std / mean = sqrt(size * sum(L**2) - sum(L)**2) / sum(L)``."""
+    spread = (size * square_sums - useful * useful).astype(float)
+    return float(np.mean(np.sqrt(spread) / useful))
+
+
+def _within_batch_cv(
+    lengths: np.ndarray, starts: np.ndarray, size: np.ndarray, useful: np.ndarray, longest: np.ndarray
+) -> float:
+    """:func:`_within_cv` from the samples' ``lengths`` (the batches starting at ``starts``);
+    ``useful`` and ``longest`` are the batches' sums and maxima.  Exact in ``int64`` when it
+    cannot overflow, else in floats."""
+    if _int64_squares(size, int(longest.max())):
+        return _within_cv(np.add.reduceat(lengths * lengths, starts), size, useful)
+    lf = lengths.astype(float)  # batches of more than ~10^4 samples of ~10^5 tokens
+    sq = np.add.reduceat(lf * lf, starts)
+    spread = np.maximum(size * sq - useful.astype(float) ** 2, 0.0)
     return float(np.mean(np.sqrt(spread) / useful))
 
 

@@ -6,9 +6,19 @@ this module is importable as ``_common``.
 
 from __future__ import annotations
 
+import atexit
+import importlib
+import io
+import shutil
 import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from analysis.case import CASE_MAX_LENGTH
@@ -40,3 +50,67 @@ def shared_histogram(name: str, max_len: int = CASE_MAX_LENGTH) -> LengthHistogr
     """``../shared/data/NAME.npy`` clipped at ``max_len``, or None when it is not there."""
     path = SHARED_DATA / f"{name}.npy"
     return load_lengths(path).clip(max_len) if path.exists() else None
+
+
+def paired_seconds(
+    previous: Callable[[], Any], current: Callable[[], Any], runs: int = 7
+) -> tuple[float, float, float]:
+    """Median wall times of ``previous()`` and ``current()`` and the median of their per-run
+    ratios (current / previous), the two called alternately ``runs`` times after a warm-up
+    call each, so a load that comes and goes slows both alike."""
+    previous()
+    current()
+    before, after = [], []
+    for _ in range(runs):
+        start = time.perf_counter()
+        previous()
+        before.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        current()
+        after.append(time.perf_counter() - start)
+    ratio = statistics.median(b / a for a, b in zip(before, after))
+    return statistics.median(before), statistics.median(after), ratio
+
+
+def previous_analysis(rev: str) -> ModuleType | None:
+    """The ``analysis`` package as of git revision ``rev`` (or from the directory ``rev``, which
+    holds an ``analysis/`` folder), imported in this process beside the current one (its
+    modules registered as ``analysis_previous.*``), so a benchmark can time both in one run;
+    None when ``rev`` cannot be read (no git, a shallow clone).
+
+    Call it after importing the current ``analysis``: the current modules are set aside while
+    the old ones load, then put back.  Old code that imports ``analysis`` lazily, inside a
+    function, would get the current package; the simulation path does not.
+    """
+    if (Path(rev) / "analysis" / "__init__.py").is_file():
+        root = Path(rev).resolve()
+    else:
+        try:
+            archive = subprocess.run(
+                ["git", "-C", str(PROJECT_ROOT), "archive", "--format=tar", rev, "analysis"],
+                capture_output=True,
+                check=True,
+            ).stdout
+        except (OSError, subprocess.CalledProcessError):
+            return None
+        root = Path(tempfile.mkdtemp(prefix="analysis_previous_"))
+        atexit.register(shutil.rmtree, root, ignore_errors=True)
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+            tar.extractall(root, filter="data")
+
+    def ours(name: str) -> bool:
+        return name == "analysis" or name.startswith("analysis.")
+
+    current = {name: sys.modules.pop(name) for name in list(sys.modules) if ours(name)}
+    sys.path.insert(0, str(root))
+    try:
+        old = importlib.import_module("analysis")
+        for sub in ("simulation", "strategies", "sampler", "batching"):
+            importlib.import_module(f"analysis.{sub}")
+    finally:
+        sys.path.remove(str(root))
+        loaded = {name: sys.modules.pop(name) for name in list(sys.modules) if ours(name)}
+        sys.modules.update(current)
+    for name, module in loaded.items():
+        sys.modules["analysis_previous" + name.removeprefix("analysis")] = module
+    return old

@@ -148,6 +148,93 @@ def test_counts_by_hand():
     assert odd.indices[odd.offsets[3] :].tolist() == odd.indices[: odd.offsets[1]].tolist()
 
 
+# ------------------------------------------------------------------ against loop references
+def _loop_bucketed_epoch(buckets, sizes, rng, world_size, sync, drop_last):
+    """The bucketed epoch as the module docstring states it, one Python step at a time:
+    ``(batches in consumption order, bucket of each)``."""
+    perm = rng.permutation(len(buckets)).tolist()
+    batches, of_bucket = [], []
+    for i, size in enumerate(sizes):
+        members = [p for p in perm if buckets[p] == i]  # the bucket's samples, shuffled
+        full, rem = divmod(len(members), size)
+        if drop_last:
+            lens = [size] * ((full // world_size) * world_size if sync else full)
+        else:
+            lens = [size] * full + ([rem] if rem else [])
+            lens += [size] * ((-len(lens)) % world_size if sync else 0)  # repeats complete a step
+        slot = 0
+        for n in lens:
+            batches.append([members[(slot + j) % len(members)] for j in range(n)])  # cycling
+            of_bucket.append(i)
+            slot += n
+    w, m = world_size, len(batches)
+    if sync:
+        order = [s * w + r for s in rng.permutation(m // w).tolist() for r in range(w)]
+    else:
+        steps = m // w if drop_last else -(-m // w)
+        drawn = rng.permutation(m).tolist()
+        order = [drawn[k % m] for k in range(steps * w)] if m else []
+    return [batches[b] for b in order], [of_bucket[b] for b in order]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(1, 120),
+    k=st.integers(1, 5),
+    world_size=st.integers(1, 4),
+    sync=st.booleans(),
+    drop_last=st.booleans(),
+    narrow=st.booleans(),
+)
+def test_bucketed_epoch_matches_the_loop_reference(seed, n, k, world_size, sync, drop_last, narrow):
+    gen = np.random.default_rng(seed)
+    buckets = gen.integers(0, k, size=n)
+    sizes = gen.integers(1, 7, size=k).tolist()
+    ids = buckets.astype(np.uint8) if narrow else buckets  # the strategies pass uint8 ids
+    ep = bucketed_epoch(
+        ids, sizes, np.random.default_rng(seed), world_size=world_size, sync_buckets=sync, drop_last=drop_last
+    )
+    expected, expected_buckets = _loop_bucketed_epoch(
+        buckets.tolist(), sizes, np.random.default_rng(seed), world_size, sync, drop_last
+    )
+    assert [b.tolist() for b in np.split(ep.indices, ep.offsets[1:-1])] == expected or (
+        not expected and ep.indices.size == 0
+    )
+    assert ep.buckets.tolist() == expected_buckets
+    assert ep.indices.dtype == np.int64 and ep.offsets.dtype == np.int64
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    seed=st.integers(0, 2**31),
+    m=st.integers(1, 40),
+    uniform=st.booleans(),
+    repeats=st.booleans(),
+    through_index=st.booleans(),
+)
+def test_gather_matches_the_loop_reference(seed, m, uniform, repeats, through_index):
+    """Both paths of _gather: whole rows (nearly every batch the longest) and per sample."""
+    from analysis.sampler import _gather
+
+    gen = np.random.default_rng(seed)
+    sizes = gen.integers(1, 9, size=m)
+    if uniform:  # the rows path: a few short batches at most
+        sizes[:] = 8
+        sizes[gen.integers(0, m, size=3)] = gen.integers(1, 8, size=3)
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    total = int(offsets[-1])
+    values = gen.permutation(total + 5).astype(np.int64)
+    index = gen.integers(0, total + 5, size=total) if through_index else None
+    order = gen.integers(0, m, size=int(gen.integers(0, 2 * m))) if repeats else gen.permutation(m)
+    source = (values if index is None else values[index]).tolist()
+    expected = [source[offsets[b] : offsets[b + 1]] for b in order.tolist()]
+    out, new_offsets = _gather(values[:total] if index is None else values, offsets, order, index)
+    assert [b.tolist() for b in np.split(out, new_offsets[1:-1])] == expected or not expected
+    assert new_offsets.tolist() == np.concatenate([[0], np.cumsum([len(b) for b in expected])]).tolist()
+    assert out.dtype == np.int64
+
+
 # ------------------------------------------------------------------ one implementation
 @pytest.mark.parametrize("world_size, sync", [(1, True), (4, True), (4, False)])
 def test_simulate_and_builder_give_the_samplers_batches(world_size, sync):

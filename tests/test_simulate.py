@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import statistics
+import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from analysis import (
     BatchRule,
@@ -129,6 +135,87 @@ def test_batches_table_is_consistent(strategy, world_size):
     assert repeats or res.useful_tokens == 2 * int(lengths.sum())
     assert res.padded_tokens == int(frame["padded"].sum())
     assert res.efficiency == pytest.approx(res.useful_tokens / res.padded_tokens)
+
+
+# ------------------------------------------------------------------ against the previous code
+FINGERPRINTS = Path(__file__).parent / "data" / "simulate_fingerprints.json"
+
+
+def _fingerprints() -> dict[str, str]:
+    """A sha256 per strategy and setup of two epochs' batches (``epoch_builder``) and of a
+    3-epoch ``simulate``: its batches table and every epoch metric (floats by their exact
+    repr).  ``tests/data/simulate_fingerprints.json`` holds them as computed by 08835f2, the
+    code before issue 14's speed work; regenerate (only for an intended change of the epochs
+    or metrics) with ``PYTHONPATH=. python tests/test_simulate.py --write``."""
+    lengths = np.clip(np.random.default_rng(2024).lognormal(5.0, 1.0, size=6000), 1, 4000).astype(np.int64)
+    edges = [0, 90, 200, 450, 1000, 4000]
+    setups = [
+        (1, True, 1, {"batch_size": 8}),
+        (3, False, 8, {"max_tokens": 16000}),
+        (4, True, 1, {"batch_size": 5}),
+    ]
+    out = {}
+    for strategy in STRATEGIES:
+        for world_size, sync, multiple, rule in setups:
+            options = dict(edges=edges, world_size=world_size, sync_buckets=sync, **rule)
+            digest = hashlib.sha256()
+            builder = epoch_builder(lengths, strategy, **options)
+            rng = np.random.default_rng(7)
+            for _ in range(2):
+                ep = builder.epoch(rng)
+                for part in (ep.indices, ep.offsets, ep.buckets):
+                    digest.update(np.ascontiguousarray(part, dtype=np.int64).tobytes())
+            data = LengthHistogram.from_lengths(lengths) if strategy == "bucketed" and sync else lengths
+            res = simulate(
+                data, strategy, rng=np.random.default_rng(7), epochs=3, pad_to_multiple_of=multiple, **options
+            )
+            digest.update(res.batches.to_numpy(dtype=np.int64).tobytes())
+            table = res.epochs.reset_index().to_dict(orient="list")
+            digest.update(json.dumps(table, default=lambda v: v.item()).encode())
+            out[f"{strategy} world_size={world_size} sync={sync} multiple={multiple} {rule}"] = (
+                digest.hexdigest()
+            )
+    return out
+
+
+def test_epochs_and_metrics_are_the_previous_implementations_bit_for_bit():
+    assert _fingerprints() == json.loads(FINGERPRINTS.read_text())
+
+
+def _splitmix64(value: int) -> int:
+    """SplitMix64's finaliser on a Python int (the documented batch-hash mix)."""
+    mask = (1 << 64) - 1
+    z = (value + 0x9E3779B97F4A7C15) & mask
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+    return z ^ (z >> 31)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), m=st.integers(1, 60), block=st.sampled_from([1, 4, 16, 1 << 14]))
+def test_batch_sums_match_the_loop(seed, m, block):
+    """The per-batch sums computed block by block against one Python step per sample."""
+    import analysis.simulation as simulation
+
+    gen = np.random.default_rng(seed)
+    sizes = gen.integers(1, 12, size=m)
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    indices = gen.permutation(int(offsets[-1]) + 7)[: int(offsets[-1])].astype(np.int64)
+    lengths = gen.integers(1, 5000, size=int(offsets[-1]) + 7)
+    saved, simulation._BLOCK = simulation._BLOCK, block
+    try:
+        longest, useful, squares, mixed = simulation._batch_sums(
+            lengths.astype(np.uint16), indices, offsets, True
+        )
+    finally:
+        simulation._BLOCK = saved
+    batches = [indices[a:b].tolist() for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist())]
+    L = lengths.tolist()
+    assert longest.tolist() == [max(L[i] for i in b) for b in batches]
+    assert useful.tolist() == [sum(L[i] for i in b) for b in batches]
+    assert squares is not None and squares.tolist() == [sum(L[i] ** 2 for i in b) for b in batches]
+    expected = [sum(_splitmix64(i) for i in b) % 2**64 for b in batches]
+    assert mixed.tolist() == expected
 
 
 def test_packing_efficiency_is_tokens_over_bins_times_budget():
@@ -410,3 +497,8 @@ def test_strategy_figures_are_built():
     assert len(plot_padded_per_step(results, steps=50).axes) == 2
     with pytest.raises(ValueError, match="none of the requested columns"):
         plot_strategy_bars(table, columns=["nope"])
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["--write"]:
+    FINGERPRINTS.parent.mkdir(exist_ok=True)
+    FINGERPRINTS.write_text(json.dumps(_fingerprints(), indent=1, sort_keys=True) + "\n")

@@ -214,6 +214,61 @@ def test_token_budget_matches_greedy_reference(seed, n, max_tokens):
     assert {frozenset(b.tolist()) for b in ep.batches()} == expected
 
 
+def _loop_budget_starts(lengths: list[int], max_tokens: int) -> list[int]:
+    """Batch starts of the greedy fill, one sample at a time (the previous implementation)."""
+    starts, size, longest = [0], 0, 0
+    for i, length in enumerate(lengths):
+        top = max(longest, length)
+        if size and (size + 1) * top > max_tokens:
+            starts.append(i)
+            size, longest = 1, length
+        else:
+            size, longest = size + 1, top
+    return starts
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(1, 300),
+    top=st.integers(1, 200),
+    max_tokens=st.integers(1, 600),
+    block=st.sampled_from([1, 3, 64, 1 << 16]),
+    table=st.sampled_from([0, 1 << 25]),
+    wide=st.booleans(),
+)
+def test_token_budget_starts_match_the_loop(seed, n, top, max_tokens, block, table, wide):
+    """The batch ends without a loop over samples (any order of lengths, samples over the
+    budget, block edges; table 0: the per-batch path for huge batches)."""
+    import analysis.strategies as strategies
+
+    lengths = np.random.default_rng(seed).integers(1, top + 1, size=n)
+    saved = strategies._BUDGET_BLOCK, strategies._BUDGET_TABLE
+    strategies._BUDGET_BLOCK, strategies._BUDGET_TABLE = block, table
+    try:
+        starts = strategies._token_budget_starts(lengths.astype(np.int64 if wide else np.uint16), max_tokens)
+    finally:
+        strategies._BUDGET_BLOCK, strategies._BUDGET_TABLE = saved
+    assert starts.tolist() == _loop_budget_starts(lengths.tolist(), max_tokens)
+    assert starts.dtype == np.int64
+
+
+@settings(max_examples=100, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(0, 400), ties=st.sampled_from(["none", "some", "all"]))
+def test_stable_argsort_of_keys_is_numpys(seed, n, ties):
+    from analysis.strategies import _stable_argsort_keys
+
+    gen = np.random.default_rng(seed)
+    keys = gen.integers(1, 60, size=n) * (1.0 + gen.uniform(-PADDING_NOISE, PADDING_NOISE, size=n))
+    if ties == "some":
+        keys = np.round(keys)  # many equal keys: their order is the index order
+    elif ties == "all":
+        keys = np.full(n, 7.5)
+    order = _stable_argsort_keys(keys)
+    np.testing.assert_array_equal(order, np.argsort(keys, kind="stable"))
+    assert order.dtype == np.int64
+
+
 @pytest.mark.parametrize("strategy", TOKEN_STRATEGIES)
 def test_token_strategies_with_batch_size_get_the_memory_of_a_full_batch(strategy):
     # batch_size B: the budget is B full batches' worth of the longest sample
@@ -253,6 +308,51 @@ def test_packing_equals_naive_ffd(seed, n, top, max_tokens):
     reference = _naive_ffd(lengths.tolist(), max_tokens)
     assert len(bins) == len(reference)
     assert sorted(bins) == sorted(reference)
+
+
+def _bin_by_bin_ffd_plan(
+    lengths: list[int], counts: list[int], max_tokens: int
+) -> list[tuple[int, int, int]]:
+    """ffd_plan's events, one bin at a time: for each length (longest first) every open bin in
+    opening order takes what fits until the count is used, then new bins take
+    ``max_tokens // length`` each."""
+    room: list[int] = []
+    events = []
+    for length, count in zip(reversed(lengths), reversed(counts)):
+        for b, r in enumerate(room):
+            if count == 0:
+                break
+            take = min(r // length, count)
+            if take:
+                events.append((b, length, take))
+                room[b] -= take * length
+                count -= take
+        while count:
+            take = min(max_tokens // length, count)
+            events.append((len(room), length, take))
+            room.append(max_tokens - take * length)
+            count -= take
+    return events
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    distinct=st.integers(1, 25),
+    top=st.integers(1, 60),
+    heavy=st.integers(1, 40),
+    spare=st.integers(0, 100),
+)
+def test_ffd_plan_matches_the_bin_by_bin_reference(seed, distinct, top, heavy, spare):
+    gen = np.random.default_rng(seed)
+    lengths = np.unique(gen.integers(1, top + 1, size=distinct))
+    counts = gen.integers(1, heavy + 1, size=lengths.size)
+    max_tokens = int(lengths.max()) + spare
+    plan = ffd_plan(LengthHistogram.from_counts(lengths, counts), max_tokens)
+    assert list(zip(*(a.tolist() for a in plan))) == _bin_by_bin_ffd_plan(
+        lengths.tolist(), counts.tolist(), max_tokens
+    )
+    assert all(a.dtype == np.int64 for a in plan)
 
 
 def test_ffd_plan_on_a_large_histogram_is_consistent():
