@@ -89,7 +89,7 @@ def _ratio(
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _log_fact_pair(
     x: int, size: int, hi: np.ndarray, lo: np.ndarray
-) -> tuple[float, float, float, float]:  # pragma: no cover
+) -> tuple[float, float, float, float]:  # pragma: no cover - compiled
     """``log x!`` and ``log (x - size)!`` from the table (``x < hi.size``), as ``hi, lo`` each."""
     if x < size:
         return hi[x], lo[x], 0.0, 0.0

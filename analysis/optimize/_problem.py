@@ -113,7 +113,9 @@ def _log_comb_top(n: int, size: int) -> float:
     return math.lgamma(n + 1.0) - math.lgamma(n - size + 1.0) - math.lgamma(size + 1.0)
 
 
-@functools.lru_cache(maxsize=4)
+# the last few tables are kept (at most ~100 MB at _TABLE_MAX samples): a session that
+# alternates two batch rules does not rebuild them
+@functools.lru_cache(maxsize=2)
 def _comb_table(n_max: int, size: int) -> np.ndarray:
     """``C(x, size)`` for ``x = 0..n_max`` (exactly 0 below ``size``), by the product formula."""
     xf = np.arange(n_max + 1, dtype=float)
@@ -125,7 +127,7 @@ def _comb_table(n_max: int, size: int) -> np.ndarray:
     return out
 
 
-@functools.lru_cache(maxsize=2)
+@functools.lru_cache(maxsize=1)
 def _log_fact_table(n_max: int) -> tuple[np.ndarray, np.ndarray]:
     """``log x!`` for ``x = 0..n_max`` as ``hi + lo`` (a running double-double sum of
     ``log y``), so that ``log(b!/a!) = (hi[b] - hi[a]) + (lo[b] - lo[a])`` keeps the
