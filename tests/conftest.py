@@ -7,7 +7,8 @@ are derandomized, so a CI run is reproducible; locally they stay random and keep
 ``shared_report``: the report's end-to-end tests (``test_report.py``,
 ``test_report_step_times.py``) read one report on the real notebooks, run once per session
 (a papermill run of every notebook costs tens of seconds), plus the same command run again
-into a second folder for the reproducibility test.
+into a second folder for the reproducibility test; both start in the background with the
+session's first test.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,7 +24,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
 
-from analysis import LengthHistogram, cli, save_histogram
+from analysis import LengthHistogram, save_histogram
 
 settings.register_profile(
     "workbench",
@@ -78,30 +80,44 @@ class SharedReport:
 
 
 # `padding-workbench ARGS` in another process: cli.main(argv) records the same command line
-# as the in-process call (`python -m analysis` would record its own spelling)
+# as an in-process call (`python -m analysis` would record its own spelling)
 _CLI_MAIN = "import sys; from analysis.cli import main; sys.exit(main(sys.argv[1:]))"
 
 
-@pytest.fixture(scope="session")
-def shared_report(tmp_path_factory: pytest.TempPathFactory) -> SharedReport:
-    """The report, run in this process through ``cli.main``; the repeat runs concurrently in a
-    second process (pytest keeps one core busy, the kernels of the two runs share the rest)."""
+@pytest.fixture(scope="session", autouse=True)
+def _shared_report_started(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[SharedReport, list[tuple[subprocess.Popen[bytes], Path]]] | None]:
+    """Start the shared report's two runs, each in its own process, when the session's first
+    test under ``tests/`` starts (and only when a collected test uses ``shared_report``): they
+    run on the core pytest leaves idle while the other tests run.  Killed at the session's end
+    if still running (a session stopped early)."""
+    if not any("shared_report" in getattr(item, "fixturenames", ()) for item in request.session.items):
+        yield None
+        return
     base = tmp_path_factory.mktemp("shared_report")
     report = SharedReport(lengths=REPORT_LENGTHS, out=base / "report", repeat=base / "repeat")
     src = save_histogram(LengthHistogram.from_lengths(report.lengths), base / "lengths.csv")
-    repeat = subprocess.Popen(
-        [sys.executable, "-c", _CLI_MAIN, *report.argv(src, report.repeat)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        code = cli.main(report.argv(src, report.out))
-    except BaseException:
-        repeat.kill()
-        raise
-    finally:
-        _, repeat_err = repeat.communicate(timeout=600)
-    assert code == 0, "the shared report failed (its error is in the captured stderr)"
-    assert repeat.returncode == 0, repeat_err
+    runs = []
+    for out in (report.out, report.repeat):
+        log = out.with_suffix(".log")
+        with log.open("wb") as sink:
+            command = [sys.executable, "-c", _CLI_MAIN, *report.argv(src, out)]
+            runs.append((subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT), log))
+    yield report, runs
+    for process, _ in runs:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+@pytest.fixture(scope="session")
+def shared_report(
+    _shared_report_started: tuple[SharedReport, list[tuple[subprocess.Popen[bytes], Path]]],
+) -> SharedReport:
+    """The report (``out``) and its repeat, once both runs have finished."""
+    report, runs = _shared_report_started
+    for process, log in runs:
+        code = process.wait(timeout=600)
+        assert code == 0, f"the shared report failed ({log}):\n{log.read_text()}"
     return report
