@@ -36,8 +36,8 @@ settings.register_profile(
 settings.load_profile("workbench")
 
 #: The shared report's lengths: 2,000 short samples and 50 beyond the case's 8,192 (a path
-#: that once failed inside the notebooks), clipped at MAX_LEN, which still keeps some of them
-#: beyond 8,192 and clips the others (so notebook 01 shows a real clipping).
+#: that once failed inside the notebooks), clipped at ``SharedReport.max_len``, which keeps some
+#: of them beyond 8,192 and clips the others (so notebook 01 shows a real clipping).
 REPORT_LENGTHS = np.r_[
     np.random.default_rng(11).integers(20, 900, size=2_000),
     np.random.default_rng(12).integers(8_193, 12_000, size=50),
