@@ -6,7 +6,6 @@ import json
 
 import nbformat
 import numpy as np
-import pytest
 
 from analysis import BatchRule, LengthHistogram, cli, save_histogram
 from analysis.report import notebook_parameters, report_notebooks, run_report
@@ -30,13 +29,13 @@ def test_parameters_are_the_intersection_and_figures_come_in_png_and_svg(tmp_pat
         nbs / "01_a.ipynb",
         params="data_path = 'x'\nfigures_dir = None\n"
         "figure_formats = ['png']\nbatch_size = 1\n"
-        "pad_to_multiple_of = 1",
+        "pad_to_multiple_of = 1\nmax_len = 1",
         body="from matplotlib.figure import Figure\n"
         "from analysis.plots import save_figure\n"
         "from analysis import load_lengths\n"
         "h = load_lengths(data_path)\n"
         "_ = save_figure(Figure(), 'tiny', figures_dir, formats=figure_formats)\n"
-        "print(h.n_samples, batch_size, pad_to_multiple_of)",
+        "print(h.n_samples, batch_size, pad_to_multiple_of, max_len)",
     )
     _tiny_notebook(nbs / "02_b.ipynb", params="n_buckets = 2\nunrelated = 5", body="n_buckets")
     assert notebook_parameters(nbs / "01_a.ipynb") == [
@@ -45,6 +44,7 @@ def test_parameters_are_the_intersection_and_figures_come_in_png_and_svg(tmp_pat
         "figure_formats",
         "batch_size",
         "pad_to_multiple_of",
+        "max_len",
     ]
     src = save_histogram(LengthHistogram.from_lengths(LENGTHS), tmp_path / "in.csv")
     out = tmp_path / "out"
@@ -65,6 +65,7 @@ def test_parameters_are_the_intersection_and_figures_come_in_png_and_svg(tmp_pat
         "figure_formats",
         "batch_size",
         "pad_to_multiple_of",
+        "max_len",
     }
     assert runs["01_a.ipynb"]["parameters"]["figure_formats"] == ["png", "svg"]
     assert runs["01_a.ipynb"]["parameters"]["data_path"].startswith("/")
@@ -72,7 +73,10 @@ def test_parameters_are_the_intersection_and_figures_come_in_png_and_svg(tmp_pat
     assert rec["figures"] == ["figures/tiny.png", "figures/tiny.svg"]
     assert rec["figures_missing_svg"] == []
     executed = nbformat.read(out / "01_a.ipynb", as_version=4)
-    assert executed.cells[-1].outputs[0]["text"] == f"{len(LENGTHS)} 4 8\n"
+    # no max_len: nothing is clipped and the notebooks get the longest length (a no-op clip)
+    assert executed.cells[-1].outputs[0]["text"] == f"{len(LENGTHS)} 4 8 {LENGTHS.max()}\n"
+    assert rec["settings"]["max_len"] is None and rec["data"]["clipping"] is None
+    assert rec["plan"]["edges"][-1] == LENGTHS.max()  # the plan reaches the longest sample
     assert (nbs / "01_a.ipynb").read_text().count('"outputs": []') == 2  # never in place
     assert {p.name for p in result.files} >= {
         "01_a.ipynb",
@@ -109,27 +113,9 @@ def test_the_real_notebooks_are_there():
     assert "03_bucket_count.ipynb" in names
 
 
-def test_report_on_the_real_notebooks_leaves_every_promised_file(tmp_path, capsys):
-    src = save_histogram(LengthHistogram.from_lengths(LENGTHS), tmp_path / "lengths.csv")
-    out = tmp_path / "report"
-    code = cli.main(
-        [
-            "--quiet",
-            "report",
-            str(src),
-            "--out",
-            str(out),
-            "--buckets",
-            "4",
-            "--max-len",
-            "800",
-            "--tokens-per-s",
-            "10000",
-            "--reference-strategy",
-            "sorted",
-        ]
-    )
-    assert code == 0, capsys.readouterr().err
+def test_report_on_the_real_notebooks_leaves_every_promised_file(shared_report):
+    out, max_len = shared_report.out, shared_report.max_len
+    assert 8_192 < max_len < shared_report.lengths.max()  # clipped, and still beyond the case
     notebooks = [p.name for p in report_notebooks()]
     for name in notebooks:
         assert (out / name).is_file() and (out / name).with_suffix(".html").is_file()
@@ -137,11 +123,14 @@ def test_report_on_the_real_notebooks_leaves_every_promised_file(tmp_path, capsy
     pngs = sorted(p.stem for p in (out / "figures").glob("*.png"))
     svgs = sorted(p.stem for p in (out / "figures").glob("*.svg"))
     assert pngs and pngs == svgs
-    assert rec["settings"]["max_len"] == 800 and rec["n_buckets"] == 4
-    assert rec["data"]["clipping"]["max_len"] == 800
-    assert rec["plan"]["edges"][-1] == 800
+    assert rec["settings"]["max_len"] == max_len and rec["n_buckets"] == shared_report.n_buckets
+    assert rec["data"]["clipping"]["max_len"] == max_len
+    assert rec["data"]["clipping"]["samples_clipped"] == np.sum(shared_report.lengths > max_len) > 0
+    assert rec["data"]["summary"]["max"] == shared_report.lengths.max()  # notebooks read the raw data
+    assert rec["plan"]["edges"][-1] == max_len
     assert set(rec["strategies"]) == {"random", "sorted", "bucketed"}
-    assert rec["throughput"]["predicted_tokens_per_s"]["sorted"] == 10_000
+    predicted = rec["throughput"]["predicted_tokens_per_s"]
+    assert predicted[shared_report.reference_strategy] == shared_report.tokens_per_s
     assert rec["command"].startswith("padding-workbench --quiet report ")
     assert rec["version"] and [r["notebook"] for r in rec["notebooks"]] == notebooks
     for run in rec["notebooks"]:
@@ -149,40 +138,23 @@ def test_report_on_the_real_notebooks_leaves_every_promised_file(tmp_path, capsy
             assert run["parameters"]["data_path"] == str(out / "data" / "lengths.csv")
 
 
-@pytest.fixture(scope="module")
-def token_budget_reports(tmp_path_factory):
-    """The same report command run twice into two folders (one papermill run of every
-    notebook each), shared by the tests below.  Two paths that once failed inside the
-    notebooks: the max_tokens rule (batch_size is then None) and lengths beyond 8,192."""
-    long = np.r_[LENGTHS, np.random.default_rng(12).integers(8_193, 12_000, size=50)]
-    base = tmp_path_factory.mktemp("budget")
-    src = save_histogram(LengthHistogram.from_lengths(long), base / "long.csv")
-    outs = []
-    for name in ("first", "second"):
-        out = base / name
-        code = cli.main(
-            ["--quiet", "report", str(src), "--out", str(out), "--buckets", "3", "--max-tokens", "16384"]
-        )
-        assert code == 0
-        outs.append(out)
-    return long, outs
-
-
-def test_report_with_a_token_budget_on_data_longer_than_the_case(token_budget_reports):
-    long, (out, _) = token_budget_reports
-    rec = json.loads((out / "recommendation.json").read_text())
-    assert rec["plan"]["max_tokens"] == 16384 and rec["plan"]["edges"][-1] == int(long.max())
-    assert rec["plan"]["batch_sizes"] == [16384 // e for e in rec["plan"]["edges"][1:]]
+def test_report_with_a_token_budget_on_data_longer_than_the_case(shared_report):
+    """Two paths that once failed inside the notebooks: the max_tokens rule (batch_size is
+    then None) and lengths beyond 8,192 (the shared report has both)."""
+    rec = json.loads((shared_report.out / "recommendation.json").read_text())
+    max_tokens = shared_report.max_tokens
+    assert rec["plan"]["max_tokens"] == max_tokens and rec["plan"]["edges"][-1] == shared_report.max_len
+    assert rec["plan"]["batch_sizes"] == [max_tokens // e for e in rec["plan"]["edges"][1:]]
     params = {r["notebook"]: r["parameters"] for r in rec["notebooks"]}
-    assert params["03_bucket_count.ipynb"]["n_buckets"] == 3  # the figures show the CLI's K
-    assert params["03_bucket_count.ipynb"]["max_tokens"] == 16384
+    assert params["03_bucket_count.ipynb"]["n_buckets"] == shared_report.n_buckets  # the CLI's K
+    assert params["03_bucket_count.ipynb"]["max_tokens"] == max_tokens
     assert params["03_bucket_count.ipynb"]["batch_size"] is None
 
 
-def test_a_report_is_reproducible_byte_for_byte(token_budget_reports):
+def test_a_report_is_reproducible_byte_for_byte(shared_report):
     """Same command twice: identical figures (PNG and SVG) and a recommendation.json that
     differs only in the output folder's path."""
-    _, (first, second) = token_budget_reports
+    first, second = shared_report.out, shared_report.repeat
     figures = sorted(p.name for p in (first / "figures").iterdir())
     assert figures == sorted(p.name for p in (second / "figures").iterdir())
     assert any(f.endswith(".svg") for f in figures) and any(f.endswith(".png") for f in figures)

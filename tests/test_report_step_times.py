@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from analysis import LengthHistogram, cli, save_histogram
-from analysis.report import report_notebooks, run_report
+from analysis.report import report_notebooks
 from tests.test_report import _tiny_notebook
 
 LENGTHS = np.random.default_rng(11).integers(20, 900, size=500)
@@ -35,26 +35,21 @@ def setup(tmp_path):
     return nbs, src, times
 
 
-def test_the_step_times_notebook_runs_only_when_given(setup, tmp_path):
-    nbs, src, times = setup
+def test_the_step_times_notebook_runs_only_when_given(setup, shared_report):
+    nbs, _, _ = setup
     assert [p.name for p in report_notebooks(nbs)] == ["01_plain.ipynb"]
     assert [p.name for p in report_notebooks(nbs, step_times=True)] == ["01_plain.ipynb", "04_times.ipynb"]
-    without = run_report(src, tmp_path / "without", quiet=True, notebooks_dir=nbs).recommendation
-    assert [r["notebook"] for r in without["notebooks"]] == ["01_plain.ipynb"]
-    assert without["notebooks_skipped"][0]["notebook"] == "04_times.ipynb"
+    # without step times (the shared report on the real notebooks): 04_throughput is skipped
+    out = shared_report.out
+    without = json.loads((out / "recommendation.json").read_text())
+    needs_times = [p.name for p in report_notebooks(step_times=True) if p not in report_notebooks()]
+    assert needs_times == ["04_throughput.ipynb"]
+    every = [p.name for p in report_notebooks(step_times=True)]
+    assert [r["notebook"] for r in without["notebooks"]] == [n for n in every if n not in needs_times]
+    assert [s["notebook"] for s in without["notebooks_skipped"]] == needs_times
     assert "--step-times" in without["notebooks_skipped"][0]["reason"]
     assert without["settings"]["step_times"] is None
-    assert not (tmp_path / "without" / "04_times.ipynb").exists()
-
-    out = tmp_path / "with"
-    rec = run_report(src, out, quiet=True, notebooks_dir=nbs, step_times=times).recommendation
-    runs = {r["notebook"]: r for r in rec["notebooks"]}
-    assert list(runs) == ["01_plain.ipynb", "04_times.ipynb"] and rec["notebooks_skipped"] == []
-    assert runs["04_times.ipynb"]["parameters"] == {"step_times_path": str(times.resolve())}
-    assert "step_times_path" not in runs["01_plain.ipynb"]["parameters"]
-    assert rec["settings"]["step_times"] == str(times.resolve())
-    executed = nbformat.read(out / "04_times.ipynb", as_version=4)
-    assert executed.cells[-1].outputs[0]["text"] == "3\n"
+    assert not (out / "04_throughput.ipynb").exists()
 
 
 def test_cli_step_times_and_a_bad_file_fails_before_any_notebook(setup, tmp_path, capsys, monkeypatch):
@@ -72,3 +67,11 @@ def test_cli_step_times_and_a_bad_file_fails_before_any_notebook(setup, tmp_path
     rec = json.loads((out / "recommendation.json").read_text())
     assert [r["notebook"] for r in rec["notebooks"]] == ["01_plain.ipynb", "04_times.ipynb"]
     assert "--step-times" in rec["command"]
+    # with step times, the notebook that needs them runs with their absolute path
+    runs = {r["notebook"]: r for r in rec["notebooks"]}
+    assert rec["notebooks_skipped"] == []
+    assert runs["04_times.ipynb"]["parameters"] == {"step_times_path": str(times.resolve())}
+    assert "step_times_path" not in runs["01_plain.ipynb"]["parameters"]
+    assert rec["settings"]["step_times"] == str(times.resolve())
+    executed = nbformat.read(out / "04_times.ipynb", as_version=4)
+    assert executed.cells[-1].outputs[0]["text"] == "3\n"
