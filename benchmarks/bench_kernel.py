@@ -22,18 +22,15 @@ from __future__ import annotations
 import importlib
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import types
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import numpy as np
-from _common import case_histogram
+from _common import case_histogram, median_seconds
 
 from analysis.batching import BatchRule
 from analysis.lengths import LengthHistogram
@@ -62,16 +59,6 @@ def previous_kernel() -> tuple[types.ModuleType, types.ModuleType]:
         (pkg / f"{name}.py").write_text(src.replace("analysis.optimize._problem", "old_optimize._problem"))
     sys.path.insert(0, str(root))
     return importlib.import_module("old_optimize._problem"), importlib.import_module("old_optimize._kernel")
-
-
-def cpu_median(fn: Callable[[], Any], runs: int) -> float:
-    fn()
-    times = []
-    for _ in range(runs):
-        start = time.process_time()
-        fn()
-        times.append(time.process_time() - start)
-    return statistics.median(times)
 
 
 def first_call(cache_dir: str, counts_file: str) -> dict[str, float]:
@@ -113,8 +100,8 @@ def main(runs: int = 5) -> None:
     def both(label: str, h: LengthHistogram, rule: BatchRule, k: int, target: str, n: int = runs) -> float:
         p_new = new_problem._problem(h, rule)
         p_old = old_problem._problem(h, rule)
-        t_old = cpu_median(lambda: old_kernel._solve(p_old, k, p_old.ends), n)
-        t_new = cpu_median(lambda: new_kernel._solve(p_new, k, p_new.ends), n)
+        t_old = median_seconds(lambda: old_kernel._solve(p_old, k, p_old.ends), n, time.process_time)
+        t_new = median_seconds(lambda: new_kernel._solve(p_new, k, p_new.ends), n, time.process_time)
         print(f"  {label:<32} {t_old:9.3f} {t_new:9.3f} {t_old / t_new:6.1f}x  {target}", flush=True)
         return t_new
 
