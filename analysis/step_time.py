@@ -35,7 +35,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import nnls
 
 from analysis._order_stats import expected_batch_sum
 from analysis.batching import BatchRule, as_rule, bucket_bounds, check_edges, positive_int, round_up
@@ -347,6 +346,8 @@ class StepTimeModel:
         y = per_shape["seconds"].to_numpy()
         scale = x.max(axis=0)  # columns of comparable size for the solver
         scale[scale == 0] = 1.0
+        from scipy.optimize import nnls  # imported on first fit (~0.5 s)
+
         coef, _ = nnls(x / y[:, None] / scale, np.ones_like(y))
         full = np.zeros(len(STEP_TIME_TERMS))
         full[cols] = coef / scale

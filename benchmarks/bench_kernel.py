@@ -1,11 +1,12 @@
-"""The compiled DP beside the previous (NumPy) kernel, in one run, on the bundled data.
+"""The DP kernel beside its previous implementations, in one run, on the bundled data.
 
 Run from the repository root: ``python benchmarks/bench_kernel.py [runs]``.
 
-The previous kernel is the NumPy one of commit ``08835f2`` (``git show`` into a temporary
-package, so this script needs the git history).  Prints medians of ``runs`` calls (CPU
-seconds of this process: the machines are shared) and their ratios, with issue 14's targets
-stated as targets:
+The previous kernels are the NumPy one of commit ``08835f2`` and the first compiled one
+(start by start) of ``4862e74`` (``git show`` into temporary packages, so this script needs
+the git history).  Prints medians of ``runs`` calls (CPU seconds of this process: the
+machines are shared) and the ratio of each previous kernel to the current one, with issue
+14's targets stated as targets:
 
 * K = 6 and one pass for K = 1..16 at batch size 8 (targets 0.15 s and 0.3 s);
 * the same with every count multiplied by 4 (time should not depend on the sample count);
@@ -14,11 +15,12 @@ stated as targets:
 * the first call in a new process with an empty numba cache and with a filled one
   (target <= 3 s), and that process's peak resident memory (target <= 100 MB above the
   interpreter with numpy, pandas and the package imported);
-* whether the two kernels give the same edges for K = 1..16.
+* whether the kernels give the same edges for K = 1..16.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import os
@@ -36,29 +38,30 @@ from analysis.batching import BatchRule
 from analysis.lengths import LengthHistogram
 from analysis.paths import PROJECT_ROOT
 
-PREVIOUS = "08835f2"
+PREVIOUS = {"numpy": "08835f2", "1st numba": "4862e74"}
 # (``analysis.optimize._problem`` is also the name of a function in the package)
 new_problem = importlib.import_module("analysis.optimize._problem")
 new_kernel = importlib.import_module("analysis.optimize._kernel")
 
 
-def previous_kernel() -> tuple[types.ModuleType, types.ModuleType]:
-    """``_problem`` and ``_kernel`` of the previous implementation, as a temporary package."""
+def previous_kernel(rev: str) -> tuple[types.ModuleType, types.ModuleType]:
+    """``_problem`` and ``_kernel`` of commit ``rev``, as a temporary package."""
     root = Path(tempfile.mkdtemp(prefix="old_kernel_"))
-    pkg = root / "old_optimize"
+    name_ = f"kernel_{rev}"
+    pkg = root / name_
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
     for name in ("_problem", "_kernel"):
         src = subprocess.run(
-            ["git", "show", f"{PREVIOUS}:analysis/optimize/{name}.py"],
+            ["git", "show", f"{rev}:analysis/optimize/{name}.py"],
             cwd=PROJECT_ROOT,
             capture_output=True,
             text=True,
             check=True,
         ).stdout
-        (pkg / f"{name}.py").write_text(src.replace("analysis.optimize._problem", "old_optimize._problem"))
+        (pkg / f"{name}.py").write_text(src.replace("analysis.optimize._problem", f"{name_}._problem"))
     sys.path.insert(0, str(root))
-    return importlib.import_module("old_optimize._problem"), importlib.import_module("old_optimize._kernel")
+    return importlib.import_module(f"{name_}._problem"), importlib.import_module(f"{name_}._kernel")
 
 
 def first_call(cache_dir: str, counts_file: str) -> dict[str, float]:
@@ -90,31 +93,36 @@ def first_call(cache_dir: str, counts_file: str) -> dict[str, float]:
 
 
 def main(runs: int = 5) -> None:
-    old_problem, old_kernel = previous_kernel()
+    previous = {label: previous_kernel(rev) for label, rev in PREVIOUS.items()}
     hist = case_histogram()
     big = LengthHistogram.from_counts(hist.lengths, hist.counts * 4)
     print(f"bundled data: {hist.n_samples:,} samples, {hist.n_distinct:,} distinct lengths")
-    print(f"CPU seconds, median of {runs} (token budgets: one run)")
-    print(f"{'':34} {'previous':>9} {'compiled':>9} {'ratio':>7}  target")
+    print(f"CPU seconds, median of {runs} (token budgets: one run); ratio = that kernel / this one")
+    head = "".join(f" {f'{label} {rev}':>18} {'ratio':>6}" for label, rev in PREVIOUS.items())
+    print(f"{'':34}{head} {'this':>8}  target")
 
-    def both(label: str, h: LengthHistogram, rule: BatchRule, k: int, target: str, n: int = runs) -> float:
+    def timed(label: str, h: LengthHistogram, rule: BatchRule, k: int, target: str, n: int = runs) -> float:
         p_new = new_problem._problem(h, rule)
-        p_old = old_problem._problem(h, rule)
-        t_old = median_seconds(lambda: old_kernel._solve(p_old, k, p_old.ends), n, time.process_time)
         t_new = median_seconds(lambda: new_kernel._solve(p_new, k, p_new.ends), n, time.process_time)
-        print(f"  {label:<32} {t_old:9.3f} {t_new:9.3f} {t_old / t_new:6.1f}x  {target}", flush=True)
+        cols = ""
+        for old_problem, old_kernel in previous.values():
+            p_old = old_problem._problem(h, rule)
+            solve = functools.partial(old_kernel._solve, p_old, k, p_old.ends)
+            t_old = median_seconds(solve, n, time.process_time)
+            cols += f" {t_old:18.3f} {t_old / t_new:5.1f}x"
+        print(f"  {label:<32}{cols} {t_new:8.3f}  {target}", flush=True)
         return t_new
 
     b8 = BatchRule(batch_size=8)
-    base = both("K=6, batch_size 8", hist, b8, 6, "<= 0.15 s")
-    both("K=1..16 (one pass), batch_size 8", hist, b8, 16, "<= 0.3 s")
-    both("K=6, batch_size 8, counts x 4", big, b8, 6, "as K=6 (sample count)")
+    base = timed("K=6, batch_size 8", hist, b8, 6, "<= 0.15 s")
+    timed("K=1..16 (one pass), batch_size 8", hist, b8, 16, "<= 0.3 s")
+    timed("K=6, batch_size 8, counts x 4", big, b8, 6, "as K=6 (sample count)")
     for rule in (BatchRule(batch_size=10**4), BatchRule(batch_size=10**8)):
-        t = both(f"K=6, batch_size {rule.batch_size:,}", hist, rule, 6, "as batch_size 8")
-        print(f"  {'':32} {t / base:9.1f}x batch_size 8")
+        t = timed(f"K=6, batch_size {rule.batch_size:,}", hist, rule, 6, "as batch_size 8")
+        print(f"  {'':32} this kernel: {t / base:.1f}x batch_size 8")
     for budget in (65_536, 131_072):
-        t = both(f"K=6, max_tokens {budget:,}", hist, BatchRule(max_tokens=budget), 6, "as batch_size 8", 1)
-        print(f"  {'':32} {t / base:9.1f}x batch_size 8")
+        t = timed(f"K=6, max_tokens {budget:,}", hist, BatchRule(max_tokens=budget), 6, "as batch_size 8", 1)
+        print(f"  {'':32} this kernel: {t / base:.1f}x batch_size 8")
 
     with tempfile.TemporaryDirectory() as tmp:
         counts_file = str(Path(tmp) / "case.npz")
@@ -132,12 +140,14 @@ def main(runs: int = 5) -> None:
     same = True
     for rule in (b8, BatchRule(max_tokens=65_536)):
         p_new = new_problem._problem(hist, rule)
-        p_old = old_problem._problem(hist, rule)
         _, arg_new = new_kernel._solve(p_new, 16, p_new.ends)
-        _, arg_old = old_kernel._solve(p_old, 16, p_old.ends)
-        for k in range(1, 17):
-            same &= new_kernel._backtrack(arg_new, k, p_new.m) == old_kernel._backtrack(arg_old, k, p_old.m)
-    print(json.dumps({"same edges K=1..16 (batch_size 8, max_tokens 65,536)": bool(same)}))
+        for old_problem, old_kernel in previous.values():
+            p_old = old_problem._problem(hist, rule)
+            _, arg_old = old_kernel._solve(p_old, 16, p_old.ends)
+            for k in range(1, 17):
+                ends = new_kernel._backtrack(arg_new, k, p_new.m)
+                same &= ends == old_kernel._backtrack(arg_old, k, p_old.m)
+    print(json.dumps({"same edges K=1..16 (batch_size 8, max_tokens 65,536), every kernel": bool(same)}))
 
 
 if __name__ == "__main__":

@@ -205,6 +205,61 @@ def test_token_budget_costs_equal_exact_rationals_on_many_lengths(seed):
         assert mat[a, b] == pytest.approx(float(want), rel=1e-10)
 
 
+def reference_dp(mat: np.ndarray, k_max: int) -> tuple[np.ndarray, np.ndarray]:
+    """The DP over a dense cost matrix, end by end, with NumPy's argmin (first minimum: the
+    smallest start wins a tie): ``D[k, j] = min_i D[k-1, i] + mat[i, j]``."""
+    p = mat.shape[0]
+    best = np.full((k_max + 1, p), np.inf)
+    arg = np.zeros((k_max + 1, p), np.int64)
+    best[0, 0] = 0.0
+    for k in range(1, k_max + 1):
+        for j in range(1, p):
+            vals = best[k - 1, :j] + mat[:j, j]
+            i = int(np.argmin(vals))
+            if vals[i] < np.inf:
+                best[k, j], arg[k, j] = vals[i], i
+    return best, arg
+
+
+@pytest.mark.parametrize(
+    ("batch", "n_lengths", "stride"),
+    [
+        ({"batch_size": 8}, 2_500, 1),  # the tabulated kernel: 157 passes of 16 starts, 3 tiles
+        ({"batch_size": 1}, 1_030, 1),  # no padding at all: every cell ties
+        ({"batch_size": 3}, 1_500, 7),  # candidate ends only (every 7th): 14 passes, the last short
+        ({"max_tokens": 4_000}, 1_100, 1),  # row by row (_row_costs), pushed in the same tiles
+    ],
+)
+def test_grouped_tiled_dp_equals_the_dp_over_the_cost_matrix(batch, n_lengths, stride):
+    """The kernel's DP (starts in passes of 16, running sums four side by side, cells in tiles
+    of 1,024 ends) gives bit for bit the tables of the plain DP over the same bucket costs:
+    the same floats in every reachable cell and the same (smallest) start on every tie; the
+    lengths are chosen so that passes and tiles end off their multiples."""
+    rng = np.random.default_rng(n_lengths)
+    lengths = np.sort(rng.choice(np.arange(1, 6_000), n_lengths, replace=False))
+    counts = rng.integers(1, 30, n_lengths)
+    if "batch_size" in batch and batch["batch_size"] == 1:
+        counts[:] = 1
+    hist = LengthHistogram.from_counts(lengths, counts)
+    prob = problem._problem(hist, BatchRule(**batch), 1)
+    assert bool(problem._ratio_tables(prob)[0].size) == ("batch_size" in batch)
+    ends = prob.ends[stride - 1 :: stride] if stride > 1 else prob.ends
+    ends = np.unique(np.r_[ends, prob.m])
+    points = np.r_[0, ends]
+    k_max = 5
+    best, arg = kernel._solve(prob, k_max, ends)
+    ref_best, ref_arg = reference_dp(kernel._cost_matrix(prob, points), k_max)
+    for k in range(1, k_max + 1):
+        got = best[k, points]
+        want = ref_best[k]
+        reach = np.isfinite(want)
+        if k < k_max:  # the kernel fills the top layer at the last end only
+            assert np.array_equal(np.isfinite(got), reach)
+            assert np.array_equal(got[reach], want[reach])
+            assert np.array_equal(arg[k, points][reach], points[ref_arg[k][reach]])
+        assert got[-1] == want[-1] and arg[k, prob.m] == points[ref_arg[k, -1]]
+
+
 def test_large_batch_uses_log_space_and_matches_small_block_linear(monkeypatch):
     """B = 200 on ~20k samples overflows float64 binomials: the log path must agree with
     the exact objective of the edges it returns and beat every baseline."""

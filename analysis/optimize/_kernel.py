@@ -27,10 +27,16 @@ recomputed by the same running sum started where the terms fall below ``2**-70``
 these restarts, not the cells, dominate.  The time objective (``step_time``) has
 ``w`` in seconds and adds ``per_batch * ceil(n / B)`` to each bucket's cost.
 
-The DP ``D[k][j] = min_i D[k-1][i] + cost(i, j)`` runs with the costs, start by start (a
-start's row of costs pushes into every later end), for every ``k`` at once: the cost matrix is
-never stored, and one pass gives the optimum for every bucket count.  Ties go to the smallest
-start.  No monotone-argmin shortcut is assumed.
+The DP ``D[k][j] = min_i D[k-1][i] + cost(i, j)`` runs with the costs: each start's row of
+costs pushes into every later end, for every ``k`` at once, so the cost matrix is never stored
+and one pass gives the optimum for every bucket count.  Ties go to the smallest start; no
+monotone-argmin shortcut is assumed.  The work is arranged for the machine, not changed:
+``_ROWS`` starts per pass, their cells up to the last of them pushed start by start (that
+settles the later starts' ``D[k - 1]``), then the rest in tiles of ``_TILE`` ends, within which
+the running sums of ``_GROUP`` starts advance side by side (independent chains, each with
+exactly the arithmetic of a lone start) and the ``_GROUP`` rows are pushed into a tile of
+each layer at once, branch-free, in ascending order of start.  Every cost and every
+comparison is the one of the start-by-start DP, so the tables are bit for bit the same.
 """
 
 from __future__ import annotations
@@ -45,6 +51,29 @@ from analysis.optimize._problem import _Problem, _ratio_tables
 # Ratios over at most this many samples are products (exact to a few ulps, no table read).
 _PRODUCT_RATIO = 8
 _INF = math.inf
+# Starts whose rows of costs are computed and pushed into the DP together.
+_GROUP = 4
+# Starts per pass over the DP layers (in groups of _GROUP).
+_ROWS = 16
+# Ends per tile of those rows (the tile's costs, ratios and DP cells stay in cache).
+_TILE = 1024
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _log_fact_compiled(n_max: int) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
+    hi = np.zeros(n_max + 1)
+    lo = np.zeros(n_max + 1)
+    s = 0.0
+    c = 0.0
+    for y in range(2, n_max + 1):
+        v = math.log(y)
+        t = s + v
+        z = t - s
+        c += (s - (t - z)) + (v - z)  # TwoSum: the rounding error of s + v
+        s = t
+        hi[y] = s
+        lo[y] = c
+    return hi, lo
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -214,12 +243,274 @@ def _row_costs(
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _solve_compiled(
+def _comb_heads(
+    starts: np.ndarray,
+    cum: np.ndarray,
+    weight: np.ndarray,
+    step: np.ndarray,
+    size: int,
+    is_end: np.ndarray,
+    comb: np.ndarray,
+    out: np.ndarray,
+    t: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """``out[a, j]`` = padding of bucket ``(starts[a], j]`` for ``j`` up to the last start + 1
+    and one tabulated ``B``, start by start (the arithmetic of ``_row_costs``); ``t[a]`` is the
+    running sum there, where ``_comb_tile`` goes on."""
+    last = starts[starts.size - 1]
+    for a in range(starts.size):
+        i = starts[a]
+        ci = cum[i]
+        out[a, i + 1] = (cum[i + 1] - ci) * weight[i + 1] if is_end[i + 1] else _INF
+        below = comb[cum[i + 1] - ci]
+        ta = 0.0
+        for j in range(i + 2, last + 2):
+            n = cum[j] - ci
+            here = comb[n]
+            ta = (ta + step[j - 1]) * (below / here) if n >= size else 0.0
+            below = here
+            w = weight[j]
+            cost = n * w if n < size else n * (w - ta)
+            out[a, j] = cost if is_end[j] else _INF
+        t[a] = ta
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _comb_tile(
+    starts: np.ndarray,
+    j0: int,
+    j1: int,
+    cum: np.ndarray,
+    weight: np.ndarray,
+    step: np.ndarray,
+    size: int,
+    is_end: np.ndarray,
+    comb: np.ndarray,
+    out: np.ndarray,
+    t: np.ndarray,
+    ratio: np.ndarray,
+    table: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """``out[a, j]`` for ``j0 <= j < j1`` (after the last start + 1) and the ``_GROUP`` starts,
+    the running sums ``t`` carried in and out: first each start's ratios
+    ``C(x_{j-1}, B) / C(x_j, B)`` (table reads, then divisions with nothing carried: a
+    vectorised loop), then the ``_GROUP`` sums side by side (independent chains, so the cell
+    does not wait on the latency of the one before), with the arithmetic of ``_row_costs``."""
+    n_j = j1 - j0
+    if n_j <= 0:
+        return
+    for a in range(_GROUP):
+        ci = cum[starts[a]]
+        c = cum[j0 - 1 : j1]
+        tab = table[: n_j + 1]
+        for j in range(n_j + 1):
+            tab[j] = comb[c[j] - ci]
+        r = ratio[a, :n_j]
+        for j in range(n_j):
+            r[j] = tab[j] / tab[j + 1]
+    # the running sums, side by side, into ``ratio`` (a chain per start: the loop runs at the
+    # throughput of the arithmetic, not at the latency of one sum)
+    c0, c1, c2, c3 = cum[starts[0]], cum[starts[1]], cum[starts[2]], cum[starts[3]]
+    t0, t1, t2, t3 = t[0], t[1], t[2], t[3]
+    r0, r1, r2, r3 = ratio[0, :n_j], ratio[1, :n_j], ratio[2, :n_j], ratio[3, :n_j]
+    cj_, st_ = cum[j0:j1], step[j0 - 1 : j1 - 1]
+    if cj_[0] - c3 >= size:  # every bucket holds a full batch (c3 is the largest start count)
+        for j in range(n_j):
+            st = st_[j]
+            t0 = (t0 + st) * r0[j]
+            t1 = (t1 + st) * r1[j]
+            t2 = (t2 + st) * r2[j]
+            t3 = (t3 + st) * r3[j]
+            r0[j], r1[j], r2[j], r3[j] = t0, t1, t2, t3
+    else:
+        for j in range(n_j):
+            cj = cj_[j]
+            st = st_[j]
+            t0 = (t0 + st) * r0[j] if cj - c0 >= size else 0.0
+            t1 = (t1 + st) * r1[j] if cj - c1 >= size else 0.0
+            t2 = (t2 + st) * r2[j] if cj - c2 >= size else 0.0
+            t3 = (t3 + st) * r3[j] if cj - c3 >= size else 0.0
+            r0[j], r1[j], r2[j], r3[j] = t0, t1, t2, t3
+    # the costs n (w - T), n w below a full batch (vectorised)
+    w_, e_ = weight[j0:j1], is_end[j0:j1]
+    for a in range(_GROUP):
+        ci = cum[starts[a]]
+        ta = ratio[a, :n_j]
+        o = out[a, j0:j1]
+        for j in range(n_j):
+            n = cj_[j] - ci
+            w = w_[j]
+            o[j] = (n * w if n < size else n * (w - ta[j])) if e_[j] else _INF
+    t[0], t[1], t[2], t[3] = t0, t1, t2, t3
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _push4(
+    row: np.ndarray,
+    at: np.ndarray,
+    q0: np.ndarray,
+    q1: np.ndarray,
+    q2: np.ndarray,
+    q3: np.ndarray,
+    p0: float,
+    p1: float,
+    p2: float,
+    p3: float,
+    s0: int,
+    s1: int,
+    s2: int,
+    s3: int,
+) -> None:  # pragma: no cover - compiled
+    """``row[j] = min(row[j], p_a + costs[a, j])`` over the four starts in ascending order
+    (strict ``<``: ties keep the smaller start), ``at[j]`` the start that gave it.  Indices
+    from 0 over slices, branch-free: the loop is vectorised."""
+    for j in range(row.size):
+        bv = row[j]
+        ba = at[j]
+        v = p0 + q0[j]
+        ba = s0 if v < bv else ba
+        bv = v if v < bv else bv
+        v = p1 + q1[j]
+        ba = s1 if v < bv else ba
+        bv = v if v < bv else bv
+        v = p2 + q2[j]
+        ba = s2 if v < bv else ba
+        bv = v if v < bv else bv
+        v = p3 + q3[j]
+        ba = s3 if v < bv else ba
+        bv = v if v < bv else bv
+        row[j] = bv
+        at[j] = ba
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _push(
+    row: np.ndarray, at: np.ndarray, costs: np.ndarray, p: float, start: int
+) -> None:  # pragma: no cover - compiled
+    """``row[j] = min(row[j], p + costs[j])`` (strict ``<``), ``at[j] = start`` where it won."""
+    for j in range(row.size):
+        v = p + costs[j]
+        better = v < row[j]
+        at[j] = start if better else at[j]
+        row[j] = v if better else row[j]
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _group(rows: np.ndarray, g0: int, starts: np.ndarray) -> tuple[int, int]:  # pragma: no cover - compiled
+    """The starts ``rows[g0 : g0 + _ROWS]`` into ``starts``, the last repeated up to a multiple
+    of ``_GROUP`` (its copies give the same costs, which never win a strict comparison);
+    returns how many are real and how many were written."""
+    g = min(_ROWS, rows.size - g0)
+    n_sub = (g + _GROUP - 1) // _GROUP * _GROUP
+    for a in range(n_sub):
+        starts[a] = rows[g0 + min(a, g - 1)]
+    return g, n_sub
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _push_heads(
+    best: np.ndarray, arg: np.ndarray, starts: np.ndarray, g: int, costs: np.ndarray
+) -> None:  # pragma: no cover - compiled
+    """The cells up to the last start, start by start: they settle the later starts'
+    ``D[k - 1]``.  The top layer is only read at the last end, after every start."""
+    last = starts[g - 1]
+    for a in range(g):
+        i = starts[a]
+        for k in range(1, best.shape[0] - 1):
+            if best[k - 1, i] != _INF:
+                cells = slice(i + 1, last + 1)
+                _push(best[k, cells], arg[k, cells], costs[a, cells], best[k - 1, i], i)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _push_tile(
+    best: np.ndarray, arg: np.ndarray, starts: np.ndarray, n_sub: int, costs: np.ndarray, j0: int, j1: int
+) -> None:  # pragma: no cover - compiled
+    """The cells ``j0 <= j < j1`` (after the last start) of every layer, ``_GROUP`` starts at a
+    time in ascending order, so ties keep the smallest start; the top layer only at the last
+    end."""
+    m = best.shape[1] - 1
+    n_buckets = best.shape[0] - 1
+    for k in range(1, n_buckets + 1):
+        lo_j = max(j0, m) if k == n_buckets else j0
+        if lo_j >= j1:
+            continue
+        for sub in range(0, n_sub, _GROUP):
+            s0, s1, s2, s3 = starts[sub], starts[sub + 1], starts[sub + 2], starts[sub + 3]
+            _push4(
+                best[k, lo_j:j1],
+                arg[k, lo_j:j1],
+                costs[sub, lo_j:j1],
+                costs[sub + 1, lo_j:j1],
+                costs[sub + 2, lo_j:j1],
+                costs[sub + 3, lo_j:j1],
+                best[k - 1, s0],
+                best[k - 1, s1],
+                best[k - 1, s2],
+                best[k - 1, s3],
+                s0,
+                s1,
+                s2,
+                s3,
+            )
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _solve_table(
+    cum: np.ndarray,
+    weight: np.ndarray,
+    step: np.ndarray,
+    size: int,
+    rows: np.ndarray,
+    is_end: np.ndarray,
+    n_buckets: int,
+    comb: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
+    """The DP for one tabulated ``B`` and the padding objective: ``_ROWS`` starts at a time,
+    their costs and DP cells tile by tile (a tile of the layers stays in cache for them all)."""
+    m = cum.size - 1
+    best = np.full((n_buckets + 1, m + 1), _INF)
+    arg = np.zeros((n_buckets + 1, m + 1), np.int64)
+    best[0, 0] = 0.0
+    costs = np.empty((_ROWS, m + 1))
+    t = np.zeros(_ROWS)
+    ratio = np.empty((_GROUP, _TILE))
+    table = np.empty(_TILE + 1)
+    starts = np.empty(_ROWS, np.int64)
+    for g0 in range(0, rows.size, _ROWS):
+        g, n_sub = _group(rows, g0, starts)
+        last = starts[g - 1]
+        _comb_heads(starts[:n_sub], cum, weight, step, size, is_end, comb, costs, t)
+        _push_heads(best, arg, starts, g, costs)
+        for j0 in range(last + 1, m + 1, _TILE):
+            j1 = min(j0 + _TILE, m + 1)
+            for sub in range(0, n_sub, _GROUP):
+                _comb_tile(
+                    starts[sub : sub + _GROUP],
+                    max(j0, last + 2),
+                    j1,
+                    cum,
+                    weight,
+                    step,
+                    size,
+                    is_end,
+                    comb,
+                    costs[sub : sub + _GROUP],
+                    t[sub : sub + _GROUP],
+                    ratio,
+                    table,
+                )
+            _push_tile(best, arg, starts, n_sub, costs, j0, j1)
+    return best, arg
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _solve_rows(
     cum: np.ndarray,
     weight: np.ndarray,
     step: np.ndarray,
     size: np.ndarray,
-    is_row: np.ndarray,
+    rows: np.ndarray,
     is_end: np.ndarray,
     n_buckets: int,
     per_batch: float,
@@ -228,34 +519,24 @@ def _solve_compiled(
     hi: np.ndarray,
     lo: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
+    """The DP for every other rule and objective: each start's row of costs by
+    ``_row_costs``, pushed into the layers as in ``_solve_table``."""
     m = cum.size - 1
     best = np.full((n_buckets + 1, m + 1), _INF)
     arg = np.zeros((n_buckets + 1, m + 1), np.int64)
     best[0, 0] = 0.0
-    costs = np.empty(m + 1)
-    prev = np.empty(n_buckets + 1)
-    for i in range(m):
-        if not is_row[i]:
-            continue
-        live = False
-        for k in range(1, n_buckets + 1):
-            prev[k] = best[k - 1, i]
-            live = live or prev[k] < _INF
-        if not live:
-            continue
-        _row_costs(i, cum, weight, step, size, is_end, per_batch, token, comb, hi, lo, costs)
-        for k in range(1, n_buckets + 1):
-            p = best[k - 1, i]
-            if p == _INF:
-                continue
-            row = best[k]
-            at = arg[k]
-            lo_j = m if k == n_buckets else i + 1  # the top layer is only read at the last end
-            for j in range(lo_j, m + 1):
-                v = p + costs[j]
-                if v < row[j]:
-                    row[j] = v
-                    at[j] = i
+    costs = np.empty((_ROWS, m + 1))
+    starts = np.empty(_ROWS, np.int64)
+    for g0 in range(0, rows.size, _ROWS):
+        g, n_sub = _group(rows, g0, starts)
+        for a in range(g):
+            _row_costs(starts[a], cum, weight, step, size, is_end, per_batch, token, comb, hi, lo, costs[a])
+        for a in range(g, n_sub):
+            for j in range(m + 1):  # (an element loop: array assignment compiles slowly)
+                costs[a, j] = costs[g - 1, j]
+        _push_heads(best, arg, starts, g, costs)
+        for j0 in range(starts[g - 1] + 1, m + 1, _TILE):
+            _push_tile(best, arg, starts, n_sub, costs, j0, min(j0 + _TILE, m + 1))
     return best, arg
 
 
@@ -295,13 +576,18 @@ def _solve(prob: _Problem, n_buckets: int, ends: np.ndarray) -> tuple[np.ndarray
     is_row = np.zeros(m + 1, np.bool_)
     is_row[0] = True
     is_row[ends[:-1]] = True
+    # every start but 0 is an allowed end, so it is reached by 1..n_buckets - 1 buckets
+    rows = np.flatnonzero(is_row) if n_buckets > 1 else np.zeros(1, np.int64)
     comb, hi, lo = _ratio_tables(prob)
-    best, arg = _solve_compiled(
+    if comb.size and prob.per_batch == 0.0:
+        size = int(prob.size[0])
+        return _solve_table(prob.cum, prob.weight, prob.step, size, rows, is_end, n_buckets, comb)
+    best, arg = _solve_rows(
         prob.cum,
         prob.weight,
         prob.step,
         prob.size,
-        is_row,
+        rows,
         is_end,
         n_buckets,
         float(prob.per_batch),

@@ -10,7 +10,6 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import numba
 import numpy as np
 
 from analysis.batching import BatchRule, positive_int, round_up
@@ -132,24 +131,9 @@ def _log_fact_table(n_max: int) -> tuple[np.ndarray, np.ndarray]:
     """``log x!`` for ``x = 0..n_max`` as ``hi + lo`` (a running double-double sum of
     ``log y``), so that ``log(b!/a!) = (hi[b] - hi[a]) + (lo[b] - lo[a])`` keeps the
     precision of the ``b - a`` logarithms it sums, not of ``log b!``."""
+    from analysis.optimize._kernel import _log_fact_compiled  # numba: imported on first use
+
     hi, lo = _log_fact_compiled(n_max)
     hi.flags.writeable = False
     lo.flags.writeable = False
-    return hi, lo
-
-
-@numba.njit(cache=True, nogil=True, error_model="numpy")
-def _log_fact_compiled(n_max: int) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
-    hi = np.zeros(n_max + 1)
-    lo = np.zeros(n_max + 1)
-    s = 0.0
-    c = 0.0
-    for y in range(2, n_max + 1):
-        v = math.log(y)
-        t = s + v
-        z = t - s
-        c += (s - (t - z)) + (v - z)  # TwoSum: the rounding error of s + v
-        s = t
-        hi[y] = s
-        lo[y] = c
     return hi, lo

@@ -9,7 +9,6 @@ from typing import Any
 import numpy as np
 
 from analysis.batching import positive_int
-from analysis.optimize._kernel import _backtrack, _solve
 from analysis.optimize._problem import _Problem
 
 #: With ``candidates="auto"``, the exact DP runs up to this many candidate edges; above it,
@@ -58,6 +57,8 @@ def _grid(prob: _Problem, size: int) -> np.ndarray:
 def _refine(prob: _Problem, k: int, ends: list[int], grid: np.ndarray, max_rounds: int = 20) -> list[int]:
     """Local full-resolution search: re-run the DP with every allowed end strictly between
     the grid neighbours of each current edge, until the solution stops moving."""
+    from analysis.optimize._kernel import _backtrack, _solve  # numba: imported on first use
+
     allowed = prob.ends
     gridpos = np.searchsorted(allowed, grid)
     for _ in range(max_rounds):
@@ -100,6 +101,8 @@ def _optimal_ends(
     prob: _Problem, ks: Sequence[int], grid_size: int | None
 ) -> tuple[dict[int, list[int]], bool]:
     """Optimal bucket ends for each ``k`` in ``ks`` (one DP pass), and whether exact."""
+    from analysis.optimize._kernel import _backtrack, _solve  # numba: imported on first use
+
     k_max = max(ks)
     if grid_size is None:
         best, arg = _solve(prob, k_max, prob.ends)

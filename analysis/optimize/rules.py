@@ -30,7 +30,6 @@ from collections.abc import Iterable
 import numpy as np
 
 from analysis.batching import round_up
-from analysis.optimize._kernel import _cost_matrix
 from analysis.optimize._problem import _Problem
 from analysis.optimize._search import _edges_to_ends, _ends_to_edges
 
@@ -103,6 +102,8 @@ def _greedy_ends(prob: _Problem, k: int) -> list[int]:
     found = np.searchsorted(prob.cum[1:], targets, side="left") + 1
     cand = [j for j in snap(found.tolist()) if j < m]
     points = np.array(sorted({0, m, *start, *cand}), dtype=np.int64)
+    from analysis.optimize._kernel import _cost_matrix  # numba: imported on first use
+
     mat = _cost_matrix(prob, points)
     pos = {int(p): i for i, p in enumerate(points)}
     cand_pos = np.array(sorted(pos[j] for j in cand), dtype=np.int64)
