@@ -8,6 +8,7 @@ sum of non-negative terms (nothing cancels).  Private: no validation, arrays in,
 from __future__ import annotations
 
 import math
+from typing import overload
 
 import numpy as np
 from scipy.special import gammaln
@@ -56,12 +57,21 @@ def _log1pmx(u: np.ndarray) -> np.ndarray:
     return out
 
 
-def _stirlerr(x: np.ndarray) -> np.ndarray:
-    """``lgamma(x + 1) - (x log x - x + log(2 pi x) / 2)`` for ``x >= 16`` (series)."""
-    x = np.asarray(x, dtype=float)
+@overload
+def stirling_series(x: float) -> float: ...
+@overload
+def stirling_series(x: np.ndarray) -> np.ndarray: ...
+def stirling_series(x: float | np.ndarray) -> float | np.ndarray:
+    """``lgamma(x + 1) - (x log x - x + log(2 pi x) / 2)`` for float ``x >= 16``: the first five
+    terms of Stirling's series (plain arithmetic: NumPy arrays here, compiled for a scalar by
+    the optimiser's kernel)."""
     y = 1.0 / (x * x)
-    series: np.ndarray = (1.0 / 12 - y * (1.0 / 360 - y * (1.0 / 1260 - y * (1.0 / 1680 - y / 1188)))) / x
-    return series
+    return (1.0 / 12 - y * (1.0 / 360 - y * (1.0 / 1260 - y * (1.0 / 1680 - y / 1188)))) / x
+
+
+def _stirlerr(x: np.ndarray) -> np.ndarray:
+    """``stirling_series`` of an array (as floats: ``x * x`` of integers could overflow)."""
+    return stirling_series(np.asarray(x, dtype=float))
 
 
 def log_prob_max_at_most(cum: np.ndarray, n: int, size: int) -> np.ndarray:

@@ -46,6 +46,7 @@ import math
 import numba
 import numpy as np
 
+from analysis._order_stats import stirling_series
 from analysis.optimize._problem import _Problem, _ratio_tables
 
 # Ratios over at most this many samples are products (exact to a few ulps, no table read).
@@ -57,6 +58,8 @@ _GROUP = 4
 _ROWS = 16
 # Ends per tile of those rows (the tile's costs, ratios and DP cells stay in cache).
 _TILE = 1024
+# Distinct lengths from which the tabulated DP runs on every thread (numba's thread count).
+_THREADS_ABOVE = 20_000
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -76,11 +79,8 @@ def _log_fact_compiled(n_max: int) -> tuple[np.ndarray, np.ndarray]:  # pragma: 
     return hi, lo
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
-def _stirlerr(x: float) -> float:  # pragma: no cover - compiled
-    """``lgamma(x + 1) - (x log x - x + log(2 pi x) / 2)`` for ``x >= 16``."""
-    y = 1.0 / (x * x)
-    return (1.0 / 12 - y * (1.0 / 360 - y * (1.0 / 1260 - y * (1.0 / 1680 - y / 1188)))) / x
+# ``lgamma(x + 1) - (x log x - x + log(2 pi x) / 2)`` for ``x >= 16`` (the one definition)
+_stirlerr = numba.njit(cache=True, nogil=True, error_model="numpy")(stirling_series)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -504,6 +504,62 @@ def _solve_table(
     return best, arg
 
 
+@numba.njit(cache=True, nogil=True, error_model="numpy", parallel=True)
+def _solve_table_threads(
+    cum: np.ndarray,
+    weight: np.ndarray,
+    step: np.ndarray,
+    size: int,
+    rows: np.ndarray,
+    is_end: np.ndarray,
+    n_buckets: int,
+    comb: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
+    """``_solve_table`` on every thread, for long rows (many distinct lengths): a pass's
+    costs by groups of ``_GROUP`` starts in parallel (each group's sums run along the whole
+    row), then its DP cells by tiles in parallel (a tile's cells only read ``D[k - 1]`` at
+    the pass's starts, which are settled).  The same arithmetic and order of comparison in
+    every cell as ``_solve_table``."""
+    m = cum.size - 1
+    best = np.full((n_buckets + 1, m + 1), _INF)
+    arg = np.zeros((n_buckets + 1, m + 1), np.int64)
+    best[0, 0] = 0.0
+    n_groups = _ROWS // _GROUP
+    costs = np.empty((_ROWS, m + 1))
+    t = np.zeros(_ROWS)
+    ratio = np.empty((n_groups, _GROUP, _TILE))
+    table = np.empty((n_groups, _TILE + 1))
+    starts = np.empty(_ROWS, np.int64)
+    for g0 in range(0, rows.size, _ROWS):
+        g, n_sub = _group(rows, g0, starts)
+        last = starts[g - 1]
+        _comb_heads(starts[:n_sub], cum, weight, step, size, is_end, comb, costs, t)
+        _push_heads(best, arg, starts, g, costs)
+        for q in numba.prange(n_sub // _GROUP):
+            sub = q * _GROUP
+            for j0 in range(last + 1, m + 1, _TILE):
+                _comb_tile(
+                    starts[sub : sub + _GROUP],
+                    max(j0, last + 2),
+                    min(j0 + _TILE, m + 1),
+                    cum,
+                    weight,
+                    step,
+                    size,
+                    is_end,
+                    comb,
+                    costs[sub : sub + _GROUP],
+                    t[sub : sub + _GROUP],
+                    ratio[q],
+                    table[q],
+                )
+        n_tiles = (m - last + _TILE - 1) // _TILE
+        for q in numba.prange(n_tiles):
+            j0 = last + 1 + q * _TILE
+            _push_tile(best, arg, starts, n_sub, costs, j0, min(j0 + _TILE, m + 1))
+    return best, arg
+
+
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _solve_rows(
     cum: np.ndarray,
@@ -581,7 +637,8 @@ def _solve(prob: _Problem, n_buckets: int, ends: np.ndarray) -> tuple[np.ndarray
     comb, hi, lo = _ratio_tables(prob)
     if comb.size and prob.per_batch == 0.0:
         size = int(prob.size[0])
-        return _solve_table(prob.cum, prob.weight, prob.step, size, rows, is_end, n_buckets, comb)
+        solve = _solve_table_threads if m >= _THREADS_ABOVE and numba.get_num_threads() > 1 else _solve_table
+        return solve(prob.cum, prob.weight, prob.step, size, rows, is_end, n_buckets, comb)
     best, arg = _solve_rows(
         prob.cum,
         prob.weight,
