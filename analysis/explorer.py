@@ -40,7 +40,6 @@ from matplotlib.figure import Figure
 from analysis.batching import DEFAULT_MAX_BUCKETS, DEFAULT_METHOD, DEFAULT_N_BUCKETS, BatchRule, parse_edges
 from analysis.lengths import LengthHistogram
 from analysis.optimize import (
-    AUTO_CANDIDATES_ABOVE,
     METHODS,
     BucketPlan,
     evaluate_edges,
@@ -87,7 +86,8 @@ class ExplorerView:
         return ", ".join(map(str, self.edges))
 
     def status(self) -> str:
-        """One line: efficiency, padded and useful tokens.
+        """One line: efficiency, padded and useful tokens (and the proven bound on the distance
+        to the optimum when a candidate search could not prove its plan optimal).
 
         Examples
         --------
@@ -97,10 +97,11 @@ class ExplorerView:
         """
         plural = "" if self.n_buckets == 1 else "s"
         plan = self.plan
+        bound = "" if plan.exact else f"; at most {plan.gap:.2%} above the optimum (proven bound)"
         return (
             f"{self.source}, {self.n_buckets} bucket{plural}: efficiency "
             f"{plan.efficiency:.4f}, padded tokens {tokens_text(plan.padded_tokens)} for "
-            f"{plan.useful_tokens:,} useful (waste {tokens_text(plan.waste_tokens)})"
+            f"{plan.useful_tokens:,} useful (waste {tokens_text(plan.waste_tokens)}){bound}"
         )
 
 
@@ -186,7 +187,7 @@ class _Plans:
         self.keep = keep
         self.sweeps = 0  # optimiser passes made (a test counts them)
         self._plans: OrderedDict[tuple[str, BatchRule], dict[int, BucketPlan]] = OrderedDict()
-        self._optimal: dict[BatchRule, dict[int, list[int]]] = {}
+        self._optimal: dict[BatchRule, dict[int, tuple[list[int], float]]] = {}
 
     def plan(self, n_buckets: int, rule: BatchRule, method: str) -> BucketPlan:
         """The plan ``optimize_edges(hist, n_buckets, rule, method=method)`` (equal to it)."""
@@ -212,14 +213,14 @@ class _Plans:
             except ValueError:  # some K has no finite optimum: place K by K, each with its own error
                 self._optimal[rule] = {}
             else:
-                self._optimal[rule] = dict(zip(sweep["n_buckets"].tolist(), sweep["edges"]))
-        edges = self._optimal[rule].get(n_buckets)
-        if edges is None:
+                placed = zip(sweep["n_buckets"].tolist(), sweep["edges"], sweep["gap"].tolist(), strict=True)
+                self._optimal[rule] = {k: (edges, gap) for k, edges, gap in placed}
+        if n_buckets not in self._optimal[rule]:
             return optimize_edges(self.hist, n_buckets, rule, method=method)
+        edges, gap = self._optimal[rule][n_buckets]
         plan = evaluate_edges(self.hist, edges, rule, method=method)
-        # optimize_edges' "auto" candidates: exact DP up to AUTO_CANDIDATES_ABOVE distinct lengths
-        exact = self.hist.n_distinct <= AUTO_CANDIDATES_ABOVE
-        return replace(plan, n_buckets_requested=n_buckets, exact=exact)
+        # the sweep's proven gap ("auto" candidates above AUTO_CANDIDATES_ABOVE distinct lengths)
+        return replace(plan, n_buckets_requested=n_buckets, exact=gap == 0.0, gap=gap)
 
 
 class Explorer:

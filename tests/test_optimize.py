@@ -478,6 +478,74 @@ def test_candidate_grid_with_refinement_is_close_to_exact():
     assert optimize_edges(hist, 6, batch_size=8, candidates="auto").edges == exact.edges
 
 
+@pytest.mark.parametrize("seed", range(12))
+def test_the_candidate_searchs_gap_bounds_its_distance_to_the_exact_optimum(seed):
+    """The gap a candidate search reports is a proof, not an estimate: on random data, with
+    either batch rule, padding to a multiple or not, and grids from 6 to 40 candidates, the
+    plan's objective is never more than ``gap`` above the exact DP's; ``exact`` (gap 0)
+    plans are optimal."""
+    rng = np.random.default_rng(1000 + seed)
+    lengths = rng.lognormal(5, 0.8, int(rng.integers(2_000, 8_000))).astype(int) + 1
+    hist = LengthHistogram.from_lengths(lengths)
+    rule = BatchRule(batch_size=int(rng.integers(1, 40))) if seed % 2 else BatchRule(max_tokens=4_096)
+    rule = BatchRule(rule.batch_size, rule.max_tokens, [1, 8][seed % 3 == 0])
+    k = int(rng.integers(2, 7))
+    exact = optimize_edges(hist, k, rule, candidates=None)
+    grid = optimize_edges(hist, k, rule, candidates=int(rng.integers(6, 41)))
+    assert 0 <= grid.gap < 1 and grid.exact == (grid.gap == 0)
+    assert (grid.objective - exact.objective) / grid.objective <= grid.gap + 1e-12
+    if grid.exact:
+        assert grid.objective == pytest.approx(exact.objective, rel=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_dp_over_cells_bounds_the_optimum_from_below_and_meets_it_on_single_starts(seed):
+    """The proof's DP over cells: with random cells, its value for every K is at most the
+    exact optimum (and not far below it); with a cell per possible start it is the exact
+    optimum to the last bit (the same costs, added in the same order)."""
+    rng = np.random.default_rng(3000 + seed)
+    lengths = rng.lognormal(5, 0.9, 3_000).astype(int) + 1
+    hist = LengthHistogram.from_lengths(lengths)
+    rule = BatchRule(batch_size=int(rng.integers(1, 30))) if seed % 2 else BatchRule(max_tokens=2_048)
+    prob = problem._problem(hist, rule, [1, 8][seed % 4 == 0])
+    best, _ = kernel._solve(prob, 6, prob.ends)
+    starts = np.r_[0, prob.ends[:-1]]
+    cells = np.unique(np.r_[0, rng.choice(starts, 40), prob.m])
+    bound, _ = kernel._cell_dp(prob, cells, 6)
+    for k in range(1, 7):
+        assert bound[k, -1] <= best[k, prob.m] * (1 + 1e-12)
+        assert bound[k, -1] >= best[k, prob.m] * 0.5
+    fine, _ = kernel._cell_dp(prob, np.r_[starts, prob.m], 6)
+    np.testing.assert_array_equal(fine[1:, -1], best[1:, prob.m])
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_bucket_costs_at_least_a_smaller_one_plus_the_padded_length_of_the_samples_added(seed):
+    """The fact the candidate search's proof rests on, in exact rationals, for both batch
+    rules: adding samples below a bucket's shortest raises its objective ``n E[g(max of B)]``
+    by at least their padded lengths.  (Above its longest only under a fixed batch size: a
+    token budget's ``B`` falls as the longest grows, and the proof does not use it.)"""
+    rng = np.random.default_rng(2000 + seed)
+    lengths, counts = random_hist(rng, max_distinct=9, max_len=60, max_count=9)
+    batch = rule(seed, rng)
+    pad = [1, 4][seed % 2]
+    for i, r, j in itertools.combinations(range(len(lengths) + 1), 3):
+        for lo, mid, hi in ((i, r, j), (i, j - 1, j)) if j - 1 > i else ((i, r, j),):
+            if not lo < mid < hi:
+                continue
+
+            def objective(a, b):
+                edges = [0 if a == 0 else lengths[a - 1], lengths[b - 1]]
+                return exact_objective(lengths, counts, edges, pad=pad, **batch)
+
+            def mass(a, b):
+                return sum(c * (-(-v // pad) * pad) for v, c in zip(lengths[a:b], counts[a:b], strict=True))
+
+            assert objective(lo, hi) >= objective(mid, hi) + mass(lo, mid)  # shorter samples below
+            if "batch_size" in batch:
+                assert objective(lo, hi) >= objective(lo, mid) + mass(mid, hi)  # longer samples above
+
+
 # --------------------------------------------------------------------------- bad arguments
 @pytest.mark.parametrize(
     ("kwargs", "match"),

@@ -15,6 +15,12 @@ from analysis.optimize._problem import _Problem
 #: a grid of ``_AUTO_GRID`` candidates plus local refinement.
 AUTO_CANDIDATES_ABOVE = 20_000
 _AUTO_GRID = 1024
+# The proof of a candidate search: passes of its DP over cells, the most cells (times the
+# grid's), and the allowed ends on each side of a candidate edge that start as cells of their own.
+_PROOF_ROUNDS = 3
+_PROOF_CELLS = 3
+_PROOF_CELLS_MIN = 4096
+_PROOF_NEAR = 8
 
 
 def _ends_to_edges(prob: _Problem, ends: Sequence[int]) -> list[int]:
@@ -99,8 +105,9 @@ def _use_grid(prob: _Problem, candidates: Any) -> int | None:
 
 def _optimal_ends(
     prob: _Problem, ks: Sequence[int], grid_size: int | None
-) -> tuple[dict[int, list[int]], bool]:
-    """Optimal bucket ends for each ``k`` in ``ks`` (one DP pass), and whether exact."""
+) -> tuple[dict[int, list[int]], dict[int, float]]:
+    """Optimal bucket ends for each ``k`` in ``ks`` (one DP pass), and for each a proven bound
+    on how far its objective can be above the exact optimum (relative; 0: proven optimal)."""
     from analysis.optimize._kernel import _backtrack, _solve  # numba: imported on first use
 
     k_max = max(ks)
@@ -111,7 +118,7 @@ def _optimal_ends(
             if not np.isfinite(best[k, prob.m]):
                 raise ValueError(f"no {k} non-empty buckets: the bucket costs are not finite")
             out[k] = _backtrack(arg, k, prob.m)
-        return out, True
+        return out, dict.fromkeys(ks, 0.0)
     grid = _grid(prob, grid_size)
     best, arg = _solve(prob, k_max, grid)
     out = {}
@@ -119,4 +126,67 @@ def _optimal_ends(
         if not np.isfinite(best[k, prob.m]):
             raise ValueError(f"no {k} non-empty buckets on the candidate grid")
         out[k] = _refine(prob, k, _backtrack(arg, k, prob.m), grid)
-    return out, False
+    return _prove(prob, out, grid)
+
+
+def _near(prob: _Problem, ends: list[int]) -> np.ndarray:
+    """The allowed ends within ``_PROOF_NEAR`` places of each of ``ends``."""
+    pos = np.searchsorted(prob.ends, np.asarray(ends, np.int64))
+    at = (pos[:, None] + np.arange(-_PROOF_NEAR, _PROOF_NEAR + 1)).ravel()
+    return np.asarray(prob.ends[np.clip(at, 0, prob.ends.size - 1)])
+
+
+def _prove(
+    prob: _Problem, ends: dict[int, list[int]], grid: np.ndarray
+) -> tuple[dict[int, list[int]], dict[int, float]]:
+    """Bound how far the candidate search's ends are from the exact optimum, and tighten the
+    bound until it proves them (or finds better ends) where it can.
+
+    The DP over cells between ``points`` with each bucket's cost replaced by a lower bound
+    from its cells (:func:`analysis.optimize._kernel._cell_dp`) gives ``LB[k] <= OPT[k]``.
+    ``points`` start as the grid and the allowed ends next to the candidate edges.  Where the
+    bound's own optimum passes through a cell with more than one possible start, that cell
+    is split into all of them, and the DP runs again (``_PROOF_ROUNDS`` passes, up to
+    ``_PROOF_CELLS`` times the grid's cells or ``_PROOF_CELLS_MIN``); once every cell on it
+    holds a single start, the bound's optimum is a real plan whose objective is the bound:
+    it is optimal.
+    The relative gap ``(UB - LB) / UB`` is reported for each ``k`` (``UB``: the objective of
+    the ends returned)."""
+    from analysis.optimize._kernel import _cell_dp, _cost_matrix
+
+    starts = np.r_[0, prob.ends[:-1]]
+    ub = {}
+    for k, e in ends.items():
+        mat = _cost_matrix(prob, np.array([0, *e], np.int64))
+        ub[k] = float(sum(mat[t, t + 1] for t in range(k)))  # left to right, as the DPs add
+    near = np.concatenate([_near(prob, e) for e in ends.values()])
+    points = np.unique(np.r_[0, near, grid, prob.m])  # every point but m is a possible start
+    most = max(_PROOF_CELLS * grid.size, _PROOF_CELLS_MIN)
+    k_max = max(ends)
+    lower = dict.fromkeys(ends, 0.0)
+    out = dict(ends)
+    for _ in range(_PROOF_ROUNDS):
+        best, arg = _cell_dp(prob, points, k_max)
+        split: list[np.ndarray] = []
+        for k in ends:
+            lower[k] = float(best[k, -1])
+            cells, b = [], points.size - 1
+            for layer in range(k, 0, -1):
+                b = int(arg[layer, b])
+                cells.append(b)
+            # the possible starts in each cell of the bound's optimum
+            lo = np.searchsorted(starts, points[cells], side="left")
+            hi = np.searchsorted(starts, np.r_[points[1:], prob.m + 1][cells], side="left")
+            loose = [(int(a), int(z)) for a, z in zip(lo, hi, strict=True) if z - a > 1]
+            if not loose:  # a real plan: its objective is the bound, at most the one found
+                if lower[k] < ub[k]:
+                    out[k] = sorted(int(points[c]) for c in cells if c > 0) + [prob.m]
+                    ub[k] = lower[k]
+                continue
+            split.extend(starts[a:z] for a, z in loose)
+        finer = np.unique(np.r_[points, *split]) if split else points
+        if finer.size == points.size or finer.size > most:
+            break
+        points = finer
+    gaps = {k: max(0.0, (ub[k] - lower[k]) / ub[k]) if ub[k] > 0 else 0.0 for k in ends}
+    return out, gaps

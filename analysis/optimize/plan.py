@@ -28,8 +28,10 @@ class BucketPlan:
     is what the optimiser minimises (expected padded tokens up to partial batches, each
     bucket's last short batch counted as full; with ``step_time``, a
     :class:`~analysis.StepTimeModel`, expected seconds on the same terms without the
-    ``per_sample`` term, which no edge changes), ``exact`` whether the optimum is proven
-    (``False`` after a candidate-grid search).
+    ``per_sample`` term, which no edge changes), ``gap`` a proven bound on how far the
+    objective is above the exact optimum (relative: ``(objective - optimum) / objective <=
+    gap``; 0 for the exact DP, and for a candidate-grid search whose lower bound met it),
+    ``exact`` whether the optimum is proven (``gap == 0``).
 
     Examples
     --------
@@ -54,6 +56,8 @@ class BucketPlan:
     edge_multiple: int = 1
     exact: bool = True
     step_time: StepTimeModel | None = field(default=None, repr=False, compare=False)
+    # a proof's bound, not the plan: a sweep and a single search may bound one plan differently
+    gap: float = field(default=0.0, compare=False)
 
     @property
     def edges(self) -> list[int]:
@@ -116,6 +120,7 @@ class BucketPlan:
             "useful_tokens": int(self.useful_tokens),
             "objective": float(self.objective),
             "exact": bool(self.exact),
+            "gap": float(self.gap),
         }
 
 
@@ -137,9 +142,10 @@ def _objective(prob: _Problem, edges: list[int], batch_sizes: list[int]) -> floa
 
 
 def _plan(
-    hist: LengthHistogram, prob: _Problem, edges: list[int], method: str, requested: int, exact: bool = True
+    hist: LengthHistogram, prob: _Problem, edges: list[int], method: str, requested: int, gap: float = 0.0
 ) -> BucketPlan:
-    """The plan of validated ``edges`` (covering ``hist``)."""
+    """The plan of validated ``edges`` (covering ``hist``); ``gap``: the proven bound on its
+    distance to the optimum (0: optimal)."""
     est = _bucketed(hist, edges, prob.rule)
     return BucketPlan(
         est,
@@ -147,6 +153,7 @@ def _plan(
         requested,
         _objective(prob, edges, list(est.batch_sizes)),
         prob.edge_multiple,
-        exact,
+        gap == 0.0,
         prob.step_time,
+        gap,
     )
