@@ -55,7 +55,7 @@ _INF = math.inf
 # Starts whose rows of costs are computed and pushed into the DP together.
 _GROUP = 4
 # Starts per pass over the DP layers (in groups of _GROUP).
-_ROWS = 16
+_ROWS = 32
 # Ends per tile of those rows (the tile's costs, ratios and DP cells stay in cache).
 _TILE = 1024
 # Distinct lengths from which the tabulated DP runs on every thread (numba's thread count).
