@@ -224,16 +224,16 @@ def reference_dp(mat: np.ndarray, k_max: int) -> tuple[np.ndarray, np.ndarray]:
 @pytest.mark.parametrize(
     ("batch", "n_lengths", "stride", "threads"),
     [
-        ({"batch_size": 8}, 2_500, 1, False),  # the tabulated kernel: 157 passes of 16 starts, 3 tiles
+        ({"batch_size": 8}, 2_500, 1, False),  # the tabulated kernel: 79 passes of 32 starts, 3 tiles
         ({"batch_size": 8}, 2_500, 1, True),  # the same on every thread
         ({"batch_size": 1}, 1_030, 1, False),  # no padding at all: every cell ties
         ({"batch_size": 1}, 1_030, 1, True),
-        ({"batch_size": 3}, 1_500, 7, False),  # candidate ends only (every 7th): 14 passes, the last short
+        ({"batch_size": 3}, 1_500, 7, False),  # candidate ends only (every 7th): 7 passes, the last short
         ({"max_tokens": 4_000}, 1_100, 1, False),  # row by row (_row_costs), pushed in the same tiles
     ],
 )
 def test_grouped_tiled_dp_equals_the_dp_over_the_cost_matrix(batch, n_lengths, stride, threads, monkeypatch):
-    """The kernel's DP (starts in passes of 16, running sums four side by side, cells in tiles
+    """The kernel's DP (starts in passes of ``_ROWS`` = 32, running sums four side by side, cells in tiles
     of 1,024 ends; with ``threads``, the long-row path that splits both over numba's threads)
     gives bit for bit the tables of the plain DP over the same bucket costs: the same floats
     in every reachable cell and the same (smallest) start on every tie; the lengths are chosen
