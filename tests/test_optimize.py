@@ -7,6 +7,10 @@ import importlib
 import itertools
 import json
 import math
+import os
+import subprocess
+import sys
+import textwrap
 from fractions import Fraction
 
 import numpy as np
@@ -203,6 +207,41 @@ def test_token_budget_costs_equal_exact_rationals_on_many_lengths(seed):
             [v for v, _ in inside], [c for _, c in inside], [0, hi], max_tokens=rule.max_tokens
         )
         assert mat[a, b] == pytest.approx(float(want), rel=1e-10)
+
+
+def test_the_threaded_dp_runs_from_two_python_threads_at_once():
+    """numba's workqueue threading layer (the one every machine has) aborts the process when
+    two Python threads enter parallel code together, as when the explorer optimises in the
+    background while a cell optimises too: the threaded DP takes a lock.  Run in a process
+    of its own with that layer forced; three threads get the same tables as one call."""
+    code = textwrap.dedent(
+        """
+        import importlib, threading
+        import numpy as np
+        from analysis import BatchRule, LengthHistogram
+        kernel = importlib.import_module("analysis.optimize._kernel")
+        problem = importlib.import_module("analysis.optimize._problem")
+        kernel._THREADS_ABOVE = 0
+        hist = LengthHistogram.from_lengths(np.random.default_rng(5).integers(1, 3_000, 40_000))
+        prob = problem._problem(hist, BatchRule(batch_size=8), 1)
+        want = kernel._solve(prob, 6, prob.ends)
+        got = []
+        solve = lambda: got.append(kernel._solve(prob, 6, prob.ends))
+        threads = [threading.Thread(target=solve) for _ in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert len(got) == 3
+        assert all(np.array_equal(b, want[0]) and np.array_equal(a, want[1]) for b, a in got)
+        import numba
+        print(numba.threading_layer())
+        """
+    )
+    env = {**os.environ, "NUMBA_THREADING_LAYER": "workqueue", "NUMBA_NUM_THREADS": "2"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["workqueue"]
 
 
 def reference_dp(mat: np.ndarray, k_max: int) -> tuple[np.ndarray, np.ndarray]:

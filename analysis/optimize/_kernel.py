@@ -42,6 +42,7 @@ comparison is the one of the start-by-start DP, so the tables are bit for bit th
 from __future__ import annotations
 
 import math
+import threading
 
 import numba
 import numpy as np
@@ -60,6 +61,7 @@ _ROWS = 32
 _TILE = 1024
 # Distinct lengths from which the tabulated DP runs on every thread (numba's thread count).
 _THREADS_ABOVE = 20_000
+_THREADS_LOCK = threading.Lock()
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -738,9 +740,13 @@ def _solve(prob: _Problem, n_buckets: int, ends: np.ndarray) -> tuple[np.ndarray
     rows = np.flatnonzero(is_row) if n_buckets > 1 else np.zeros(1, np.int64)
     comb, hi, lo = _ratio_tables(prob)
     if comb.size and prob.per_batch == 0.0:
-        size = int(prob.size[0])
-        solve = _solve_table_threads if m >= _THREADS_ABOVE and numba.get_num_threads() > 1 else _solve_table
-        return solve(prob.cum, prob.weight, prob.step, size, rows, is_end, n_buckets, comb)
+        args = (prob.cum, prob.weight, prob.step, int(prob.size[0]), rows, is_end, n_buckets, comb)
+        if m >= _THREADS_ABOVE and numba.get_num_threads() > 1:
+            # numba's default (workqueue) threading layer aborts the process when two Python
+            # threads enter parallel code at once (the explorer optimises in the background)
+            with _THREADS_LOCK:
+                return _solve_table_threads(*args)
+        return _solve_table(*args)
     best, arg = _solve_rows(
         prob.cum,
         prob.weight,
