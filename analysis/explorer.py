@@ -484,8 +484,9 @@ class Explorer:
             self._show(ExplorerView(plan, plan.method))
             return
         self._waiting_for = rule
-        self._start(rule, k)  # before drawing: the pass runs while the provisional view renders
         self._show_provisional(k, rule)
+        # after drawing: a pass started first would take CPU from the drawing on shared cores
+        self._start(rule, k)
 
     def _start(self, rule: BatchRule, n_buckets: int) -> None:
         """Run the pass ``rule`` lacks in a daemon thread, unless one runs for it already."""
