@@ -20,10 +20,13 @@ with ``git show`` and imported as a module beside the current package), so the r
 (before / redraw: how much sooner the panel answers) is measured in the same run; the old
 explorer ran every pass in the callback, so its time compares with both columns.
 
+The last row moves K while the ``max_tokens`` pass runs: the redraw then shares the CPU with
+the worker thread (the old explorer, which never had a pass running, is not timed there).
+
 Target (issue 14): every interaction redraws in <= 150 ms; it is a target for the redraw,
 the time the panel is unresponsive.  The optimiser pass alone is timed last.  The load
 average is printed before and after (the timings are wall times on shared cores).  Takes
-about six minutes on two shared cores, most of it the old explorer's ``max_tokens``
+about four minutes on two shared cores, most of it the old explorer's ``max_tokens``
 placements (seconds each).
 """
 
