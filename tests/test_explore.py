@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import html
 import subprocess
 import sys
+import threading
 
 import numpy as np
 import pytest
 
-from analysis import BatchRule, LengthHistogram, expected_padding, explorer, optimize_edges
+from analysis import BatchRule, LengthHistogram, evaluate_edges, expected_padding, explorer, optimize_edges
 from analysis.explorer import Explorer, ExplorerView, explore, explore_figure, explore_view
 from analysis.plots import EdgesOnHistogram, plot_edges_on_histogram
 from analysis.waste import tokens_text
@@ -94,8 +96,10 @@ def test_widget_builds_and_controls_update_the_outputs():
 
     panel.rule.value = "max_tokens"  # switching the rule re-places the edges
     assert panel.rule_value.value == 8 * HIST.max
+    assert panel.wait(timeout=60) and panel.view.source == "equal_count"
     assert panel.view.plan.batch_sizes == [8 * HIST.max // e for e in panel.view.edges[1:]]
     panel.rule_value.value = 20_000
+    assert panel.wait(timeout=60) and panel.view.source == "equal_count"
     assert panel.view.plan.batch_sizes == [max(1, 20_000 // e) for e in panel.view.edges[1:]]
 
 
@@ -130,6 +134,8 @@ def test_pad_to_multiple_of_survives_every_control():
     panel = explore(HIST, batch_size=8, n_buckets=2, pad_to_multiple_of=64)
     assert panel.view.plan.rule == BatchRule(batch_size=8, pad_to_multiple_of=64)
     panel.rule.value = "max_tokens"
+    assert panel.view.plan.rule == BatchRule(max_tokens=8 * HIST.max, pad_to_multiple_of=64)  # at once
+    assert panel.wait(timeout=60) and panel.view.source == "optimal"
     assert panel.view.plan.rule == BatchRule(max_tokens=8 * HIST.max, pad_to_multiple_of=64)
     panel.edges.value = "0 500 1999"
     assert panel.view.source == "edited" and panel.view.plan.rule.pad_to_multiple_of == 64
@@ -146,20 +152,27 @@ def _shown(panel):
     )
 
 
-def _expected_display(source, est):
-    """The same display computed from an independent padding estimate."""
+def _expected_display(source, est, provisional=None):
+    """The same display computed from an independent padding estimate (``provisional``: the
+    words for the edges shown while the optimal ones are computed)."""
     plural = "" if est.n_buckets == 1 else "s"
-    status = (
-        f"<b>{source}, {est.n_buckets} bucket{plural}: efficiency {est.efficiency:.4f}, padded tokens "
+    numbers = (
+        f"{est.n_buckets} bucket{plural}: efficiency {est.efficiency:.4f}, padded tokens "
         f"{tokens_text(est.padded_tokens)} for {est.useful_tokens:,} useful "
-        f"(waste {tokens_text(est.waste_tokens)})</b>"
+        f"(waste {tokens_text(est.waste_tokens)})"
     )
     title = f"{source} edges, {est.n_buckets} buckets: expected efficiency {est.efficiency:.1%}"
-    return status, list(est.edges[1:-1]), title
+    if provisional is None:
+        return f"<b>{source}, {numbers}</b>", list(est.edges[1:-1]), title
+    status = (
+        f"<b>computing the optimal edges for {est.rule.text} in the background; shown meanwhile, "
+        f"under that rule: {source} edges ({provisional}), {numbers}</b>"
+    )
+    return status, list(est.edges[1:-1]), f"{title} (optimal edges being computed)"
 
 
-def _check_display(panel, source, est):
-    status, interior, title = _expected_display(source, est)
+def _check_display(panel, source, est, provisional=None):
+    status, interior, title = _expected_display(source, est, provisional)
     shown_status, table, drawn, shown_title = _shown(panel)
     assert shown_status == status
     assert drawn == interior
@@ -176,6 +189,7 @@ def test_displayed_numbers_equal_the_engine_after_every_interaction():
     pngs = [panel.image.value]
 
     def step(source, plan):
+        assert panel.wait(timeout=60)  # a new batch rule's pass runs in the background
         assert panel.view.plan == plan  # the whole plan: estimate, objective, exact, K requested
         _check_display(panel, source, expected_padding(HIST, plan.edges, plan.rule))
         assert panel.image.value != pngs[-1] and panel.plot.figure is figure
@@ -236,6 +250,7 @@ def test_the_optimiser_runs_once_per_method_and_batch_rule(monkeypatch):
     assert calls == {"sweep": 1, "optimize": 2}
     panel.rule_value.value = 16  # a new batch rule: one new pass
     panel.rule_value.value = 8  # back: a lookup
+    assert panel.wait(timeout=60)
     assert calls == {"sweep": 2, "optimize": 2}
     assert panel.view.plan == optimize_edges(HIST, 3, batch_size=8)
 
@@ -264,13 +279,16 @@ def test_a_plan_from_the_candidate_grid_says_how_far_from_the_optimum_it_may_be(
     assert f"at most {shown.gap:.2%} above the optimum (proven bound)" in panel.status.value
 
 
-def test_switching_the_batch_rule_places_and_draws_once(monkeypatch):
-    panel = explore(HIST, batch_size=8, n_buckets=3)
+@pytest.mark.parametrize("background", [False, True])
+def test_switching_the_batch_rule_places_and_draws_once(monkeypatch, background):
+    panel = explore(HIST, batch_size=8, n_buckets=3, background=background)
     drawn = []
     real_png = panel.plot.png
     monkeypatch.setattr(panel.plot, "png", lambda: drawn.append(1) or real_png())
     panel.rule.value = "max_tokens"  # also sets rule_value: one placement, one redraw
-    assert len(drawn) == 1 and panel._plans.sweeps == 2
+    assert panel.wait(timeout=60)
+    # in the background, the provisional view and then the optimal plan: one redraw each
+    assert len(drawn) == 1 + background and panel._plans.sweeps == 2
     assert panel.view.plan == optimize_edges(HIST, 3, max_tokens=8 * HIST.max)
 
 
@@ -286,3 +304,204 @@ def test_live_figure_renders_the_pixels_of_a_full_draw():
         live.figure.canvas.draw()
         full = np.asarray(live.figure.canvas.buffer_rgba()).astype(int)
         assert np.abs(fast - full).max() <= 1  # antialiasing of the spine over the bars, at most
+
+
+# ------------------------------------------------------------------ the optimiser in the background
+#: Seconds a held pass waits for its gate at most: a safety net that ends a failing test
+#: (a callback that waits for the pass) instead of hanging it.
+GATE_S = 30
+
+
+class HeldSweep:
+    """``sweep_bucket_counts`` holding each pass until the test opens its rule's gate, and
+    recording which thread ran it and which passes ended."""
+
+    def __init__(self, real):
+        self.real = real
+        self._lock = threading.Lock()
+        self._gates = {}
+        self.threads = []
+        self.finished = []
+        self.all_open = False
+
+    def gate(self, rule):
+        with self._lock:
+            if rule not in self._gates:
+                self._gates[rule] = threading.Event()
+                if self.all_open:
+                    self._gates[rule].set()
+            return self._gates[rule]
+
+    def open(self, rule):
+        self.gate(rule).set()
+
+    def open_all(self):
+        with self._lock:
+            self.all_open = True
+            for gate in self._gates.values():
+                gate.set()
+
+    def __call__(self, hist, n_buckets, methods, rule, **kwargs):
+        self.threads.append(threading.current_thread())
+        self.gate(rule).wait(timeout=GATE_S)
+        out = self.real(hist, n_buckets, methods, rule, **kwargs)
+        self.finished.append(rule)
+        return out
+
+
+@pytest.fixture
+def held(monkeypatch):
+    """Every optimiser sweep from here on waits for ``held.open(rule)``; all open at the end."""
+    sweep = HeldSweep(explorer.sweep_bucket_counts)
+    monkeypatch.setattr(explorer, "sweep_bucket_counts", sweep)
+    yield sweep
+    sweep.open_all()
+
+
+def _held_panel(held, **start):
+    """``explore(HIST, **start)`` with the starting rule's sweep let through (it runs here)."""
+    held.open(BatchRule.resolve(start.get("batch_size"), None, start.get("pad_to_multiple_of")))
+    panel = explore(HIST, **start)
+    held.threads.clear()
+    held.finished.clear()
+    return panel
+
+
+def test_a_new_batch_rule_redraws_before_its_pass_ends(held):
+    panel = _held_panel(held, batch_size=8, n_buckets=4, pad_to_multiple_of=8)
+    shown, png = panel.view.edges, panel.image.value
+    new = BatchRule(batch_size=16, pad_to_multiple_of=8)
+    panel.rule_value.value = 16  # returns while the pass is held at its gate
+    assert held.finished == [] and not panel.wait(timeout=0)  # the callback did not wait for it
+    assert (
+        panel.view.source == "previous"
+        and panel.view.provisional == "optimal, batch_size 8, pad_to_multiple_of 8"
+    )
+    assert panel.view.edges == shown and panel.edges.value == panel.view.edges_text()
+    assert panel.view.plan == evaluate_edges(HIST, shown, new, method="previous")
+    _check_display(panel, "previous", expected_padding(HIST, shown, new), panel.view.provisional)
+    assert "computing the optimal edges for batch_size 16" in panel.status.value
+    assert panel.image.value != png
+
+    held.open(new)
+    assert panel.wait(timeout=GATE_S)
+    assert held.finished == [new] and held.threads[0] is not threading.main_thread()
+    assert panel.view.plan == optimize_edges(HIST, 4, new) and panel.view.provisional is None
+    _check_display(panel, "optimal", expected_padding(HIST, panel.view.edges, new))
+
+
+def test_a_new_k_while_the_pass_runs_shows_quick_edges_for_that_k(held):
+    panel = _held_panel(held, batch_size=8, n_buckets=4)
+    new = BatchRule(batch_size=16)
+    panel.rule_value.value = 16
+    panel.n_buckets.value = 7  # the shown edges have 4 buckets: the stand-in places 7
+    stand_in = optimize_edges(HIST, 7, new, method=explorer.STAND_IN_METHOD)
+    assert panel.view.plan == stand_in and panel.view.provisional == "placed for the new K"
+    _check_display(panel, explorer.STAND_IN_METHOD, stand_in.estimate, "placed for the new K")
+    panel.rule_value.value = 8  # seen: a lookup, final at once
+    assert panel.view.provisional is None and panel.view.plan == optimize_edges(HIST, 7, batch_size=8)
+    panel.rule_value.value = 16  # its pass still held: the shown edges under 16 meanwhile
+    assert panel.view.source == "previous" and panel.view.provisional == "optimal, batch_size 8"
+    assert panel.view.plan.estimate == expected_padding(
+        HIST, optimize_edges(HIST, 7, batch_size=8).edges, new
+    )
+    held.open(new)
+    assert panel.wait(timeout=GATE_S)
+    assert panel.view.plan == optimize_edges(HIST, 7, new) and panel._plans.sweeps == 2
+
+
+def test_method_optimal_the_first_time_shows_the_rule_s_edges_meanwhile(held):
+    panel = _held_panel(held, batch_size=8, n_buckets=5, method="equal_tokens")
+    placed = panel.view.plan
+    panel.method.value = "optimal"
+    assert panel.view.provisional == "equal_tokens, batch_size 8"
+    assert panel.view.plan.estimate == placed.estimate  # the same edges under the same rule
+    held.open(BatchRule(batch_size=8))
+    assert panel.wait(timeout=GATE_S)
+    assert panel.view.plan == optimize_edges(HIST, 5, batch_size=8)
+
+
+@pytest.mark.parametrize("first", ["asked for", "left behind"])
+def test_quick_changes_run_one_pass_per_rule_and_end_on_the_last_choice(held, first):
+    panel = _held_panel(held, batch_size=8, n_buckets=4)
+    a, b = BatchRule(batch_size=16), BatchRule(batch_size=24)
+    for value in (16, 24, 16):  # A, B, A again
+        panel.rule_value.value = value
+    assert panel._plans.sweeps == 3 and set(panel._pending) == {a, b}  # the start's, A's, B's
+    one, other = (a, b) if first == "asked for" else (b, a)
+    worker = panel._pending[one]
+    held.open(one)
+    worker.join(timeout=GATE_S)
+    assert not worker.is_alive()
+    if one == a:
+        assert panel.view.plan == optimize_edges(HIST, 4, a)
+    else:  # B's result is kept, not shown: the panel still waits for A
+        assert panel.view.provisional is not None and panel.view.plan.rule == a
+    held.open(other)
+    assert panel.wait(timeout=GATE_S)
+    assert panel.view.plan == optimize_edges(HIST, 4, a) and panel.view.provisional is None
+    assert sorted(held.finished, key=lambda r: r.batch_size) == [a, b] and panel._plans.sweeps == 3
+    panel.rule_value.value = 24  # B was kept: a lookup
+    assert panel.view.plan == optimize_edges(HIST, 4, b) and panel._plans.sweeps == 3
+
+
+def test_edges_typed_while_the_pass_runs_stay_on_show(held):
+    panel = _held_panel(held, batch_size=8, n_buckets=4)
+    new = BatchRule(batch_size=16)
+    panel.rule_value.value = 16
+    panel.edges.value = "0, 700, 1999"
+    held.open(new)
+    assert panel.wait(timeout=GATE_S)
+    assert panel.view.source == "edited" and panel.view.edges == [0, 700, 1999]
+    assert panel.view.plan.estimate == expected_padding(HIST, [0, 700, 1999], new)
+    panel.n_buckets.value = 5  # the pass was kept: a lookup
+    assert panel.view.plan == optimize_edges(HIST, 5, new)
+
+
+def test_without_background_the_pass_runs_in_the_callback(held):
+    panel = _held_panel(held, batch_size=8, n_buckets=4, background=False)
+    new = BatchRule(batch_size=16)
+    held.open(new)
+    panel.rule_value.value = 16
+    assert held.threads == [threading.current_thread()] and held.finished == [new]
+    assert panel.view.plan == optimize_edges(HIST, 4, new) and not panel._pending and panel.wait(timeout=0)
+
+
+FAILURE = "no 4 non-empty buckets: the bucket costs are not finite"
+
+
+def _fail(*args, **kwargs):
+    raise ValueError(FAILURE)
+
+
+def test_a_failed_sweep_places_k_by_k_in_the_background(monkeypatch):
+    panel = explore(HIST, batch_size=8, n_buckets=4)
+    monkeypatch.setattr(explorer, "sweep_bucket_counts", _fail)
+    panel.rule_value.value = 16
+    assert panel.wait(timeout=GATE_S)
+    assert panel.error is None and panel.view.plan == optimize_edges(HIST, 4, batch_size=16)
+    panel.n_buckets.value = 6  # this K was not placed yet: again in the background
+    assert panel.wait(timeout=GATE_S)
+    assert panel.view.plan == optimize_edges(HIST, 6, batch_size=16) and panel._plans.sweeps == 2
+
+
+def test_an_error_in_the_background_shows_in_the_status(monkeypatch):
+    panel = explore(HIST, batch_size=8, n_buckets=4)
+    monkeypatch.setattr(explorer, "sweep_bucket_counts", _fail)
+    monkeypatch.setattr(explorer, "optimize_edges", _fail)  # the K-by-K placement fails too
+    panel.rule_value.value = 16
+    assert panel.wait(timeout=GATE_S)
+    assert panel.error == FAILURE and html.escape(FAILURE) in panel.status.value
+
+
+def test_a_bug_in_the_background_ends_the_wait_and_shows_in_the_status(monkeypatch):
+    panel = explore(HIST, batch_size=8, n_buckets=4)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("index out of range")
+
+    monkeypatch.setattr(explorer, "sweep_bucket_counts", broken)
+    panel.rule_value.value = 16
+    assert panel.wait(timeout=GATE_S) and not panel._pending
+    assert panel.error == "the optimiser failed for batch_size 16: RuntimeError: index out of range"
+    assert "RuntimeError" in panel.status.value
