@@ -27,7 +27,7 @@ NOTEBOOKS := $(sort $(wildcard notebooks/[0-9]*.ipynb))
 # Volatile notebook metadata (timestamps, versions) is stripped; outputs and counts are kept.
 STRIP := --keep-output --keep-count --extra-keys "cell.metadata.execution metadata.language_info.version"
 
-.PHONY: help setup report test lint benchmarks notebooks data clean
+.PHONY: help setup report test lint ruff benchmarks notebooks data clean
 
 help:  ## List the targets
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -46,13 +46,25 @@ $(STAMP): pyproject.toml
 report: setup  ## Run every notebook on the bundled data into reports/ (executed copies, HTML, figures)
 	"$(PY)" -m analysis report "$(DATA)" --out "$(REPORT_DIR)"
 
-test: setup lint  ## Run every test: ruff, mypy --strict, unit tests, doctests, nbval over notebooks/
-	"$(PY)" -m pytest
+# ruff first (a second); then mypy runs beside pytest, which spreads the tests over every core
+# (pytest-xdist; pyproject's --dist=loadscope keeps a module or notebook on one worker).  mypy's
+# output follows pytest's, and either one failing fails the target.
+test: setup ruff  ## Run every test: ruff, mypy --strict, unit tests, doctests, nbval over notebooks/
+	@mkdir -p .make; \
+	echo '"$(PY)" -m mypy > .make/mypy.log &   (shown after pytest)'; \
+	"$(PY)" -m mypy > .make/mypy.log 2>&1 & mypy_pid=$$!; \
+	echo '"$(PY)" -m pytest -n auto'; \
+	"$(PY)" -m pytest -n auto; pytest_status=$$?; \
+	wait $$mypy_pid; mypy_status=$$?; \
+	echo '"$(PY)" -m mypy (ran beside pytest):'; cat .make/mypy.log; \
+	[ $$pytest_status -eq 0 ] && [ $$mypy_status -eq 0 ]
 
-lint: setup  ## ruff (lint and format check) and mypy --strict on the package
+lint: ruff  ## ruff (lint and format check) and mypy --strict on the package
+	"$(PY)" -m mypy
+
+ruff: setup  ## ruff only: lint and format check
 	"$(PY)" -m ruff check analysis tests benchmarks notebooks
 	"$(PY)" -m ruff format --check analysis tests benchmarks
-	"$(PY)" -m mypy
 
 notebooks: setup  ## Re-execute the stored notebooks in place (outputs kept for nbval) and strip volatile metadata
 	cd notebooks && for nb in $(notdir $(NOTEBOOKS)); do "$(PY)" -m jupyter nbconvert --to notebook --execute --inplace "$$nb" || exit 1; done

@@ -8,7 +8,14 @@ are derandomized, so a CI run is reproducible; locally they stay random and keep
 ``test_report_step_times.py``) read one report on the real notebooks, run once per session
 (a papermill run of every notebook costs tens of seconds), plus the same command run again
 into a second folder for the reproducibility test; both start in the background with the
-session's first test.
+session's first test.  Under pytest-xdist (``make test`` runs ``pytest -n auto``) the workers
+share them: the first worker to start a test under ``tests/`` starts the two runs in a folder
+beside the workers' own temporary folders, and a worker that needs them waits for their exit
+codes there.
+
+The optimiser's compiled kernel (numba, cached next to its module) is compiled once before the
+workers start, so that the workers, the report's runs and the notebooks' kernels load it from
+the cache instead of each compiling it at once (seconds of CPU each, on a fresh clone).
 """
 
 from __future__ import annotations
@@ -16,6 +23,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +33,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
 
-from analysis import LengthHistogram, save_histogram
+from analysis import LengthHistogram, optimize_edges, save_histogram
 
 settings.register_profile(
     "workbench",
@@ -83,41 +92,95 @@ class SharedReport:
 # as an in-process call (`python -m analysis` would record its own spelling)
 _CLI_MAIN = "import sys; from analysis.cli import main; sys.exit(main(sys.argv[1:]))"
 
+#: How long a test waits for the shared report (both runs take well under a minute alone).
+_REPORT_TIMEOUT_S = 600
+
+
+def _is_xdist_worker() -> bool:
+    return "PYTEST_XDIST_WORKER" in os.environ
+
+
+def _compile_the_optimiser() -> None:
+    """Compile (or load from numba's cache) every compiled function of the optimiser: the
+    exact DP under a batch size and a token budget, and the cost matrix of the greedy rule."""
+    hist = LengthHistogram.from_lengths(np.arange(1, 40))
+    optimize_edges(hist, 2, batch_size=2)
+    optimize_edges(hist, 2, max_tokens=80)
+    optimize_edges(hist, 2, batch_size=2, method="greedy")
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """The process that starts xdist's workers compiles the optimiser first (once)."""
+    if not _is_xdist_worker() and session.config.getoption("numprocesses", None):
+        _compile_the_optimiser()
+
+
+def _exit_code_path(out: Path) -> Path:
+    """Where a shared run's exit code is written when it ends (absent while it runs)."""
+    return out.with_suffix(".exit")
+
+
+def _record_exit_code(process: subprocess.Popen[bytes], out: Path) -> None:
+    """Wait for ``process`` and write its exit code beside ``out`` (whole, by a rename)."""
+    code = process.wait()
+    partial = out.with_suffix(".exit-partial")
+    partial.write_text(str(code))
+    partial.replace(_exit_code_path(out))
+
 
 @pytest.fixture(scope="session", autouse=True)
 def _shared_report_started(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[SharedReport, list[tuple[subprocess.Popen[bytes], Path]]] | None]:
+) -> Iterator[SharedReport | None]:
     """Start the shared report's two runs, each in its own process, when the session's first
     test under ``tests/`` starts (and only when a collected test uses ``shared_report``): they
-    run on the core pytest leaves idle while the other tests run.  Killed at the session's end
-    if still running (a session stopped early)."""
+    run on the cores pytest leaves idle while the other tests run.  Under xdist only the first
+    worker starts them (the folder's creation decides); that worker waits for them at its
+    session's end, since another worker may still need them, unless the session is stopping
+    early (``-x``, ``--maxfail``): then they are killed."""
     if not any("shared_report" in getattr(item, "fixturenames", ()) for item in request.session.items):
         yield None
         return
-    base = tmp_path_factory.mktemp("shared_report")
+    root = tmp_path_factory.getbasetemp()
+    base = (root.parent if _is_xdist_worker() else root) / "shared_report"
     report = SharedReport(lengths=REPORT_LENGTHS, out=base / "report", repeat=base / "repeat")
+    try:
+        base.mkdir()
+    except FileExistsError:  # another worker started them
+        yield report
+        return
+    _compile_the_optimiser()  # once here, not in each run (a no-op load when already cached)
     src = save_histogram(LengthHistogram.from_lengths(report.lengths), base / "lengths.csv")
     runs = []
     for out in (report.out, report.repeat):
-        log = out.with_suffix(".log")
-        with log.open("wb") as sink:
+        with out.with_suffix(".log").open("wb") as sink:
             command = [sys.executable, "-c", _CLI_MAIN, *report.argv(src, out)]
-            runs.append((subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT), log))
-    yield report, runs
-    for process, _ in runs:
+            process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT)
+        waiter = threading.Thread(target=_record_exit_code, args=(process, out), daemon=True)
+        waiter.start()
+        runs.append((process, waiter))
+    yield report
+    session = request.session
+    for process, waiter in runs:
+        if session.shouldfail or session.shouldstop:
+            process.kill()
+        waiter.join(timeout=_REPORT_TIMEOUT_S)
         if process.poll() is None:
             process.kill()
             process.wait()
 
 
 @pytest.fixture(scope="session")
-def shared_report(
-    _shared_report_started: tuple[SharedReport, list[tuple[subprocess.Popen[bytes], Path]]],
-) -> SharedReport:
-    """The report (``out``) and its repeat, once both runs have finished."""
-    report, runs = _shared_report_started
-    for process, log in runs:
-        code = process.wait(timeout=600)
+def shared_report(_shared_report_started: SharedReport) -> SharedReport:
+    """The report (``out``) and its repeat, once both runs have finished (started by this
+    process or by another xdist worker)."""
+    report = _shared_report_started
+    deadline = time.monotonic() + _REPORT_TIMEOUT_S
+    for out in (report.out, report.repeat):
+        log, done = out.with_suffix(".log"), _exit_code_path(out)
+        while not done.exists():
+            assert time.monotonic() < deadline, f"the shared report did not finish ({log})"
+            time.sleep(0.1)
+        code = int(done.read_text())
         assert code == 0, f"the shared report failed ({log}):\n{log.read_text()}"
     return report
