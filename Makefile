@@ -34,15 +34,15 @@ help:  ## List the targets
 
 setup: $(STAMP)  ## Create .venv (unless an env is active) and install the project with its dev extra
 
+# pip byte-compiles every installed file on one core (~30 of the ~50 s of a fresh install);
+# compileall does the same on every core.  Its exit status is ignored, as pip ignores files
+# that do not compile (some packages ship such files as test data).
 $(STAMP): pyproject.toml
 	@if [ ! -x "$(PY)" ]; then \
 	  echo "creating $(ENV_PREFIX) with $(BASE_PYTHON)"; \
 	  "$(BASE_PYTHON)" -m venv "$(ENV_PREFIX)"; \
 	fi
 	"$(PY)" -m pip install --quiet --upgrade pip
-	# pip byte-compiles every installed file on one core (~30 of the ~50 s); compileall does
-	# the same on every core.  Its exit status is ignored as pip ignores files that do not
-	# compile (some packages ship such files as test data).
 	"$(PY)" -m pip install --quiet --no-compile -e '.[dev]'
 	"$(PY)" -m compileall -qq -j 0 "$$("$(PY)" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" || true
 	@mkdir -p $(dir $@) && touch $@
