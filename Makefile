@@ -35,8 +35,9 @@ help:  ## List the targets
 setup: $(STAMP)  ## Create .venv (unless an env is active) and install the project with its dev extra
 
 # pip byte-compiles every installed file on one core (~30 of the ~50 s of a fresh install);
-# compileall does the same on every core.  Its exit status is ignored, as pip ignores files
-# that do not compile (some packages ship such files as test data).
+# compileall does it on every core, skipping the packages' own test folders (never imported
+# here).  Its exit status is ignored, as pip ignores files that do not compile (some packages
+# ship such files as test data).
 $(STAMP): pyproject.toml
 	@if [ ! -x "$(PY)" ]; then \
 	  echo "creating $(ENV_PREFIX) with $(BASE_PYTHON)"; \
@@ -44,7 +45,7 @@ $(STAMP): pyproject.toml
 	fi
 	"$(PY)" -m pip install --quiet --upgrade pip
 	"$(PY)" -m pip install --quiet --no-compile -e '.[dev]'
-	"$(PY)" -m compileall -qq -j 0 "$$("$(PY)" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" || true
+	"$(PY)" -m compileall -qq -j 0 -x '/tests?/' "$$("$(PY)" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" || true
 	@mkdir -p $(dir $@) && touch $@
 
 report: setup  ## Run every notebook on the bundled data into reports/ (executed copies, HTML, figures)
