@@ -27,6 +27,7 @@ from analysis import (
     recommend_n_buckets,
     sweep_bucket_counts,
 )
+from analysis.optimize._reference import reference_dp
 
 # the private modules (``analysis.optimize._problem`` is also the name of a function there)
 kernel = importlib.import_module("analysis.optimize._kernel")
@@ -242,22 +243,6 @@ def test_the_threaded_dp_runs_from_two_python_threads_at_once():
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["workqueue"]
-
-
-def reference_dp(mat: np.ndarray, k_max: int) -> tuple[np.ndarray, np.ndarray]:
-    """The DP over a dense cost matrix, end by end, with NumPy's argmin (first minimum: the
-    smallest start wins a tie): ``D[k, j] = min_i D[k-1, i] + mat[i, j]``."""
-    p = mat.shape[0]
-    best = np.full((k_max + 1, p), np.inf)
-    arg = np.zeros((k_max + 1, p), np.int64)
-    best[0, 0] = 0.0
-    for k in range(1, k_max + 1):
-        for j in range(1, p):
-            vals = best[k - 1, :j] + mat[:j, j]
-            i = int(np.argmin(vals))
-            if vals[i] < np.inf:
-                best[k, j], arg[k, j] = vals[i], i
-    return best, arg
 
 
 @pytest.mark.parametrize(
