@@ -398,6 +398,15 @@ def _push(
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
+def _layers(n_buckets: int, m: int) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
+    """The DP's empty tables: ``best[k, j]`` (inf but ``best[0, 0] = 0``) and ``arg[k, j]``."""
+    best = np.full((n_buckets + 1, m + 1), _INF)
+    arg = np.zeros((n_buckets + 1, m + 1), np.int64)
+    best[0, 0] = 0.0
+    return best, arg
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _group(rows: np.ndarray, g0: int, starts: np.ndarray) -> tuple[int, int]:  # pragma: no cover - compiled
     """The starts ``rows[g0 : g0 + _ROWS]`` into ``starts``, the last repeated up to a multiple
     of ``_GROUP`` (its copies give the same costs, which never win a strict comparison);
@@ -471,9 +480,7 @@ def _solve_table(
     """The DP for one tabulated ``B`` and the padding objective: ``_ROWS`` starts at a time,
     their costs and DP cells tile by tile (a tile of the layers stays in cache for them all)."""
     m = cum.size - 1
-    best = np.full((n_buckets + 1, m + 1), _INF)
-    arg = np.zeros((n_buckets + 1, m + 1), np.int64)
-    best[0, 0] = 0.0
+    best, arg = _layers(n_buckets, m)
     costs = np.empty((_ROWS, m + 1))
     t = np.zeros(_ROWS)
     ratio = np.empty((_GROUP, _TILE))
@@ -523,9 +530,7 @@ def _solve_table_threads(
     the pass's starts, which are settled).  The same arithmetic and order of comparison in
     every cell as ``_solve_table``."""
     m = cum.size - 1
-    best = np.full((n_buckets + 1, m + 1), _INF)
-    arg = np.zeros((n_buckets + 1, m + 1), np.int64)
-    best[0, 0] = 0.0
+    best, arg = _layers(n_buckets, m)
     n_groups = _ROWS // _GROUP
     costs = np.empty((_ROWS, m + 1))
     t = np.zeros(_ROWS)
@@ -580,9 +585,7 @@ def _solve_rows(
     """The DP for every other rule and objective: each start's row of costs by
     ``_row_costs``, pushed into the layers as in ``_solve_table``."""
     m = cum.size - 1
-    best = np.full((n_buckets + 1, m + 1), _INF)
-    arg = np.zeros((n_buckets + 1, m + 1), np.int64)
-    best[0, 0] = 0.0
+    best, arg = _layers(n_buckets, m)
     costs = np.empty((_ROWS, m + 1))
     starts = np.empty(_ROWS, np.int64)
     for g0 in range(0, rows.size, _ROWS):
