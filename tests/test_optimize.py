@@ -290,6 +290,28 @@ def test_grouped_tiled_dp_equals_the_dp_over_the_cost_matrix(batch, n_lengths, s
         assert got[-1] == want[-1] and arg[k, prob.m] == points[ref_arg[k, -1]]
 
 
+@pytest.mark.parametrize("threads", [False, True])
+@pytest.mark.parametrize("batch_size", [8, 23])
+def test_more_samples_than_the_table_holds_give_the_tables_dp_bit_for_bit(batch_size, threads, monkeypatch):
+    """Past ``_TABLE_MAX`` samples the tabulated DP computes each ``C(x, B)`` where it reads
+    it (time and memory flat in the sample count): the same floats in every cell and the same
+    starts as with the table, here forced by a small ``_TABLE_MAX`` (heads and tiles, buckets
+    below a full batch included)."""
+    if threads:
+        monkeypatch.setattr(kernel, "_THREADS_ABOVE", 0)
+        monkeypatch.setattr(kernel.numba, "get_num_threads", lambda: 2)
+    rng = np.random.default_rng(batch_size)
+    lengths = np.sort(rng.choice(np.arange(1, 9_000), 2_300, replace=False))
+    counts = rng.integers(1, 12, lengths.size)
+    prob = problem._problem(LengthHistogram.from_counts(lengths, counts), BatchRule(batch_size=batch_size))
+    assert problem._ratio_tables(prob)[0].size and not problem._comb_computed(prob)
+    table_best, table_arg = kernel._solve(prob, 6, prob.ends)
+    monkeypatch.setattr(problem, "_TABLE_MAX", 1_000)
+    assert problem._comb_computed(prob) and problem._ratio_tables(prob)[0].size == 0
+    best, arg = kernel._solve(prob, 6, prob.ends)
+    assert np.array_equal(best, table_best) and np.array_equal(arg, table_arg)
+
+
 def test_large_batch_uses_log_space_and_matches_small_block_linear(monkeypatch):
     """B = 200 on ~20k samples overflows float64 binomials: the log path must agree with
     the exact objective of the edges it returns and beat every baseline."""

@@ -48,7 +48,7 @@ import numba
 import numpy as np
 
 from analysis._order_stats import stirling_series
-from analysis.optimize._problem import _Problem, _ratio_tables
+from analysis.optimize._problem import _comb_computed, _Problem, _ratio_tables
 
 # Ratios over at most this many samples are products (exact to a few ulps, no table read).
 _PRODUCT_RATIO = 8
@@ -115,6 +115,25 @@ def _ratio(
     if b - a <= _PRODUCT_RATIO:
         return _product_ratio(a, b, size)
     return math.exp(_log_fact_ratio(a - size, b - size, hi, lo) - _log_fact_ratio(a, b, hi, lo))
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _comb_value(x: int, size: int) -> float:  # pragma: no cover - compiled
+    """``C(x, size)`` by the arithmetic of ``_problem._comb_table`` (bit for bit its entry):
+    for more samples than that table holds, computed where it is read."""
+    if x < size:
+        return 0.0
+    xf = float(x)
+    out = xf
+    for t in range(1, size):
+        out *= (xf - t) / (t + 1)
+    return out
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _comb_at(comb: np.ndarray, x: int, size: int) -> float:  # pragma: no cover - compiled
+    """``C(x, size)``: the table's entry, or (an empty table) computed."""
+    return float(comb[x]) if comb.size else _comb_value(x, size)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
@@ -264,11 +283,11 @@ def _comb_heads(
         i = starts[a]
         ci = cum[i]
         out[a, i + 1] = (cum[i + 1] - ci) * weight[i + 1] if is_end[i + 1] else _INF
-        below = comb[cum[i + 1] - ci]
+        below = _comb_at(comb, cum[i + 1] - ci, size)
         ta = 0.0
         for j in range(i + 2, last + 2):
             n = cum[j] - ci
-            here = comb[n]
+            here = _comb_at(comb, n, size)
             ta = (ta + step[j - 1]) * (below / here) if n >= size else 0.0
             below = here
             w = weight[j]
@@ -295,9 +314,10 @@ def _comb_tile(
 ) -> None:  # pragma: no cover - compiled
     """``out[a, j]`` for ``j0 <= j < j1`` (after the last start + 1) and the ``_GROUP`` starts,
     the running sums ``t`` carried in and out: first each start's ratios
-    ``C(x_{j-1}, B) / C(x_j, B)`` (table reads, then divisions with nothing carried: a
-    vectorised loop), then the ``_GROUP`` sums side by side (independent chains, so the cell
-    does not wait on the latency of the one before), with the arithmetic of ``_row_costs``."""
+    ``C(x_{j-1}, B) / C(x_j, B)`` (table reads, or the same values computed where the
+    table would be too long, then divisions with nothing carried: a vectorised loop), then
+    the ``_GROUP`` sums side by side (independent chains, so the cell does not wait on the
+    latency of the one before), with the arithmetic of ``_row_costs``."""
     n_j = j1 - j0
     if n_j <= 0:
         return
@@ -305,8 +325,17 @@ def _comb_tile(
         ci = cum[starts[a]]
         c = cum[j0 - 1 : j1]
         tab = table[: n_j + 1]
-        for j in range(n_j + 1):
-            tab[j] = comb[c[j] - ci]
+        if comb.size:
+            for j in range(n_j + 1):
+                tab[j] = comb[c[j] - ci]
+        else:  # more samples than the table holds: _comb_value, factor by factor (vectorised)
+            for j in range(n_j + 1):
+                tab[j] = float(c[j] - ci)
+            for f in range(1, size):
+                for j in range(n_j + 1):
+                    tab[j] *= (float(c[j] - ci) - f) / (f + 1)
+            for j in range(n_j + 1):
+                tab[j] = tab[j] if c[j] - ci >= size else 0.0
         r = ratio[a, :n_j]
         for j in range(n_j):
             r[j] = tab[j] / tab[j + 1]
@@ -742,7 +771,7 @@ def _solve(prob: _Problem, n_buckets: int, ends: np.ndarray) -> tuple[np.ndarray
     # every start but 0 is an allowed end, so it is reached by 1..n_buckets - 1 buckets
     rows = np.flatnonzero(is_row) if n_buckets > 1 else np.zeros(1, np.int64)
     comb, hi, lo = _ratio_tables(prob)
-    if comb.size and prob.per_batch == 0.0:
+    if (comb.size or _comb_computed(prob)) and prob.per_batch == 0.0:
         args = (prob.cum, prob.weight, prob.step, int(prob.size[0]), rows, is_end, n_buckets, comb)
         if m >= _THREADS_ABOVE and numba.get_num_threads() > 1:
             # numba's default (workqueue) threading layer aborts the process when two Python

@@ -93,15 +93,32 @@ def _ratio_tables(prob: _Problem) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(comb, log_fact_hi, log_fact_lo)`` for the kernel's ratios ``C(a, B) / C(b, B)``.
 
     A fixed ``B <= _PRODUCT_MAX`` whose ``C(N, B)`` fits float64 gets ``comb``, the table of
-    ``C(x, B)`` for ``x = 0..N`` (product formula); otherwise ``comb`` is empty and the ratios
-    come from ``log x!`` as a double-double table for ``x <= _TABLE_MAX`` (Stirling above)."""
+    ``C(x, B)`` for ``x = 0..N`` (product formula) up to ``N = _TABLE_MAX`` (above it the
+    tabulated DP computes those values, :func:`_comb_computed`); otherwise ``comb`` is empty
+    and the ratios come from ``log x!`` as a double-double table for ``x <= _TABLE_MAX``
+    (Stirling above)."""
     n_max = int(prob.cum[-1])
     size = prob.rule.batch_size
-    if size is not None and size <= _PRODUCT_MAX and n_max <= _TABLE_MAX:
-        if n_max < size or _log_comb_top(n_max, size) <= _LINEAR_LOG_LIMIT:
-            return _comb_table(n_max, size), _EMPTY, _EMPTY
+    if _comb_applies(prob) and n_max <= _TABLE_MAX:
+        return _comb_table(n_max, int(size or 0)), _EMPTY, _EMPTY
     hi, lo = _log_fact_table(min(n_max, _TABLE_MAX))
     return _EMPTY, hi, lo
+
+
+def _comb_applies(prob: _Problem) -> bool:
+    """One ``B <= _PRODUCT_MAX`` whose ``C(N, B)`` fits float64: ratios of ``C(x, B)``."""
+    n_max = int(prob.cum[-1])
+    size = prob.rule.batch_size
+    if size is None or size > _PRODUCT_MAX:
+        return False
+    return n_max < size or _log_comb_top(n_max, size) <= _LINEAR_LOG_LIMIT
+
+
+def _comb_computed(prob: _Problem) -> bool:
+    """``C(x, B)`` applies but the table would pass ``_TABLE_MAX`` entries: the kernel computes
+    each value where it reads it (the table's arithmetic, so the same floats), and its time
+    and memory do not grow with the sample count."""
+    return _comb_applies(prob) and int(prob.cum[-1]) > _TABLE_MAX
 
 
 _EMPTY = np.zeros(0)
