@@ -15,7 +15,8 @@ a time,
 
 one multiplication by a ratio in ``[0, 1]`` per cell: all ``O(m^2)`` bucket costs in
 ``O(m^2)`` time, whatever ``B``.  The ratio ``C(a, B) / C(b, B)`` is read from a table of
-``C(x, B)`` (a fixed ``B <= 64`` whose ``C(N, B)`` fits float64: the product formula), or
+``C(x, B)`` (a fixed ``B <= 64`` whose ``C(N, B)`` fits float64: the product formula; past
+``_TABLE_MAX`` samples the tabulated DP computes those values where it reads them), or
 is the product ``prod_{a < y <= b} (y - B) / y`` when ``b - a <= 8``, or
 ``exp(log((b-B)!/(a-B)!) - log(b!/a!))`` from a double-double table of ``log x!`` (any
 ``B``; beyond ``_TABLE_MAX`` samples, Stirling's series with the large terms paired).  A bucket
