@@ -184,7 +184,12 @@ def plot_efficiency_vs_buckets(
     ax.yaxis.set_major_formatter(_PERCENT)
     ax.grid(alpha=0.3)
     ax.set_axisbelow(True)
-    ax.legend(fontsize=8, loc="lower right", bbox_to_anchor=(1.0, 0.08))
+    # the legend sits above the random-shuffle line, whose label hangs below it on the right
+    bottom = 0.08
+    if random_efficiency is not None:
+        y0, y1 = ax.get_ylim()
+        bottom = max(bottom, (random_efficiency - y0) / (y1 - y0) + 0.03)
+    ax.legend(fontsize=8, loc="lower right", bbox_to_anchor=(1.0, bottom))
     if title:
         ax.set_title(title)
     return fig
