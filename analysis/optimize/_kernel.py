@@ -771,8 +771,9 @@ def _solve(prob: _Problem, n_buckets: int, ends: np.ndarray) -> tuple[np.ndarray
     is_row[ends[:-1]] = True
     # every start but 0 is an allowed end, so it is reached by 1..n_buckets - 1 buckets
     rows = np.flatnonzero(is_row) if n_buckets > 1 else np.zeros(1, np.int64)
-    comb, hi, lo = _ratio_tables(prob)
-    if (comb.size or _comb_computed(prob)) and prob.per_batch == 0.0:
+    computed = prob.per_batch == 0.0 and _comb_computed(prob)  # no table of any kind needed
+    comb, hi, lo = (np.zeros(0),) * 3 if computed else _ratio_tables(prob)
+    if computed or (comb.size and prob.per_batch == 0.0):
         args = (prob.cum, prob.weight, prob.step, int(prob.size[0]), rows, is_end, n_buckets, comb)
         if m >= _THREADS_ABOVE and numba.get_num_threads() > 1:
             # numba's default (workqueue) threading layer aborts the process when two Python
