@@ -193,17 +193,24 @@ def expected_g_of_max(g: np.ndarray, cum: np.ndarray, size: int) -> float:
     return float(g[0] + np.dot(steps, above))
 
 
-def expected_batch_sum(g: np.ndarray, cum: np.ndarray, batch_size: int) -> float:
-    """``E[sum over the bucket's batches of size * g(longest)]`` for a shuffled bucket cut
-    into batches of ``batch_size``: ``full * B * E[g(max_B)] + r * E[g(max_r)]``
-    (:func:`expected_g_of_max`; ``r = n mod B``, the partial batch).  ``g`` non-decreasing
-    per distinct length, ``cum`` the cumulative counts.  A sum of non-negative terms (the
-    step-time model prices ``g`` in seconds).  No validation."""
+def expected_batch_sum(
+    g: np.ndarray, cum: np.ndarray, batch_size: int, per_size: np.ndarray | None = None
+) -> float:
+    """``E[sum over the bucket's batches of size * g_size(longest)]`` for a shuffled bucket
+    cut into batches of ``batch_size``: ``full * B * E[g_B(max_B)] + r * E[g_r(max_r)]``
+    (:func:`expected_g_of_max`; ``r = n mod B``, the partial batch), with
+    ``g_b = g + b * per_size`` (``per_size`` None: ``g`` for every size).  ``g`` and
+    ``per_size`` non-decreasing per distinct length, ``cum`` the cumulative counts.  A sum of
+    non-negative terms (the step-time model prices ``g`` in seconds).  No validation."""
     n = int(cum[-1])
     full, rest = divmod(n, batch_size)
-    total = full * batch_size * expected_g_of_max(g, cum, batch_size) if full else 0.0
+
+    def g_of(size: int) -> np.ndarray:
+        return g if per_size is None else g + size * per_size
+
+    total = full * batch_size * expected_g_of_max(g_of(batch_size), cum, batch_size) if full else 0.0
     if rest:
-        total += rest * expected_g_of_max(g, cum, rest)
+        total += rest * expected_g_of_max(g_of(rest), cum, rest)
     return float(total)
 
 

@@ -2,19 +2,24 @@
 
 The padded-token model (:mod:`analysis.throughput`) says a step costs time proportional to
 ``batch_size * longest``.  Real steps also pay a fixed cost (optimizer, launch, data), a cost
-per sample, and attention grows with the square of the padded length.  Here a handful of
-measured steps fit
+per sample, attention grows with the square of the padded length, and a batch whose
+activations outgrow the caches pays more per token.  Here a handful of measured steps fit
 
     seconds = per_step + per_sample * B + per_token * B * T(L) + attention * B * T(L)**2
+              + working_set * (B * T(L))**2
 
 with ``B`` the batch size, ``L`` the padded length of the batch tensor and ``T(L)`` that length
 rounded up to the kernel ``tile`` (1: no rounding).  All coefficients are non-negative
 (non-negative least squares on relative errors, so short steps count as much as long ones).
+The ``working_set`` term is the cost per token growing with the tokens in the batch: on the
+CPU benchmark (``benchmarks/bench_step_time.py``) steps of 8,192 tokens ran 1.4 to 5.5 %
+slower than a model without it, and none of 4,096 tokens did.
 
 The model is linear in its coefficients, so the expected time of an epoch is exact from the
 same order statistics as :func:`analysis.expected_padding`: a bucket of ``n`` samples cut into
 batches of ``B`` costs ``per_step * ceil(n / B) + per_sample * n + E[sum over batches of
-B * g(longest)]`` with ``g(L) = per_token * T(L) + attention * T(L)**2``
+B * g_B(longest)]`` with ``g_B(L) = per_token * T(L) + (attention + working_set * B) * T(L)**2``
+(:meth:`StepTimeModel.sample_seconds`)
 (:func:`expected_epoch_time`, for ``sorted``, ``random`` and ``bucketed``).  Other strategies
 are priced batch by batch over simulated epochs (:func:`simulated_epoch_times`); with
 ``world_size > 1`` a step lasts as long as its slowest rank.
@@ -27,6 +32,7 @@ nothing reads a file: :func:`analysis.loaders.load_step_times` reads a CSV of st
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -61,7 +67,13 @@ __all__ = [
 #: Columns of a step-time frame (one row per timed step).
 STEP_TIME_COLUMNS = ("batch_size", "length", "seconds")
 #: The model's terms, in order: the feature each coefficient multiplies.
-STEP_TIME_TERMS = {"per_step": "1", "per_sample": "B", "per_token": "B*T(L)", "attention": "B*T(L)**2"}
+STEP_TIME_TERMS = {
+    "per_step": "1",
+    "per_sample": "B",
+    "per_token": "B*T(L)",
+    "attention": "B*T(L)**2",
+    "working_set": "(B*T(L))**2",
+}
 #: The strategies whose expected epoch time is exact (order statistics or deterministic).
 EXACT_TIME_STRATEGIES = ("sorted", "random", "bucketed")
 _DEFAULT_STRATEGIES = ("sorted", "random", "bucketed", "length_grouped", "token_budget")
@@ -245,16 +257,16 @@ def _features(batch_size: Any, length: Any, tile: int) -> np.ndarray:
     b = np.asarray(batch_size, dtype=float)
     t = _tiled(length, tile)
     b, t = np.broadcast_arrays(b, t)
-    return np.stack([np.ones_like(b), b, b * t, b * t * t], axis=-1)
+    return np.stack([np.ones_like(b), b, b * t, b * t * t, (b * t) ** 2], axis=-1)
 
 
 @dataclass(frozen=True)
 class StepTimeModel:
     """Step time in seconds of a batch of ``B`` samples padded to ``L`` tokens.
 
-    ``per_step + per_sample * B + per_token * B * T(L) + attention * B * T(L)**2`` with
-    ``T(L)`` = ``L`` rounded up to ``tile``.  Build it with :meth:`fit`; ``measurements``
-    keeps the per-shape table of the fit (see :meth:`residuals`).
+    ``per_step + per_sample * B + per_token * B * T(L) + attention * B * T(L)**2 +
+    working_set * (B * T(L))**2`` with ``T(L)`` = ``L`` rounded up to ``tile``.  Build it with
+    :meth:`fit`; ``measurements`` keeps the per-shape table of the fit (see :meth:`residuals`).
 
     Examples
     --------
@@ -269,6 +281,7 @@ class StepTimeModel:
     per_sample: float = 0.0
     per_token: float = 0.0
     attention: float = 0.0
+    working_set: float = 0.0
     tile: int = 1
     measurements: pd.DataFrame | None = field(default=None, repr=False, compare=False)
 
@@ -284,13 +297,13 @@ class StepTimeModel:
                 raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
             object.__setattr__(self, name, float(value))
         object.__setattr__(self, "tile", positive_int(self.tile, "tile"))
-        if self.per_step + self.per_sample + self.per_token + self.attention == 0:
+        if not self.coefficients.any():
             raise ValueError("a step-time model needs at least one positive coefficient")
 
     @property
     def coefficients(self) -> np.ndarray:
-        """``[per_step, per_sample, per_token, attention]``."""
-        return np.array([self.per_step, self.per_sample, self.per_token, self.attention])
+        """``[per_step, per_sample, per_token, attention, working_set]``."""
+        return np.array([getattr(self, name) for name in STEP_TIME_TERMS])
 
     @classmethod
     def fit(
@@ -311,7 +324,7 @@ class StepTimeModel:
         >>> frame["seconds"] = truth.predict(frame["batch_size"], frame["length"])
         >>> fitted = StepTimeModel.fit(frame)
         >>> fitted.to_frame()["coefficient"].round(12).tolist()
-        [0.02, 0.0, 2e-06, 1e-09]
+        [0.02, 0.0, 2e-06, 1e-09, 0.0]
         """
         data = check_step_times(frame)
         tile = positive_int(tile, "tile")
@@ -351,8 +364,8 @@ class StepTimeModel:
         coef, _ = nnls(x / y[:, None] / scale, np.ones_like(y))
         full = np.zeros(len(STEP_TIME_TERMS))
         full[cols] = coef / scale
-        per_step, per_sample, per_token, attention = (float(v) for v in full)
-        model = cls(per_step, per_sample, per_token, attention, tile)
+        per_step, per_sample, per_token, attention, working_set = (float(v) for v in full)
+        model = cls(per_step, per_sample, per_token, attention, working_set, tile)
         per_shape["predicted"] = model.predict(per_shape["batch_size"], per_shape["length"])
         per_shape["residual"] = per_shape["seconds"] - per_shape["predicted"]
         per_shape["relative_residual"] = per_shape["residual"] / per_shape["seconds"]
@@ -368,7 +381,7 @@ class StepTimeModel:
                 "relative_residual",
             ]
         ]
-        return cls(per_step, per_sample, per_token, attention, tile, per_shape)
+        return dataclasses.replace(model, measurements=per_shape)
 
     def predict(self, batch_size: Any, length: Any) -> Any:
         """Predicted seconds of steps of ``batch_size`` samples padded to ``length``
@@ -376,12 +389,20 @@ class StepTimeModel:
         out = _features(batch_size, length, self.tile) @ self.coefficients
         return float(out) if np.ndim(out) == 0 else out
 
-    def sample_seconds(self, length: Any) -> np.ndarray:
-        """Seconds each sample of a batch padded to ``length`` adds through the length terms:
-        ``per_token * T(L) + attention * T(L)**2`` (non-decreasing in ``L``; the optimiser's
-        per-sample weight)."""
+    def sample_seconds(self, length: Any, batch_size: Any) -> np.ndarray:
+        """Seconds each sample of a batch of ``batch_size`` padded to ``length`` adds through
+        the length terms: ``g_B(L) = per_token * T(L) + (attention + working_set * B) * T(L)**2``
+        (non-decreasing in ``L``; the optimiser's per-sample weight), so that a batch's
+        length terms are ``B * g_B(L)``."""
+        alone, per_sample_of_batch = self.sample_seconds_parts(length)
+        return np.asarray(alone + np.asarray(batch_size, dtype=float) * per_sample_of_batch)
+
+    def sample_seconds_parts(self, length: Any) -> tuple[np.ndarray, np.ndarray]:
+        """``sample_seconds`` as ``(a, q)`` with ``g_B(L) = a(L) + B * q(L)``:
+        ``a = per_token * T + attention * T**2`` and ``q = working_set * T**2`` (a token
+        budget's optimiser needs them apart, its ``B`` following the bucket's edge)."""
         t = _tiled(length, self.tile)
-        return np.asarray(self.per_token * t + self.attention * t * t)
+        return np.asarray(self.per_token * t + self.attention * t * t), np.asarray(self.working_set * t * t)
 
     def to_frame(self) -> pd.DataFrame:
         """The coefficients: one row per term (``feature``, ``coefficient`` in seconds)."""
@@ -431,7 +452,7 @@ def _bucketed_seconds(
     hist: LengthHistogram, model: StepTimeModel, edges: list[int], rule: BatchRule
 ) -> float:
     """Exact expected seconds of a bucketed shuffle on validated ``edges`` (one rank)."""
-    g = model.sample_seconds(round_up(hist.lengths, rule.pad_to_multiple_of))
+    alone, per_b = model.sample_seconds_parts(round_up(hist.lengths, rule.pad_to_multiple_of))
     total = []
     for lo, hi, size in zip(*bucket_bounds(hist.lengths, edges), rule.batch_sizes(edges), strict=True):
         if lo == hi:
@@ -439,7 +460,7 @@ def _bucketed_seconds(
         cum = np.cumsum(hist.counts[lo:hi])
         n = int(cum[-1])
         total.append(model.per_step * -(-n // size) + model.per_sample * n)
-        total.append(expected_batch_sum(g[lo:hi], cum, size))
+        total.append(expected_batch_sum(alone[lo:hi], cum, size, per_b[lo:hi]))
     return math.fsum(total)
 
 
@@ -458,7 +479,7 @@ def expected_epoch_time(
 
     ``bucketed`` (needs ``edges``): per bucket of ``n`` samples and batch size ``B`` (from the
     rule), ``per_step * ceil(n/B) + per_sample * n`` plus the expected sum over its batches of
-    ``B * (per_token * T(longest) + attention * T(longest)**2)`` (order statistics of a
+    ``B * g_B(longest)`` (:meth:`StepTimeModel.sample_seconds`; order statistics of a
     shuffle: full batches and the partial one, as in :func:`~analysis.expected_padding`; ``T``
     rounds the longest up to ``pad_to_multiple_of`` and then to the model's ``tile``).
     ``random`` is one bucket; ``sorted`` is deterministic.  Both use one batch size for the

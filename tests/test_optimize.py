@@ -22,6 +22,7 @@ from analysis import (
     CASE_GEOMETRIC_EDGES,
     BatchRule,
     LengthHistogram,
+    StepTimeModel,
     evaluate_edges,
     optimize_edges,
     recommend_n_buckets,
@@ -254,6 +255,8 @@ def test_the_threaded_dp_runs_from_two_python_threads_at_once():
         ({"batch_size": 1}, 1_030, 1, True),
         ({"batch_size": 3}, 1_500, 7, False),  # candidate ends only (every 7th): 7 passes, the last short
         ({"max_tokens": 4_000}, 1_100, 1, False),  # row by row (_row_costs), pushed in the same tiles
+        ({"max_tokens": 4_000}, 1_100, 1, True),  # its rows of costs on every thread
+        ({"max_tokens": 4_000, "step_time": True}, 1_100, 1, True),  # time, with a working set
     ],
 )
 def test_grouped_tiled_dp_equals_the_dp_over_the_cost_matrix(batch, n_lengths, stride, threads, monkeypatch):
@@ -264,15 +267,20 @@ def test_grouped_tiled_dp_equals_the_dp_over_the_cost_matrix(batch, n_lengths, s
     so that passes and tiles end off their multiples."""
     if threads:
         monkeypatch.setattr(kernel, "_THREADS_ABOVE", 0)
+        monkeypatch.setattr(kernel, "_ROW_THREADS_ABOVE", 0)
         monkeypatch.setattr(kernel.numba, "get_num_threads", lambda: 2)
+    batch = dict(batch)
+    model = StepTimeModel(per_step=0.1, per_token=1e-3, attention=1e-6, working_set=1e-9)
+    step_time = model if batch.pop("step_time", False) else None
     rng = np.random.default_rng(n_lengths)
     lengths = np.sort(rng.choice(np.arange(1, 6_000), n_lengths, replace=False))
     counts = rng.integers(1, 30, n_lengths)
     if "batch_size" in batch and batch["batch_size"] == 1:
         counts[:] = 1
     hist = LengthHistogram.from_counts(lengths, counts)
-    prob = problem._problem(hist, BatchRule(**batch), 1)
+    prob = problem._problem(hist, BatchRule(**batch), 1, step_time)
     assert bool(problem._ratio_tables(prob)[0].size) == ("batch_size" in batch)
+    assert prob.weight2.any() == (step_time is not None)
     ends = prob.ends[stride - 1 :: stride] if stride > 1 else prob.ends
     ends = np.unique(np.r_[ends, prob.m])
     points = np.r_[0, ends]

@@ -87,6 +87,24 @@ def test_fit_is_non_negative_and_drops_unused_terms():
     np.testing.assert_allclose([restricted.per_step, restricted.per_token], [0.05, 1e-5], rtol=0.05)
 
 
+def test_fit_recovers_a_working_set_term_and_its_batch_size_dependence():
+    """``working_set * (B T)**2``: the cost per token grows with the tokens in the batch, so
+    at a fixed ``B * L`` a batch of many short samples is not as cheap as ``attention`` alone
+    says.  Recovered exactly without noise; the per-sample weight is ``a + B * q``."""
+    truth = StepTimeModel(per_step=0.01, per_token=2e-5, attention=1e-8, working_set=3e-10)
+    shapes = [(b, n) for b in (2, 8, 32, 128) for n in (16, 64, 256, 1024)]
+    frame = synthetic_times(truth, shapes, repeats=2, noise=0.0, rng=np.random.default_rng(0))
+    fitted = StepTimeModel.fit(frame)
+    np.testing.assert_allclose(fitted.coefficients, truth.coefficients, rtol=1e-9, atol=1e-15)
+    # 8,192 tokens either way: only attention tells these apart, the (B T)**2 term does not
+    assert truth.predict(512, 16) - truth.predict(16, 512) == pytest.approx(
+        1e-8 * (512 * 16**2 - 16 * 512**2), rel=1e-9
+    )
+    a, q = truth.sample_seconds_parts(np.array([16, 512]))
+    np.testing.assert_allclose(truth.sample_seconds([16, 512], 8), a + 8 * q, rtol=0)
+    np.testing.assert_allclose(8 * truth.sample_seconds(512, 8), truth.predict(8, 512) - 0.01, rtol=1e-12)
+
+
 def test_tile_rounds_the_length_terms():
     model = StepTimeModel(per_token=1.0, attention=0.5, tile=8)
     assert model.predict(2, 5) == model.predict(2, 8) == 2 * (8 + 0.5 * 64)
@@ -98,7 +116,7 @@ def test_tile_rounds_the_length_terms():
 
 def test_to_frame_lists_the_coefficients():
     frame = TRUTH.to_frame()
-    assert frame.index.tolist() == ["per_step", "per_sample", "per_token", "attention"]
+    assert frame.index.tolist() == ["per_step", "per_sample", "per_token", "attention", "working_set"]
     assert frame["coefficient"].tolist() == TRUTH.coefficients.tolist()
     with pytest.raises(ValueError, match="not fitted"):
         TRUTH.residuals()
@@ -113,7 +131,7 @@ def good_frame() -> pd.DataFrame:
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
-        (lambda f: f[f["length"] < 64], r"2 distinct shapes cannot fit 4 terms; measure at least 5"),
+        (lambda f: f[f["length"] < 64], r"2 distinct shapes cannot fit 5 terms; measure at least 6"),
         (lambda f: f.assign(seconds=-f["seconds"]), r"row 0: seconds = -0\.0\d+ must be a finite time > 0"),
         (lambda f: f.iloc[1:], r"shape \(batch_size=1, length=16\) was measured once"),
         (lambda f: f.drop(columns="length"), r"missing length"),
@@ -189,7 +207,9 @@ def test_expected_epoch_time_matches_simulated_epochs(strategy, rule, pad, tile)
     """The exact expectation lies within 3 standard errors of 400 simulated epochs."""
     rng = np.random.default_rng(11)
     lengths = np.minimum(rng.lognormal(4.0, 0.8, size=403).astype(np.int64) + 1, 150)
-    model = StepTimeModel(per_step=0.3, per_sample=0.01, per_token=2e-3, attention=3e-5, tile=tile)
+    model = StepTimeModel(
+        per_step=0.3, per_sample=0.01, per_token=2e-3, attention=3e-5, working_set=1e-7, tile=tile
+    )
     edges = [0, 30, 60, 150]
     exact = expected_epoch_time(lengths, model, strategy, edges=edges, pad_to_multiple_of=pad, **rule)
     extra = {"edges": edges} if strategy == "bucketed" else {}
@@ -278,12 +298,14 @@ def exact_time_objective(
     lengths, counts, edges, model, *, batch_size=None, max_tokens=None, pad=1
 ) -> Fraction:
     """The time objective in exact rationals: per bucket, per_step * ceil(n/B) plus
-    n * E[g(max of a random B-subset)], g = per_token T + attention T**2 (n < B: n g(longest))."""
+    n * E[g(max of a random B-subset)], g = per_token T + (attention + working_set B) T**2
+    (n < B: n g(longest))."""
     c1, c2, c0 = Fraction(model.per_token), Fraction(model.attention), Fraction(model.per_step)
+    c4 = Fraction(model.working_set)
 
     def g(v):
         t = -(-(-(-v // pad) * pad) // model.tile) * model.tile
-        return c1 * t + c2 * t * t
+        return c1 * t + (c2 + c4 * b) * t * t
 
     total = Fraction(0)
     for lo, hi in itertools.pairwise(edges):
@@ -327,6 +349,7 @@ def test_time_optimal_edges_equal_exhaustive_search(seed, sums, monkeypatch):
         per_step=[0.0, 0.05, 5.0, 500.0][seed % 4],
         per_token=0.01,
         attention=[0.0, 1e-3][seed % 5 == 0],
+        working_set=[0.0, 1e-5][seed % 3 == 1],  # B follows the edge under a token budget
         tile=[1, 8][seed % 7 == 0],
     )
     cands = lengths[:-1]
@@ -341,6 +364,35 @@ def test_time_optimal_edges_equal_exhaustive_search(seed, sums, monkeypatch):
         assert plan.objective == pytest.approx(float(got), rel=1e-12)
         greedy = optimize_edges(hist, k, step_time=model, pad_to_multiple_of=pad, method="greedy", **rule)
         assert exact_time_objective(lengths, counts, greedy.edges, model, pad=pad, **rule) >= best
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_token_budget_time_costs_with_a_working_set_equal_exact_rationals(seed):
+    """Under a token budget ``B`` follows the bucket's edge, so a working-set term makes each
+    sample's seconds ``a + B q`` depend on the bucket: the kernel carries a second running
+    sum (restarted with the first).  Every bucket cost on 70 lengths (counts up to 60, ``B``
+    from 1 to ~30, restarts that skip terms) equals the exact rational objective to 1e-10."""
+    rng = np.random.default_rng(40 + seed)
+    lengths = np.sort(rng.choice(np.arange(2, 300), 70, replace=False))
+    counts = rng.integers(1, 60, lengths.size)
+    hist = LengthHistogram.from_counts(lengths, counts)
+    max_tokens = int(rng.integers(300, 900))
+    model = StepTimeModel(
+        per_step=0.2, per_token=1e-3, attention=2e-6, working_set=3e-8, tile=[1, 4][seed % 2]
+    )
+    prob = problem._problem(hist, BatchRule(max_tokens=max_tokens), 1, model)
+    assert prob.weight2.any()
+    points = np.r_[0, np.sort(rng.choice(np.arange(1, prob.m), 9, replace=False)), prob.m]
+    mat = kernel._cost_matrix(prob, points)
+    ls, cs = lengths.tolist(), counts.tolist()
+    for a, b in itertools.combinations(range(points.size), 2):
+        lo = 0 if points[a] == 0 else ls[points[a] - 1]
+        hi = ls[points[b] - 1]
+        inside = [(v, c) for v, c in zip(ls, cs, strict=True) if lo < v <= hi]
+        want = exact_time_objective(
+            [v for v, _ in inside], [c for _, c in inside], [0, hi], model, max_tokens=max_tokens
+        )
+        assert mat[a, b] == pytest.approx(float(want), rel=1e-10)
 
 
 def test_per_step_cost_moves_the_optimum_to_fewer_batches():

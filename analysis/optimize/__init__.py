@@ -8,8 +8,9 @@ and :func:`recommend_n_buckets` picks K by the gain rule.  Long-context data (te
 thousands of distinct lengths) can search a candidate grid refined at full resolution
 (``candidates``, :mod:`analysis.optimize._search`).  Given ``step_time`` (a fitted
 :class:`~analysis.StepTimeModel`) every function minimises expected epoch *time* instead, by
-the same exact DP: the per-sample weight becomes the seconds a sample adds to its batch
-(``per_token * T + attention * T**2``) and each bucket pays ``per_step`` per batch.
+the same exact DP: the per-sample weight becomes the seconds a sample adds to its batch of
+``B`` (``per_token * T + (attention + working_set * B) * T**2``) and each bucket pays
+``per_step`` per batch.
 """
 
 from __future__ import annotations

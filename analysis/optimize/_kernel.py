@@ -25,8 +25,11 @@ with fewer samples than ``B`` is one short batch: ``n w_j``.
 With a token budget ``B`` follows the end ``j``; where it changes, each start's ``T`` is
 recomputed by the same running sum started where the terms fall below ``2**-70`` (the
 ``x_k`` at which ``(x_k / n)**B`` does), so a token budget costs more than a fixed ``B``:
-these restarts, not the cells, dominate.  The time objective (``step_time``) has
-``w`` in seconds and adds ``per_batch * ceil(n / B)`` to each bucket's cost.
+these restarts, not the cells, dominate (from ``_ROW_THREADS_ABOVE`` distinct lengths the
+rows run on every thread).  The time objective (``step_time``) has ``w`` in seconds and adds
+``per_batch * ceil(n / B)`` to each bucket's cost; with a token budget and a working-set
+term a sample weighs ``w + B w2`` in a bucket whose batches hold ``B``, so a second running
+sum over the steps of ``w2`` goes beside ``T``, with the same ratios and restarts.
 
 The DP ``D[k][j] = min_i D[k-1][i] + cost(i, j)`` runs with the costs: each start's row of
 costs pushes into every later end, for every ``k`` at once, so the cost matrix is never stored
@@ -42,6 +45,7 @@ comparison is the one of the start-by-start DP, so the tables are bit for bit th
 
 from __future__ import annotations
 
+import contextlib
 import math
 import threading
 
@@ -62,6 +66,8 @@ _ROWS = 32
 _TILE = 1024
 # Distinct lengths from which the tabulated DP runs on every thread (numba's thread count).
 _THREADS_ABOVE = 20_000
+# Distinct lengths from which a token budget's rows of costs (restarts) run on every thread.
+_ROW_THREADS_ABOVE = 2_000
 _THREADS_LOCK = threading.Lock()
 
 
@@ -160,23 +166,33 @@ def _product_ratio(a: int, b: int, size: int) -> float:  # pragma: no cover - co
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _restart(
-    i: int, j: int, size: int, cum: np.ndarray, step: np.ndarray, hi: np.ndarray, lo: np.ndarray
-) -> float:  # pragma: no cover - compiled
+    i: int,
+    j: int,
+    size: int,
+    cum: np.ndarray,
+    step: np.ndarray,
+    step2: np.ndarray,
+    hi: np.ndarray,
+    lo: np.ndarray,
+) -> tuple[float, float]:  # pragma: no cover - compiled
     """``T(i, j)`` for batches of ``size`` from the running sum started at the first ``k``
     whose ``x_k`` exceeds ``n 2**(-70/size)``: every term below it has
     ``C(x_k, B) / C(n, B) <= (x_k / n)**B <= 2**-70``, and they sum to at most that times
-    ``w_j``."""
+    ``w_j``.  The same sum over ``step2`` beside it (the same ratios)."""
     ci = cum[i]
     n = cum[j] - ci
     if n < size:
-        return 0.0
+        return 0.0, 0.0
     cut = ci + n * 2.0 ** (-70.0 / size)
     k = i + 1 + np.searchsorted(cum[i + 1 : j], cut, side="right")  # first k with c_k > cut
     total = 0.0
+    total2 = 0.0
     if n >= hi.size:  # beyond the table: Stirling's series
         for kk in range(k, j):
-            total = (total + step[kk]) * _ratio(cum[kk] - ci, cum[kk + 1] - ci, size, hi[:0], hi, lo)
-        return total
+            ratio = _ratio(cum[kk] - ci, cum[kk + 1] - ci, size, hi[:0], hi, lo)
+            total = (total + step[kk]) * ratio
+            total2 = (total2 + step2[kk]) * ratio
+        return total, total2
     # log C(a, B) - log C(b, B) from log x! at b and b - B, those at a carried from the last term
     a = cum[k] - ci
     a_hi, a_lo, s_hi, s_lo = _log_fact_pair(a, size, hi, lo)
@@ -190,8 +206,9 @@ def _restart(
         else:
             ratio = math.exp(((t_hi - s_hi) + (t_lo - s_lo)) - ((b_hi - a_hi) + (b_lo - a_lo)))
         total = (total + step[kk]) * ratio
+        total2 = (total2 + step2[kk]) * ratio
         a, a_hi, a_lo, s_hi, s_lo = b, b_hi, b_lo, t_hi, t_lo
-    return total
+    return total, total2
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -200,6 +217,8 @@ def _row_costs(
     cum: np.ndarray,
     weight: np.ndarray,
     step: np.ndarray,
+    weight2: np.ndarray,
+    step2: np.ndarray,
     size: np.ndarray,
     is_end: np.ndarray,
     per_batch: float,
@@ -210,42 +229,50 @@ def _row_costs(
     out: np.ndarray,
 ) -> None:  # pragma: no cover - compiled
     """``out[j]`` = objective of bucket ``(i, j]`` for every ``j > i`` (inf where ``j`` may
-    not end a bucket)."""
+    not end a bucket).  A bucket ending at ``j`` weighs its samples ``weight + B * weight2``
+    (``weight2`` is 0 but for a token budget's time objective with a working-set term): the
+    second running sum ``t2`` follows ``step2`` with the same ratios."""
     m = cum.size - 1
     ci = cum[i]
     b = size[i + 1]
     t = 0.0
+    t2 = 0.0
     if not comb.size:  # log x! (a token budget, or a B whose C(N, B) overflows float64)
         table = cum[m] - ci < hi.size
         below = cum[i + 1] - ci  # x_{j-1}
         b_hi = b_lo = s_hi = s_lo = 0.0  # log x_{j-1}! and log (x_{j-1} - B)!, when known
         known = False
-        out[i + 1] = below * weight[i + 1] if is_end[i + 1] else _INF  # one length
+        w1 = weight[i + 1] + b * weight2[i + 1]
+        out[i + 1] = below * w1 if is_end[i + 1] else _INF  # one length
         for j in range(i + 2, m + 1):
             n = cum[j] - ci
             if token and size[j] != b:  # B follows the end: T restarts where it changes
                 b = size[j]
-                t = _restart(i, j, b, cum, step, hi, lo)
+                t, t2 = _restart(i, j, b, cum, step, step2, hi, lo)
                 known = False
             elif n < b or below < b:
                 t = 0.0
+                t2 = 0.0
                 known = False
-            elif n - below <= _PRODUCT_RATIO:
-                t = (t + step[j - 1]) * _product_ratio(below, n, b)
-                known = False
-            elif table:
-                if not known:
-                    b_hi, b_lo, s_hi, s_lo = _log_fact_pair(below, b, hi, lo)
-                n_hi, n_lo, t_hi, t_lo = _log_fact_pair(n, b, hi, lo)
-                ratio = math.exp(((t_hi - s_hi) + (t_lo - s_lo)) - ((n_hi - b_hi) + (n_lo - b_lo)))
-                t = (t + step[j - 1]) * ratio
-                b_hi, b_lo, s_hi, s_lo = n_hi, n_lo, t_hi, t_lo
-                known = True
             else:
-                t = (t + step[j - 1]) * _ratio(below, n, b, comb, hi, lo)
+                if n - below <= _PRODUCT_RATIO:
+                    ratio = _product_ratio(below, n, b)
+                    known = False
+                elif table:
+                    if not known:
+                        b_hi, b_lo, s_hi, s_lo = _log_fact_pair(below, b, hi, lo)
+                    n_hi, n_lo, t_hi, t_lo = _log_fact_pair(n, b, hi, lo)
+                    ratio = math.exp(((t_hi - s_hi) + (t_lo - s_lo)) - ((n_hi - b_hi) + (n_lo - b_lo)))
+                    b_hi, b_lo, s_hi, s_lo = n_hi, n_lo, t_hi, t_lo
+                    known = True
+                else:
+                    ratio = _ratio(below, n, b, comb, hi, lo)
+                t = (t + step[j - 1]) * ratio
+                t2 = (t2 + step2[j - 1]) * ratio
             below = n
             w = weight[j]
-            cost = n * w if n < b else n * (w - t)
+            w2 = weight2[j]
+            cost = n * (w + b * w2) if n < b else n * ((w - t) + b * (w2 - t2))
             out[j] = cost if is_end[j] else _INF
     else:  # one B, C(x, B) tabulated (the hot loop: one table read per cell)
         out[i + 1] = (cum[i + 1] - ci) * weight[i + 1] if is_end[i + 1] else _INF  # one length
@@ -602,6 +629,8 @@ def _solve_rows(
     cum: np.ndarray,
     weight: np.ndarray,
     step: np.ndarray,
+    weight2: np.ndarray,
+    step2: np.ndarray,
     size: np.ndarray,
     rows: np.ndarray,
     is_end: np.ndarray,
@@ -621,9 +650,76 @@ def _solve_rows(
     for g0 in range(0, rows.size, _ROWS):
         g, n_sub = _group(rows, g0, starts)
         for a in range(g):
-            _row_costs(starts[a], cum, weight, step, size, is_end, per_batch, token, comb, hi, lo, costs[a])
+            _row_costs(
+                starts[a],
+                cum,
+                weight,
+                step,
+                weight2,
+                step2,
+                size,
+                is_end,
+                per_batch,
+                token,
+                comb,
+                hi,
+                lo,
+                costs[a],
+            )
         for a in range(g, n_sub):
             for j in range(m + 1):  # (an element loop: array assignment compiles slowly)
+                costs[a, j] = costs[g - 1, j]
+        _push_heads(best, arg, starts, g, costs)
+        for j0 in range(starts[g - 1] + 1, m + 1, _TILE):
+            _push_tile(best, arg, starts, n_sub, costs, j0, min(j0 + _TILE, m + 1))
+    return best, arg
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", parallel=True)
+def _solve_rows_threads(
+    cum: np.ndarray,
+    weight: np.ndarray,
+    step: np.ndarray,
+    weight2: np.ndarray,
+    step2: np.ndarray,
+    size: np.ndarray,
+    rows: np.ndarray,
+    is_end: np.ndarray,
+    n_buckets: int,
+    per_batch: float,
+    token: bool,
+    comb: np.ndarray,
+    hi: np.ndarray,
+    lo: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
+    """``_solve_rows`` with a pass's rows of costs computed on every thread (a token
+    budget's restarts make the rows, not the pushes, the work); the pushes as there, so
+    the tables are bit for bit the same."""
+    m = cum.size - 1
+    best, arg = _layers(n_buckets, m)
+    costs = np.empty((_ROWS, m + 1))
+    starts = np.empty(_ROWS, np.int64)
+    for g0 in range(0, rows.size, _ROWS):
+        g, n_sub = _group(rows, g0, starts)
+        for a in numba.prange(g):
+            _row_costs(
+                starts[a],
+                cum,
+                weight,
+                step,
+                weight2,
+                step2,
+                size,
+                is_end,
+                per_batch,
+                token,
+                comb,
+                hi,
+                lo,
+                costs[a],
+            )
+        for a in range(g, n_sub):
+            for j in range(m + 1):
                 costs[a, j] = costs[g - 1, j]
         _push_heads(best, arg, starts, g, costs)
         for j0 in range(starts[g - 1] + 1, m + 1, _TILE):
@@ -636,6 +732,8 @@ def _costs_compiled(
     cum: np.ndarray,
     weight: np.ndarray,
     step: np.ndarray,
+    weight2: np.ndarray,
+    step2: np.ndarray,
     size: np.ndarray,
     points: np.ndarray,
     per_batch: float,
@@ -652,7 +750,9 @@ def _costs_compiled(
     costs = np.empty(m + 1)
     out = np.full((p, p), _INF)
     for a in range(p - 1):
-        _row_costs(points[a], cum, weight, step, size, is_end, per_batch, token, comb, hi, lo, costs)
+        _row_costs(
+            points[a], cum, weight, step, weight2, step2, size, is_end, per_batch, token, comb, hi, lo, costs
+        )
         for c in range(a + 1, p):
             out[a, c] = costs[points[c]]
     return out
@@ -663,6 +763,8 @@ def _cell_dp_compiled(
     cum: np.ndarray,
     weight: np.ndarray,
     step: np.ndarray,
+    weight2: np.ndarray,
+    step2: np.ndarray,
     size: np.ndarray,
     points: np.ndarray,
     last_start: np.ndarray,
@@ -713,7 +815,22 @@ def _cell_dp_compiled(
             live = live or best[k - 1, a] < _INF
         if last_start[a] < 0 or not live:
             continue
-        _row_costs(last_start[a], cum, weight, step, size, is_end, per_batch, token, comb, hi, lo, costs)
+        _row_costs(
+            last_start[a],
+            cum,
+            weight,
+            step,
+            weight2,
+            step2,
+            size,
+            is_end,
+            per_batch,
+            token,
+            comb,
+            hi,
+            lo,
+            costs,
+        )
         for b in range(a + 1, p):
             least = _INF
             if b + 1 < p:
@@ -747,6 +864,8 @@ def _cell_dp(prob: _Problem, points: np.ndarray, n_buckets: int) -> tuple[np.nda
         prob.cum,
         prob.weight,
         prob.step,
+        prob.weight2,
+        prob.step2,
         prob.size,
         points,
         last_start.astype(np.int64),
@@ -781,21 +900,27 @@ def _solve(prob: _Problem, n_buckets: int, ends: np.ndarray) -> tuple[np.ndarray
             with _THREADS_LOCK:
                 return _solve_table_threads(*args)
         return _solve_table(*args)
-    best, arg = _solve_rows(
-        prob.cum,
-        prob.weight,
-        prob.step,
-        prob.size,
-        rows,
-        is_end,
-        n_buckets,
-        float(prob.per_batch),
-        prob.rule.batch_size is None,
-        comb,
-        hi,
-        lo,
-    )
-    return best, arg
+    token = prob.rule.batch_size is None
+    solver = _solve_rows
+    if token and m >= _ROW_THREADS_ABOVE and numba.get_num_threads() > 1:
+        solver = _solve_rows_threads
+    with _THREADS_LOCK if solver is _solve_rows_threads else contextlib.nullcontext():  # (see above)
+        return solver(
+            prob.cum,
+            prob.weight,
+            prob.step,
+            prob.weight2,
+            prob.step2,
+            prob.size,
+            rows,
+            is_end,
+            n_buckets,
+            float(prob.per_batch),
+            token,
+            comb,
+            hi,
+            lo,
+        )
 
 
 def _backtrack(arg: np.ndarray, k: int, m: int) -> list[int]:
@@ -814,6 +939,8 @@ def _cost_matrix(prob: _Problem, points: np.ndarray) -> np.ndarray:
         prob.cum,
         prob.weight,
         prob.step,
+        prob.weight2,
+        prob.step2,
         prob.size,
         np.asarray(points, np.int64),
         float(prob.per_batch),

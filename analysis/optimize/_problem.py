@@ -37,6 +37,10 @@ class _Problem:
     upper: np.ndarray  # (m+1,) int64: upper edge of a bucket ending at t
     size: np.ndarray  # (m+1,) int64: batch size of a bucket ending at t
     ends: np.ndarray  # allowed bucket ends (ascending, last = m)
+    # with a token budget and a step-time model with a working-set term, each sample also
+    # costs size[j] * weight2 in a bucket ending at j (B follows the end); zeros otherwise
+    weight2: np.ndarray  # (m+1,) float
+    step2: np.ndarray  # (m+1,) float
     rule: BatchRule
     edge_multiple: int
     per_batch: float = 0.0  # added per batch: the step-time model's per_step (0 for padding)
@@ -53,8 +57,10 @@ def _problem(
     """The arrays of ``hist`` under ``rule`` (edges at multiples of ``edge_multiple``).
 
     The per-sample weight ``g`` is the padded length, or with ``step_time`` the seconds a
-    sample adds to its batch (``per_token * T + attention * T**2``, ``T`` the padded length
-    rounded to the model's tile), plus ``per_step`` seconds per batch (``per_batch``)."""
+    sample adds to its batch of ``B`` (``per_token * T + (attention + working_set * B) *
+    T**2``, ``T`` the padded length rounded to the model's tile: ``weight``, and with a token
+    budget, whose ``B`` follows the bucket's end, ``weight + B * weight2``), plus
+    ``per_step`` seconds per batch (``per_batch``)."""
     if step_time is not None:
         from analysis.step_time import StepTimeModel  # lazily: step_time imports the optimiser
 
@@ -72,10 +78,18 @@ def _problem(
     cum = np.zeros(m + 1, np.int64)
     np.cumsum(hist.counts, out=cum[1:])
     weight = np.zeros(m + 1)
+    weight2 = np.zeros(m + 1)
     padded = round_up(lengths, rule.pad_to_multiple_of)
-    weight[1:] = padded.astype(float) if step_time is None else step_time.sample_seconds(padded)
+    if step_time is None:
+        weight[1:] = padded.astype(float)
+    elif rule.batch_size is not None:
+        weight[1:] = step_time.sample_seconds(padded, rule.batch_size)
+    else:
+        weight[1:], weight2[1:] = step_time.sample_seconds_parts(padded)
     step = np.zeros(m + 1)
     step[1:m] = np.diff(weight[1:])
+    step2 = np.zeros(m + 1)
+    step2[1:m] = np.diff(weight2[1:])
     upper = np.zeros(m + 1, np.int64)
     upper[1:] = round_up(lengths, em)
     if rule.batch_size is not None:
@@ -85,7 +99,9 @@ def _problem(
     # A bucket may end at t when its edge (upper[t]) separates v_t from v_{t+1}.
     ends = np.flatnonzero(np.r_[False, upper[1:m] < lengths[1:], True])
     per_batch = 0.0 if step_time is None else step_time.per_step
-    return _Problem(lengths, cum, weight, step, upper, size, ends, rule, em, per_batch, step_time)
+    return _Problem(
+        lengths, cum, weight, step, upper, size, ends, weight2, step2, rule, em, per_batch, step_time
+    )
 
 
 # ------------------------------------------------------------------------- ratio tables

@@ -127,14 +127,16 @@ class BucketPlan:
 def _objective(prob: _Problem, edges: list[int], batch_sizes: list[int]) -> float:
     """The optimiser's objective for any ``edges``: per bucket ``n * E[g(max of B)]``, or
     ``n * g(longest)`` when the bucket holds fewer than ``B`` samples (one short batch), plus
-    ``per_batch * ceil(n / B)`` (the time objective's per-step seconds)."""
+    ``per_batch * ceil(n / B)`` (the time objective's per-step seconds); ``g`` is
+    ``weight + B * weight2`` (see :func:`_problem`)."""
     total = []
     for lo, hi, b in zip(*bucket_bounds(prob.lengths, edges), batch_sizes):
         if lo == hi:
             continue
         cum = prob.cum[lo + 1 : hi + 1] - prob.cum[lo]
         n = int(cum[-1])
-        g_max = float(prob.weight[hi]) if n < b else expected_g_of_max(prob.weight[lo + 1 : hi + 1], cum, b)
+        g = prob.weight[lo + 1 : hi + 1] + b * prob.weight2[lo + 1 : hi + 1]
+        g_max = float(g[-1]) if n < b else expected_g_of_max(g, cum, b)
         total.append(n * g_max)
         if prob.per_batch:
             total.append(prob.per_batch * -(-n // b))
