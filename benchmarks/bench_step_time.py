@@ -5,19 +5,24 @@ causal attention with a padding mask through ``scaled_dot_product_attention``, A
 random tokens shaped like two real length distributions, and for each batching strategy
 (sorted, random, bucketed with edges optimised for time, length_grouped, token_budget)
 
-1. calibrates: :func:`analysis.measure_step_times` on :func:`analysis.calibration_shapes`
-   of both distributions (one model for the hardware), then
-   :meth:`analysis.StepTimeModel.fit` for a few model forms (the residuals pick the form);
-2. runs one real epoch of each strategy on a subsample, timed (see Clock below), every batch
-   padded to its longest sample with a padding mask and a masked loss;
-3. compares the measured useful tokens/s with the step-time model's a-priori prediction
-   (:func:`analysis.predict_strategy_throughput`: exact for sorted/random/bucketed, over
-   simulated epochs for the others), with the model applied to the very batches that ran,
-   and with the padded-token prediction calibrated on the measured sorted run;
-4. reruns the same batches of two strategies to measure run-to-run noise the same way;
-5. anchors the step-time prediction on the measured sorted run (as the padded-token one is),
-   and times a quarter of the calibration shapes again at the end (``drift_after_runs``: the
-   machine's speed then, relative to the calibration).
+1. calibrates once (two rounds of :func:`analysis.measure_step_times` on
+   :func:`analysis.calibration_shapes` of both distributions) for the model whose edges the
+   bucketed runs use;
+2. builds one epoch of each strategy on a subsample, every batch padded to its longest sample
+   with a padding mask and a masked loss, and a second epoch of identical batches for two
+   strategies (the run-to-run noise, measured the same way);
+3. times, in one seeded random order, every batch of every epoch and four more rounds of the
+   calibration shapes, each step alone (see Clock below): the machine's drift (shared cores,
+   caches, clock) falls on every strategy and on the calibration alike, instead of on
+   whichever ran last; the model of the predictions is fitted to these calibration steps,
+   for a few model forms (the residuals pick the form), and ``drift`` is how much slower the
+   session's second half ran than its first;
+4. compares each strategy's measured useful tokens/s (its tokens over the sum of its steps)
+   with the step-time model's a-priori prediction (:func:`analysis.predict_strategy_throughput`:
+   exact for sorted/random/bucketed, over simulated epochs for the others), with the model
+   applied to the very batches that ran, and with the padded-token prediction calibrated on
+   the measured sorted run; and anchors the step-time prediction on the measured sorted run
+   (as the padded-token one is).
 
 Run from the repository root (CPU: about 10 minutes with one thread)::
 
@@ -38,7 +43,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -68,8 +72,10 @@ FORMS = (
     (("per_step", "per_token"), 1),
     (("per_step", "per_token", "attention"), 1),
     (("per_step", "per_sample", "per_token", "attention"), 1),
-    (("per_step", "per_sample", "per_token", "attention"), 16),
-    (("per_step", "per_sample", "per_token", "attention"), 64),
+    (("per_step", "per_token", "attention", "working_set"), 1),
+    (("per_step", "per_sample", "per_token", "attention", "working_set"), 1),
+    (("per_step", "per_sample", "per_token", "attention", "working_set"), 16),
+    (("per_step", "per_sample", "per_token", "attention", "working_set"), 64),
 )
 VOCAB = 512
 MAX_LEN = 1024
@@ -182,26 +188,6 @@ def add_anchored(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def drift_check(
-    trainer: Trainer, model: StepTimeModel, shapes: list[tuple[int, int]], clock: Callable[[], float]
-) -> float:
-    """Median of measured / model step time on every 4th calibration shape, timed again now."""
-    again = measure_step_times(trainer.step, shapes[::4], repeats=2, warmup=1, clock=clock)
-    medians = again.groupby(["batch_size", "length"])["seconds"].median().reset_index()
-    ratio = medians["seconds"] / model.predict(medians["batch_size"], medians["length"])
-    return float(ratio.median())
-
-
-def run_epoch(
-    trainer: Trainer, lengths: np.ndarray, batches: list[np.ndarray], clock: Callable[[], float]
-) -> float:
-    """Seconds (by ``clock``) of one epoch of real steps."""
-    start = clock()
-    for batch in batches:
-        trainer.run(lengths[batch])
-    return clock() - start
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
@@ -270,7 +256,8 @@ def main(argv: list[str] | None = None) -> None:
         flush=True,
     )
 
-    # 1. calibration over the shapes both distributions produce
+    # 1. a first calibration over the shapes both distributions produce: the model whose
+    #    edges the bucketed runs use (the model of the predictions is fitted in step 3)
     n_lengths = args.calibration_lengths or (5 if args.quick else 7)
     shapes = sorted(
         {
@@ -281,38 +268,89 @@ def main(argv: list[str] | None = None) -> None:
         key=lambda s: (s[1], s[0]),
     )
     start = time.perf_counter()
-    times = measure_step_times(trainer.step, shapes, repeats=3 if args.quick else 4, warmup=1, clock=clock)
-    print(f"calibration: {len(shapes)} shapes in {time.perf_counter() - start:.0f} s", flush=True)
+    first = measure_step_times(trainer.step, shapes, repeats=2, warmup=1, clock=clock)
+    first_model, _ = fit_forms(first)
+    print(f"first calibration: {len(shapes)} shapes in {time.perf_counter() - start:.0f} s", flush=True)
+
+    # 2. one epoch of each strategy (and a second run of REPEATED's identical batches)
+    epochs, all_edges = {}, {}
+    for name, (sub, rule) in data.items():
+        hist = LengthHistogram.from_lengths(sub)
+        all_edges[name] = optimize_edges(hist, N_BUCKETS, rule, step_time=first_model).edges
+        for strategy in STRATEGIES:
+            # each strategy reads the rule as the simulator does (token_budget: the budget,
+            # or batch_size samples of the longest length)
+            edges = all_edges[name] if strategy == "bucketed" else None
+            epochs[name, strategy] = build_epoch(sub, strategy, rule, rng=rng, edges=edges).batches()
+
+    # 3. the session: every calibration step and every batch of every run, in one seeded
+    #    random order, each timed alone, so the machine's drift falls on all alike
+    repeats = 3 if args.quick else 4
+    tasks: list[tuple[str, object, int, int]] = [
+        ("shape", shape, r, 0) for r in range(repeats) for shape in shapes
+    ]
+    for (name, strategy), batches in epochs.items():
+        for run in range(2 if strategy in REPEATED else 1):
+            tasks += [("batch", (name, strategy), run, b) for b in range(len(batches))]
+    order = rng.permutation(len(tasks))
+    for key, batches in epochs.items():  # warm the allocator for each strategy's first shape
+        trainer.run(data[key[0]][0][batches[0]])
+    seconds = np.zeros(len(tasks))
+    start = time.perf_counter()
+    for t in order:
+        kind, what, run, b = tasks[t]
+        if kind == "shape":
+            begin = clock()
+            trainer.step(*what)  # type: ignore[misc]
+        else:
+            name, strategy = what  # type: ignore[misc]
+            batch = data[name][0][epochs[name, strategy][b]]
+            begin = clock()
+            trainer.run(batch)
+        seconds[t] = clock() - begin
+    print(f"session: {len(tasks)} steps in random order, {time.perf_counter() - start:.0f} s", flush=True)
+    is_shape = np.array([task[0] == "shape" for task in tasks])
+    times = pd.DataFrame(
+        [task[1] for task in tasks if task[0] == "shape"], columns=["batch_size", "length"]
+    ).astype(np.int64)
+    times["seconds"] = seconds[is_shape]
     times.to_csv(args.out / f"step_times_{args.device}.csv", index=False, float_format="%.6g")
     model, forms = fit_forms(times)
     noise = float(model.residuals()["spread"].median())
     print(forms.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
     print(f"median spread of repeats (noise): {noise:.4f}")
     print(model.to_frame().to_string(float_format=lambda v: f"{v:.4g}"), flush=True)
+    # drift: the calibration steps of the session's second half against its first half
+    position = np.empty(len(tasks), np.int64)
+    position[order] = np.arange(len(tasks))
+    late = position[is_shape] >= len(tasks) // 2
+    ratio = times["seconds"].to_numpy() / model.predict(times["batch_size"], times["length"])
+    drift = float(np.median(ratio[late]) / np.median(ratio[~late]))
+    print(f"drift: calibration steps in the session's second half take {drift:.3f} x its first half")
 
-    # 2-4. real epochs of each strategy against the predictions
+    # 4. measured tokens/s against the predictions
+    run_seconds: dict[tuple[str, str, int], float] = {}
+    for t, (kind, what, run, _) in enumerate(tasks):
+        if kind == "batch":
+            key = (*what, run)  # type: ignore[misc]
+            run_seconds[key] = run_seconds.get(key, 0.0) + seconds[t]
     rows = []
     for name, (sub, rule) in data.items():
         hist = LengthHistogram.from_lengths(sub)
-        edges = optimize_edges(hist, N_BUCKETS, rule, step_time=model).edges
+        edges = all_edges[name]
         measured, epoch_pred, batch_info = {}, {}, {}
         for strategy in STRATEGIES:
-            # each strategy reads the rule as the simulator does (token_budget: the budget,
-            # or batch_size samples of the longest length)
-            epoch = build_epoch(sub, strategy, rule, rng=rng, edges=edges if strategy == "bucketed" else None)
-            batches = epoch.batches()
-            trainer.run(sub[batches[0]])  # warm the allocator for this strategy's first shape
-            seconds = run_epoch(trainer, sub, batches, clock)
+            batches = epochs[name, strategy]
             longest = np.array([sub[b].max() for b in batches])
             sizes = np.array([b.size for b in batches])
-            measured[strategy] = [seconds]
+            measured[strategy] = [
+                run_seconds[name, strategy, r] for r in range(2 if strategy in REPEATED else 1)
+            ]
             epoch_pred[strategy] = float(np.sum(model.predict(sizes, longest)))
             batch_info[strategy] = (len(batches), int(np.sum(sizes * longest)))
-            if strategy in REPEATED:
-                measured[strategy].append(run_epoch(trainer, sub, batches, clock))
             print(
-                f"{name} {strategy}: {len(batches)} batches, {seconds:.1f} s, "
-                f"{hist.total_tokens / seconds:,.0f} tok/s",
+                f"{name} {strategy}: {len(batches)} batches, {measured[strategy][0]:.1f} s, "
+                f"{hist.total_tokens / measured[strategy][0]:,.0f} tok/s",
                 flush=True,
             )
         sorted_tps = hist.total_tokens / measured["sorted"][0]
@@ -359,11 +397,8 @@ def main(argv: list[str] | None = None) -> None:
                     "edges": " ".join(map(str, edges)) if strategy == "bucketed" else "",
                 }
             )
-        frame = add_anchored(pd.DataFrame(rows))
-        frame.to_csv(args.out / f"step_time_validation{suffix}.csv", index=False, float_format="%.6g")
-    drift = drift_check(trainer, model, shapes, clock)
-    print(f"drift: calibration shapes timed again after the runs take {drift:.3f} x the model")
-    frame["drift_after_runs"] = drift
+    frame = add_anchored(pd.DataFrame(rows))
+    frame["drift"] = drift
     frame.to_csv(args.out / f"step_time_validation{suffix}.csv", index=False, float_format="%.6g")
     show = frame[
         [
