@@ -11,9 +11,10 @@ activations outgrow the caches pays more per token.  Here a handful of measured 
 with ``B`` the batch size, ``L`` the padded length of the batch tensor and ``T(L)`` that length
 rounded up to the kernel ``tile`` (1: no rounding).  All coefficients are non-negative
 (non-negative least squares on relative errors, so short steps count as much as long ones).
-The ``working_set`` term is the cost per token growing with the tokens in the batch: on the
-CPU benchmark (``benchmarks/bench_step_time.py``) steps of 8,192 tokens ran 1.4 to 5.5 %
-slower than a model without it, and none of 4,096 tokens did.
+The ``working_set`` term is the cost per token growing with the tokens in the batch: in the
+CPU calibration committed in ``data/step_times_cpu.csv`` (``benchmarks/bench_step_time.py``)
+every shape of 8,192 tokens ran 3.1 to 6.8 % slower than the best model without it, and the
+shapes of 4,096 to 7,504 tokens -3.2 to +1.8 %; with it, -0.6 to +5.0 %.
 
 The model is linear in its coefficients, so the expected time of an epoch is exact from the
 same order statistics as :func:`analysis.expected_padding`: a bucket of ``n`` samples cut into
