@@ -10,6 +10,7 @@ import itertools
 import re
 
 import numpy as np
+import pandas as pd
 import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_hex
@@ -135,6 +136,42 @@ def test_tick_labels_never_overlap(figures):
         for ax in fig.axes:
             for axis in (ax.xaxis, ax.yaxis):
                 assert_disjoint(boxes(axis.get_majorticklabels(), renderer), f"{name} ticks")
+
+
+def visible_tick_texts(ax, axis):
+    lo, hi = sorted(axis.get_view_interval())
+    return [
+        t.get_text() for t, v in zip(axis.get_majorticklabels(), axis.get_majorticklocs()) if lo <= v <= hi
+    ]
+
+
+def test_no_two_ticks_of_an_axis_read_the_same(figures):
+    for name, fig in figures.items():
+        for ax in fig.axes:
+            for axis in (ax.xaxis, ax.yaxis):
+                texts = [t for t in visible_tick_texts(ax, axis) if t]
+                assert len(texts) == len(set(texts)), f"{name}: {texts}"
+
+
+def test_efficiencies_a_point_apart_get_the_decimals_they_need():
+    """Under a token budget that leaves most batches at one sample (arena_hard at 16,384
+    tokens) both objectives' efficiencies lie within 98.6..100 %: whole-percent ticks read
+    "100%, 100%, 99%, 99%"."""
+    sweep = pd.DataFrame(
+        {
+            "n_buckets": [k for k in range(1, 9) for _ in range(2)],
+            "objective": ["padding", "time"] * 8,
+            "tokens_per_s": np.linspace(8220, 8270, 16),
+            "efficiency": np.r_[
+                1.0, 1.0, 1.0, 0.997, 1.0, 0.993, 1.0, 0.991, 1.0, 0.99, 1.0, 0.986, 1.0, 0.987, 1.0, 0.986
+            ],
+        }
+    )
+    fig = drawn({"time": plots.plot_time_vs_padding_edges(sweep)})["time"]
+    eff = fig.axes[1]
+    texts = [t for t in visible_tick_texts(eff, eff.yaxis) if t]
+    assert len(texts) >= 3 and len(texts) == len(set(texts)), texts
+    assert eff.get_ylim()[1] <= 1.0
 
 
 def test_log_length_axis_exactly_over_two_decades(heavy_figures, narrow_figures):
