@@ -625,6 +625,21 @@ def _solve_table_threads(
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
+def _push_rows(
+    best: np.ndarray, arg: np.ndarray, starts: np.ndarray, g: int, n_sub: int, costs: np.ndarray
+) -> None:  # pragma: no cover - compiled
+    """A pass's ``g`` rows of costs (the last copied up to ``n_sub``) pushed into the layers
+    as ``_solve_table`` pushes them: the heads start by start, then the tiles."""
+    m = best.shape[1] - 1
+    for a in range(g, n_sub):
+        for j in range(m + 1):  # (an element loop: array assignment compiles slowly)
+            costs[a, j] = costs[g - 1, j]
+    _push_heads(best, arg, starts, g, costs)
+    for j0 in range(starts[g - 1] + 1, m + 1, _TILE):
+        _push_tile(best, arg, starts, n_sub, costs, j0, min(j0 + _TILE, m + 1))
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _solve_rows(
     cum: np.ndarray,
     weight: np.ndarray,
@@ -666,12 +681,7 @@ def _solve_rows(
                 lo,
                 costs[a],
             )
-        for a in range(g, n_sub):
-            for j in range(m + 1):  # (an element loop: array assignment compiles slowly)
-                costs[a, j] = costs[g - 1, j]
-        _push_heads(best, arg, starts, g, costs)
-        for j0 in range(starts[g - 1] + 1, m + 1, _TILE):
-            _push_tile(best, arg, starts, n_sub, costs, j0, min(j0 + _TILE, m + 1))
+        _push_rows(best, arg, starts, g, n_sub, costs)
     return best, arg
 
 
@@ -718,12 +728,7 @@ def _solve_rows_threads(
                 lo,
                 costs[a],
             )
-        for a in range(g, n_sub):
-            for j in range(m + 1):
-                costs[a, j] = costs[g - 1, j]
-        _push_heads(best, arg, starts, g, costs)
-        for j0 in range(starts[g - 1] + 1, m + 1, _TILE):
-            _push_tile(best, arg, starts, n_sub, costs, j0, min(j0 + _TILE, m + 1))
+        _push_rows(best, arg, starts, g, n_sub, costs)
     return best, arg
 
 
