@@ -24,7 +24,7 @@ random tokens shaped like two real length distributions, and for each batching s
    the measured sorted run; and anchors the step-time prediction on the measured sorted run
    (as the padded-token one is).
 
-Run from the repository root (CPU: about 10 minutes with one thread)::
+Run from the repository root (CPU: about 7 minutes with one thread on a quiet machine)::
 
     .venv/bin/python benchmarks/bench_step_time.py --threads 1 --out data
     python benchmarks/bench_step_time.py --device cuda --quick --out OUT_DIR

@@ -426,10 +426,13 @@ def test_expected_batch_sum_is_full_batches_plus_the_partial_one():
     assert expected_batch_sum(g, cum, 1) == pytest.approx(5.0)  # every sample alone
 
 
-def test_sweep_throughput_time_edges_are_never_slower():
+@pytest.mark.parametrize("working_set", [0.0, 1e-9])
+def test_sweep_throughput_time_edges_are_never_slower(working_set):
     rng = np.random.default_rng(8)
     hist = LengthHistogram.from_lengths(np.minimum(rng.lognormal(5, 0.9, 3000).astype(int) + 1, 2000))
-    model = StepTimeModel(per_step=0.05, per_sample=1e-4, per_token=1e-5, attention=2e-8)
+    model = StepTimeModel(
+        per_step=0.05, per_sample=1e-4, per_token=1e-5, attention=2e-8, working_set=working_set
+    )
     sweep = sweep_throughput(hist, model, [1, 2, 4, 6], max_tokens=4096)
     wide = sweep.pivot(index="n_buckets", columns="objective", values="tokens_per_s")
     # the DP prices a partial batch as a full one; the exact times may differ by that much
