@@ -394,14 +394,29 @@ class StepTimeModel:
         """Seconds each sample of a batch of ``batch_size`` padded to ``length`` adds through
         the length terms: ``g_B(L) = per_token * T(L) + (attention + working_set * B) * T(L)**2``
         (non-decreasing in ``L``; the optimiser's per-sample weight), so that a batch's
-        length terms are ``B * g_B(L)``."""
+        length terms are ``B * g_B(L)``.
+
+        Examples
+        --------
+        >>> model = StepTimeModel(per_step=0.1, per_token=1e-3, attention=1e-6, working_set=1e-8)
+        >>> g = model.sample_seconds(100, 4)  # 1e-3 * 100 + (1e-6 + 4e-8) * 100**2
+        >>> round(float(g), 6), round(model.predict(4, 100) - 0.1 - 4 * float(g), 12)
+        (0.1104, 0.0)
+        """
         alone, per_sample_of_batch = self.sample_seconds_parts(length)
         return np.asarray(alone + np.asarray(batch_size, dtype=float) * per_sample_of_batch)
 
     def sample_seconds_parts(self, length: Any) -> tuple[np.ndarray, np.ndarray]:
         """``sample_seconds`` as ``(a, q)`` with ``g_B(L) = a(L) + B * q(L)``:
         ``a = per_token * T + attention * T**2`` and ``q = working_set * T**2`` (a token
-        budget's optimiser needs them apart, its ``B`` following the bucket's edge)."""
+        budget's optimiser needs them apart, its ``B`` following the bucket's edge).
+
+        Examples
+        --------
+        >>> a, q = StepTimeModel(per_token=1e-3, working_set=1e-8).sample_seconds_parts([10, 20])
+        >>> a.tolist(), q.round(12).tolist()
+        ([0.01, 0.02], [1e-06, 4e-06])
+        """
         t = _tiled(length, self.tile)
         return np.asarray(self.per_token * t + self.attention * t * t), np.asarray(self.working_set * t * t)
 
