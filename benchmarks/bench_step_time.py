@@ -286,34 +286,32 @@ def main(argv: list[str] | None = None) -> None:
     # 3. the session: every calibration step and every batch of every run, in one seeded
     #    random order, each timed alone, so the machine's drift falls on all alike
     repeats = 3 if args.quick else 4
-    tasks: list[tuple[str, object, int, int]] = [
-        ("shape", shape, r, 0) for r in range(repeats) for shape in shapes
+    shape_steps = [shape for _ in range(repeats) for shape in shapes]  # then the batches:
+    batch_steps = [
+        (name, strategy, run, b)
+        for (name, strategy), batches in epochs.items()
+        for run in range(2 if strategy in REPEATED else 1)
+        for b in range(len(batches))
     ]
-    for (name, strategy), batches in epochs.items():
-        for run in range(2 if strategy in REPEATED else 1):
-            tasks += [("batch", (name, strategy), run, b) for b in range(len(batches))]
-    order = rng.permutation(len(tasks))
+    n_shape = len(shape_steps)
+    order = rng.permutation(n_shape + len(batch_steps))
     for key, batches in epochs.items():  # warm the allocator for each strategy's first shape
         trainer.run(data[key[0]][0][batches[0]])
-    seconds = np.zeros(len(tasks))
+    seconds = np.zeros(order.size)
     start = time.perf_counter()
     for t in order:
-        kind, what, run, b = tasks[t]
-        if kind == "shape":
+        if t < n_shape:
             begin = clock()
-            trainer.step(*what)  # type: ignore[misc]
+            trainer.step(*shape_steps[t])
         else:
-            name, strategy = what  # type: ignore[misc]
+            name, strategy, _, b = batch_steps[t - n_shape]
             batch = data[name][0][epochs[name, strategy][b]]
             begin = clock()
             trainer.run(batch)
         seconds[t] = clock() - begin
-    print(f"session: {len(tasks)} steps in random order, {time.perf_counter() - start:.0f} s", flush=True)
-    is_shape = np.array([task[0] == "shape" for task in tasks])
-    times = pd.DataFrame(
-        [task[1] for task in tasks if task[0] == "shape"], columns=["batch_size", "length"]
-    ).astype(np.int64)
-    times["seconds"] = seconds[is_shape]
+    print(f"session: {order.size} steps in random order, {time.perf_counter() - start:.0f} s", flush=True)
+    times = pd.DataFrame(shape_steps, columns=["batch_size", "length"]).astype(np.int64)
+    times["seconds"] = seconds[:n_shape]
     times.to_csv(args.out / f"step_times_{args.device}.csv", index=False, float_format="%.6g")
     model, forms = fit_forms(times)
     noise = float(model.residuals()["spread"].median())
@@ -321,19 +319,17 @@ def main(argv: list[str] | None = None) -> None:
     print(f"median spread of repeats (noise): {noise:.4f}")
     print(model.to_frame().to_string(float_format=lambda v: f"{v:.4g}"), flush=True)
     # drift: the calibration steps of the session's second half against its first half
-    position = np.empty(len(tasks), np.int64)
-    position[order] = np.arange(len(tasks))
-    late = position[is_shape] >= len(tasks) // 2
+    position = np.empty(order.size, np.int64)
+    position[order] = np.arange(order.size)
+    late = position[:n_shape] >= order.size // 2
     ratio = times["seconds"].to_numpy() / model.predict(times["batch_size"], times["length"])
     drift = float(np.median(ratio[late]) / np.median(ratio[~late]))
     print(f"drift: calibration steps in the session's second half take {drift:.3f} x its first half")
 
     # 4. measured tokens/s against the predictions
     run_seconds: dict[tuple[str, str, int], float] = {}
-    for t, (kind, what, run, _) in enumerate(tasks):
-        if kind == "batch":
-            key = (*what, run)  # type: ignore[misc]
-            run_seconds[key] = run_seconds.get(key, 0.0) + seconds[t]
+    for (name, strategy, run, _), spent in zip(batch_steps, seconds[n_shape:], strict=True):
+        run_seconds[name, strategy, run] = run_seconds.get((name, strategy, run), 0.0) + spent
     rows = []
     for name, (sub, rule) in data.items():
         hist = LengthHistogram.from_lengths(sub)
