@@ -8,6 +8,7 @@ report on someone else's file never repeats numbers of the bundled one.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -16,13 +17,25 @@ from analysis.lengths import LengthHistogram
 from analysis.recommendation import Recommendation
 from analysis.waste import random_padding, sorted_padding
 
+if TYPE_CHECKING:
+    from analysis.step_time import StepTimeModel
+
 __all__ = [
     "percent",
     "describe_distribution",
     "describe_clipping",
     "describe_simulation",
     "describe_recommendation",
+    "describe_step_time_terms",
 ]
+
+#: What each step-time term beyond padded tokens prices, in prose.
+_TERM_PROSE = {
+    "per_step": "the fixed per-step cost",
+    "per_sample": "the per-sample cost",
+    "attention": "the square of the padded length",
+    "working_set": "a cost per token growing with the tokens in the batch",
+}
 
 
 def percent(share: float, digits: int = 1) -> str:
@@ -158,3 +171,27 @@ def describe_recommendation(rec: Recommendation) -> str:
         f"{text} {rule_text} suggests {k} buckets ({percent(float(optimal.loc[k]))}); "
         f"this plan uses {plan.n_buckets}."
     )
+
+
+def describe_step_time_terms(model: StepTimeModel) -> str:
+    """Why a step-time model's prediction departs from padded tokens: a clause naming only
+    the terms the model has (a fitted model may set any of them to 0).
+
+    Examples
+    --------
+    >>> from analysis.step_time import StepTimeModel
+    >>> describe_step_time_terms(StepTimeModel(per_step=0.1, per_token=1e-3, attention=1e-6))
+    'the fixed per-step cost and the square of the padded length weigh differently from padded tokens alone'
+    >>> describe_step_time_terms(StepTimeModel(per_token=1e-3, tile=64))
+    'lengths rounded up to the tile of 64 tokens weigh differently from padded tokens alone'
+    >>> describe_step_time_terms(StepTimeModel(per_token=1e-3))
+    'the model prices padded tokens alone'
+    """
+    parts = [prose for term, prose in _TERM_PROSE.items() if getattr(model, term) > 0]
+    if model.tile > 1:
+        parts.append(f"lengths rounded up to the tile of {model.tile:,} tokens")
+    if not parts:
+        return "the model prices padded tokens alone"
+    names = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    verb = "weighs" if len(parts) == 1 and not parts[0].startswith("lengths") else "weigh"
+    return f"{names} {verb} differently from padded tokens alone"
