@@ -278,7 +278,7 @@ class _Plans:
     def _optimal_plan(self, n_buckets: int, rule: BatchRule, edges: list[int], gap: float) -> BucketPlan:
         plan = evaluate_edges(self.hist, edges, rule, method="optimal")
         # the pass's proven gap ("auto" candidates above AUTO_CANDIDATES_ABOVE distinct lengths)
-        return replace(plan, n_buckets_requested=n_buckets, exact=gap == 0.0, gap=gap)
+        return replace(plan, n_buckets_requested=n_buckets, gap=gap)
 
     def claim(self, rule: BatchRule, n_buckets: int | None) -> _Job | None:
         """The optimiser pass the optimal plans of ``rule`` still lack, or ``None``: the sweep

@@ -54,10 +54,14 @@ class BucketPlan:
     n_buckets_requested: int
     objective: float
     edge_multiple: int = 1
-    exact: bool = True
     step_time: StepTimeModel | None = field(default=None, repr=False, compare=False)
     # a proof's bound, not the plan: a sweep and a single search may bound one plan differently
     gap: float = field(default=0.0, compare=False)
+
+    @property
+    def exact(self) -> bool:
+        """Whether the plan is proven optimal (``gap == 0``)."""
+        return self.gap == 0.0
 
     @property
     def edges(self) -> list[int]:
@@ -155,7 +159,6 @@ def _plan(
         requested,
         _objective(prob, edges, list(est.batch_sizes)),
         prob.edge_multiple,
-        gap == 0.0,
         prob.step_time,
         gap,
     )
