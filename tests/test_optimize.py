@@ -285,7 +285,7 @@ def test_grouped_tiled_dp_equals_the_dp_over_the_cost_matrix(batch, n_lengths, s
     ends = np.unique(np.r_[ends, prob.m])
     points = np.r_[0, ends]
     k_max = 5
-    best, arg = kernel._solve(prob, k_max, ends)
+    best, arg = kernel._solve(prob, k_max, ends, dense=True)  # every cell (token budgets prune by default)
     ref_best, ref_arg = reference_dp(kernel._cost_matrix(prob, points), k_max)
     for k in range(1, k_max + 1):
         got = best[k, points]
@@ -296,6 +296,104 @@ def test_grouped_tiled_dp_equals_the_dp_over_the_cost_matrix(batch, n_lengths, s
             assert np.array_equal(got[reach], want[reach])
             assert np.array_equal(arg[k, points][reach], points[ref_arg[k][reach]])
         assert got[-1] == want[-1] and arg[k, prob.m] == points[ref_arg[k, -1]]
+
+
+# --------------------------------------------------- token budgets: the pruned DP (_solve_pruned)
+def _token_problem(seed: int, n_lengths: int, time: bool, multiple: int = 1):
+    """Random lengths with counts from 1 to 400 and a budget of 2 to ~300 longest samples."""
+    rng = np.random.default_rng(seed)
+    lengths = np.sort(rng.choice(np.arange(1, 9_000), n_lengths, replace=False))
+    counts = np.where(rng.random(n_lengths) < 0.3, 1, rng.integers(1, 400, n_lengths))
+    hist = LengthHistogram.from_counts(lengths, counts)
+    max_tokens = int(lengths[-1] * rng.choice([2, 7, 40, 300]))
+    model = StepTimeModel(per_step=0.05, per_token=1e-3, attention=1e-7, working_set=1e-11) if time else None
+    return problem._problem(hist, BatchRule(max_tokens=max_tokens), multiple, model)
+
+
+@pytest.mark.parametrize(
+    ("seed", "n_lengths", "time", "multiple", "stride"),
+    [
+        (0, 400, False, 1, 4),
+        (1, 700, False, 1, 32),
+        (2, 500, True, 1, 8),  # seconds, per step and a working set: the second sum
+        (3, 600, False, 8, 16),  # edges at multiples of 8
+        (4, 300, True, 1, 1),
+    ],
+)
+def test_pruned_bounds_never_exceed_a_bucket_cost(seed, n_lengths, time, multiple, stride):
+    """The bounds the pruned DP rules buckets out with: for every start ``i`` and end ``j``,
+    the bound from the table's row at or below ``i`` (sums under batch sizes lowered to
+    rungs) is at most the kernel's cost of ``(i, j]``, and below a full batch it is that
+    cost; they are also close (within 2 % on buckets of many batches), or nothing would be
+    pruned."""
+    prob = _token_problem(seed, n_lengths, time, multiple)
+    _, hi, lo = problem._ratio_tables(prob)
+    two = bool(prob.weight2.any())
+    assert two == time
+    t_up, t2_up = kernel._bound_table(
+        prob.cum, prob.step, prob.step2, kernel._rungs(prob.size), stride, two, hi, lo
+    )
+    points = np.arange(prob.m + 1)
+    exact = kernel._cost_matrix(prob, points)
+    is_end = np.ones(prob.m + 1, np.bool_)  # every end, as the matrix has them
+    low = np.empty(prob.m + 1)
+    count, batch = prob.cum.astype(float), prob.size.astype(float)
+    close = []
+    for i in range(prob.m):
+        second = t2_up[i // stride] if two else np.zeros(prob.m + 1)
+        kernel._lower_costs(
+            i, count, prob.weight, prob.weight2, batch, is_end, prob.per_batch, t_up[i // stride], second, low
+        )
+        row = exact[i, i + 1 :]
+        bound = low[i + 1 :]
+        assert np.array_equal(np.isfinite(bound), np.isfinite(row))
+        finite = np.isfinite(row)
+        assert np.all(bound[finite] <= row[finite])
+        n = prob.cum[i + 1 :] - prob.cum[i]
+        short = finite & (n < prob.size[i + 1 :])
+        assert np.array_equal(bound[short], row[short])
+        many = finite & (n >= 8 * prob.size[i + 1 :])
+        close.extend((bound[many] / row[many]).tolist())
+    assert close and min(close) > 0.98
+
+
+@pytest.mark.parametrize(
+    ("seed", "n_lengths", "time", "multiple", "stride", "every"),
+    [
+        (10, 500, False, 1, 32, 1),
+        (11, 900, False, 1, 8, 1),
+        (12, 600, True, 1, 16, 1),
+        (13, 700, False, 4, 32, 1),
+        (14, 800, False, 1, 16, 3),  # candidate ends only (every 3rd), as the grid search asks
+        (15, 400, True, 1, 2, 1),
+    ],
+)
+def test_pruned_token_dp_gives_the_dense_optimum_bit_for_bit(
+    seed, n_lengths, time, multiple, stride, every, monkeypatch
+):
+    """The pruned DP computes exact costs only for buckets its bounds cannot rule out of every
+    optimal plan; for every bucket count up to 8 its optimum is the dense DP's, the same
+    float, and its plan the same ends (the same smallest start on ties)."""
+    prob = _token_problem(seed, n_lengths, time, multiple)
+    ends = np.unique(np.r_[prob.ends[every - 1 :: every], prob.m])
+    monkeypatch.setattr(kernel, "_BOUND_STRIDE", stride)
+    monkeypatch.setattr(kernel, "_PRUNE_ABOVE", 0)
+    dense_best, dense_arg = kernel._solve(prob, 8, ends, dense=True)
+    best, arg = kernel._solve(prob, 8, ends)
+    for k in range(1, 9):
+        assert best[k, prob.m] == dense_best[k, prob.m]
+        assert kernel._backtrack(arg, k, prob.m) == kernel._backtrack(dense_arg, k, prob.m)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_pruned_token_dp_equals_exhaustive_search(seed, monkeypatch):
+    """Pruning forced on small histograms (with every start a bound row, and one in 3):
+    still the exhaustive optimum of a token budget for every K up to 4."""
+    monkeypatch.setattr(kernel, "_PRUNE_ABOVE", 0)
+    monkeypatch.setattr(kernel, "_BOUND_STRIDE", 1 + 2 * (seed % 2))
+    rng = np.random.default_rng(500 + seed)
+    lengths, counts = random_hist(rng, max_distinct=9, max_count=30)
+    assert_optimal_as_exhaustive_search(lengths, counts, max_tokens=int(rng.integers(10, 200)))
 
 
 @pytest.mark.parametrize("threads", [False, True])

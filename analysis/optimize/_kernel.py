@@ -24,9 +24,25 @@ with fewer samples than ``B`` is one short batch: ``n w_j``.
 
 With a token budget ``B`` follows the end ``j``; where it changes, each start's ``T`` is
 recomputed by the same running sum started where the terms fall below ``2**-70`` (the
-``x_k`` at which ``(x_k / n)**B`` does), so a token budget costs more than a fixed ``B``:
-these restarts, not the cells, dominate (from ``_ROW_THREADS_ABOVE`` distinct lengths the
-rows run on every thread).  The time objective (``step_time``) has ``w`` in seconds and adds
+``x_k`` at which ``(x_k / n)**B`` does).  Those restarts, not the cells, would dominate
+(``O(m)`` stretches of constant ``B`` for each of ``m`` starts), so a token budget's DP is
+pruned (``_solve_pruned``), exactly:
+
+1. *Bounds, restart-free.*  ``T`` only grows when the bucket's start moves down (more short
+   samples: every ``P(max <= v)`` grows) and when ``B`` falls (fewer draws).  So the sums of
+   the start at or below ``i`` that is a multiple of ``_BOUND_STRIDE``, under batch sizes
+   lowered to rungs ``_RUNG`` apart (``_bound_table``: a restart per rung, not per end, and
+   one row per ``_BOUND_STRIDE`` starts), bound ``T`` from above and every bucket's cost
+   from below (``_lower_costs``), with a margin ``_SLACK`` far above the sums' rounding.
+2. *Backwards over the bounds*: ``back[k, i]``, at most the cost of ``k`` buckets covering
+   ``(i, m]``; the plan it picks, costed exactly, bounds each optimum from above.
+3. *Forwards, exact*: a start is followed for its ``k``-th bucket only when the exact best
+   ``k - 1`` buckets up to it plus ``back`` fit under an upper bound, and a bucket from it
+   is costed exactly (lazily: ``_row_sums``) only when its bound fits too.  Every bucket of
+   an optimal plan passes both tests, so the optimum and its path are the dense DP's, the
+   same floats; on the bundled data at most 0.3 % of the buckets are costed exactly.
+
+The time objective (``step_time``) has ``w`` in seconds and adds
 ``per_batch * ceil(n / B)`` to each bucket's cost; with a token budget and a working-set
 term a sample weighs ``w + B w2`` in a bucket whose batches hold ``B``, so a second running
 sum over the steps of ``w2`` goes beside ``T``, with the same ratios and restarts.
@@ -69,6 +85,15 @@ _THREADS_ABOVE = 20_000
 # Distinct lengths from which a token budget's rows of costs (restarts) run on every thread.
 _ROW_THREADS_ABOVE = 2_000
 _THREADS_LOCK = threading.Lock()
+# A token budget's DP from this many starts runs pruned (_solve_pruned): bounds on every
+# bucket first, exact costs only where the bounds cannot rule a bucket out.
+_PRUNE_ABOVE = 256
+# The bounds' running sums: one row per this many starts, batch sizes within this factor
+# share a restart, and this relative margin (far above the rounding of the sums) on each.
+_BOUND_STRIDE = 32
+_BOUND_BYTES = 64 << 20
+_RUNG = 1.05
+_SLACK = 1e-8
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -212,6 +237,89 @@ def _restart(
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
+def _row_sums(
+    i: int,
+    cum: np.ndarray,
+    weight: np.ndarray,
+    step: np.ndarray,
+    weight2: np.ndarray,
+    step2: np.ndarray,
+    size: np.ndarray,
+    need: np.ndarray,
+    token: bool,
+    as_costs: bool,
+    hi: np.ndarray,
+    lo: np.ndarray,
+    t_out: np.ndarray,
+    t2_out: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """For every ``j > i`` with ``need[j]`` and batches of ``size[j]`` (ratios from
+    ``log x!``): ``T(i, j)`` and the second sum over ``step2`` into ``t_out[j]`` and
+    ``t2_out[j]``, or with ``as_costs`` the bucket's objective ``n ((w - T) + B (w2 - T2))``
+    (``n (w + B w2)`` below a full batch) into ``t_out[j]``, inf where not needed.
+
+    The sums are lazy: a change of ``B`` (a token budget) only marks where the next restart
+    starts, and the running sum is carried from the last end computed to the next one
+    needed, so ends not needed cost nothing and a stretch of constant ``B`` with none needed
+    costs no restart.  Each value is the one the dense walk (every end needed) gives, bit
+    for bit: a restart at the first end of its stretch of constant ``B``, then one step per
+    end, the same arithmetic in the same order."""
+    m = cum.size - 1
+    ci = cum[i]
+    table = cum[m] - ci < hi.size
+    b = size[i + 1]
+    seg = i + 1  # the first end of the current stretch of constant B
+    at = i + 1  # the sums below hold T(i, at) for batches of b
+    t = 0.0
+    t2 = 0.0
+    b_hi = b_lo = s_hi = s_lo = 0.0  # log x_at! and log (x_at - B)!, when known
+    known = False
+    for j in range(i + 1, m + 1):
+        if token and size[j] != b:  # B follows the end: T restarts where it changes
+            b = size[j]
+            seg = j
+        if not need[j]:
+            if as_costs:
+                t_out[j] = _INF
+            continue
+        if seg > at:  # the sums held another B: restart at the stretch's first end
+            t, t2 = _restart(i, seg, b, cum, step, step2, hi, lo)
+            at = seg
+            known = False
+        while at < j:
+            below = cum[at] - ci
+            at += 1
+            n = cum[at] - ci
+            if n < b or below < b:
+                t = 0.0
+                t2 = 0.0
+                known = False
+                continue
+            if n - below <= _PRODUCT_RATIO:
+                ratio = _product_ratio(below, n, b)
+                known = False
+            elif table:
+                if not known:
+                    b_hi, b_lo, s_hi, s_lo = _log_fact_pair(below, b, hi, lo)
+                n_hi, n_lo, t_hi, t_lo = _log_fact_pair(n, b, hi, lo)
+                ratio = math.exp(((t_hi - s_hi) + (t_lo - s_lo)) - ((n_hi - b_hi) + (n_lo - b_lo)))
+                b_hi, b_lo, s_hi, s_lo = n_hi, n_lo, t_hi, t_lo
+                known = True
+            else:
+                ratio = _ratio(below, n, b, hi[:0], hi, lo)
+            t = (t + step[at - 1]) * ratio
+            t2 = (t2 + step2[at - 1]) * ratio
+        if as_costs:
+            n = cum[j] - ci
+            w = weight[j]
+            w2 = weight2[j]
+            t_out[j] = n * (w + b * w2) if n < b else n * ((w - t) + b * (w2 - t2))
+        else:
+            t_out[j] = t
+            t2_out[j] = t2
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _row_costs(
     i: int,
     cum: np.ndarray,
@@ -229,52 +337,20 @@ def _row_costs(
     out: np.ndarray,
 ) -> None:  # pragma: no cover - compiled
     """``out[j]`` = objective of bucket ``(i, j]`` for every ``j > i`` (inf where ``j`` may
-    not end a bucket).  A bucket ending at ``j`` weighs its samples ``weight + B * weight2``
-    (``weight2`` is 0 but for a token budget's time objective with a working-set term): the
-    second running sum ``t2`` follows ``step2`` with the same ratios."""
+    not end a bucket).  A bucket ending
+    at ``j`` weighs its samples ``weight + B * weight2`` (``weight2`` is 0 but for a token
+    budget's time objective with a working-set term): the second running sum ``t2`` follows
+    ``step2`` with the same ratios."""
     m = cum.size - 1
     ci = cum[i]
-    b = size[i + 1]
-    t = 0.0
-    t2 = 0.0
-    if not comb.size:  # log x! (a token budget, or a B whose C(N, B) overflows float64)
-        table = cum[m] - ci < hi.size
-        below = cum[i + 1] - ci  # x_{j-1}
-        b_hi = b_lo = s_hi = s_lo = 0.0  # log x_{j-1}! and log (x_{j-1} - B)!, when known
-        known = False
-        w1 = weight[i + 1] + b * weight2[i + 1]
-        out[i + 1] = below * w1 if is_end[i + 1] else _INF  # one length
-        for j in range(i + 2, m + 1):
-            n = cum[j] - ci
-            if token and size[j] != b:  # B follows the end: T restarts where it changes
-                b = size[j]
-                t, t2 = _restart(i, j, b, cum, step, step2, hi, lo)
-                known = False
-            elif n < b or below < b:
-                t = 0.0
-                t2 = 0.0
-                known = False
-            else:
-                if n - below <= _PRODUCT_RATIO:
-                    ratio = _product_ratio(below, n, b)
-                    known = False
-                elif table:
-                    if not known:
-                        b_hi, b_lo, s_hi, s_lo = _log_fact_pair(below, b, hi, lo)
-                    n_hi, n_lo, t_hi, t_lo = _log_fact_pair(n, b, hi, lo)
-                    ratio = math.exp(((t_hi - s_hi) + (t_lo - s_lo)) - ((n_hi - b_hi) + (n_lo - b_lo)))
-                    b_hi, b_lo, s_hi, s_lo = n_hi, n_lo, t_hi, t_lo
-                    known = True
-                else:
-                    ratio = _ratio(below, n, b, comb, hi, lo)
-                t = (t + step[j - 1]) * ratio
-                t2 = (t2 + step2[j - 1]) * ratio
-            below = n
-            w = weight[j]
-            w2 = weight2[j]
-            cost = n * (w + b * w2) if n < b else n * ((w - t) + b * (w2 - t2))
-            out[j] = cost if is_end[j] else _INF
+    if not token and size[i + 1] > cum[m] - ci:  # a fixed B above every bucket: one short batch
+        for j in range(i + 1, m + 1):
+            out[j] = (cum[j] - ci) * (weight[j] + size[j] * weight2[j]) if is_end[j] else _INF
+    elif not comb.size:  # log x! (a token budget, or a B whose C(N, B) overflows float64)
+        _row_sums(i, cum, weight, step, weight2, step2, size, is_end, token, True, hi, lo, out, out)
     else:  # one B, C(x, B) tabulated (the hot loop: one table read per cell)
+        b = size[i + 1]
+        t = 0.0
         out[i + 1] = (cum[i + 1] - ci) * weight[i + 1] if is_end[i + 1] else _INF  # one length
         below = comb[cum[i + 1] - ci]  # C(x_{j-1}, B)
         for j in range(i + 2, m + 1):
@@ -732,6 +808,253 @@ def _solve_rows_threads(
     return best, arg
 
 
+# ------------------------------------------------------------------ token budgets: pruned
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _lower_costs(
+    i: int,
+    count: np.ndarray,
+    weight: np.ndarray,
+    weight2: np.ndarray,
+    batch: np.ndarray,
+    is_end: np.ndarray,
+    per_batch: float,
+    t_up: np.ndarray,
+    t2_up: np.ndarray,
+    out: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """``out[j]``: a lower bound on the objective of bucket ``(i, j]`` for every ``j > i``
+    (inf where ``j`` may not end a bucket), from ``t_up[j] >= T(i, j)`` (and ``t2_up``):
+    the objective is decreasing in ``T``; below a full batch it is the exact one.
+    ``count`` and ``batch`` are ``cum`` and ``size`` as floats (exact below 2**53), so the
+    loop is branch-free and vectorised; ``ceil`` of a rounded quotient is at most the
+    exact one."""
+    m = count.size - 1
+    ci = count[i]
+    w_first = weight[i + 1]
+    w2_first = weight2[i + 1]
+    if weight2[m] == 0.0:  # no working-set term (weight2, non-decreasing, is 0): one sum
+        for j in range(i + 1, m + 1):
+            n = count[j] - ci
+            w = weight[j]
+            # T(i, j) <= w_j - w_{i+1}: the longest sample drawn is at least the shortest
+            tu = min(t_up[j], w - w_first) + _SLACK * w
+            c = n * w if n < batch[j] else n * (w - tu)
+            out[j] = c if is_end[j] else _INF
+    else:
+        for j in range(i + 1, m + 1):
+            n = count[j] - ci
+            b = batch[j]
+            w = weight[j]
+            w2 = weight2[j]
+            tu = min(t_up[j], w - w_first) + _SLACK * w
+            tu2 = min(t2_up[j], w2 - w2_first) + _SLACK * w2
+            c = n * (w + b * w2) if n < b else n * ((w - tu) + b * (w2 - tu2))
+            out[j] = c if is_end[j] else _INF
+    if per_batch != 0.0:
+        for j in range(i + 1, m + 1):
+            out[j] += per_batch * math.ceil((count[j] - ci) / batch[j])
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _least_sum(a: np.ndarray, b: np.ndarray) -> float:  # pragma: no cover - compiled
+    """``min(a + b)`` (inf when empty), four lanes of selects: no branch to mispredict."""
+    m0 = m1 = m2 = m3 = _INF
+    n = a.size // 4 * 4
+    for j in range(0, n, 4):
+        v0 = a[j] + b[j]
+        v1 = a[j + 1] + b[j + 1]
+        v2 = a[j + 2] + b[j + 2]
+        v3 = a[j + 3] + b[j + 3]
+        m0 = v0 if v0 < m0 else m0
+        m1 = v1 if v1 < m1 else m1
+        m2 = v2 if v2 < m2 else m2
+        m3 = v3 if v3 < m3 else m3
+    for j in range(n, a.size):
+        v = a[j] + b[j]
+        m0 = v if v < m0 else m0
+    return min(min(m0, m1), min(m2, m3))
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", parallel=True)
+def _bound_table(
+    cum: np.ndarray,
+    step: np.ndarray,
+    step2: np.ndarray,
+    rung: np.ndarray,
+    stride: int,
+    two: bool,
+    hi: np.ndarray,
+    lo: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
+    """``T(g, j)`` (and the second sum, if ``two``) for every start ``g`` that is a multiple
+    of ``stride`` and every ``j > g``, for batches of ``rung[j]``, the rows on every thread:
+    with ``rung <= size``, at least the sums of any start at or above ``g`` (see
+    ``_solve``)."""
+    m = cum.size - 1
+    n_rows = (m - 1) // stride + 1
+    every = np.ones(m + 1, np.bool_)
+    t_up = np.zeros((n_rows, m + 1))
+    t2_up = np.zeros((n_rows if two else 0, m + 1))
+    for r in numba.prange(n_rows):
+        second = t2_up[r] if two else np.empty(m + 1)
+        _row_sums(
+            r * stride, cum, step, step, step2, step2, rung, every, True, False, hi, lo, t_up[r], second
+        )
+    return t_up, t2_up
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _solve_pruned(
+    cum: np.ndarray,
+    weight: np.ndarray,
+    step: np.ndarray,
+    weight2: np.ndarray,
+    step2: np.ndarray,
+    size: np.ndarray,
+    t_up: np.ndarray,
+    t2_up: np.ndarray,
+    stride: int,
+    rows: np.ndarray,
+    is_end: np.ndarray,
+    n_buckets: int,
+    per_batch: float,
+    hi: np.ndarray,
+    lo: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
+    """The DP of a token budget with the exact bucket costs only where bounds cannot rule a
+    bucket out of every optimal plan (see ``_solve``): the optimum and its path for every
+    bucket count are those of ``_solve_rows``, bit for bit."""
+    m = cum.size - 1
+    count = cum.astype(np.float64)
+    batch = size.astype(np.float64)
+    two = t2_up.shape[0] > 0  # a second sum (a working-set term)
+    low = np.empty(m + 1)
+    no_t2 = np.zeros(m + 1)
+    # 1. backwards over the lower bounds: back[k, i] <= the least objective of k buckets
+    #    covering (i, m], and nxt the end of the first of them
+    back = np.full((n_buckets + 1, m + 1), _INF)
+    back[0, m] = 0.0
+    for r in range(rows.size - 1, -1, -1):
+        i = rows[r]
+        _lower_costs(
+            i,
+            count,
+            weight,
+            weight2,
+            batch,
+            is_end,
+            per_batch,
+            t_up[i // stride],
+            t2_up[i // stride] if two else no_t2,
+            low,
+        )
+        for k in range(1, n_buckets + 1):
+            back[k, i] = _least_sum(low[i + 1 :], back[k - 1, i + 1 :])
+    # 2. an upper bound for each bucket count: the exact objective of the plan the bounds chose
+    costs = np.empty(m + 1)
+    one = np.zeros(m + 1, np.bool_)
+    upper = np.full(n_buckets + 1, _INF)
+    for k in range(1, n_buckets + 1):
+        if back[k, 0] == _INF:
+            continue
+        total = 0.0
+        i = 0
+        for layer in range(k, 0, -1):  # the end of a first bucket that gives back[layer, i]
+            _lower_costs(
+                i,
+                count,
+                weight,
+                weight2,
+                batch,
+                is_end,
+                per_batch,
+                t_up[i // stride],
+                t2_up[i // stride] if two else no_t2,
+                low,
+            )
+            j = i + 1
+            while low[j] + back[layer - 1, j] != back[layer, i]:
+                j += 1
+            one[j] = True
+            _row_costs(
+                i, cum, weight, step, weight2, step2, size, one, per_batch, True, hi[:0], hi, lo, costs
+            )
+            one[j] = False
+            total += costs[j]
+            i = j
+        upper[k] = total * (1.0 + _SLACK)
+    # reach[k, j]: the most a path may spend on its first k buckets up to j and still be optimal
+    # for some bucket count (its rest costs at least back)
+    reach = np.full((n_buckets + 1, m + 1), -_INF)
+    for k in range(1, n_buckets + 1):
+        for total_k in range(k, n_buckets + 1):
+            if upper[total_k] < _INF:
+                for j in range(m + 1):
+                    reach[k, j] = max(reach[k, j], upper[total_k] - back[total_k - k, j])
+    # 3. forwards, exact costs where a bucket may be on an optimal plan: a start is live for
+    #    its k-th bucket when the best k - 1 buckets up to it plus a bound on the rest stay
+    #    within an upper bound, and a bucket from it where that plus its own bound does
+    best, arg = _layers(n_buckets, m)
+    need = np.zeros(m + 1, np.bool_)
+    room = np.empty(m + 1)
+    live = np.zeros(n_buckets + 1, np.bool_)
+    for r in range(rows.size):
+        i = rows[r]
+        any_live = False
+        for k in range(1, n_buckets + 1):
+            a = best[k - 1, i]
+            live[k] = False
+            for total_k in range(k, n_buckets + 1):
+                live[k] = live[k] or (a < _INF and a + back[total_k - k + 1, i] <= upper[total_k])
+            any_live = any_live or live[k]
+        if not any_live:
+            continue
+        for j in range(i + 1, m + 1):
+            room[j] = -_INF
+        for k in range(1, n_buckets + 1):
+            if live[k]:
+                a = best[k - 1, i]
+                for j in range(i + 1, m + 1):
+                    room[j] = max(room[j], reach[k, j] - a)
+        _lower_costs(
+            i,
+            count,
+            weight,
+            weight2,
+            batch,
+            is_end,
+            per_batch,
+            t_up[i // stride],
+            t2_up[i // stride] if two else no_t2,
+            low,
+        )
+        for j in range(i + 1, m + 1):
+            need[j] = low[j] <= room[j]
+        _row_costs(i, cum, weight, step, weight2, step2, size, need, per_batch, True, hi[:0], hi, lo, costs)
+        for k in range(1, n_buckets + 1):
+            if live[k]:
+                _push(best[k, i + 1 :], arg[k, i + 1 :], costs[i + 1 :], best[k - 1, i], i)
+    return best, arg
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _rungs(size: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
+    """``size`` (non-increasing from index 1) lowered to the last of each run of ends whose
+    batch sizes stay within a factor ``_RUNG`` of the run's first: at most ``size``, and
+    changing ``log(B_max / B_min) / log(_RUNG)`` times, not at every end."""
+    out = size.copy()
+    m = size.size - 1
+    j = 1
+    while j <= m:
+        end = j
+        while end < m and size[end + 1] * _RUNG >= size[j]:
+            end += 1
+        for t in range(j, end + 1):
+            out[t] = size[end]
+        j = end + 1
+    return out
+
+
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _costs_compiled(
     cum: np.ndarray,
@@ -884,9 +1207,46 @@ def _cell_dp(prob: _Problem, points: np.ndarray, n_buckets: int) -> tuple[np.nda
     )
 
 
-def _solve(prob: _Problem, n_buckets: int, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _solve_token_pruned(
+    prob: _Problem, n_buckets: int, rows: np.ndarray, is_end: np.ndarray, hi: np.ndarray, lo: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``_solve_pruned`` for ``prob`` (a token budget): the table of bounds' sums on every
+    thread, its rows ``_BOUND_STRIDE`` starts apart, or further where the table would pass
+    ``_BOUND_BYTES``."""
+    m = prob.m
+    two = bool(prob.weight2.any())
+    per_row = (m + 1) * 8 * (2 if two else 1)
+    stride = max(_BOUND_STRIDE, -(-m * per_row // _BOUND_BYTES))
+    with _THREADS_LOCK if numba.get_num_threads() > 1 else contextlib.nullcontext():  # (see _solve)
+        t_up, t2_up = _bound_table(prob.cum, prob.step, prob.step2, _rungs(prob.size), stride, two, hi, lo)
+    return _solve_pruned(
+        prob.cum,
+        prob.weight,
+        prob.step,
+        prob.weight2,
+        prob.step2,
+        prob.size,
+        t_up,
+        t2_up,
+        stride,
+        rows,
+        is_end,
+        n_buckets,
+        float(prob.per_batch),
+        hi,
+        lo,
+    )
+
+
+def _solve(
+    prob: _Problem, n_buckets: int, ends: np.ndarray, dense: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
     """``D[k, j]``: least objective of ``k`` buckets covering lengths ``1..j`` with every
-    bucket ending in ``ends``; ``A[k, j]``: the start of the last bucket (for backtracking)."""
+    bucket ending in ``ends``; ``A[k, j]``: the start of the last bucket (for backtracking).
+
+    A token budget from ``_PRUNE_ABOVE`` starts runs pruned unless ``dense``: then ``D[k, m]``
+    and the path back from it are exact (the dense DP's, bit for bit) for every ``k``, and
+    the other cells are at least the dense DP's (only optimal plans are followed)."""
     m = prob.m
     is_end = np.zeros(m + 1, np.bool_)
     is_end[ends] = True
@@ -906,6 +1266,8 @@ def _solve(prob: _Problem, n_buckets: int, ends: np.ndarray) -> tuple[np.ndarray
                 return _solve_table_threads(*args)
         return _solve_table(*args)
     token = prob.rule.batch_size is None
+    if token and not dense and rows.size >= _PRUNE_ABOVE:
+        return _solve_token_pruned(prob, n_buckets, rows, is_end, hi, lo)
     solver = _solve_rows
     if token and m >= _ROW_THREADS_ABOVE and numba.get_num_threads() > 1:
         solver = _solve_rows_threads
