@@ -13,6 +13,11 @@ every start's running sum where ``B`` changes; those restarts dominate its time.
    table ratio, with no ``exp``.  This times that cost pass (restarts from the first length,
    no cutoff) and checks its costs against the kernel's.
 
+Neither is what landed.  Pruning by forward bounds alone leaves too many cells; the kernel
+now prunes with bounds from both ends (``_solve_pruned`` in ``analysis/optimize/_kernel.py``):
+restart-free lower bounds on every bucket, a backward DP over them, and exact costs only
+for the buckets that can still be on an optimal plan.
+
 Run from the repository root: ``python benchmarks/experiment_token_budget.py`` (under a minute).
 """
 
