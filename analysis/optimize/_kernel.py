@@ -931,7 +931,7 @@ def _solve_pruned(
     low = np.empty(m + 1)
     no_t2 = np.zeros(m + 1)
     # 1. backwards over the lower bounds: back[k, i] <= the least objective of k buckets
-    #    covering (i, m], and nxt the end of the first of them
+    #    covering (i, m]
     back = np.full((n_buckets + 1, m + 1), _INF)
     back[0, m] = 0.0
     for r in range(rows.size - 1, -1, -1):
@@ -973,7 +973,7 @@ def _solve_pruned(
                 low,
             )
             j = i + 1
-            while low[j] + back[layer - 1, j] != back[layer, i]:
+            while j < m and low[j] + back[layer - 1, j] != back[layer, i]:  # (the same sums)
                 j += 1
             one[j] = True
             _row_costs(
