@@ -16,6 +16,8 @@ from fractions import Fraction
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import analysis.optimize as opt
 from analysis import (
@@ -381,6 +383,30 @@ def test_pruned_token_dp_gives_the_dense_optimum_bit_for_bit(
     dense_best, dense_arg = kernel._solve(prob, 8, ends, dense=True)
     best, arg = kernel._solve(prob, 8, ends)
     for k in range(1, 9):
+        assert best[k, prob.m] == dense_best[k, prob.m]
+        assert kernel._backtrack(arg, k, prob.m) == kernel._backtrack(dense_arg, k, prob.m)
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_pruned_token_dp_equals_the_dense_dp_on_random_histograms(data):
+    """Property over random histograms (2 to 80 lengths up to 10**6, counts up to 10**7, so
+    beyond the log x! table too; budgets from one longest sample to 10**5 of them; bound
+    rows 1 to 16 starts apart): with pruning forced, every optimum up to 6 buckets and its
+    plan are the dense DP's."""
+    m = data.draw(st.integers(2, 80))
+    lengths = sorted(data.draw(st.sets(st.integers(1, 10**6), min_size=m, max_size=m)))
+    counts = data.draw(st.lists(st.integers(1, 10**7), min_size=m, max_size=m))
+    max_tokens = lengths[-1] * data.draw(st.integers(1, 10**5))
+    prob = problem._problem(LengthHistogram.from_counts(lengths, counts), BatchRule(max_tokens=max_tokens))
+    saved = kernel._PRUNE_ABOVE, kernel._BOUND_STRIDE
+    kernel._PRUNE_ABOVE, kernel._BOUND_STRIDE = 0, data.draw(st.sampled_from([1, 2, 16]))
+    try:
+        best, arg = kernel._solve(prob, 6, prob.ends)
+    finally:
+        kernel._PRUNE_ABOVE, kernel._BOUND_STRIDE = saved
+    dense_best, dense_arg = kernel._solve(prob, 6, prob.ends, dense=True)
+    for k in range(1, min(6, m) + 1):
         assert best[k, prob.m] == dense_best[k, prob.m]
         assert kernel._backtrack(arg, k, prob.m) == kernel._backtrack(dense_arg, k, prob.m)
 
