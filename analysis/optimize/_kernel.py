@@ -888,8 +888,8 @@ def _bound_table(
 ) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
     """``T(g, j)`` (and the second sum, if ``two``) for every start ``g`` that is a multiple
     of ``stride`` and every ``j > g``, for batches of ``rung[j]``, the rows on every thread:
-    with ``rung <= size``, at least the sums of any start at or above ``g`` (see
-    ``_solve``)."""
+    with ``rung <= size``, at least the sums of any start at or above ``g`` (the
+    module docstring)."""
     m = cum.size - 1
     n_rows = (m - 1) // stride + 1
     every = np.ones(m + 1, np.bool_)
@@ -922,7 +922,7 @@ def _solve_pruned(
     lo: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
     """The DP of a token budget with the exact bucket costs only where bounds cannot rule a
-    bucket out of every optimal plan (see ``_solve``): the optimum and its path for every
+    bucket out of every optimal plan (the module docstring): the optimum and its path for every
     bucket count are those of ``_solve_rows``, bit for bit."""
     m = cum.size - 1
     count = cum.astype(np.float64)
