@@ -342,9 +342,8 @@ def test_pruned_bounds_never_exceed_a_bucket_cost(seed, n_lengths, time, multipl
     count, batch = prob.cum.astype(float), prob.size.astype(float)
     close = []
     for i in range(prob.m):
-        second = t2_up[i // stride] if two else np.zeros(prob.m + 1)
         kernel._lower_costs(
-            i, count, prob.weight, prob.weight2, batch, is_end, prob.per_batch, t_up[i // stride], second, low
+            i, count, prob.weight, prob.weight2, batch, is_end, prob.per_batch, t_up, t2_up, stride, low
         )
         row = exact[i, i + 1 :]
         bound = low[i + 1 :]

@@ -820,11 +820,13 @@ def _lower_costs(
     per_batch: float,
     t_up: np.ndarray,
     t2_up: np.ndarray,
+    stride: int,
     out: np.ndarray,
 ) -> None:  # pragma: no cover - compiled
     """``out[j]``: a lower bound on the objective of bucket ``(i, j]`` for every ``j > i``
-    (inf where ``j`` may not end a bucket), from ``t_up[j] >= T(i, j)`` (and ``t2_up``):
-    the objective is decreasing in ``T``; below a full batch it is the exact one.
+    (inf where ``j`` may not end a bucket), from the row of ``_bound_table``'s sums at or
+    below ``i`` (``t_up[i // stride][j] >= T(i, j)``, and ``t2_up``, empty without a second
+    sum): the objective is decreasing in ``T``; below a full batch it is the exact one.
     ``count`` and ``batch`` are ``cum`` and ``size`` as floats (exact below 2**53), so the
     loop is branch-free and vectorised; ``ceil`` of a rounded quotient is at most the
     exact one."""
@@ -832,22 +834,24 @@ def _lower_costs(
     ci = count[i]
     w_first = weight[i + 1]
     w2_first = weight2[i + 1]
-    if weight2[m] == 0.0:  # no working-set term (weight2, non-decreasing, is 0): one sum
+    t_row = t_up[i // stride]
+    if t2_up.shape[0] == 0:  # no working-set term: one sum
         for j in range(i + 1, m + 1):
             n = count[j] - ci
             w = weight[j]
             # T(i, j) <= w_j - w_{i+1}: the longest sample drawn is at least the shortest
-            tu = min(t_up[j], w - w_first) + _SLACK * w
+            tu = min(t_row[j], w - w_first) + _SLACK * w
             c = n * w if n < batch[j] else n * (w - tu)
             out[j] = c if is_end[j] else _INF
     else:
+        t2_row = t2_up[i // stride]
         for j in range(i + 1, m + 1):
             n = count[j] - ci
             b = batch[j]
             w = weight[j]
             w2 = weight2[j]
-            tu = min(t_up[j], w - w_first) + _SLACK * w
-            tu2 = min(t2_up[j], w2 - w2_first) + _SLACK * w2
+            tu = min(t_row[j], w - w_first) + _SLACK * w
+            tu2 = min(t2_row[j], w2 - w2_first) + _SLACK * w2
             c = n * (w + b * w2) if n < b else n * ((w - tu) + b * (w2 - tu2))
             out[j] = c if is_end[j] else _INF
     if per_batch != 0.0:
@@ -927,27 +931,14 @@ def _solve_pruned(
     m = cum.size - 1
     count = cum.astype(np.float64)
     batch = size.astype(np.float64)
-    two = t2_up.shape[0] > 0  # a second sum (a working-set term)
     low = np.empty(m + 1)
-    no_t2 = np.zeros(m + 1)
     # 1. backwards over the lower bounds: back[k, i] <= the least objective of k buckets
     #    covering (i, m]
     back = np.full((n_buckets + 1, m + 1), _INF)
     back[0, m] = 0.0
     for r in range(rows.size - 1, -1, -1):
         i = rows[r]
-        _lower_costs(
-            i,
-            count,
-            weight,
-            weight2,
-            batch,
-            is_end,
-            per_batch,
-            t_up[i // stride],
-            t2_up[i // stride] if two else no_t2,
-            low,
-        )
+        _lower_costs(i, count, weight, weight2, batch, is_end, per_batch, t_up, t2_up, stride, low)
         for k in range(1, n_buckets + 1):
             back[k, i] = _least_sum(low[i + 1 :], back[k - 1, i + 1 :])
     # 2. an upper bound for each bucket count: the exact objective of the plan the bounds chose
@@ -960,18 +951,7 @@ def _solve_pruned(
         total = 0.0
         i = 0
         for layer in range(k, 0, -1):  # the end of a first bucket that gives back[layer, i]
-            _lower_costs(
-                i,
-                count,
-                weight,
-                weight2,
-                batch,
-                is_end,
-                per_batch,
-                t_up[i // stride],
-                t2_up[i // stride] if two else no_t2,
-                low,
-            )
+            _lower_costs(i, count, weight, weight2, batch, is_end, per_batch, t_up, t2_up, stride, low)
             j = i + 1
             while j < m and low[j] + back[layer - 1, j] != back[layer, i]:  # (the same sums)
                 j += 1
@@ -1016,18 +996,7 @@ def _solve_pruned(
                 a = best[k - 1, i]
                 for j in range(i + 1, m + 1):
                     room[j] = max(room[j], reach[k, j] - a)
-        _lower_costs(
-            i,
-            count,
-            weight,
-            weight2,
-            batch,
-            is_end,
-            per_batch,
-            t_up[i // stride],
-            t2_up[i // stride] if two else no_t2,
-            low,
-        )
+        _lower_costs(i, count, weight, weight2, batch, is_end, per_batch, t_up, t2_up, stride, low)
         for j in range(i + 1, m + 1):
             need[j] = low[j] <= room[j]
         _row_costs(i, cum, weight, step, weight2, step2, size, need, per_batch, True, hi[:0], hi, lo, costs)
