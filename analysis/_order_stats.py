@@ -258,7 +258,7 @@ def bucket_waste(
     if n <= batch_size:  # one batch: every sample pads to the longest
         return n * padded[-1] - sum(c * v for v, c in zip(lens, cnts)), 0.0
     g = np.asarray(padded, dtype=float)
-    cum = np.cumsum(counts) if n < 2**63 else np.array(_exact_cumsum(cnts), dtype=object)
+    cum = np.cumsum(counts) if n < 2**63 else np.array(exact_cumsum(cnts), dtype=object)
     full, rest = divmod(n, batch_size)
     excess = full * batch_size * expected_excess(g, cum, batch_size)
     if rest > 1:
@@ -266,7 +266,7 @@ def bucket_waste(
     return exact, float(excess)
 
 
-def _exact_cumsum(values: list[int]) -> list[int]:
+def exact_cumsum(values: list[int]) -> list[int]:
     out, total = [], 0
     for v in values:
         total += v

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from analysis.lengths import _positive_int
+from analysis._validate import positive_int
 
 if TYPE_CHECKING:
     from analysis.lengths import LengthHistogram
@@ -59,7 +59,6 @@ DEFAULT_EPOCHS = 3
 #: Edge placement method.
 DEFAULT_METHOD = "optimal"
 
-positive_int = _positive_int
 
 #: Largest ``batch_size``, ``max_tokens`` and ``pad_to_multiple_of`` (2**62): every product the
 #: engine forms with one of them stays exact.  A batch larger than the data is one batch per
@@ -70,7 +69,7 @@ _INT64_MAX = 2**63 - 1
 
 def _rule_int(value: Any, name: str) -> int:
     """A positive int at most :data:`MAX_RULE_VALUE`, or a one-line ``ValueError``."""
-    out = _positive_int(value, name)
+    out = positive_int(value, name)
     if out > MAX_RULE_VALUE:
         raise ValueError(f"{name} = {out:,} exceeds the limit 2**62 = {MAX_RULE_VALUE:,}")
     return out

@@ -14,10 +14,11 @@ import math
 import operator
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from analysis._validate import ZeroLengthError, as_length_array, positive_int
 
 __all__ = ["LengthHistogram", "ZeroLengthError"]
 
@@ -26,135 +27,7 @@ _INT64_MAX = np.iinfo(np.int64).max
 _BINCOUNT_MAX_LENGTH = 1 << 24
 
 
-class ZeroLengthError(ValueError):
-    """A sample of length zero where none is allowed (``where`` names the file and row), so
-    a face can say how to drop them (the CLI: ``--drop-zero``)."""
-
-    def __init__(self, message: str, where: str) -> None:
-        super().__init__(message)
-        self.where = where
-
-
-def _where(source: str | None, row: int | None, unit: str = "row") -> str:
-    """Prefix for an error message: ``"file.csv: line 3: "``, ``"row 3: "`` or ``""``."""
-    parts = [p for p in (source, None if row is None else f"{unit} {row}") if p]
-    return ": ".join(parts) + ": " if parts else ""
-
-
-def _as_length_array(
-    values: Any,
-    *,
-    allow_zero: bool,
-    source: str | None = None,
-    first_row: int = 0,
-    unit: str = "row",
-    what: str = "length",
-) -> np.ndarray:
-    """Validate per-sample lengths and return them as a 1-D ``int64`` array.
-
-    Raises a one-line ``ValueError`` naming ``source`` and the offending position,
-    ``"{unit} {first_row + i}"`` (e.g. ``"row 3"`` for the 0-based index of an array or
-    ``"line 5"`` for a text file), for: bool, NaN/inf, non-integral float, negative (or
-    zero unless ``allow_zero``), too large for int64, non-numeric values, or not 1-D.
-    ``what`` names the quantity in the message (``"length"`` or ``"count"``).
-    """
-    if isinstance(values, pd.Series | pd.Index):
-        values = values.to_numpy()
-    if isinstance(values, (str, bytes)):
-        raise ValueError(f"{_where(source, None)}expected a sequence of lengths, got a string")
-    arr = np.asarray(values)
-    if (
-        isinstance(values, list | tuple)
-        and arr.ndim == 1
-        and (arr.dtype.kind not in "iufb" or (arr.dtype.kind != "b" and _has_bool(values)))
-    ):
-        # NumPy turns [1, True] into [1, 1] and [1, "7"] into strings: check each item.
-        arr = np.empty(len(values), dtype=object)
-        arr[:] = values
-    if arr.ndim != 1:
-        if arr.ndim == 0:
-            raise ValueError(f"{_where(source, None)}expected a sequence of lengths, got a scalar")
-        raise ValueError(f"{_where(source, None)}expected a 1-D sequence of lengths, got shape {arr.shape}")
-    kind = arr.dtype.kind
-    if kind == "O":
-        arr = _object_to_int64(arr, source=source, first_row=first_row, unit=unit, what=what)
-    elif kind == "b":
-        raise ValueError(f"{_where(source, first_row, unit)}bool is not a {what} (dtype bool)")
-    elif kind == "f":
-        bad = ~np.isfinite(arr)
-        if bad.any():
-            i = int(np.argmax(bad))
-            raise ValueError(
-                f"{_where(source, first_row + i, unit)}{what} is {arr[i].item()!r}, not a number"
-            )
-        bad = arr != np.floor(arr)
-        if bad.any():
-            i = int(np.argmax(bad))
-            raise ValueError(
-                f"{_where(source, first_row + i, unit)}{what} {arr[i].item()!r} is not an integer"
-            )
-        bad = arr >= 2.0**63
-        if bad.any():
-            i = int(np.argmax(bad))
-            raise ValueError(f"{_where(source, first_row + i, unit)}{what} {arr[i].item()!r} is too large")
-        arr = arr.astype(np.int64)
-    elif kind == "u":
-        if arr.dtype.itemsize == 8:
-            bad = arr > np.uint64(_INT64_MAX)
-            if bad.any():
-                i = int(np.argmax(bad))
-                raise ValueError(f"{_where(source, first_row + i, unit)}{what} {int(arr[i])} is too large")
-        arr = arr.astype(np.int64)
-    elif kind == "i":
-        arr = arr.astype(np.int64, copy=False)
-    else:
-        raise ValueError(f"{_where(source, None)}{what}s must be integers, got dtype {arr.dtype}")
-    bad = arr < 0 if allow_zero else arr <= 0
-    if bad.any():
-        i = int(np.argmax(bad))
-        where = _where(source, first_row + i, unit)
-        if arr[i] < 0:
-            raise ValueError(f"{where}negative {what} {int(arr[i])}")
-        raise ZeroLengthError(
-            f"{where}zero {what} 0 (pass allow_zero=True if empty samples are intended)", where.rstrip(": ")
-        )
-    return arr
-
-
-def _has_bool(values: list[Any] | tuple[Any, ...]) -> bool:
-    """Whether a Python sequence holds a bool (which NumPy would silently read as 0 or 1)."""
-    kinds = set(map(type, values))
-    return bool in kinds or np.bool_ in kinds
-
-
-def _object_to_int64(
-    arr: np.ndarray, *, source: str | None, first_row: int, unit: str = "row", what: str = "length"
-) -> np.ndarray:
-    """Convert an object array (a Python list with big ints, None, mixed types) exactly."""
-    out = np.empty(arr.shape, dtype=np.int64)
-    for i, v in enumerate(arr.tolist()):
-        where = _where(source, first_row + i, unit)
-        if isinstance(v, bool | np.bool_):
-            raise ValueError(f"{where}bool {v!r} is not a {what}")
-        if isinstance(v, int | np.integer):
-            iv = int(v)
-        elif isinstance(v, float | np.floating):
-            if not math.isfinite(v):
-                raise ValueError(f"{where}{what} is {v!r}, not a number")
-            if not float(v).is_integer():
-                raise ValueError(f"{where}{what} {v!r} is not an integer")
-            iv = int(v)
-        else:
-            raise ValueError(f"{where}{v!r} is not a {what} (type {type(v).__name__})")
-        if iv > _INT64_MAX:
-            raise ValueError(f"{where}{what} {iv} is too large")
-        if iv < -_INT64_MAX:
-            raise ValueError(f"{where}negative {what} {iv}")
-        out[i] = iv
-    return out
-
-
-def _count_distinct(arr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def count_distinct(arr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Distinct ascending values of a validated non-negative int64 array, with counts."""
     if arr.size == 0:
         return np.empty(0, np.int64), np.empty(0, np.int64)
@@ -214,8 +87,8 @@ class LengthHistogram:
         if lengths.size == 0:
             raise ValueError("empty histogram: no samples")
         # Validate the values (no silent float truncation or uint64 wrap-around), then copy.
-        lengths = np.array(_as_length_array(lengths, allow_zero=True, source="lengths"), copy=True)
-        counts = np.array(_as_length_array(counts, allow_zero=True, source="counts", what="count"), copy=True)
+        lengths = np.array(as_length_array(lengths, allow_zero=True, source="lengths"), copy=True)
+        counts = np.array(as_length_array(counts, allow_zero=True, source="counts", what="count"), copy=True)
         if (counts <= 0).any():
             raise ValueError("counts must be positive")
         if lengths[0] < 0:
@@ -252,10 +125,10 @@ class LengthHistogram:
             values, str | bytes | np.ndarray | pd.Series | pd.Index | list | tuple
         ):
             values = list(values)
-        arr = _as_length_array(values, allow_zero=allow_zero)
+        arr = as_length_array(values, allow_zero=allow_zero)
         if arr.size == 0:
             raise ValueError("empty input: no lengths")
-        return cls(*_count_distinct(arr))
+        return cls(*count_distinct(arr))
 
     @classmethod
     def from_counts(
@@ -276,12 +149,12 @@ class LengthHistogram:
         >>> h.lengths.tolist(), h.counts.tolist()
         ([3, 7], [2, 5])
         """
-        lengths_arr = _as_length_array(
+        lengths_arr = as_length_array(
             list(lengths) if not isinstance(lengths, np.ndarray) else lengths,
             allow_zero=allow_zero,
             source="lengths",
         )
-        counts_arr = _as_length_array(
+        counts_arr = as_length_array(
             list(counts) if not isinstance(counts, np.ndarray) else counts,
             allow_zero=True,
             source="counts",
@@ -424,7 +297,7 @@ class LengthHistogram:
         >>> LengthHistogram.from_lengths([2, 5, 9]).clip(4).lengths.tolist()
         [2, 4]
         """
-        max_len = _positive_int(max_len, "max_len")
+        max_len = positive_int(max_len, "max_len")
         if self.max <= max_len:
             return self
         keep = self.lengths < max_len
@@ -462,7 +335,7 @@ class LengthHistogram:
         >>> s["samples_clipped"], s["tokens_removed"]
         (2, 6)
         """
-        max_len = _positive_int(max_len, "max_len")
+        max_len = positive_int(max_len, "max_len")
         above = self.lengths > max_len
         n_clipped = sum(self.counts[above].tolist())
         removed = _exact_dot(self.lengths[above] - max_len, self.counts[above])
@@ -575,7 +448,7 @@ class LengthHistogram:
 _DENSE_LIMIT = 1 << 20
 
 
-class _Counter:
+class LengthCounter:
     """Running exact histogram: a dense int64 count array plus sparse parts for long lengths."""
 
     def __init__(self) -> None:
@@ -648,15 +521,3 @@ class _Counter:
         if hist is None:
             raise ValueError(f"{where}: empty input, no samples (all counts are zero)")
         return hist
-
-
-def _positive_int(value: Any, name: str) -> int:
-    """``value`` as a positive int, or a ``ValueError`` naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        else:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    if value <= 0:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)

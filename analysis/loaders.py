@@ -37,7 +37,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.lengths import LengthHistogram, _as_length_array, _Counter
+from analysis._validate import as_length_array
+from analysis.lengths import LengthCounter, LengthHistogram
 from analysis.step_time import check_step_times
 
 __all__ = ["SUPPORTED_EXTENSIONS", "load_lengths", "save_histogram", "load_step_times"]
@@ -234,7 +235,7 @@ def _load_paths(
             raise ValueError(f"{text}: no files match this pattern")
     else:
         raise ValueError(f"{text}: no such file")
-    counter = _Counter()
+    counter = LengthCounter()
     for p in progress(paths, "loading") if progress is not None and len(paths) > 1 else paths:
         if _read_file(p, counter, column=column, field=field, allow_zero=allow_zero) == 0:
             raise ValueError(f"{p}: empty file, no lengths")
@@ -253,7 +254,7 @@ def _extension(path: Path) -> str:
 
 
 def _read_file(
-    path: Path, counter: _Counter, *, column: str | None, field: str | None, allow_zero: bool
+    path: Path, counter: LengthCounter, *, column: str | None, field: str | None, allow_zero: bool
 ) -> int:
     """Count one file's lengths into ``counter``; return the number of rows read."""
     ext = _extension(path)
@@ -307,7 +308,7 @@ def _pick_column(columns: list[str], column: str | None, where: str) -> str:
 
 
 # ---------------------------------------------------------------------------- readers
-def _read_npy(path: Path, counter: _Counter, allow_zero: bool) -> int:
+def _read_npy(path: Path, counter: LengthCounter, allow_zero: bool) -> int:
     try:
         arr = np.load(path, mmap_mode="r", allow_pickle=False)
     except ValueError as err:  # object arrays, corrupt headers
@@ -318,7 +319,7 @@ def _read_npy(path: Path, counter: _Counter, allow_zero: bool) -> int:
         raise ValueError(f"{path}: expected a 1-D array of lengths, got shape {arr.shape}")
     for start in range(0, arr.shape[0], _CHUNK_ROWS):
         chunk = np.asarray(arr[start : start + _CHUNK_ROWS])
-        counter.add_lengths(_as_length_array(chunk, allow_zero=allow_zero, source=str(path), first_row=start))
+        counter.add_lengths(as_length_array(chunk, allow_zero=allow_zero, source=str(path), first_row=start))
     return int(arr.shape[0])
 
 
@@ -344,7 +345,7 @@ def _open_text(path: Path) -> io.TextIOBase:
 
 
 def _read_text_table(
-    path: Path, counter: _Counter, *, sep: str, header: bool, column: str | None, allow_zero: bool
+    path: Path, counter: LengthCounter, *, sep: str, header: bool, column: str | None, allow_zero: bool
 ) -> int:
     """``.txt`` (no header, one value a line) or ``.csv``/``.tsv`` (header line)."""
     where = str(path)
@@ -386,13 +387,15 @@ def _read_text_table(
             first = offset + int(chunk.index[0])
             values = _text_values(chunk.iloc[:, 0], where, first, "length")
             counter.add_lengths(
-                _as_length_array(values, allow_zero=allow_zero, source=where, first_row=first, unit="line")
+                as_length_array(values, allow_zero=allow_zero, source=where, first_row=first, unit="line")
             )
             rows += len(chunk)
     return rows
 
 
-def _read_histogram_table(path: Path, counter: _Counter, options: dict[str, Any], allow_zero: bool) -> int:
+def _read_histogram_table(
+    path: Path, counter: LengthCounter, options: dict[str, Any], allow_zero: bool
+) -> int:
     where = str(path)
     rows = 0
     with pd.read_csv(path, chunksize=_CHUNK_ROWS, **options) as reader:
@@ -400,14 +403,14 @@ def _read_histogram_table(path: Path, counter: _Counter, options: dict[str, Any]
             if chunk.empty:
                 continue
             first = 2 + int(chunk.index[0])
-            lengths = _as_length_array(
+            lengths = as_length_array(
                 _text_values(chunk["length"], where, first, "length"),
                 allow_zero=allow_zero,
                 source=where,
                 first_row=first,
                 unit="line",
             )
-            counts = _as_length_array(
+            counts = as_length_array(
                 _text_values(chunk["count"], where, first, "count"),
                 allow_zero=True,
                 source=where,
@@ -445,7 +448,7 @@ def _text_values(series: pd.Series, where: str, first_line: int, what: str) -> n
     return np.array(out, dtype=object)
 
 
-def _read_parquet(path: Path, counter: _Counter, column: str | None, allow_zero: bool) -> int:
+def _read_parquet(path: Path, counter: LengthCounter, column: str | None, allow_zero: bool) -> int:
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
@@ -477,7 +480,7 @@ def _read_parquet(path: Path, counter: _Counter, column: str | None, allow_zero:
             i = int(np.argmax(values.is_null().to_numpy(zero_copy_only=False)))
             raise ValueError(f"{where}: row {row + i}: missing value (null)")
         counter.add_lengths(
-            _as_length_array(
+            as_length_array(
                 values.to_numpy(zero_copy_only=False), allow_zero=allow_zero, source=where, first_row=row
             )
         )
@@ -485,14 +488,14 @@ def _read_parquet(path: Path, counter: _Counter, column: str | None, allow_zero:
     return row
 
 
-def _read_jsonl(path: Path, counter: _Counter, field: str | None, allow_zero: bool) -> int:
+def _read_jsonl(path: Path, counter: LengthCounter, field: str | None, allow_zero: bool) -> int:
     where = str(path)
     rows = 0
     with _open_text(path) as handle:
         while block := list(itertools.islice(handle, _CHUNK_ROWS // 8)):
             field, values = _jsonl_block(block, field, where, rows + 1)
             counter.add_lengths(
-                _as_length_array(values, allow_zero=allow_zero, source=where, first_row=rows + 1, unit="line")
+                as_length_array(values, allow_zero=allow_zero, source=where, first_row=rows + 1, unit="line")
             )
             rows += len(block)
     return rows

@@ -62,9 +62,9 @@ from typing import Any
 
 import numpy as np
 
+from analysis._validate import as_length_array, positive_int
 from analysis.batching import BatchRule, as_rule, bucket_index, check_edges
-from analysis.batching import positive_int as _positive_int
-from analysis.lengths import LengthHistogram, _as_length_array
+from analysis.lengths import LengthHistogram
 
 __all__ = ["BucketedBatchSampler", "BucketedEpoch", "bucketed_epoch", "epoch_rng"]
 
@@ -362,7 +362,7 @@ def bucketed_epoch(
     """
     if not isinstance(rng, np.random.Generator):
         raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
-    world_size = _positive_int(world_size, "world_size")
+    world_size = positive_int(world_size, "world_size")
     return _draw(_layout(np.asarray(bucket_of_sample), batch_sizes, world_size, sync_buckets, drop_last), rng)
 
 
@@ -436,7 +436,7 @@ class BucketedBatchSampler:
         sync_buckets: bool = True,
         drop_last: bool = False,
     ) -> None:
-        arr = _as_length_array(lengths, allow_zero=False, source="lengths")
+        arr = as_length_array(lengths, allow_zero=False, source="lengths")
         if arr.size == 0:
             raise ValueError("lengths is empty: no samples")
         edges, plan_sizes = _plan_parts(edges_or_plan)
@@ -448,7 +448,7 @@ class BucketedBatchSampler:
         else:
             rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens)
             self.batch_sizes = rule.batch_sizes(self.edges)
-        self.world_size = _positive_int(world_size, "world_size")
+        self.world_size = positive_int(world_size, "world_size")
         if not isinstance(rank, int | np.integer) or not 0 <= rank < self.world_size:
             raise ValueError(f"rank must be in [0, {self.world_size}), got {rank!r}")
         if not isinstance(seed, int | np.integer) or seed < 0:

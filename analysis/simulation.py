@@ -42,9 +42,9 @@ import pandas as pd
 
 from analysis.batching import BatchRule, as_rule, check_edges, positive_int, round_up
 from analysis.lengths import LengthHistogram
-from analysis.strategies import STRATEGIES, TOKEN_STRATEGIES, EpochBuilder, epoch_builder
+from analysis.strategies import STRATEGIES, EpochBuilder, epoch_builder, strategy_rule
 from analysis.throughput import predict_throughput
-from analysis.waste import _bucketed, random_padding, sorted_padding
+from analysis.waste import bucketed_estimate, random_padding, sorted_padding
 
 #: A progress wrapper a face may pass: takes an iterable (and a description), yields its items.
 Progress = Callable[..., Iterable[Any]]
@@ -652,7 +652,7 @@ def compare_strategies(
     exact = {
         "random": lambda: random_padding(hist, rule),
         "sorted": lambda: sorted_padding(hist, rule),
-        "bucketed": lambda: _bucketed(hist, edges, rule),
+        "bucketed": lambda: bucketed_estimate(hist, edges, rule),
     }
     rows = []
     for name in names:
@@ -660,13 +660,7 @@ def compare_strategies(
             per_sample, name, rule, edges=edges, world_size=world_size, sync_buckets=sync_buckets
         )
         res = _simulate(builder, rng, epochs, world_size, progress, population)
-        used = (
-            BatchRule(max_tokens=builder.max_tokens)
-            if name in TOKEN_STRATEGIES
-            else BatchRule(builder.batch_sizes[0], None, rule.pad_to_multiple_of)
-            if name != "bucketed"
-            else rule
-        )
+        used = strategy_rule(name, rule, builder.hist.max)
         row = res.summary().drop(["strategy", "epochs", "useful_tokens", "padded_tokens"])
         row = pd.concat([pd.Series({"batch_rule": used.text}, dtype=object), row])
         row["expected_efficiency"] = exact[name]().efficiency if name in exact else float("nan")

@@ -48,9 +48,9 @@ from analysis.batching import BatchRule, as_rule, bucket_bounds, check_edges, po
 from analysis.lengths import LengthHistogram
 from analysis.optimize import sweep_bucket_counts
 from analysis.simulation import simulate
-from analysis.strategies import STRATEGIES, TOKEN_STRATEGIES
+from analysis.strategies import EXACT_STRATEGIES, STRATEGIES, strategy_rule
 from analysis.throughput import predict_throughput
-from analysis.waste import _bucketed, random_padding, sorted_padding
+from analysis.waste import bucketed_estimate, random_padding, sorted_padding
 
 __all__ = [
     "STEP_TIME_COLUMNS",
@@ -76,7 +76,6 @@ STEP_TIME_TERMS = {
     "working_set": "(B*T(L))**2",
 }
 #: The strategies whose expected epoch time is exact (order statistics or deterministic).
-EXACT_TIME_STRATEGIES = ("sorted", "random", "bucketed")
 _DEFAULT_STRATEGIES = ("sorted", "random", "bucketed", "length_grouped", "token_budget")
 
 
@@ -512,10 +511,10 @@ def expected_epoch_time(
     model = _check_model(model)
     hist = _as_hist(hist)
     rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens, pad_to_multiple_of=pad_to_multiple_of)
-    if strategy not in EXACT_TIME_STRATEGIES:
+    if strategy not in EXACT_STRATEGIES:
         raise ValueError(
             f"no exact expected time for {strategy!r}; choose one of "
-            f"{', '.join(EXACT_TIME_STRATEGIES)} (or use simulated_epoch_times)"
+            f"{', '.join(EXACT_STRATEGIES)} (or use simulated_epoch_times)"
         )
     if strategy == "bucketed":
         if edges is None:
@@ -598,15 +597,6 @@ def simulated_epoch_times(
     return out
 
 
-def _used_rule(hist: LengthHistogram, name: str, rule: BatchRule) -> BatchRule:
-    """The rule ``name`` actually runs with (as :func:`~analysis.compare_strategies` says)."""
-    if name in TOKEN_STRATEGIES:
-        return BatchRule(max_tokens=rule.token_budget(hist.max))
-    if name == "bucketed":
-        return rule
-    return BatchRule(rule.fixed_batch_size(hist.max), None, rule.pad_to_multiple_of)
-
-
 def predict_strategy_throughput(
     lengths: LengthHistogram | Sequence[int] | np.ndarray,
     model: StepTimeModel,
@@ -672,12 +662,12 @@ def predict_strategy_throughput(
     exact = {
         "random": lambda: random_padding(hist, rule),
         "sorted": lambda: sorted_padding(hist, rule),
-        "bucketed": lambda: _bucketed(hist, edges, rule),
+        "bucketed": lambda: bucketed_estimate(hist, edges, rule),
     }
     rows: list[dict[str, Any]] = []
     for name in names:
-        label = _used_rule(hist, name, rule).text
-        if world_size == 1 and name in EXACT_TIME_STRATEGIES:
+        label = strategy_rule(name, rule, hist.max).text
+        if world_size == 1 and name in EXACT_STRATEGIES:
             seconds = expected_epoch_time(hist, model, name, rule, edges=edges)
             est = exact[name]()
             rows.append(

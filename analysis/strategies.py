@@ -59,13 +59,15 @@ from typing import Any
 
 import numpy as np
 
+from analysis._validate import as_length_array
 from analysis.batching import BatchRule, as_rule, bucket_index, check_edges, positive_int
-from analysis.lengths import LengthHistogram, _as_length_array, _count_distinct
+from analysis.lengths import LengthHistogram, count_distinct
 from analysis.sampler import _draw as _bucket_draw
 from analysis.sampler import _gather, _small_keys
 from analysis.sampler import _layout as _bucket_layout
 
 __all__ = [
+    "EXACT_STRATEGIES",
     "STRATEGIES",
     "TOKEN_STRATEGIES",
     "Epoch",
@@ -73,14 +75,38 @@ __all__ = [
     "epoch_builder",
     "build_epoch",
     "ffd_plan",
+    "strategy_rule",
 ]
 
 #: Every strategy name, in the order tables and figures show them.
 STRATEGIES = ("sorted", "random", "bucketed", "length_grouped", "token_budget", "packing")
 #: The strategies that fill batches up to a token budget instead of a sample count.
 TOKEN_STRATEGIES = ("token_budget", "packing")
+#: The strategies whose expected padding the histogram gives exactly (:mod:`analysis.waste`);
+#: the others are known only from simulated epochs.
+EXACT_STRATEGIES = ("sorted", "random", "bucketed")
 #: AllenNLP's relative noise on the token_budget sort key.
 PADDING_NOISE = 0.1
+
+
+def strategy_rule(strategy: str, rule: BatchRule, longest: int) -> BatchRule:
+    """The batch rule ``strategy`` actually runs with on data whose longest sample is ``longest``.
+
+    ``bucketed`` runs ``rule`` itself; the token strategies fill batches up to
+    ``rule.token_budget(longest)``; the others take one batch size for the epoch
+    (``rule.fixed_batch_size(longest)``).
+
+    Examples
+    --------
+    >>> rule = BatchRule(max_tokens=4096)
+    >>> [strategy_rule(name, rule, 1000).text for name in ("bucketed", "packing", "sorted")]
+    ['max_tokens 4,096', 'max_tokens 4,096', 'batch_size 4']
+    """
+    if strategy in TOKEN_STRATEGIES:
+        return BatchRule(max_tokens=rule.token_budget(longest))
+    if strategy == "bucketed":
+        return rule
+    return BatchRule(rule.fixed_batch_size(longest), None, rule.pad_to_multiple_of)
 
 
 @dataclass(frozen=True, eq=False)
@@ -215,7 +241,7 @@ def epoch_builder(
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
     rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens)
-    arr = _as_length_array(
+    arr = as_length_array(
         lengths.expand() if isinstance(lengths, LengthHistogram) else lengths,
         allow_zero=False,
         source="lengths",
@@ -223,7 +249,7 @@ def epoch_builder(
     if arr.size == 0:
         raise ValueError("lengths is empty: no samples")
     arr.setflags(write=False)
-    hist = lengths if isinstance(lengths, LengthHistogram) else LengthHistogram(*_count_distinct(arr))
+    hist = lengths if isinstance(lengths, LengthHistogram) else LengthHistogram(*count_distinct(arr))
     accumulation = positive_int(gradient_accumulation_steps, "gradient_accumulation_steps")
     world_size = positive_int(world_size, "world_size")
     edges_out, budget = None, None

@@ -34,8 +34,9 @@ import numpy as np
 import pandas as pd
 from scipy.special import ndtr
 
+from analysis._validate import positive_int
 from analysis.case import CASE_MAX_LENGTH, CASE_MIN_LENGTH, CASE_N_SAMPLES
-from analysis.lengths import LengthHistogram, _positive_int
+from analysis.lengths import LengthHistogram
 
 __all__ = [
     "LogNormalMode",
@@ -98,8 +99,8 @@ class LengthMixture:
     max_length: int = CASE_MAX_LENGTH
 
     def __post_init__(self) -> None:
-        lo = _positive_int(self.min_length, "min_length")
-        hi = _positive_int(self.max_length, "max_length")
+        lo = positive_int(self.min_length, "min_length")
+        hi = positive_int(self.max_length, "max_length")
         if lo > hi:
             raise ValueError(f"min_length {lo} is above max_length {hi}")
         if self.floor_weight < 0 or self.spike_weight < 0:
@@ -163,7 +164,7 @@ def largest_remainder(weights: Sequence[float] | np.ndarray, total: int) -> np.n
     >>> largest_remainder([0.5, 0.25, 0.25, 0.0], 7).tolist()
     [3, 2, 2, 0]
     """
-    total = _positive_int(total, "total")
+    total = positive_int(total, "total")
     w = np.asarray(weights, dtype=float)
     if w.ndim != 1 or w.size == 0 or not np.isfinite(w).all() or (w < 0).any() or not w.sum() > 0:
         raise ValueError("weights must be a non-empty 1-D array of finite non-negative numbers")
@@ -197,7 +198,7 @@ def mixture_histogram(mixture: LengthMixture, n_samples: int, *, seed: int | Non
     >>> mixture_histogram(m, 1000, seed=1) == mixture_histogram(m, 1000, seed=1)
     True
     """
-    n_samples = _positive_int(n_samples, "n_samples")
+    n_samples = positive_int(n_samples, "n_samples")
     lengths, p = mixture.probabilities()
     if seed is None:
         counts = largest_remainder(p, n_samples)

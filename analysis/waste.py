@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis._order_stats import _exact_cumsum, bucket_waste, expected_g_of_max, padded_values
+from analysis._order_stats import bucket_waste, exact_cumsum, expected_g_of_max, padded_values
 from analysis.batching import BatchRule, as_rule, bucket_bounds, check_edges, positive_int
 from analysis.lengths import LengthHistogram
 
@@ -31,9 +31,6 @@ __all__ = [
     "strategy_table",
     "expected_batch_max",
 ]
-
-#: The strategies whose padding has an exact (expected) value, in table order.
-EXACT_STRATEGIES = ("random", "sorted", "bucketed")
 
 
 @dataclass(frozen=True)
@@ -146,7 +143,7 @@ def _efficiency(useful: int, waste: int | float) -> float:
     return 1.0 / (1.0 + waste / useful) if useful else float("nan")
 
 
-def _bucketed(
+def bucketed_estimate(
     hist: LengthHistogram, edges: list[int], rule: BatchRule, strategy: str = "bucketed"
 ) -> WasteEstimate:
     """:func:`expected_padding` without validation (``edges`` already cover ``hist``)."""
@@ -236,7 +233,7 @@ def expected_padding(
     if not isinstance(hist, LengthHistogram):
         hist = LengthHistogram.from_lengths(hist)
     rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens, pad_to_multiple_of=pad_to_multiple_of)
-    return _bucketed(hist, check_edges(edges, hist), rule)
+    return bucketed_estimate(hist, check_edges(edges, hist), rule)
 
 
 def random_padding(
@@ -257,7 +254,7 @@ def random_padding(
     """
     rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens, pad_to_multiple_of=pad_to_multiple_of)
     fixed = BatchRule(rule.fixed_batch_size(hist.max), None, rule.pad_to_multiple_of)
-    return _bucketed(hist, [hist.min - 1, hist.max], fixed, "random")
+    return bucketed_estimate(hist, [hist.min - 1, hist.max], fixed, "random")
 
 
 def sorted_padding(
@@ -292,7 +289,7 @@ def sorted_padding(
     # Batch j's longest is the length holding sorted position (j+1)*B - 1.  For each distinct
     # length, the batches whose last sample falls on it: count of j with cum[i-1] <= (j+1)B-1
     # < cum[i], i.e. of multiples of B in (cum[i-1], cum[i]]; the last, short batch apart.
-    cum = [0, *np.cumsum(hist.counts).tolist()] if n < 2**63 else [0, *_exact_cumsum(hist.counts.tolist())]
+    cum = [0, *np.cumsum(hist.counts).tolist()] if n < 2**63 else [0, *exact_cumsum(hist.counts.tolist())]
     full_ends = [c // size for c in cum]  # full batches ending at or before each prefix
     m = rule.pad_to_multiple_of
     longest = [-(-v // m) * m for v in hist.lengths.tolist()]  # exact, never wraps
@@ -340,7 +337,7 @@ def expected_strategies(
     return {
         "random": random_padding(hist, rule),
         "sorted": sorted_padding(hist, rule),
-        "bucketed": _bucketed(hist, edges, rule),
+        "bucketed": bucketed_estimate(hist, edges, rule),
     }
 
 

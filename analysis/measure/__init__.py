@@ -31,7 +31,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from analysis.lengths import LengthHistogram, _Counter
+from analysis.lengths import LengthCounter, LengthHistogram
 from analysis.measure._cache import _cache_key, _cache_read, _cache_write
 from analysis.measure._out import _check_out, _is_folder, _open_out, _ShardFolder
 from analysis.measure._pieces import _Job
@@ -176,7 +176,7 @@ def measure_lengths(
         pieces = _run_dask(plan, job, client, shard_path)
     else:
         pieces = _run_local(plan, job, n)
-    counter = _Counter()
+    counter = LengthCounter()
     try:
         stream = progress(pieces) if progress is not None else pieces
         for piece in stream:
@@ -233,7 +233,7 @@ def load_lengths_distributed(
         client.submit(load_lengths, str(p), column=column, field=field, allow_zero=allow_zero, pure=False)
         for p in files
     ]
-    counter = _Counter()
+    counter = LengthCounter()
     try:
         for future in futures:
             part = future.result()

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from analysis.lengths import _where
+from analysis._validate import where_prefix
 from analysis.measure._tokenizer import _Spec
 
 #: Samples encoded per call of the tokenizer's batch API.
@@ -292,7 +292,7 @@ class _Records:
         for start in range(0, len(self.values), _BATCH):
             out = []
             for i, v in enumerate(self.values[start : start + _BATCH], start=self.first_row + start):
-                where = _where(None, i)
+                where = where_prefix(None, i)
                 if not self.extracted:
                     v = _field_of(v, job.name, where)
                 elif v is None:

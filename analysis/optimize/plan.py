@@ -12,7 +12,7 @@ from analysis._order_stats import expected_g_of_max
 from analysis.batching import BatchRule, bucket_bounds
 from analysis.lengths import LengthHistogram
 from analysis.optimize._problem import _Problem
-from analysis.waste import WasteEstimate, _bucketed
+from analysis.waste import WasteEstimate, bucketed_estimate
 
 if TYPE_CHECKING:
     from analysis.step_time import StepTimeModel
@@ -152,7 +152,7 @@ def _plan(
 ) -> BucketPlan:
     """The plan of validated ``edges`` (covering ``hist``); ``gap``: the proven bound on its
     distance to the optimum (0: optimal)."""
-    est = _bucketed(hist, edges, prob.rule)
+    est = bucketed_estimate(hist, edges, prob.rule)
     return BucketPlan(
         est,
         method,
