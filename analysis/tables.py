@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["tidy", "format_value"]
+__all__ = ["column_kind", "format_value", "tidy"]
 
 #: Columns (or row labels) holding a ratio in [0, 1].
 _RATIO_WORDS = ("efficiency", "share", "composition_repeat")
@@ -41,7 +41,14 @@ _COUNT_WORDS = (
 )
 
 
-def _kind(label: str) -> str:
+def column_kind(label: str) -> str:
+    """How a column (or row label) is shown: ``"ratio"``, ``"count"`` or ``"float"``.
+
+    Examples
+    --------
+    >>> column_kind("expected_efficiency"), column_kind("padded_tokens"), column_kind("within_batch_cv")
+    ('ratio', 'count', 'float')
+    """
     name = str(label).lower()
     if any(w in name for w in _RATIO_WORDS):
         return "ratio"
@@ -96,10 +103,10 @@ def tidy(obj: pd.DataFrame | pd.Series) -> pd.DataFrame:
     random       38.00%   3,849         0.800
     """
     if isinstance(obj, pd.Series):
-        values = [format_value(v, _kind(str(k))) for k, v in obj.items()]
+        values = [format_value(v, column_kind(str(k))) for k, v in obj.items()]
         return pd.DataFrame({obj.name if obj.name is not None else "value": values}, index=obj.index)
     out = pd.DataFrame(index=obj.index)
     for col in obj.columns:
-        kind = _kind(str(col))
+        kind = column_kind(str(col))
         out[col] = [format_value(v, kind) for v in obj[col].tolist()]
     return out
