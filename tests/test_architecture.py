@@ -1,8 +1,9 @@
-"""The layers hold: the engine imports no face and no UI library; the ground reads no file.
+"""The layers hold: every import points down, the engine imports no face and no UI library,
+the ground reads no file, and no module grows past one idea.
 
-Checked twice: statically (every ``import`` statement of every engine module, including those
-inside functions) and dynamically (``import analysis`` in a fresh interpreter loads none of
-the forbidden packages).
+Checked twice: statically (every ``import`` statement of every module, including those inside
+functions: a lazy import is an import) and dynamically (``import analysis`` in a fresh
+interpreter loads none of the forbidden packages).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import ast
 import json
 import subprocess
 import sys
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -19,7 +21,7 @@ import analysis
 
 PACKAGE = Path(analysis.__file__).parent
 #: The faces: they may import anything; nothing in the engine may import them.
-FACES = {"cli", "_cli_lengths", "report", "explorer", "exports", "progress", "plots", "tables", "__main__"}
+FACES = {"cli", "report", "explorer", "exports", "progress", "plots", "narrative", "__main__"}
 #: Never imported by the engine (UI, notebooks, report tooling, deep-learning frameworks).
 FORBIDDEN = {
     "matplotlib",
@@ -34,6 +36,28 @@ FORBIDDEN = {
 }
 #: The ground, the padding model and the step-time model: pure functions of values, no file access.
 NO_FILES = {"lengths", "batching", "waste", "_order_stats", "step_time"}
+
+
+#: The floors, bottom first: a module imports only from modules on lower floors, never from its
+#: own floor or above (a subpackage is one unit: its modules import each other freely, without
+#: cycles).  Every module of the package stands on a floor here, so a new module says where.
+FLOOR_PLAN: tuple[tuple[str, ...], ...] = (
+    ("_validate", "tables", "throughput", "case", "paths"),  # import nothing of the package
+    ("lengths",),  # the histogram
+    ("batching",),  # the vocabulary
+    ("bucketed", "_order_stats", "synthetic"),  # pure cores on the vocabulary
+    ("strategies", "waste", "step_time"),  # epochs; exact padding; the step-time model
+    ("sampler", "simulation", "optimize", "loaders"),  # the engine's consumers; files
+    ("measure", "epoch_time", "plots"),  # raw data; every step-time prediction; figures
+    ("recommendation", "progress", "exports"),
+    ("explorer", "narrative"),
+    ("report",),
+    ("cli",),
+    ("__main__",),
+)
+FLOORS = {unit: floor for floor, units in enumerate(FLOOR_PLAN) for unit in units}
+#: The largest module, in lines: past this a module holds more than one idea.
+MAX_MODULE_LINES = 450
 
 
 def _module_name(path: Path) -> str:
@@ -63,6 +87,141 @@ def _imports(path: Path) -> set[str]:
             out.add(node.module or "")
             out.update(f"{node.module}.{alias.name}" for alias in node.names)
     return out
+
+
+def _unit(module: str) -> str:
+    """The floor unit of ``analysis.x.y``: ``x`` (a top-level module or subpackage)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+@cache
+def _graph() -> dict[str, dict[str, set[str]]]:
+    """Every module of the package -> {imported module of the package: names imported from it}.
+
+    ``from analysis.a import b`` counts as an import of ``analysis.a.b`` when that is a module.
+    """
+    modules = {
+        "analysis" + ("." + _module_name(p) if _module_name(p) != "__init__" else ""): p
+        for p in PACKAGE.rglob("*.py")
+    }
+    graph: dict[str, dict[str, set[str]]] = {}
+    for name, path in modules.items():
+        out: dict[str, set[str]] = {}
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets = [(alias.name, None) for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "analysis":
+                targets = []
+                for alias in node.names:
+                    full = f"{node.module}.{alias.name}"
+                    targets.append((full, None) if full in modules else (node.module, alias.name))
+            else:
+                continue
+            for target, imported in targets:
+                if target.split(".")[0] != "analysis":
+                    continue
+                while target not in modules:  # `import analysis.a.b` of a package attribute
+                    target = target.rsplit(".", 1)[0]
+                if target != name:
+                    out.setdefault(target, set()).update({imported} if imported else set())
+        graph[name] = out
+    return graph
+
+
+def _cycles(graph: dict[str, dict[str, set[str]]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_cycle_finder_finds_a_cycle():
+    graph = {"a": {"b": set()}, "b": {"c": set()}, "c": {"a": set()}, "d": {"a": set()}}
+    assert _cycles(graph) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b": set()}, "b": {}}) == []
+
+
+def test_no_import_cycles():
+    """No two modules import each other, directly or around a loop, lazy imports included."""
+    cycles = _cycles(_graph())
+    assert not cycles, "\n".join(" <-> ".join(c) for c in cycles)
+
+
+def test_every_module_has_a_floor():
+    units = {_unit(m) for m in _graph()} - {"__init__"}
+    assert not units - FLOORS.keys(), f"give these modules a floor in FLOORS: {sorted(units - FLOORS.keys())}"
+    assert not FLOORS.keys() - units, (
+        f"FLOORS names modules that do not exist: {sorted(FLOORS.keys() - units)}"
+    )
+
+
+def test_every_import_points_down():
+    """A module imports only from lower floors; nothing inside the package imports ``analysis``
+    itself (the package's ``__init__`` imports everything)."""
+    upward = []
+    for importer, imported in _graph().items():
+        for target in imported:
+            a, b = _unit(importer), _unit(target)
+            if a == "__init__" or a == b:
+                continue
+            if b == "__init__" or FLOORS.get(b, -1) >= FLOORS.get(a, -1):
+                upward.append(f"{importer} -> {target}")
+    assert not upward, "\n".join(upward)
+
+
+def test_no_private_name_crosses_a_module_boundary():
+    """``from analysis.a import _x`` only between modules of one subpackage."""
+    crossing = []
+    for importer, imported in _graph().items():
+        for target, names in imported.items():
+            private = sorted(n for n in names if n.startswith("_") and not n.startswith("__"))
+            unit = _unit(importer)
+            same_package = unit == _unit(target) and (PACKAGE / unit).is_dir()
+            if private and not same_package:
+                crossing.append(f"{importer} imports {', '.join(private)} from {target}")
+    assert not crossing, "\n".join(crossing)
+
+
+@pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=_module_name)
+def test_module_holds_one_idea(path):
+    lines = len(path.read_text(encoding="utf-8").splitlines())
+    assert lines <= MAX_MODULE_LINES, f"{_module_name(path)}: {lines} lines; split it by idea"
 
 
 def test_there_is_an_engine_and_there_are_faces():

@@ -1,4 +1,4 @@
-"""Numbers that cannot lie at any scale (issue 10): the optimiser for every batch rule, exact
+"""Numbers that cannot lie at any scale: the optimiser for every batch rule, exact
 waste, hard limits with one-line errors, memory bounded by the histogram."""
 
 from __future__ import annotations
