@@ -69,7 +69,7 @@ lint: ruff  ## ruff (lint and format check) and mypy --strict on the package
 
 ruff: setup  ## ruff only: lint and format check
 	"$(PY)" -m ruff check analysis tests benchmarks notebooks
-	"$(PY)" -m ruff format --check analysis tests benchmarks
+	"$(PY)" -m ruff format --check analysis tests benchmarks notebooks
 
 notebooks: setup  ## Re-execute the stored notebooks in place (outputs kept for nbval) and strip volatile metadata
 	cd notebooks && for nb in $(notdir $(NOTEBOOKS)); do "$(PY)" -m jupyter nbconvert --to notebook --execute --inplace "$$nb" || exit 1; done
