@@ -217,20 +217,20 @@ def _splitmix64(value: int) -> int:
 @given(seed=st.integers(0, 2**32 - 1), m=st.integers(1, 60), block=st.sampled_from([1, 4, 16, 1 << 14]))
 def test_batch_sums_match_the_loop(seed, m, block):
     """The per-batch sums computed block by block against one Python step per sample."""
-    import analysis.simulation as simulation
+    import analysis.epoch_metrics as epoch_metrics
 
     gen = np.random.default_rng(seed)
     sizes = gen.integers(1, 12, size=m)
     offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
     indices = gen.permutation(int(offsets[-1]) + 7)[: int(offsets[-1])].astype(np.int64)
     lengths = gen.integers(1, 5000, size=int(offsets[-1]) + 7)
-    saved, simulation._BLOCK = simulation._BLOCK, block
+    saved, epoch_metrics._BLOCK = epoch_metrics._BLOCK, block
     try:
-        longest, useful, squares, mixed = simulation._batch_sums(
+        longest, useful, squares, mixed = epoch_metrics._batch_sums(
             lengths.astype(np.uint16), indices, offsets, True
         )
     finally:
-        simulation._BLOCK = saved
+        epoch_metrics._BLOCK = saved
     batches = [indices[a:b].tolist() for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist())]
     L = lengths.tolist()
     assert longest.tolist() == [max(L[i] for i in b) for b in batches]
