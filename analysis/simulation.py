@@ -121,7 +121,8 @@ def simulate(
         world_size=world_size,
         sync_buckets=sync_buckets,
     )
-    return _simulate(builder, rng, epochs, world_size, progress, population)
+    _check_int64(builder, world_size)
+    return simulate_epochs(builder, rng, epochs, world_size, progress, population)
 
 
 def _per_sample(lengths: Lengths, rng: np.random.Generator) -> tuple[Lengths, int]:
@@ -169,18 +170,8 @@ def _check_int64(builder: EpochBuilder, world_size: int) -> None:
         )
 
 
-def _simulate(
-    builder: EpochBuilder,
-    rng: np.random.Generator,
-    epochs: int,
-    world_size: int,
-    progress: Progress | None,
-    population: int | None = None,
-) -> SimulationResult:
-    _check_int64(builder, world_size)
-    return simulate_epochs(builder, rng, epochs, world_size, progress, population)
-
-
+# compare_strategies takes simulate's keywords again, on purpose: each public signature spells
+# out what it accepts (a deliberate twin of simulate's parameter list).
 def compare_strategies(
     lengths: Lengths,
     rule: BatchRule | None = None,
@@ -259,7 +250,8 @@ def compare_strategies(
         builder = epoch_builder(
             per_sample, name, rule, edges=edges, world_size=world_size, sync_buckets=sync_buckets
         )
-        res = _simulate(builder, rng, epochs, world_size, progress, population)
+        _check_int64(builder, world_size)
+        res = simulate_epochs(builder, rng, epochs, world_size, progress, population)
         used = strategy_rule(name, rule, builder.hist.max)
         row = res.summary().drop(["strategy", "epochs", "useful_tokens", "padded_tokens"])
         row = pd.concat([pd.Series({"batch_rule": used.text}, dtype=object), row])
