@@ -27,7 +27,7 @@ from analysis import (
     simulate,
 )
 from analysis.batching import bucket_index
-from analysis.sampler import bucketed_epoch, epoch_rng
+from analysis.bucketed import bucketed_epoch, epoch_rng
 from analysis.strategies import build_epoch, epoch_builder
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -214,8 +214,8 @@ def test_bucketed_epoch_matches_the_loop_reference(seed, n, k, world_size, sync,
     through_index=st.booleans(),
 )
 def test_gather_matches_the_loop_reference(seed, m, uniform, repeats, through_index):
-    """Both paths of _gather: whole rows (nearly every batch the longest) and per sample."""
-    from analysis.sampler import _gather
+    """Both paths of gather_batches: whole rows (nearly every batch the longest) and per sample."""
+    from analysis.bucketed import gather_batches
 
     gen = np.random.default_rng(seed)
     sizes = gen.integers(1, 9, size=m)
@@ -229,7 +229,7 @@ def test_gather_matches_the_loop_reference(seed, m, uniform, repeats, through_in
     order = gen.integers(0, m, size=int(gen.integers(0, 2 * m))) if repeats else gen.permutation(m)
     source = (values if index is None else values[index]).tolist()
     expected = [source[offsets[b] : offsets[b + 1]] for b in order.tolist()]
-    out, new_offsets = _gather(values[:total] if index is None else values, offsets, order, index)
+    out, new_offsets = gather_batches(values[:total] if index is None else values, offsets, order, index)
     assert [b.tolist() for b in np.split(out, new_offsets[1:-1])] == expected or not expected
     assert new_offsets.tolist() == np.concatenate([[0], np.cumsum([len(b) for b in expected])]).tolist()
     assert out.dtype == np.int64

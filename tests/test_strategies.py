@@ -240,15 +240,15 @@ def _loop_budget_starts(lengths: list[int], max_tokens: int) -> list[int]:
 def test_token_budget_starts_match_the_loop(seed, n, top, max_tokens, block, table, wide):
     """The batch ends without a loop over samples (any order of lengths, samples over the
     budget, block edges; table 0: the per-batch path for huge batches)."""
-    import analysis.strategies as strategies
+    import analysis.strategies._token as token
 
     lengths = np.random.default_rng(seed).integers(1, top + 1, size=n)
-    saved = strategies._BUDGET_BLOCK, strategies._BUDGET_TABLE
-    strategies._BUDGET_BLOCK, strategies._BUDGET_TABLE = block, table
+    saved = token._BUDGET_BLOCK, token._BUDGET_TABLE
+    token._BUDGET_BLOCK, token._BUDGET_TABLE = block, table
     try:
-        starts = strategies._token_budget_starts(lengths.astype(np.int64 if wide else np.uint16), max_tokens)
+        starts = token._token_budget_starts(lengths.astype(np.int64 if wide else np.uint16), max_tokens)
     finally:
-        strategies._BUDGET_BLOCK, strategies._BUDGET_TABLE = saved
+        token._BUDGET_BLOCK, token._BUDGET_TABLE = saved
     assert starts.tolist() == _loop_budget_starts(lengths.tolist(), max_tokens)
     assert starts.dtype == np.int64
 
@@ -256,7 +256,7 @@ def test_token_budget_starts_match_the_loop(seed, n, top, max_tokens, block, tab
 @settings(max_examples=100, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), n=st.integers(0, 400), ties=st.sampled_from(["none", "some", "all"]))
 def test_stable_argsort_of_keys_is_numpys(seed, n, ties):
-    from analysis.strategies import _stable_argsort_keys
+    from analysis.strategies._token import _stable_argsort_keys
 
     gen = np.random.default_rng(seed)
     keys = gen.integers(1, 60, size=n) * (1.0 + gen.uniform(-PADDING_NOISE, PADDING_NOISE, size=n))
