@@ -47,8 +47,9 @@ FLOOR_PLAN: tuple[tuple[str, ...], ...] = (
     ("batching",),  # the vocabulary
     ("bucketed", "_order_stats", "synthetic"),  # pure cores on the vocabulary
     ("strategies", "waste", "step_time"),  # epochs; exact padding; the step-time model
-    ("sampler", "simulation", "optimize", "loaders"),  # the engine's consumers; files
-    ("measure", "epoch_time", "plots"),  # raw data; every step-time prediction; figures
+    ("sampler", "epoch_metrics", "optimize", "loaders"),  # the engine's consumers; files
+    ("simulation", "measure"),  # simulated epochs; raw data -> lengths
+    ("epoch_time", "plots"),  # every step-time prediction; figures
     ("recommendation", "progress", "exports"),
     ("explorer", "narrative"),
     ("report",),
