@@ -32,6 +32,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from analysis._validate import ZeroLengthError
 from analysis.batching import DEFAULT_EPOCHS, DEFAULT_METHOD, DEFAULT_N_BUCKETS, DEFAULT_SEED
@@ -58,6 +59,14 @@ from analysis.optimize import METHODS
 __all__ = ["main", "build_parser"]
 
 
+def _command(sub: Any, name: str, *, help: str, description: str) -> argparse.ArgumentParser:
+    """Subcommand ``name``, its help showing every default."""
+    parser: argparse.ArgumentParser = sub.add_parser(
+        name, formatter_class=Formatter, help=help, description=description
+    )
+    return parser
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argparse parser of the whole CLI (also used by the docs and tests)."""
     parser = argparse.ArgumentParser(
@@ -70,20 +79,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    p = sub.add_parser(
+    p = _command(
+        sub,
         "summary",
-        formatter_class=Formatter,
         help="the distribution summary (and what clipping would cut)",
         description="Print the numbers a design review asks first: samples, "
         "tokens, quantiles, the token share of the longest samples.",
     )
     add_source(p)
     add_max_len(p)
-    add_quiet(p, argparse.SUPPRESS)
-
-    p = sub.add_parser(
+    p = _command(
+        sub,
         "optimize",
-        formatter_class=Formatter,
         help="the bucket plan: edges, batch sizes, expected efficiency",
         description="Place K bucket edges to minimise the expected padding.",
     )
@@ -111,11 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
         "useful_tokens, method, max_len, exports) instead of tables "
         "(default: off)",
     )
-    add_quiet(p, argparse.SUPPRESS)
-
-    p = sub.add_parser(
+    p = _command(
+        sub,
         "compare",
-        formatter_class=Formatter,
         help="the strategy table: random, sorted, bucketed... on the optimal or given edges",
         description="Simulate epochs of every batching strategy and compare "
         "their padding with the exact expectation.",
@@ -158,11 +163,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="print one JSON object (edges, settings, every column per strategy) "
         "instead of the table (default: off)",
     )
-    add_quiet(p, argparse.SUPPRESS)
-
-    p = sub.add_parser(
+    p = _command(
+        sub,
         "report",
-        formatter_class=Formatter,
         help="run every notebook on SRC into DIR: notebooks, HTML, figures, recommendation.json",
         description="Execute notebooks/*.ipynb with papermill on SRC (never in "
         "place) and write the executed notebooks, their HTML, every "
@@ -198,10 +201,10 @@ def build_parser() -> argparse.ArgumentParser:
         "counted with the tokenizer's chat template (default: none, --field is "
         "the text)",
     )
-    add_quiet(p, argparse.SUPPRESS)
 
-    p = add_lengths_subcommand(sub, formatter_class=Formatter)
-    add_quiet(p, argparse.SUPPRESS)
+    add_lengths_subcommand(sub, formatter_class=Formatter)
+    for command in sub.choices.values():  # last, as every subcommand's final option
+        add_quiet(command, argparse.SUPPRESS)
     return parser
 
 

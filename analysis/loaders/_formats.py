@@ -198,25 +198,22 @@ def _read_histogram_table(
             if chunk.empty:
                 continue
             first = 2 + int(chunk.index[0])
-            lengths = as_length_array(
-                _text_values(chunk["length"], where, first, "length"),
-                allow_zero=allow_zero,
-                source=where,
-                first_row=first,
-                unit="line",
-            )
-            counts = as_length_array(
-                _text_values(chunk["count"], where, first, "count"),
-                allow_zero=True,
-                source=where,
-                first_row=first,
-                unit="line",
-                what="count",
-            )
+            lengths = _line_values(chunk, "length", where, first, allow_zero=allow_zero)
+            counts = _line_values(chunk, "count", where, first, allow_zero=True, what="count")
             keep = counts > 0
             counter.add_counts(lengths[keep], counts[keep], where)
             rows += len(chunk)
     return rows
+
+
+def _line_values(
+    chunk: pd.DataFrame, name: str, where: str, first: int, *, allow_zero: bool, what: str = "length"
+) -> np.ndarray:
+    """Column ``name`` of a chunk whose first row is on line ``first``, checked as lengths."""
+    values = _text_values(chunk[name], where, first, name)
+    return as_length_array(
+        values, allow_zero=allow_zero, source=where, first_row=first, unit="line", what=what
+    )
 
 
 def _text_values(series: pd.Series, where: str, first_line: int, what: str) -> np.ndarray:
