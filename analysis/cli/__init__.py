@@ -32,7 +32,6 @@ import contextlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
 
 from analysis._validate import ZeroLengthError
 from analysis.batching import DEFAULT_EPOCHS, DEFAULT_METHOD, DEFAULT_N_BUCKETS, DEFAULT_SEED
@@ -59,12 +58,11 @@ from analysis.optimize import METHODS
 __all__ = ["main", "build_parser"]
 
 
-def _command(sub: Any, name: str, *, help: str, description: str) -> argparse.ArgumentParser:
+def _command(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str, *, help: str, description: str
+) -> argparse.ArgumentParser:
     """Subcommand ``name``, its help showing every default."""
-    parser: argparse.ArgumentParser = sub.add_parser(
-        name, formatter_class=Formatter, help=help, description=description
-    )
-    return parser
+    return sub.add_parser(name, formatter_class=Formatter, help=help, description=description)
 
 
 def build_parser() -> argparse.ArgumentParser:

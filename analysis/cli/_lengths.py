@@ -82,7 +82,9 @@ def add_raw_data_options(p: argparse.ArgumentParser, *, tokenizer_required: bool
 
 
 def add_lengths_subcommand(
-    sub: Any, *, formatter_class: type[argparse.HelpFormatter] = argparse.HelpFormatter
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+    *,
+    formatter_class: type[argparse.HelpFormatter] = argparse.HelpFormatter,
 ) -> argparse.ArgumentParser:
     """Add ``lengths`` to the subparsers ``sub`` of the CLI; return its parser."""
     p = sub.add_parser(
@@ -108,8 +110,7 @@ def add_lengths_subcommand(
     )
     p.add_argument("--out", metavar="FILE", required=True, help="lengths file to write (.npy or .parquet)")
     add_raw_data_options(p, tokenizer_required=True)
-    parser: argparse.ArgumentParser = p
-    return parser
+    return p
 
 
 def progress_wrapper(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable, Iterable
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
@@ -109,7 +110,7 @@ def add_source(p: argparse.ArgumentParser) -> None:
     )
 
 
-def add_quiet(p: argparse.ArgumentParser, default: Any) -> None:
+def add_quiet(p: argparse.ArgumentParser, default: bool | str) -> None:
     # on the main parser (default False) and on every subcommand (default SUPPRESS, so a
     # subcommand that is not given the flag keeps the main parser's value)
     p.add_argument(
@@ -203,7 +204,7 @@ def batch_rule(args: argparse.Namespace) -> BatchRule:
     return BatchRule.resolve(args.batch_size, args.max_tokens, args.pad_to_multiple_of)
 
 
-def progress_bar(args: argparse.Namespace) -> Any:
+def progress_bar(args: argparse.Namespace) -> Callable[..., Iterable[Any]] | None:
     """The progress wrapper the engine accepts (none with ``--quiet`` or off a terminal)."""
     from analysis.progress import bar
 

@@ -34,18 +34,21 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
+import numpy as np
 import pandas as pd
 
 from analysis.lengths import LengthCounter, LengthHistogram
-from analysis.loaders._dask import load_lengths_distributed
+from analysis.loaders._dask import DaskClient, load_lengths_distributed
 from analysis.loaders._formats import SUPPORTED_EXTENSIONS, _read_file
 from analysis.loaders._paths import expand_paths, pick_column
 from analysis.step_time import check_step_times
 
 __all__ = [
     "SUPPORTED_EXTENSIONS",
+    "DaskClient",
+    "LengthSource",
     "expand_paths",
     "load_lengths",
     "load_lengths_distributed",
@@ -53,6 +56,11 @@ __all__ = [
     "pick_column",
     "save_histogram",
 ]
+
+#: What :func:`load_lengths` takes: a histogram, a path (file, folder, glob), a frame, or lengths.
+LengthSource: TypeAlias = (
+    LengthHistogram | str | os.PathLike[str] | pd.DataFrame | pd.Series | np.ndarray | Iterable[int]
+)
 
 
 def save_histogram(hist: LengthHistogram, path: str | os.PathLike[str]) -> Path:
@@ -93,15 +101,15 @@ def save_histogram(hist: LengthHistogram, path: str | os.PathLike[str]) -> Path:
 
 
 def load_lengths(
-    source: Any,
+    source: LengthSource,
     *,
     column: str | None = None,
     field: str | None = None,
     allow_zero: bool = False,
     progress: Callable[..., Iterable[Any]] | None = None,
-    client: Any = None,
+    client: DaskClient | None = None,
 ) -> LengthHistogram:
-    """Exact histogram of sample lengths from an array, a file, or a glob of files.
+    """Exact histogram of sample lengths from an array, a file, a folder or a glob of files.
 
     Parameters
     ----------
@@ -158,18 +166,22 @@ def load_lengths(
     """
     if isinstance(source, LengthHistogram):
         return source
-    if client is not None:
-        return load_lengths_distributed(source, client, column=column, field=field, allow_zero=allow_zero)
     if isinstance(source, str | os.PathLike):
+        if client is not None:
+            return load_lengths_distributed(source, client, column=column, field=field, allow_zero=allow_zero)
         return _load_paths(source, column=column, field=field, allow_zero=allow_zero, progress=progress)
+    if client is not None:
+        raise ValueError(
+            f"client= reads files: pass a path, a folder or a glob, not a {type(source).__name__}"
+        )
     if isinstance(source, bytes):
         raise ValueError("expected lengths or a path, got bytes")
-    if isinstance(source, pd.DataFrame) and field is None:
+    if field is not None or (column is not None and not isinstance(source, pd.DataFrame)):
+        raise ValueError("column= and field= apply to files and DataFrames, not to arrays")
+    if isinstance(source, pd.DataFrame):
         names = [str(c) for c in source.columns]
         name = pick_column(names, column, "the DataFrame")
         return LengthHistogram.from_lengths(source.iloc[:, names.index(name)], allow_zero=allow_zero)
-    if field is not None or column is not None:
-        raise ValueError("column= and field= apply to files and DataFrames, not to arrays")
     return LengthHistogram.from_lengths(source, allow_zero=allow_zero)
 
 

@@ -3,18 +3,31 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from analysis.lengths import LengthCounter, LengthHistogram
 from analysis.loaders._formats import load_file
 from analysis.loaders._paths import expand_paths
 
-__all__ = ["load_lengths_distributed"]
+__all__ = ["DaskClient", "load_lengths_distributed"]
+
+
+class DaskClient(Protocol):
+    """What the workbench uses of a ``distributed.Client`` (here and in :mod:`analysis.measure`)."""
+
+    def submit(self, func: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any: ...
+
+    def cancel(self, futures: Any, /) -> Any: ...
+
+    def scatter(self, data: Any, /, **kwargs: Any) -> Any: ...
+
+    def nthreads(self) -> Any: ...
 
 
 def load_lengths_distributed(
     source: str | os.PathLike[str],
-    client: Any,
+    client: DaskClient,
     *,
     column: str | None = None,
     field: str | None = None,

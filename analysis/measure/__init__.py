@@ -30,11 +30,12 @@ bar: a face passes ``progress=``.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from analysis.lengths import LengthCounter, LengthHistogram
-from analysis.loaders import load_lengths_distributed
+from analysis.loaders import DaskClient, load_lengths_distributed
 from analysis.measure._cache import _cache_key, _cache_read, _cache_write
 from analysis.measure._out import _check_out, _is_folder, _open_out, _ShardFolder
 from analysis.measure._pieces import MeasuredPiece, _Job
@@ -49,7 +50,7 @@ DEFAULT_CACHE_DIR = Path("~/.cache/padding-workbench/lengths")
 
 
 def measure_lengths(
-    source: Any,
+    source: str | os.PathLike[str] | Iterable[Any],
     tokenizer: Any,
     *,
     field: str | None = None,
@@ -57,7 +58,7 @@ def measure_lengths(
     add_special_tokens: bool = True,
     out: str | os.PathLike[str] | None = None,
     processes: int | None = None,
-    client: Any = None,
+    client: DaskClient | None = None,
     cache: bool = True,
     cache_dir: str | os.PathLike[str] | None = None,
     progress: _Progress | None = None,

@@ -17,6 +17,7 @@ from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
+from analysis.loaders import DaskClient
 from analysis.measure._out import _save_shard
 from analysis.measure._pieces import MeasuredPiece, _Job, _Piece
 from analysis.measure._sources import _Plan
@@ -122,7 +123,7 @@ def _run_local(plan: _Plan, job: _Job, processes: int) -> Iterator[MeasuredPiece
 
 
 def _run_dask(
-    plan: _Plan, job: _Job, client: Any, shard_path: Callable[[int], str] | None = None
+    plan: _Plan, job: _Job, client: DaskClient, shard_path: Callable[[int], str] | None = None
 ) -> Iterator[MeasuredPiece]:
     """Pieces measured on ``client``'s workers; with ``shard_path`` (an ``out`` folder), each
     worker saves piece ``i``'s lengths at ``shard_path(i)`` and sends back only its histogram."""
