@@ -1,4 +1,4 @@
-"""The ``lengths`` subcommand glue (analysis._cli_lengths), on a parser of its own."""
+"""The ``lengths`` subcommand glue (analysis.cli._lengths), on a parser of its own."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ pytest.importorskip("tokenizers")
 from test_measure import make_texts, train_tokenizer  # noqa: E402
 
 from analysis import load_lengths  # noqa: E402
-from analysis._cli_lengths import (  # noqa: E402
+from analysis.cli._lengths import (  # noqa: E402
     add_lengths_subcommand,
     add_raw_data_options,
     measure_for_report,

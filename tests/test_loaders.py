@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import analysis.lengths as lengths_module
-import analysis.loaders as loaders
+import analysis.loaders._formats as formats
 from analysis import LengthHistogram, load_lengths, save_histogram
 from analysis.loaders import SUPPORTED_EXTENSIONS
 
@@ -249,11 +249,27 @@ def test_glob_error_names_the_bad_file_and_returns_nothing(tmp_path: Path) -> No
         load_lengths(tmp_path / "*.txt")
 
 
+def test_a_directory_is_every_file_below_it(tmp_path: Path) -> None:
+    """One path expander (``analysis.loaders.expand_paths``) for the whole package: a folder of
+    shards loads as the glob of all its files would, hidden files and folders skipped, the
+    same with or without a Dask client (``measure_lengths`` reads folders the same way)."""
+    (tmp_path / "sub").mkdir()
+    (tmp_path / ".cache").mkdir()
+    np.save(tmp_path / "a.npy", np.array([1, 2, 2]))
+    (tmp_path / "sub" / "b.txt").write_text("7\n2\n")
+    (tmp_path / ".cache" / "junk.bin").write_bytes(b"\0")
+    (tmp_path / ".hidden.csv").write_text("not,lengths\n")
+    assert load_lengths(tmp_path) == LengthHistogram.from_lengths([1, 2, 2, 7, 2])
+    (tmp_path / "sub" / "index.json").write_text("{}")
+    with pytest.raises(ValueError, match=rf"^{escaped(tmp_path / 'sub' / 'index.json')}: unknown file type"):
+        load_lengths(tmp_path)
+
+
 # ------------------------------------------------------------------------------ streaming
 @pytest.fixture
 def small_chunks(monkeypatch: pytest.MonkeyPatch) -> int:
     """Force many chunks on small files, so chunk boundaries are exercised."""
-    monkeypatch.setattr(loaders, "_CHUNK_ROWS", 32)
+    monkeypatch.setattr(formats, "_CHUNK_ROWS", 32)  # the readers live in loaders._formats
     monkeypatch.setattr(lengths_module, "_DENSE_LIMIT", 1000)  # the counter lives in lengths
     return 32
 
@@ -446,11 +462,11 @@ def test_corrupt_parquet(tmp_path: Path) -> None:
 
 
 def test_missing_paths_and_empty_globs(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match=rf"^{escaped(tmp_path / 'nope.csv')}: no such file$"):
+    with pytest.raises(ValueError, match=rf"^{escaped(tmp_path / 'nope.csv')}: no such file or directory$"):
         load_lengths(tmp_path / "nope.csv")
     with pytest.raises(ValueError, match=r": no files match this pattern$"):
         load_lengths(tmp_path / "*.parquet")
-    with pytest.raises(ValueError, match=r": is a directory; pass a glob such as"):
+    with pytest.raises(ValueError, match=rf"^{escaped(tmp_path)}: empty directory, no files$"):
         load_lengths(tmp_path)
     with pytest.raises(ValueError, match="got bytes"):
         load_lengths(b"a.csv")

@@ -28,7 +28,8 @@ from tokenizers import Tokenizer, models, pre_tokenizers, processors, trainers  
 from transformers import PreTrainedTokenizerFast  # noqa: E402
 
 from analysis import LengthHistogram, load_lengths  # noqa: E402
-from analysis.measure import _out, _sources, _tokenizer, load_lengths_distributed, measure_lengths  # noqa: E402
+from analysis.loaders import load_lengths_distributed  # noqa: E402
+from analysis.measure import _out, _sources, _tokenizer, measure_lengths  # noqa: E402
 
 CHAT_TEMPLATE = (
     "{{ bos_token }}{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}{{ eos_token }}{% endfor %}"

@@ -20,23 +20,27 @@ Where errors point (one-line ``ValueError``, no partial result, ``out`` untouche
 ``line N`` is the 1-based line of a JSONL file; ``row N`` is the 0-based row of a Parquet
 file, a saved dataset, a CSV/TSV file (data rows, header excluded) or an in-memory source.
 
-This package and :mod:`analysis.loaders` are the only ones that read data files.  It imports
-``tokenizers``, ``transformers``, ``datasets`` and ``distributed`` only when a call needs
-them (the ``measure`` extra), and never a progress bar: a face passes ``progress=``.
+This package and :mod:`analysis.loaders` (whose path expander and column picker it uses, and
+whose :func:`~analysis.loaders.load_lengths_distributed` it re-exports) are the only ones that
+read data files.  It imports ``tokenizers``, ``transformers``, ``datasets`` and
+``distributed`` only when a call needs them (the ``measure`` extra), and never a progress
+bar: a face passes ``progress=``.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from analysis.lengths import LengthCounter, LengthHistogram
+from analysis.loaders import DaskClient, load_lengths_distributed
 from analysis.measure._cache import _cache_key, _cache_read, _cache_write
 from analysis.measure._out import _check_out, _is_folder, _open_out, _ShardFolder
-from analysis.measure._pieces import _Job
-from analysis.measure._run import MeasuredPiece, _Progress, _run_dask, _run_local
-from analysis.measure._sources import _expand, _plan_paths, _plan_records
+from analysis.measure._pieces import MeasuredPiece, _Job
+from analysis.measure._run import _Progress, _run_dask, _run_local
+from analysis.measure._sources import _plan_paths, _plan_records
 from analysis.measure._tokenizer import _pickle_or_none, _spec
 
 __all__ = ["DEFAULT_CACHE_DIR", "MeasuredPiece", "load_lengths_distributed", "measure_lengths"]
@@ -46,7 +50,7 @@ DEFAULT_CACHE_DIR = Path("~/.cache/padding-workbench/lengths")
 
 
 def measure_lengths(
-    source: Any,
+    source: str | os.PathLike[str] | Iterable[Any],
     tokenizer: Any,
     *,
     field: str | None = None,
@@ -54,7 +58,7 @@ def measure_lengths(
     add_special_tokens: bool = True,
     out: str | os.PathLike[str] | None = None,
     processes: int | None = None,
-    client: Any = None,
+    client: DaskClient | None = None,
     cache: bool = True,
     cache_dir: str | os.PathLike[str] | None = None,
     progress: _Progress | None = None,
@@ -196,49 +200,3 @@ def measure_lengths(
     if key is not None:
         _cache_write(store, key, hist, out_path, folder)
     return hist
-
-
-def load_lengths_distributed(
-    source: str | os.PathLike[str],
-    client: Any,
-    *,
-    column: str | None = None,
-    field: str | None = None,
-    allow_zero: bool = False,
-) -> LengthHistogram:
-    """:func:`analysis.load_lengths` of length files too many for one machine, on Dask.
-
-    Each file of ``source`` (a file, a glob or a directory) is read by
-    :func:`~analysis.load_lengths` on a worker of ``client`` (which must see the same paths),
-    and the per-file histograms are merged exactly; the result equals
-    ``load_lengths(source, ...)`` count for count.
-
-    Parameters
-    ----------
-    source : str or os.PathLike
-        Length files as :func:`~analysis.load_lengths` reads them.
-    client : distributed.Client
-        The cluster to read on.
-    column, field, allow_zero
-        As in :func:`~analysis.load_lengths`.
-
-    Returns
-    -------
-    LengthHistogram
-    """
-    from analysis.loaders import load_lengths
-
-    text, files = _expand(source)
-    futures = [
-        client.submit(load_lengths, str(p), column=column, field=field, allow_zero=allow_zero, pure=False)
-        for p in files
-    ]
-    counter = LengthCounter()
-    try:
-        for future in futures:
-            part = future.result()
-            counter.add_counts(part.lengths, part.counts, text)
-            future.release()
-    finally:
-        client.cancel(futures)
-    return counter.histogram(text)

@@ -17,12 +17,11 @@ import shutil
 import tempfile
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from analysis.measure._run import MeasuredPiece
+from analysis.measure._pieces import MeasuredPiece
 
 #: Digits of a shard file's index in an ``out`` folder (more when there are more shards, so
 #: that the sorted file names are in source order).

@@ -4,6 +4,9 @@ A piece is a byte range of a ``.jsonl`` file (cut at line ends), a row group of 
 a whole ``.jsonl.gz``/CSV file or saved-dataset shard, a group of plain-text files, or a batch
 of an in-memory iterable.  Each yields lists of samples (strings, or conversations for
 ``chat_field``) checked on the way: an error names the file and the line or row.
+
+The records of the work: :class:`_Job` (what every piece needs), the pieces, and
+:class:`MeasuredPiece` (a piece once measured, what comes back in source order).
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from analysis._validate import where_prefix
 from analysis.measure._tokenizer import _Spec
@@ -299,6 +304,27 @@ class _Records:
                     raise ValueError(f"{where}missing value (null) in {job.name!r}")
                 out.append(_check_value(v, job.chat, where, job.name))
             yield out
+
+
+@dataclass(frozen=True, eq=False)
+class MeasuredPiece:
+    """One measured piece of the input, in source order: what a progress wrapper sees.
+
+    Parameters
+    ----------
+    where : str
+        The file (and range or row group) the piece came from; ``""`` for in-memory input.
+    n_samples : int
+        Samples in the piece.
+    n_tokens : int
+        Their total length in tokens.
+    """
+
+    where: str
+    n_samples: int
+    n_tokens: int
+    _lengths: np.ndarray | None  # per-sample lengths (int32), when ``out`` was asked
+    _hist: tuple[np.ndarray, np.ndarray]  # (distinct lengths, counts)
 
 
 _Piece = _JsonlRange | _ParquetGroup | _ArrowFile | _CsvFile | _TextFiles | _Records

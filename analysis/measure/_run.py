@@ -13,13 +13,13 @@ import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
+from analysis.loaders import DaskClient
 from analysis.measure._out import _save_shard
-from analysis.measure._pieces import _Job, _Piece
+from analysis.measure._pieces import MeasuredPiece, _Job, _Piece
 from analysis.measure._sources import _Plan
 from analysis.measure._tokenizer import _Encoder
 
@@ -29,27 +29,6 @@ _T = TypeVar("_T")
 
 class _Progress(Protocol):
     def __call__(self, pieces: Iterable[MeasuredPiece], /) -> Iterable[MeasuredPiece]: ...
-
-
-@dataclass(frozen=True, eq=False)
-class MeasuredPiece:
-    """One measured piece of the input, in source order: what a progress wrapper sees.
-
-    Parameters
-    ----------
-    where : str
-        The file (and range or row group) the piece came from; ``""`` for in-memory input.
-    n_samples : int
-        Samples in the piece.
-    n_tokens : int
-        Their total length in tokens.
-    """
-
-    where: str
-    n_samples: int
-    n_tokens: int
-    _lengths: np.ndarray | None  # per-sample lengths (int32), when ``out`` was asked
-    _hist: tuple[np.ndarray, np.ndarray]  # (distinct lengths, counts)
 
 
 def _measure_piece(piece: _Piece, job: _Job, encoder: _Encoder) -> MeasuredPiece:
@@ -144,7 +123,7 @@ def _run_local(plan: _Plan, job: _Job, processes: int) -> Iterator[MeasuredPiece
 
 
 def _run_dask(
-    plan: _Plan, job: _Job, client: Any, shard_path: Callable[[int], str] | None = None
+    plan: _Plan, job: _Job, client: DaskClient, shard_path: Callable[[int], str] | None = None
 ) -> Iterator[MeasuredPiece]:
     """Pieces measured on ``client``'s workers; with ``shard_path`` (an ``out`` folder), each
     worker saves piece ``i``'s lengths at ``shard_path(i)`` and sends back only its histogram."""

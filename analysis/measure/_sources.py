@@ -1,23 +1,23 @@
 """Planning a source into pieces, in source order, and the facts the cache keys on.
 
-A path (file, glob, directory of shards, a ``save_to_disk`` folder) is planned eagerly: each
-file is checked (format, column, type), hashed and cut into pieces.  An in-memory source (a
+A path (file, glob, directory of shards, as :func:`analysis.loaders.expand_paths` expands it;
+or a ``save_to_disk`` folder) is planned eagerly: each file is checked (format, column, type),
+hashed and cut into pieces.  An in-memory source (a
 ``datasets.Dataset`` or any iterable) is planned lazily, a batch of records at a time.
 """
 
 from __future__ import annotations
 
-import glob
 import hashlib
 import itertools
 import json
 import os
-import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from analysis.loaders import expand_paths, pick_column
 from analysis.measure._pieces import (
     _ArrowFile,
     _csv_sep,
@@ -40,7 +40,6 @@ _TEXT_PIECE_FILES = 512
 #: Below this many input bytes, the default (``processes=None``) works in this process.
 _SMALL_INPUT_BYTES = 8 << 20
 _HASH_BLOCK = 1 << 20
-_GLOB_CHARS = re.compile(r"[*?\[]")
 #: Data formats by extension; any other file is plain text, one sample per file.
 _JSONL, _PARQUET, _CSV = (".jsonl", ".jsonl.gz"), (".parquet",), (".csv", ".csv.gz", ".tsv", ".tsv.gz")
 
@@ -52,29 +51,6 @@ class _Plan:
     n_bytes: int | None  # None: an in-memory source of unknown size
     shards: list[tuple[str, int, int, str]] | None  # (path, size, mtime_ns, hash); None: no cache
     small: bool  # a single piece, or a few bytes: not worth worker processes
-
-
-def _expand(source: str | os.PathLike[str]) -> tuple[str, list[Path]]:
-    """A path, directory (all files below it) or glob -> its files, in sorted order."""
-    text = os.path.expanduser(os.fspath(source))
-    path = Path(text)
-    if path.is_file():
-        return text, [path]
-    if path.is_dir():
-        found = [
-            p
-            for p in sorted(path.rglob("*"))
-            if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts)
-        ]
-        if not found:
-            raise ValueError(f"{text}: empty directory, no files")
-        return text, found
-    if _GLOB_CHARS.search(text):
-        found = [Path(p) for p in sorted(glob.glob(text, recursive=True)) if Path(p).is_file()]
-        if not found:
-            raise ValueError(f"{text}: no files match this pattern")
-        return text, found
-    raise ValueError(f"{text}: no such file or directory")
 
 
 def _scan(path: Path, split_bytes: int | None, hashing: bool) -> tuple[str, list[tuple[int, int]]]:
@@ -133,7 +109,7 @@ def _plan_paths(
         text = str(root)
         kinds = {"arrow"}
     else:
-        text, files = _expand(source)
+        text, files = expand_paths(source)
         kinds = {_kind(p) for p in files}
     if len(kinds) > 1:
         raise ValueError(f"{text}: mixes {' and '.join(sorted(kinds))} files; measure one format at a time")
@@ -199,17 +175,12 @@ def _plan_paths(
     return plan, name
 
 
+#: What a missing text column's error tells the user to pass.
+_NAME_HINT = "pass field= (text) or chat_field= (messages)"
+
+
 def _pick_name(columns: list[str], name: str | None, where: str) -> str:
-    if name is not None:
-        if name not in columns:
-            raise ValueError(f"{where}: no column {name!r}; columns: {', '.join(columns)}")
-        return name
-    if len(columns) == 1:
-        return columns[0]
-    raise ValueError(
-        f"{where}: {len(columns)} columns ({', '.join(columns)}); pass field= "
-        "(text) or chat_field= (messages)"
-    )
+    return pick_column(columns, name, where, hint=_NAME_HINT)
 
 
 def _check_arrow_type(kind: Any, name: str, chat: bool, where: str) -> None:

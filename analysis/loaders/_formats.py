@@ -1,36 +1,18 @@
-"""Files and arrays in, :class:`~analysis.lengths.LengthHistogram` out (and step times in,
-a validated frame out: :func:`load_step_times`).
+"""The length-file formats: each file read in chunks into a running :class:`LengthCounter`.
 
-Only this module touches file formats.  Files are read in chunks and counted into a running
-histogram, so memory is one chunk plus the distinct lengths, never the number of rows; a
-result is returned only when the whole input is valid.
-
-Formats, chosen by extension (case-insensitive):
-
-============================  ===============================================================
-``.npy``                      a 1-D integer (or integral float) array, memory-mapped
-``.txt``, ``.txt.gz``         one integer per line, no header
-``.csv``, ``.tsv`` (``.gz``)  the ``length,count`` histogram (see :func:`save_histogram`), or
-                              one column of per-sample lengths: ``column=``, or the only column
-``.parquet``                  a column of integers, or of lists whose length is the sample's
-``.jsonl``, ``.jsonl.gz``     one JSON object per line; ``field=`` holds an integer or a list
-============================  ===============================================================
-
-Where errors point: ``line N`` is the 1-based line of a text file as an editor shows it (in
-a CSV/TSV the header is line 1, so the first value is on line 2); ``row N`` is the 0-based
-index into an array, a ``.npy`` file or a Parquet file, as in ``arr[N]``.
+One reader per format (``.npy``; ``.txt``; ``.csv``/``.tsv``, per-sample or the
+``length,count`` histogram; Parquet; JSONL), chosen by extension by :func:`_read_file`.
+Memory is one chunk plus the distinct lengths; errors name the file and the ``line`` (1-based,
+as an editor shows it) or ``row`` (0-based, as ``arr[N]``).
 """
 
 from __future__ import annotations
 
-import glob
 import gzip
 import io
 import itertools
 import json
-import os
 import re
-from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -39,9 +21,7 @@ import pandas as pd
 
 from analysis._validate import as_length_array
 from analysis.lengths import LengthCounter, LengthHistogram
-from analysis.step_time import check_step_times
-
-__all__ = ["SUPPORTED_EXTENSIONS", "load_lengths", "save_histogram", "load_step_times"]
+from analysis.loaders._paths import pick_column
 
 #: File extensions :func:`load_lengths` reads (longest match wins).
 SUPPORTED_EXTENSIONS = (
@@ -60,186 +40,14 @@ SUPPORTED_EXTENSIONS = (
 #: Rows read (and validated) at a time; bounds the memory of every loader.
 _CHUNK_ROWS = 1 << 20
 _INT64_MAX = np.iinfo(np.int64).max
-_GLOB_CHARS = re.compile(r"[*?\[]")
 
 
-# ---------------------------------------------------------------------------- public API
-def save_histogram(hist: LengthHistogram, path: str | os.PathLike[str]) -> Path:
-    """Write ``hist`` as a ``length,count`` CSV: that header, one row per distinct length.
-
-    Rows are ascending by length; :func:`load_lengths` reads the file back exactly.
-
-    Parameters
-    ----------
-    hist : LengthHistogram
-        The histogram to write.
-    path : str or os.PathLike
-        Destination file (overwritten).
-
-    Returns
-    -------
-    pathlib.Path
-        ``path``.
-
-    Examples
-    --------
-    >>> import tempfile, pathlib
-    >>> from analysis import LengthHistogram, load_lengths, save_histogram
-    >>> h = LengthHistogram.from_lengths([3, 1, 3])
-    >>> p = save_histogram(h, pathlib.Path(tempfile.mkdtemp()) / "h.csv")
-    >>> p.read_text()
-    'length,count\\n1,1\\n3,2\\n'
-    >>> load_lengths(p) == h
-    True
-    """
-    if not isinstance(hist, LengthHistogram):
-        raise ValueError(f"expected a LengthHistogram, got {type(hist).__name__}")
-    path = Path(path)
-    lines = ["length,count"]
-    lines += [f"{n},{c}" for n, c in zip(hist.lengths.tolist(), hist.counts.tolist())]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
-
-
-def load_lengths(
-    source: Any,
-    *,
-    column: str | None = None,
-    field: str | None = None,
-    allow_zero: bool = False,
-    progress: Callable[..., Iterable[Any]] | None = None,
-    client: Any = None,
-) -> LengthHistogram:
-    """Exact histogram of sample lengths from an array, a file, or a glob of files.
-
-    Parameters
-    ----------
-    source : array-like, LengthHistogram, str or os.PathLike
-        Per-sample lengths (ndarray of any integer dtype, list, pandas Series, or a
-        DataFrame with ``column``); a ``LengthHistogram`` (returned as is); a file path; or
-        a glob pattern (``"shards/*.parquet"``, ``**`` recurses) whose files, in sorted
-        order, are all read and merged.  File formats are listed in the module docstring
-        and in :data:`SUPPORTED_EXTENSIONS`.
-    column : str, optional
-        The lengths column of a CSV/TSV, Parquet file or DataFrame.  Needed only when the
-        table has several columns (and, for CSV/TSV, is not the ``length,count`` format).
-    field : str, optional
-        The JSON field holding each sample's length (JSONL), needed only when the
-        objects have several fields.  A list value counts its items.
-    allow_zero : bool, default False
-        Accept zero-length samples (usually a data bug, so rejected by default).
-    progress : callable, optional
-        Wraps the loop over files (e.g. ``tqdm``); the loader draws nothing itself.
-    client : distributed.Client, optional
-        Read the files on a Dask cluster's workers and merge their histograms exactly
-        (:func:`analysis.measure.load_lengths_distributed`), for length files too large for one
-        machine; the result is identical.
-
-    Returns
-    -------
-    LengthHistogram
-
-    Raises
-    ------
-    ValueError
-        One line naming the file, the ``line``/``row`` and the problem: missing or empty
-        file, unknown extension, glob matching nothing, missing column or field (the
-        available ones are listed), unparsable value, blank line, bool, NaN, non-integral,
-        negative or (unless ``allow_zero``) zero length.  Nothing is returned partially.
-
-    Examples
-    --------
-    >>> import tempfile, pathlib
-    >>> import numpy as np
-    >>> from analysis import load_lengths
-    >>> load_lengths(np.array([5, 2, 5], dtype=np.int32)).counts.tolist()
-    [1, 2]
-    >>> d = pathlib.Path(tempfile.mkdtemp())
-    >>> _ = (d / "a.txt").write_text("5\\n7\\n")
-    >>> _ = (d / "b.csv").write_text("id,tokens\\n1,7\\n2,-3\\n")
-    >>> load_lengths(d / "a.txt").total_tokens
-    12
-    >>> load_lengths(d / "b.csv", column="tokens")  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    ValueError: .../b.csv: line 3: negative length -3
-    """
-    if isinstance(source, LengthHistogram):
-        return source
-    if client is not None:
-        from analysis.measure import load_lengths_distributed
-
-        return load_lengths_distributed(source, client, column=column, field=field, allow_zero=allow_zero)
-    if isinstance(source, str | os.PathLike):
-        return _load_paths(source, column=column, field=field, allow_zero=allow_zero, progress=progress)
-    if isinstance(source, bytes):
-        raise ValueError("expected lengths or a path, got bytes")
-    if isinstance(source, pd.DataFrame) and field is None:
-        names = [str(c) for c in source.columns]
-        name = _pick_column(names, column, "the DataFrame")
-        return LengthHistogram.from_lengths(source.iloc[:, names.index(name)], allow_zero=allow_zero)
-    if field is not None or column is not None:
-        raise ValueError("column= and field= apply to files and DataFrames, not to arrays")
-    return LengthHistogram.from_lengths(source, allow_zero=allow_zero)
-
-
-# ---------------------------------------------------------------------------- dispatch
-def load_step_times(path: str | os.PathLike[str]) -> pd.DataFrame:
-    """Read a CSV of step times (columns ``batch_size, length, seconds``: one row per timed
-    step, as :func:`analysis.measure_step_times` returns), validated by
-    :func:`analysis.step_time.check_step_times` (errors name the file and the row).
-
-    Examples
-    --------
-    >>> import tempfile, pathlib
-    >>> with tempfile.TemporaryDirectory() as tmp:
-    ...     p = pathlib.Path(tmp) / "times.csv"
-    ...     _ = p.write_text("batch_size,length,seconds\\n8,128,0.5\\n8,128,0.52\\n")
-    ...     load_step_times(p)
-       batch_size  length  seconds
-    0           8     128     0.50
-    1           8     128     0.52
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"{path}: no such file")
-    try:
-        frame = pd.read_csv(path)
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as err:
-        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise ValueError(f"{path}: not a CSV of step times ({first})") from None
-    return check_step_times(frame, str(path))
-
-
-def _load_paths(
-    source: str | os.PathLike[str],
-    *,
-    column: str | None,
-    field: str | None,
-    allow_zero: bool,
-    progress: Callable[..., Iterable[Any]] | None,
-) -> LengthHistogram:
-    text = os.path.expanduser(os.fspath(source))
-    if not text.strip():
-        raise ValueError("source is an empty path; pass a file such as data/lengths.csv")
-    path = Path(text)
-    if path.exists() and not path.is_file() and not path.is_dir():
-        raise ValueError(f"{text}: not a regular file (a FIFO, socket or device); pass a file")
-    if path.is_file():
-        paths = [path]
-    elif path.is_dir():
-        raise ValueError(f"{text}: is a directory; pass a glob such as {text}/*.parquet")
-    elif _GLOB_CHARS.search(text):
-        paths = [Path(p) for p in sorted(glob.glob(text, recursive=True)) if Path(p).is_file()]
-        if not paths:
-            raise ValueError(f"{text}: no files match this pattern")
-    else:
-        raise ValueError(f"{text}: no such file")
+def load_file(path: Path, *, column: str | None, field: str | None, allow_zero: bool) -> LengthHistogram:
+    """The histogram of one length file (what a Dask worker computes for its file)."""
     counter = LengthCounter()
-    for p in progress(paths, "loading") if progress is not None and len(paths) > 1 else paths:
-        if _read_file(p, counter, column=column, field=field, allow_zero=allow_zero) == 0:
-            raise ValueError(f"{p}: empty file, no lengths")
-    return counter.histogram(text)
+    if _read_file(path, counter, column=column, field=field, allow_zero=allow_zero) == 0:
+        raise ValueError(f"{path}: empty file, no lengths")
+    return counter.histogram(str(path))
 
 
 def _extension(path: Path) -> str:
@@ -292,19 +100,6 @@ def _read_file(
                 f"{path}: line {line}: expected {expected} field(s) like the first line, found {found}"
             ) from err
         raise ValueError(f"{path}: cannot read: {message}") from err
-
-
-def _pick_column(columns: list[str], column: str | None, where: str) -> str:
-    """The lengths column: ``column`` if present, else the only column, else an error."""
-    if column is not None:
-        if column not in columns:
-            raise ValueError(f"{where}: no column {column!r}; columns: {', '.join(columns)}")
-        return column
-    if len(columns) == 1:
-        return columns[0]
-    raise ValueError(
-        f"{where}: {len(columns)} columns ({', '.join(columns)}); pass column= naming the lengths column"
-    )
 
 
 # ---------------------------------------------------------------------------- readers
@@ -360,7 +155,7 @@ def _read_text_table(
             raise ValueError(f"{where}: empty file, no lengths") from None
         if column is None and sorted(names) == ["count", "length"]:
             return _read_histogram_table(path, counter, options, allow_zero)
-        name = _pick_column(names, column, where)
+        name = pick_column(names, column, where)
         if column is None and re.fullmatch(r"[+-]?\d+(\.0*)?", name.strip()):
             raise ValueError(
                 f"{where}: line 1: header {name!r} looks like a length; a CSV "
@@ -403,25 +198,22 @@ def _read_histogram_table(
             if chunk.empty:
                 continue
             first = 2 + int(chunk.index[0])
-            lengths = as_length_array(
-                _text_values(chunk["length"], where, first, "length"),
-                allow_zero=allow_zero,
-                source=where,
-                first_row=first,
-                unit="line",
-            )
-            counts = as_length_array(
-                _text_values(chunk["count"], where, first, "count"),
-                allow_zero=True,
-                source=where,
-                first_row=first,
-                unit="line",
-                what="count",
-            )
+            lengths = _line_values(chunk, "length", where, first, allow_zero=allow_zero)
+            counts = _line_values(chunk, "count", where, first, allow_zero=True, what="count")
             keep = counts > 0
             counter.add_counts(lengths[keep], counts[keep], where)
             rows += len(chunk)
     return rows
+
+
+def _line_values(
+    chunk: pd.DataFrame, name: str, where: str, first: int, *, allow_zero: bool, what: str = "length"
+) -> np.ndarray:
+    """Column ``name`` of a chunk whose first row is on line ``first``, checked as lengths."""
+    values = _text_values(chunk[name], where, first, name)
+    return as_length_array(
+        values, allow_zero=allow_zero, source=where, first_row=first, unit="line", what=what
+    )
 
 
 def _text_values(series: pd.Series, where: str, first_line: int, what: str) -> np.ndarray:
@@ -459,7 +251,7 @@ def _read_parquet(path: Path, counter: LengthCounter, column: str | None, allow_
     except pa.ArrowException as err:
         raise ValueError(f"{where}: cannot read as Parquet: {' '.join(str(err).split())}") from err
     schema = file.schema_arrow
-    name = _pick_column(list(schema.names), column, where)
+    name = pick_column(list(schema.names), column, where)
     kind = schema.field(name).type
     is_list = pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind)
     if not (is_list or pa.types.is_integer(kind) or pa.types.is_floating(kind)):
@@ -549,11 +341,8 @@ def _json_object(line: str, where: str, number: int) -> dict[str, Any]:
 def _pick_field(obj: Any, where: str, number: int) -> str:
     if not isinstance(obj, dict):
         raise TypeError("not an object")  # the line-by-line pass names the line
-    if len(obj) == 1:
-        return str(next(iter(obj)))
-    raise ValueError(
-        f"{where}: line {number}: {len(obj)} fields ({', '.join(obj)}); pass field= naming the length field"
-    )
+    hint = "pass field= naming the length field"
+    return pick_column(list(map(str, obj)), None, f"{where}: line {number}", noun="field", hint=hint)
 
 
 def _json_length(value: Any, field: str, where: str, number: int) -> int:

@@ -1,9 +1,8 @@
 """The ``lengths`` subcommand of the CLI, and the raw-data options ``report`` can share.
 
-``analysis.cli`` wires it in (two calls)::
+:mod:`analysis.cli` wires it in (two calls)::
 
-    from analysis._cli_lengths import add_lengths_subcommand, run_lengths_command
-    add_lengths_subcommand(sub, formatter_class=_Formatter)   # in build_parser()
+    add_lengths_subcommand(sub, formatter_class=Formatter)   # in build_parser()
     elif args.command == "lengths": run_lengths_command(args, out)   # in main()
 
 which gives::
@@ -29,6 +28,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
+from analysis.cli._options import positive
 from analysis.lengths import LengthHistogram
 from analysis.measure import MeasuredPiece, measure_lengths
 from analysis.progress import bar
@@ -48,8 +48,6 @@ def add_raw_data_options(p: argparse.ArgumentParser, *, tokenizer_required: bool
     ``--field`` is not added here: ``lengths`` adds it beside ``--chat-field``, ``report``
     already has one (the text field when ``--tokenizer`` is given).
     """
-    from analysis.cli import _positive  # the CLI's one positive-integer type (cli imports us)
-
     p.add_argument(
         "--tokenizer",
         metavar="PATH",
@@ -60,7 +58,7 @@ def add_raw_data_options(p: argparse.ArgumentParser, *, tokenizer_required: bool
     p.add_argument(
         "--processes",
         metavar="N",
-        type=_positive,
+        type=positive,
         default=None,
         help="worker processes (default: the machine's cores; one for a small input)",
     )
@@ -84,7 +82,9 @@ def add_raw_data_options(p: argparse.ArgumentParser, *, tokenizer_required: bool
 
 
 def add_lengths_subcommand(
-    sub: Any, *, formatter_class: type[argparse.HelpFormatter] = argparse.HelpFormatter
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+    *,
+    formatter_class: type[argparse.HelpFormatter] = argparse.HelpFormatter,
 ) -> argparse.ArgumentParser:
     """Add ``lengths`` to the subparsers ``sub`` of the CLI; return its parser."""
     p = sub.add_parser(
@@ -110,8 +110,7 @@ def add_lengths_subcommand(
     )
     p.add_argument("--out", metavar="FILE", required=True, help="lengths file to write (.npy or .parquet)")
     add_raw_data_options(p, tokenizer_required=True)
-    parser: argparse.ArgumentParser = p
-    return parser
+    return p
 
 
 def progress_wrapper(

@@ -1,0 +1,261 @@
+"""The command line: ``python -m analysis`` and the ``padding-workbench`` console script.
+
+Four subcommands, each a thin face over the engine::
+
+    padding-workbench summary  SRC [--column C | --field F] [--max-len N] [--drop-zero]
+    padding-workbench optimize SRC [--buckets K] [--batch-size B | --max-tokens T] [--method M]
+                               [--max-len N] [--edge-multiple M] [--drop-zero] [--json]
+    padding-workbench compare  SRC [--edges E0,E1,... | --buckets K] [--batch-size B | ...]
+                               [--epochs N] [--seed S] [--world-size N] [--drop-zero]
+                               [--tokens-per-s X --reference-strategy S] [--wide | --json]
+    padding-workbench report   SRC --out DIR [--buckets K] [--batch-size B | --max-tokens T]
+                               [--max-len N] [--world-size N] [--drop-zero]
+                               [--tokens-per-s X --reference-strategy S]
+                               [--step-times FILE.csv]
+
+``SRC`` is anything :func:`analysis.load_lengths` reads (a file, a folder or a glob).
+``--quiet`` goes before or after the subcommand.  Tables print numbers as
+:mod:`analysis.tables` formats them (integers with thousands separators, ratios as
+percentages, missing values as ``–``).  Any error prints one line,
+``padding-workbench: error: ...``, on stderr and exits with status 2 (set
+``PADDING_DEBUG=1`` to see the traceback instead).
+
+The package: ``_options`` (argument types, shared options, reading SRC), ``_commands`` (the
+four commands over lengths files), ``_lengths`` (the ``lengths`` subcommand: raw text through
+a tokenizer); here, the parser and :func:`main`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+from collections.abc import Sequence
+
+from analysis._validate import ZeroLengthError
+from analysis.batching import DEFAULT_EPOCHS, DEFAULT_METHOD, DEFAULT_N_BUCKETS, DEFAULT_SEED
+from analysis.cli._commands import cmd_compare, cmd_optimize, cmd_report, cmd_summary
+from analysis.cli._lengths import add_lengths_subcommand, add_raw_data_options, run_lengths_command
+from analysis.cli._options import (
+    PROG,
+    CLIError,
+    Formatter,
+    add_batch_rule,
+    add_buckets,
+    add_calibration,
+    add_max_len,
+    add_quiet,
+    add_source,
+    add_world_size,
+    edge_list,
+    non_negative,
+    package_version,
+    positive,
+)
+from analysis.optimize import METHODS
+
+__all__ = ["main", "build_parser"]
+
+
+def _command(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str, *, help: str, description: str
+) -> argparse.ArgumentParser:
+    """Subcommand ``name``, its help showing every default."""
+    return sub.add_parser(name, formatter_class=Formatter, help=help, description=description)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse parser of the whole CLI (also used by the docs and tests)."""
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        formatter_class=Formatter,
+        description="How much padding does your batching cost, and where should the bucket boundaries go?",
+        epilog="Errors print one line on stderr and exit with status 2.",
+    )
+    add_quiet(parser, False)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    p = _command(
+        sub,
+        "summary",
+        help="the distribution summary (and what clipping would cut)",
+        description="Print the numbers a design review asks first: samples, "
+        "tokens, quantiles, the token share of the longest samples.",
+    )
+    add_source(p)
+    add_max_len(p)
+    p = _command(
+        sub,
+        "optimize",
+        help="the bucket plan: edges, batch sizes, expected efficiency",
+        description="Place K bucket edges to minimise the expected padding.",
+    )
+    add_source(p)
+    add_buckets(p)
+    add_batch_rule(p)
+    p.add_argument(
+        "--method",
+        choices=METHODS,
+        default=DEFAULT_METHOD,
+        help="how to place the edges (optimal: the exact optimum; the others are the field's rules)",
+    )
+    add_max_len(p)
+    p.add_argument(
+        "--edge-multiple",
+        metavar="M",
+        type=positive,
+        default=1,
+        help="put edges at multiples of M (e.g. 64)",
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object (edges, batch_sizes, efficiency, padded_tokens, "
+        "useful_tokens, method, max_len, exports) instead of tables "
+        "(default: off)",
+    )
+    p = _command(
+        sub,
+        "compare",
+        help="the strategy table: random, sorted, bucketed... on the optimal or given edges",
+        description="Simulate epochs of every batching strategy and compare "
+        "their padding with the exact expectation.",
+    )
+    add_source(p)
+    edges = p.add_mutually_exclusive_group()
+    edges.add_argument(
+        "--edges",
+        metavar="E0,E1,...",
+        type=edge_list,
+        default=None,
+        help="bucket edges, e.g. 0,770,1216,1728,2432,3296,8192 (default: the optimal edges for --buckets)",
+    )
+    edges.add_argument(
+        "--buckets",
+        metavar="K",
+        type=positive,
+        default=None,
+        help=f"buckets of the optimal plan used when --edges is not given (default: {DEFAULT_N_BUCKETS})",
+    )
+    add_batch_rule(p)
+    add_max_len(p)
+    p.add_argument(
+        "--epochs", metavar="N", type=positive, default=DEFAULT_EPOCHS, help="simulated epochs per strategy"
+    )
+    p.add_argument(
+        "--seed", metavar="S", type=non_negative, default=DEFAULT_SEED, help="seed of the random generator"
+    )
+    add_world_size(p)
+    add_calibration(p)
+    out = p.add_mutually_exclusive_group()
+    out.add_argument(
+        "--wide",
+        action="store_true",
+        help="every column of the table (default: off, the main columns in 120 characters)",
+    )
+    out.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object (edges, settings, every column per strategy) "
+        "instead of the table (default: off)",
+    )
+    p = _command(
+        sub,
+        "report",
+        help="run every notebook on SRC into DIR: notebooks, HTML, figures, recommendation.json",
+        description="Execute notebooks/*.ipynb with papermill on SRC (never in "
+        "place) and write the executed notebooks, their HTML, every "
+        "figure as PNG and SVG, and recommendation.json into DIR.",
+    )
+    add_source(p)
+    p.add_argument("--out", metavar="DIR", required=True, help="output folder (created)")
+    add_buckets(p)
+    add_batch_rule(p)
+    p.add_argument(
+        "--method", choices=METHODS, default=DEFAULT_METHOD, help="how to place the recommended edges"
+    )
+    add_max_len(p)
+    p.add_argument(
+        "--seed", metavar="S", type=non_negative, default=DEFAULT_SEED, help="seed passed to the notebooks"
+    )
+    add_world_size(p)
+    add_calibration(p)
+    p.add_argument(
+        "--step-times",
+        metavar="FILE.csv",
+        default=None,
+        help="step times measured on your model (batch_size,length,seconds; "
+        "analysis.measure_step_times): adds the throughput notebook "
+        "04_throughput (default: none, that notebook is skipped)",
+    )
+    add_raw_data_options(p, tokenizer_required=False)
+    p.add_argument(
+        "--chat-field",
+        metavar="F",
+        default=None,
+        help="with --tokenizer: the field holding a list of {role, content} messages, "
+        "counted with the tokenizer's chat template (default: none, --field is "
+        "the text)",
+    )
+
+    add_lengths_subcommand(sub, formatter_class=Formatter)
+    for command in sub.choices.values():  # last, as every subcommand's final option
+        add_quiet(command, argparse.SUPPRESS)
+    return parser
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    if isinstance(exc, ZeroLengthError):
+        where = f"{exc.where}: " if exc.where else ""
+        text = f"{where}a sample of length zero (pass --drop-zero to drop zero-length samples)"
+    elif isinstance(exc, KeyError):
+        text = f"missing key or column {text}"
+    elif isinstance(exc, FileNotFoundError) and exc.filename:
+        text = f"{exc.filename}: no such file or directory"
+    elif not isinstance(exc, ValueError | CLIError | OSError):
+        text = f"{type(exc).__name__}: {text}"
+    return " ".join(text.split())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI on ``argv`` (default ``sys.argv[1:]``); return the exit status.
+
+    Examples
+    --------
+    >>> main(["--version"])  # doctest: +ELLIPSIS
+    padding-workbench ...
+    0
+    """
+    parser = build_parser()
+    try:
+        args = parser.parse_args(None if argv is None else list(argv))
+    except SystemExit as exc:  # argparse: --help, --version, usage errors (status 2)
+        return int(exc.code or 0) if not isinstance(exc.code, str) else 2
+    out = sys.stdout
+    try:
+        if args.command == "summary":
+            cmd_summary(args, out)
+        elif args.command == "optimize":
+            cmd_optimize(args, out)
+        elif args.command == "compare":
+            cmd_compare(args, out)
+        elif args.command == "lengths":
+            run_lengths_command(args, out)
+        else:
+            cmd_report(args, out, argv)
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # e.g. `padding-workbench ... | head`: stop quietly
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except Exception as exc:  # one line, never a traceback for a user mistake
+        if os.environ.get("PADDING_DEBUG"):
+            raise
+        print(f"{PROG}: error: {_one_line(exc)}", file=sys.stderr)
+        return 2
+    return 0

@@ -1,0 +1,231 @@
+"""The CLI's argument types, its shared options, and what every command does first.
+
+Argument types (:func:`positive`, :func:`non_negative`, :func:`positive_float`,
+:func:`edge_list`) turn a bad value into argparse's usage error; the ``add_*`` functions add an
+option shared by several subcommands; :func:`load` reads SRC as the options say.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Iterable
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+from analysis.batching import DEFAULT_BATCH_SIZE, DEFAULT_N_BUCKETS, MAX_RULE_VALUE, BatchRule, parse_edges
+from analysis.lengths import LengthHistogram
+from analysis.loaders import load_lengths
+
+PROG = "padding-workbench"
+
+
+class CLIError(Exception):
+    """A user mistake found by the CLI itself (reported as one line, exit 2)."""
+
+
+def package_version() -> str:
+    """The installed distribution's version (what ``--version`` prints)."""
+    try:
+        return version("padding-workbench")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        return "0+unknown"
+
+
+def positive(text: str) -> int:
+    try:
+        value = int(text.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    if value > MAX_RULE_VALUE:
+        raise argparse.ArgumentTypeError(f"{text} exceeds the limit 2**62 = {MAX_RULE_VALUE:,}")
+    return value
+
+
+def non_negative(text: str) -> int:
+    try:
+        value = int(text.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
+def edge_list(text: str) -> list[int]:
+    try:
+        return parse_edges(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+class Formatter(argparse.HelpFormatter):
+    """Show every default in --help (unless the help already states it)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if (
+            "default" in text.lower()
+            or action.default in (None, False, argparse.SUPPRESS)
+            or not action.option_strings
+        ):
+            return text
+        return f"{text} (default: %(default)s)"
+
+
+def add_source(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "src", metavar="SRC", help="lengths: a file (csv, tsv, txt, npy, parquet, jsonl, ...) or a glob"
+    )
+    which = p.add_mutually_exclusive_group()
+    which.add_argument(
+        "--column",
+        metavar="C",
+        default=None,
+        help="column holding the lengths (tables); default: the loader's choice",
+    )
+    which.add_argument(
+        "--field",
+        metavar="F",
+        default=None,
+        help="field holding the lengths (jsonl); default: the loader's choice",
+    )
+    p.add_argument(
+        "--drop-zero",
+        action="store_true",
+        help="drop zero-length samples (empty files, blank answers) and say how many "
+        "(default: off, a zero length is an error)",
+    )
+
+
+def add_quiet(p: argparse.ArgumentParser, default: bool | str) -> None:
+    # on the main parser (default False) and on every subcommand (default SUPPRESS, so a
+    # subcommand that is not given the flag keeps the main parser's value)
+    p.add_argument(
+        "--quiet",
+        action="store_true",
+        default=default,
+        help="no progress bars (default: off; bars show on a terminal)",
+    )
+
+
+def add_world_size(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--world-size",
+        metavar="N",
+        type=positive,
+        default=1,
+        help="data-parallel ranks: consecutive batches go to ranks round-robin, one "
+        "optimizer step is one batch per rank",
+    )
+
+
+def add_max_len(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--max-len",
+        metavar="N",
+        type=positive,
+        default=None,
+        help="clip lengths at N tokens, as the trainer's truncation does (default: none, no clipping)",
+    )
+
+
+def add_batch_rule(p: argparse.ArgumentParser) -> None:
+    rule = p.add_mutually_exclusive_group()
+    rule.add_argument(
+        "--batch-size",
+        metavar="B",
+        type=positive,
+        default=None,
+        help=f"samples per batch (default: {DEFAULT_BATCH_SIZE}, the case's "
+        "setting, unless --max-tokens is given)",
+    )
+    rule.add_argument(
+        "--max-tokens",
+        metavar="T",
+        type=positive,
+        default=None,
+        help="token budget per batch: a bucket takes max(1, T // its upper edge) "
+        "samples (default: none, use --batch-size)",
+    )
+    p.add_argument(
+        "--pad-to-multiple-of",
+        metavar="M",
+        type=positive,
+        default=None,
+        help="round each batch's longest up to a multiple of M, as the collator "
+        "does (default: 1, no rounding)",
+    )
+
+
+def add_buckets(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--buckets", metavar="K", type=positive, default=DEFAULT_N_BUCKETS, help="number of buckets"
+    )
+
+
+def add_calibration(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--tokens-per-s",
+        metavar="X",
+        type=positive_float,
+        default=None,
+        help="measured throughput (useful tokens/s) of --reference-strategy, to "
+        "predict the others' (default: none, no throughput prediction)",
+    )
+    p.add_argument(
+        "--reference-strategy",
+        metavar="S",
+        default=None,
+        help="the strategy --tokens-per-s was measured with, e.g. sorted or random (default: none)",
+    )
+
+
+def check_calibration(args: argparse.Namespace) -> None:
+    """``--tokens-per-s`` and ``--reference-strategy``: both or neither."""
+    if (args.tokens_per_s is None) != (args.reference_strategy is None):
+        raise CLIError("--tokens-per-s and --reference-strategy go together (give both or neither)")
+
+
+def batch_rule(args: argparse.Namespace) -> BatchRule:
+    """The batch rule of ``--batch-size`` / ``--max-tokens`` / ``--pad-to-multiple-of``."""
+    return BatchRule.resolve(args.batch_size, args.max_tokens, args.pad_to_multiple_of)
+
+
+def progress_bar(args: argparse.Namespace) -> Callable[..., Iterable[Any]] | None:
+    """The progress wrapper the engine accepts (none with ``--quiet`` or off a terminal)."""
+    from analysis.progress import bar
+
+    return bar(enabled=False if args.quiet else None)
+
+
+def load_raw(args: argparse.Namespace) -> LengthHistogram:
+    """The lengths as read, without zero-length samples when ``--drop-zero`` (the count
+    dropped is said on stderr)."""
+    hist = load_lengths(
+        args.src, column=args.column, field=args.field, allow_zero=args.drop_zero, progress=progress_bar(args)
+    )
+    if args.drop_zero:
+        hist, dropped = hist.drop_zero()
+        print(f"{PROG}: dropped {dropped:,} zero-length sample{'' if dropped == 1 else 's'}", file=sys.stderr)
+    return hist
+
+
+def load(args: argparse.Namespace) -> LengthHistogram:
+    """The lengths as read, clipped at ``--max-len`` when given."""
+    hist = load_raw(args)
+    if getattr(args, "max_len", None) is not None:
+        hist = hist.clip(args.max_len)
+    return hist
