@@ -27,8 +27,8 @@ from analysis import (
     sweep_bucket_counts,
 )
 from analysis._order_stats import expected_batch_sum
+from analysis.epoch_time import expected_epoch_time, simulated_epoch_times, sweep_throughput
 from analysis.loaders import load_step_times
-from analysis.step_time import expected_epoch_time, simulated_epoch_times, sweep_throughput
 
 # the modules (``analysis.optimize._problem`` is also the name of a function there)
 kernel = importlib.import_module("analysis.optimize._kernel")
