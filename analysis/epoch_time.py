@@ -32,7 +32,7 @@ from analysis.optimize import sweep_bucket_counts
 from analysis.simulation import simulate
 from analysis.step_time import StepTimeModel
 from analysis.strategies import EXACT_STRATEGIES, STRATEGIES, strategy_rule
-from analysis.throughput import predict_throughput
+from analysis.throughput import predict_from_reference
 from analysis.waste import bucketed_estimate, random_padding, sorted_padding
 
 __all__ = [
@@ -314,12 +314,13 @@ def predict_strategy_throughput(
         )
     table = pd.DataFrame(rows).set_index("strategy")
     ref = rows[names.index(reference)]
-    table["padded_tokens_per_s"] = predict_throughput(
-        table["efficiency"].to_numpy(),
+    table["padded_tokens_per_s"] = predict_from_reference(
+        names,
+        table["efficiency"].to_numpy(dtype=float),
+        reference=reference,
         reference_tokens_per_s=float(
             ref["tokens_per_s"] if reference_tokens_per_s is None else reference_tokens_per_s
         ),
-        reference_efficiency=float(ref["efficiency"]),
     )
     return table
 
