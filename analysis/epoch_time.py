@@ -46,13 +46,13 @@ __all__ = [
 _DEFAULT_STRATEGIES = ("sorted", "random", "bucketed", "length_grouped", "token_budget")
 
 
-def _check_model(model: Any) -> StepTimeModel:
+def _check_model(model: object) -> StepTimeModel:
     if not isinstance(model, StepTimeModel):
         raise ValueError(f"model must be a StepTimeModel, got {type(model).__name__}")
     return model
 
 
-def _as_hist(lengths: Any) -> LengthHistogram:
+def _as_hist(lengths: LengthHistogram | Sequence[int] | np.ndarray) -> LengthHistogram:
     return lengths if isinstance(lengths, LengthHistogram) else LengthHistogram.from_lengths(lengths)
 
 

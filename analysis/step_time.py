@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from analysis._validate import positive_int
@@ -62,7 +63,7 @@ STEP_TIME_TERMS = {
 
 
 # --------------------------------------------------------------------------------- measuring
-def _check_shapes(shapes: Any) -> list[tuple[int, int]]:
+def _check_shapes(shapes: object) -> list[tuple[int, int]]:
     if isinstance(shapes, str | bytes) or not isinstance(shapes, Sequence | np.ndarray):
         raise ValueError("shapes must be a sequence of (batch_size, length) pairs")
     out = []
@@ -78,7 +79,7 @@ def _check_shapes(shapes: Any) -> list[tuple[int, int]]:
 
 
 def measure_step_times(
-    step: Callable[[int, int], Any],
+    step: Callable[[int, int], object],
     shapes: Sequence[tuple[int, int]],
     *,
     repeats: int = 5,
@@ -179,12 +180,12 @@ def calibration_shapes(
     return sorted(shapes, key=lambda s: (s[1], s[0]))
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: object) -> object:
     """A NumPy scalar as the Python value (for error messages)."""
     return value.item() if isinstance(value, np.generic) else value
 
 
-def check_step_times(frame: Any, source: str | None = None) -> pd.DataFrame:
+def check_step_times(frame: pd.DataFrame, source: str | None = None) -> pd.DataFrame:
     """A validated copy of a step-time frame: columns ``batch_size``, ``length`` (positive
     integers) and ``seconds`` (finite, > 0); one-line errors naming ``source`` and the row.
 
@@ -230,12 +231,12 @@ def check_step_times(frame: Any, source: str | None = None) -> pd.DataFrame:
 
 
 # ------------------------------------------------------------------------------------ model
-def _tiled(length: Any, tile: int) -> np.ndarray:
+def _tiled(length: npt.ArrayLike, tile: int) -> np.ndarray:
     """Padded lengths (float64) rounded up to the kernel ``tile``."""
     return np.asarray(round_up(np.asarray(length, dtype=float), tile))
 
 
-def _features(batch_size: Any, length: Any, tile: int) -> np.ndarray:
+def _features(batch_size: npt.ArrayLike, length: npt.ArrayLike, tile: int) -> np.ndarray:
     b = np.asarray(batch_size, dtype=float)
     t = _tiled(length, tile)
     b, t = np.broadcast_arrays(b, t)
@@ -365,13 +366,13 @@ class StepTimeModel:
         ]
         return dataclasses.replace(model, measurements=per_shape)
 
-    def predict(self, batch_size: Any, length: Any) -> Any:
+    def predict(self, batch_size: npt.ArrayLike, length: npt.ArrayLike) -> Any:
         """Predicted seconds of steps of ``batch_size`` samples padded to ``length``
         (broadcast; a float for scalars, else an array)."""
         out = _features(batch_size, length, self.tile) @ self.coefficients
         return float(out) if np.ndim(out) == 0 else out
 
-    def sample_seconds(self, length: Any, batch_size: Any) -> np.ndarray:
+    def sample_seconds(self, length: npt.ArrayLike, batch_size: npt.ArrayLike) -> np.ndarray:
         """Seconds each sample of a batch of ``batch_size`` padded to ``length`` adds through
         the length terms: ``g_B(L) = per_token * T(L) + (attention + working_set * B) * T(L)**2``
         (non-decreasing in ``L``; the optimiser's per-sample weight), so that a batch's
@@ -387,7 +388,7 @@ class StepTimeModel:
         alone, per_sample_of_batch = self.sample_seconds_parts(length)
         return np.asarray(alone + np.asarray(batch_size, dtype=float) * per_sample_of_batch)
 
-    def sample_seconds_parts(self, length: Any) -> tuple[np.ndarray, np.ndarray]:
+    def sample_seconds_parts(self, length: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
         """``sample_seconds`` as ``(a, q)`` with ``g_B(L) = a(L) + B * q(L)``:
         ``a = per_token * T + attention * T**2`` and ``q = working_set * T**2`` (a token
         budget's optimiser needs them apart, its ``B`` following the bucket's edge).
