@@ -11,6 +11,7 @@ from typing import Any
 
 from analysis.batching import BatchRule, check_edges, cover_edges, parse_edges
 from analysis.case import CASE_EDGES, CASE_GEOMETRIC_EDGES
+from analysis.epoch_time import predict_strategy_throughput
 from analysis.lengths import LengthHistogram
 from analysis.loaders import load_lengths, save_histogram
 from analysis.measure import measure_lengths
@@ -25,12 +26,7 @@ from analysis.optimize import (
 from analysis.recommendation import Recommendation, compare_edge_sets, recommend
 from analysis.sampler import BucketedBatchSampler
 from analysis.simulation import SimulationResult, compare_strategies, simulate
-from analysis.step_time import (
-    StepTimeModel,
-    calibration_shapes,
-    measure_step_times,
-    predict_strategy_throughput,
-)
+from analysis.step_time import StepTimeModel, calibration_shapes, measure_step_times
 from analysis.strategies import STRATEGIES
 from analysis.throughput import predict_throughput
 from analysis.waste import (

@@ -30,7 +30,7 @@ from analysis.optimize import (
     recommend_n_buckets,
     sweep_bucket_counts,
 )
-from analysis.throughput import predict_throughput
+from analysis.throughput import predict_from_reference
 from analysis.waste import WasteEstimate, random_padding, sorted_padding, strategy_table
 
 __all__ = ["Recommendation", "recommend", "compare_edge_sets"]
@@ -58,20 +58,15 @@ class Recommendation:
 
     def predicted_tokens_per_s(self, tokens_per_s: float, reference_strategy: str) -> dict[str, float]:
         """Useful tokens/s of each strategy, given ``reference_strategy`` measured at
-        ``tokens_per_s`` (:func:`analysis.throughput.predict_throughput`)."""
-        if reference_strategy not in self.strategies:
-            raise ValueError(
-                f"reference strategy {reference_strategy!r} is not one of {', '.join(self.strategies)}"
-            )
-        ref = self.strategies[reference_strategy].efficiency
-        return {
-            name: float(
-                predict_throughput(
-                    est.efficiency, reference_tokens_per_s=tokens_per_s, reference_efficiency=ref
-                )
-            )
-            for name, est in self.strategies.items()
-        }
+        ``tokens_per_s`` (:func:`analysis.throughput.predict_from_reference`)."""
+        names = list(self.strategies)
+        rates = predict_from_reference(
+            names,
+            [est.efficiency for est in self.strategies.values()],
+            reference=reference_strategy,
+            reference_tokens_per_s=tokens_per_s,
+        )
+        return dict(zip(names, rates.tolist(), strict=True))
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: the plan, the strategies, the efficiency for each K, the suggested K."""

@@ -43,6 +43,7 @@ from typing import Any
 from analysis.batching import DEFAULT_METHOD, DEFAULT_N_BUCKETS, DEFAULT_SEED, BatchRule
 from analysis.exports import export_all
 from analysis.paths import NOTEBOOKS_DIR
+from analysis.throughput import THROUGHPUT_RULE
 
 __all__ = ["ReportResult", "run_report", "notebook_parameters", "report_notebooks", "STEP_TIMES_PARAMETER"]
 
@@ -65,9 +66,7 @@ def _throughput(rec: Any, tokens_per_s: float, reference_strategy: str) -> dict[
     return {
         "reference_strategy": reference_strategy,
         "reference_tokens_per_s": float(tokens_per_s),
-        "model": "analysis.predict_throughput: time proportional to padded tokens, "
-        "rate = reference rate * efficiency / reference efficiency (an upper bound: "
-        "per-step overheads ignored)",
+        "model": THROUGHPUT_RULE,
         "predicted_tokens_per_s": rec.predicted_tokens_per_s(tokens_per_s, reference_strategy),
     }
 

@@ -20,7 +20,7 @@ from analysis.batching import BatchRule, as_rule, check_edges, positive_int, rou
 from analysis.epoch_metrics import EPOCH_METRICS, Progress, SimulationResult, simulate_epochs
 from analysis.lengths import LengthHistogram
 from analysis.strategies import STRATEGIES, EpochBuilder, epoch_builder, strategy_rule
-from analysis.throughput import predict_throughput
+from analysis.throughput import predict_from_reference
 from analysis.waste import bucketed_estimate, random_padding, sorted_padding
 
 #: What the simulation reads: per-sample lengths, or a histogram of them.
@@ -209,7 +209,7 @@ def compare_strategies(
 
     Given a calibration (``reference_strategy`` measured at ``reference_tokens_per_s``
     useful tokens/s on your hardware), a ``predicted_tokens_per_s`` column is added:
-    :func:`~analysis.throughput.predict_throughput` with the reference's simulated
+    :func:`~analysis.throughput.predict_from_reference` with the reference's simulated
     efficiency (time proportional to padded tokens; an upper bound that ignores per-step
     overheads).
 
@@ -265,10 +265,10 @@ def compare_strategies(
     table.index.name = "strategy"
     table.attrs["population_samples"] = population
     if reference_strategy is not None and reference_tokens_per_s is not None:
-        efficiency = table["efficiency"].astype(float)
-        table["predicted_tokens_per_s"] = predict_throughput(
-            efficiency.to_numpy(),
+        table["predicted_tokens_per_s"] = predict_from_reference(
+            table.index.tolist(),
+            table["efficiency"].to_numpy(dtype=float),
+            reference=reference_strategy,
             reference_tokens_per_s=reference_tokens_per_s,
-            reference_efficiency=float(efficiency[reference_strategy]),
         )
     return table

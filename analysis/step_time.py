@@ -1,4 +1,4 @@
-"""Step times measured on your model and hardware: a fitted model and the throughput it predicts.
+"""Step times measured on your model and hardware, and the step-time model fitted to them.
 
 The padded-token model (:mod:`analysis.throughput`) says a step costs time proportional to
 ``batch_size * longest``.  Real steps also pay a fixed cost (optimizer, launch, data), a cost
@@ -16,16 +16,9 @@ CPU calibration committed in ``data/step_times_cpu.csv`` (``benchmarks/bench_ste
 every shape of 8,192 tokens ran 3.1 to 6.8 % slower than the best model without it, and the
 shapes of 4,096 to 7,504 tokens -3.2 to +1.8 %; with it, -0.6 to +5.0 %.
 
-The model is linear in its coefficients, so the expected time of an epoch is exact from the
-same order statistics as :func:`analysis.expected_padding`: a bucket of ``n`` samples cut into
-batches of ``B`` costs ``per_step * ceil(n / B) + per_sample * n + E[sum over batches of
-B * g_B(longest)]`` with ``g_B(L) = per_token * T(L) + (attention + working_set * B) * T(L)**2``
-(:meth:`StepTimeModel.sample_seconds`)
-(:func:`expected_epoch_time`, for ``sorted``, ``random`` and ``bucketed``).  Other strategies
-are priced batch by batch over simulated epochs (:func:`simulated_epoch_times`); with
-``world_size > 1`` a step lasts as long as its slowest rank.
-:func:`predict_strategy_throughput` puts both beside the padded-token prediction, and
-``optimize_edges(..., step_time=model)`` places edges for time.
+What the model predicts (the expected and simulated time of an epoch, tokens/s per
+strategy) is in :mod:`analysis.epoch_time`; ``optimize_edges(..., step_time=model)`` places
+edges for time.
 
 Nothing here imports torch (:func:`measure_step_times` calls the user's own ``step``) and
 nothing reads a file: :func:`analysis.loaders.load_step_times` reads a CSV of step times.
@@ -41,16 +34,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
-from analysis._order_stats import expected_batch_sum
-from analysis.batching import BatchRule, as_rule, bucket_bounds, check_edges, positive_int, round_up
+from analysis._validate import positive_int
+from analysis.batching import BatchRule, as_rule, round_up
 from analysis.lengths import LengthHistogram
-from analysis.optimize import sweep_bucket_counts
-from analysis.simulation import simulate
-from analysis.strategies import EXACT_STRATEGIES, STRATEGIES, strategy_rule
-from analysis.throughput import predict_throughput
-from analysis.waste import bucketed_estimate, random_padding, sorted_padding
 
 __all__ = [
     "STEP_TIME_COLUMNS",
@@ -59,10 +48,6 @@ __all__ = [
     "calibration_shapes",
     "check_step_times",
     "StepTimeModel",
-    "expected_epoch_time",
-    "simulated_epoch_times",
-    "predict_strategy_throughput",
-    "sweep_throughput",
 ]
 
 #: Columns of a step-time frame (one row per timed step).
@@ -75,12 +60,10 @@ STEP_TIME_TERMS = {
     "attention": "B*T(L)**2",
     "working_set": "(B*T(L))**2",
 }
-#: The strategies whose expected epoch time is exact (order statistics or deterministic).
-_DEFAULT_STRATEGIES = ("sorted", "random", "bucketed", "length_grouped", "token_budget")
 
 
 # --------------------------------------------------------------------------------- measuring
-def _check_shapes(shapes: Any) -> list[tuple[int, int]]:
+def _check_shapes(shapes: object) -> list[tuple[int, int]]:
     if isinstance(shapes, str | bytes) or not isinstance(shapes, Sequence | np.ndarray):
         raise ValueError("shapes must be a sequence of (batch_size, length) pairs")
     out = []
@@ -96,7 +79,7 @@ def _check_shapes(shapes: Any) -> list[tuple[int, int]]:
 
 
 def measure_step_times(
-    step: Callable[[int, int], Any],
+    step: Callable[[int, int], object],
     shapes: Sequence[tuple[int, int]],
     *,
     repeats: int = 5,
@@ -197,12 +180,12 @@ def calibration_shapes(
     return sorted(shapes, key=lambda s: (s[1], s[0]))
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: object) -> object:
     """A NumPy scalar as the Python value (for error messages)."""
     return value.item() if isinstance(value, np.generic) else value
 
 
-def check_step_times(frame: Any, source: str | None = None) -> pd.DataFrame:
+def check_step_times(frame: pd.DataFrame, source: str | None = None) -> pd.DataFrame:
     """A validated copy of a step-time frame: columns ``batch_size``, ``length`` (positive
     integers) and ``seconds`` (finite, > 0); one-line errors naming ``source`` and the row.
 
@@ -248,12 +231,12 @@ def check_step_times(frame: Any, source: str | None = None) -> pd.DataFrame:
 
 
 # ------------------------------------------------------------------------------------ model
-def _tiled(length: Any, tile: int) -> np.ndarray:
+def _tiled(length: npt.ArrayLike, tile: int) -> np.ndarray:
     """Padded lengths (float64) rounded up to the kernel ``tile``."""
     return np.asarray(round_up(np.asarray(length, dtype=float), tile))
 
 
-def _features(batch_size: Any, length: Any, tile: int) -> np.ndarray:
+def _features(batch_size: npt.ArrayLike, length: npt.ArrayLike, tile: int) -> np.ndarray:
     b = np.asarray(batch_size, dtype=float)
     t = _tiled(length, tile)
     b, t = np.broadcast_arrays(b, t)
@@ -383,13 +366,13 @@ class StepTimeModel:
         ]
         return dataclasses.replace(model, measurements=per_shape)
 
-    def predict(self, batch_size: Any, length: Any) -> Any:
+    def predict(self, batch_size: npt.ArrayLike, length: npt.ArrayLike) -> Any:
         """Predicted seconds of steps of ``batch_size`` samples padded to ``length``
         (broadcast; a float for scalars, else an array)."""
         out = _features(batch_size, length, self.tile) @ self.coefficients
         return float(out) if np.ndim(out) == 0 else out
 
-    def sample_seconds(self, length: Any, batch_size: Any) -> np.ndarray:
+    def sample_seconds(self, length: npt.ArrayLike, batch_size: npt.ArrayLike) -> np.ndarray:
         """Seconds each sample of a batch of ``batch_size`` padded to ``length`` adds through
         the length terms: ``g_B(L) = per_token * T(L) + (attention + working_set * B) * T(L)**2``
         (non-decreasing in ``L``; the optimiser's per-sample weight), so that a batch's
@@ -405,7 +388,7 @@ class StepTimeModel:
         alone, per_sample_of_batch = self.sample_seconds_parts(length)
         return np.asarray(alone + np.asarray(batch_size, dtype=float) * per_sample_of_batch)
 
-    def sample_seconds_parts(self, length: Any) -> tuple[np.ndarray, np.ndarray]:
+    def sample_seconds_parts(self, length: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
         """``sample_seconds`` as ``(a, q)`` with ``g_B(L) = a(L) + B * q(L)``:
         ``a = per_token * T + attention * T**2`` and ``q = working_set * T**2`` (a token
         budget's optimiser needs them apart, its ``B`` following the bucket's edge).
@@ -439,343 +422,3 @@ class StepTimeModel:
         if self.measurements is None:
             return float("nan")
         return float(np.sqrt(np.mean(self.measurements["relative_residual"] ** 2)))
-
-
-# ------------------------------------------------------------------------------- prediction
-def _check_model(model: Any) -> StepTimeModel:
-    if not isinstance(model, StepTimeModel):
-        raise ValueError(f"model must be a StepTimeModel, got {type(model).__name__}")
-    return model
-
-
-def _as_hist(lengths: Any) -> LengthHistogram:
-    return lengths if isinstance(lengths, LengthHistogram) else LengthHistogram.from_lengths(lengths)
-
-
-def _sorted_batches(hist: LengthHistogram, size: int) -> tuple[np.ndarray, np.ndarray]:
-    """Sizes and longest samples of the ``sorted`` strategy's batches (deterministic)."""
-    n = hist.n_samples
-    n_batches = -(-n // size)
-    last = np.minimum(np.arange(1, n_batches + 1, dtype=np.int64) * size, n) - 1
-    longest = hist.lengths[np.searchsorted(hist.cumulative_counts(), last, side="right")]
-    sizes = np.full(n_batches, size, dtype=np.int64)
-    sizes[-1] = n - size * (n_batches - 1)
-    return sizes, longest
-
-
-def _bucketed_seconds(
-    hist: LengthHistogram, model: StepTimeModel, edges: list[int], rule: BatchRule
-) -> float:
-    """Exact expected seconds of a bucketed shuffle on validated ``edges`` (one rank)."""
-    alone, per_b = model.sample_seconds_parts(round_up(hist.lengths, rule.pad_to_multiple_of))
-    total = []
-    for lo, hi, size in zip(*bucket_bounds(hist.lengths, edges), rule.batch_sizes(edges), strict=True):
-        if lo == hi:
-            continue
-        cum = np.cumsum(hist.counts[lo:hi])
-        n = int(cum[-1])
-        total.append(model.per_step * -(-n // size) + model.per_sample * n)
-        total.append(expected_batch_sum(alone[lo:hi], cum, size, per_b[lo:hi]))
-    return math.fsum(total)
-
-
-def expected_epoch_time(
-    hist: LengthHistogram | Sequence[int] | np.ndarray,
-    model: StepTimeModel,
-    strategy: str = "bucketed",
-    rule: BatchRule | None = None,
-    *,
-    edges: Sequence[int] | None = None,
-    batch_size: int | None = None,
-    max_tokens: int | None = None,
-    pad_to_multiple_of: int | None = None,
-) -> float:
-    """Exact expected seconds of one epoch of ``sorted``, ``random`` or ``bucketed`` (one rank).
-
-    ``bucketed`` (needs ``edges``): per bucket of ``n`` samples and batch size ``B`` (from the
-    rule), ``per_step * ceil(n/B) + per_sample * n`` plus the expected sum over its batches of
-    ``B * g_B(longest)`` (:meth:`StepTimeModel.sample_seconds`; order statistics of a
-    shuffle: full batches and the partial one, as in :func:`~analysis.expected_padding`; ``T``
-    rounds the longest up to ``pad_to_multiple_of`` and then to the model's ``tile``).
-    ``random`` is one bucket; ``sorted`` is deterministic.  Both use one batch size for the
-    epoch (``rule.fixed_batch_size``).
-
-    Examples
-    --------
-    >>> model = StepTimeModel(per_step=1.0, per_token=0.1)
-    >>> expected_epoch_time([1, 1, 3], model, "random", batch_size=2)  # 2 steps + 0.1 * 19/3
-    2.6333333333333333
-    >>> expected_epoch_time([1, 1, 3], model, "sorted", batch_size=2)  # {1,1} {3}: 2 + 0.1 * 5
-    2.5
-    """
-    model = _check_model(model)
-    hist = _as_hist(hist)
-    rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens, pad_to_multiple_of=pad_to_multiple_of)
-    if strategy not in EXACT_STRATEGIES:
-        raise ValueError(
-            f"no exact expected time for {strategy!r}; choose one of "
-            f"{', '.join(EXACT_STRATEGIES)} (or use simulated_epoch_times)"
-        )
-    if strategy == "bucketed":
-        if edges is None:
-            raise ValueError("strategy 'bucketed' needs edges")
-        return _bucketed_seconds(hist, model, check_edges(edges, hist), rule)
-    fixed = BatchRule(rule.fixed_batch_size(hist.max), None, rule.pad_to_multiple_of)
-    if strategy == "random":
-        return _bucketed_seconds(hist, model, [hist.min - 1, hist.max], fixed)
-    assert fixed.batch_size is not None
-    sizes, longest = _sorted_batches(hist, fixed.batch_size)
-    return math.fsum(model.predict(sizes, round_up(longest, rule.pad_to_multiple_of)).tolist())
-
-
-def simulated_epoch_times(
-    lengths: LengthHistogram | Sequence[int] | np.ndarray,
-    model: StepTimeModel,
-    strategy: str,
-    rule: BatchRule | None = None,
-    *,
-    rng: np.random.Generator,
-    epochs: int = 3,
-    world_size: int = 1,
-    edges: Sequence[int] | None = None,
-    sync_buckets: bool = True,
-    batch_size: int | None = None,
-    max_tokens: int | None = None,
-    pad_to_multiple_of: int | None = None,
-) -> pd.DataFrame:
-    """Seconds and useful tokens of simulated epochs, the model applied to every batch.
-
-    The epochs are :func:`~analysis.simulate`'s (same rule, ``edges``, ``world_size``,
-    ``sync_buckets``).  A step lasts as long as its slowest rank's batch.  A ``packing`` bin
-    is priced as one sequence of the token budget (dense attention over the bin).
-
-    Returns
-    -------
-    pandas.DataFrame
-        Index ``epoch``; columns ``seconds``, ``useful_tokens``, ``padded_tokens``, ``steps``,
-        ``tokens_per_s``.
-
-    Examples
-    --------
-    >>> model = StepTimeModel(per_step=1.0, per_token=0.1)
-    >>> out = simulated_epoch_times([1, 2, 3, 4], model, "sorted", rng=np.random.default_rng(0),
-    ...                             epochs=2, batch_size=2)
-    >>> out["seconds"].tolist()  # 2 steps + 0.1 * (2 * 2 + 2 * 4)
-    [3.2, 3.2]
-    """
-    model = _check_model(model)
-    rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens, pad_to_multiple_of=pad_to_multiple_of)
-    res = simulate(
-        lengths,
-        strategy,
-        rule,
-        rng=rng,
-        epochs=epochs,
-        world_size=world_size,
-        edges=edges,
-        sync_buckets=sync_buckets,
-    )
-    batches = res.batches
-    if strategy == "packing":
-        budget = rule.token_budget(_as_hist(lengths).max)  # as the simulated builder's
-        seconds = model.predict(np.ones(len(batches)), np.full(len(batches), budget))
-    else:
-        padded = round_up(batches["longest"].to_numpy(), rule.pad_to_multiple_of)
-        seconds = model.predict(batches["size"].to_numpy(), padded)
-    steps = pd.DataFrame({"epoch": batches["epoch"], "step": batches["step"], "seconds": seconds})
-    per_step = steps.groupby(["epoch", "step"])["seconds"].max()
-    out = pd.DataFrame(
-        {
-            "seconds": per_step.groupby(level="epoch").sum(),
-            "useful_tokens": res.epochs["useful_tokens"].astype(float),
-            "padded_tokens": res.epochs["padded_tokens"].astype(float),
-            "steps": per_step.groupby(level="epoch").size(),
-        }
-    )
-    out["tokens_per_s"] = out["useful_tokens"] / out["seconds"]
-    out.index.name = "epoch"
-    return out
-
-
-def predict_strategy_throughput(
-    lengths: LengthHistogram | Sequence[int] | np.ndarray,
-    model: StepTimeModel,
-    rule: BatchRule | None = None,
-    *,
-    edges: Sequence[int],
-    rng: np.random.Generator,
-    strategies: Sequence[str] = _DEFAULT_STRATEGIES,
-    world_size: int = 1,
-    epochs: int = 3,
-    reference: str = "sorted",
-    reference_tokens_per_s: float | None = None,
-    batch_size: int | None = None,
-    max_tokens: int | None = None,
-    pad_to_multiple_of: int | None = None,
-) -> pd.DataFrame:
-    """Predicted useful tokens/s of each strategy: the step-time model beside padded tokens.
-
-    ``sorted``, ``random`` and ``bucketed`` are exact (:func:`expected_epoch_time`) when
-    ``world_size == 1``; the others, and every strategy when ``world_size > 1`` (a step waits
-    for its slowest rank), come from ``epochs`` simulated epochs
-    (:func:`simulated_epoch_times`; tokens/s is pooled over them, ``tokens_per_s_se`` is the
-    standard error across epochs).  Each strategy reads the rule as
-    :func:`~analysis.compare_strategies` does (the token strategies get
-    ``rule.token_budget(longest)``); ``batch_rule`` says what each row used.
-
-    The padded-token prediction (:func:`~analysis.predict_throughput`) scales the
-    ``reference`` strategy's tokens/s by efficiency; that reference is
-    ``reference_tokens_per_s`` when given (a measured run), else the step-time model's own
-    prediction for it.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Index ``strategy``; columns ``batch_rule``, ``exact``, ``batches``, ``useful_tokens``,
-        ``efficiency``, ``seconds`` (per epoch, all ranks in parallel), ``tokens_per_s``,
-        ``tokens_per_s_se`` (0 when exact), ``padded_tokens_per_s``.
-
-    Examples
-    --------
-    >>> model = StepTimeModel(per_step=0.05, per_token=1e-5, attention=1e-8)
-    >>> lengths = np.random.default_rng(0).integers(10, 500, size=300)
-    >>> table = predict_strategy_throughput(lengths, model, edges=[0, 100, 250, 499],
-    ...     batch_size=8, strategies=["sorted", "random", "bucketed"], rng=np.random.default_rng(1))
-    >>> table[["exact", "tokens_per_s", "padded_tokens_per_s"]].round(-1)
-              exact  tokens_per_s  padded_tokens_per_s
-    strategy
-    sorted     True       26680.0              26680.0
-    random     True       20660.0              16060.0
-    bucketed   True       24010.0              21420.0
-    """
-    model = _check_model(model)
-    hist = _as_hist(lengths)
-    rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens, pad_to_multiple_of=pad_to_multiple_of)
-    edges = check_edges(edges, hist)
-    world_size = positive_int(world_size, "world_size")
-    names = list(strategies)
-    for name in names:
-        if name not in STRATEGIES:
-            raise ValueError(f"unknown strategy {name!r}; choose one of {', '.join(STRATEGIES)}")
-    if reference not in names:
-        raise ValueError(f"reference {reference!r} is not among the strategies")
-    exact = {
-        "random": lambda: random_padding(hist, rule),
-        "sorted": lambda: sorted_padding(hist, rule),
-        "bucketed": lambda: bucketed_estimate(hist, edges, rule),
-    }
-    rows: list[dict[str, Any]] = []
-    for name in names:
-        label = strategy_rule(name, rule, hist.max).text
-        if world_size == 1 and name in EXACT_STRATEGIES:
-            seconds = expected_epoch_time(hist, model, name, rule, edges=edges)
-            est = exact[name]()
-            rows.append(
-                {
-                    "strategy": name,
-                    "batch_rule": label,
-                    "exact": True,
-                    "batches": float(est.n_batches),
-                    "useful_tokens": float(hist.total_tokens),
-                    "efficiency": float(est.efficiency),
-                    "seconds": seconds,
-                    "tokens_per_s": hist.total_tokens / seconds,
-                    "tokens_per_s_se": 0.0,
-                }
-            )
-            continue
-        sim = simulated_epoch_times(
-            lengths,
-            model,
-            name,
-            rule,
-            rng=rng,
-            epochs=epochs,
-            world_size=world_size,
-            edges=edges if name == "bucketed" else None,
-        )
-        se = float(sim["tokens_per_s"].std(ddof=1) / math.sqrt(len(sim))) if len(sim) > 1 else float("nan")
-        rows.append(
-            {
-                "strategy": name,
-                "batch_rule": label,
-                "exact": False,
-                "batches": float(sim["steps"].mean() * world_size),
-                "useful_tokens": float(sim["useful_tokens"].mean()),
-                "efficiency": float(sim["useful_tokens"].sum() / sim["padded_tokens"].sum()),
-                "seconds": float(sim["seconds"].mean()),
-                "tokens_per_s": float(sim["useful_tokens"].sum() / sim["seconds"].sum()),
-                "tokens_per_s_se": se,
-            }
-        )
-    table = pd.DataFrame(rows).set_index("strategy")
-    ref = rows[names.index(reference)]
-    table["padded_tokens_per_s"] = predict_throughput(
-        table["efficiency"].to_numpy(),
-        reference_tokens_per_s=float(
-            ref["tokens_per_s"] if reference_tokens_per_s is None else reference_tokens_per_s
-        ),
-        reference_efficiency=float(ref["efficiency"]),
-    )
-    return table
-
-
-def sweep_throughput(
-    hist: LengthHistogram,
-    model: StepTimeModel,
-    n_buckets: Iterable[int] = range(1, 9),
-    rule: BatchRule | None = None,
-    *,
-    batch_size: int | None = None,
-    max_tokens: int | None = None,
-    pad_to_multiple_of: int | None = None,
-    candidates: int | str | None = "auto",
-) -> pd.DataFrame:
-    """Predicted tokens/s against the number of buckets, for optimal edges of two objectives.
-
-    For each ``K`` in ``n_buckets``: the edges minimising padding and the edges minimising
-    expected time under ``model`` (:func:`~analysis.sweep_bucket_counts` with ``step_time``;
-    one DP pass each), both priced exactly by :func:`expected_epoch_time`.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Columns ``n_buckets``, ``objective`` (``"padding"`` or ``"time"``), ``edges``,
-        ``efficiency``, ``seconds``, ``tokens_per_s``.
-
-    Examples
-    --------
-    >>> hist = LengthHistogram.from_counts([10, 20, 200, 400], [30, 30, 20, 20])
-    >>> model = StepTimeModel(per_step=0.5, per_token=1e-3, attention=1e-5)
-    >>> sweep_throughput(hist, model, [1, 2], batch_size=4)[["n_buckets", "objective", "edges"]]
-       n_buckets objective          edges
-    0          1   padding       [0, 400]
-    1          1      time       [0, 400]
-    2          2   padding   [0, 20, 400]
-    3          2      time  [0, 200, 400]
-    """
-    model = _check_model(model)
-    rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens, pad_to_multiple_of=pad_to_multiple_of)
-    ks = list(n_buckets)
-    sweeps = {
-        objective: sweep_bucket_counts(
-            hist, ks, ["optimal"], rule, candidates=candidates, step_time=step_time
-        )
-        for objective, step_time in (("padding", None), ("time", model))
-    }
-    rows = []
-    for k in ks:
-        for objective, sweep in sweeps.items():
-            row = sweep[sweep["n_buckets"] == k].iloc[0]
-            seconds = expected_epoch_time(hist, model, "bucketed", rule, edges=row["edges"])
-            rows.append(
-                {
-                    "n_buckets": k,
-                    "objective": objective,
-                    "edges": row["edges"],
-                    "efficiency": float(row["efficiency"]),
-                    "seconds": seconds,
-                    "tokens_per_s": hist.total_tokens / seconds,
-                }
-            )
-    return pd.DataFrame(rows)

@@ -27,8 +27,9 @@ from analysis import (
     sweep_bucket_counts,
 )
 from analysis._order_stats import expected_batch_sum
+from analysis.epoch_time import expected_epoch_time, simulated_epoch_times, sweep_throughput
 from analysis.loaders import load_step_times
-from analysis.step_time import expected_epoch_time, simulated_epoch_times, sweep_throughput
+from analysis.step_time import STEP_TIME_TERMS
 
 # the modules (``analysis.optimize._problem`` is also the name of a function there)
 kernel = importlib.import_module("analysis.optimize._kernel")
@@ -48,30 +49,60 @@ def synthetic_times(
     return frame
 
 
+def term_seconds(model: StepTimeModel, batch_size, length) -> np.ndarray:
+    """Seconds each term of ``model`` adds to steps of these shapes: one column per term."""
+    unit = [StepTimeModel(tile=model.tile, **{t: 1.0}).predict(batch_size, length) for t in STEP_TIME_TERMS]
+    return np.stack(unit, axis=-1) * model.coefficients
+
+
+def assert_coefficients_close(fitted: StepTimeModel, truth: StepTimeModel, shapes, rtol: float) -> None:
+    """Every nonzero coefficient within ``rtol`` of the truth; a true zero within an absolute
+    tolerance scaled to the coefficients: ``rtol`` of the coefficient at which its term alone
+    would add the longest measured step's time (NNLS leaves ~1e-26, not 0, on some BLAS
+    builds and CPUs)."""
+    b, n = np.array(shapes, dtype=float).T
+    unit = term_seconds(StepTimeModel(**dict.fromkeys(STEP_TIME_TERMS, 1.0), tile=truth.tile), b, n)
+    atol = rtol * float(np.max(truth.predict(b, n))) / unit.max(axis=0)
+    error = np.abs(fitted.coefficients - truth.coefficients)
+    bad = error > np.where(truth.coefficients > 0, rtol * truth.coefficients, atol)
+    assert not bad.any(), (
+        f"coefficients {[t for t, x in zip(STEP_TIME_TERMS, bad, strict=True) if x]}: "
+        f"fitted {fitted.coefficients.tolist()}, truth {truth.coefficients.tolist()}"
+    )
+
+
 # ------------------------------------------------------------------------------------- fit
 def test_fit_recovers_exact_coefficients_without_noise():
     shapes = [(b, n) for b in (1, 4, 16) for n in (32, 128, 512, 2048)]
     frame = synthetic_times(TRUTH, shapes, repeats=2, noise=0.0, rng=np.random.default_rng(0))
     fitted = StepTimeModel.fit(frame)
-    np.testing.assert_allclose(fitted.coefficients, TRUTH.coefficients, rtol=1e-9)
+    assert_coefficients_close(fitted, TRUTH, shapes, rtol=1e-9)
     assert fitted.rms_relative_residual < 1e-12
 
 
 @pytest.mark.parametrize("seed", range(5))
 def test_fit_recovers_known_coefficients_with_noise(seed):
-    """2 % noise per step, 5 repeats, the calibration design of a real histogram: every
-    coefficient within 15 % and the per-shape prediction within 2 % (both are ~5 standard
-    errors of this design, found by repeating it)."""
+    """2 % noise per step, 5 repeats, the calibration design of a real histogram.  By
+    construction (the truth is a feasible non-negative fit): every coefficient >= 0 and the
+    fit's relative residuals no larger than the truth's.  Measured over seeds 0..999 of this
+    design (largest seen in brackets): every nonzero coefficient within 20 % (13.4 %), the
+    true zero (``working_set``, fitted nonzero for half the seeds) adding at most 10 % (5.9 %)
+    of any measured step, the per-shape prediction within 4 % (2.9 %)."""
     rng = np.random.default_rng(seed)
     hist = LengthHistogram.from_lengths(rng.integers(20, 2000, size=500))
     shapes = calibration_shapes(hist, batch_size=16, n_lengths=8)
     frame = synthetic_times(TRUTH, shapes, repeats=5, noise=0.02, rng=rng)
     fitted = StepTimeModel.fit(frame)
-    np.testing.assert_allclose(fitted.coefficients, TRUTH.coefficients, rtol=0.15)
+    assert (fitted.coefficients >= 0).all()
     res = fitted.residuals()
     exact = TRUTH.predict(res["batch_size"], res["length"])
-    np.testing.assert_allclose(res["predicted"], exact, rtol=0.02)
-    assert (fitted.coefficients >= 0).all()
+    truth_rms = float(np.sqrt(np.mean((1 - exact / res["seconds"]) ** 2)))
+    assert fitted.rms_relative_residual <= truth_rms * (1 + 1e-9)
+    nonzero = TRUTH.coefficients > 0
+    np.testing.assert_allclose(fitted.coefficients[nonzero], TRUTH.coefficients[nonzero], rtol=0.2)
+    zero_share = term_seconds(fitted, res["batch_size"], res["length"])[:, ~nonzero]
+    assert (zero_share / res["predicted"].to_numpy()[:, None]).max() <= 0.1
+    np.testing.assert_allclose(res["predicted"], exact, rtol=0.04)
     assert 0.005 < res["spread"].median() < 0.05
 
 
@@ -95,7 +126,7 @@ def test_fit_recovers_a_working_set_term_and_its_batch_size_dependence():
     shapes = [(b, n) for b in (2, 8, 32, 128) for n in (16, 64, 256, 1024)]
     frame = synthetic_times(truth, shapes, repeats=2, noise=0.0, rng=np.random.default_rng(0))
     fitted = StepTimeModel.fit(frame)
-    np.testing.assert_allclose(fitted.coefficients, truth.coefficients, rtol=1e-9, atol=1e-15)
+    assert_coefficients_close(fitted, truth, shapes, rtol=1e-9)
     # 8,192 tokens either way: only attention tells these apart, the (B T)**2 term does not
     assert truth.predict(512, 16) - truth.predict(16, 512) == pytest.approx(
         1e-8 * (512 * 16**2 - 16 * 512**2), rel=1e-9
