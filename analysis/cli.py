@@ -549,7 +549,8 @@ _COMPARE_COLUMNS = [
 
 
 def _cmd_compare(args: argparse.Namespace, out: Any) -> None:
-    from analysis import check_edges, compare_strategies, optimize_edges
+    from analysis import compare_strategies, optimize_edges
+    from analysis.batching import check_edges
 
     _check_calibration(args)
     hist = _load(args)
