@@ -229,7 +229,7 @@ def describe_step_time_fit(model: StepTimeModel, hist: LengthHistogram) -> str:
     than 64 tokens extrapolate the model (measure your own long shapes before trusting them).
     """
     measured = model.residuals()
-    zero = [term for term, c in model.to_frame()["coefficient"].items() if c == 0]
+    zero = [str(term) for term, c in model.to_frame()["coefficient"].items() if c == 0]
     longest = int(measured["length"].max())
     text = (
         f"{int(measured['repeats'].sum()):,} timed steps of {len(measured)} shapes (batch sizes "
@@ -263,12 +263,12 @@ def describe_predicted_throughput(table: pd.DataFrame, model: StepTimeModel) -> 
     padded-token prediction departs from the model most for **random** (+33.3%): there the fixed
     per-step cost weighs differently from padded tokens alone.
     """
-    best = table["tokens_per_s"].idxmax()
+    best = str(table["tokens_per_s"].idxmax())  # the index: strategy names
     gap = table["padded_tokens_per_s"] / table["tokens_per_s"] - 1
-    worst = gap.abs().idxmax()
+    worst = str(gap.abs().idxmax())
     return (
-        f"Under the model, **{best}** is fastest: {table.loc[best, 'tokens_per_s']:,.0f} useful "
-        f"tokens/s at {table.loc[best, 'efficiency']:.1%} efficiency. The padded-token prediction "
+        f"Under the model, **{best}** is fastest: {table['tokens_per_s'][best]:,.0f} useful "
+        f"tokens/s at {table['efficiency'][best]:.1%} efficiency. The padded-token prediction "
         f"departs from the model most for **{worst}** ({gap[worst]:+.1%}): there "
         f"{describe_step_time_terms(model)}."
     )
@@ -288,13 +288,18 @@ def describe_edges_for_time(sweep: pd.DataFrame, n_buckets: int) -> str:
     for padding (88.0% against 90.0% efficiency).
     """
     at_k = sweep[sweep["n_buckets"] == n_buckets].set_index("objective")
-    gain = at_k.loc["time", "tokens_per_s"] / at_k.loc["padding", "tokens_per_s"] - 1
+    tokens_per_s, efficiency = at_k["tokens_per_s"], at_k["efficiency"]
+    gain = tokens_per_s["time"] / tokens_per_s["padding"] - 1
     return (
         f"With K = {n_buckets}, the edges optimised for time are predicted "
         f"{format_value(gain, 'ratio')} faster than the edges optimised for padding "
-        f"({at_k.loc['time', 'efficiency']:.1%} against {at_k.loc['padding', 'efficiency']:.1%} "
+        f"({efficiency['time']:.1%} against {efficiency['padding']:.1%} "
         "efficiency)" + (": on these data padding is a good proxy for time." if abs(gain) < 0.01 else ".")
     )
+
+
+def _largest_magnitude(values: pd.Series) -> float:
+    return float(values.abs().max())
 
 
 def describe_validation(validation: pd.DataFrame) -> str:
@@ -314,7 +319,7 @@ def describe_validation(validation: pd.DataFrame) -> str:
     """
     worst_error = validation.groupby("distribution")[
         ["anchored_error", "step_time_error", "padded_error"]
-    ].agg(lambda s: s.abs().max())
+    ].agg(_largest_magnitude)
     text = " ".join(
         f"On {dist}, the largest error over the strategies is {format_value(row.anchored_error, 'ratio')} "
         f"for the anchored step-time model, {format_value(row.step_time_error, 'ratio')} unanchored, "
