@@ -152,7 +152,7 @@ def describe_recommendation(rec: Recommendation) -> str:
 
     Examples
     --------
-    >>> from analysis import recommend
+    >>> from analysis.recommendation import recommend
     >>> rec = recommend(LengthHistogram.from_lengths([1, 2, 3, 4, 50, 60, 70, 80]), 2, batch_size=2)
     >>> print(describe_recommendation(rec))  # waste per useful token 0.136 vs 0.587
         With 2 optimal buckets (batch_size 2) the expected efficiency is 88.0%, against 63.0% for a
