@@ -1,41 +1,36 @@
 """The padding workbench: how much padding your batching costs, and where bucket edges go.
 
 The engine (everything named here) is NumPy/pandas/SciPy: it never imports matplotlib,
-Jupyter or a progress bar.  Figures are in :mod:`analysis.plots`, trainer configs in
-:mod:`analysis.exports`, the faces in :mod:`analysis.cli`, :mod:`analysis.report` and
-:mod:`analysis.explorer` (``analysis.explore``, loaded on first use).
+Jupyter or a progress bar.  Figures are in :mod:`analysis.plots`, sentences about the data in
+:mod:`analysis.narrative`, trainer configs in :mod:`analysis.exports`, the faces in
+:mod:`analysis.cli`, :mod:`analysis.report` and :mod:`analysis.explorer` (``analysis.explore``,
+loaded on first use).
+
+One name per question (the README's table): the padding of given edges is
+:func:`evaluate_edges`, of the strategies with a closed form :func:`expected_strategies`, the
+K to use :func:`recommend`.  The vocabulary helpers (``check_edges``, ``cover_edges``,
+``parse_edges``) stay in :mod:`analysis.batching`, the case's published numbers in
+:mod:`analysis.case`, the single-strategy estimates (``expected_padding``, ``random_padding``,
+``sorted_padding``) in :mod:`analysis.waste`.
 """
 
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-from analysis.batching import BatchRule, check_edges, cover_edges, parse_edges
-from analysis.case import CASE_EDGES, CASE_GEOMETRIC_EDGES
-from analysis.epoch_time import predict_strategy_throughput
+from analysis.batching import BatchRule
+from analysis.epoch_time import predict_strategy_throughput, sweep_throughput
 from analysis.lengths import LengthHistogram
-from analysis.loaders import load_lengths, save_histogram
+from analysis.loaders import load_lengths, load_step_times, save_histogram
 from analysis.measure import measure_lengths
-from analysis.optimize import (
-    METHODS,
-    BucketPlan,
-    evaluate_edges,
-    optimize_edges,
-    recommend_n_buckets,
-    sweep_bucket_counts,
-)
-from analysis.recommendation import Recommendation, compare_edge_sets, recommend
+from analysis.optimize import METHODS, BucketPlan, evaluate_edges, optimize_edges, sweep_bucket_counts
+from analysis.recommendation import Recommendation, case_plans, recommend
 from analysis.sampler import BucketedBatchSampler
 from analysis.simulation import SimulationResult, compare_strategies, simulate
 from analysis.step_time import StepTimeModel, calibration_shapes, measure_step_times
 from analysis.strategies import STRATEGIES
+from analysis.tables import format_value, tidy
 from analysis.throughput import predict_throughput
-from analysis.waste import (
-    WasteEstimate,
-    expected_padding,
-    expected_strategies,
-    random_padding,
-    sorted_padding,
-)
+from analysis.waste import WasteEstimate, expected_strategies
 
 try:
     __version__ = version("padding-workbench")
@@ -50,41 +45,37 @@ __all__ = [
     "measure_lengths",
     # the vocabulary
     "BatchRule",
-    "check_edges",
-    "cover_edges",
-    "parse_edges",
+    "METHODS",
+    "STRATEGIES",
     # exact padding
     "WasteEstimate",
-    "expected_padding",
-    "random_padding",
-    "sorted_padding",
+    "evaluate_edges",
     "expected_strategies",
     # edges
     "BucketPlan",
-    "METHODS",
     "optimize_edges",
-    "evaluate_edges",
     "sweep_bucket_counts",
-    "recommend_n_buckets",
+    # the recommendation
     "Recommendation",
     "recommend",
-    "compare_edge_sets",
-    # simulation and throughput
-    "STRATEGIES",
+    "case_plans",
+    # simulation
     "SimulationResult",
     "simulate",
     "compare_strategies",
+    # throughput
     "predict_throughput",
-    # step times on your hardware
     "StepTimeModel",
-    "measure_step_times",
     "calibration_shapes",
+    "measure_step_times",
+    "load_step_times",
     "predict_strategy_throughput",
+    "sweep_throughput",
     # training
     "BucketedBatchSampler",
-    # the case
-    "CASE_EDGES",
-    "CASE_GEOMETRIC_EDGES",
+    # tables for people
+    "tidy",
+    "format_value",
     "__version__",
 ]  # plus the lazy `explore` (it loads ipywidgets)
 
@@ -96,3 +87,8 @@ def __getattr__(name: str) -> Any:
 
         return explore
     raise AttributeError(f"module 'analysis' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The module's names and the lazy ``explore``, so tab completion offers it."""
+    return sorted([*globals(), "explore"])

@@ -21,10 +21,11 @@ import numpy as np
 from _common import case_histogram
 from scipy.optimize import nnls
 
-from analysis import CASE_EDGES, StepTimeModel
+from analysis import StepTimeModel
 from analysis.case import (
     CASE_BATCH_SIZE,
     CASE_BUCKETED_TOKENS_PER_S,
+    CASE_EDGES,
     CASE_RANDOM_TOKENS_PER_S,
     CASE_SORTED_TOKENS_PER_S,
 )

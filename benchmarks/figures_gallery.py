@@ -25,6 +25,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's 
 
 import analysis  # noqa: E402
 from analysis import plots  # noqa: E402
+from analysis.optimize import recommend_n_buckets  # noqa: E402
+from analysis.recommendation import compare_edge_sets  # noqa: E402
+from analysis.waste import sorted_padding  # noqa: E402
 
 HEAVY_TAIL_MAX = 423_350
 
@@ -58,7 +61,7 @@ def render(
     plan = analysis.optimize_edges(hist, n_buckets, **rule)
     sweep = analysis.sweep_bucket_counts(hist, range(1, min(16, hist.n_distinct) + 1), **rule)
     random_eff = analysis.evaluate_edges(hist, [0, hist.max], **rule).efficiency
-    sorted_eff = analysis.sorted_padding(hist, **rule).efficiency
+    sorted_eff = sorted_padding(hist, **rule).efficiency
     table = analysis.compare_strategies(
         hist, rng=np.random.default_rng(seed), edges=plan.edges, epochs=1, **rule
     )
@@ -73,7 +76,7 @@ def render(
         f"equal count, K={k}": analysis.optimize_edges(hist, k, method="equal_count", **rule),
         f"geometric, K={k}": analysis.optimize_edges(hist, k, method="geometric", **rule),
     }
-    plans = analysis.compare_edge_sets(hist, sets, **rule)
+    plans = compare_edge_sets(hist, sets, **rule)
     clip_at = max_len or int(hist.quantile(0.99))
     figures = {
         "01_length_histogram": plots.plot_length_histogram(hist),
@@ -90,7 +93,7 @@ def render(
             random_efficiency=random_eff,
             sorted_efficiency=sorted_eff,
             chosen=k,
-            recommended=analysis.recommend_n_buckets(sweep),
+            recommended=recommend_n_buckets(sweep),
         ),
         "03_optimal_edges": plots.plot_edges_on_histogram(hist, plan),
         "03_edge_sets": plots.plot_edge_sets(plans, title=f"{k} buckets, batch size {batch_size}"),

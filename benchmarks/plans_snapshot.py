@@ -18,6 +18,9 @@ import sys
 from pathlib import Path
 
 import analysis
+from analysis.batching import cover_edges
+from analysis.case import CASE_EDGES
+from analysis.waste import expected_padding
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 METHODS = ["optimal", "geometric", "equal_count", "equal_tokens", "greedy"]
@@ -43,8 +46,8 @@ def snapshot() -> dict[str, dict[str, object]]:
                     sweep["n_buckets"], sweep["method"], sweep["edges"], sweep["efficiency"]
                 )
             ]
-        edges = analysis.cover_edges(list(analysis.CASE_EDGES), hist)
-        row["case_edges_efficiency"] = analysis.expected_padding(hist, edges, batch_size=8).efficiency
+        edges = cover_edges(list(CASE_EDGES), hist)
+        row["case_edges_efficiency"] = expected_padding(hist, edges, batch_size=8).efficiency
         out[name] = row
     return out
 

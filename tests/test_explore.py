@@ -10,10 +10,10 @@ import threading
 import numpy as np
 import pytest
 
-from analysis import BatchRule, LengthHistogram, evaluate_edges, expected_padding, explorer, optimize_edges
+from analysis import BatchRule, LengthHistogram, evaluate_edges, explorer, optimize_edges
 from analysis.explorer import Explorer, ExplorerView, explore, explore_figure, explore_view
 from analysis.plots import EdgesOnHistogram, plot_edges_on_histogram
-from analysis.waste import tokens_text
+from analysis.waste import expected_padding, tokens_text
 
 HIST = LengthHistogram.from_lengths(np.random.default_rng(5).integers(10, 2_000, size=4_000))
 

@@ -20,7 +20,9 @@ from matplotlib.text import Text
 
 import analysis
 from analysis import LengthHistogram, plots
+from analysis.optimize import recommend_n_buckets
 from analysis.plots._common import OKABE_ITO
+from analysis.recommendation import compare_edge_sets
 
 HEAVY_MAX = 423_350
 ALLOWED_CMAPS = {"viridis", "cividis"}
@@ -53,7 +55,7 @@ def all_figures(hist: LengthHistogram, n_buckets: int = 6) -> dict[str, Figure]:
         s: analysis.simulate(hist, s, rng=np.random.default_rng(0), edges=plan.edges, **rule)
         for s in ("sorted", "random", "bucketed")
     }
-    sets = analysis.compare_edge_sets(
+    sets = compare_edge_sets(
         hist,
         {
             "optimal": plan,
@@ -75,7 +77,7 @@ def all_figures(hist: LengthHistogram, n_buckets: int = 6) -> dict[str, Figure]:
             sweep,
             random_efficiency=float(sweep["efficiency"].min()),
             chosen=n_buckets,
-            recommended=analysis.recommend_n_buckets(sweep),
+            recommended=recommend_n_buckets(sweep),
         ),
         "optimal_edges": plots.plot_edges_on_histogram(hist, plan),
         "edge_sets": plots.plot_edge_sets(sets, hist=hist),

@@ -21,15 +21,15 @@ from hypothesis import strategies as st
 
 import analysis.optimize as opt
 from analysis import (
-    CASE_GEOMETRIC_EDGES,
     BatchRule,
     LengthHistogram,
     StepTimeModel,
     evaluate_edges,
     optimize_edges,
-    recommend_n_buckets,
     sweep_bucket_counts,
 )
+from analysis.case import CASE_GEOMETRIC_EDGES
+from analysis.optimize import recommend_n_buckets
 from analysis.optimize._reference import reference_dp
 
 # the private modules (``analysis.optimize._problem`` is also the name of a function there)

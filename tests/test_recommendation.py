@@ -9,7 +9,20 @@ from fractions import Fraction
 
 import pytest
 
-from analysis import BatchRule, LengthHistogram, Recommendation, compare_edge_sets, optimize_edges, recommend
+from analysis import (
+    METHODS,
+    BatchRule,
+    LengthHistogram,
+    Recommendation,
+    case_plans,
+    evaluate_edges,
+    optimize_edges,
+    recommend,
+    sweep_bucket_counts,
+)
+from analysis.batching import cover_edges
+from analysis.case import CASE_EDGES, CASE_GEOMETRIC_EDGES
+from analysis.recommendation import compare_edge_sets
 
 SAMPLES = [1, 2, 3, 4, 50, 60, 70, 80]
 HIST = LengthHistogram.from_lengths(SAMPLES)
@@ -106,3 +119,31 @@ def test_compare_edge_sets_on_the_same_rule():
     assert plans["other"].edges == other_rule.edges and plans["other"].method == "optimal"
     with pytest.raises(ValueError, match="below the longest length 80"):
         compare_edge_sets(HIST, {"short": [0, 70]}, batch_size=2)
+
+
+def test_recommend_holds_the_sweep_of_every_method_asked():
+    """The frame notebook 03 draws: the same as a separate sweep, and the same optimum and K."""
+    ks = range(1, HIST.n_distinct + 1)
+    rec = recommend(HIST, n_buckets=2, batch_size=2, methods=METHODS)
+    assert rec.sweep.equals(sweep_bucket_counts(HIST, ks, rule=BatchRule(batch_size=2)))
+    only = recommend(HIST, n_buckets=2, batch_size=2)
+    assert list(only.sweep["method"].unique()) == ["optimal"]
+    optimal = rec.sweep[rec.sweep["method"] == "optimal"].reset_index(drop=True)
+    assert optimal.equals(only.sweep)
+    assert rec.n_buckets_suggested == only.n_buckets_suggested and rec.to_dict() == only.to_dict()
+    with pytest.raises(ValueError, match="must include 'optimal'"):
+        recommend(HIST, n_buckets=2, batch_size=2, methods=["geometric"])
+
+
+def test_case_plans_are_the_published_edges_covered_and_evaluated():
+    hist = LengthHistogram.from_lengths([65, 100, 900, 1500, 2000, 3000, 5000, 9000])
+    rule = BatchRule(batch_size=2)
+    plans = case_plans(hist, rule)
+    assert list(plans) == ["case: published (greedy)", "case: geometric start"]
+    for plan, edges in zip(plans.values(), (CASE_EDGES, CASE_GEOMETRIC_EDGES), strict=True):
+        want = evaluate_edges(hist, cover_edges(edges, hist), rule)
+        assert plan.edges == want.edges and plan.edges[-1] == 9000 and plan.method == "given"
+        assert plan.padded_tokens == want.padded_tokens and plan.rule == rule
+    assert (
+        case_plans(hist, batch_size=2)["case: geometric start"].edges == plans["case: geometric start"].edges
+    )

@@ -21,7 +21,6 @@ from hypothesis import strategies as st
 from analysis import (
     BucketedBatchSampler,
     LengthHistogram,
-    expected_padding,
     exports,
     optimize_edges,
     simulate,
@@ -29,6 +28,7 @@ from analysis import (
 from analysis.batching import bucket_index
 from analysis.bucketed import bucketed_epoch, epoch_rng
 from analysis.strategies import build_epoch, epoch_builder
+from analysis.waste import expected_padding
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -16,15 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analysis import (
-    BatchRule,
-    LengthHistogram,
-    compare_strategies,
-    expected_padding,
-    simulate,
-    sorted_padding,
-)
+from analysis import BatchRule, LengthHistogram, compare_strategies, simulate
 from analysis.strategies import STRATEGIES, TOKEN_STRATEGIES, epoch_builder
+from analysis.waste import expected_padding, sorted_padding
 
 
 def _rule(strategy: str, batch_size: int, max_tokens: int) -> dict[str, int]:
