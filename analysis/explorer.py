@@ -59,7 +59,7 @@ from analysis.optimize import (
     optimize_edges,
     sweep_bucket_counts,
 )
-from analysis.waste import tokens_text
+from analysis.tables import format_count
 
 if TYPE_CHECKING:
     from analysis.plots import EdgesOnHistogram
@@ -128,8 +128,8 @@ class ExplorerView:
         bound = "" if plan.exact else f"; at most {plan.gap:.2%} above the optimum (proven bound)"
         numbers = (
             f"{self.n_buckets} bucket{plural}: efficiency "
-            f"{plan.efficiency:.4f}, padded tokens {tokens_text(plan.padded_tokens)} for "
-            f"{plan.useful_tokens:,} useful (waste {tokens_text(plan.waste_tokens)}){bound}"
+            f"{plan.efficiency:.4f}, padded tokens {format_count(plan.padded_tokens)} for "
+            f"{plan.useful_tokens:,} useful (waste {format_count(plan.waste_tokens)}){bound}"
         )
         if self.provisional is None:
             return f"{self.source}, {numbers}"

@@ -38,7 +38,8 @@ import numpy as np
 import pandas as pd
 
 from analysis._validate import as_length_array
-from analysis.lengths import LengthCounter, LengthHistogram
+from analysis.counting import LengthCounter
+from analysis.lengths import LengthHistogram
 from analysis.step_time import check_step_times
 
 __all__ = ["SUPPORTED_EXTENSIONS", "load_lengths", "save_histogram", "load_step_times"]

@@ -31,7 +31,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from analysis.lengths import LengthCounter, LengthHistogram
+from analysis.counting import LengthCounter
+from analysis.lengths import LengthHistogram
 from analysis.measure._cache import _cache_key, _cache_read, _cache_write
 from analysis.measure._out import _check_out, _is_folder, _open_out, _ShardFolder
 from analysis.measure._pieces import _Job
