@@ -62,7 +62,7 @@ from typing import Any
 
 import numpy as np
 
-from analysis._validate import as_length_array, positive_int
+from analysis._validate import as_length_array, check_rng, positive_int
 from analysis.batching import BatchRule, as_rule, bucket_index, check_edges
 from analysis.lengths import LengthHistogram
 
@@ -360,8 +360,7 @@ def bucketed_epoch(
     >>> sorted(int(i) for i in np.unique(ep.indices))
     [0, 1, 2, 3, 4]
     """
-    if not isinstance(rng, np.random.Generator):
-        raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    check_rng(rng)
     world_size = positive_int(world_size, "world_size")
     return _draw(_layout(np.asarray(bucket_of_sample), batch_sizes, world_size, sync_buckets, drop_last), rng)
 

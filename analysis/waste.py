@@ -185,8 +185,8 @@ def expected_padding(
     ``B``-subset of the bucket and the last partial batch (``r = n mod B`` samples) a uniformly
     random ``r``-subset.  So a bucket's expected padded tokens are
     ``floor(n / B) * B * E[max_B] + r * E[max_r]``, with ``E[max]`` from order statistics
-    without replacement (:func:`analysis._order_stats.expected_batch_max`).  One bucket is the full random shuffle;
-    a bucket per distinct length is waste-free.
+    without replacement (:func:`analysis._order_stats.expected_batch_max`).  One bucket is the
+    full random shuffle; a bucket per distinct length is waste-free.
 
     Parameters
     ----------

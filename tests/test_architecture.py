@@ -19,7 +19,7 @@ import analysis
 
 PACKAGE = Path(analysis.__file__).parent
 #: The faces: they may import anything; nothing in the engine may import them.
-FACES = {"cli", "_cli_lengths", "report", "explorer", "exports", "progress", "plots", "tables", "__main__"}
+FACES = {"cli", "_cli_lengths", "report", "explorer", "exports", "progress", "plots", "__main__"}
 #: Never imported by the engine (UI, notebooks, report tooling, deep-learning frameworks).
 FORBIDDEN = {
     "matplotlib",
