@@ -5,6 +5,11 @@ A batch costs ``padded = size * longest`` (the longest rounded up to the rule's
 padded``.  Every function here is a pure function of a
 :class:`~analysis.lengths.LengthHistogram` and runs in O(distinct lengths), whatever the
 number of samples; the order statistics behind it live in :mod:`analysis._order_stats`.
+
+Each public function takes its batch rule the same way, as ``rule`` or as the keywords
+``batch_size=`` / ``max_tokens=`` / ``pad_to_multiple_of=`` (see :func:`analysis.batching.as_rule`):
+their signatures repeat on purpose (a deliberate twin of the optimiser's and the step-time
+model's), so that ``help()`` and a type checker show every keyword.
 """
 
 from __future__ import annotations
