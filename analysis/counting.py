@@ -96,6 +96,7 @@ class LengthCounter:
             raise ValueError(f"{where}: {err}" if where else str(err)) from None
 
     def histogram(self, where: str) -> LengthHistogram:
+        """Everything counted so far; ``where`` names the input in the error when it was empty."""
         lengths = np.flatnonzero(self.dense).astype(np.int64)
         hist = LengthHistogram(lengths, self.dense[lengths]) if lengths.size else None
         if self.sparse:
