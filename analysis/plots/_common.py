@@ -1,6 +1,7 @@
 """Shared figure helpers: saving, the colour-blind-safe palette, length axes whose ticks
-never collide, direct labels that never overlap, and number formats (thousands separators,
-percentages, never ``-0``)."""
+never collide, direct labels that never overlap, and the figures' number formats
+(:func:`format_percent`, :func:`format_count`, length ticks), which are
+:mod:`analysis.tables`' rules: thousands separators, percentages, never ``-0``."""
 
 from __future__ import annotations
 
