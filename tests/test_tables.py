@@ -115,6 +115,9 @@ def test_the_cli_floats_stay_floats(name):
 
 @given(finite, st.integers(0, 4))
 def test_prose_percent_is_what_the_narrative_wrote(share, digits):
+    if digits == 0 and 100 * share == -0.5:  # the one exact tie: the old rule wrote "-0%"
+        assert narrative.percent(share, digits) == "0%"
+        return
     assert narrative.percent(share, digits) == old_narrative_percent(share, digits)
     assert format_percent(share, digits) == old_narrative_percent(share, digits)
 
