@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import analysis.lengths as lengths_module
+import analysis.counting as counting_module
 import analysis.loaders as loaders
 from analysis import LengthHistogram, load_lengths, save_histogram
 from analysis.loaders import SUPPORTED_EXTENSIONS
@@ -254,7 +254,7 @@ def test_glob_error_names_the_bad_file_and_returns_nothing(tmp_path: Path) -> No
 def small_chunks(monkeypatch: pytest.MonkeyPatch) -> int:
     """Force many chunks on small files, so chunk boundaries are exercised."""
     monkeypatch.setattr(loaders, "_CHUNK_ROWS", 32)
-    monkeypatch.setattr(lengths_module, "_DENSE_LIMIT", 1000)  # the counter lives in lengths
+    monkeypatch.setattr(counting_module, "_DENSE_LIMIT", 1000)  # the counter lives in counting
     return 32
 
 
