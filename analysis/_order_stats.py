@@ -2,17 +2,21 @@
 
 The numerics behind :func:`analysis.waste.expected_padding`: ``E[g(max)]`` of a random
 ``size``-subset, computed to near machine precision for any subset size and sample count as a
-sum of non-negative terms (nothing cancels).  Private: no validation, arrays in, floats out.
+sum of non-negative terms (nothing cancels).  The building blocks take validated arrays and
+check nothing; :func:`expected_batch_max` is the one validated entry (the expected longest of
+a random batch, from any ``lengths, counts`` pair).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import overload
 
 import numpy as np
 from scipy.special import gammaln
 
+from analysis._validate import positive_int
 from analysis.batching import round_up
 
 # Within a bucket of n samples (distinct lengths v_1 < ... < v_k, cumulative counts C_j), a
@@ -272,3 +276,87 @@ def exact_cumsum(values: list[int]) -> list[int]:
         total += v
         out.append(total)
     return out
+
+
+def _as_length_counts(
+    lengths: Sequence[int] | np.ndarray, counts: Sequence[int] | np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Validated (ascending distinct lengths, positive counts) arrays."""
+    lengths, counts = np.asarray(lengths), np.asarray(counts)
+    if lengths.ndim != 1 or lengths.shape != counts.shape or lengths.size == 0:
+        raise ValueError(
+            f"lengths and counts must be non-empty 1-D arrays of equal size, got "
+            f"{lengths.shape} and {counts.shape}"
+        )
+    if lengths.dtype.kind not in "iu" or counts.dtype.kind not in "iu":
+        raise ValueError(f"lengths and counts must be integers, got {lengths.dtype} and {counts.dtype}")
+    lengths = lengths.astype(np.int64)
+    counts = counts.astype(np.int64)
+    if (np.diff(lengths) <= 0).any():
+        raise ValueError("lengths must be distinct and ascending")
+    if (counts <= 0).any():
+        raise ValueError("counts must be positive")
+    if lengths[0] < 0:
+        raise ValueError(f"negative length {int(lengths[0])}")
+    return lengths, counts
+
+
+def expected_batch_max(
+    lengths: Sequence[int] | np.ndarray,
+    counts: Sequence[int] | np.ndarray,
+    batch_size: int,
+    *,
+    pad_to_multiple_of: int = 1,
+    power: int = 1,
+) -> float:
+    """Expected longest sample of a uniformly random ``batch_size``-subset of a multiset.
+
+    The multiset holds ``counts[j]`` samples of length ``lengths[j]``.  Sampling is without
+    replacement, as in a shuffled epoch: ``P(max <= v) = C(c(v), B) / C(n, B)`` with ``c(v)``
+    the samples of length ``<= v``.  ``pad_to_multiple_of`` rounds the longest up first (the
+    rounded maximum is the maximum of rounded lengths); ``power=2`` gives ``E[max**2]``.
+    Costs O(distinct lengths)
+    whatever ``counts.sum()`` is; the building block of :func:`expected_padding`.
+
+    Accuracy: ~1e-15 relative (checked against ``math.comb`` arithmetic for batch sizes
+    1..5,000 and up to 10**8 samples); ``P(max <= v)`` is never formed as a difference of
+    two large log-gamma values.
+
+    Parameters
+    ----------
+    lengths : array of int
+        Distinct lengths, strictly ascending.
+    counts : array of int
+        Positive number of samples of each length.
+    batch_size : int
+        Subset size, ``1 <= batch_size <= counts.sum()``.
+    pad_to_multiple_of : int, default 1
+        Round the longest up to a multiple of this.
+    power : int, default 1
+        Return ``E[max ** power]`` (positive int).
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    Two samples of length 1 and one of length 3: a random pair misses the 3 only with
+    probability 1/3, so E[max] = 1/3 * 1 + 2/3 * 3:
+
+    >>> expected_batch_max([1, 3], [2, 1], 2)
+    2.333
+    >>> expected_batch_max([1, 3], [2, 1], 1)  # the mean
+    1.667
+    >>> expected_batch_max([1, 3], [2, 1], 2, pad_to_multiple_of=4)
+    4.0
+    """
+    lengths, counts = _as_length_counts(lengths, counts)
+    batch_size = positive_int(batch_size, "batch_size")
+    m = positive_int(pad_to_multiple_of, "pad_to_multiple_of")
+    power = positive_int(power, "power")
+    n = sum(counts.tolist())
+    if batch_size > n:
+        raise ValueError(f"batch_size = {batch_size} exceeds the {n} samples")
+    g = padded_values(lengths, m) ** power
+    return expected_g_of_max(g, np.cumsum(counts), batch_size)

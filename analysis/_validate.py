@@ -1,19 +1,30 @@
-"""One place that checks what callers pass: per-sample length arrays, positive integers.
+"""One place that checks what callers pass: per-sample length arrays, positive integers, random
+generators and names chosen from a list (a strategy, a method).
 
 Every module that takes lengths or counts from a user validates them here, so the messages
-(one line, naming the file and row) are the same whichever face the data came through.
+(one line, naming the file and row) are the same whichever face the data came through; the
+same for ``rng`` (a ``numpy.random.Generator``, never a seed or the legacy global state) and
+for a name that must be one of a fixed list (the list itself lives with what it names).
 Imports nothing from the project.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["ZeroLengthError", "as_length_array", "positive_int", "where_prefix"]
+__all__ = [
+    "ZeroLengthError",
+    "as_length_array",
+    "check_rng",
+    "known_name",
+    "positive_int",
+    "where_prefix",
+]
 
 _INT64_MAX = np.iinfo(np.int64).max
 
@@ -34,7 +45,7 @@ def where_prefix(source: str | None, row: int | None, unit: str = "row") -> str:
 
 
 def as_length_array(
-    values: Any,
+    values: object,
     *,
     allow_zero: bool,
     source: str | None = None,
@@ -75,33 +86,19 @@ def as_length_array(
     elif kind == "b":
         raise ValueError(f"{where_prefix(source, first_row, unit)}bool is not a {what} (dtype bool)")
     elif kind == "f":
-        bad = ~np.isfinite(arr)
-        if bad.any():
-            i = int(np.argmax(bad))
-            raise ValueError(
-                f"{where_prefix(source, first_row + i, unit)}{what} is {arr[i].item()!r}, not a number"
-            )
-        bad = arr != np.floor(arr)
-        if bad.any():
-            i = int(np.argmax(bad))
-            raise ValueError(
-                f"{where_prefix(source, first_row + i, unit)}{what} {arr[i].item()!r} is not an integer"
-            )
-        bad = arr >= 2.0**63
-        if bad.any():
-            i = int(np.argmax(bad))
-            raise ValueError(
-                f"{where_prefix(source, first_row + i, unit)}{what} {arr[i].item()!r} is too large"
-            )
+        for bad, problem in (
+            (~np.isfinite(arr), "is {!r}, not a number"),
+            (arr != np.floor(arr), "{!r} is not an integer"),
+            (arr >= 2.0**63, "{!r} is too large"),
+        ):
+            _raise_at_first(bad, arr, problem, source=source, first_row=first_row, unit=unit, what=what)
         arr = arr.astype(np.int64)
     elif kind == "u":
         if arr.dtype.itemsize == 8:
             bad = arr > np.uint64(_INT64_MAX)
-            if bad.any():
-                i = int(np.argmax(bad))
-                raise ValueError(
-                    f"{where_prefix(source, first_row + i, unit)}{what} {int(arr[i])} is too large"
-                )
+            _raise_at_first(
+                bad, arr, "{!r} is too large", source=source, first_row=first_row, unit=unit, what=what
+            )
         arr = arr.astype(np.int64)
     elif kind == "i":
         arr = arr.astype(np.int64, copy=False)
@@ -117,6 +114,23 @@ def as_length_array(
             f"{where}zero {what} 0 (pass allow_zero=True if empty samples are intended)", where.rstrip(": ")
         )
     return arr
+
+
+def _raise_at_first(
+    bad: np.ndarray,
+    arr: np.ndarray,
+    problem: str,
+    *,
+    source: str | None,
+    first_row: int,
+    unit: str,
+    what: str,
+) -> None:
+    """A ``ValueError`` at the first ``bad`` row: ``"{where}{what} " + problem.format(value)``."""
+    if bad.any():
+        i = int(np.argmax(bad))
+        value = arr[i].item()
+        raise ValueError(f"{where_prefix(source, first_row + i, unit)}{what} {problem.format(value)}")
 
 
 def _has_bool(values: list[Any] | tuple[Any, ...]) -> bool:
@@ -152,7 +166,7 @@ def _object_to_int64(
     return out
 
 
-def positive_int(value: Any, name: str) -> int:
+def positive_int(value: object, name: str) -> int:
     """``value`` as a positive int, or a ``ValueError`` naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, int | np.integer):
         if isinstance(value, float) and value.is_integer():
@@ -162,3 +176,35 @@ def positive_int(value: Any, name: str) -> int:
     if value <= 0:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
     return int(value)
+
+
+def check_rng(rng: object) -> np.random.Generator:
+    """``rng`` itself when it is a ``numpy.random.Generator``, else a ``ValueError`` (a seed or
+    ``np.random.RandomState`` would make runs irreproducible in a way nobody sees).
+
+    Examples
+    --------
+    >>> check_rng(42)
+    Traceback (most recent call last):
+    ...
+    ValueError: rng must be a numpy.random.Generator, got int
+    """
+    if not isinstance(rng, np.random.Generator):
+        raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    return rng
+
+
+def known_name(name: str, choices: Sequence[str], what: str) -> str:
+    """``name`` when it is one of ``choices``, else a ``ValueError`` that lists them; ``what``
+    says what is named (``"strategy"``, ``"method"``).
+
+    Examples
+    --------
+    >>> known_name("shuffled", ("sorted", "random"), "strategy")
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown strategy 'shuffled'; choose one of sorted, random
+    """
+    if name not in choices:
+        raise ValueError(f"unknown {what} {name!r}; choose one of {', '.join(choices)}")
+    return name

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
@@ -67,7 +67,7 @@ MAX_RULE_VALUE = 2**62
 _INT64_MAX = 2**63 - 1
 
 
-def _rule_int(value: Any, name: str) -> int:
+def _rule_int(value: object, name: str) -> int:
     """A positive int at most :data:`MAX_RULE_VALUE`, or a one-line ``ValueError``."""
     out = positive_int(value, name)
     if out > MAX_RULE_VALUE:
@@ -75,7 +75,13 @@ def _rule_int(value: Any, name: str) -> int:
     return out
 
 
-def round_up(values: Any, multiple: int) -> Any:
+@overload
+def round_up(values: int, multiple: int) -> int: ...
+@overload
+def round_up(values: np.integer[Any], multiple: int) -> np.integer[Any]: ...
+@overload
+def round_up(values: np.ndarray, multiple: int) -> np.ndarray: ...
+def round_up(values: int | np.integer[Any] | np.ndarray, multiple: int) -> int | np.integer[Any] | np.ndarray:
     """``values`` (an int or an integer array) rounded up to a multiple of ``multiple``.
 
     Examples
@@ -95,7 +101,7 @@ def round_up(values: Any, multiple: int) -> Any:
     return (values + (multiple - 1)) // multiple * multiple
 
 
-def check_edges(edges: Any, hist: LengthHistogram | None = None) -> list[int]:
+def check_edges(edges: Sequence[int] | np.ndarray, hist: LengthHistogram | None = None) -> list[int]:
     """Validate bucket ``edges`` and return them as a list of Python ints.
 
     Raises a one-line ``ValueError`` naming the problem: not a 1-D sequence, fewer than 2
@@ -147,7 +153,7 @@ def check_edges(edges: Any, hist: LengthHistogram | None = None) -> list[int]:
     return out
 
 
-def cover_edges(edges: Any, hist: LengthHistogram) -> list[int]:
+def cover_edges(edges: Sequence[int] | np.ndarray, hist: LengthHistogram) -> list[int]:
     """``edges`` stretched just enough to cover ``hist``: the first edge lowered below the
     shortest length, the last raised to the longest; interior edges are kept (for published
     edges fitted to other data; interior edges beyond the data leave empty buckets).

@@ -49,7 +49,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analysis._validate import positive_int
+from analysis._validate import check_rng, positive_int
 
 __all__ = [
     "BucketLayout",
@@ -385,8 +385,7 @@ def bucketed_epoch(
     >>> sorted(int(i) for i in np.unique(ep.indices))
     [0, 1, 2, 3, 4]
     """
-    if not isinstance(rng, np.random.Generator):
-        raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    check_rng(rng)
     world_size = positive_int(world_size, "world_size")
     return draw_epoch(
         bucket_layout(np.asarray(bucket_of_sample), batch_sizes, world_size, sync_buckets, drop_last), rng

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from analysis._order_stats import expected_batch_sum
+from analysis._validate import known_name
 from analysis.batching import BatchRule, as_rule, bucket_bounds, check_edges, positive_int, round_up
 from analysis.lengths import LengthHistogram
 from analysis.optimize import sweep_bucket_counts
@@ -259,8 +260,7 @@ def predict_strategy_throughput(
     world_size = positive_int(world_size, "world_size")
     names = list(strategies)
     for name in names:
-        if name not in STRATEGIES:
-            raise ValueError(f"unknown strategy {name!r}; choose one of {', '.join(STRATEGIES)}")
+        known_name(name, STRATEGIES, "strategy")
     if reference not in names:
         raise ValueError(f"reference {reference!r} is not among the strategies")
     exact = {

@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 from matplotlib.figure import Figure
 
+from analysis._validate import known_name
 from analysis.batching import DEFAULT_MAX_BUCKETS, DEFAULT_METHOD, DEFAULT_N_BUCKETS, BatchRule, parse_edges
 from analysis.lengths import LengthHistogram
 from analysis.optimize import (
@@ -59,7 +60,7 @@ from analysis.optimize import (
     optimize_edges,
     sweep_bucket_counts,
 )
-from analysis.waste import tokens_text
+from analysis.tables import format_count
 
 if TYPE_CHECKING:
     from analysis.plots import EdgesOnHistogram
@@ -128,8 +129,8 @@ class ExplorerView:
         bound = "" if plan.exact else f"; at most {plan.gap:.2%} above the optimum (proven bound)"
         numbers = (
             f"{self.n_buckets} bucket{plural}: efficiency "
-            f"{plan.efficiency:.4f}, padded tokens {tokens_text(plan.padded_tokens)} for "
-            f"{plan.useful_tokens:,} useful (waste {tokens_text(plan.waste_tokens)}){bound}"
+            f"{plan.efficiency:.4f}, padded tokens {format_count(plan.padded_tokens)} for "
+            f"{plan.useful_tokens:,} useful (waste {format_count(plan.waste_tokens)}){bound}"
         )
         if self.provisional is None:
             return f"{self.source}, {numbers}"
@@ -364,8 +365,7 @@ class Explorer:
         self.hist = hist if isinstance(hist, LengthHistogram) else LengthHistogram.from_lengths(hist)
         rule = BatchRule.resolve(batch_size, max_tokens, pad_to_multiple_of)
         self.pad_to_multiple_of = rule.pad_to_multiple_of
-        if method not in METHODS:
-            raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+        known_name(method, METHODS, "method")
         k_max = max(1, min(DEFAULT_MAX_BUCKETS, self.hist.n_distinct))
         if not 1 <= n_buckets <= k_max:
             raise ValueError(f"n_buckets must be between 1 and {k_max}, got {n_buckets!r}")

@@ -3,9 +3,10 @@
 A dataset of millions of samples usually has only thousands of distinct lengths, so
 everything downstream (the padding model, the optimiser, the figures) works on
 ``(lengths, counts)`` pairs.  Totals are exact: they are Python ``int`` values computed
-without any fixed-width accumulator.
+without any fixed-width accumulator.  Counting a stream of lengths chunk by chunk (what the
+loaders do) is :class:`analysis.counting.LengthCounter`, one floor up.
 
-This module imports nothing else from the project and reads no files.
+This module imports only :mod:`analysis._validate` from the project and reads no files.
 """
 
 from __future__ import annotations
@@ -442,82 +443,3 @@ class LengthHistogram:
     def expand(self) -> np.ndarray:
         """Per-sample lengths (sorted ascending), for simulators that need samples."""
         return np.repeat(self.lengths, self.counts)
-
-
-# Lengths below this are counted in a dense array (at most 8 MB); longer ones sparsely.
-_DENSE_LIMIT = 1 << 20
-
-
-class LengthCounter:
-    """Running exact histogram: a dense int64 count array plus sparse parts for long lengths."""
-
-    def __init__(self) -> None:
-        self.dense = np.zeros(0, dtype=np.int64)
-        self.sparse: list[tuple[np.ndarray, np.ndarray]] = []
-
-    def add_lengths(self, arr: np.ndarray) -> None:
-        """Count a validated non-negative int64 array of per-sample lengths."""
-        if arr.size == 0:
-            return
-        if int(arr.max()) >= _DENSE_LIMIT:
-            big = arr >= _DENSE_LIMIT
-            lengths, counts = np.unique(arr[big], return_counts=True)
-            self._add_sparse(lengths, counts.astype(np.int64), "")
-            arr = arr[~big]
-            if arr.size == 0:
-                return
-        # Counts per chunk are at most _CHUNK_ROWS, and rows never reach 2**63: no overflow.
-        binned = np.bincount(arr)
-        if binned.size > self.dense.size:
-            binned[: self.dense.size] += self.dense
-            self.dense = binned
-        else:
-            self.dense[: binned.size] += binned
-
-    def add_counts(self, lengths: np.ndarray, counts: np.ndarray, where: str) -> None:
-        """Add a validated ``(lengths, counts)`` table (lengths may repeat), checking overflow."""
-        big = lengths >= _DENSE_LIMIT
-        if big.any():
-            self._add_sparse(lengths[big], counts[big], where)
-            lengths, counts = lengths[~big], counts[~big]
-        if lengths.size == 0:
-            return
-        top = int(lengths.max())
-        if top >= self.dense.size:
-            self.dense = np.concatenate([self.dense, np.zeros(top + 1 - self.dense.size, np.int64)])
-        order = np.argsort(lengths, kind="stable")
-        lengths, counts = lengths[order], counts[order]
-        starts = np.flatnonzero(np.r_[True, np.diff(lengths) != 0])
-        flat, bounds = counts.tolist(), [*starts.tolist(), lengths.size]
-        sums = [sum(flat[a:b]) for a, b in zip(bounds, bounds[1:])]  # exact Python ints
-        distinct = lengths[starts]
-        room = (_INT64_MAX - self.dense[distinct]).tolist()
-        if any(s > r for s, r in zip(sums, room)):
-            raise ValueError(f"{where}: the count of one length exceeds int64")
-        self.dense[distinct] += np.array(sums, dtype=np.int64)
-
-    def _add_sparse(self, lengths: np.ndarray, counts: np.ndarray, where: str) -> None:
-        self.sparse.append((lengths, counts))
-        if len(self.sparse) > 16:
-            merged = self._sparse_histogram(where)
-            self.sparse = [(merged.lengths, merged.counts)]
-
-    def _sparse_histogram(self, where: str) -> LengthHistogram:
-        try:
-            return LengthHistogram.from_counts(
-                np.concatenate([p[0] for p in self.sparse]),
-                np.concatenate([p[1] for p in self.sparse]),
-                allow_zero=True,
-            )
-        except ValueError as err:  # a count beyond int64
-            raise ValueError(f"{where}: {err}" if where else str(err)) from None
-
-    def histogram(self, where: str) -> LengthHistogram:
-        lengths = np.flatnonzero(self.dense).astype(np.int64)
-        hist = LengthHistogram(lengths, self.dense[lengths]) if lengths.size else None
-        if self.sparse:
-            sparse = self._sparse_histogram(where)
-            hist = sparse if hist is None else hist + sparse
-        if hist is None:
-            raise ValueError(f"{where}: empty input, no samples (all counts are zero)")
-        return hist

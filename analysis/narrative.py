@@ -15,7 +15,7 @@ import pandas as pd
 from analysis.batching import BatchRule
 from analysis.lengths import LengthHistogram
 from analysis.recommendation import Recommendation
-from analysis.tables import format_value
+from analysis.tables import format_percent, format_value
 from analysis.waste import random_padding, sorted_padding
 
 if TYPE_CHECKING:
@@ -44,17 +44,15 @@ _TERM_PROSE = {
 
 
 def percent(share: float, digits: int = 1) -> str:
-    """A share as a percentage for prose (``0.3612`` -> ``"36.1%"``; never ``"-0.0%"``).
+    """A share as a percentage for prose (``0.3612`` -> ``"36.1%"``; never ``"-0.0%"``): the
+    prose convention of :func:`analysis.tables.format_percent`, 1 decimal unless asked.
 
     Examples
     --------
     >>> percent(0.3612), percent(-1e-12), percent(0.99996, 2)
     ('36.1%', '0.0%', '100.00%')
     """
-    value = 100 * share
-    if abs(value) < 0.5 * 10**-digits:
-        value = 0.0
-    return f"{value:.{digits}f}%"
+    return format_percent(share, digits)
 
 
 def describe_distribution(hist: LengthHistogram, rule: BatchRule, zero_length_dropped: int = 0) -> str:

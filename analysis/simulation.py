@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from analysis._validate import check_rng, known_name
 from analysis.batching import BatchRule, as_rule, check_edges, positive_int, round_up
 from analysis.epoch_metrics import EPOCH_METRICS, Progress, SimulationResult, simulate_epochs
 from analysis.lengths import LengthHistogram
@@ -106,8 +107,7 @@ def simulate(
     1           0.875      3                 0.0
     2           0.875      3                 1.0
     """
-    if not isinstance(rng, np.random.Generator):
-        raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+    check_rng(rng)
     rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens, pad_to_multiple_of=pad_to_multiple_of)
     epochs = positive_int(epochs, "epochs")
     world_size = positive_int(world_size, "world_size")
@@ -227,8 +227,7 @@ def compare_strategies(
     """
     names = list(STRATEGIES if strategies is None else strategies)
     for name in names:
-        if name not in STRATEGIES:
-            raise ValueError(f"unknown strategy {name!r}; choose one of {', '.join(STRATEGIES)}")
+        known_name(name, STRATEGIES, "strategy")
     rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens, pad_to_multiple_of=pad_to_multiple_of)
     epochs = positive_int(epochs, "epochs")
     world_size = positive_int(world_size, "world_size")

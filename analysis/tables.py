@@ -1,24 +1,63 @@
-"""Tables for people: counts with thousands separators, ratios as percentages.
+"""The one number formatter: how every face writes a number for people.
 
-A face (notebook, CLI) shows engine frames through :func:`tidy`, which returns a frame of
-strings: integers and integral counts as ``1,234``, ratios (efficiencies, shares, repeats) as
-``91.03%``, other floats with 3 decimals, never ``-0.000``, missing values as ``–``.  The engine
-keeps its numbers numeric; only the display is formatted, in this one place.
+Notebook tables, the CLI, the report's prose (:mod:`analysis.narrative`) and the figures'
+labels and ticks (:mod:`analysis.plots`) all format through these functions, so one number
+reads the same wherever it is shown.  The engine keeps its numbers numeric; only the display
+is formatted, here.  The conventions:
+
+* **Tables** (:func:`tidy`, :func:`format_value`; the notebooks and the CLI): a column's kind
+  comes from its name (:func:`column_kind`).  Ratios (efficiencies, shares, repeats) are
+  percentages with 2 decimals (``90.99%``); counts of samples, tokens, batches, steps and
+  lengths, their means and expectations included, are whole numbers with thousands separators
+  (``14,096``); Python ints are exact with separators whatever the column; other floats have
+  3 decimals (``0.702``, ``12,345.678``); a list reads ``[0, 7700]``; a missing value (None,
+  NaN) is ``–``.
+* **Prose** (:func:`analysis.narrative.percent`): :func:`format_percent` with 1 decimal unless
+  a sentence asks for more (``36.1%``); counts as :func:`format_count`.
+* **Figures** (bar and bucket labels, ticks): :func:`format_percent` with ``digits=None``, the
+  digits a small share needs (``81%``, ``5.1%``, ``0.04%``), ``n/a`` when missing;
+  :func:`format_count` for counts and :func:`format_length` for length ticks.
+
+Nothing reads ``-0``: a value that rounds to zero is written without its sign.  Imports
+nothing from the project.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+import re
+from collections.abc import Sequence
+from typing import Literal
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["column_kind", "format_value", "tidy"]
+__all__ = [
+    "MISSING",
+    "CellValue",
+    "ColumnKind",
+    "column_kind",
+    "format_count",
+    "format_length",
+    "format_percent",
+    "format_value",
+    "tidy",
+]
 
-#: Columns (or row labels) holding a ratio in [0, 1].
+#: How a missing value (None, NaN) reads in a table.
+MISSING = "–"
+
+#: How a column is shown: a ratio as a percentage, a count as a whole number, else a float.
+ColumnKind = Literal["ratio", "count", "float"]
+
+#: What a table cell may hold (anything else is shown with ``str``).
+CellValue = int | float | str | np.generic | Sequence[int] | Sequence[float] | np.ndarray | None
+
+#: Columns (or row labels) holding a ratio in [0, 1] (``efficiency_se`` too: a share's error).
 _RATIO_WORDS = ("efficiency", "share", "composition_repeat")
-#: Columns holding counts of samples, tokens, batches or steps (floats when averaged).
+#: Columns holding counts of samples, tokens, batches, steps or lengths (floats when averaged or
+#: expected): every name the CLI prints as a count (``samples_clipped``, ``lower_edge``,
+#: ``distinct_lengths``, ``predicted_tokens_per_s``, ``expected_padded_tokens``...) holds one.
 _COUNT_WORDS = (
     "tokens",
     "steps",
@@ -39,26 +78,93 @@ _COUNT_WORDS = (
     "p99",
     "mean",
 )
+#: A quantile's row label (``p10``, ``p95``, ``p999``): a length.
+_QUANTILE = re.compile(r"p\d+")
 
 
-def column_kind(label: str) -> str:
+def column_kind(label: str) -> ColumnKind:
     """How a column (or row label) is shown: ``"ratio"``, ``"count"`` or ``"float"``.
 
     Examples
     --------
     >>> column_kind("expected_efficiency"), column_kind("padded_tokens"), column_kind("within_batch_cv")
     ('ratio', 'count', 'float')
+    >>> column_kind("share_samples_clipped"), column_kind("p95"), column_kind("straggler_factor")
+    ('ratio', 'count', 'float')
     """
     name = str(label).lower()
     if any(w in name for w in _RATIO_WORDS):
         return "ratio"
-    if any(w in name for w in _COUNT_WORDS) and "cv" not in name:
+    if (any(w in name for w in _COUNT_WORDS) and "cv" not in name) or _QUANTILE.fullmatch(name):
         return "count"
     return "float"
 
 
-def format_value(value: Any, kind: str = "float") -> str:
-    """One cell as text; ``kind`` is ``"ratio"``, ``"count"`` or ``"float"``.
+def _unsigned_zero(text: str) -> str:
+    """``text`` without its minus sign when every digit in it is zero (``-0.00%`` -> ``0.00%``)."""
+    return text[1:] if text.startswith("-") and not text.strip("-0.,%") else text
+
+
+def format_percent(share: float, digits: int | None = 2, *, missing: str = MISSING) -> str:
+    """A share (``0.3612``) as a percentage: ``digits`` decimals, or with ``digits=None`` the
+    digits a small share needs (figures: whole percents from 10%, one decimal from 1%, two
+    significant digits below).  A non-finite share reads ``missing``.
+
+    Examples
+    --------
+    >>> format_percent(0.90994), format_percent(0.3612, 1), format_percent(-1e-12, 1)
+    ('90.99%', '36.1%', '0.0%')
+    >>> [format_percent(x, None) for x in (0.8123, 0.0512, 0.000404, 0.0, -1e-12, 1.0)]
+    ['81%', '5.1%', '0.04%', '0%', '0%', '100%']
+    >>> format_percent(float("nan")), format_percent(float("nan"), None, missing="n/a")
+    ('–', 'n/a')
+    """
+    if not np.isfinite(share):
+        return missing
+    pct = 100 * share
+    if digits is not None:
+        return _unsigned_zero(f"{pct:.{digits}f}%")
+    if abs(pct) < 0.005:
+        return "0%"
+    if abs(pct) >= 9.95:
+        return f"{pct:.0f}%"
+    if abs(pct) >= 0.995:
+        return f"{pct:.1f}%"
+    return f"{pct:.2g}%"
+
+
+def format_count(value: int | float | np.integer | np.floating) -> str:
+    """A count or a token total: a whole number with thousands separators (an int exactly, a
+    float such as an expectation rounded to the nearest whole); a non-finite float reads ``–``.
+
+    Examples
+    --------
+    >>> format_count(58_079_769_825_652_108), format_count(1234.6), format_count(-0.0)
+    ('58,079,769,825,652,108', '1,235', '0')
+    """
+    if isinstance(value, int | np.integer):
+        return f"{int(value):,}"
+    if not math.isfinite(value):
+        return MISSING
+    return f"{round(value) + 0:,}"
+
+
+def format_length(value: float) -> str:
+    """A length tick: thousands separators, no trailing ``.0`` (``1,024``, ``2.5``).
+
+    Examples
+    --------
+    >>> format_length(1024.0), format_length(2.5)
+    ('1,024', '2.5')
+    """
+    if float(value).is_integer():
+        return f"{int(value):,}"
+    return _unsigned_zero(f"{value:,.1f}")
+
+
+def format_value(value: CellValue, kind: ColumnKind = "float") -> str:
+    """One table cell as text; ``kind`` is ``"ratio"``, ``"count"`` or ``"float"``
+    (see :func:`column_kind` and the module docstring).
 
     Examples
     --------
@@ -66,22 +172,22 @@ def format_value(value: Any, kind: str = "float") -> str:
     ('91.03%', '14,096', '0.000')
     >>> format_value(float("nan")), format_value([0, 7700]), format_value(3.3088e8, "count")
     ('–', '[0, 7700]', '330,880,000')
+    >>> format_value(None), format_value(True), format_value(12345.6789)
+    ('–', 'True', '12,345.679')
     """
     if isinstance(value, bool | np.bool_) or value is None or isinstance(value, str):
-        return "–" if value is None else str(value)
+        return MISSING if value is None else str(value)
     if isinstance(value, int | np.integer):
-        return f"{int(value):,}"
+        return format_count(value)
     if isinstance(value, float | np.floating):
         v = float(value)
         if math.isnan(v):
-            return "–"
+            return MISSING
         if kind == "ratio":
-            text = f"{100 * v:.2f}%"
-            return "0.00%" if text == "-0.00%" else text
+            return format_percent(v, 2)
         if kind == "count" or (v.is_integer() and abs(v) >= 1000):
-            return f"{v:,.0f}"
-        text = f"{v:.3f}"
-        return "0.000" if text == "-0.000" else text
+            return format_count(v)
+        return _unsigned_zero(f"{v:,.3f}")
     if isinstance(value, list | tuple | np.ndarray):  # edges, batch sizes: plain, unambiguous
         return "[" + ", ".join(str(v) for v in np.asarray(value).tolist()) + "]"
     return str(value)

@@ -5,6 +5,11 @@ A batch costs ``padded = size * longest`` (the longest rounded up to the rule's
 padded``.  Every function here is a pure function of a
 :class:`~analysis.lengths.LengthHistogram` and runs in O(distinct lengths), whatever the
 number of samples; the order statistics behind it live in :mod:`analysis._order_stats`.
+
+Each public function takes its batch rule the same way, as ``rule`` or as the keywords
+``batch_size=`` / ``max_tokens=`` / ``pad_to_multiple_of=`` (see :func:`analysis.batching.as_rule`):
+their signatures repeat on purpose (a deliberate twin of the optimiser's and the step-time
+model's), so that ``help()`` and a type checker show every keyword.
 """
 
 from __future__ import annotations
@@ -18,8 +23,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis._order_stats import bucket_waste, exact_cumsum, expected_g_of_max, padded_values
-from analysis.batching import BatchRule, as_rule, bucket_bounds, check_edges, positive_int
+from analysis._order_stats import bucket_waste, exact_cumsum
+from analysis.batching import BatchRule, as_rule, bucket_bounds, check_edges
 from analysis.lengths import LengthHistogram
 
 __all__ = [
@@ -29,7 +34,6 @@ __all__ = [
     "sorted_padding",
     "expected_strategies",
     "strategy_table",
-    "expected_batch_max",
 ]
 
 
@@ -122,18 +126,6 @@ def _bucket_tokens(hist: LengthHistogram, lo: int, hi: int) -> int:
     return sum(map(operator.mul, hist.lengths[lo:hi].tolist(), hist.counts[lo:hi].tolist()))
 
 
-def tokens_text(tokens: int | float) -> str:
-    """A token count for people: an exact int with thousands separators, an expectation
-    rounded to whole tokens.
-
-    Examples
-    --------
-    >>> tokens_text(58_079_769_825_652_108), tokens_text(1234.6)
-    ('58,079,769,825,652,108', '1,235')
-    """
-    return f"{tokens:,}" if isinstance(tokens, int) else f"{tokens:,.0f}"
-
-
 def _efficiency(useful: int, waste: int | float) -> float:
     """``useful / (useful + waste)``, never above 1: a correctly rounded ratio of ints, or
     ``1 / (1 + waste / useful)`` for a float ``waste >= 0``."""
@@ -198,8 +190,8 @@ def expected_padding(
     ``B``-subset of the bucket and the last partial batch (``r = n mod B`` samples) a uniformly
     random ``r``-subset.  So a bucket's expected padded tokens are
     ``floor(n / B) * B * E[max_B] + r * E[max_r]``, with ``E[max]`` from order statistics
-    without replacement (:func:`expected_batch_max`).  One bucket is the full random shuffle;
-    a bucket per distinct length is waste-free.
+    without replacement (:func:`analysis._order_stats.expected_batch_max`).  One bucket is the
+    full random shuffle; a bucket per distinct length is waste-free.
 
     Parameters
     ----------
@@ -366,86 +358,3 @@ def strategy_table(estimates: dict[str, WasteEstimate]) -> pd.DataFrame:
         ]
     )
     return frame.set_index("strategy")
-
-
-def _as_length_counts(lengths: Any, counts: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Validated (ascending distinct lengths, positive counts) arrays."""
-    lengths = np.asarray(lengths)
-    counts = np.asarray(counts)
-    if lengths.ndim != 1 or lengths.shape != counts.shape or lengths.size == 0:
-        raise ValueError(
-            f"lengths and counts must be non-empty 1-D arrays of equal size, got "
-            f"{lengths.shape} and {counts.shape}"
-        )
-    if lengths.dtype.kind not in "iu" or counts.dtype.kind not in "iu":
-        raise ValueError(f"lengths and counts must be integers, got {lengths.dtype} and {counts.dtype}")
-    lengths = lengths.astype(np.int64)
-    counts = counts.astype(np.int64)
-    if (np.diff(lengths) <= 0).any():
-        raise ValueError("lengths must be distinct and ascending")
-    if (counts <= 0).any():
-        raise ValueError("counts must be positive")
-    if lengths[0] < 0:
-        raise ValueError(f"negative length {int(lengths[0])}")
-    return lengths, counts
-
-
-def expected_batch_max(
-    lengths: Sequence[int] | np.ndarray,
-    counts: Sequence[int] | np.ndarray,
-    batch_size: int,
-    *,
-    pad_to_multiple_of: int = 1,
-    power: int = 1,
-) -> float:
-    """Expected longest sample of a uniformly random ``batch_size``-subset of a multiset.
-
-    The multiset holds ``counts[j]`` samples of length ``lengths[j]``.  Sampling is without
-    replacement, as in a shuffled epoch: ``P(max <= v) = C(c(v), B) / C(n, B)`` with ``c(v)``
-    the samples of length ``<= v``.  ``pad_to_multiple_of`` rounds the longest up first (the
-    rounded maximum is the maximum of rounded lengths); ``power=2`` gives ``E[max**2]``.
-    Costs O(distinct lengths)
-    whatever ``counts.sum()`` is; the building block of :func:`expected_padding`.
-
-    Accuracy: ~1e-15 relative (checked against ``math.comb`` arithmetic for batch sizes
-    1..5,000 and up to 10**8 samples); ``P(max <= v)`` is never formed as a difference of
-    two large log-gamma values.
-
-    Parameters
-    ----------
-    lengths : array of int
-        Distinct lengths, strictly ascending.
-    counts : array of int
-        Positive number of samples of each length.
-    batch_size : int
-        Subset size, ``1 <= batch_size <= counts.sum()``.
-    pad_to_multiple_of : int, default 1
-        Round the longest up to a multiple of this.
-    power : int, default 1
-        Return ``E[max ** power]`` (positive int).
-
-    Returns
-    -------
-    float
-
-    Examples
-    --------
-    Two samples of length 1 and one of length 3: a random pair misses the 3 only with
-    probability 1/3, so E[max] = 1/3 * 1 + 2/3 * 3:
-
-    >>> expected_batch_max([1, 3], [2, 1], 2)
-    2.333
-    >>> expected_batch_max([1, 3], [2, 1], 1)  # the mean
-    1.667
-    >>> expected_batch_max([1, 3], [2, 1], 2, pad_to_multiple_of=4)
-    4.0
-    """
-    lengths, counts = _as_length_counts(lengths, counts)
-    batch_size = positive_int(batch_size, "batch_size")
-    m = positive_int(pad_to_multiple_of, "pad_to_multiple_of")
-    power = positive_int(power, "power")
-    n = sum(counts.tolist())
-    if batch_size > n:
-        raise ValueError(f"batch_size = {batch_size} exceeds the {n} samples")
-    g = padded_values(lengths, m) ** power
-    return expected_g_of_max(g, np.cumsum(counts), batch_size)

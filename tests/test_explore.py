@@ -13,7 +13,8 @@ import pytest
 from analysis import BatchRule, LengthHistogram, evaluate_edges, explorer, optimize_edges
 from analysis.explorer import Explorer, ExplorerView, explore, explore_figure, explore_view
 from analysis.plots import EdgesOnHistogram, plot_edges_on_histogram
-from analysis.waste import expected_padding, tokens_text
+from analysis.tables import format_count
+from analysis.waste import expected_padding
 
 HIST = LengthHistogram.from_lengths(np.random.default_rng(5).integers(10, 2_000, size=4_000))
 
@@ -158,8 +159,8 @@ def _expected_display(source, est, provisional=None):
     plural = "" if est.n_buckets == 1 else "s"
     numbers = (
         f"{est.n_buckets} bucket{plural}: efficiency {est.efficiency:.4f}, padded tokens "
-        f"{tokens_text(est.padded_tokens)} for {est.useful_tokens:,} useful "
-        f"(waste {tokens_text(est.waste_tokens)})"
+        f"{format_count(est.padded_tokens)} for {est.useful_tokens:,} useful "
+        f"(waste {format_count(est.waste_tokens)})"
     )
     title = f"{source} edges, {est.n_buckets} buckets: expected efficiency {est.efficiency:.1%}"
     if provisional is None:

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import analysis.lengths as lengths_module
+import analysis.counting as counting_module
 import analysis.loaders._formats as formats
 from analysis import LengthHistogram, load_lengths, save_histogram
 from analysis.loaders import SUPPORTED_EXTENSIONS
@@ -270,7 +270,7 @@ def test_a_directory_is_every_file_below_it(tmp_path: Path) -> None:
 def small_chunks(monkeypatch: pytest.MonkeyPatch) -> int:
     """Force many chunks on small files, so chunk boundaries are exercised."""
     monkeypatch.setattr(formats, "_CHUNK_ROWS", 32)  # the readers live in loaders._formats
-    monkeypatch.setattr(lengths_module, "_DENSE_LIMIT", 1000)  # the counter lives in lengths
+    monkeypatch.setattr(counting_module, "_DENSE_LIMIT", 1000)  # the counter lives in counting
     return 32
 
 

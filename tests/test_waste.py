@@ -13,12 +13,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import hypergeom
 
+from analysis._order_stats import expected_batch_max
 from analysis.batching import BatchRule, bucket_index
 from analysis.case import CASE_BATCH_SIZE, CASE_EDGES
 from analysis.lengths import LengthHistogram
 from analysis.waste import (
     WasteEstimate,
-    expected_batch_max,
     expected_padding,
     expected_strategies,
     sorted_padding,

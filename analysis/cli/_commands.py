@@ -24,8 +24,7 @@ from analysis.cli._lengths import measure_for_report
 from analysis.cli._options import PROG, batch_rule, check_calibration, load, load_raw, progress_bar
 from analysis.optimize import optimize_edges
 from analysis.simulation import compare_strategies
-from analysis.tables import column_kind, format_value, tidy
-from analysis.waste import tokens_text
+from analysis.tables import column_kind, format_count, format_value, tidy
 
 __all__ = ["cmd_compare", "cmd_optimize", "cmd_report", "cmd_summary"]
 
@@ -88,7 +87,7 @@ def cmd_optimize(args: argparse.Namespace, out: TextIO) -> None:
     print(f"  batch sizes  {', '.join(map(str, plan.batch_sizes))}", file=out)
     efficiency = format_value(plan.efficiency, column_kind("efficiency"))
     print(f"  efficiency   {efficiency} (expected useful / padded tokens)", file=out)
-    print(f"  padded tokens {tokens_text(plan.padded_tokens)} for {plan.useful_tokens:,} useful", file=out)
+    print(f"  padded tokens {format_count(plan.padded_tokens)} for {plan.useful_tokens:,} useful", file=out)
     if plan.n_buckets != args.buckets:
         print(f"  ({args.buckets} buckets asked; the data allow {plan.n_buckets})", file=out)
     print(file=out)

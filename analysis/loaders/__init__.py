@@ -39,7 +39,8 @@ from typing import Any, TypeAlias
 import numpy as np
 import pandas as pd
 
-from analysis.lengths import LengthCounter, LengthHistogram
+from analysis.counting import LengthCounter
+from analysis.lengths import LengthHistogram
 from analysis.loaders._dask import DaskClient, load_lengths_distributed
 from analysis.loaders._formats import SUPPORTED_EXTENSIONS, _read_file
 from analysis.loaders._paths import expand_paths, pick_column

@@ -6,7 +6,8 @@ import os
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from analysis.lengths import LengthCounter, LengthHistogram
+from analysis.counting import LengthCounter
+from analysis.lengths import LengthHistogram
 from analysis.loaders._formats import load_file
 from analysis.loaders._paths import expand_paths
 

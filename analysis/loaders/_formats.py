@@ -20,7 +20,8 @@ import numpy as np
 import pandas as pd
 
 from analysis._validate import as_length_array
-from analysis.lengths import LengthCounter, LengthHistogram
+from analysis.counting import LengthCounter
+from analysis.lengths import LengthHistogram
 from analysis.loaders._paths import pick_column
 
 #: File extensions :func:`load_lengths` reads (longest match wins).

@@ -34,7 +34,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from analysis.lengths import LengthCounter, LengthHistogram
+from analysis.counting import LengthCounter
+from analysis.lengths import LengthHistogram
 from analysis.loaders import DaskClient, load_lengths_distributed
 from analysis.measure._cache import _cache_key, _cache_read, _cache_write
 from analysis.measure._out import _check_out, _is_folder, _open_out, _ShardFolder

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from analysis._validate import known_name
 from analysis.batching import DEFAULT_MIN_GAIN, BatchRule, as_rule, check_edges
 from analysis.lengths import LengthHistogram
 from analysis.optimize._problem import _problem
@@ -52,8 +53,7 @@ METHODS = ("optimal", *RULES)
 
 
 def _check_method(method: str) -> None:
-    if method not in METHODS:
-        raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+    known_name(method, METHODS, "method")
 
 
 def optimize_edges(

@@ -1,6 +1,7 @@
 """Shared figure helpers: saving, the colour-blind-safe palette, length axes whose ticks
-never collide, direct labels that never overlap, and number formats (thousands separators,
-percentages, never ``-0``)."""
+never collide, direct labels that never overlap, and the figures' number formats
+(:func:`format_percent`, :func:`format_count`, length ticks), which are
+:mod:`analysis.tables`' rules: thousands separators, percentages, never ``-0``."""
 
 from __future__ import annotations
 
@@ -19,6 +20,10 @@ from matplotlib.figure import Figure
 from matplotlib.font_manager import FontProperties
 from matplotlib.text import Annotation, Text
 from matplotlib.ticker import FuncFormatter, Locator, MaxNLocator, NullLocator
+
+from analysis.tables import format_count as format_count  # re-exported: the figures' counts
+from analysis.tables import format_length
+from analysis.tables import format_percent as tables_percent
 
 __all__ = ["save_figure", "OKABE_ITO", "EFFICIENCY_CMAP", "wants_log_axis"]
 
@@ -101,42 +106,16 @@ def wants_log_axis(lo: float, hi: float) -> bool:
     return hi / max(lo, 1.0) > LOG_SPAN
 
 
-def format_count(value: float) -> str:
-    """A count or a token total: an integer with thousands separators.
-
-    Examples
-    --------
-    >>> format_count(14096.0), format_count(-0.0)
-    ('14,096', '0')
-    """
-    return f"{round(value) + 0:,}"
-
-
 def format_percent(share: float) -> str:
-    """A share as a percentage, with the digits a small share needs and never ``-0%``.
+    """A share on a figure: :func:`analysis.tables.format_percent` with the digits a small
+    share needs, ``n/a`` when missing (the figures' convention, see :mod:`analysis.tables`).
 
     Examples
     --------
     >>> [format_percent(x) for x in (0.8123, 0.0512, 0.000404, 0.0, -1e-12, 1.0)]
     ['81%', '5.1%', '0.04%', '0%', '0%', '100%']
     """
-    if not np.isfinite(share):
-        return "n/a"
-    pct = 100 * share
-    if abs(pct) < 0.005:
-        return "0%"
-    if abs(pct) >= 9.95:
-        return f"{pct:.0f}%"
-    if abs(pct) >= 0.995:
-        return f"{pct:.1f}%"
-    return f"{pct:.2g}%"
-
-
-def format_length(value: float, _: object = None) -> str:
-    """A length tick: thousands separators, no trailing ``.0``."""
-    if float(value).is_integer():
-        return f"{int(value):,}"
-    return f"{value:,.1f}"
+    return tables_percent(share, None, missing="n/a")
 
 
 def bin_edges(lo: int, hi: int, bins: int, log: bool) -> np.ndarray:
@@ -233,7 +212,7 @@ def length_axis(ax: Axes, lo: float, hi: float, *, log: bool, label: str = "samp
         lo = max(lo, 0.5)
     ax.xaxis.set_major_locator(LengthLocator(log))
     ax.xaxis.set_minor_locator(NullLocator())
-    ax.xaxis.set_major_formatter(FuncFormatter(format_length))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_length(v)))
     ax.set_xlim(lo, hi)
     if log:
         label = label[:-1] + ", log scale)" if label.endswith(")") else label + " (log scale)"

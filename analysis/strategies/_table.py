@@ -8,7 +8,7 @@ from typing import TypedDict, Unpack
 
 import numpy as np
 
-from analysis._validate import as_length_array, positive_int
+from analysis._validate import as_length_array, check_rng, known_name, positive_int
 from analysis.batching import BatchRule, as_rule, check_edges
 from analysis.lengths import LengthHistogram, count_distinct
 from analysis.strategies._epoch import Epoch, StrategyState, _Setup
@@ -100,8 +100,7 @@ class EpochBuilder(_Setup):
 
     def epoch(self, rng: np.random.Generator) -> Epoch:
         """Build one epoch with ``rng`` (the only source of randomness)."""
-        if not isinstance(rng, np.random.Generator):
-            raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
+        check_rng(rng)
         return self._state.epoch(rng)
 
 
@@ -155,8 +154,7 @@ def epoch_builder(
     ValueError: unknown strategy 'shuffled'; choose one of sorted, random, bucketed, length_grouped,
     token_budget, packing
     """
-    if strategy not in STRATEGIES:
-        raise ValueError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
+    known_name(strategy, STRATEGIES, "strategy")
     rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens)
     arr = as_length_array(
         lengths.expand() if isinstance(lengths, LengthHistogram) else lengths,

@@ -1,0 +1,163 @@
+"""analysis.tables, the one number formatter: every face's convention, and the rules it replaced.
+
+The references below are the formatters that were written in the faces before they all called
+``tables`` (the narrative's ``percent``, the figures' ``format_percent`` / ``format_count``,
+``waste.tokens_text``, the CLI's word lists): the one formatter must write what they wrote.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from analysis import narrative
+from analysis.plots import _common
+from analysis.tables import (
+    MISSING,
+    column_kind,
+    format_count,
+    format_length,
+    format_percent,
+    format_value,
+    tidy,
+)
+
+#: Every name the CLI printed as a count (its ``_COUNT_NAMES``), and the ratios and floats.
+CLI_COUNTS = [
+    "samples",
+    "tokens",
+    "batches",
+    "steps",
+    "padded_tokens",
+    "waste_tokens",
+    "useful_tokens",
+    "lower_edge",
+    "upper_edge",
+    "batch_size",
+    "distinct_lengths",
+    "min",
+    "max",
+    "max_len",
+    "samples_clipped",
+    "tokens_removed",
+    "predicted_tokens_per_s",
+    "expected_padded_tokens",
+    "p10",
+    "p50",
+    "p90",
+    "p99",
+    "p95",
+    "p999",
+    "simulated_samples",
+]
+CLI_RATIOS = [
+    "efficiency",
+    "expected_efficiency",
+    "efficiency_se",
+    "simulated_efficiency",
+    "share_samples_clipped",
+    "share_tokens_removed",
+    "token_share_longest_1pct",
+    "token_share_longest_10pct",
+    "composition_repeat",
+]
+CLI_FLOATS = ["within_batch_cv", "lag1_autocorr", "tokens_per_step_cv", "straggler_factor", "batch_rule"]
+
+finite = st.floats(min_value=-2.0, max_value=2.0, allow_nan=False) | st.sampled_from(
+    [0.0, -0.0, 1e-12, -1e-12, 0.00005, -0.00005, 0.000404, 0.0512, 0.8123, 0.99996, 1.0, 0.005, -0.005]
+)
+
+
+def old_narrative_percent(share: float, digits: int = 1) -> str:
+    value = 100 * share
+    if abs(value) < 0.5 * 10**-digits:
+        value = 0.0
+    return f"{value:.{digits}f}%"
+
+
+def old_figure_percent(share: float) -> str:
+    if not np.isfinite(share):
+        return "n/a"
+    pct = 100 * share
+    if abs(pct) < 0.005:
+        return "0%"
+    if abs(pct) >= 9.95:
+        return f"{pct:.0f}%"
+    if abs(pct) >= 0.995:
+        return f"{pct:.1f}%"
+    return f"{pct:.2g}%"
+
+
+def old_table_ratio(v: float) -> str:
+    text = f"{100 * v:.2f}%"
+    return "0.00%" if text == "-0.00%" else text
+
+
+@pytest.mark.parametrize("name", CLI_COUNTS)
+def test_every_count_the_cli_prints_is_a_count(name):
+    assert column_kind(name) == "count"
+
+
+@pytest.mark.parametrize("name", CLI_RATIOS)
+def test_every_ratio_the_cli_prints_is_a_ratio(name):
+    assert column_kind(name) == "ratio"
+
+
+@pytest.mark.parametrize("name", CLI_FLOATS)
+def test_the_cli_floats_stay_floats(name):
+    assert column_kind(name) == "float"
+
+
+@given(finite, st.integers(0, 4))
+def test_prose_percent_is_what_the_narrative_wrote(share, digits):
+    if digits == 0 and 100 * share == -0.5:  # the one exact tie: the old rule wrote "-0%"
+        assert narrative.percent(share, digits) == "0%"
+        return
+    assert narrative.percent(share, digits) == old_narrative_percent(share, digits)
+    assert format_percent(share, digits) == old_narrative_percent(share, digits)
+
+
+@given(finite)
+def test_table_ratio_is_what_the_notebooks_showed(share):
+    assert format_value(share, "ratio") == old_table_ratio(share)
+
+
+@given(finite | st.sampled_from([math.nan, math.inf]))
+def test_figure_percent_is_what_the_figures_wrote(share):
+    assert _common.format_percent(share) == old_figure_percent(share)
+
+
+@given(st.integers(0, 10**20) | st.floats(0, 1e18, allow_nan=False))
+def test_counts_are_what_tokens_text_and_the_figures_wrote(value):
+    tokens_text = f"{value:,}" if isinstance(value, int) else f"{value:,.0f}"
+    assert format_count(value) == tokens_text
+    assert _common.format_count(float(value)) == f"{round(float(value)) + 0:,}"
+
+
+def test_no_format_writes_minus_zero():
+    assert format_count(-0.0) == format_count(-0.4) == "0"
+    assert format_percent(-1e-9) == "0.00%" and format_percent(-1e-9, None) == "0%"
+    assert format_value(-1e-9) == "0.000" and format_length(-0.01) == "0.0"
+
+
+def test_missing_values():
+    assert (
+        format_value(None) == format_value(float("nan"), "ratio") == format_value(np.nan, "count") == MISSING
+    )
+    assert format_percent(float("nan"), 1) == MISSING and format_count(float("inf")) == MISSING
+
+
+def test_thousands_separators_everywhere():
+    assert format_value(12345.6789) == "12,345.679"
+    assert format_value(np.int64(1234567)) == "1,234,567" and format_value(1234.0) == "1,234"
+    assert format_length(8192.0) == "8,192" and format_length(1234.5) == "1,234.5"
+
+
+def test_tidy_formats_a_series_row_by_row():
+    summary = pd.Series({"samples": 1234, "mean": 56.7, "p95": 812.0, "share_x": 0.5}, dtype=object)
+    assert tidy(summary)["value"].tolist() == ["1,234", "57", "812", "50.00%"]
