@@ -6,9 +6,9 @@ Jupyter or a progress bar.  Figures are in :mod:`analysis.plots`, trainer config
 :mod:`analysis.explorer` (``analysis.explore``, loaded on first use).
 """
 
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
+from analysis._version import __version__
 from analysis.batching import BatchRule, check_edges, cover_edges, parse_edges
 from analysis.case import CASE_EDGES, CASE_GEOMETRIC_EDGES
 from analysis.lengths import LengthHistogram
@@ -40,11 +40,6 @@ from analysis.waste import (
     random_padding,
     sorted_padding,
 )
-
-try:
-    __version__ = version("padding-workbench")
-except PackageNotFoundError:  # pragma: no cover - running from a source tree
-    __version__ = "0+unknown"
 
 __all__ = [
     # the data
