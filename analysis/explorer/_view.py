@@ -5,7 +5,7 @@ logic) and :func:`explore_figure` (the view drawn on the length histogram).  No 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,7 +21,7 @@ __all__ = ["ExplorerView", "explore_view", "explore_figure", "HistogramInput", "
 
 #: What the explorer accepts as data: a histogram, or per-sample lengths
 #: (:meth:`analysis.LengthHistogram.from_lengths`).
-HistogramInput = LengthHistogram | Sequence[int] | np.ndarray | pd.Series
+HistogramInput = LengthHistogram | Iterable[int] | np.ndarray | pd.Series
 #: Edges as the explorer accepts them: a list, or text for :func:`analysis.parse_edges`.
 EdgesInput = str | Sequence[int]
 
