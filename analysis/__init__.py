@@ -14,9 +14,9 @@ K to use :func:`recommend`.  The vocabulary helpers (``check_edges``, ``cover_ed
 ``sorted_padding``) in :mod:`analysis.waste`.
 """
 
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
+from analysis._version import __version__
 from analysis.batching import BatchRule
 from analysis.epoch_time import predict_strategy_throughput, sweep_throughput
 from analysis.lengths import LengthHistogram
@@ -31,11 +31,6 @@ from analysis.strategies import STRATEGIES
 from analysis.tables import format_value, tidy
 from analysis.throughput import predict_throughput
 from analysis.waste import WasteEstimate, expected_strategies
-
-try:
-    __version__ = version("padding-workbench")
-except PackageNotFoundError:  # pragma: no cover - running from a source tree
-    __version__ = "0+unknown"
 
 __all__ = [
     # the data

@@ -36,13 +36,14 @@ and returns a ready sampler.  Exports import the engine; the engine never import
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
 from analysis.batching import check_edges
 
 __all__ = [
     "PlanLike",
+    "PlanRecord",
     "to_lhotse",
     "lhotse_sampler",
     "to_nemo",
@@ -61,6 +62,13 @@ class PlanLike(Protocol):
 
     @property
     def batch_sizes(self) -> Sequence[int]: ...
+
+
+class PlanRecord(PlanLike, Protocol):
+    """What :func:`to_json` needs of a plan: the exports' edges and batch sizes, and its own
+    JSON-ready dictionary (:meth:`analysis.BucketPlan.to_dict`)."""
+
+    def to_dict(self) -> dict[str, Any]: ...
 
 
 def _edges_and_sizes(plan: PlanLike) -> tuple[list[int], list[int]]:
@@ -123,7 +131,7 @@ def to_lhotse(plan: PlanLike) -> dict[str, Any]:
     }
 
 
-def lhotse_sampler(cuts: Any, plan: PlanLike, **kwargs: Any) -> Any:
+def lhotse_sampler(cuts: Iterable[Any], plan: PlanLike, **kwargs: Any) -> Any:
     """Lhotse's ``DynamicBucketingSampler`` over ``cuts`` with the plan's buckets and batch sizes.
 
     ``DynamicBucketingSampler(cuts, duration_bins=..., num_buckets=K,
@@ -278,7 +286,7 @@ def export_all(plan: PlanLike) -> dict[str, dict[str, Any]]:
     return {"lhotse": to_lhotse(plan), "nemo": to_nemo(plan), "tf_data": to_tf_data(plan), "hf": to_hf(plan)}
 
 
-def to_json(plan: Any, *, indent: int | None = 2) -> str:
+def to_json(plan: PlanRecord, *, indent: int | None = 2) -> str:
     """The plan (``plan.to_dict()``, :meth:`analysis.BucketPlan.to_dict`) with every export
     under ``"exports"``, as JSON text: the one serialisation of a plan.
 

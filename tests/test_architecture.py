@@ -44,7 +44,7 @@ NO_FILES = {"lengths", "counting", "batching", "waste", "_order_stats", "step_ti
 #: own floor or above (a subpackage is one unit: its modules import each other freely, without
 #: cycles).  Every module of the package stands on a floor here, so a new module says where.
 FLOOR_PLAN: tuple[tuple[str, ...], ...] = (
-    ("_validate", "tables", "throughput", "case", "paths"),  # import nothing of the package
+    ("_validate", "_version", "tables", "throughput", "case", "paths"),  # import nothing of the package
     ("lengths",),  # the histogram
     ("batching", "counting"),  # the vocabulary; a running count of lengths
     ("bucketed", "_order_stats", "synthetic"),  # pure cores on the vocabulary

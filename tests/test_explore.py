@@ -10,6 +10,7 @@ import threading
 import numpy as np
 import pytest
 
+import analysis.explorer._plans as _plans  # the plan cache: the optimiser calls a test counts or holds
 from analysis import BatchRule, LengthHistogram, evaluate_edges, explorer, optimize_edges
 from analysis.explorer import Explorer, ExplorerView, explore, explore_figure, explore_view
 from analysis.plots import EdgesOnHistogram, plot_edges_on_histogram
@@ -234,8 +235,8 @@ def test_the_optimiser_runs_once_per_method_and_batch_rule(monkeypatch):
 
         return wrapper
 
-    monkeypatch.setattr(explorer, "sweep_bucket_counts", counted("sweep", explorer.sweep_bucket_counts))
-    monkeypatch.setattr(explorer, "optimize_edges", counted("optimize", explorer.optimize_edges))
+    monkeypatch.setattr(_plans, "sweep_bucket_counts", counted("sweep", _plans.sweep_bucket_counts))
+    monkeypatch.setattr(_plans, "optimize_edges", counted("optimize", _plans.optimize_edges))
     panel = explore(HIST, batch_size=8, n_buckets=4)
     assert calls == {"sweep": 1, "optimize": 0}
     for k in [*range(1, 17), *range(16, 0, -1)]:  # drag the slider all the way and back
@@ -267,7 +268,7 @@ def test_live_figure_draws_what_the_static_figure_draws():
     assert live.edge_positions() == [line.get_xdata()[0] for line in ax.lines] == plan.edges[1:-1]
     assert live.labels() == [t.get_text() for t in ax.texts] and len(live.labels()) == 3
     assert live.ax.get_title() == ax.get_title()
-    np.testing.assert_allclose(live._bars.get_facecolors(), [p.get_facecolor() for p in ax.patches])
+    np.testing.assert_allclose(live._bars[0].get_facecolors(), [p.get_facecolor() for p in ax.patches])
     assert live.png()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -353,8 +354,8 @@ class HeldSweep:
 @pytest.fixture
 def held(monkeypatch):
     """Every optimiser sweep from here on waits for ``held.open(rule)``; all open at the end."""
-    sweep = HeldSweep(explorer.sweep_bucket_counts)
-    monkeypatch.setattr(explorer, "sweep_bucket_counts", sweep)
+    sweep = HeldSweep(_plans.sweep_bucket_counts)
+    monkeypatch.setattr(_plans, "sweep_bucket_counts", sweep)
     yield sweep
     sweep.open_all()
 
@@ -477,7 +478,7 @@ def _fail(*args, **kwargs):
 
 def test_a_failed_sweep_places_k_by_k_in_the_background(monkeypatch):
     panel = explore(HIST, batch_size=8, n_buckets=4)
-    monkeypatch.setattr(explorer, "sweep_bucket_counts", _fail)
+    monkeypatch.setattr(_plans, "sweep_bucket_counts", _fail)
     panel.rule_value.value = 16
     assert panel.wait(timeout=GATE_S)
     assert panel.error is None and panel.view.plan == optimize_edges(HIST, 4, batch_size=16)
@@ -488,8 +489,8 @@ def test_a_failed_sweep_places_k_by_k_in_the_background(monkeypatch):
 
 def test_an_error_in_the_background_shows_in_the_status(monkeypatch):
     panel = explore(HIST, batch_size=8, n_buckets=4)
-    monkeypatch.setattr(explorer, "sweep_bucket_counts", _fail)
-    monkeypatch.setattr(explorer, "optimize_edges", _fail)  # the K-by-K placement fails too
+    monkeypatch.setattr(_plans, "sweep_bucket_counts", _fail)
+    monkeypatch.setattr(_plans, "optimize_edges", _fail)  # the K-by-K placement fails too
     panel.rule_value.value = 16
     assert panel.wait(timeout=GATE_S)
     assert panel.error == FAILURE and html.escape(FAILURE) in panel.status.value
@@ -501,7 +502,7 @@ def test_a_bug_in_the_background_ends_the_wait_and_shows_in_the_status(monkeypat
     def broken(*args, **kwargs):
         raise RuntimeError("index out of range")
 
-    monkeypatch.setattr(explorer, "sweep_bucket_counts", broken)
+    monkeypatch.setattr(_plans, "sweep_bucket_counts", broken)
     panel.rule_value.value = 16
     assert panel.wait(timeout=GATE_S) and not panel._pending
     assert panel.error == "the optimiser failed for batch_size 16: RuntimeError: index out of range"

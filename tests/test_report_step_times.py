@@ -54,7 +54,7 @@ def test_the_step_times_notebook_runs_only_when_given(setup, shared_report):
 
 def test_cli_step_times_and_a_bad_file_fails_before_any_notebook(setup, tmp_path, capsys, monkeypatch):
     nbs, src, times = setup
-    monkeypatch.setattr("analysis.report.NOTEBOOKS_DIR", nbs)
+    monkeypatch.setattr("analysis.report._run.NOTEBOOKS_DIR", nbs)  # the default run_report reads
     bad = tmp_path / "bad.csv"
     bad.write_text("batch_size,length,seconds\n4,64,-1\n")
     out = tmp_path / "out"

@@ -111,6 +111,23 @@ def _bars(ax: Axes, table: pd.DataFrame, column: str) -> None:
     ax.set_axisbelow(True)
 
 
+def _bar_panels(table: pd.DataFrame, columns: Sequence[str]) -> tuple[Figure, list[tuple[Axes, str]]]:
+    """A figure of one bar panel (:func:`_bars`) per column of ``table`` (those it has), side
+    by side on one strategy axis, and each panel with its column."""
+    shown = [c for c in columns if c in table.columns]
+    if not shown:
+        raise ValueError("none of the requested columns is in the table")
+    fig = Figure(figsize=(4.2 * len(shown), 0.45 * len(table) + 1.6), layout="constrained")
+    axes = fig.subplots(1, len(shown), sharey=True, squeeze=False)[0]
+    engine = fig.get_layout_engine()
+    assert isinstance(engine, ConstrainedLayoutEngine)  # layout="constrained" above
+    engine.set(wspace=0.06)
+    panels = list(zip(axes, shown))
+    for ax, column in panels:
+        _bars(ax, table, column)
+    return fig, panels
+
+
 def plot_strategy_bars(
     table: pd.DataFrame,
     columns: Sequence[str] = ("efficiency", "steps", "predicted_tokens_per_s"),
@@ -132,16 +149,8 @@ def plot_strategy_bars(
     >>> len(plot_strategy_bars(table).axes)
     2
     """
-    columns = [c for c in columns if c in table.columns]
-    if not columns:
-        raise ValueError("none of the requested columns is in the table")
-    fig = Figure(figsize=(4.2 * len(columns), 0.45 * len(table) + 1.6), layout="constrained")
-    axes = fig.subplots(1, len(columns), sharey=True, squeeze=False)[0]
-    engine = fig.get_layout_engine()
-    assert isinstance(engine, ConstrainedLayoutEngine)  # layout="constrained" above
-    engine.set(wspace=0.06)
-    for ax, column in zip(axes, columns):
-        _bars(ax, table, column)
+    fig, panels = _bar_panels(table, columns)
+    for ax, column in panels:
         if column == "efficiency" and "expected_efficiency" in table.columns:
             y = np.arange(len(table))[::-1]
             exp = table["expected_efficiency"].to_numpy(dtype=float)
@@ -168,22 +177,13 @@ def plot_randomness(
     --------
     >>> import numpy as np
     >>> from analysis import compare_strategies
-    >>> lengths = np.random.default_rng(0).integers(1, 100, 400)
-    >>> table = compare_strategies(lengths, rng=np.random.default_rng(0), edges=[0, 50, 99],
-    ...                            batch_size=4, epochs=1)
+    >>> table = compare_strategies(np.random.default_rng(0).integers(1, 100, 400), edges=[0, 50, 99],
+    ...                            rng=np.random.default_rng(0), batch_size=4, epochs=1)
     >>> len(plot_randomness(table).axes)
     3
     """
-    columns = [c for c in columns if c in table.columns]
-    if not columns:
-        raise ValueError("none of the requested columns is in the table")
-    fig = Figure(figsize=(4.2 * len(columns), 0.45 * len(table) + 1.6), layout="constrained")
-    axes = fig.subplots(1, len(columns), sharey=True, squeeze=False)[0]
-    engine = fig.get_layout_engine()
-    assert isinstance(engine, ConstrainedLayoutEngine)  # layout="constrained" above
-    engine.set(wspace=0.06)
-    for ax, column in zip(axes, columns):
-        _bars(ax, table, column)
+    fig, panels = _bar_panels(table, columns)
+    for ax, _ in panels:
         ax.axvline(0, color="black", lw=0.8)
     fig.suptitle(title or "What each strategy keeps of a random shuffle")
     return fig
@@ -202,9 +202,9 @@ def plot_tradeoff(
     --------
     >>> import numpy as np
     >>> from analysis import compare_strategies
-    >>> lengths = np.random.default_rng(0).integers(1, 100, 400)
-    >>> table = compare_strategies(lengths, rng=np.random.default_rng(0), edges=[0, 50, 99],
-    ...                            batch_size=4, epochs=1)
+    >>> rng = np.random.default_rng(0)
+    >>> table = compare_strategies(rng.integers(1, 100, 400), rng=np.random.default_rng(0),
+    ...                            edges=[0, 50, 99], batch_size=4, epochs=1)
     >>> plot_tradeoff(table).axes[0].get_ylabel()
     'efficiency (useful / padded)'
     """

@@ -1,0 +1,363 @@
+"""The edges explorer's ipywidgets panel: :class:`Explorer` wires the controls to the pure
+logic of :mod:`analysis.explorer._view` and the plan cache of :mod:`analysis.explorer._plans`;
+:func:`explore` builds it.  ipywidgets is imported when a panel is built, never before."""
+
+from __future__ import annotations
+
+import html
+import threading
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
+
+import pandas as pd
+
+from analysis._validate import known_name
+from analysis.batching import DEFAULT_MAX_BUCKETS, DEFAULT_METHOD, DEFAULT_N_BUCKETS, BatchRule
+from analysis.explorer._plans import STAND_IN_METHOD, _Job, _Plans
+from analysis.explorer._view import ExplorerView, HistogramInput, _edited_view, _title, as_histogram
+from analysis.optimize import METHODS, evaluate_edges
+
+if TYPE_CHECKING:
+    from analysis.plots import EdgesOnHistogram
+
+__all__ = ["Explorer", "ExplorerControls", "explore"]
+
+
+class Explorer:
+    """The panel: controls wired to the logic of :func:`explore_view` and the figure of
+    :func:`explore_figure`.
+
+    Attributes (ipywidgets): ``n_buckets`` (IntSlider), ``rule`` (Dropdown:
+    ``batch_size``/``max_tokens``), ``rule_value`` (BoundedIntText), ``method`` (Dropdown),
+    ``edges`` (Text, evaluated on Enter), ``status`` and ``table`` (HTML), ``image`` (Image,
+    the figure as PNG), ``widget`` (the whole VBox).  ``view`` is the last
+    :class:`ExplorerView`; ``error`` the last problem (edited edges, or a batch rule with no
+    optimum) or ``None``; ``plot`` the :class:`analysis.plots.EdgesOnHistogram` the image
+    shows, one figure updated in place.  Placed plans are kept (see the module docstring):
+    only a new (method, batch rule) runs the optimiser.
+
+    With ``background=True`` (the default) that optimiser pass runs in a daemon thread and
+    never blocks a callback: the callback shows a provisional view at once (``view.provisional``
+    is set: the edges shown before, evaluated exactly under the new rule with
+    :func:`analysis.evaluate_edges`; where the K changed, ``"equal_tokens"`` edges for the new
+    K; the status line says which, and that the optimal edges are being computed).  When the
+    pass ends, the panel shows the optimal plan (equal to :func:`analysis.optimize_edges`'s) if
+    its controls still ask for it, and otherwise only keeps it: a later choice is never
+    overwritten by an earlier one's result, and typing edges meanwhile keeps them on show.
+    One pass runs per rule however often the rule is chosen again meanwhile.  Every update of
+    the widgets and the figure holds one lock, since the worker thread makes them too.
+    :meth:`wait` blocks until no pass is pending.  With ``background=False`` every placement
+    runs the optimiser in the callback, as before.  The first placement, in the constructor, is
+    synchronous either way: no panel is on show yet to keep responsive.
+    """
+
+    def __init__(
+        self,
+        hist: HistogramInput,
+        *,
+        batch_size: int | None = None,
+        max_tokens: int | None = None,
+        pad_to_multiple_of: int | None = None,
+        n_buckets: int = DEFAULT_N_BUCKETS,
+        method: str = DEFAULT_METHOD,
+        background: bool = True,
+    ) -> None:
+        import ipywidgets as w
+
+        self.hist = as_histogram(hist)
+        rule = BatchRule.resolve(batch_size, max_tokens, pad_to_multiple_of)
+        self.pad_to_multiple_of = rule.pad_to_multiple_of
+        known_name(method, METHODS, "method")
+        k_max = max(1, min(DEFAULT_MAX_BUCKETS, self.hist.n_distinct))
+        if not 1 <= n_buckets <= k_max:
+            raise ValueError(f"n_buckets must be between 1 and {k_max}, got {n_buckets!r}")
+        self.background = bool(background)
+        self.view: ExplorerView | None = None
+        self.error: str | None = None
+        self._busy = False  # the panel is setting a widget itself: its observer must not act
+        self._plans = _Plans(self.hist, k_max)
+        # one re-entrant lock around every state change and display (a display sets the edges
+        # box, whose observer takes the lock again in the same thread); the condition tells
+        # wait() that a pass ended
+        self._lock = threading.RLock()
+        self._idle = threading.Condition(self._lock)
+        self._pending: dict[BatchRule, threading.Thread] = {}  # the pass running for each rule
+        self._waiting_for: BatchRule | None = None  # the rule the provisional view waits for
+        self._shown_k: int | None = None  # the K slider's value when the view was shown
+        from analysis.plots import EdgesOnHistogram
+
+        self.plot: EdgesOnHistogram = EdgesOnHistogram(self.hist)
+
+        ((name, value),) = ((k, v) for k, v in rule.kwargs().items() if k != "pad_to_multiple_of")
+        style = {"description_width": "initial"}
+        self.n_buckets = w.IntSlider(
+            value=n_buckets, min=1, max=k_max, description="buckets K", continuous_update=False, style=style
+        )
+        self.rule = w.Dropdown(
+            options=["batch_size", "max_tokens"], value=name, description="batch rule", style=style
+        )
+        self.rule_value = w.BoundedIntText(
+            value=value, min=1, max=2**62, description="=", layout=w.Layout(width="160px")
+        )
+        self.method = w.Dropdown(options=list(METHODS), value=method, description="method", style=style)
+        self.edges = w.Text(
+            description="edges",
+            continuous_update=False,
+            style=style,
+            layout=w.Layout(width="95%"),
+            placeholder="comma-separated, e.g. 0, 770, 1216, 8192 (Enter)",
+        )
+        self.status = w.HTML()
+        self.table = w.HTML()
+        self.image = w.Image(format="png")
+        self.widget = w.VBox(
+            [
+                w.HBox([self.n_buckets, self.method]),
+                w.HBox([self.rule, self.rule_value]),
+                self.edges,
+                self.status,
+                self.image,
+                self.table,
+            ]
+        )
+        for control in (self.n_buckets, self.method, self.rule_value):
+            control.observe(self._on_control, names="value")
+        self.rule.observe(self._on_rule, names="value")
+        self.edges.observe(self._on_edges, names="value")
+        with self._lock:
+            self._place(block=True)
+
+    # -------------------------------------------------------------- actions
+    def _rule(self) -> BatchRule:
+        value = int(self.rule_value.value)
+        by_size = self.rule.value == "batch_size"
+        return BatchRule(value if by_size else None, None if by_size else value, self.pad_to_multiple_of)
+
+    def place_edges(self) -> None:
+        """Place edges with the current K, method and batch rule, and show them (in the
+        background: a provisional view until a needed optimiser pass ends, see the class
+        docstring)."""
+        with self._lock:
+            self._place(block=not self.background)
+
+    def evaluate_edges(self, text: str) -> None:
+        """Evaluate the edges typed in the box (no optimisation) and show them."""
+        with self._lock:
+            self._waiting_for = None  # typed edges stay on show when a pending pass ends
+            try:
+                view = _edited_view(self.hist, text, self._rule())
+            except ValueError as exc:
+                self._show_error(str(exc))
+                return
+            self._show(view)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until no optimiser pass is pending, and the panel shows what its controls
+        ask for (or the error that stopped it).
+
+        Parameters
+        ----------
+        timeout : float, optional
+            Seconds to wait at most; ``None`` waits as long as it takes.
+
+        Returns
+        -------
+        bool
+            ``True`` when no pass is pending; ``False`` when ``timeout`` ran out first.
+
+        Examples
+        --------
+        >>> panel = explore([1, 2, 3, 10, 11, 40], batch_size=2, n_buckets=2)
+        >>> panel.rule_value.value = 3   # a new batch rule: its pass runs in the background
+        >>> panel.wait()
+        True
+        >>> panel.view.source, panel.view.edges, panel.view.plan.rule.batch_size
+        ('optimal', [0, 11, 40], 3)
+        """
+        with self._idle:
+            return self._idle.wait_for(lambda: not self._pending, timeout)
+
+    def _place(self, block: bool) -> None:
+        """:meth:`place_edges` (under the lock); ``block``: run a missing pass here."""
+        k, rule, method = int(self.n_buckets.value), self._rule(), str(self.method.value)
+        self._waiting_for = None
+        try:
+            plan = self._plans.plan(k, rule, method) if block else self._plans.cached(k, rule, method)
+        except ValueError as exc:
+            self._show_error(str(exc))
+            return
+        if plan is not None:
+            self._show(ExplorerView(plan, plan.method))
+            return
+        self._waiting_for = rule
+        self._show_provisional(k, rule)
+        # after drawing: a pass started first would take CPU from the drawing on shared cores
+        self._start(rule, k)
+
+    def _start(self, rule: BatchRule, n_buckets: int) -> None:
+        """Run the pass ``rule`` lacks in a daemon thread, unless one runs for it already."""
+        if rule in self._pending:
+            return
+        job = self._plans.claim(rule, n_buckets)
+        assert job is not None  # cached() found the plan missing, so a pass is missing
+        name = f"explorer: optimal edges for {rule.text}"
+        thread = threading.Thread(target=self._work, args=(rule, job), daemon=True, name=name)
+        self._pending[rule] = thread
+        thread.start()
+
+    def _work(self, rule: BatchRule, job: _Job) -> None:
+        """The worker thread: run ``job`` without the lock, store and show its result under it,
+        and go on while the panel asks for a K of ``rule`` still missing (a failed sweep)."""
+        next_job: _Job | None = job
+        try:
+            while next_job is not None:
+                store = next_job()
+                with self._lock:
+                    store()
+                    self._show_if_asked(rule)
+                    asked = int(self.n_buckets.value) if self._asks(rule) else None
+                    next_job = self._plans.claim(rule, asked)
+                    if next_job is None:
+                        del self._pending[rule]
+                        self._idle.notify_all()
+        except Exception as exc:  # a bug, not bad input: say so rather than wait forever
+            with self._lock:
+                self._pending.pop(rule, None)
+                self._idle.notify_all()
+                self._show_error(f"the optimiser failed for {rule.text}: {type(exc).__name__}: {exc}")
+
+    def _asks(self, rule: BatchRule) -> bool:
+        """Whether the panel still waits for the optimal edges of ``rule``."""
+        return self._waiting_for == rule and self._rule() == rule and self.method.value == "optimal"
+
+    def _show_if_asked(self, rule: BatchRule) -> None:
+        if not self._asks(rule):
+            return
+        try:
+            plan = self._plans.cached(int(self.n_buckets.value), rule, "optimal")
+        except ValueError as exc:
+            self._waiting_for = None
+            self._show_error(str(exc))
+            return
+        if plan is not None:
+            self._waiting_for = None
+            self._show(ExplorerView(plan, plan.method))
+
+    def _show_provisional(self, n_buckets: int, rule: BatchRule) -> None:
+        """Show what stands in until the optimal edges of ``rule`` are known: the edges on
+        show, evaluated under ``rule``, or, where K changed, quick edges for the new K."""
+        shown = self.view
+        try:
+            if shown is not None and self._shown_k == n_buckets:
+                if shown.source == "previous" and shown.provisional is not None:
+                    origin = shown.provisional
+                else:
+                    origin = f"{shown.source}, {shown.plan.rule.text}"
+                plan = evaluate_edges(self.hist, shown.edges, rule, method="previous")
+                view = ExplorerView(plan, "previous", provisional=origin)
+            else:
+                plan = self._plans.plan(n_buckets, rule, STAND_IN_METHOD)
+                view = ExplorerView(plan, STAND_IN_METHOD, provisional="placed for the new K")
+        except ValueError as exc:
+            self._show_error(
+                f"computing the optimal edges for {rule.text} in the background; "
+                f"nothing to show meanwhile: {exc}"
+            )
+            return
+        self._show(view)
+
+    # -------------------------------------------------------------- observers
+    def _on_control(self, change: dict[str, Any]) -> None:
+        with self._lock:
+            if not self._busy:  # _on_rule sets the value and then places once
+                self._place(block=not self.background)
+
+    def _on_rule(self, change: dict[str, Any]) -> None:
+        default = (
+            BatchRule.resolve().batch_size
+            if change["new"] == "batch_size"
+            else BatchRule.resolve().token_budget(self.hist.max)
+        )
+        with self._lock:
+            self._busy = True
+            try:
+                self.rule_value.value = default
+            finally:
+                self._busy = False
+            self._place(block=not self.background)
+
+    def _on_edges(self, change: dict[str, Any]) -> None:
+        with self._lock:
+            if not self._busy:
+                self.evaluate_edges(change["new"])
+
+    # -------------------------------------------------------------- display (under the lock)
+    def _show(self, view: ExplorerView) -> None:
+        self.view, self.error = view, None
+        self._shown_k = int(self.n_buckets.value)
+        self._busy = True
+        try:
+            self.edges.value = view.edges_text()
+        finally:
+            self._busy = False
+        self.status.value = f"<b>{html.escape(view.status())}</b>"
+        with pd.option_context("display.precision", 4):
+            self.table.value = view.to_frame().to_html(float_format=lambda x: f"{x:,.4f}")
+        self.plot.show(view.plan, title=_title(view))
+        self.image.value = self.plot.png()
+
+    def _show_error(self, message: str) -> None:
+        self.error = message
+        self.status.value = f"<span style='color:#b00'>{html.escape(message)}</span>"
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        """The panel for a Jupyter front end; a short, stable ``text/plain`` (the status
+        line) for everything else, so a notebook that shows the panel stays nbval-stable."""
+        bundle = self.widget._repr_mimebundle_(**kwargs)
+        data = bundle[0] if isinstance(bundle, tuple) else bundle
+        data["text/plain"] = repr(self)
+        return bundle
+
+    def __repr__(self) -> str:
+        return f"Explorer({self.view.status() if self.view else 'no view'})"
+
+
+class ExplorerControls(TypedDict, total=False):
+    """The keywords :func:`explore` passes on to :class:`Explorer` (the constructor's defaults
+    apply to those left out)."""
+
+    batch_size: int | None
+    max_tokens: int | None
+    pad_to_multiple_of: int | None
+    n_buckets: int
+    method: str
+    background: bool
+
+
+def explore(hist: HistogramInput, **controls: Unpack[ExplorerControls]) -> Explorer:
+    """The interactive edges panel for ``hist`` (display it: make it a cell's last value).
+
+    Parameters
+    ----------
+    hist : LengthHistogram or per-sample lengths
+    batch_size, max_tokens, pad_to_multiple_of : int, optional
+        The starting batch rule (:meth:`analysis.BatchRule.resolve`: neither means the default batch size).
+    n_buckets : int, default 6
+        Starting number of buckets (the slider goes from 1 to 16).
+    method : str, default "optimal"
+        Starting placement method.
+    background : bool, default True
+        Run the optimiser passes that interactions need in a background thread, showing a
+        provisional view meanwhile (:class:`Explorer`; :meth:`Explorer.wait` waits for
+        them); ``False``: run them in the callback.  The starting placement is synchronous
+        either way.
+
+    Examples
+    --------
+    >>> panel = explore([1, 2, 3, 10, 11, 40], batch_size=2, n_buckets=2)
+    >>> panel.view.edges
+    [0, 11, 40]
+    >>> panel.n_buckets.value = 3   # what dragging the slider does
+    >>> panel.view.n_buckets, panel.edges.value
+    (3, '0, 3, 11, 40')
+    """
+    return Explorer(hist, **controls)

@@ -1,0 +1,129 @@
+"""The plans the edges explorer has placed, kept by (method, batch rule) and K so that each is
+placed once, and the optimiser passes it still lacks, handed out as jobs a worker thread may run
+(:class:`_Plans`, the panel's cache; see :mod:`analysis.explorer`)."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import replace
+
+from analysis.batching import BatchRule
+from analysis.lengths import LengthHistogram
+from analysis.optimize import BucketPlan, evaluate_edges, optimize_edges, sweep_bucket_counts
+
+__all__ = ["STAND_IN_METHOD"]
+
+#: The method that places a provisional view's edges for a K the shown edges don't have (one
+#: of the field's rules: milliseconds, and no rule of the field is closest to the optimum on
+#: every data set, so the choice only has to be quick and named in the status).
+STAND_IN_METHOD = "equal_tokens"
+
+#: An optimiser run for the panel: called without the panel's lock, it runs the optimiser
+#: and touches no shared state; the function it returns stores the result (under the lock).
+_Job = Callable[[], Callable[[], None]]
+
+
+class _Plans:
+    """The plans the panel has placed, by (method, batch rule) and K: each placed once.
+
+    ``"optimal"`` edges for every K up to ``k_max`` come from one
+    :func:`analysis.sweep_bucket_counts` pass (one DP pass serves every K), made the first
+    time the rule is asked for; the plan of one K is then built from its edges with
+    :func:`analysis.evaluate_edges` (the padding model, milliseconds).  The field's rules
+    are placed per K by :func:`analysis.optimize_edges` (milliseconds).  The plans of the
+    last ``keep`` (method, rule) pairs are kept.
+
+    :meth:`cached` never runs the optimiser (it answers ``None`` where an optimal plan needs
+    a pass); :meth:`claim` hands out the missing pass as a :data:`_Job`, which a caller may
+    run in another thread; :meth:`plan` runs the passes here.  The object itself holds no
+    lock: the panel calls :meth:`cached`, :meth:`claim` and a job's store under its own.
+    """
+
+    def __init__(self, hist: LengthHistogram, k_max: int, keep: int = 8) -> None:
+        self.hist = hist
+        self.k_max = k_max
+        self.keep = keep
+        self.sweeps = 0  # optimiser sweeps started (a test counts them)
+        self._plans: OrderedDict[tuple[str, BatchRule], dict[int, BucketPlan]] = OrderedDict()
+        # per rule: the optimal edges of each K with the proven bound on their distance to the
+        # optimum (plan.gap), or the message of its ValueError; a rule whose sweep failed
+        # starts empty and is filled K by K
+        self._optimal: dict[BatchRule, dict[int, tuple[list[int], float] | str]] = {}
+
+    def plan(self, n_buckets: int, rule: BatchRule, method: str) -> BucketPlan:
+        """The plan ``optimize_edges(hist, n_buckets, rule, method=method)`` (equal to it),
+        running any optimiser pass it needs here."""
+        while (plan := self.cached(n_buckets, rule, method)) is None:
+            job = self.claim(rule, n_buckets)
+            assert job is not None  # cached() lacks the plan, so a pass is missing
+            job()()
+        return plan
+
+    def cached(self, n_buckets: int, rule: BatchRule, method: str) -> BucketPlan | None:
+        """The plan of :meth:`plan` where it needs no optimiser pass (the field's rules are
+        placed here, in milliseconds), else ``None``.  Raises ``ValueError`` as
+        :func:`analysis.optimize_edges` would."""
+        key = (method, rule)
+        plans = self._plans.pop(key, {})
+        self._plans[key] = plans  # most recent last
+        while len(self._plans) > self.keep:
+            old_method, old_rule = next(iter(self._plans))
+            del self._plans[(old_method, old_rule)]
+            if old_method == "optimal":
+                self._optimal.pop(old_rule, None)
+        if n_buckets not in plans:
+            if method != "optimal" or not 1 <= n_buckets <= self.k_max:
+                plans[n_buckets] = optimize_edges(self.hist, n_buckets, rule, method=method)
+            else:
+                found = self._optimal.get(rule, {}).get(n_buckets)
+                if found is None:
+                    return None
+                if isinstance(found, str):
+                    raise ValueError(found)
+                plans[n_buckets] = self._optimal_plan(n_buckets, rule, *found)
+        return plans[n_buckets]
+
+    def _optimal_plan(self, n_buckets: int, rule: BatchRule, edges: list[int], gap: float) -> BucketPlan:
+        plan = evaluate_edges(self.hist, edges, rule, method="optimal")
+        # the pass's proven gap ("auto" candidates above AUTO_CANDIDATES_ABOVE distinct lengths)
+        return replace(plan, n_buckets_requested=n_buckets, gap=gap)
+
+    def claim(self, rule: BatchRule, n_buckets: int | None) -> _Job | None:
+        """The optimiser pass the optimal plans of ``rule`` still lack, or ``None``: the sweep
+        over every K the first time ``rule`` is asked for; after a sweep that failed (some K
+        has no finite optimum), ``n_buckets`` alone (``None``: none asked for)."""
+        if rule not in self._optimal:
+            self.sweeps += 1
+            return lambda: self._sweep(rule)
+        if n_buckets is not None and 1 <= n_buckets <= self.k_max and n_buckets not in self._optimal[rule]:
+            return lambda: self._place_one(rule, n_buckets)
+        return None
+
+    def _sweep(self, rule: BatchRule) -> Callable[[], None]:
+        found: dict[int, tuple[list[int], float] | str]
+        try:
+            sweep = sweep_bucket_counts(self.hist, range(1, self.k_max + 1), ["optimal"], rule)
+        except ValueError:  # some K has no finite optimum: place K by K, each with its own error
+            found = {}
+        else:
+            placed = zip(sweep["n_buckets"].tolist(), sweep["edges"], sweep["gap"].tolist(), strict=True)
+            found = {k: (edges, gap) for k, edges, gap in placed}
+
+        def store() -> None:
+            self._optimal[rule] = found
+
+        return store
+
+    def _place_one(self, rule: BatchRule, n_buckets: int) -> Callable[[], None]:
+        found: tuple[list[int], float] | str
+        try:
+            plan = optimize_edges(self.hist, n_buckets, rule)
+            found = (plan.edges, plan.gap)
+        except ValueError as exc:
+            found = str(exc)
+
+        def store() -> None:
+            self._optimal.setdefault(rule, {})[n_buckets] = found
+
+        return store

@@ -1,0 +1,167 @@
+"""What the edges explorer shows, as values: :class:`ExplorerView` (a plan and where its edges
+came from), :func:`explore_view` (the plan for one set of control values, the panel's pure
+logic) and :func:`explore_figure` (the view drawn on the length histogram).  No widgets here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from analysis.batching import DEFAULT_METHOD, DEFAULT_N_BUCKETS, BatchRule, parse_edges
+from analysis.lengths import LengthHistogram
+from analysis.optimize import BucketPlan, evaluate_edges, optimize_edges
+from analysis.tables import format_count
+
+__all__ = ["ExplorerView", "explore_view", "explore_figure", "HistogramInput", "EdgesInput"]
+
+#: What the explorer accepts as data: a histogram, or per-sample lengths
+#: (:meth:`analysis.LengthHistogram.from_lengths`).
+HistogramInput = LengthHistogram | Iterable[int] | np.ndarray | pd.Series
+#: Edges as the explorer accepts them: a list, or text for :func:`analysis.parse_edges`.
+EdgesInput = str | Sequence[int]
+
+
+def as_histogram(hist: HistogramInput) -> LengthHistogram:
+    """``hist`` itself when it is a :class:`~analysis.LengthHistogram`, else the histogram of
+    the lengths it holds."""
+    return hist if isinstance(hist, LengthHistogram) else LengthHistogram.from_lengths(hist)
+
+
+@dataclass(frozen=True)
+class ExplorerView:
+    """What the panel shows: a plan and where its edges came from (``source``: the placement
+    method, or ``"edited"`` for edges typed by hand).
+
+    A *provisional* view stands in while the optimal edges for ``plan.rule`` are computed in
+    the background (see :class:`Explorer`): ``provisional`` then says where its edges come
+    from in words, and ``source`` is ``"previous"`` (the edges shown before, evaluated under
+    the new rule) or the quick method that placed them for a new K.  ``provisional`` is
+    ``None`` for every other view.
+    """
+
+    plan: BucketPlan
+    source: str
+    provisional: str | None = None
+
+    @property
+    def edges(self) -> list[int]:
+        """The plan's edges."""
+        return self.plan.edges
+
+    @property
+    def n_buckets(self) -> int:
+        """Number of buckets."""
+        return self.plan.n_buckets
+
+    @property
+    def efficiency(self) -> float:
+        """The plan's expected efficiency."""
+        return self.plan.efficiency
+
+    def to_frame(self) -> pd.DataFrame:
+        """The per-bucket table."""
+        return self.plan.to_frame()
+
+    def edges_text(self) -> str:
+        """The edges as the text box shows them (``"0, 770, 1216"``)."""
+        return ", ".join(map(str, self.edges))
+
+    def status(self) -> str:
+        """One line: efficiency, padded and useful tokens (the proven bound on the distance to
+        the optimum when a candidate search could not prove its plan optimal; for a
+        provisional view, that the optimal edges are being computed and which edges are shown
+        meanwhile).
+
+        Examples
+        --------
+        >>> v = explore_view([1, 2, 3, 10], n_buckets=1, batch_size=2)
+        >>> v.status()
+        'optimal, 1 bucket: efficiency 0.6316, padded tokens 25 for 16 useful (waste 9)'
+        >>> ExplorerView(v.plan, "previous", provisional="optimal, batch_size 4").status()
+        ... # doctest: +NORMALIZE_WHITESPACE
+        'computing the optimal edges for batch_size 2 in the background; shown meanwhile,
+        under that rule: previous edges (optimal, batch_size 4), 1 bucket: efficiency 0.6316,
+        padded tokens 25 for 16 useful (waste 9)'
+        """
+        plural = "" if self.n_buckets == 1 else "s"
+        plan = self.plan
+        bound = "" if plan.exact else f"; at most {plan.gap:.2%} above the optimum (proven bound)"
+        numbers = (
+            f"{self.n_buckets} bucket{plural}: efficiency "
+            f"{plan.efficiency:.4f}, padded tokens {format_count(plan.padded_tokens)} for "
+            f"{plan.useful_tokens:,} useful (waste {format_count(plan.waste_tokens)}){bound}"
+        )
+        if self.provisional is None:
+            return f"{self.source}, {numbers}"
+        return (
+            f"computing the optimal edges for {plan.rule.text} in the background; shown meanwhile, "
+            f"under that rule: {self.source} edges ({self.provisional}), {numbers}"
+        )
+
+
+def explore_view(
+    hist: HistogramInput,
+    *,
+    n_buckets: int = DEFAULT_N_BUCKETS,
+    batch_size: int | None = None,
+    max_tokens: int | None = None,
+    pad_to_multiple_of: int | None = None,
+    method: str = DEFAULT_METHOD,
+    edges: EdgesInput | None = None,
+) -> ExplorerView:
+    """The plan for one set of control values (the panel's pure logic).
+
+    With ``edges=None`` the edges are placed by ``method`` (:func:`analysis.optimize_edges`);
+    otherwise the given edges (a list, or text for :func:`analysis.parse_edges`) are
+    evaluated as they are.  The batch rule is :meth:`analysis.BatchRule.resolve` of
+    ``batch_size`` / ``max_tokens``.  Raises ``ValueError`` for edges that are not
+    increasing or don't cover the data.
+
+    Examples
+    --------
+    >>> v = explore_view([1, 2, 3, 10], n_buckets=2, batch_size=2)
+    >>> v.edges, round(v.efficiency, 4)   # padded 2 * 8/3 + 2 (bucket 1) + 10 (bucket 2)
+    ([0, 3, 10], 0.9231)
+    >>> explore_view([1, 2, 3, 10], batch_size=2, edges="0, 1, 10").edges
+    [0, 1, 10]
+    """
+    histogram = as_histogram(hist)
+    rule = BatchRule.resolve(batch_size, max_tokens, pad_to_multiple_of)
+    if edges is None:
+        plan = optimize_edges(histogram, n_buckets, rule, method=method)
+        return ExplorerView(plan, plan.method)
+    return _edited_view(histogram, edges, rule)
+
+
+def _edited_view(hist: LengthHistogram, edges: EdgesInput, rule: BatchRule) -> ExplorerView:
+    """The view of edges typed by hand (text or a list): the padding model only, no optimiser."""
+    chosen = parse_edges(edges) if isinstance(edges, str) else edges
+    return ExplorerView(evaluate_edges(hist, chosen, rule, method="edited"), "edited")
+
+
+def explore_figure(hist: HistogramInput, view: ExplorerView) -> Figure:
+    """The length histogram with the view's edges drawn, each bucket coloured by its
+    efficiency and labelled with its batch size, share of samples and efficiency
+    (:func:`analysis.plots.plot_edges_on_histogram`, the figure of notebook 03).
+
+    Examples
+    --------
+    >>> v = explore_view([1, 2, 3, 10], n_buckets=2, batch_size=2)
+    >>> fig = explore_figure([1, 2, 3, 10], v)
+    >>> [line.get_xdata()[0] for line in fig.axes[0].lines]  # the interior edges
+    [3]
+    """
+    from analysis.plots import plot_edges_on_histogram
+
+    return plot_edges_on_histogram(as_histogram(hist), view.plan, title=_title(view))
+
+
+def _title(view: ExplorerView) -> str:
+    """The figure's title for ``view``."""
+    title = f"{view.source} edges, {view.n_buckets} buckets: expected efficiency {view.efficiency:.1%}"
+    return title if view.provisional is None else f"{title} (optimal edges being computed)"

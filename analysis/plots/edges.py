@@ -1,0 +1,365 @@
+"""The length histogram with a plan's bucket edges drawn: each bin coloured by the expected
+efficiency of its bucket, each bucket labelled with its number, batch size, share of samples
+and efficiency.  One implementation, :class:`EdgesOnHistogram`, serves both faces: the
+figure :func:`plot_edges_on_histogram` returns (notebook 03, the report) and the explorer's
+live figure, redrawn in place for every plan.  Also the efficiency colour scale the bucket
+figures share."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from matplotlib import colormaps
+from matplotlib.artist import Artist
+from matplotlib.axes import Axes
+from matplotlib.cm import ScalarMappable
+from matplotlib.collections import PolyCollection
+from matplotlib.colorbar import Colorbar
+from matplotlib.colors import Colormap, Normalize
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.text import Text
+from matplotlib.ticker import FuncFormatter, MaxNLocator, PercentFormatter
+from matplotlib.transforms import Bbox, blended_transform_factory
+
+from analysis.batching import bucket_index
+from analysis.lengths import LengthHistogram
+from analysis.optimize import BucketPlan
+from analysis.plots._common import (
+    EFFICIENCY_CMAP,
+    bin_edges,
+    format_count,
+    format_percent,
+    length_axis,
+    text_size_pt,
+    wants_log_axis,
+)
+
+__all__ = ["plot_edges_on_histogram", "EdgesOnHistogram"]
+
+_PERCENT = PercentFormatter(1.0, decimals=0)
+
+
+def _efficiency_colors(values: list[float]) -> tuple[Colormap, Normalize]:
+    """The efficiency colour map (viridis) from the lowest finite value (at most 50 %) to 100 %."""
+    finite = [v for v in values if np.isfinite(v)]
+    return colormaps[EFFICIENCY_CMAP], Normalize(vmin=min([0.5, *finite]), vmax=1.0)
+
+
+def _colorbar(fig: Figure, cmap: Colormap, norm: Normalize, ax: Axes, **kw: Any) -> Colorbar:
+    bar = fig.colorbar(ScalarMappable(norm=norm, cmap=cmap), ax=ax, **kw)
+    bar.set_label("bucket efficiency")
+    bar.ax.yaxis.set_major_formatter(_PERCENT)
+    return bar
+
+
+def plot_edges_on_histogram(
+    hist: LengthHistogram,
+    plan: BucketPlan,
+    *,
+    bins: int = 96,
+    log_x: bool | None = None,
+    title: str | None = None,
+) -> Figure:
+    """The length histogram with ``plan``'s edges drawn; per bucket, its number, batch size,
+    share of samples and expected efficiency.
+
+    The length axis is logarithmic (log-spaced bins) when the lengths span more than two
+    decades (``log_x=None``).  A bucket is labelled on the figure only when it is wide enough
+    on screen for its label; when any is not, a table of every bucket is drawn below.  The
+    figure is an :class:`EdgesOnHistogram` for saving (its layout not fixed), shown once.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis import LengthHistogram, optimize_edges
+    >>> hist = LengthHistogram.from_lengths(np.random.default_rng(0).integers(1, 100, 400))
+    >>> fig = plot_edges_on_histogram(hist, optimize_edges(hist, 2, batch_size=4))
+    >>> len(fig.axes)  # the histogram and its efficiency colour bar (no table needed)
+    2
+    """
+    drawn = EdgesOnHistogram(hist, bins=bins, log_x=log_x, live=False)
+    drawn.show(plan, title)
+    if not drawn.all_labelled:
+        drawn = EdgesOnHistogram(hist, bins=bins, log_x=log_x, live=False, table_rows=len(plan.edges) - 1)
+        drawn.show(plan, title)
+    return drawn.figure
+
+
+def _bucket_label(number: int, row: pd.Series, n: int) -> str:
+    return (
+        f"#{number}\nB={int(row['batch_size']):,}\n{format_percent(row['samples'] / n)}"
+        f"\n{format_percent(row['efficiency'])}"
+    )
+
+
+#: Font size of the bucket labels drawn on the histogram.
+_LABEL_SIZE = 7.5
+
+
+def _edges_title(plan: BucketPlan | None, title: str | None) -> str:
+    """The title of the edges-on-histogram figure (given or from the plan), and its key."""
+    if not title:
+        assert plan is not None  # the live figure's first title is a placeholder
+        title = (
+            f"{plan.method} edges, {plan.n_buckets} buckets: expected efficiency "
+            f"{format_percent(plan.efficiency)}"
+        )
+    return title + "\nper bucket: number, batch size, share of samples, expected efficiency"
+
+
+def _bin_colors(
+    centers: np.ndarray, edges: list[int], effs: np.ndarray, cmap: Colormap, norm: Normalize
+) -> list[Any]:
+    """Each histogram bin's colour: the efficiency of the bucket its centre falls in."""
+    palette = [cmap(norm(e)) if np.isfinite(e) else "#dddddd" for e in effs]  # one per bucket
+    return [palette[b] for b in bucket_index(centers, edges)]
+
+
+def _bucket_span(ax: Axes, edges: list[int], b: int, lo: float, hi: float) -> tuple[float, float]:
+    """Bucket ``b``'s middle on screen (in data units) and its width on screen in points,
+    both within the axis limits ``lo``..``hi`` (the axes' layout must be final)."""
+    x0, x1 = ax.transData.transform([[max(edges[b], lo), 0], [min(edges[b + 1], hi), 0]])[:, 0]
+    middle = float(ax.transData.inverted().transform([[(x0 + x1) / 2, 0]])[0, 0])
+    fig = ax.get_figure(root=True)
+    assert fig is not None
+    return middle, float(x1 - x0) * 72.0 / fig.dpi
+
+
+def _fitting_label(fig: Figure, full: str, short: str, width: float) -> str | None:
+    """The bucket label that fits ``width`` points: the full one, else the short one, else none."""
+    return next((t for t in (full, short) if text_size_pt(fig, t, _LABEL_SIZE)[0] + 4 <= width), None)
+
+
+def _histogram_axes(ax: Axes, lo: float, hi: float, per_bin: np.ndarray, log: bool) -> None:
+    """The axes of the length histogram: length axis, headroom for the labels, count ticks."""
+    length_axis(ax, lo, hi, log=log)
+    ax.set_ylim(0, per_bin.max() * 1.65)
+    ax.set_ylabel("samples per bin" + (" (log-spaced bins)" if log else ""))
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True, steps=[1, 2, 2.5, 5, 10]))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: format_count(v)))
+
+
+class EdgesOnHistogram:
+    """The edges-on-histogram figure of one histogram: :meth:`show` draws a plan by updating
+    the figure's artists in place (bar colours, edge lines, labels, colour scale, title).
+
+    Two uses.  The explorer's live figure (``live=True``, the default) is kept and redrawn
+    for every plan, never rebuilt (a redraw takes tens of milliseconds where a new figure
+    takes hundreds): its layout is fixed once, at construction, at 100 dpi, and the parts no
+    plan changes (axes, ticks, axis labels) are rendered once and kept (:meth:`render`).
+    The figure :func:`plot_edges_on_histogram` returns (``live=False``) keeps its
+    constrained layout (for saving; default dpi) and may have room for a table of
+    ``table_rows`` buckets below the histogram, drawn by :meth:`show`.  A bucket too narrow
+    for its full label gets its number only (or nothing); ``all_labelled`` says whether
+    every bucket of the plan shown got its full label.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis import LengthHistogram, optimize_edges
+    >>> hist = LengthHistogram.from_lengths(np.random.default_rng(0).integers(1, 100, 400))
+    >>> live = EdgesOnHistogram(hist)
+    >>> fig = live.figure
+    >>> live.show(optimize_edges(hist, 3, batch_size=4))
+    >>> live.edge_positions(), live.figure is fig
+    ([33, 68], True)
+    >>> live.png()[:4]
+    b'\\x89PNG'
+    """
+
+    def __init__(
+        self,
+        hist: LengthHistogram,
+        *,
+        bins: int = 96,
+        log_x: bool | None = None,
+        live: bool = True,
+        table_rows: int = 0,
+    ) -> None:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        log = wants_log_axis(hist.min, hist.max) if log_x is None else bool(log_x)
+        self.n_samples = hist.n_samples
+        self.live = bool(live)
+        self.all_labelled = True
+        height = 4.4 + (0.2 * (table_rows + 1) + 0.3 if table_rows else 0.0)
+        self.figure = Figure(figsize=(9, height), dpi=100 if live else None, layout="constrained")
+        # backend_agg ships no stubs: its draw, copy_from_bbox... are unannotated in matplotlib
+        self._canvas: Any = FigureCanvasAgg(self.figure) if live else None
+        self._table: Axes | None = None
+        if table_rows:
+            self.ax, self._table = self.figure.subplots(2, 1, height_ratios=[4.4, height - 4.4])
+        else:
+            self.ax = self.figure.add_subplot()
+        ax = self.ax
+        grid = bin_edges(hist.min, hist.max, bins, log)
+        per_bin = hist.binned(grid)
+        self._centers = np.sqrt(grid[:-1] * grid[1:]) if log else (grid[:-1] + grid[1:]) / 2
+        self._bars: list[Artist]
+        if live:  # one collection of the bins (one draw call), recoloured by each plan
+            bars = PolyCollection(
+                [[(a, 0.0), (a, h), (z, h), (z, 0.0)] for a, z, h in zip(grid[:-1], grid[1:], per_bin)],
+                facecolors="#dddddd",
+                linewidths=0,
+            )
+            ax.add_collection(bars, autolim=False)
+            self._bars = [bars]
+        else:  # a bar per bin: the same pixels, and a saved SVG lists every bin as its own path
+            self._bars = list(
+                ax.bar(grid[:-1], per_bin, width=np.diff(grid), align="edge", color="#dddddd", lw=0)
+            )
+        self._lo, self._hi = grid[0] * (0.95 if log else 1), grid[-1] * (1.03 if log else 1)
+        _histogram_axes(ax, self._lo, self._hi, per_bin, log)
+        cmap, norm = _efficiency_colors([])
+        self._colorbar = _colorbar(self.figure, cmap, norm, ax, pad=0.01, fraction=0.04)
+        self._where = blended_transform_factory(ax.transData, ax.transAxes)
+        self._lines: list[Line2D] = []
+        self._labels: list[Text] = []
+        ax.set_title(_edges_title(None, " "), fontsize=10)
+        if live:
+            self.figure.draw_without_rendering()
+            self.figure.set_layout_engine("none")  # the layout stays: a redraw only renders
+        self._background: Any = None
+
+    def _pools(self, k: int) -> None:
+        """At least ``k - 1`` edge lines and ``k`` labels (hidden until used)."""
+        while len(self._lines) < k - 1:
+            self._lines.append(self.ax.axvline(0, color="black", lw=1, visible=False))
+        while len(self._labels) < k:
+            self._labels.append(
+                self.ax.text(
+                    0,
+                    0.98,
+                    "",
+                    transform=self._where,
+                    ha="center",
+                    va="top",
+                    fontsize=_LABEL_SIZE,
+                    linespacing=1.15,
+                    visible=False,
+                )
+            )
+
+    def show(self, plan: BucketPlan, title: str | None = None) -> None:
+        """Draw ``plan``: its edges, each bin coloured by its bucket's efficiency, the bucket
+        labels, the title (given, or from the plan) and, where there is room, the table."""
+        frame = plan.to_frame()
+        edges = list(plan.edges)
+        k = len(edges) - 1
+        effs = frame["efficiency"].to_numpy(dtype=float)
+        cmap, norm = _efficiency_colors(list(effs))
+        self._colorbar.mappable.set_clim(norm.vmin, norm.vmax)
+        self._colorbar.ax.yaxis.set_major_formatter(_PERCENT)  # a new scale resets the formatter
+        colors = _bin_colors(self._centers, edges, effs, cmap, norm)
+        if self.live:
+            self._bars[0].set(facecolor=colors)
+        else:
+            for patch, color in zip(self._bars, colors, strict=True):
+                patch.set(facecolor=color)
+        self._pools(k)
+        for i, line in enumerate(self._lines):
+            line.set_visible(i < k - 1)
+            if i < k - 1:
+                line.set_xdata([edges[i + 1], edges[i + 1]])
+        self.ax.set_title(_edges_title(plan, title), fontsize=10)
+        if not self.live:
+            self.figure.draw_without_rendering()  # the layout first: bucket widths are then final
+        fits = []
+        for b, text in enumerate(self._labels):
+            label = None
+            if b < k:
+                middle, width = _bucket_span(self.ax, edges, b, self._lo, self._hi)
+                full = _bucket_label(b + 1, frame.iloc[b], self.n_samples)
+                label = _fitting_label(self.figure, full, f"#{b + 1}", width)
+                text.set_x(middle)
+                text.set_text(label or "")
+                fits.append(label == full)
+            text.set_visible(label is not None)
+        self.all_labelled = all(fits)
+        if self._table is not None:
+            for table in list(self._table.tables):
+                table.remove()
+            _bucket_table(self._table, frame, self.n_samples)
+
+    def edge_positions(self) -> list[int]:
+        """The interior edges drawn now."""
+        return [int(np.asarray(line.get_xdata())[0]) for line in self._lines if line.get_visible()]
+
+    def labels(self) -> list[str]:
+        """The bucket labels drawn now, left to right."""
+        return [text.get_text() for text in self._labels if text.get_visible()]
+
+    def _changing(self) -> list[Artist]:
+        """The artists a plan changes (and the spines, which the bars would cover)."""
+        spines: list[Artist] = list(self.ax.spines.values())
+        return [*self._bars, *spines, *self._lines, *self._labels, self.ax.title, self._colorbar.ax]
+
+    def render(self) -> np.ndarray:
+        """Render the figure now and return its pixels (RGBA, ``(height, width, 4)``).
+
+        The parts no plan changes (axes, ticks, axis labels) are rendered once and kept;
+        each call restores them and draws only :meth:`_changing` on top (blitting), which
+        gives the pixels of a full draw at a fraction of its cost.
+        """
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        if self._canvas is None:
+            self._canvas = FigureCanvasAgg(self.figure)
+        canvas = self._canvas
+        if self._background is None:
+            canvas.draw()  # a full draw places the title above the axes...
+            title_at = self.ax.title.get_position()
+            changing = [a for a in self._changing() if a.get_visible()]
+            for artist in changing:
+                artist.set_visible(False)
+            canvas.draw()
+            self._background = canvas.copy_from_bbox(self.figure.bbox)
+            for artist in changing:
+                artist.set_visible(True)
+            self.ax.title.set_position(title_at)  # ...which hidden spines would move
+        canvas.restore_region(self._background)
+        for artist in self._changing():
+            self.figure.draw_artist(artist)
+        return np.asarray(canvas.buffer_rgba())
+
+    def png(self) -> bytes:
+        """The figure as PNG at 100 dpi (:meth:`render`; fast compression, no software tag)."""
+        from matplotlib.image import imsave
+
+        buf = io.BytesIO()
+        no_software: Any = {"Software": None}  # None drops the key (the stub wants str values)
+        imsave(buf, self.render(), format="png", metadata=no_software, pil_kwargs={"compress_level": 1})
+        return buf.getvalue()
+
+
+def _bucket_table(ax: Axes, frame: pd.DataFrame, n: int) -> None:
+    """Every bucket as a row: its lengths, batch size, samples and expected efficiency."""
+    ax.axis("off")
+    rows = [
+        [
+            f"#{b + 1}",
+            f"{int(r['lower_edge']) + 1:,} to {int(r['upper_edge']):,}",
+            f"{int(r['batch_size']):,}",
+            f"{int(r['samples']):,}",
+            format_percent(r["samples"] / n),
+            format_percent(r["efficiency"]),
+        ]
+        for b, (_, r) in enumerate(frame.iterrows())
+    ]
+    cols = ["bucket", "lengths (tokens)", "batch size", "samples", "share of samples", "expected efficiency"]
+    table = ax.table(
+        cellText=rows,
+        colLabels=cols,
+        loc="upper center",
+        cellLoc="right",
+        colLoc="right",
+        bbox=Bbox.from_bounds(0.0, 0.0, 1.0, 1.0),
+    )
+    table.auto_set_font_size(False)
+    table.set_fontsize(8)
+    for cell in table.get_celld().values():
+        cell.set_linewidth(0.3)

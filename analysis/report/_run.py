@@ -1,0 +1,384 @@
+"""The report itself: :func:`run_report` and its steps (resolve the inputs, prepare the output
+folder, run each notebook and convert it to HTML, list the figures, write
+``recommendation.json``); see :mod:`analysis.report` for what it writes."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from analysis._validate import positive_int
+from analysis._version import __version__
+from analysis.batching import DEFAULT_METHOD, DEFAULT_N_BUCKETS, DEFAULT_SEED, BatchRule
+from analysis.exports import export_all
+from analysis.lengths import LengthHistogram
+from analysis.loaders import load_lengths, load_step_times, save_histogram
+from analysis.optimize import BucketPlan
+from analysis.paths import BUNDLED_DATA, NOTEBOOKS_DIR, REPORT_FIGURES, REPORT_HISTOGRAM
+from analysis.progress import bar
+from analysis.recommendation import recommend
+from analysis.report._notebooks import (
+    STEP_TIMES_PARAMETER,
+    _environ,
+    _kernel_environ,
+    _notebooks,
+    _run_notebook,
+    _to_html,
+    notebook_parameters,
+    report_notebooks,
+)
+from analysis.throughput import THROUGHPUT_RULE
+
+__all__ = ["ReportResult", "run_report"]
+
+_FIGURE_FORMATS = ["png", "svg"]
+
+
+@dataclass(frozen=True)
+class ReportResult:
+    """What :func:`run_report` wrote: the folder, every file (sorted), the recommendation."""
+
+    out_dir: Path
+    files: tuple[Path, ...]
+    recommendation: dict[str, Any] = field(repr=False)
+
+
+# ------------------------------------------------------------------------ recommendation
+def _throughput(rec: Any, tokens_per_s: float, reference_strategy: str) -> dict[str, Any]:
+    """Predicted useful tokens/s of each strategy from one measured reference."""
+    return {
+        "reference_strategy": reference_strategy,
+        "reference_tokens_per_s": float(tokens_per_s),
+        "model": THROUGHPUT_RULE,
+        "predicted_tokens_per_s": rec.predicted_tokens_per_s(tokens_per_s, reference_strategy),
+    }
+
+
+def _clean(value: Any) -> Any:
+    """JSON-ready: numpy scalars to Python, tuples to lists."""
+    if isinstance(value, Mapping):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, str | bytes):
+        return value.item()
+    return value
+
+
+def _summary_dict(series: Any) -> dict[str, Any]:
+    cleaned: dict[str, Any] = _clean({str(k): v for k, v in series.items()})
+    return cleaned
+
+
+# ------------------------------------------------------------------------ the report
+def run_report(
+    src: Any,
+    out_dir: str | os.PathLike[str],
+    *,
+    n_buckets: int = DEFAULT_N_BUCKETS,
+    rule: BatchRule | None = None,
+    max_len: int | None = None,
+    method: str = DEFAULT_METHOD,
+    column: str | None = None,
+    field: str | None = None,
+    seed: int = DEFAULT_SEED,
+    world_size: int = 1,
+    tokens_per_s: float | None = None,
+    reference_strategy: str | None = None,
+    quiet: bool = False,
+    drop_zero: bool = False,
+    step_times: str | os.PathLike[str] | None = None,
+    notebooks_dir: str | os.PathLike[str] | None = None,
+    command: str | None = None,
+) -> ReportResult:
+    """Run every notebook on ``src`` into ``out_dir`` and write ``recommendation.json``.
+
+    Parameters
+    ----------
+    src : path, glob or array
+        The lengths (anything :func:`analysis.load_lengths` reads).
+    out_dir : path
+        Output folder, created when missing.  Existing files of the same names are replaced.
+    n_buckets : int
+        Buckets of the recommended plan.
+    rule : BatchRule, optional
+        The batch rule (default :meth:`analysis.BatchRule.resolve`).
+    max_len : int, optional
+        Clip lengths at this value first; ``None`` (default) clips nothing, and the notebooks
+        get ``max_len`` = the longest length (a no-op clip).
+    method : str
+        Edge placement of the recommended plan.
+    column, field : str, optional
+        Passed to ``load_lengths``.
+    seed : int
+        Passed to notebooks that take a ``seed``.
+    world_size : int
+        Data-parallel ranks (steps per epoch and the straggler factor depend on it).
+    tokens_per_s, reference_strategy : optional
+        A throughput calibration: the measured useful tokens/s of one strategy
+        (``random``, ``sorted`` or ``bucketed``); every strategy's rate is then predicted.
+    quiet : bool
+        No progress bars.
+    drop_zero : bool
+        Drop zero-length samples (their count is recorded) instead of refusing them.
+    step_times : path, optional
+        A CSV of step times measured on your model (:func:`analysis.measure_step_times`;
+        read by :func:`analysis.loaders.load_step_times`, checked before any notebook runs),
+        offered to the notebooks as ``step_times_path``.  The notebooks that need it
+        (``04_throughput.ipynb``) run only when it is given.
+    notebooks_dir : path, optional
+        Where the notebooks are (default ``analysis.paths.NOTEBOOKS_DIR``).
+    command : str, optional
+        The command line to record (the CLI passes its own).
+
+    Returns
+    -------
+    ReportResult
+    """
+    settings = _Settings(
+        n_buckets=n_buckets,
+        rule=BatchRule.resolve() if rule is None else rule,
+        max_len=max_len,
+        method=method,
+        column=column,
+        field=field,
+        seed=seed,
+        world_size=positive_int(world_size, "world_size"),
+        tokens_per_s=tokens_per_s,
+        reference_strategy=reference_strategy,
+        drop_zero=drop_zero,
+    )
+    if (tokens_per_s is None) != (reference_strategy is None):
+        raise ValueError("a throughput calibration needs both tokens_per_s and reference_strategy")
+    started = time.time() - 1.0  # figures older than this run are not listed (stale files)
+    run = _resolve_inputs(out_dir, notebooks_dir, step_times)
+    progress = bar(enabled=False if quiet else None)
+    raw = load_lengths(src, column=column, field=field, allow_zero=drop_zero, progress=progress)
+    raw, zero_dropped = raw.drop_zero() if drop_zero else (raw, 0)
+    hist = raw.clip(max_len) if max_len is not None else raw
+    rec = recommend(hist, n_buckets, settings.rule, method=method)
+    rec_dict = rec.to_dict()
+    rec_dict["throughput"] = (
+        None if tokens_per_s is None else _throughput(rec, tokens_per_s, str(reference_strategy))
+    )
+    data = _Data(src, raw, zero_dropped, *_prepare_output(run.out, raw))
+    runs, executed = _run_notebooks(run, _offered(settings, run, data, rec.plan.edges), progress)
+    figure_files = _new_figures(data.figures, started)
+    recommendation = _recommendation(settings, run, data, command, rec_dict, rec.plan, runs, figure_files)
+    rec_path = _write_json(run.out / "recommendation.json", recommendation)
+    written = [data.csv, *executed, rec_path, *figure_files]
+    return ReportResult(out_dir=run.out, files=tuple(sorted(set(written))), recommendation=recommendation)
+
+
+@dataclass(frozen=True)
+class _Settings:
+    """The report's settings, defaults resolved (as ``recommendation.json`` records them)."""
+
+    n_buckets: int
+    rule: BatchRule
+    max_len: int | None
+    method: str
+    column: str | None
+    field: str | None
+    seed: int
+    world_size: int
+    tokens_per_s: float | None
+    reference_strategy: str | None
+    drop_zero: bool
+
+    def to_dict(self, step_times: Path | None) -> dict[str, Any]:
+        """The ``settings`` of ``recommendation.json``."""
+        return {
+            "n_buckets": self.n_buckets,
+            **{k: getattr(self.rule, k) for k in ("batch_size", "max_tokens", "pad_to_multiple_of")},
+            "max_len": self.max_len,
+            "method": self.method,
+            "seed": self.seed,
+            "world_size": self.world_size,
+            "column": self.column,
+            "field": self.field,
+            "tokens_per_s": self.tokens_per_s,
+            "reference_strategy": self.reference_strategy,
+            "drop_zero": self.drop_zero,
+            "step_times": None if step_times is None else str(step_times),
+        }
+
+
+@dataclass(frozen=True)
+class _Data:
+    """The lengths a report is about: where they came from, their histogram (zero lengths
+    dropped when asked), and where the report put them and its figures."""
+
+    src: Any
+    raw: LengthHistogram
+    zero_dropped: int
+    figures: Path
+    csv: Path
+
+
+@dataclass(frozen=True)
+class _Run:
+    """Where a report reads and writes, and what it runs (:func:`_resolve_inputs`)."""
+
+    out: Path
+    notebooks_dir: Path
+    notebooks: list[Path]
+    skipped: list[str]  # the notebooks that need measured step times, when none are given
+    step_times: Path | None
+
+
+def _resolve_inputs(
+    out_dir: str | os.PathLike[str],
+    notebooks_dir: str | os.PathLike[str] | None,
+    step_times: str | os.PathLike[str] | None,
+) -> _Run:
+    """Absolute folders, the step-time file checked, the notebooks to run and those skipped."""
+    out = Path(out_dir).resolve()
+    nb_dir = Path(notebooks_dir if notebooks_dir is not None else NOTEBOOKS_DIR).resolve()
+    times_path = None
+    if step_times is not None:
+        times_path = Path(step_times).resolve()
+        load_step_times(times_path)  # a bad file fails here, in one line, not in a notebook
+    notebooks = _notebooks(nb_dir, times_path is not None)
+    skipped = [p.name for p in report_notebooks(nb_dir, step_times=True) if p not in notebooks]
+    if out == nb_dir:
+        raise ValueError(
+            f"{out}: the output folder is the notebooks folder; the executed "
+            "copies would overwrite the reference notebooks (choose another --out)"
+        )
+    return _Run(out, nb_dir, notebooks, skipped, times_path)
+
+
+def _prepare_output(out: Path, raw: LengthHistogram) -> tuple[Path, Path]:
+    """Create ``out`` and its figures folder, and write the histogram every notebook reads:
+    the figures folder and the CSV."""
+    out.mkdir(parents=True, exist_ok=True)
+    figures = out / REPORT_FIGURES
+    figures.mkdir(exist_ok=True)
+    return figures, save_histogram(raw, _mkparent(out / REPORT_HISTOGRAM))
+
+
+def _run_notebooks(
+    run: _Run, offered: dict[str, Any], progress: Callable[..., Iterable[Any]] | None
+) -> tuple[list[dict[str, Any]], list[Path]]:
+    """Execute each notebook with the offered parameters it defines, then convert it to HTML:
+    what each run was given (for ``recommendation.json``), and the files written."""
+    runs, written = [], []
+    with (
+        tempfile.TemporaryDirectory(prefix="padding-report-") as ipython_dir,
+        _environ(_kernel_environ(Path(ipython_dir))),
+    ):
+        for nb in progress(run.notebooks, "report notebooks") if progress else run.notebooks:
+            defined = notebook_parameters(nb)
+            # every offered name the notebook defines, None included (the rule's other half)
+            params = {k: v for k, v in offered.items() if k in defined}
+            dst = run.out / nb.name
+            _run_notebook(nb, dst, params, cwd=run.notebooks_dir, show_progress=progress is not None)
+            html = _to_html(dst)
+            written += [dst, html]
+            runs.append(
+                {
+                    "notebook": nb.name,
+                    "html": html.name,
+                    "parameters": params,
+                    "not_set": sorted(set(offered) - set(params)),
+                }
+            )
+    return runs, written
+
+
+def _new_figures(figures: Path, started: float) -> list[Path]:
+    """The figures written since ``started`` (sorted; older files in the folder are stale)."""
+    return sorted(p for p in figures.iterdir() if p.is_file() and p.stat().st_mtime >= started)
+
+
+def _offered(settings: _Settings, run: _Run, data: _Data, edges: list[int]) -> dict[str, Any]:
+    """The parameters offered to every notebook (each gets those its parameters cell defines)."""
+    rule, src = settings.rule, data.src
+    return {
+        "data_path": str(data.csv),
+        "figures_dir": str(data.figures),
+        "figure_formats": _FIGURE_FORMATS,
+        "max_len": settings.max_len if settings.max_len is not None else data.raw.max,
+        "batch_size": rule.batch_size,
+        "max_tokens": rule.max_tokens,
+        "pad_to_multiple_of": rule.pad_to_multiple_of,
+        "n_buckets": settings.n_buckets,
+        "seed": settings.seed,
+        "world_size": settings.world_size,
+        "zero_length_dropped": data.zero_dropped,
+        "method": settings.method,
+        # the case's published edges and calibration are shown only beside the case-like data
+        "case_reference": isinstance(src, str | os.PathLike)
+        and Path(src).resolve() == BUNDLED_DATA.resolve(),
+        "edges": edges,
+        "reference_strategy": settings.reference_strategy,
+        "reference_tokens_per_s": settings.tokens_per_s,
+        STEP_TIMES_PARAMETER: None if run.step_times is None else str(run.step_times),
+    }
+
+
+def _recommendation(
+    settings: _Settings,
+    run: _Run,
+    data: _Data,
+    command: str | None,
+    rec_dict: dict[str, Any],
+    plan: BucketPlan,
+    runs: list[dict[str, Any]],
+    figure_files: list[Path],
+) -> dict[str, Any]:
+    """The content of ``recommendation.json`` (JSON-ready)."""
+    pngs = {p.stem for p in figure_files if p.suffix == ".png"}
+    svgs = {p.stem for p in figure_files if p.suffix == ".svg"}
+    max_len, src, raw = settings.max_len, data.src, data.raw
+    recommendation: dict[str, Any] = _clean(
+        {
+            "created_by": "padding-workbench report",
+            "version": __version__,
+            "command": command if command is not None else _default_command(),
+            "python": sys.version.split()[0],
+            "source": str(src) if isinstance(src, str | os.PathLike) else type(src).__name__,
+            "settings": settings.to_dict(run.step_times),
+            "data": {
+                "summary": _summary_dict(raw.summary()),
+                "clipping": _summary_dict(raw.clip_summary(max_len)) if max_len is not None else None,
+                "histogram_csv": str(data.csv.relative_to(run.out)),
+                "zero_length_dropped": data.zero_dropped,
+            },
+            **rec_dict,
+            "exports": export_all(plan),
+            "notebooks": runs,
+            "notebooks_skipped": [
+                {"notebook": name, "reason": "needs measured step times (--step-times)"}
+                for name in run.skipped
+            ],
+            "figures": [str(p.relative_to(run.out)) for p in figure_files],
+            "figures_missing_svg": sorted(pngs - svgs),
+            "figures_missing_png": sorted(svgs - pngs),
+        }
+    )
+    return recommendation
+
+
+def _write_json(path: Path, value: dict[str, Any]) -> Path:
+    path.write_text(json.dumps(value, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+    return path
+
+
+def _mkparent(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _default_command() -> str:
+    import shlex
+
+    return shlex.join([Path(sys.argv[0]).name, *sys.argv[1:]]) if sys.argv else ""
