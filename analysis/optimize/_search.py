@@ -152,7 +152,8 @@ def _prove(
     it is optimal.
     The relative gap ``(UB - LB) / UB`` is reported for each ``k`` (``UB``: the objective of
     the ends returned)."""
-    from analysis.optimize._kernel import _cell_dp, _cost_matrix
+    from analysis.optimize._cells import _cell_dp  # numba: imported on first use
+    from analysis.optimize._kernel import _cost_matrix
 
     starts = np.r_[0, prob.ends[:-1]]
     ub = {}
