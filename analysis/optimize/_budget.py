@@ -43,10 +43,10 @@ _SLACK = 1e-8
 
 class _Bounds(NamedTuple):
     """The table of bounds' sums (``t_up``, ``t2_up``: :func:`_bound_table`, a row per
-    ``stride`` starts) with ``cum`` and ``size`` as floats (``count``, ``batch``)."""
+    ``stride`` starts) with ``cum`` and ``size`` as floats."""
 
-    count: np.ndarray
-    batch: np.ndarray
+    cum_float: np.ndarray
+    size_float: np.ndarray
     t_up: np.ndarray
     t2_up: np.ndarray
     stride: int
@@ -64,7 +64,7 @@ def _lower_costs(
     loop is branch-free and vectorised; ``ceil`` of a rounded quotient is at most the
     exact one."""
     weight, weight2, per_batch = data.weight, data.weight2, data.per_batch
-    count, batch, t_up, t2_up, stride = bounds.count, bounds.batch, bounds.t_up, bounds.t2_up, bounds.stride
+    count, batch, t_up, t2_up, stride = bounds.cum_float, bounds.size_float, bounds.t_up, bounds.t2_up, bounds.stride
     m = count.size - 1
     ci = count[i]
     w_first = weight[i + 1]
