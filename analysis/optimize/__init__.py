@@ -34,13 +34,14 @@ from analysis.optimize.plan import BucketPlan, _plan
 from analysis.optimize.rules import RULES, _baseline_edges
 
 __all__ = [
-    "BucketPlan",
-    "METHODS",
-    "optimize_edges",
-    "evaluate_edges",
-    "sweep_bucket_counts",
-    "recommend_n_buckets",
     "AUTO_CANDIDATES_ABOVE",
+    "METHODS",
+    "BucketPlan",
+    "StepTimeLike",
+    "evaluate_edges",
+    "optimize_edges",
+    "recommend_n_buckets",
+    "sweep_bucket_counts",
 ]
 
 #: Every ``method`` :func:`optimize_edges` knows.
@@ -127,11 +128,11 @@ def evaluate_edges(
     edges: Sequence[int],
     rule: BatchRule | None = None,
     *,
+    method: str = "given",
+    step_time: StepTimeLike | None = None,
     batch_size: int | None = None,
     max_tokens: int | None = None,
     pad_to_multiple_of: int | None = None,
-    method: str = "given",
-    step_time: StepTimeLike | None = None,
 ) -> BucketPlan:
     """A :class:`BucketPlan` for edges you already have (a published config, say); with
     ``step_time`` its ``objective`` is the time objective of :func:`optimize_edges`.

@@ -64,7 +64,8 @@ def _lower_costs(
     loop is branch-free and vectorised; ``ceil`` of a rounded quotient is at most the
     exact one."""
     weight, weight2, per_batch = data.weight, data.weight2, data.per_batch
-    count, batch, t_up, t2_up, stride = bounds.cum_float, bounds.size_float, bounds.t_up, bounds.t2_up, bounds.stride
+    count, batch, stride = bounds.cum_float, bounds.size_float, bounds.stride
+    t_up, t2_up = bounds.t_up, bounds.t2_up
     m = count.size - 1
     ci = count[i]
     w_first = weight[i + 1]

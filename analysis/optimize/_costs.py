@@ -149,16 +149,8 @@ def _row_sums(
     costs no restart.  Each value is the one the dense walk (every end needed) gives, bit
     for bit: a restart at the first end of its stretch of constant ``B``, then one step per
     end, the same arithmetic in the same order."""
-    cum, weight, step, weight2, step2, token, hi, lo = (
-        data.cum,
-        data.weight,
-        data.step,
-        data.weight2,
-        data.step2,
-        data.token,
-        data.hi,
-        data.lo,
-    )
+    cum, weight, step, weight2, step2 = data.cum, data.weight, data.step, data.weight2, data.step2
+    token, hi, lo = data.token, data.hi, data.lo
     m = cum.size - 1
     ci = cum[i]
     table = cum[m] - ci < hi.size
@@ -223,15 +215,8 @@ def _row_costs(
     at ``j`` weighs its samples ``weight + B * weight2`` (``weight2`` is 0 but for a token
     budget's time objective with a working-set term): the second running sum ``t2`` follows
     ``step2`` with the same ratios."""
-    cum, weight, step, weight2, size, per_batch, comb = (
-        data.cum,
-        data.weight,
-        data.step,
-        data.weight2,
-        data.size,
-        data.per_batch,
-        data.comb,
-    )
+    cum, weight, step, weight2, size = data.cum, data.weight, data.step, data.weight2, data.size
+    per_batch, comb = data.per_batch, data.comb
     m = cum.size - 1
     ci = cum[i]
     if not data.token and size[i + 1] > cum[m] - ci:  # a fixed B above every bucket: one short batch
@@ -260,19 +245,12 @@ def _row_costs(
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _comb_heads(
-    starts: np.ndarray,
-    cum: np.ndarray,
-    weight: np.ndarray,
-    step: np.ndarray,
-    size: int,
-    is_end: np.ndarray,
-    comb: np.ndarray,
-    out: np.ndarray,
-    t: np.ndarray,
+    starts: np.ndarray, data: _Arrays, is_end: np.ndarray, out: np.ndarray, t: np.ndarray
 ) -> None:  # pragma: no cover - compiled
     """``out[a, j]`` = padding of bucket ``(starts[a], j]`` for ``j`` up to the last start + 1
     and one tabulated ``B``, start by start (the arithmetic of ``_row_costs``); ``t[a]`` is the
     running sum there, where ``_comb_tile`` goes on."""
+    cum, weight, step, size, comb = data.cum, data.weight, data.step, data.size[0], data.comb
     last = starts[starts.size - 1]
     for a in range(starts.size):
         i = starts[a]
@@ -296,12 +274,8 @@ def _comb_tile(
     starts: np.ndarray,
     j0: int,
     j1: int,
-    cum: np.ndarray,
-    weight: np.ndarray,
-    step: np.ndarray,
-    size: int,
+    data: _Arrays,
     is_end: np.ndarray,
-    comb: np.ndarray,
     out: np.ndarray,
     t: np.ndarray,
     ratio: np.ndarray,
@@ -313,6 +287,7 @@ def _comb_tile(
     table would be too long, then divisions with nothing carried: a vectorised loop), then
     the ``_GROUP`` sums side by side (independent chains, so the cell does not wait on the
     latency of the one before), with the arithmetic of ``_row_costs``."""
+    cum, weight, step, size, comb = data.cum, data.weight, data.step, data.size[0], data.comb
     n_j = j1 - j0
     if n_j <= 0:
         return

@@ -18,17 +18,10 @@ from analysis.optimize._layers import _ROWS, _TILE, _group, _layers, _push_heads
 
 
 def _solve_table_body(
-    cum: np.ndarray,
-    weight: np.ndarray,
-    step: np.ndarray,
-    size: int,
-    rows: np.ndarray,
-    is_end: np.ndarray,
-    n_buckets: int,
-    comb: np.ndarray,
-    whole_rows: bool,
+    data: _Arrays, rows: np.ndarray, is_end: np.ndarray, n_buckets: int, whole_rows: bool
 ) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
-    """The DP for one tabulated ``B`` and the padding objective: ``_ROWS`` starts at a time,
+    """The DP for one tabulated ``B`` (``data.size[0]``; ``data.comb``, or empty where the
+    values are computed as read) and the padding objective: ``_ROWS`` starts at a time,
     their costs and DP cells tile by tile (a tile of the layers stays in cache for them all).
 
     With ``whole_rows`` (on every thread, for long rows: many distinct lengths) a pass's
@@ -36,7 +29,7 @@ def _solve_table_body(
     row, then its DP cells by tiles in parallel (a tile's cells only read ``D[k - 1]`` at the
     pass's starts, which are settled); else a tile's costs, then its cells.  The same
     arithmetic and order of comparison in every cell either way."""
-    m = cum.size - 1
+    m = data.cum.size - 1
     best, arg = _layers(n_buckets, m)
     n_groups = _ROWS // _GROUP
     span = (m + 1) if whole_rows else _TILE  # ends whose costs come before their pushes
@@ -49,7 +42,7 @@ def _solve_table_body(
     for g0 in range(0, rows.size, _ROWS):
         g, n_sub = _group(rows, g0, starts)
         last = starts[g - 1]
-        _comb_heads(starts[:n_sub], cum, weight, step, size, is_end, comb, costs, t)
+        _comb_heads(starts[:n_sub], data, is_end, costs, t)
         _push_heads(best, arg, starts, g, costs)
         for s0 in range(last + 1, m + 1, span):
             s1 = min(s0 + span, m + 1)
@@ -60,12 +53,8 @@ def _solve_table_body(
                         starts[sub : sub + _GROUP],
                         max(j0, last + 2),
                         min(j0 + _TILE, m + 1),
-                        cum,
-                        weight,
-                        step,
-                        size,
+                        data,
                         is_end,
-                        comb,
                         costs[sub : sub + _GROUP],
                         t[sub : sub + _GROUP],
                         ratio[q % n_buf],

@@ -51,16 +51,15 @@ def _solve(
     rows = np.flatnonzero(is_row) if n_buckets > 1 else np.zeros(1, np.int64)
     computed = prob.per_batch == 0.0 and _comb_computed(prob)  # no table of any kind needed
     comb, hi, lo = (np.zeros(0),) * 3 if computed else _ratio_tables(prob)
+    data = _arrays(prob, (comb, hi, lo))
     out: tuple[np.ndarray, np.ndarray]
     if computed or (comb.size and prob.per_batch == 0.0):
-        args = (prob.cum, prob.weight, prob.step, int(prob.size[0]), rows, is_end, n_buckets, comb)
         if m >= _THREADS_ABOVE and numba.get_num_threads() > 1:
             with _threads_lock(True):
-                out = _solve_table_threads(*args, True)
+                out = _solve_table_threads(data, rows, is_end, n_buckets, True)
         else:
-            out = _solve_table(*args, False)
+            out = _solve_table(data, rows, is_end, n_buckets, False)
         return out
-    data = _arrays(prob, (comb, hi, lo))
     if data.token and not dense and rows.size >= _PRUNE_ABOVE:
         return _solve_token_pruned(data, n_buckets, rows, is_end)
     threaded = data.token and m >= _ROW_THREADS_ABOVE and numba.get_num_threads() > 1

@@ -46,6 +46,8 @@ def _push4(
     """``row[j] = min(row[j], p_a + costs[a, j])`` over the four starts in ascending order
     (strict ``<``: ties keep the smaller start), ``at[j]`` the start that gave it.  Indices
     from 0 over slices, branch-free: the loop is vectorised."""
+    # the four starts written out one after another (a deliberate repeat): their order is the
+    # tie rule, and the loop body stays straight-line code
     for j in range(row.size):
         bv = row[j]
         ba = at[j]
