@@ -111,9 +111,7 @@ def table_pass(max_tokens: int, runs: int = 3) -> None:
     starts = np.flatnonzero(np.r_[True, prob.size[2:] != prob.size[1:-1]]) + 1  # segments' first ends
     ends = np.r_[starts[1:], prob.m + 1]
     n = int(prob.cum[-1])
-    fits = np.array(
-        [ratios._log_comb_top(n, int(prob.size[j])) <= ratios._LINEAR_LOG_LIMIT for j in starts]
-    )
+    fits = np.array([ratios._log_comb_top(n, int(prob.size[j])) <= ratios._LINEAR_LOG_LIMIT for j in starts])
     lo, hi = starts[fits], ends[fits]
     args = (prob.cum, prob.weight, prob.step, prob.size, lo, hi)
     _table_costs(*args)  # compile

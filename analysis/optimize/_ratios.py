@@ -85,7 +85,7 @@ def _ratio(
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _comb_value(x: int, size: int) -> float:  # pragma: no cover - compiled
-    """``C(x, size)`` by the arithmetic of ``_problem._comb_table`` (bit for bit its entry):
+    """``C(x, size)`` by the arithmetic of ``_comb_table`` (bit for bit its entry):
     for more samples than that table holds, computed where it is read."""
     if x < size:
         return 0.0
@@ -183,7 +183,6 @@ def _log_fact_table(n_max: int) -> tuple[np.ndarray, np.ndarray]:
     """``log x!`` for ``x = 0..n_max`` as ``hi + lo`` (a running double-double sum of
     ``log y``), so that ``log(b!/a!) = (hi[b] - hi[a]) + (lo[b] - lo[a])`` keeps the
     precision of the ``b - a`` logarithms it sums, not of ``log b!``."""
-
     hi, lo = _log_fact_compiled(n_max)
     hi.flags.writeable = False
     lo.flags.writeable = False

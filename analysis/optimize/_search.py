@@ -143,7 +143,7 @@ def _prove(
     bound until it proves them (or finds better ends) where it can.
 
     The DP over cells between ``points`` with each bucket's cost replaced by a lower bound
-    from its cells (:func:`analysis.optimize._kernel._cell_dp`) gives ``LB[k] <= OPT[k]``.
+    from its cells (:func:`analysis.optimize._cells._cell_dp`) gives ``LB[k] <= OPT[k]``.
     ``points`` start as the grid and the allowed ends next to the candidate edges.  Where the
     bound's own optimum passes through a cell with more than one possible start, that cell
     is split into all of them, and the DP runs again (``_PROOF_ROUNDS`` passes, up to
