@@ -92,8 +92,8 @@ def first_call(cache_dir: str, counts_file: str) -> dict[str, float]:
         "open('/proc/self/clear_refs', 'w').write('5')\n"
         "t = time.perf_counter(); optimize_edges(h, 16, batch_size=8); first = time.perf_counter() - t\n"
         "peak = status('VmHWM')\n"
-        "problem = importlib.import_module('analysis.optimize._problem')\n"
-        "problem._comb_table.cache_clear(); problem._log_fact_table.cache_clear()\n"
+        "ratios = importlib.import_module('analysis.optimize._ratios')\n"
+        "ratios._comb_table.cache_clear(); ratios._log_fact_table.cache_clear()\n"
         "tracemalloc.start(); optimize_edges(h, 16, batch_size=8)\n"
         "print(first, base, peak, tracemalloc.get_traced_memory()[1])\n"
     )

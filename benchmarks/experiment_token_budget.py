@@ -14,7 +14,7 @@ every start's running sum where ``B`` changes; those restarts dominate its time.
    no cutoff) and checks its costs against the kernel's.
 
 Neither is what landed.  Pruning by forward bounds alone leaves too many cells; the kernel
-now prunes with bounds from both ends (``_solve_pruned`` in ``analysis/optimize/_kernel.py``):
+now prunes with bounds from both ends (``_solve_pruned`` in ``analysis/optimize/_budget.py``):
 restart-free lower bounds on every bucket, a backward DP over them, and exact costs only
 for the buckets that can still be on an optimal plan.
 
@@ -34,6 +34,7 @@ from analysis import BatchRule
 
 kernel = importlib.import_module("analysis.optimize._kernel")
 problem = importlib.import_module("analysis.optimize._problem")
+ratios = importlib.import_module("analysis.optimize._ratios")
 K = 6
 
 
@@ -110,9 +111,7 @@ def table_pass(max_tokens: int, runs: int = 3) -> None:
     starts = np.flatnonzero(np.r_[True, prob.size[2:] != prob.size[1:-1]]) + 1  # segments' first ends
     ends = np.r_[starts[1:], prob.m + 1]
     n = int(prob.cum[-1])
-    fits = np.array(
-        [problem._log_comb_top(n, int(prob.size[j])) <= problem._LINEAR_LOG_LIMIT for j in starts]
-    )
+    fits = np.array([ratios._log_comb_top(n, int(prob.size[j])) <= ratios._LINEAR_LOG_LIMIT for j in starts])
     lo, hi = starts[fits], ends[fits]
     args = (prob.cum, prob.weight, prob.step, prob.size, lo, hi)
     _table_costs(*args)  # compile

@@ -35,6 +35,10 @@ from analysis.optimize._reference import reference_dp
 # the private modules (``analysis.optimize._problem`` is also the name of a function there)
 kernel = importlib.import_module("analysis.optimize._kernel")
 problem = importlib.import_module("analysis.optimize._problem")
+ratio_tables = importlib.import_module("analysis.optimize._ratios")
+costs_module = importlib.import_module("analysis.optimize._costs")
+budget = importlib.import_module("analysis.optimize._budget")
+cells_module = importlib.import_module("analysis.optimize._cells")
 
 BASELINES = ("geometric", "equal_count", "equal_tokens", "greedy")
 
@@ -153,9 +157,9 @@ def test_optimal_equals_exhaustive_search(seed):
 def test_log_ratios_give_the_same_optimum(seed, ratios, monkeypatch):
     """Force the ratios C(a, B) / C(b, B) from the double-double table of log x! (or from
     Stirling's series, no table at all): still the exhaustive optimum."""
-    monkeypatch.setattr(problem, "_LINEAR_LOG_LIMIT", -1.0)
+    monkeypatch.setattr(ratio_tables, "_LINEAR_LOG_LIMIT", -1.0)
     if ratios == "stirling":
-        monkeypatch.setattr(problem, "_TABLE_MAX", 3)
+        monkeypatch.setattr(ratio_tables, "_TABLE_MAX", 3)
     rng = np.random.default_rng(100 + seed)
     lengths, counts = random_hist(rng, max_distinct=9)
     assert_optimal_as_exhaustive_search(lengths, counts, **rule(seed, rng))
@@ -170,12 +174,12 @@ def test_the_three_ways_to_ratios_agree_on_every_dp_cell(seed, monkeypatch):
     counts = np.where(rng.random(90) < 0.4, 1, rng.integers(1, 40, 90))
     hist = LengthHistogram.from_counts(lengths, counts)
     prob = problem._problem(hist, BatchRule(batch_size=int(rng.integers(1, 12))), 1)
-    assert problem._ratio_tables(prob)[0].size  # the binomial table
+    assert ratio_tables._ratio_tables(prob)[0].size  # the binomial table
     best, arg = kernel._solve(prob, 4, prob.ends)
-    for table_max in (problem._TABLE_MAX, 3):
-        monkeypatch.setattr(problem, "_LINEAR_LOG_LIMIT", -1.0)
-        monkeypatch.setattr(problem, "_TABLE_MAX", table_max)
-        assert problem._ratio_tables(prob)[0].size == 0
+    for table_max in (ratio_tables._TABLE_MAX, 3):
+        monkeypatch.setattr(ratio_tables, "_LINEAR_LOG_LIMIT", -1.0)
+        monkeypatch.setattr(ratio_tables, "_TABLE_MAX", table_max)
+        assert ratio_tables._ratio_tables(prob)[0].size == 0
         got_best, got_arg = kernel._solve(prob, 4, prob.ends)
         finite = np.isfinite(best)
         assert np.array_equal(np.isfinite(got_best), finite)
@@ -281,7 +285,7 @@ def test_grouped_tiled_dp_equals_the_dp_over_the_cost_matrix(batch, n_lengths, s
         counts[:] = 1
     hist = LengthHistogram.from_counts(lengths, counts)
     prob = problem._problem(hist, BatchRule(**batch), 1, step_time)
-    assert bool(problem._ratio_tables(prob)[0].size) == ("batch_size" in batch)
+    assert bool(ratio_tables._ratio_tables(prob)[0].size) == ("batch_size" in batch)
     assert prob.weight2.any() == (step_time is not None)
     ends = prob.ends[stride - 1 :: stride] if stride > 1 else prob.ends
     ends = np.unique(np.r_[ends, prob.m])
@@ -329,22 +333,22 @@ def test_pruned_bounds_never_exceed_a_bucket_cost(seed, n_lengths, time, multipl
     cost; they are also close (within 2 % on buckets of many batches), or nothing would be
     pruned."""
     prob = _token_problem(seed, n_lengths, time, multiple)
-    _, hi, lo = problem._ratio_tables(prob)
+    data = costs_module._arrays(prob)
     two = bool(prob.weight2.any())
     assert two == time
-    t_up, t2_up = kernel._bound_table(
-        prob.cum, prob.step, prob.step2, kernel._rungs(prob.size), stride, two, hi, lo
-    )
+    t_up, t2_up = budget._bound_table(data, budget._rungs(prob.size), stride, two)
+    assert t2_up.shape[0] == (t_up.shape[0] if two else 0)
     points = np.arange(prob.m + 1)
     exact = kernel._cost_matrix(prob, points)
     is_end = np.ones(prob.m + 1, np.bool_)  # every end, as the matrix has them
     low = np.empty(prob.m + 1)
     count, batch = prob.cum.astype(float), prob.size.astype(float)
+    bounds = budget._Bounds(count, batch, t_up, t2_up, stride)
+    built = budget._bounds(data, stride)  # what the pruned DP builds: the same bounds
+    assert built.stride == stride and all(np.array_equal(a, b) for a, b in zip(built[:4], bounds[:4]))
     close = []
     for i in range(prob.m):
-        kernel._lower_costs(
-            i, count, prob.weight, prob.weight2, batch, is_end, prob.per_batch, t_up, t2_up, stride, low
-        )
+        budget._lower_costs(i, data, bounds, is_end, low)
         row = exact[i, i + 1 :]
         bound = low[i + 1 :]
         assert np.array_equal(np.isfinite(bound), np.isfinite(row))
@@ -377,7 +381,7 @@ def test_pruned_token_dp_gives_the_dense_optimum_bit_for_bit(
     float, and its plan the same ends (the same smallest start on ties)."""
     prob = _token_problem(seed, n_lengths, time, multiple)
     ends = np.unique(np.r_[prob.ends[every - 1 :: every], prob.m])
-    monkeypatch.setattr(kernel, "_BOUND_STRIDE", stride)
+    monkeypatch.setattr(budget, "_BOUND_STRIDE", stride)
     monkeypatch.setattr(kernel, "_PRUNE_ABOVE", 0)
     dense_best, dense_arg = kernel._solve(prob, 8, ends, dense=True)
     best, arg = kernel._solve(prob, 8, ends)
@@ -398,12 +402,12 @@ def test_pruned_token_dp_equals_the_dense_dp_on_random_histograms(data):
     counts = data.draw(st.lists(st.integers(1, 10**7), min_size=m, max_size=m))
     max_tokens = lengths[-1] * data.draw(st.integers(1, 10**5))
     prob = problem._problem(LengthHistogram.from_counts(lengths, counts), BatchRule(max_tokens=max_tokens))
-    saved = kernel._PRUNE_ABOVE, kernel._BOUND_STRIDE
-    kernel._PRUNE_ABOVE, kernel._BOUND_STRIDE = 0, data.draw(st.sampled_from([1, 2, 16]))
+    saved = kernel._PRUNE_ABOVE, budget._BOUND_STRIDE
+    kernel._PRUNE_ABOVE, budget._BOUND_STRIDE = 0, data.draw(st.sampled_from([1, 2, 16]))
     try:
         best, arg = kernel._solve(prob, 6, prob.ends)
     finally:
-        kernel._PRUNE_ABOVE, kernel._BOUND_STRIDE = saved
+        kernel._PRUNE_ABOVE, budget._BOUND_STRIDE = saved
     dense_best, dense_arg = kernel._solve(prob, 6, prob.ends, dense=True)
     for k in range(1, min(6, m) + 1):
         assert best[k, prob.m] == dense_best[k, prob.m]
@@ -415,7 +419,7 @@ def test_pruned_token_dp_equals_exhaustive_search(seed, monkeypatch):
     """Pruning forced on small histograms (with every start a bound row, and one in 3):
     still the exhaustive optimum of a token budget for every K up to 4."""
     monkeypatch.setattr(kernel, "_PRUNE_ABOVE", 0)
-    monkeypatch.setattr(kernel, "_BOUND_STRIDE", 1 + 2 * (seed % 2))
+    monkeypatch.setattr(budget, "_BOUND_STRIDE", 1 + 2 * (seed % 2))
     rng = np.random.default_rng(500 + seed)
     lengths, counts = random_hist(rng, max_distinct=9, max_count=30)
     assert_optimal_as_exhaustive_search(lengths, counts, max_tokens=int(rng.integers(10, 200)))
@@ -435,10 +439,10 @@ def test_more_samples_than_the_table_holds_give_the_tables_dp_bit_for_bit(batch_
     lengths = np.sort(rng.choice(np.arange(1, 9_000), 2_300, replace=False))
     counts = rng.integers(1, 12, lengths.size)
     prob = problem._problem(LengthHistogram.from_counts(lengths, counts), BatchRule(batch_size=batch_size))
-    assert problem._ratio_tables(prob)[0].size and not problem._comb_computed(prob)
+    assert ratio_tables._ratio_tables(prob)[0].size and not ratio_tables._comb_computed(prob)
     table_best, table_arg = kernel._solve(prob, 6, prob.ends)
-    monkeypatch.setattr(problem, "_TABLE_MAX", 1_000)
-    assert problem._comb_computed(prob) and problem._ratio_tables(prob)[0].size == 0
+    monkeypatch.setattr(ratio_tables, "_TABLE_MAX", 1_000)
+    assert ratio_tables._comb_computed(prob) and ratio_tables._ratio_tables(prob)[0].size == 0
     best, arg = kernel._solve(prob, 6, prob.ends)
     assert np.array_equal(best, table_best) and np.array_equal(arg, table_arg)
 
@@ -449,7 +453,7 @@ def test_large_batch_uses_log_space_and_matches_small_block_linear(monkeypatch):
     rng = np.random.default_rng(7)
     hist = LengthHistogram.from_lengths(rng.integers(10, 400, 20_000))
     plan = optimize_edges(hist, 3, batch_size=200)
-    assert problem._ratio_tables(problem._problem(hist, BatchRule(batch_size=200)))[0].size == 0
+    assert ratio_tables._ratio_tables(problem._problem(hist, BatchRule(batch_size=200)))[0].size == 0
     for method in BASELINES:
         other = optimize_edges(hist, 3, batch_size=200, method=method)
         assert plan.objective <= other.objective * (1 + 1e-12)
@@ -688,11 +692,11 @@ def test_the_dp_over_cells_bounds_the_optimum_from_below_and_meets_it_on_single_
     best, _ = kernel._solve(prob, 6, prob.ends)
     starts = np.r_[0, prob.ends[:-1]]
     cells = np.unique(np.r_[0, rng.choice(starts, 40), prob.m])
-    bound, _ = kernel._cell_dp(prob, cells, 6)
+    bound, _ = cells_module._cell_dp(prob, cells, 6)
     for k in range(1, 7):
         assert bound[k, -1] <= best[k, prob.m] * (1 + 1e-12)
         assert bound[k, -1] >= best[k, prob.m] * 0.5
-    fine, _ = kernel._cell_dp(prob, np.r_[starts, prob.m], 6)
+    fine, _ = cells_module._cell_dp(prob, np.r_[starts, prob.m], 6)
     np.testing.assert_array_equal(fine[1:, -1], best[1:, prob.m])
 
 

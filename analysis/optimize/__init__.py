@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from analysis._validate import known_name
 from analysis.batching import DEFAULT_MIN_GAIN, BatchRule, as_rule, check_edges
 from analysis.lengths import LengthHistogram
-from analysis.optimize._problem import _problem
+from analysis.optimize._problem import StepTimeLike, _problem
 from analysis.optimize._search import (
     AUTO_CANDIDATES_ABOVE,
     _check_k,
@@ -35,17 +34,15 @@ from analysis.optimize._search import (
 from analysis.optimize.plan import BucketPlan, _plan
 from analysis.optimize.rules import RULES, _baseline_edges
 
-if TYPE_CHECKING:
-    from analysis.step_time import StepTimeModel
-
 __all__ = [
-    "BucketPlan",
-    "METHODS",
-    "optimize_edges",
-    "evaluate_edges",
-    "sweep_bucket_counts",
-    "recommend_n_buckets",
     "AUTO_CANDIDATES_ABOVE",
+    "METHODS",
+    "BucketPlan",
+    "StepTimeLike",
+    "evaluate_edges",
+    "optimize_edges",
+    "recommend_n_buckets",
+    "sweep_bucket_counts",
 ]
 
 #: Every ``method`` :func:`optimize_edges` knows.
@@ -67,7 +64,7 @@ def optimize_edges(
     method: str = "optimal",
     edge_multiple: int = 1,
     candidates: int | str | None = "auto",
-    step_time: StepTimeModel | None = None,
+    step_time: StepTimeLike | None = None,
 ) -> BucketPlan:
     """Bucket edges for ``hist`` under a batch rule: the exact optimum or a field rule.
 
@@ -131,11 +128,11 @@ def evaluate_edges(
     edges: Sequence[int],
     rule: BatchRule | None = None,
     *,
+    method: str = "given",
+    step_time: StepTimeLike | None = None,
     batch_size: int | None = None,
     max_tokens: int | None = None,
     pad_to_multiple_of: int | None = None,
-    method: str = "given",
-    step_time: StepTimeModel | None = None,
 ) -> BucketPlan:
     """A :class:`BucketPlan` for edges you already have (a published config, say); with
     ``step_time`` its ``objective`` is the time objective of :func:`optimize_edges`.
@@ -165,7 +162,7 @@ def sweep_bucket_counts(
     pad_to_multiple_of: int | None = None,
     edge_multiple: int = 1,
     candidates: int | str | None = "auto",
-    step_time: StepTimeModel | None = None,
+    step_time: StepTimeLike | None = None,
 ) -> pd.DataFrame:
     """Efficiency against the number of buckets for each method (a tidy frame).
 

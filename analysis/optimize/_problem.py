@@ -1,29 +1,35 @@
-"""The optimiser's problem: the histogram as prefix arrays, and binomial coefficients.
+"""The optimiser's problem: the histogram as prefix arrays, and what it reads of a step-time
+model (:class:`StepTimeLike`).
 
 Index ``t = 1..m`` is the t-th distinct length; a bucket is a range ``(i, j]`` of them.
 """
 
 from __future__ import annotations
 
-import functools
-import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from analysis.batching import BatchRule, positive_int, round_up
 from analysis.lengths import LengthHistogram
 
-if TYPE_CHECKING:
-    from analysis.step_time import StepTimeModel
 
-# Largest log C(N, B) for which the kernel reads ratios from a table of C(x, B).
-_LINEAR_LOG_LIMIT = 600.0
-# Batch sizes up to this may use that table (the product formula is O(B) per value).
-_PRODUCT_MAX = 64
-# Samples up to which log x! is tabulated (two float64 per sample); Stirling's series above.
-_TABLE_MAX = 1 << 22
+@runtime_checkable
+class StepTimeLike(Protocol):
+    """What the optimiser reads of a step-time model (:class:`analysis.StepTimeModel` is one):
+    the seconds a sample adds to its batch, whole or as the parts a token budget needs apart,
+    and the seconds of each step."""
+
+    @property
+    def per_step(self) -> float:
+        """Seconds added per batch."""
+
+    def sample_seconds(self, length: np.ndarray, batch_size: int) -> np.ndarray:
+        """Seconds each sample of a batch of ``batch_size`` padded to ``length`` adds."""
+
+    def sample_seconds_parts(self, length: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``sample_seconds`` as ``(a, q)``: ``a + batch_size * q``."""
 
 
 @dataclass(frozen=True)
@@ -44,7 +50,7 @@ class _Problem:
     rule: BatchRule
     edge_multiple: int
     per_batch: float = 0.0  # added per batch: the step-time model's per_step (0 for padding)
-    step_time: StepTimeModel | None = None
+    step_time: StepTimeLike | None = None
 
     @property
     def m(self) -> int:
@@ -52,7 +58,7 @@ class _Problem:
 
 
 def _problem(
-    hist: LengthHistogram, rule: BatchRule, edge_multiple: Any = 1, step_time: StepTimeModel | None = None
+    hist: LengthHistogram, rule: BatchRule, edge_multiple: Any = 1, step_time: StepTimeLike | None = None
 ) -> _Problem:
     """The arrays of ``hist`` under ``rule`` (edges at multiples of ``edge_multiple``).
 
@@ -61,11 +67,8 @@ def _problem(
     T**2``, ``T`` the padded length rounded to the model's tile: ``weight``, and with a token
     budget, whose ``B`` follows the bucket's end, ``weight + B * weight2``), plus
     ``per_step`` seconds per batch (``per_batch``)."""
-    if step_time is not None:
-        from analysis.step_time import StepTimeModel  # lazily: step_time imports the optimiser
-
-        if not isinstance(step_time, StepTimeModel):
-            raise ValueError(f"step_time must be a StepTimeModel, got {type(step_time).__name__}")
+    if step_time is not None and not isinstance(step_time, StepTimeLike):
+        raise ValueError(f"step_time must be a StepTimeModel, got {type(step_time).__name__}")
     if not isinstance(hist, LengthHistogram):
         raise ValueError(f"hist must be a LengthHistogram, got {type(hist).__name__}")
     em = positive_int(edge_multiple, "edge_multiple")
@@ -102,71 +105,3 @@ def _problem(
     return _Problem(
         lengths, cum, weight, step, upper, size, ends, weight2, step2, rule, em, per_batch, step_time
     )
-
-
-# ------------------------------------------------------------------------- ratio tables
-def _ratio_tables(prob: _Problem) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(comb, log_fact_hi, log_fact_lo)`` for the kernel's ratios ``C(a, B) / C(b, B)``.
-
-    A fixed ``B <= _PRODUCT_MAX`` whose ``C(N, B)`` fits float64 gets ``comb``, the table of
-    ``C(x, B)`` for ``x = 0..N`` (product formula) up to ``N = _TABLE_MAX`` (above it the
-    tabulated DP computes those values, :func:`_comb_computed`); otherwise ``comb`` is empty
-    and the ratios come from ``log x!`` as a double-double table for ``x <= _TABLE_MAX``
-    (Stirling above)."""
-    n_max = int(prob.cum[-1])
-    size = prob.rule.batch_size
-    if _comb_applies(prob) and n_max <= _TABLE_MAX:
-        return _comb_table(n_max, int(size or 0)), _EMPTY, _EMPTY
-    hi, lo = _log_fact_table(min(n_max, _TABLE_MAX))
-    return _EMPTY, hi, lo
-
-
-def _comb_applies(prob: _Problem) -> bool:
-    """One ``B <= _PRODUCT_MAX`` whose ``C(N, B)`` fits float64: ratios of ``C(x, B)``."""
-    n_max = int(prob.cum[-1])
-    size = prob.rule.batch_size
-    if size is None or size > _PRODUCT_MAX:
-        return False
-    return n_max < size or _log_comb_top(n_max, size) <= _LINEAR_LOG_LIMIT
-
-
-def _comb_computed(prob: _Problem) -> bool:
-    """``C(x, B)`` applies but the table would pass ``_TABLE_MAX`` entries: the kernel computes
-    each value where it reads it (the table's arithmetic, so the same floats), and its time
-    and memory do not grow with the sample count."""
-    return _comb_applies(prob) and int(prob.cum[-1]) > _TABLE_MAX
-
-
-_EMPTY = np.zeros(0)
-_EMPTY.flags.writeable = False
-
-
-def _log_comb_top(n: int, size: int) -> float:
-    return math.lgamma(n + 1.0) - math.lgamma(n - size + 1.0) - math.lgamma(size + 1.0)
-
-
-# the last few tables are kept (at most ~100 MB at _TABLE_MAX samples): a session that
-# alternates two batch rules does not rebuild them
-@functools.lru_cache(maxsize=2)
-def _comb_table(n_max: int, size: int) -> np.ndarray:
-    """``C(x, size)`` for ``x = 0..n_max`` (exactly 0 below ``size``), by the product formula."""
-    xf = np.arange(n_max + 1, dtype=float)
-    out = xf.copy()
-    for t in range(1, size):
-        out *= (xf - t) / (t + 1)
-    out[:size] = 0.0  # the product's factors cross zero below size
-    out.flags.writeable = False
-    return out
-
-
-@functools.lru_cache(maxsize=1)
-def _log_fact_table(n_max: int) -> tuple[np.ndarray, np.ndarray]:
-    """``log x!`` for ``x = 0..n_max`` as ``hi + lo`` (a running double-double sum of
-    ``log y``), so that ``log(b!/a!) = (hi[b] - hi[a]) + (lo[b] - lo[a])`` keeps the
-    precision of the ``b - a`` logarithms it sums, not of ``log b!``."""
-    from analysis.optimize._kernel import _log_fact_compiled  # numba: imported on first use
-
-    hi, lo = _log_fact_compiled(n_max)
-    hi.flags.writeable = False
-    lo.flags.writeable = False
-    return hi, lo

@@ -143,7 +143,7 @@ def _prove(
     bound until it proves them (or finds better ends) where it can.
 
     The DP over cells between ``points`` with each bucket's cost replaced by a lower bound
-    from its cells (:func:`analysis.optimize._kernel._cell_dp`) gives ``LB[k] <= OPT[k]``.
+    from its cells (:func:`analysis.optimize._cells._cell_dp`) gives ``LB[k] <= OPT[k]``.
     ``points`` start as the grid and the allowed ends next to the candidate edges.  Where the
     bound's own optimum passes through a cell with more than one possible start, that cell
     is split into all of them, and the DP runs again (``_PROOF_ROUNDS`` passes, up to
@@ -152,7 +152,8 @@ def _prove(
     it is optimal.
     The relative gap ``(UB - LB) / UB`` is reported for each ``k`` (``UB``: the objective of
     the ends returned)."""
-    from analysis.optimize._kernel import _cell_dp, _cost_matrix
+    from analysis.optimize._cells import _cell_dp  # numba: imported on first use
+    from analysis.optimize._kernel import _cost_matrix
 
     starts = np.r_[0, prob.ends[:-1]]
     ub = {}

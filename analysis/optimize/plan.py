@@ -4,18 +4,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 
 from analysis._order_stats import expected_g_of_max
 from analysis.batching import BatchRule, bucket_bounds
 from analysis.lengths import LengthHistogram
-from analysis.optimize._problem import _Problem
+from analysis.optimize._problem import StepTimeLike, _Problem
 from analysis.waste import WasteEstimate, bucketed_estimate
-
-if TYPE_CHECKING:
-    from analysis.step_time import StepTimeModel
 
 
 @dataclass(frozen=True)
@@ -54,7 +51,7 @@ class BucketPlan:
     n_buckets_requested: int
     objective: float
     edge_multiple: int = 1
-    step_time: StepTimeModel | None = field(default=None, repr=False, compare=False)
+    step_time: StepTimeLike | None = field(default=None, repr=False, compare=False)
     # a proof's bound, not the plan: a sweep and a single search may bound one plan differently
     gap: float = field(default=0.0, compare=False)
 

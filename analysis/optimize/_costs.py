@@ -1,0 +1,362 @@
+"""A bucket's cost, compiled: the scaled running sum along a start's row of ends.
+
+With distinct lengths ``v_1 < ... < v_m``, prefix counts ``c_0 = 0, c_1, ..., c_m`` and
+``w_k = g(v_k)`` (``g`` the per-sample weight: the padded length), a bucket holding
+``v_{i+1}..v_j`` has ``n = c_j - c_i`` samples and, for batches of ``B``,
+
+    ``E[g(max)] = w_j - T(i, j)``,  ``T(i, j) = sum_{k=i+1}^{j-1} (w_{k+1} - w_k) C(x_k, B) / C(n, B)``
+
+with ``x_k = c_k - c_i``.  ``T`` is a weighted sum of probabilities (``C(x_k, B) / C(n, B)``
+is the chance that a batch holds no sample longer than ``v_k``), so it lies in
+``[0, w_j - w_{i+1}]`` whatever ``B``: it never overflows, and it follows the end one step at
+a time,
+
+    ``T(i, j + 1) = (T(i, j) + w_{j+1} - w_j) * C(x_j, B) / C(x_{j+1}, B)``,
+
+one multiplication by a ratio in ``[0, 1]`` per cell (:mod:`analysis.optimize._ratios`): all
+``O(m^2)`` bucket costs in ``O(m^2)`` time, whatever ``B``.  A bucket with fewer samples than
+``B`` is one short batch: ``n w_j``.
+
+With a token budget ``B`` follows the end ``j``; where it changes, each start's ``T`` is
+recomputed by the same running sum started where the terms fall below ``2**-70`` (the
+``x_k`` at which ``(x_k / n)**B`` does): :func:`_restart`.
+
+The time objective (``step_time``) has ``w`` in seconds and adds
+``per_batch * ceil(n / B)`` to each bucket's cost; with a token budget and a working-set
+term a sample weighs ``w + B w2`` in a bucket whose batches hold ``B``, so a second running
+sum over the steps of ``w2`` goes beside ``T``, with the same ratios and restarts.
+
+The compiled functions read the problem as one value, :class:`_Arrays`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numba
+import numpy as np
+
+from analysis.optimize._problem import _Problem
+from analysis.optimize._ratios import (
+    _PRODUCT_RATIO,
+    _comb_at,
+    _log_fact_pair,
+    _product_ratio,
+    _ratio,
+    _ratio_tables,
+)
+
+_INF = math.inf
+# Starts whose rows of costs are computed (and pushed into the DP) together.
+_GROUP = 4
+
+
+class _Arrays(NamedTuple):
+    """The problem as the compiled kernel reads it (one numba argument): :class:`_Problem`'s
+    arrays, the per-batch seconds, whether ``B`` follows the end (a token budget), and the
+    ratio tables of :func:`_ratio_tables` (``comb``, ``hi``, ``lo``; empty where not used)."""
+
+    cum: np.ndarray
+    weight: np.ndarray
+    step: np.ndarray
+    weight2: np.ndarray
+    step2: np.ndarray
+    size: np.ndarray
+    per_batch: float
+    token: bool
+    comb: np.ndarray
+    hi: np.ndarray
+    lo: np.ndarray
+
+
+def _arrays(prob: _Problem, tables: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> _Arrays:
+    """``prob`` for the kernel, with ``tables`` (default: :func:`_ratio_tables` of ``prob``)."""
+    comb, hi, lo = _ratio_tables(prob) if tables is None else tables
+    return _Arrays(
+        prob.cum,
+        prob.weight,
+        prob.step,
+        prob.weight2,
+        prob.step2,
+        prob.size,
+        float(prob.per_batch),
+        prob.rule.batch_size is None,
+        comb,
+        hi,
+        lo,
+    )
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _restart(i: int, j: int, size: int, data: _Arrays) -> tuple[float, float]:  # pragma: no cover - compiled
+    """``T(i, j)`` for batches of ``size`` from the running sum started at the first ``k``
+    whose ``x_k`` exceeds ``n 2**(-70/size)``: every term below it has
+    ``C(x_k, B) / C(n, B) <= (x_k / n)**B <= 2**-70``, and they sum to at most that times
+    ``w_j``.  The same sum over ``step2`` beside it (the same ratios)."""
+    cum, step, step2, hi, lo = data.cum, data.step, data.step2, data.hi, data.lo
+    ci = cum[i]
+    n = cum[j] - ci
+    if n < size:
+        return 0.0, 0.0
+    cut = ci + n * 2.0 ** (-70.0 / size)
+    first = i + 1 + np.searchsorted(cum[i + 1 : j], cut, side="right")  # first k with c_k > cut
+    total = 0.0
+    total2 = 0.0
+    if n >= hi.size:  # beyond the table: Stirling's series
+        for kk in range(first, j):
+            ratio = _ratio(cum[kk] - ci, cum[kk + 1] - ci, size, hi[:0], hi, lo)
+            total = (total + step[kk]) * ratio
+            total2 = (total2 + step2[kk]) * ratio
+        return total, total2
+    # log C(a, B) - log C(b, B) from log x! at b and b - B, those at a carried from the last term
+    a = cum[first] - ci
+    a_hi, a_lo, s_hi, s_lo = _log_fact_pair(a, size, hi, lo)
+    for kk in range(first, j):
+        b = cum[kk + 1] - ci
+        b_hi, b_lo, t_hi, t_lo = _log_fact_pair(b, size, hi, lo)
+        if a < size:
+            ratio = 0.0
+        elif b - a <= _PRODUCT_RATIO:
+            ratio = _product_ratio(a, b, size)
+        else:
+            ratio = math.exp(((t_hi - s_hi) + (t_lo - s_lo)) - ((b_hi - a_hi) + (b_lo - a_lo)))
+        total = (total + step[kk]) * ratio
+        total2 = (total2 + step2[kk]) * ratio
+        a, a_hi, a_lo, s_hi, s_lo = b, b_hi, b_lo, t_hi, t_lo
+    return total, total2
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _row_sums(
+    i: int,
+    data: _Arrays,
+    size: np.ndarray,
+    need: np.ndarray,
+    as_costs: bool,
+    t_out: np.ndarray,
+    t2_out: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """For every ``j > i`` with ``need[j]`` and batches of ``size[j]`` (``data.size``, or the
+    bounds' rungs; a fixed ``B`` unless ``data.token``; ratios from
+    ``log x!``): ``T(i, j)`` and the second sum over ``step2`` into ``t_out[j]`` and
+    ``t2_out[j]``, or with ``as_costs`` the bucket's objective ``n ((w - T) + B (w2 - T2))``
+    (``n (w + B w2)`` below a full batch) into ``t_out[j]``, inf where not needed.
+
+    The sums are lazy: a change of ``B`` (a token budget) only marks where the next restart
+    starts, and the running sum is carried from the last end computed to the next one
+    needed, so ends not needed cost nothing and a stretch of constant ``B`` with none needed
+    costs no restart.  Each value is the one the dense walk (every end needed) gives, bit
+    for bit: a restart at the first end of its stretch of constant ``B``, then one step per
+    end, the same arithmetic in the same order."""
+    cum, weight, step, weight2, step2 = data.cum, data.weight, data.step, data.weight2, data.step2
+    token, hi, lo = data.token, data.hi, data.lo
+    m = cum.size - 1
+    ci = cum[i]
+    table = cum[m] - ci < hi.size
+    b = size[i + 1]
+    seg = i + 1  # the first end of the current stretch of constant B
+    at = i + 1  # the sums below hold T(i, at) for batches of b
+    t = 0.0
+    t2 = 0.0
+    b_hi = b_lo = s_hi = s_lo = 0.0  # log x_at! and log (x_at - B)!, when known
+    known = False
+    for j in range(i + 1, m + 1):
+        if token and size[j] != b:  # B follows the end: T restarts where it changes
+            b = size[j]
+            seg = j
+        if not need[j]:
+            if as_costs:
+                t_out[j] = _INF
+            continue
+        if seg > at:  # the sums held another B: restart at the stretch's first end
+            t, t2 = _restart(i, seg, b, data)
+            at = seg
+            known = False
+        while at < j:
+            below = cum[at] - ci
+            at += 1
+            n = cum[at] - ci
+            if n < b or below < b:
+                t = 0.0
+                t2 = 0.0
+                known = False
+                continue
+            if n - below <= _PRODUCT_RATIO:
+                ratio = _product_ratio(below, n, b)
+                known = False
+            elif table:
+                if not known:
+                    b_hi, b_lo, s_hi, s_lo = _log_fact_pair(below, b, hi, lo)
+                n_hi, n_lo, t_hi, t_lo = _log_fact_pair(n, b, hi, lo)
+                ratio = math.exp(((t_hi - s_hi) + (t_lo - s_lo)) - ((n_hi - b_hi) + (n_lo - b_lo)))
+                b_hi, b_lo, s_hi, s_lo = n_hi, n_lo, t_hi, t_lo
+                known = True
+            else:
+                ratio = _ratio(below, n, b, hi[:0], hi, lo)
+            t = (t + step[at - 1]) * ratio
+            t2 = (t2 + step2[at - 1]) * ratio
+        if as_costs:
+            n = cum[j] - ci
+            w = weight[j]
+            w2 = weight2[j]
+            t_out[j] = n * (w + b * w2) if n < b else n * ((w - t) + b * (w2 - t2))
+        else:
+            t_out[j] = t
+            t2_out[j] = t2
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _row_costs(
+    i: int, data: _Arrays, is_end: np.ndarray, out: np.ndarray
+) -> None:  # pragma: no cover - compiled
+    """``out[j]`` = objective of bucket ``(i, j]`` for every ``j > i`` (inf where ``j`` may
+    not end a bucket).  A bucket ending
+    at ``j`` weighs its samples ``weight + B * weight2`` (``weight2`` is 0 but for a token
+    budget's time objective with a working-set term): the second running sum ``t2`` follows
+    ``step2`` with the same ratios."""
+    cum, weight, step, weight2, size = data.cum, data.weight, data.step, data.weight2, data.size
+    per_batch, comb = data.per_batch, data.comb
+    m = cum.size - 1
+    ci = cum[i]
+    if not data.token and size[i + 1] > cum[m] - ci:  # a fixed B above every bucket: one short batch
+        for j in range(i + 1, m + 1):
+            out[j] = (cum[j] - ci) * (weight[j] + size[j] * weight2[j]) if is_end[j] else _INF
+    elif not comb.size:  # log x! (a token budget, or a B whose C(N, B) overflows float64)
+        _row_sums(i, data, size, is_end, True, out, out)
+    else:  # one B, C(x, B) tabulated (the hot loop: one table read per cell)
+        b = size[i + 1]
+        t = 0.0
+        out[i + 1] = (cum[i + 1] - ci) * weight[i + 1] if is_end[i + 1] else _INF  # one length
+        below = comb[cum[i + 1] - ci]  # C(x_{j-1}, B)
+        for j in range(i + 2, m + 1):
+            n = cum[j] - ci
+            here = comb[n]
+            t = (t + step[j - 1]) * (below / here) if n >= b else 0.0
+            below = here
+            w = weight[j]
+            cost = n * w if n < b else n * (w - t)
+            out[j] = cost if is_end[j] else _INF
+    if per_batch != 0.0:  # the time objective: per_batch for each of ceil(n / B) batches
+        for j in range(i + 1, m + 1):
+            n = cum[j] - ci
+            out[j] += per_batch * ((n + size[j] - 1) // size[j])
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _comb_heads(
+    starts: np.ndarray, data: _Arrays, is_end: np.ndarray, out: np.ndarray, t: np.ndarray
+) -> None:  # pragma: no cover - compiled
+    """``out[a, j]`` = padding of bucket ``(starts[a], j]`` for ``j`` up to the last start + 1
+    and one tabulated ``B``, start by start (the arithmetic of ``_row_costs``); ``t[a]`` is the
+    running sum there, where ``_comb_tile`` goes on."""
+    cum, weight, step, size, comb = data.cum, data.weight, data.step, data.size[0], data.comb
+    last = starts[starts.size - 1]
+    for a in range(starts.size):
+        i = starts[a]
+        ci = cum[i]
+        out[a, i + 1] = (cum[i + 1] - ci) * weight[i + 1] if is_end[i + 1] else _INF
+        below = _comb_at(comb, cum[i + 1] - ci, size)
+        ta = 0.0
+        for j in range(i + 2, last + 2):
+            n = cum[j] - ci
+            here = _comb_at(comb, n, size)
+            ta = (ta + step[j - 1]) * (below / here) if n >= size else 0.0
+            below = here
+            w = weight[j]
+            cost = n * w if n < size else n * (w - ta)
+            out[a, j] = cost if is_end[j] else _INF
+        t[a] = ta
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _comb_tile(
+    starts: np.ndarray,
+    j0: int,
+    j1: int,
+    data: _Arrays,
+    is_end: np.ndarray,
+    out: np.ndarray,
+    t: np.ndarray,
+    ratio: np.ndarray,
+    table: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """``out[a, j]`` for ``j0 <= j < j1`` (after the last start + 1) and the ``_GROUP`` starts,
+    the running sums ``t`` carried in and out: first each start's ratios
+    ``C(x_{j-1}, B) / C(x_j, B)`` (table reads, or the same values computed where the
+    table would be too long, then divisions with nothing carried: a vectorised loop), then
+    the ``_GROUP`` sums side by side (independent chains, so the cell does not wait on the
+    latency of the one before), with the arithmetic of ``_row_costs``."""
+    cum, weight, step, size, comb = data.cum, data.weight, data.step, data.size[0], data.comb
+    n_j = j1 - j0
+    if n_j <= 0:
+        return
+    for a in range(_GROUP):
+        ci = cum[starts[a]]
+        c = cum[j0 - 1 : j1]
+        tab = table[: n_j + 1]
+        if comb.size:
+            for j in range(n_j + 1):
+                tab[j] = comb[c[j] - ci]
+        else:  # more samples than the table holds: _comb_value, factor by factor (vectorised)
+            for j in range(n_j + 1):
+                tab[j] = float(c[j] - ci)
+            for f in range(1, size):
+                for j in range(n_j + 1):
+                    tab[j] *= (float(c[j] - ci) - f) / (f + 1)
+            for j in range(n_j + 1):
+                tab[j] = tab[j] if c[j] - ci >= size else 0.0
+        r = ratio[a, :n_j]
+        for j in range(n_j):
+            r[j] = tab[j] / tab[j + 1]
+    # the running sums, side by side, into ``ratio`` (a chain per start: the loop runs at the
+    # throughput of the arithmetic, not at the latency of one sum)
+    c0, c1, c2, c3 = cum[starts[0]], cum[starts[1]], cum[starts[2]], cum[starts[3]]
+    t0, t1, t2, t3 = t[0], t[1], t[2], t[3]
+    r0, r1, r2, r3 = ratio[0, :n_j], ratio[1, :n_j], ratio[2, :n_j], ratio[3, :n_j]
+    cj_, st_ = cum[j0:j1], step[j0 - 1 : j1 - 1]
+    if cj_[0] - c3 >= size:  # every bucket holds a full batch (c3 is the largest start count)
+        for j in range(n_j):
+            st = st_[j]
+            t0 = (t0 + st) * r0[j]
+            t1 = (t1 + st) * r1[j]
+            t2 = (t2 + st) * r2[j]
+            t3 = (t3 + st) * r3[j]
+            r0[j], r1[j], r2[j], r3[j] = t0, t1, t2, t3
+    else:
+        for j in range(n_j):
+            cj = cj_[j]
+            st = st_[j]
+            t0 = (t0 + st) * r0[j] if cj - c0 >= size else 0.0
+            t1 = (t1 + st) * r1[j] if cj - c1 >= size else 0.0
+            t2 = (t2 + st) * r2[j] if cj - c2 >= size else 0.0
+            t3 = (t3 + st) * r3[j] if cj - c3 >= size else 0.0
+            r0[j], r1[j], r2[j], r3[j] = t0, t1, t2, t3
+    # the costs n (w - T), n w below a full batch (vectorised)
+    w_, e_ = weight[j0:j1], is_end[j0:j1]
+    for a in range(_GROUP):
+        ci = cum[starts[a]]
+        ta = ratio[a, :n_j]
+        o = out[a, j0:j1]
+        for j in range(n_j):
+            n = cj_[j] - ci
+            w = w_[j]
+            o[j] = (n * w if n < size else n * (w - ta[j])) if e_[j] else _INF
+    t[0], t[1], t[2], t[3] = t0, t1, t2, t3
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _costs_compiled(data: _Arrays, points: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
+    """``out[a, c]`` = objective of bucket ``(points[a], points[c]]`` (inf when ``a >= c``)."""
+    m = data.cum.size - 1
+    p = points.size
+    is_end = np.zeros(m + 1, np.bool_)
+    for a in range(p):
+        is_end[points[a]] = True
+    costs = np.empty(m + 1)
+    out = np.full((p, p), _INF)
+    for a in range(p - 1):
+        _row_costs(points[a], data, is_end, costs)
+        for c in range(a + 1, p):
+            out[a, c] = costs[points[c]]
+    return out

@@ -1,0 +1,189 @@
+"""The kernel's ratios ``C(a, B) / C(b, B)``: their tables, built in Python, and the compiled
+helpers that read them.
+
+The ratio is read from a table of ``C(x, B)`` (a fixed ``B <= _PRODUCT_MAX`` whose ``C(N, B)``
+fits float64: the product formula; past ``_TABLE_MAX`` samples the tabulated DP computes those
+values where it reads them, :func:`_comb_value`), or is the product
+``prod_{a < y <= b} (y - B) / y`` when ``b - a <= _PRODUCT_RATIO``, or
+``exp(log((b-B)!/(a-B)!) - log(b!/a!))`` from a double-double table of ``log x!`` (any ``B``;
+beyond ``_TABLE_MAX`` samples, Stirling's series with the large terms paired).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numba
+import numpy as np
+
+from analysis._order_stats import stirling_series
+from analysis.optimize._problem import _Problem
+
+# Ratios over at most this many samples are products (exact to a few ulps, no table read).
+_PRODUCT_RATIO = 8
+# Largest log C(N, B) for which the kernel reads ratios from a table of C(x, B).
+_LINEAR_LOG_LIMIT = 600.0
+# Batch sizes up to this may use that table (the product formula is O(B) per value).
+_PRODUCT_MAX = 64
+# Samples up to which log x! is tabulated (two float64 per sample); Stirling's series above.
+_TABLE_MAX = 1 << 22
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _log_fact_compiled(n_max: int) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
+    hi = np.zeros(n_max + 1)
+    lo = np.zeros(n_max + 1)
+    s = 0.0
+    c = 0.0
+    for y in range(2, n_max + 1):
+        v = math.log(y)
+        t = s + v
+        z = t - s
+        c += (s - (t - z)) + (v - z)  # TwoSum: the rounding error of s + v
+        s = t
+        hi[y] = s
+        lo[y] = c
+    return hi, lo
+
+
+# ``lgamma(x + 1) - (x log x - x + log(2 pi x) / 2)`` for ``x >= 16`` (the one definition)
+_stirlerr = numba.njit(cache=True, nogil=True, error_model="numpy")(stirling_series)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _log_fact_ratio(a: int, b: int, hi: np.ndarray, lo: np.ndarray) -> float:  # pragma: no cover - compiled
+    """``log(b! / a!)`` for ``0 <= a <= b``: the double-double table, or Stirling's series
+    (``x log1p(d/x) + d log b - d + log1p(d/x)/2`` plus the series remainders)."""
+    if b < hi.size:
+        return float((hi[b] - hi[a]) + (lo[b] - lo[a]))
+    if a < 16:
+        fb = float(b)
+        lgb = fb * math.log(fb) - fb + 0.5 * math.log(2.0 * math.pi * fb) + _stirlerr(fb)
+        return lgb - math.lgamma(a + 1.0)
+    x = float(a)
+    d = float(b - a)
+    l1 = math.log1p(d / x)
+    return x * l1 + d * math.log(float(b)) - d + 0.5 * l1 + _stirlerr(float(b)) - _stirlerr(x)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _ratio(
+    a: int, b: int, size: int, comb: np.ndarray, hi: np.ndarray, lo: np.ndarray
+) -> float:  # pragma: no cover - compiled
+    """``C(a, size) / C(b, size)`` for ``a <= b`` and ``b >= size`` (0 when ``a < size``):
+    from the table of ``C(x, size)``, else ``prod_{a < y <= b} (y - size) / y`` when
+    ``b - a`` is small, else from the table of ``log x!``."""
+    if a < size:
+        return 0.0
+    if comb.size:
+        return float(comb[a] / comb[b])
+    if b - a <= _PRODUCT_RATIO:
+        return _product_ratio(a, b, size)
+    return math.exp(_log_fact_ratio(a - size, b - size, hi, lo) - _log_fact_ratio(a, b, hi, lo))
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _comb_value(x: int, size: int) -> float:  # pragma: no cover - compiled
+    """``C(x, size)`` by the arithmetic of ``_comb_table`` (bit for bit its entry):
+    for more samples than that table holds, computed where it is read."""
+    if x < size:
+        return 0.0
+    xf = float(x)
+    out = xf
+    for t in range(1, size):
+        out *= (xf - t) / (t + 1)
+    return out
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _comb_at(comb: np.ndarray, x: int, size: int) -> float:  # pragma: no cover - compiled
+    """``C(x, size)``: the table's entry, or (an empty table) computed."""
+    return float(comb[x]) if comb.size else _comb_value(x, size)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _log_fact_pair(
+    x: int, size: int, hi: np.ndarray, lo: np.ndarray
+) -> tuple[float, float, float, float]:  # pragma: no cover - compiled
+    """``log x!`` and ``log (x - size)!`` from the table (``x < hi.size``), as ``hi, lo`` each."""
+    if x < size:
+        return hi[x], lo[x], 0.0, 0.0
+    return hi[x], lo[x], hi[x - size], lo[x - size]
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _product_ratio(a: int, b: int, size: int) -> float:  # pragma: no cover - compiled
+    """``C(a, size) / C(b, size) = prod_{a < y <= b} (y - size) / y`` (``size <= a <= b``)."""
+    num = 1.0
+    den = 1.0
+    for y in range(a + 1, b + 1):
+        num *= y - size
+        den *= y
+    return num / den
+
+
+# ------------------------------------------------------------------------- ratio tables
+def _ratio_tables(prob: _Problem) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(comb, log_fact_hi, log_fact_lo)`` for the kernel's ratios ``C(a, B) / C(b, B)``.
+
+    A fixed ``B <= _PRODUCT_MAX`` whose ``C(N, B)`` fits float64 gets ``comb``, the table of
+    ``C(x, B)`` for ``x = 0..N`` (product formula) up to ``N = _TABLE_MAX`` (above it the
+    tabulated DP computes those values, :func:`_comb_computed`); otherwise ``comb`` is empty
+    and the ratios come from ``log x!`` as a double-double table for ``x <= _TABLE_MAX``
+    (Stirling above)."""
+    n_max = int(prob.cum[-1])
+    size = prob.rule.batch_size
+    if _comb_applies(prob) and n_max <= _TABLE_MAX:
+        return _comb_table(n_max, int(size or 0)), _EMPTY, _EMPTY
+    hi, lo = _log_fact_table(min(n_max, _TABLE_MAX))
+    return _EMPTY, hi, lo
+
+
+def _comb_applies(prob: _Problem) -> bool:
+    """One ``B <= _PRODUCT_MAX`` whose ``C(N, B)`` fits float64: ratios of ``C(x, B)``."""
+    n_max = int(prob.cum[-1])
+    size = prob.rule.batch_size
+    if size is None or size > _PRODUCT_MAX:
+        return False
+    return n_max < size or _log_comb_top(n_max, size) <= _LINEAR_LOG_LIMIT
+
+
+def _comb_computed(prob: _Problem) -> bool:
+    """``C(x, B)`` applies but the table would pass ``_TABLE_MAX`` entries: the kernel computes
+    each value where it reads it (the table's arithmetic, so the same floats), and its time
+    and memory do not grow with the sample count."""
+    return _comb_applies(prob) and int(prob.cum[-1]) > _TABLE_MAX
+
+
+_EMPTY = np.zeros(0)
+_EMPTY.flags.writeable = False
+
+
+def _log_comb_top(n: int, size: int) -> float:
+    return math.lgamma(n + 1.0) - math.lgamma(n - size + 1.0) - math.lgamma(size + 1.0)
+
+
+# the last few tables are kept (at most ~100 MB at _TABLE_MAX samples): a session that
+# alternates two batch rules does not rebuild them
+@functools.lru_cache(maxsize=2)
+def _comb_table(n_max: int, size: int) -> np.ndarray:
+    """``C(x, size)`` for ``x = 0..n_max`` (exactly 0 below ``size``), by the product formula."""
+    xf = np.arange(n_max + 1, dtype=float)
+    out = xf.copy()
+    for t in range(1, size):
+        out *= (xf - t) / (t + 1)
+    out[:size] = 0.0  # the product's factors cross zero below size
+    out.flags.writeable = False
+    return out
+
+
+@functools.lru_cache(maxsize=1)
+def _log_fact_table(n_max: int) -> tuple[np.ndarray, np.ndarray]:
+    """``log x!`` for ``x = 0..n_max`` as ``hi + lo`` (a running double-double sum of
+    ``log y``), so that ``log(b!/a!) = (hi[b] - hi[a]) + (lo[b] - lo[a])`` keeps the
+    precision of the ``b - a`` logarithms it sums, not of ``log b!``."""
+    hi, lo = _log_fact_compiled(n_max)
+    hi.flags.writeable = False
+    lo.flags.writeable = False
+    return hi, lo
