@@ -33,7 +33,6 @@ __all__ = [
     "bucket_index",
     "bucket_bounds",
     "round_up",
-    "positive_int",
     "DEFAULT_BATCH_SIZE",
     "DEFAULT_N_BUCKETS",
     "DEFAULT_MAX_BUCKETS",

@@ -26,15 +26,15 @@ import numpy as np
 import pandas as pd
 
 from analysis._order_stats import expected_batch_sum
-from analysis._validate import known_name
-from analysis.batching import BatchRule, as_rule, bucket_bounds, check_edges, positive_int, round_up
+from analysis._validate import known_name, positive_int
+from analysis.batching import BatchRule, as_rule, bucket_bounds, check_edges, round_up
 from analysis.lengths import LengthHistogram
 from analysis.optimize import sweep_bucket_counts
 from analysis.simulation import simulate
 from analysis.step_time import StepTimeModel
-from analysis.strategies import EXACT_STRATEGIES, STRATEGIES, strategy_rule
+from analysis.strategies import STRATEGIES, strategy_rule
 from analysis.throughput import predict_from_reference
-from analysis.waste import bucketed_estimate, random_padding, sorted_padding
+from analysis.waste import EXACT_STRATEGIES, exact_padding
 
 __all__ = [
     "expected_epoch_time",
@@ -43,7 +43,7 @@ __all__ = [
     "sweep_throughput",
 ]
 
-#: The strategies whose expected epoch time is exact (order statistics or deterministic).
+#: The strategies predicted when none are named (packing has no padded step to price).
 _DEFAULT_STRATEGIES = ("sorted", "random", "bucketed", "length_grouped", "token_budget")
 
 
@@ -263,17 +263,12 @@ def predict_strategy_throughput(
         known_name(name, STRATEGIES, "strategy")
     if reference not in names:
         raise ValueError(f"reference {reference!r} is not among the strategies")
-    exact = {
-        "random": lambda: random_padding(hist, rule),
-        "sorted": lambda: sorted_padding(hist, rule),
-        "bucketed": lambda: bucketed_estimate(hist, edges, rule),
-    }
     rows: list[dict[str, Any]] = []
     for name in names:
         label = strategy_rule(name, rule, hist.max).text
         if world_size == 1 and name in EXACT_STRATEGIES:
             seconds = expected_epoch_time(hist, model, name, rule, edges=edges)
-            est = exact[name]()
+            est = exact_padding(hist, name, rule, edges)
             rows.append(
                 {
                     "strategy": name,

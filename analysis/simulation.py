@@ -16,13 +16,13 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from analysis._validate import check_rng, known_name
-from analysis.batching import BatchRule, as_rule, check_edges, positive_int, round_up
+from analysis._validate import check_rng, known_name, positive_int
+from analysis.batching import BatchRule, as_rule, check_edges, round_up
 from analysis.epoch_metrics import EPOCH_METRICS, Progress, SimulationResult, simulate_epochs
 from analysis.lengths import LengthHistogram
 from analysis.strategies import STRATEGIES, EpochBuilder, epoch_builder, strategy_rule
 from analysis.throughput import predict_from_reference
-from analysis.waste import bucketed_estimate, random_padding, sorted_padding
+from analysis.waste import EXACT_STRATEGIES, exact_padding
 
 #: What the simulation reads: per-sample lengths, or a histogram of them.
 Lengths = LengthHistogram | Sequence[int] | np.ndarray
@@ -239,11 +239,6 @@ def compare_strategies(
         raise ValueError("give both reference_strategy and reference_tokens_per_s, or neither")
     if reference_strategy is not None and reference_strategy not in names:
         raise ValueError(f"reference_strategy {reference_strategy!r} is not among the strategies compared")
-    exact = {
-        "random": lambda: random_padding(hist, rule),
-        "sorted": lambda: sorted_padding(hist, rule),
-        "bucketed": lambda: bucketed_estimate(hist, edges, rule),
-    }
     rows = []
     for name in names:
         builder = epoch_builder(
@@ -254,7 +249,8 @@ def compare_strategies(
         used = strategy_rule(name, rule, builder.hist.max)
         row = res.summary().drop(["strategy", "epochs", "useful_tokens", "padded_tokens"])
         row = pd.concat([pd.Series({"batch_rule": used.text}, dtype=object), row])
-        row["expected_efficiency"] = exact[name]().efficiency if name in exact else float("nan")
+        exact = exact_padding(hist, name, rule, edges) if name in EXACT_STRATEGIES else None
+        row["expected_efficiency"] = float("nan") if exact is None else exact.efficiency
         if res.subsampled:
             row["simulated_samples"], row["efficiency_se"] = res.n_samples, res.efficiency_se
         rows.append(row.rename(name))

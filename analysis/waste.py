@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from analysis._order_stats import bucket_waste, exact_cumsum
+from analysis._validate import known_name
 from analysis.batching import BatchRule, as_rule, bucket_bounds, check_edges
 from analysis.lengths import LengthHistogram
 
@@ -33,6 +34,8 @@ __all__ = [
     "random_padding",
     "sorted_padding",
     "expected_strategies",
+    "EXACT_STRATEGIES",
+    "exact_padding",
     "strategy_table",
 ]
 
@@ -326,11 +329,33 @@ def expected_strategies(
     """
     rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens, pad_to_multiple_of=pad_to_multiple_of)
     edges = check_edges(edges, hist)
-    return {
-        "random": random_padding(hist, rule),
-        "sorted": sorted_padding(hist, rule),
-        "bucketed": bucketed_estimate(hist, edges, rule),
-    }
+    return {name: exact_padding(hist, name, rule, edges) for name in ("random", "sorted", "bucketed")}
+
+
+#: The exact expected padding of each strategy that has one: the one table of them (the
+#: others are known only from simulated epochs).  ``edges`` are already checked.
+_EXACT: dict[str, Callable[[LengthHistogram, BatchRule, Sequence[int]], WasteEstimate]] = {
+    "sorted": lambda hist, rule, edges: sorted_padding(hist, rule),
+    "random": lambda hist, rule, edges: random_padding(hist, rule),
+    "bucketed": lambda hist, rule, edges: bucketed_estimate(hist, list(edges), rule),
+}
+#: The strategies whose expected padding the histogram gives exactly, in table order.
+EXACT_STRATEGIES = tuple(_EXACT)
+
+
+def exact_padding(
+    hist: LengthHistogram, strategy: str, rule: BatchRule, edges: Sequence[int]
+) -> WasteEstimate:
+    """The exact expected padding of ``strategy`` (one of :data:`EXACT_STRATEGIES`) on ``hist``
+    under ``rule``; ``edges`` (checked, covering ``hist``) are the bucketed strategy's.
+
+    Examples
+    --------
+    >>> h = LengthHistogram.from_lengths([1, 2, 3, 4, 50, 60, 70, 80])
+    >>> round(exact_padding(h, "sorted", BatchRule(batch_size=2), [0, 80]).efficiency, 3)
+    0.925
+    """
+    return _EXACT[known_name(strategy, EXACT_STRATEGIES, "exact strategy")](hist, rule, edges)
 
 
 def strategy_table(estimates: dict[str, WasteEstimate]) -> pd.DataFrame:

@@ -57,7 +57,6 @@ in :mod:`analysis.strategies._token`.
 
 from analysis.strategies._epoch import Epoch, StrategyState
 from analysis.strategies._table import (
-    EXACT_STRATEGIES,
     STRATEGIES,
     TOKEN_STRATEGIES,
     BuilderOptions,
@@ -68,6 +67,7 @@ from analysis.strategies._table import (
     strategy_rule,
 )
 from analysis.strategies._token import PADDING_NOISE, ffd_plan
+from analysis.waste import EXACT_STRATEGIES
 
 __all__ = [
     "EXACT_STRATEGIES",

@@ -19,6 +19,7 @@ from analysis.strategies._fixed import (
     _prepare_sorted,
 )
 from analysis.strategies._token import _prepare_packing, _prepare_token_budget
+from analysis.waste import EXACT_STRATEGIES
 
 
 @dataclass(frozen=True)
@@ -33,23 +34,24 @@ class Strategy:
         ``epoch(rng)`` draws an epoch) out.
     token : bool
         Fills batches up to a token budget instead of a sample count.
-    exact : bool
-        The histogram gives its expected padding exactly (:mod:`analysis.waste`); the others
-        are known only from simulated epochs.
     """
 
     name: str
     prepare: Callable[[_Setup], StrategyState] = field(repr=False)
     token: bool = False
-    exact: bool = False
+
+    @property
+    def exact(self) -> bool:
+        """Whether the histogram gives its expected padding exactly (:mod:`analysis.waste`)."""
+        return self.name in EXACT_STRATEGIES
 
 
 _TABLE = {
     s.name: s
     for s in (
-        Strategy("sorted", _prepare_sorted, exact=True),
-        Strategy("random", _prepare_random, exact=True),
-        Strategy("bucketed", _prepare_bucketed, exact=True),
+        Strategy("sorted", _prepare_sorted),
+        Strategy("random", _prepare_random),
+        Strategy("bucketed", _prepare_bucketed),
         Strategy("length_grouped", _prepare_length_grouped),
         Strategy("token_budget", _prepare_token_budget, token=True),
         Strategy("packing", _prepare_packing, token=True),
@@ -59,9 +61,6 @@ _TABLE = {
 STRATEGIES = tuple(_TABLE)
 #: The strategies that fill batches up to a token budget instead of a sample count.
 TOKEN_STRATEGIES = tuple(name for name, s in _TABLE.items() if s.token)
-#: The strategies whose expected padding the histogram gives exactly (:mod:`analysis.waste`);
-#: the others are known only from simulated epochs.
-EXACT_STRATEGIES = tuple(name for name, s in _TABLE.items() if s.exact)
 
 
 def strategy_rule(strategy: str, rule: BatchRule, longest: int) -> BatchRule:
