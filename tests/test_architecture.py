@@ -44,12 +44,13 @@ NO_FILES = {"lengths", "counting", "batching", "waste", "_order_stats", "step_ti
 #: own floor or above (a subpackage is one unit: its modules import each other freely, without
 #: cycles).  Every module of the package stands on a floor here, so a new module says where.
 FLOOR_PLAN: tuple[tuple[str, ...], ...] = (
-    ("_validate", "_version", "tables", "throughput", "case", "paths"),  # import nothing of the package
+    ("_validate", "_version", "tables", "throughput", "case", "paths"),  # import nothing of ours
     ("lengths",),  # the histogram
     ("batching", "counting"),  # the vocabulary; a running count of lengths
     ("bucketed", "_order_stats", "synthetic"),  # pure cores on the vocabulary
-    ("strategies", "waste", "step_time"),  # epochs; exact padding; the step-time model
-    ("sampler", "epoch_metrics", "optimize", "loaders"),  # the engine's consumers; files
+    ("waste", "step_time", "sampler"),  # exact padding; the step-time model; the torch sampler
+    ("strategies",),  # epoch builders, one table (exact ones priced by waste)
+    ("epoch_metrics", "optimize", "loaders"),  # measuring epochs; edge placement; length files
     ("simulation", "measure"),  # simulated epochs; raw data -> lengths
     ("epoch_time", "plots"),  # every step-time prediction; figures
     ("recommendation", "progress", "exports"),

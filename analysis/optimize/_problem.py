@@ -11,7 +11,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from analysis.batching import BatchRule, positive_int, round_up
+from analysis._validate import positive_int
+from analysis.batching import BatchRule, round_up
 from analysis.lengths import LengthHistogram
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from analysis.batching import positive_int
+from analysis._validate import positive_int
 from analysis.optimize._problem import _Problem
 
 #: With ``candidates="auto"``, the exact DP runs up to this many candidate edges; above it,
