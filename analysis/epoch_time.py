@@ -2,7 +2,7 @@
 
 A fitted :class:`~analysis.step_time.StepTimeModel` is linear in its coefficients, so the
 expected time of an epoch is exact from the same order statistics as
-:func:`analysis.expected_padding`: a bucket of ``n`` samples cut into batches of ``B`` costs
+:func:`analysis.waste.expected_padding`: a bucket of ``n`` samples cut into batches of ``B`` costs
 ``per_step * ceil(n / B) + per_sample * n + E[sum over batches of B * g_B(longest)]`` with
 ``g_B(L) = per_token * T(L) + (attention + working_set * B) * T(L)**2``
 (:meth:`~analysis.step_time.StepTimeModel.sample_seconds`)
@@ -100,7 +100,7 @@ def expected_epoch_time(
     ``bucketed`` (needs ``edges``): per bucket of ``n`` samples and batch size ``B`` (from the
     rule), ``per_step * ceil(n/B) + per_sample * n`` plus the expected sum over its batches of
     ``B * g_B(longest)`` (:meth:`StepTimeModel.sample_seconds`; order statistics of a
-    shuffle: full batches and the partial one, as in :func:`~analysis.expected_padding`; ``T``
+    shuffle: full batches and the partial one, as in :func:`~analysis.waste.expected_padding`; ``T``
     rounds the longest up to ``pad_to_multiple_of`` and then to the model's ``tile``).
     ``random`` is one bucket; ``sorted`` is deterministic.  Both use one batch size for the
     epoch (``rule.fixed_batch_size``).

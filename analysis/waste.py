@@ -201,7 +201,7 @@ def expected_padding(
     hist : LengthHistogram or array of per-sample lengths
         The data (an array is converted with ``LengthHistogram.from_lengths``).
     edges : sequence of int
-        Bucket edges ``[e0, ..., eK]`` covering the data (see :func:`analysis.check_edges`).
+        Bucket edges ``[e0, ..., eK]`` covering the data (see :func:`analysis.batching.check_edges`).
     rule : BatchRule, optional
         The batch rule; or give it as ``batch_size=`` / ``max_tokens=`` (exactly one) and
         ``pad_to_multiple_of=``.

@@ -143,7 +143,7 @@ def test_pad_to_multiple_of_survives_every_control():
     assert panel.view.source == "edited" and panel.view.plan.rule.pad_to_multiple_of == 64
 
 
-# ------------------------------------------------------------------ interactive speed (issue 14)
+# ------------------------------------------------------------------ interactive speed
 def _shown(panel):
     """What the panel displays: status text, table rows' efficiencies, drawn edges, title."""
     return (

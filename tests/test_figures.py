@@ -1,4 +1,4 @@
-"""Figures for real distributions (issue 9): on a synthetic heavy tail reaching 423,350 tokens
+"""Figures for real distributions: on a synthetic heavy tail reaching 423,350 tokens
 and on a narrow distribution, every figure is drawn with Agg and checked as a reader sees it:
 tick labels and bucket labels never overlap, length axes are logarithmic exactly when the
 lengths span more than two decades, efficiency axes stop at 100 %, colours come from the

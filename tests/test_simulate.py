@@ -142,7 +142,7 @@ def _fingerprints() -> dict[str, dict[str, Any]]:
     metrics), and the float epoch metrics themselves (compared with a tolerance: their last
     bits depend on the NumPy/BLAS build).  ``tests/data/simulate_fingerprints.json`` holds them
     as computed by 53a1c2e, whose hashes of the same epochs and metrics (floats by their exact
-    repr) were those of 08835f2, the code before issue 14's speed work; regenerate (only for an
+    repr) were those of 08835f2, the code before the simulator's speed work; regenerate (only for an
     intended change of the epochs or metrics) with ``PYTHONPATH=. python tests/test_simulate.py
     --write``."""
     lengths = np.clip(np.random.default_rng(2024).lognormal(5.0, 1.0, size=6000), 1, 4000).astype(np.int64)

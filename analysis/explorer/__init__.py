@@ -7,7 +7,7 @@ efficiency and padded tokens, the per-bucket table, and the histogram with the e
 
 Changing K, the method or the batch rule places new edges with
 :func:`analysis.optimize_edges` and writes them into the edges box; editing the box (press
-Enter) evaluates exactly those edges with :func:`analysis.expected_padding`, so you can try
+Enter) evaluates exactly those edges with :func:`analysis.waste.expected_padding`, so you can try
 "what if the second edge were 1024?" and compare with the optimum.
 
 The logic is pure and testable without a browser: :func:`explore_view` takes the control
@@ -15,7 +15,7 @@ values and returns an :class:`ExplorerView` (numbers and table); :func:`explore_
 it.  The :class:`Explorer` panel wires widgets to the same logic and keeps every result in
 widget values (an ``HTML`` status and table, an ``Image`` PNG of the figure).
 
-Every interaction redraws quickly (issue 14): the panel keeps what it placed, so the
+Every interaction redraws quickly: the panel keeps what it placed, so the
 optimiser runs at most once per (method, batch rule): the ``"optimal"`` edges for every K
 come from one :func:`analysis.sweep_bucket_counts` pass (one DP pass serves every K), the
 field's rules take milliseconds per K; moving the K slider back and forth is then a lookup,

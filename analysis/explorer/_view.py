@@ -22,7 +22,7 @@ __all__ = ["ExplorerView", "explore_view", "explore_figure", "HistogramInput", "
 #: What the explorer accepts as data: a histogram, or per-sample lengths
 #: (:meth:`analysis.LengthHistogram.from_lengths`).
 HistogramInput = LengthHistogram | Iterable[int] | np.ndarray | pd.Series
-#: Edges as the explorer accepts them: a list, or text for :func:`analysis.parse_edges`.
+#: Edges as the explorer accepts them: a list, or text for :func:`analysis.batching.parse_edges`.
 EdgesInput = str | Sequence[int]
 
 
@@ -117,7 +117,7 @@ def explore_view(
     """The plan for one set of control values (the panel's pure logic).
 
     With ``edges=None`` the edges are placed by ``method`` (:func:`analysis.optimize_edges`);
-    otherwise the given edges (a list, or text for :func:`analysis.parse_edges`) are
+    otherwise the given edges (a list, or text for :func:`analysis.batching.parse_edges`) are
     evaluated as they are.  The batch rule is :meth:`analysis.BatchRule.resolve` of
     ``batch_size`` / ``max_tokens``.  Raises ``ValueError`` for edges that are not
     increasing or don't cover the data.

@@ -42,9 +42,15 @@ from analysis.measure._out import _check_out, _is_folder, _open_out, _ShardFolde
 from analysis.measure._pieces import MeasuredPiece, _Job
 from analysis.measure._run import _Progress, _run_dask, _run_local
 from analysis.measure._sources import _plan_paths, _plan_records
-from analysis.measure._tokenizer import _pickle_or_none, _spec
+from analysis.measure._tokenizer import TokenizerLike, _pickle_or_none, _spec
 
-__all__ = ["DEFAULT_CACHE_DIR", "MeasuredPiece", "load_lengths_distributed", "measure_lengths"]
+__all__ = [
+    "DEFAULT_CACHE_DIR",
+    "MeasuredPiece",
+    "TokenizerLike",
+    "load_lengths_distributed",
+    "measure_lengths",
+]
 
 #: Where :func:`measure_lengths` keeps its results unless ``cache_dir=`` says otherwise.
 DEFAULT_CACHE_DIR = Path("~/.cache/padding-workbench/lengths")
@@ -52,7 +58,7 @@ DEFAULT_CACHE_DIR = Path("~/.cache/padding-workbench/lengths")
 
 def measure_lengths(
     source: str | os.PathLike[str] | Iterable[Any],
-    tokenizer: Any,
+    tokenizer: TokenizerLike,
     *,
     field: str | None = None,
     chat_field: str | None = None,

@@ -14,12 +14,24 @@ import json
 import os
 import pickle
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeAlias
 
 import numpy as np
+
+
+class Encodes(Protocol):
+    """A tokenizer object: ``tokenizers.Tokenizer``, a ``transformers`` tokenizer, or a tiktoken
+    encoding (each has an ``encode`` method; which one it is decides how it is called)."""
+
+    def encode(self, text: str, /, *args: Any, **kwargs: Any) -> Any: ...
+
+
+#: What :func:`analysis.measure_lengths` takes as its tokenizer: a ``tokenizer.json`` path or a
+#: local Hugging Face folder, a tokenizer object, or a callable from text to token ids.
+TokenizerLike: TypeAlias = str | os.PathLike[str] | Encodes | Callable[[str], Sequence[int]]
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from analysis._version import __version__
 from analysis.batching import DEFAULT_METHOD, DEFAULT_N_BUCKETS, DEFAULT_SEED, BatchRule
 from analysis.exports import export_all
 from analysis.lengths import LengthHistogram
-from analysis.loaders import load_lengths, load_step_times, save_histogram
+from analysis.loaders import LengthSource, load_lengths, load_step_times, save_histogram
 from analysis.optimize import BucketPlan
 from analysis.paths import BUNDLED_DATA, NOTEBOOKS_DIR, REPORT_FIGURES, REPORT_HISTOGRAM
 from analysis.progress import bar
@@ -79,7 +79,7 @@ def _summary_dict(series: Any) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------ the report
 def run_report(
-    src: Any,
+    src: LengthSource,
     out_dir: str | os.PathLike[str],
     *,
     n_buckets: int = DEFAULT_N_BUCKETS,
@@ -216,7 +216,7 @@ class _Data:
     """The lengths a report is about: where they came from, their histogram (zero lengths
     dropped when asked), and where the report put them and its figures."""
 
-    src: Any
+    src: LengthSource
     raw: LengthHistogram
     zero_dropped: int
     figures: Path
