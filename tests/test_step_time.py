@@ -34,6 +34,7 @@ from analysis.step_time import STEP_TIME_TERMS
 # the modules (``analysis.optimize._problem`` is also the name of a function there)
 kernel = importlib.import_module("analysis.optimize._kernel")
 problem = importlib.import_module("analysis.optimize._problem")
+ratio_tables = importlib.import_module("analysis.optimize._ratios")
 
 TRUTH = StepTimeModel(per_step=0.02, per_sample=4e-4, per_token=3e-6, attention=2e-9)
 
@@ -363,7 +364,7 @@ def exact_time_objective(
 @pytest.mark.parametrize("sums", ["default", "log_ratios"])
 def test_time_optimal_edges_equal_exhaustive_search(seed, sums, monkeypatch):
     if sums != "default":  # force the DP's ratios from the table of log x!
-        monkeypatch.setattr(problem, "_LINEAR_LOG_LIMIT", -1.0)
+        monkeypatch.setattr(ratio_tables, "_LINEAR_LOG_LIMIT", -1.0)
     rng = np.random.default_rng(seed)
     m = int(rng.integers(2, 9))
     lengths = sorted(rng.choice(np.arange(1, 60), m, replace=False).tolist())
