@@ -382,39 +382,73 @@ def test_report_records_world_size_and_drop_zero(tmp_path, with_zeros, monkeypat
     assert code == 2 and seen["world_size"] == 8 and seen["drop_zero"] is True
 
 
-def test_compare_table_fits_120_columns(capsys, npy_data):
+@pytest.mark.parametrize("columns", [80, 100])
+def test_compare_table_fits_the_terminal(capsys, npy_data, monkeypatch, columns):
+    monkeypatch.setenv("COLUMNS", str(columns))
     _, path = npy_data
-    code, out, _ = run(
-        capsys,
-        "compare",
-        path,
-        "--epochs",
-        "2",
-        "--world-size",
-        "8",
-        "--tokens-per-s",
-        "30000",
-        "--reference-strategy",
-        "sorted",
-        "--buckets",
-        "16",
-        "--quiet",
-    )
+    argv = ["compare", path, "--epochs", "2", "--world-size", "8", "--quiet"]
+    calibration = ["--tokens-per-s", "30000", "--reference-strategy", "sorted", "--buckets", "16"]
+    code, out, _ = run(capsys, *argv, *calibration)
     assert code == 0
-    assert max(len(line) for line in out.splitlines()) <= 120, out
+    assert max(len(line) for line in out.splitlines()) <= columns, out
     assert "--wide" in out
-    code, wide, _ = run(capsys, "compare", path, "--epochs", "2", "--world-size", "8", "--wide", "--quiet")
+    for column in ("efficiency", "expected_efficiency", "straggler_factor", "predicted_tokens_per_s"):
+        assert re.search(rf"^strategy .*\b{column}\b", out, re.M), column  # a block's header
+    code, wide, _ = run(capsys, *argv, "--wide")
     assert code == 0 and "within_batch_cv" in wide and "within_batch_cv" not in out
+    assert max(len(line) for line in wide.splitlines()) <= columns, wide
+    blocks = [b for b in wide.split("\n\n") if b.startswith("strategy ")]
+    assert len(blocks) >= 2  # too wide for one block at 80 or 100 columns
+    for block in blocks:  # every block repeats the index: one row per strategy
+        names = [line.split()[0] for line in block.splitlines()[1:]]
+        assert names == ["sorted", "random", "bucketed", "length_grouped", "token_budget", "packing"]
 
 
-def test_numbers_are_integers_and_percentages(capsys, npy_data):
+@pytest.mark.parametrize("columns", [80, 100])
+def test_optimize_and_summary_fit_the_terminal(capsys, data, monkeypatch, columns):
+    monkeypatch.setenv("COLUMNS", str(columns))
+    hist, path = data
+    code, out, _ = run(capsys, "optimize", path, "--buckets", "16", "--max-tokens", "65536", "--quiet")
+    assert code == 0
+    assert max(len(line) for line in out.splitlines()) <= columns, out
+    plan = optimize_edges(hist, 16, max_tokens=65536)
+    edges = re.search(r"^  edges +(.*?)\n  batch sizes", out, re.S | re.M)[1]
+    assert [int(e) for e in re.split(r"[,\s]+", edges.strip())] == plan.edges  # wrapped, all there
+    for column in plan.to_frame().columns:
+        assert re.search(rf"^bucket .*\b{column}\b", out, re.M), column
+    code, out, _ = run(capsys, "summary", path, "--max-len", "400", "--quiet")
+    assert code == 0 and max(len(line) for line in out.splitlines()) <= columns
+
+
+def test_frame_text_splits_into_blocks_of_whole_columns():
+    import pandas as pd
+
+    from analysis.cli._layout import frame_text
+
+    frame = pd.DataFrame(
+        {f"column_{i}": [1000 * i, 7] for i in range(8)}, index=pd.Index(["a", "b"], name="row")
+    )
+    for width in (30, 60, 200):
+        text = frame_text(frame, width)
+        assert max(len(line) for line in text.splitlines()) <= width
+        blocks = text.split("\n\n")
+        headers = [block.splitlines()[0].split() for block in blocks]
+        assert all(h[0] == "row" for h in headers)
+        assert [c for h in headers for c in h[1:]] == list(frame.columns)  # each once, in order
+        assert all(block.splitlines()[1].startswith("a ") for block in blocks)
+    assert frame_text(frame, 200).count("\n\n") == 0
+    assert frame_text(frame, 30).count("\n\n") == 2  # "row" and three 9-character columns a block
+
+
+def test_numbers_are_integers_and_percentages(capsys, npy_data, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "1000")  # one block
     _, path = npy_data
     code, out, _ = run(capsys, "compare", path, "--epochs", "3", "--wide", "--quiet")
     assert code == 0
     assert not re.search(r"-0\.0+\b", out)
     assert not re.search(r"\d\.\d{4}", out)  # no 4-decimal ratios or float counts
     rows = [line.split() for line in out.splitlines() if line.startswith(("sorted", "random"))]
-    header = out.splitlines()[2].split()
+    header = out.splitlines()[2].split()[1:]  # the index name "strategy" heads the header line
     for row in rows:
         cells = dict(zip(header, row[-len(header) :]))
         assert re.fullmatch(r"\d+\.\d\d%", cells["efficiency"])
