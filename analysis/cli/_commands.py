@@ -141,7 +141,8 @@ def cmd_optimize(args: argparse.Namespace, out: TextIO) -> None:
         return
     print(
         wrap(
-            f"{args.method} edges for {plan.n_buckets} buckets ({rule.text}"
+            f"{args.method} edges for {plan.n_buckets} bucket{'' if plan.n_buckets == 1 else 's'} "
+            f"({rule.text}"
             f"{'' if args.max_len is None else f', max_len = {args.max_len:,}'}):"
         ),
         file=out,
@@ -181,7 +182,7 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> None:
     k, auto, max_buckets = _buckets(args, hist, rule)
     if args.edges is None:
         edges = optimize_edges(hist, k, rule).edges
-        source = f"the optimal edges for {k} buckets"
+        source = f"the optimal edges for {k} bucket{'' if k == 1 else 's'}"
     else:
         edges = check_edges(args.edges, hist)
         source = "the given edges"
