@@ -224,7 +224,7 @@ def add_buckets(p: argparse.ArgumentParser) -> None:
 def add_gain_rule(p: argparse.ArgumentParser, *, report: bool = False) -> None:
     """``--max-buckets`` and ``--min-gain``: the gain rule that suggests K."""
     use = (
-        "the K swept by notebook 03 and the suggested K (recommendation.json's n_buckets_suggested)"
+        "notebook 03's sweep, recommendation.json's n_buckets_suggested and --buckets auto"
         if report
         else "with --buckets auto"
     )
