@@ -72,18 +72,36 @@ __all__ = [
     "tidy",
     "format_value",
     "__version__",
-]  # plus the lazy `explore` (it loads ipywidgets)
+]  # plus the lazy `explore` (it loads ipywidgets) and the modules `exports` and `plots`
+
+
+#: Face modules reachable as ``analysis.<name>`` after a plain ``import analysis`` (the README's
+#: ``analysis.exports.to_lhotse(plan)``), imported on first use: ``import analysis`` loads no
+#: matplotlib.
+_LAZY_MODULES = ("exports", "plots")
 
 
 def __getattr__(name: str) -> Any:
-    """``analysis.explore`` imports ipywidgets only when the explorer is first used."""
+    """``analysis.explore``, ``analysis.exports`` and ``analysis.plots``, imported on first use.
+
+    Examples
+    --------
+    >>> import analysis
+    >>> plan = analysis.optimize_edges(analysis.LengthHistogram.from_lengths([3, 5, 8, 20]), 2, batch_size=2)
+    >>> analysis.exports.to_lhotse(plan)["duration_bins"]
+    [8.5]
+    """
     if name == "explore":
         from analysis.explorer import explore
 
         return explore
+    if name in _LAZY_MODULES:
+        import importlib
+
+        return importlib.import_module(f"analysis.{name}")
     raise AttributeError(f"module 'analysis' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    """The module's names and the lazy ``explore``, so tab completion offers it."""
-    return sorted([*globals(), "explore"])
+    """The module's names and the lazy ones, so tab completion offers them."""
+    return sorted({*globals(), "explore", *_LAZY_MODULES})

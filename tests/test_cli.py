@@ -22,6 +22,12 @@ LENGTHS = np.random.default_rng(7).integers(5, 600, size=3_000)
 NPY_LENGTHS = np.random.default_rng(9).integers(5, 600, size=2_000)
 
 
+@pytest.fixture(autouse=True)
+def _terminal_width(monkeypatch):
+    """Every test prints to a terminal of 120 columns unless it sets ``COLUMNS`` itself."""
+    monkeypatch.setenv("COLUMNS", "120")
+
+
 @pytest.fixture()
 def data(tmp_path):
     hist = LengthHistogram.from_lengths(LENGTHS)
@@ -382,39 +388,73 @@ def test_report_records_world_size_and_drop_zero(tmp_path, with_zeros, monkeypat
     assert code == 2 and seen["world_size"] == 8 and seen["drop_zero"] is True
 
 
-def test_compare_table_fits_120_columns(capsys, npy_data):
+@pytest.mark.parametrize("columns", [80, 100])
+def test_compare_table_fits_the_terminal(capsys, npy_data, monkeypatch, columns):
+    monkeypatch.setenv("COLUMNS", str(columns))
     _, path = npy_data
-    code, out, _ = run(
-        capsys,
-        "compare",
-        path,
-        "--epochs",
-        "2",
-        "--world-size",
-        "8",
-        "--tokens-per-s",
-        "30000",
-        "--reference-strategy",
-        "sorted",
-        "--buckets",
-        "16",
-        "--quiet",
-    )
+    argv = ["compare", path, "--epochs", "2", "--world-size", "8", "--quiet"]
+    calibration = ["--tokens-per-s", "30000", "--reference-strategy", "sorted", "--buckets", "16"]
+    code, out, _ = run(capsys, *argv, *calibration)
     assert code == 0
-    assert max(len(line) for line in out.splitlines()) <= 120, out
+    assert max(len(line) for line in out.splitlines()) <= columns, out
     assert "--wide" in out
-    code, wide, _ = run(capsys, "compare", path, "--epochs", "2", "--world-size", "8", "--wide", "--quiet")
+    for column in ("efficiency", "expected_efficiency", "straggler_factor", "predicted_tokens_per_s"):
+        assert re.search(rf"^strategy .*\b{column}\b", out, re.M), column  # a block's header
+    code, wide, _ = run(capsys, *argv, "--wide")
     assert code == 0 and "within_batch_cv" in wide and "within_batch_cv" not in out
+    assert max(len(line) for line in wide.splitlines()) <= columns, wide
+    blocks = [b for b in wide.split("\n\n") if b.startswith("strategy ")]
+    assert len(blocks) >= 2  # too wide for one block at 80 or 100 columns
+    for block in blocks:  # every block repeats the index: one row per strategy
+        names = [line.split()[0] for line in block.splitlines()[1:]]
+        assert names == ["sorted", "random", "bucketed", "length_grouped", "token_budget", "packing"]
 
 
-def test_numbers_are_integers_and_percentages(capsys, npy_data):
+@pytest.mark.parametrize("columns", [80, 100])
+def test_optimize_and_summary_fit_the_terminal(capsys, data, monkeypatch, columns):
+    monkeypatch.setenv("COLUMNS", str(columns))
+    hist, path = data
+    code, out, _ = run(capsys, "optimize", path, "--buckets", "16", "--max-tokens", "65536", "--quiet")
+    assert code == 0
+    assert max(len(line) for line in out.splitlines()) <= columns, out
+    plan = optimize_edges(hist, 16, max_tokens=65536)
+    edges = re.search(r"^  edges +(.*?)\n  batch sizes", out, re.S | re.M)[1]
+    assert [int(e) for e in re.split(r"[,\s]+", edges.strip())] == plan.edges  # wrapped, all there
+    for column in plan.to_frame().columns:
+        assert re.search(rf"^bucket .*\b{column}\b", out, re.M), column
+    code, out, _ = run(capsys, "summary", path, "--max-len", "400", "--quiet")
+    assert code == 0 and max(len(line) for line in out.splitlines()) <= columns
+
+
+def test_frame_text_splits_into_blocks_of_whole_columns():
+    import pandas as pd
+
+    from analysis.cli._layout import frame_text
+
+    frame = pd.DataFrame(
+        {f"column_{i}": [1000 * i, 7] for i in range(8)}, index=pd.Index(["a", "b"], name="row")
+    )
+    for width in (30, 60, 200):
+        text = frame_text(frame, width)
+        assert max(len(line) for line in text.splitlines()) <= width
+        blocks = text.split("\n\n")
+        headers = [block.splitlines()[0].split() for block in blocks]
+        assert all(h[0] == "row" for h in headers)
+        assert [c for h in headers for c in h[1:]] == list(frame.columns)  # each once, in order
+        assert all(block.splitlines()[1].startswith("a ") for block in blocks)
+    assert frame_text(frame, 200).count("\n\n") == 0
+    assert frame_text(frame, 30).count("\n\n") == 2  # "row" and three 9-character columns a block
+
+
+def test_numbers_are_integers_and_percentages(capsys, npy_data, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "1000")  # one block
     _, path = npy_data
     code, out, _ = run(capsys, "compare", path, "--epochs", "3", "--wide", "--quiet")
     assert code == 0
     assert not re.search(r"-0\.0+\b", out)
     assert not re.search(r"\d\.\d{4}", out)  # no 4-decimal ratios or float counts
     rows = [line.split() for line in out.splitlines() if line.startswith(("sorted", "random"))]
-    header = out.splitlines()[2].split()
+    header = out.splitlines()[2].split()[1:]  # the index name "strategy" heads the header line
     for row in rows:
         cells = dict(zip(header, row[-len(header) :]))
         assert re.fullmatch(r"\d+\.\d\d%", cells["efficiency"])
@@ -449,7 +489,8 @@ def test_summary_max_len_clips_the_main_table(capsys, npy_data):
     code, out, _ = run(capsys, "summary", path, "--max-len", "300", "--quiet")
     assert code == 0
     main, clipping = out.split("\n\n")
-    assert "clipped at max_len = 300" in main.splitlines()[0]
+    title = " ".join(main.split("\n  ")[0].split())  # wrapped to the terminal at a long path
+    assert title.startswith("Distribution of ") and title.endswith("clipped at max_len = 300")
     assert re.search(r"^\s+max\s+300$", main, re.M)
     assert f"{hist.clip(300).total_tokens:,}" in main
     summary = hist.clip_summary(300)
@@ -468,3 +509,273 @@ def test_quiet_before_or_after_the_subcommand(capsys, npy_data, where):
     assert cli.build_parser().parse_args(["summary", str(path)]).quiet is False
     code, out, err = run(capsys, *argv)
     assert code == 0 and err == ""
+
+
+# ------------------------------------------------------------------------ summary --json
+def test_summary_json_is_the_summary(capsys, data):
+    hist, path = data
+    code, out, err = run(capsys, "summary", path, "--json")
+    assert code == 0 and err == ""
+    got = json.loads(out)
+    assert got["source"] == str(path) and got["max_len"] is None and got["clipping"] is None
+    expected = hist.summary()
+    assert list(got["summary"]) == [str(k) for k in expected.index]
+    assert got["summary"]["samples"] == hist.n_samples and got["summary"]["tokens"] == hist.total_tokens
+    for key, value in expected.items():
+        assert got["summary"][str(key)] == pytest.approx(float(value), rel=1e-12), key
+    code, out, _ = run(capsys, "summary", path, "--json", "--max-len", "400")
+    got = json.loads(out)
+    assert got["max_len"] == 400 and got["summary"]["max"] == 400
+    assert got["summary"]["tokens"] == hist.clip(400).total_tokens
+    cut = hist.clip_summary(400)
+    assert got["clipping"]["tokens_removed"] == cut["tokens_removed"]
+    assert set(got["clipping"]) == {str(k) for k in cut.index}
+
+
+# ------------------------------------------------------------------------ --buckets auto
+def _suggested(hist, max_buckets=16, min_gain=0.01, **rule):
+    from analysis import recommend
+
+    return recommend(hist, 1, max_buckets=max_buckets, min_gain=min_gain, **rule).n_buckets_suggested
+
+
+def test_optimize_buckets_auto_takes_the_suggested_k_and_says_so(capsys, data):
+    hist, path = data
+    k = _suggested(hist, batch_size=8)
+    code, out, err = run(capsys, "optimize", path, "--buckets", "auto", "--json")
+    assert code == 0 and err == ""
+    got = json.loads(out)
+    assert got["edges"] == optimize_edges(hist, k, batch_size=8).edges and got["n_buckets"] == k
+    assert got["n_buckets_asked"] == "auto"
+    assert got["gain_rule"] == {"n_buckets_suggested": k, "max_buckets": 16, "min_gain": 0.01}
+    code, out, _ = run(capsys, "optimize", path, "--buckets", "AUTO")
+    assert code == 0 and f"--buckets auto took K = {k}: one more bucket gains" in out
+    assert f"optimal edges for {k} buckets" in out
+    code, out, _ = run(capsys, "optimize", path, "--buckets", "6", "--json")
+    assert json.loads(out)["n_buckets_asked"] == 6 and json.loads(out)["gain_rule"] is None
+
+
+def test_buckets_auto_follows_max_buckets_and_min_gain(capsys, data):
+    hist, path = data
+    code, out, _ = run(capsys, "optimize", path, "--buckets", "auto", "--max-buckets", "3")
+    assert code == 0 and "--buckets auto took K = 3: the largest K swept (--max-buckets 3)" in out
+    strict = _suggested(hist, min_gain=0.0001, batch_size=8)
+    assert strict > _suggested(hist, batch_size=8)  # a smaller gain asked: more buckets
+    code, out, _ = run(capsys, "optimize", path, "--buckets", "auto", "--min-gain", "0.0001", "--json")
+    assert json.loads(out)["n_buckets"] == strict
+
+
+def test_compare_buckets_auto(capsys, data):
+    hist, path = data
+    k = _suggested(hist, batch_size=4)
+    argv = ["compare", path, "--buckets", "auto", "--batch-size", "4", "--epochs", "1", "--quiet"]
+    code, out, _ = run(capsys, *argv, "--json")
+    got = json.loads(out)
+    assert code == 0 and got["edges"] == optimize_edges(hist, k, batch_size=4).edges
+    assert got["n_buckets_asked"] == "auto" and got["gain_rule"]["n_buckets_suggested"] == k
+    code, out, _ = run(capsys, *argv)
+    assert f"the optimal edges for {k} buckets" in out and f"--buckets auto took K = {k}" in out
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["optimize", "{path}", "--max-buckets", "5"], "--max-buckets applies only with --buckets auto"),
+        (
+            ["compare", "{path}", "--min-gain", "0.1", "--max-buckets", "4"],
+            "--max-buckets and --min-gain apply",
+        ),
+        (["compare", "{path}", "--edges", "0,300,599", "--min-gain", "0.1"], "--min-gain applies only"),
+    ],
+)
+def test_gain_rule_without_auto_is_a_mistake(capsys, data, argv, message):
+    _, path = data
+    code, out, err = run(capsys, *[a.format(path=path) for a in argv])
+    assert_one_line_error(code, err, message)
+    assert out == ""
+
+
+@pytest.mark.parametrize(
+    "argv, line",
+    [
+        (
+            ["optimize", "x.csv", "--buckets", "zero"],
+            "argument --buckets: expected a positive integer or auto, got 'zero'",
+        ),
+        (["optimize", "x.csv", "--min-gain", "-1"], "argument --min-gain: expected a number >= 0, got '-1'"),
+        (
+            ["report", "x.csv", "--out", "r", "--max-buckets", "0"],
+            "argument --max-buckets: expected a positive integer, got '0'",
+        ),
+    ],
+)
+def test_bad_bucket_options_are_one_line(capsys, argv, line):
+    code, out, err = run(capsys, *argv)
+    assert (code, out, err) == (2, "", f"padding-workbench: error: {line}\n")
+
+
+def test_report_passes_buckets_auto_and_the_gain_rule(tmp_path, data, monkeypatch):
+    _, path = data
+    seen = {}
+
+    def fake_run_report(src, out_dir, **kw):
+        seen.update(kw)
+        raise ValueError("stop here")
+
+    monkeypatch.setattr("analysis.report.run_report", fake_run_report)
+    argv = ["report", str(path), "--out", str(tmp_path / "r"), "--quiet", "--buckets", "auto"]
+    assert cli.main([*argv, "--max-buckets", "9", "--min-gain", "0.002"]) == 2
+    assert (seen["n_buckets"], seen["max_buckets"], seen["min_gain"]) == ("auto", 9, 0.002)
+    assert cli.main([*argv[:-2]]) == 2  # the defaults
+    assert (seen["n_buckets"], seen["max_buckets"], seen["min_gain"]) == (6, 16, 0.01)
+
+
+_TINY_NOTEBOOK_CELLS = [
+    "data_path = 'lengths.csv'\nn_buckets = 6  # K\nmax_buckets = 16  # sweep K from 1 to max_buckets\n"
+    "min_gain = 0.01\nfigures_dir = None",
+    "print(n_buckets, max_buckets, min_gain)",
+]
+
+
+def test_report_buckets_auto_end_to_end_without_papermill_warnings(tmp_path, data, caplog):
+    """A real papermill run of a one-cell notebook: the K taken, recorded and passed on."""
+    import logging
+
+    import nbformat
+
+    from analysis.report import run_report
+
+    hist, path = data
+    notebooks = tmp_path / "notebooks"
+    notebooks.mkdir()
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in _TINY_NOTEBOOK_CELLS]
+    nb.cells[0].metadata["tags"] = ["parameters"]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, notebooks / "01_tiny.ipynb")
+    k = _suggested(hist, max_buckets=5, min_gain=0.001, batch_size=8)
+    with caplog.at_level(logging.WARNING, logger="papermill"):
+        result = run_report(
+            path,
+            tmp_path / "out",
+            n_buckets="auto",
+            max_buckets=5,
+            min_gain=0.001,
+            notebooks_dir=notebooks,
+            quiet=True,
+        )
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
+    rec = result.recommendation
+    settings = rec["settings"]
+    assert (settings["n_buckets"], settings["n_buckets_asked"]) == (k, "auto")
+    assert (settings["max_buckets"], settings["min_gain"]) == (5, 0.001)
+    assert rec["n_buckets"] == k == rec["n_buckets_suggested"]
+    assert rec["plan"]["edges"] == optimize_edges(hist, k, batch_size=8).edges
+    (ran,) = rec["notebooks"]
+    assert {n: ran["parameters"][n] for n in ("n_buckets", "max_buckets", "min_gain")} == {
+        "n_buckets": k,
+        "max_buckets": 5,
+        "min_gain": 0.001,
+    }
+    executed = nbformat.read(tmp_path / "out" / "01_tiny.ipynb", as_version=4)
+    assert executed.cells[-1].outputs[0]["text"] == f"{k} 5 0.001\n"
+    with pytest.raises(ValueError, match="positive integer or 'auto'"):
+        run_report(path, tmp_path / "out", n_buckets="many", notebooks_dir=notebooks)  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------------ notebooks' parameters
+def test_papermill_parses_every_parameters_cell(caplog):
+    """Papermill reads each notebook's parameters cell as :func:`notebook_parameters` does,
+    warning about no line (a second ``=`` in a comment makes it skip the line)."""
+    import logging
+
+    import nbformat
+    from papermill.translators import PythonTranslator
+
+    from analysis.report import notebook_parameters, report_notebooks
+
+    notebooks = report_notebooks(step_times=True)
+    assert len(notebooks) == 4
+    for path in notebooks:
+        nb = nbformat.read(path, as_version=4)
+        (cell,) = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+        with caplog.at_level(logging.WARNING, logger="papermill"):
+            names = [p.name for p in PythonTranslator.inspect(cell)]
+        assert not caplog.records, f"{path.name}: {caplog.text}"
+        assert names == notebook_parameters(path), path.name
+
+
+# ------------------------------------------------------------------------ close matches
+@pytest.mark.parametrize(
+    "argv, line",
+    [
+        (["optimize", "x.csv", "--bucket", "6"], "unrecognized argument --bucket (did you mean --buckets?)"),
+        (["optimize", "x.csv", "--bucket=6"], "unrecognized argument --bucket (did you mean --buckets?)"),
+        (
+            ["compare", "x.csv", "--epoch", "2", "--wid"],
+            "unrecognized arguments --epoch (did you mean --epochs?), --wid (did you mean --wide?)",
+        ),
+        (["report", "x.csv", "--ot", "r"], "unrecognized argument --ot (did you mean --out?)"),
+        (["summary", "x.csv", "--frobnicate"], "unrecognized argument --frobnicate"),
+        (["--quite", "summary", "x.csv"], "unrecognized argument --quite (did you mean --quiet?)"),
+        (["optimise", "x.csv"], "unrecognized command optimise (did you mean optimize?)"),
+        (["sumary", "x.csv"], "unrecognized command sumary (did you mean summary?)"),
+        (
+            ["frobnicate"],
+            "unrecognized command frobnicate (choose from summary, optimize, compare, report, lengths)",
+        ),
+        (
+            ["optimize", "x.csv", "--method", "optimall"],
+            "argument --method: invalid choice: 'optimall' (choose from 'optimal', 'geometric', "
+            "'equal_count', 'equal_tokens', 'greedy'); did you mean optimal?",
+        ),
+        (["optimize"], "the following arguments are required: SRC"),
+    ],
+)
+def test_a_mistyped_option_or_command_names_the_close_match(capsys, argv, line):
+    code, out, err = run(capsys, *argv)
+    assert (code, out, err) == (2, "", f"padding-workbench: error: {line}\n")
+
+
+def test_options_are_never_abbreviated(capsys):
+    with pytest.raises(SystemExit):
+        cli.build_parser().parse_args(["optimize", "x.csv", "--max-tok", "100"])
+    # values that look like options are left alone: a negative number, anything after --
+    from analysis.cli._parser import spelling_error
+
+    assert spelling_error(cli.build_parser(), ["compare", "x.csv", "--seed", "-1"]) is None
+    assert spelling_error(cli.build_parser(), ["summary", "--", "--odd-name.csv"]) is None
+
+
+def test_python_m_analysis_mistyped_option(data, tmp_path):
+    _, path = data
+    proc = _python_m("optimize", path, "--bucket", 6, cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert (
+        proc.stderr == "padding-workbench: error: unrecognized argument --bucket (did you mean --buckets?)\n"
+    )
+
+
+# ------------------------------------------------------------------------ import analysis
+def test_import_analysis_reaches_exports_and_plots_lazily():
+    code = """
+import sys, analysis
+assert "analysis.exports" not in sys.modules and "analysis.plots" not in sys.modules
+assert "matplotlib" not in sys.modules
+assert {"exports", "plots", "explore"} <= set(dir(analysis))
+plan = analysis.optimize_edges(analysis.LengthHistogram.from_lengths([3, 5, 8, 20]), 2, batch_size=2)
+print(analysis.exports.to_lhotse(plan)["duration_bins"], "matplotlib" in sys.modules)
+print(analysis.plots.__name__, "matplotlib" in sys.modules)
+try:
+    analysis.nope
+except AttributeError as exc:
+    print(exc)
+"""
+    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT), "MPLBACKEND": "Agg"}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "[8.5] False",
+        "analysis.plots True",
+        "module 'analysis' has no attribute 'nope'",
+    ]

@@ -2,27 +2,34 @@
 
 Four subcommands, each a thin face over the engine::
 
-    padding-workbench summary  SRC [--column C | --field F] [--max-len N] [--drop-zero]
-    padding-workbench optimize SRC [--buckets K] [--batch-size B | --max-tokens T] [--method M]
+    padding-workbench summary  SRC [--column C | --field F] [--max-len N] [--drop-zero] [--json]
+    padding-workbench optimize SRC [--buckets K|auto] [--batch-size B | --max-tokens T] [--method M]
                                [--max-len N] [--edge-multiple M] [--drop-zero] [--json]
-    padding-workbench compare  SRC [--edges E0,E1,... | --buckets K] [--batch-size B | ...]
+                               [--max-buckets M] [--min-gain X]
+    padding-workbench compare  SRC [--edges E0,E1,... | --buckets K|auto] [--batch-size B | ...]
                                [--epochs N] [--seed S] [--world-size N] [--drop-zero]
                                [--tokens-per-s X --reference-strategy S] [--wide | --json]
-    padding-workbench report   SRC --out DIR [--buckets K] [--batch-size B | --max-tokens T]
+                               [--max-buckets M] [--min-gain X]
+    padding-workbench report   SRC --out DIR [--buckets K|auto] [--batch-size B | --max-tokens T]
                                [--max-len N] [--world-size N] [--drop-zero]
+                               [--max-buckets M] [--min-gain X]
                                [--tokens-per-s X --reference-strategy S]
                                [--step-times FILE.csv]
 
 ``SRC`` is anything :func:`analysis.load_lengths` reads (a file, a folder or a glob).
-``--quiet`` goes before or after the subcommand.  Tables print numbers as
-:mod:`analysis.tables` formats them (integers with thousands separators, ratios as
-percentages, missing values as ``–``).  Any error prints one line,
-``padding-workbench: error: ...``, on stderr and exits with status 2 (set
-``PADDING_DEBUG=1`` to see the traceback instead).
+``--quiet`` goes before or after the subcommand.  ``--buckets auto`` takes the K the gain
+rule suggests (``--max-buckets``, ``--min-gain``; :func:`analysis.recommend`) and says which.
+Tables print numbers as :mod:`analysis.tables` formats them (integers with thousands
+separators, ratios as percentages, missing values as ``–``), in blocks of columns that fit
+the terminal (``shutil.get_terminal_size``: ``$COLUMNS``, else the terminal, else 80).  Any
+error, a usage error included, prints one line, ``padding-workbench: error: ...``, on stderr
+and exits with status 2 (set ``PADDING_DEBUG=1`` to see the traceback instead); a mistyped
+option or subcommand is named with its closest spelling (options are never abbreviated).
 
-The package: ``_options`` (argument types, shared options, reading SRC), ``_commands`` (the
-four commands over lengths files), ``_lengths`` (the ``lengths`` subcommand: raw text through
-a tokenizer); here, the parser and :func:`main`.
+The package: ``_options`` (argument types, shared options, reading SRC), ``_parser`` (one-line
+usage errors, close-match suggestions), ``_layout`` (the terminal width: tables and
+sentences fitted to it), ``_commands`` (the four commands over lengths files), ``_lengths``
+(the ``lengths`` subcommand: raw text through a tokenizer); here, the parser and :func:`main`.
 """
 
 from __future__ import annotations
@@ -38,36 +45,38 @@ from analysis.batching import DEFAULT_EPOCHS, DEFAULT_METHOD, DEFAULT_N_BUCKETS,
 from analysis.cli._commands import cmd_compare, cmd_optimize, cmd_report, cmd_summary
 from analysis.cli._lengths import add_lengths_subcommand, add_raw_data_options, run_lengths_command
 from analysis.cli._options import (
+    BUCKETS_AUTO_HELP,
     PROG,
     CLIError,
     Formatter,
     add_batch_rule,
     add_buckets,
     add_calibration,
+    add_gain_rule,
     add_max_len,
     add_quiet,
     add_source,
     add_world_size,
+    bucket_count,
     edge_list,
     non_negative,
     package_version,
     positive,
 )
+from analysis.cli._parser import Parser, spelling_error
 from analysis.optimize import METHODS
 
 __all__ = ["main", "build_parser"]
 
 
-def _command(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser], name: str, *, help: str, description: str
-) -> argparse.ArgumentParser:
+def _command(sub: argparse._SubParsersAction[Parser], name: str, *, help: str, description: str) -> Parser:
     """Subcommand ``name``, its help showing every default."""
     return sub.add_parser(name, formatter_class=Formatter, help=help, description=description)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> Parser:
     """The argparse parser of the whole CLI (also used by the docs and tests)."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog=PROG,
         formatter_class=Formatter,
         description="How much padding does your batching cost, and where should the bucket boundaries go?",
@@ -86,6 +95,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_source(p)
     add_max_len(p)
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object (source, max_len, summary, clipping) instead of tables (default: off)",
+    )
     p = _command(
         sub,
         "optimize",
@@ -94,6 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_source(p)
     add_buckets(p)
+    add_gain_rule(p)
     add_batch_rule(p)
     p.add_argument(
         "--method",
@@ -113,8 +128,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--json",
         action="store_true",
         help="print one JSON object (edges, batch_sizes, efficiency, padded_tokens, "
-        "useful_tokens, method, max_len, exports) instead of tables "
-        "(default: off)",
+        "useful_tokens, method, max_len, n_buckets_asked, gain_rule, exports) instead of "
+        "tables (default: off)",
     )
     p = _command(
         sub,
@@ -135,10 +150,12 @@ def build_parser() -> argparse.ArgumentParser:
     edges.add_argument(
         "--buckets",
         metavar="K",
-        type=positive,
+        type=bucket_count,
         default=None,
-        help=f"buckets of the optimal plan used when --edges is not given (default: {DEFAULT_N_BUCKETS})",
+        help=f"buckets of the optimal plan used when --edges is not given{BUCKETS_AUTO_HELP} "
+        f"(default: {DEFAULT_N_BUCKETS})",
     )
+    add_gain_rule(p)
     add_batch_rule(p)
     add_max_len(p)
     p.add_argument(
@@ -153,7 +170,8 @@ def build_parser() -> argparse.ArgumentParser:
     out.add_argument(
         "--wide",
         action="store_true",
-        help="every column of the table (default: off, the main columns in 120 characters)",
+        help="every column of the table (default: off, the main columns); a table wider than "
+        "the terminal is split into blocks of columns",
     )
     out.add_argument(
         "--json",
@@ -172,6 +190,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_source(p)
     p.add_argument("--out", metavar="DIR", required=True, help="output folder (created)")
     add_buckets(p)
+    add_gain_rule(p, report=True)
     add_batch_rule(p)
     p.add_argument(
         "--method", choices=METHODS, default=DEFAULT_METHOD, help="how to place the recommended edges"
@@ -203,6 +222,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_lengths_subcommand(sub, formatter_class=Formatter)
     for command in sub.choices.values():  # last, as every subcommand's final option
         add_quiet(command, argparse.SUPPRESS)
+    parser.commands = dict(sub.choices)
     return parser
 
 
@@ -230,8 +250,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     0
     """
     parser = build_parser()
+    tokens = sys.argv[1:] if argv is None else list(argv)
     try:
-        args = parser.parse_args(None if argv is None else list(argv))
+        mistake = spelling_error(parser, tokens)
+        if mistake is not None:
+            parser.error(mistake)
+        args = parser.parse_args(tokens)
     except SystemExit as exc:  # argparse: --help, --version, usage errors (status 2)
         return int(exc.code or 0) if not isinstance(exc.code, str) else 2
     out = sys.stdout

@@ -2,7 +2,8 @@
 
 Each is a thin face over the engine: read SRC as the options say (:mod:`._options`), call the
 engine, print its result through :mod:`analysis.tables` (the one number formatter: integers
-with thousands separators, ratios as percentages, missing values as ``–``) or as JSON.
+with thousands separators, ratios as percentages, missing values as ``–``), fitted to the
+terminal's width (:mod:`._layout`), or as JSON.
 """
 
 from __future__ import annotations
@@ -12,34 +13,39 @@ import json
 import os
 import shlex
 import sys
-import textwrap
 from collections.abc import Sequence
 from typing import Any, TextIO
 
 import numpy as np
 import pandas as pd
 
-from analysis.batching import DEFAULT_N_BUCKETS, check_edges
+from analysis.batching import DEFAULT_N_BUCKETS, BatchRule, check_edges
+from analysis.cli._layout import frame_text, wrap
 from analysis.cli._lengths import measure_for_report
-from analysis.cli._options import PROG, batch_rule, check_calibration, load, load_raw, progress_bar
+from analysis.cli._options import (
+    AUTO,
+    PROG,
+    batch_rule,
+    check_calibration,
+    gain_rule,
+    load,
+    load_raw,
+    progress_bar,
+)
+from analysis.lengths import LengthHistogram
 from analysis.optimize import optimize_edges
+from analysis.recommendation import Recommendation, recommend
 from analysis.simulation import compare_strategies
-from analysis.tables import column_kind, format_count, format_value, tidy
+from analysis.tables import column_kind, format_count, format_value
 
 __all__ = ["cmd_compare", "cmd_optimize", "cmd_report", "cmd_summary"]
 
 
 def _print_series(title: str, series: pd.Series, out: TextIO) -> None:
-    print(title, file=out)
+    print(wrap(title), file=out)
     width = max(len(str(k)) for k in series.index)
     for key, value in series.items():
         print(f"  {str(key):<{width}}  {format_value(value, column_kind(str(key)))}", file=out)
-
-
-def _frame_text(frame: pd.DataFrame) -> str:
-    """The frame with every cell formatted by :func:`analysis.tables.tidy`, right-aligned."""
-    with pd.option_context("display.width", 1000, "display.max_columns", 100, "display.max_colwidth", 60):
-        return tidy(frame).to_string()
 
 
 def _json_value(value: Any) -> Any:
@@ -50,8 +56,22 @@ def _json_value(value: Any) -> Any:
     return value
 
 
+def _json_series(series: pd.Series) -> dict[str, Any]:
+    return {str(k): _json_value(v) for k, v in series.items()}
+
+
 def cmd_summary(args: argparse.Namespace, out: TextIO) -> None:
     raw = load_raw(args)
+    if args.json:
+        shown = raw if args.max_len is None else raw.clip(args.max_len)
+        value = {
+            "source": str(args.src),
+            "max_len": args.max_len,
+            "summary": _json_series(shown.summary()),
+            "clipping": None if args.max_len is None else _json_series(raw.clip_summary(args.max_len)),
+        }
+        print(json.dumps(value, allow_nan=False), file=out)
+        return
     if args.max_len is None:
         _print_series(f"Distribution of {args.src}", raw.summary(), out)
         return
@@ -64,38 +84,84 @@ def cmd_summary(args: argparse.Namespace, out: TextIO) -> None:
     _print_series(f"What clipping at max_len = {args.max_len:,} cut", raw.clip_summary(args.max_len), out)
 
 
+def _gain_rule_json(rec: Recommendation | None, max_buckets: int) -> dict[str, Any] | None:
+    """What ``--buckets auto`` read, for ``--json`` (None without it)."""
+    if rec is None:
+        return None
+    return {
+        "n_buckets_suggested": rec.n_buckets_suggested,
+        "max_buckets": max_buckets,
+        "min_gain": rec.min_gain,
+    }
+
+
+def _auto_line(rec: Recommendation, max_buckets: int) -> str:
+    """Which K ``--buckets auto`` took, and why (the gain of one more bucket)."""
+    k = rec.n_buckets_suggested
+    optimal = rec.sweep[rec.sweep["method"] == "optimal"].set_index("n_buckets")["efficiency"]
+    rule = f"--min-gain {rec.min_gain:g}"
+    if k + 1 in optimal.index:
+        gain = 100 * float(optimal.loc[k + 1] - optimal.loc[k])
+        return (
+            f"--buckets auto took K = {k}: one more bucket gains {gain:.2f} points of "
+            f"efficiency, less than {rule} (the gain rule over K = 1..{int(optimal.index.max())})"
+        )
+    limit = f"--max-buckets {max_buckets}" if max_buckets <= k else "the data's distinct lengths"
+    return f"--buckets auto took K = {k}: the largest K swept ({limit}), each bucket gaining at least {rule}"
+
+
+def _buckets(
+    args: argparse.Namespace, hist: LengthHistogram, rule: BatchRule
+) -> tuple[int, Recommendation | None, int]:
+    """The K of ``--buckets`` (the gain rule's suggestion for ``auto``), the recommendation
+    that suggested it (None unless ``auto``), and ``--max-buckets``."""
+    max_buckets, min_gain = gain_rule(args)
+    if args.buckets != AUTO:
+        return (args.buckets or DEFAULT_N_BUCKETS), None, max_buckets
+    rec = recommend(hist, 1, rule, max_buckets=max_buckets, min_gain=min_gain)
+    return rec.n_buckets_suggested, rec, max_buckets
+
+
 def cmd_optimize(args: argparse.Namespace, out: TextIO) -> None:
     from analysis.exports import export_all
 
     hist = load(args)
     rule = batch_rule(args)
-    plan = optimize_edges(hist, args.buckets, rule, method=args.method, edge_multiple=args.edge_multiple)
+    k, auto, max_buckets = _buckets(args, hist, rule)
+    plan = optimize_edges(hist, k, rule, method=args.method, edge_multiple=args.edge_multiple)
     if args.json:
-        print(
-            json.dumps(
-                {**plan.to_dict(), "max_len": args.max_len, "exports": export_all(plan)}, allow_nan=False
-            ),
-            file=out,
-        )
+        value = {
+            **plan.to_dict(),
+            "max_len": args.max_len,
+            "n_buckets_asked": args.buckets,
+            "gain_rule": _gain_rule_json(auto, max_buckets),
+            "exports": export_all(plan),
+        }
+        print(json.dumps(value, allow_nan=False), file=out)
         return
     print(
-        f"{args.method} edges for {plan.n_buckets} buckets ({rule.text}"
-        f"{'' if args.max_len is None else f', max_len = {args.max_len:,}'}):",
+        wrap(
+            f"{args.method} edges for {plan.n_buckets} bucket{'' if plan.n_buckets == 1 else 's'} "
+            f"({rule.text}"
+            f"{'' if args.max_len is None else f', max_len = {args.max_len:,}'}):"
+        ),
         file=out,
     )
-    print(f"  edges        {', '.join(map(str, plan.edges))}", file=out)
-    print(f"  batch sizes  {', '.join(map(str, plan.batch_sizes))}", file=out)
+    if auto is not None:
+        print(wrap(_auto_line(auto, max_buckets), indent="  ", subsequent="    "), file=out)
+    print(wrap(", ".join(map(str, plan.edges)), indent="  edges        ", subsequent=" " * 15), file=out)
+    print(
+        wrap(", ".join(map(str, plan.batch_sizes)), indent="  batch sizes  ", subsequent=" " * 15), file=out
+    )
     efficiency = format_value(plan.efficiency, column_kind("efficiency"))
     print(f"  efficiency   {efficiency} (expected useful / padded tokens)", file=out)
     print(f"  padded tokens {format_count(plan.padded_tokens)} for {plan.useful_tokens:,} useful", file=out)
-    if plan.n_buckets != args.buckets:
-        print(f"  ({args.buckets} buckets asked; the data allow {plan.n_buckets})", file=out)
+    if plan.n_buckets != k:
+        print(f"  ({k} buckets asked; the data allow {plan.n_buckets})", file=out)
     print(file=out)
-    print(_frame_text(plan.to_frame()), file=out)
+    print(frame_text(plan.to_frame()), file=out)
 
 
-#: The width ``compare`` keeps to without ``--wide``.
-_WIDTH = 120
 #: The columns ``compare`` prints by default (the rest with ``--wide`` or ``--json``).
 _COMPARE_COLUMNS = [
     "batch_rule",
@@ -113,10 +179,10 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> None:
     check_calibration(args)
     hist = load(args)
     rule = batch_rule(args)
+    k, auto, max_buckets = _buckets(args, hist, rule)
     if args.edges is None:
-        k = args.buckets or DEFAULT_N_BUCKETS
         edges = optimize_edges(hist, k, rule).edges
-        source = f"the optimal edges for {k} buckets"
+        source = f"the optimal edges for {k} bucket{'' if k == 1 else 's'}"
     else:
         edges = check_edges(args.edges, hist)
         source = "the given edges"
@@ -138,32 +204,35 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> None:
         "seed": args.seed,
         "world_size": args.world_size,
         "max_len": args.max_len,
+        "n_buckets_asked": None if args.edges is not None else (args.buckets or DEFAULT_N_BUCKETS),
+        "gain_rule": _gain_rule_json(auto, max_buckets),
     }
     if args.json:
         rows = {str(name): {str(c): _json_value(v) for c, v in row.items()} for name, row in table.iterrows()}
         print(json.dumps({**settings, "strategies": rows}, allow_nan=False), file=out)
         return
     print(
-        f"Strategies on {source} ({rule.text}, {args.epochs} epoch"
-        f"{'s' if args.epochs > 1 else ''}, seed {args.seed}, world size {args.world_size}):",
+        wrap(
+            f"Strategies on {source} ({rule.text}, {args.epochs} epoch"
+            f"{'s' if args.epochs > 1 else ''}, seed {args.seed}, world size {args.world_size}):"
+        ),
         file=out,
     )
+    if auto is not None:
+        print(wrap(_auto_line(auto, max_buckets), indent="  ", subsequent="    "), file=out)
     if "simulated_samples" in table.columns:
-        print(
-            f"  (simulated on a uniform subsample of {int(table['simulated_samples'].iloc[0]):,} "
+        text = (
+            f"(simulated on a uniform subsample of {int(table['simulated_samples'].iloc[0]):,} "
             f"of the {table.attrs['population_samples']:,} samples; efficiency_se is the "
-            "standard error this leaves; expected_efficiency is exact)",
-            file=out,
+            "standard error this leaves; expected_efficiency is exact)"
         )
+        print(wrap(text, indent="  ", subsequent="   "), file=out)
     # as --edges takes them (comma-separated, copy-pasteable), wrapped at commas if long
     print(
-        textwrap.fill(
-            ", ".join(map(str, edges)), width=_WIDTH, initial_indent="  edges ", subsequent_indent="        "
-        ).replace(", ", ","),
-        file=out,
+        wrap(", ".join(map(str, edges)), indent="  edges ", subsequent=" " * 8).replace(", ", ","), file=out
     )
     shown = table if args.wide else table[[c for c in _COMPARE_COLUMNS if c in table.columns]]
-    print(_frame_text(shown), file=out)
+    print(frame_text(shown), file=out)
     if not args.wide:
         print("(more columns with --wide or --json)", file=out)
 
@@ -175,10 +244,13 @@ def cmd_report(args: argparse.Namespace, out: TextIO, argv: Sequence[str] | None
     src, column, field = args.src, args.column, args.field
     if args.tokenizer is not None:  # raw data: measure it first (OUT/lengths.npy), --field = text
         src, column, field = measure_for_report(args, args.out), None, None
+    max_buckets, min_gain = gain_rule(args)
     result = run_report(
         src,
         args.out,
         n_buckets=args.buckets,
+        max_buckets=max_buckets,
+        min_gain=min_gain,
         rule=batch_rule(args),
         max_len=args.max_len,
         method=args.method,
@@ -193,9 +265,20 @@ def cmd_report(args: argparse.Namespace, out: TextIO, argv: Sequence[str] | None
         step_times=args.step_times,
         command=_command_line(argv),
     )
+    if args.buckets == AUTO:
+        print(wrap(_report_auto_line(result.recommendation)), file=out)
     print(f"report written to {result.out_dir} ({len(result.files)} files):", file=out)
     for path in result.files:
         print(f"  {path.relative_to(result.out_dir)}", file=out)
+
+
+def _report_auto_line(recommendation: dict[str, Any]) -> str:
+    """Which K ``report --buckets auto`` took (``recommendation.json``'s settings)."""
+    settings = recommendation["settings"]
+    return (
+        f"--buckets auto took K = {settings['n_buckets']}: the gain rule's K "
+        f"(--min-gain {settings['min_gain']:g} over K = 1..{settings['max_buckets']})"
+    )
 
 
 def _command_line(argv: Sequence[str] | None) -> str:

@@ -26,7 +26,7 @@ import argparse
 import contextlib
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 from analysis.cli._options import positive
 from analysis.lengths import LengthHistogram
@@ -81,11 +81,14 @@ def add_raw_data_options(p: argparse.ArgumentParser, *, tokenizer_required: bool
     )
 
 
+_Parser = TypeVar("_Parser", bound=argparse.ArgumentParser)
+
+
 def add_lengths_subcommand(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+    sub: argparse._SubParsersAction[_Parser],
     *,
     formatter_class: type[argparse.HelpFormatter] = argparse.HelpFormatter,
-) -> argparse.ArgumentParser:
+) -> _Parser:
     """Add ``lengths`` to the subparsers ``sub`` of the CLI; return its parser."""
     p = sub.add_parser(
         "lengths",

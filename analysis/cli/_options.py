@@ -1,8 +1,9 @@
 """The CLI's argument types, its shared options, and what every command does first.
 
 Argument types (:func:`positive`, :func:`non_negative`, :func:`positive_float`,
-:func:`edge_list`) turn a bad value into argparse's usage error; the ``add_*`` functions add an
-option shared by several subcommands; :func:`load` reads SRC as the options say.
+:func:`gain`, :func:`bucket_count`, :func:`edge_list`) turn a bad value into argparse's usage
+error; the ``add_*`` functions add an option shared by several subcommands; :func:`load` reads
+SRC as the options say, :func:`gain_rule` checks ``--max-buckets`` / ``--min-gain``.
 """
 
 from __future__ import annotations
@@ -11,9 +12,17 @@ import argparse
 import sys
 from collections.abc import Callable, Iterable
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any
+from typing import Any, Literal
 
-from analysis.batching import DEFAULT_BATCH_SIZE, DEFAULT_N_BUCKETS, MAX_RULE_VALUE, BatchRule, parse_edges
+from analysis.batching import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_MAX_BUCKETS,
+    DEFAULT_MIN_GAIN,
+    DEFAULT_N_BUCKETS,
+    MAX_RULE_VALUE,
+    BatchRule,
+    parse_edges,
+)
 from analysis.lengths import LengthHistogram
 from analysis.loaders import load_lengths
 
@@ -62,6 +71,31 @@ def positive_float(text: str) -> float:
     if not value > 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
     return value
+
+
+def gain(text: str) -> float:
+    """An efficiency gain: a finite number >= 0 (``0.01`` is one percentage point)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}") from None
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
+    return value
+
+
+#: What ``--buckets auto`` asks for: the K the gain rule suggests.
+AUTO: Literal["auto"] = "auto"
+
+
+def bucket_count(text: str) -> int | Literal["auto"]:
+    """A positive bucket count, or ``auto`` (the K the gain rule suggests)."""
+    if text.strip().lower() == AUTO:
+        return AUTO
+    try:
+        return positive(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer or auto, got {text!r}") from None
 
 
 def edge_list(text: str) -> list[int]:
@@ -170,9 +204,61 @@ def add_batch_rule(p: argparse.ArgumentParser) -> None:
     )
 
 
+#: The help of ``--buckets``' ``auto``.
+BUCKETS_AUTO_HELP = (
+    "; auto: the K the gain rule suggests (the smallest K after which one more bucket "
+    "gains less than --min-gain efficiency, K = 1..--max-buckets)"
+)
+
+
 def add_buckets(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--buckets", metavar="K", type=positive, default=DEFAULT_N_BUCKETS, help="number of buckets"
+        "--buckets",
+        metavar="K",
+        type=bucket_count,
+        default=DEFAULT_N_BUCKETS,
+        help=f"number of buckets{BUCKETS_AUTO_HELP} (default: {DEFAULT_N_BUCKETS})",
+    )
+
+
+def add_gain_rule(p: argparse.ArgumentParser, *, report: bool = False) -> None:
+    """``--max-buckets`` and ``--min-gain``: the gain rule that suggests K."""
+    use = (
+        "notebook 03's sweep, recommendation.json's n_buckets_suggested and --buckets auto"
+        if report
+        else "with --buckets auto"
+    )
+    p.add_argument(
+        "--max-buckets",
+        metavar="M",
+        type=positive,
+        default=None,
+        help=f"the gain rule sweeps K = 1..M ({use}; default: {DEFAULT_MAX_BUCKETS})",
+    )
+    p.add_argument(
+        "--min-gain",
+        metavar="X",
+        type=gain,
+        default=None,
+        help="the gain rule stops once one more bucket gains less than X efficiency, "
+        f"0.01 = one percentage point ({use}; default: {DEFAULT_MIN_GAIN})",
+    )
+
+
+def gain_rule(args: argparse.Namespace) -> tuple[int, float]:
+    """``(max_buckets, min_gain)`` with their defaults; given without ``--buckets auto``
+    (where nothing reads them) they are a mistake."""
+    given = [
+        f for f, v in (("--max-buckets", args.max_buckets), ("--min-gain", args.min_gain)) if v is not None
+    ]
+    if given and args.buckets != AUTO and args.command != "report":
+        verb, them = ("apply", "them") if len(given) > 1 else ("applies", "it")
+        raise CLIError(
+            f"{' and '.join(given)} {verb} only with --buckets auto (give --buckets auto or leave {them} out)"
+        )
+    return (
+        DEFAULT_MAX_BUCKETS if args.max_buckets is None else args.max_buckets,
+        DEFAULT_MIN_GAIN if args.min_gain is None else args.min_gain,
     )
 
 

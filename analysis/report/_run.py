@@ -10,13 +10,20 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from analysis._validate import positive_int
 from analysis._version import __version__
-from analysis.batching import DEFAULT_METHOD, DEFAULT_N_BUCKETS, DEFAULT_SEED, BatchRule
+from analysis.batching import (
+    DEFAULT_MAX_BUCKETS,
+    DEFAULT_METHOD,
+    DEFAULT_MIN_GAIN,
+    DEFAULT_N_BUCKETS,
+    DEFAULT_SEED,
+    BatchRule,
+)
 from analysis.exports import export_all
 from analysis.lengths import LengthHistogram
 from analysis.loaders import LengthSource, load_lengths, load_step_times, save_histogram
@@ -82,7 +89,9 @@ def run_report(
     src: LengthSource,
     out_dir: str | os.PathLike[str],
     *,
-    n_buckets: int = DEFAULT_N_BUCKETS,
+    n_buckets: int | Literal["auto"] = DEFAULT_N_BUCKETS,
+    max_buckets: int = DEFAULT_MAX_BUCKETS,
+    min_gain: float = DEFAULT_MIN_GAIN,
     rule: BatchRule | None = None,
     max_len: int | None = None,
     method: str = DEFAULT_METHOD,
@@ -106,8 +115,14 @@ def run_report(
         The lengths (anything :func:`analysis.load_lengths` reads).
     out_dir : path
         Output folder, created when missing.  Existing files of the same names are replaced.
-    n_buckets : int
-        Buckets of the recommended plan.
+    n_buckets : int or "auto"
+        Buckets of the recommended plan; ``"auto"`` takes the K the gain rule suggests
+        (:attr:`analysis.Recommendation.n_buckets_suggested`), recorded in
+        ``recommendation.json`` as ``settings.n_buckets`` beside ``settings.n_buckets_asked``.
+    max_buckets, min_gain : int, float
+        The gain rule (:func:`analysis.recommend`): K = 1..``max_buckets`` are swept (by
+        notebook 03 too) and the K suggested is the smallest after which one more bucket gains
+        less than ``min_gain`` efficiency.
     rule : BatchRule, optional
         The batch rule (default :meth:`analysis.BatchRule.resolve`).
     max_len : int, optional
@@ -142,8 +157,14 @@ def run_report(
     -------
     ReportResult
     """
+    if isinstance(n_buckets, str) and n_buckets != "auto":
+        raise ValueError(f"n_buckets must be a positive integer or 'auto', got {n_buckets!r}")
+    auto = isinstance(n_buckets, str)
     settings = _Settings(
-        n_buckets=n_buckets,
+        n_buckets=DEFAULT_N_BUCKETS if isinstance(n_buckets, str) else n_buckets,  # auto: resolved below
+        n_buckets_asked=n_buckets,
+        max_buckets=positive_int(max_buckets, "max_buckets"),
+        min_gain=min_gain,
         rule=BatchRule.resolve() if rule is None else rule,
         max_len=max_len,
         method=method,
@@ -163,7 +184,14 @@ def run_report(
     raw = load_lengths(src, column=column, field=field, allow_zero=drop_zero, progress=progress)
     raw, zero_dropped = raw.drop_zero() if drop_zero else (raw, 0)
     hist = raw.clip(max_len) if max_len is not None else raw
-    rec = recommend(hist, n_buckets, settings.rule, method=method)
+    rec = recommend(
+        hist, settings.n_buckets, settings.rule, method=method, max_buckets=max_buckets, min_gain=min_gain
+    )
+    if auto:  # the K the gain rule suggests
+        settings = replace(settings, n_buckets=rec.n_buckets_suggested)
+        rec = recommend(
+            hist, settings.n_buckets, settings.rule, method=method, max_buckets=max_buckets, min_gain=min_gain
+        )
     rec_dict = rec.to_dict()
     rec_dict["throughput"] = (
         None if tokens_per_s is None else _throughput(rec, tokens_per_s, str(reference_strategy))
@@ -181,7 +209,10 @@ def run_report(
 class _Settings:
     """The report's settings, defaults resolved (as ``recommendation.json`` records them)."""
 
-    n_buckets: int
+    n_buckets: int  # the K used (the suggested one for "auto")
+    n_buckets_asked: int | str  # as given: a K or "auto"
+    max_buckets: int
+    min_gain: float
     rule: BatchRule
     max_len: int | None
     method: str
@@ -197,6 +228,9 @@ class _Settings:
         """The ``settings`` of ``recommendation.json``."""
         return {
             "n_buckets": self.n_buckets,
+            "n_buckets_asked": self.n_buckets_asked,
+            "max_buckets": self.max_buckets,
+            "min_gain": self.min_gain,
             **{k: getattr(self.rule, k) for k in ("batch_size", "max_tokens", "pad_to_multiple_of")},
             "max_len": self.max_len,
             "method": self.method,
@@ -311,6 +345,8 @@ def _offered(settings: _Settings, run: _Run, data: _Data, edges: list[int]) -> d
         "max_tokens": rule.max_tokens,
         "pad_to_multiple_of": rule.pad_to_multiple_of,
         "n_buckets": settings.n_buckets,
+        "max_buckets": settings.max_buckets,
+        "min_gain": settings.min_gain,
         "seed": settings.seed,
         "world_size": settings.world_size,
         "zero_length_dropped": data.zero_dropped,
