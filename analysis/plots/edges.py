@@ -235,6 +235,7 @@ class EdgesOnHistogram:
         self._lines: list[Line2D] = []
         self._labels: list[Text] = []
         self._values: list[Annotation] = []
+        self._widths: dict[str, float] = {}  # an edge value's width in points, by its text
         ax.set_title(_edges_title(None, " "), fontsize=10, pad=_TITLE_PAD)
         if live:
             self.figure.draw_without_rendering()
@@ -328,7 +329,9 @@ class EdgesOnHistogram:
                 continue
             text = format_length(inner[i])
             x = float(self.ax.transData.transform([[inner[i], 0]])[0, 0]) * to_pt
-            width = text_size_pt(fig, text, _LABEL_SIZE)[0]
+            if text not in self._widths:  # measured once: a redraw of the explorer stays fast
+                self._widths[text] = text_size_pt(fig, text, _LABEL_SIZE)[0]
+            width = self._widths[text]
             row = next((r for r in range(_VALUE_ROWS) if x - width / 2 >= ends[r] + _VALUE_GAP), None)
             note.set_visible(row is not None)
             if row is None:
