@@ -1,8 +1,10 @@
 """Figures for real distributions: on a synthetic heavy tail reaching 423,350 tokens
 and on a narrow distribution, every figure is drawn with Agg and checked as a reader sees it:
-tick labels and bucket labels never overlap, length axes are logarithmic exactly when the
-lengths span more than two decades, efficiency axes stop at 100 %, colours come from the
-colour-blind-safe sets, a cut axis says so, and no text shows ``-0`` or a float count."""
+tick labels, bucket labels and edge values never overlap, length axes are logarithmic
+exactly when the lengths span more than a decade, no text is drawn across a line,
+efficiency axes stop at 100 % and the efficiency colour bar is fixed at 0 to 100 %, colours
+come from the colour-blind-safe sets, a cut axis says so, and no text shows ``-0`` or a
+float count."""
 
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from matplotlib.text import Text
 import analysis
 from analysis import LengthHistogram, plots
 from analysis.optimize import recommend_n_buckets
-from analysis.plots._common import OKABE_ITO
+from analysis.plots._common import OKABE_ITO, _segment_hits_box
 from analysis.recommendation import compare_edge_sets
 
 HEAVY_MAX = 423_350
@@ -84,7 +86,19 @@ def all_figures(hist: LengthHistogram, n_buckets: int = 6) -> dict[str, Figure]:
     }
 
 
-LENGTH_AXIS_FIGURES = ["length_histogram", "token_histogram", "cdf", "optimal_edges", "edge_sets"]
+LENGTH_AXIS_FIGURES = ["length_histogram", "token_histogram", "cdf", "clipping", "optimal_edges", "edge_sets"]
+#: The figures of analysis.plots.distribution, .buckets and .edges (strategies' are tested
+#: with their module).
+NO_TEXT_ON_A_LINE = [
+    "length_histogram",
+    "token_histogram",
+    "cdf",
+    "token_share",
+    "clipping",
+    "efficiency_vs_buckets",
+    "optimal_edges",
+    "edge_sets",
+]
 
 
 def drawn(figs: dict[str, Figure]) -> dict[str, Figure]:
@@ -176,11 +190,21 @@ def test_efficiencies_a_point_apart_get_the_decimals_they_need():
     assert eff.get_ylim()[1] <= 1.0
 
 
-def test_log_length_axis_exactly_over_two_decades(heavy_figures, narrow_figures):
+def test_log_length_axis_exactly_over_a_decade(heavy_figures, narrow_figures):
     for name in LENGTH_AXIS_FIGURES:
         assert heavy_figures[name].axes[0].get_xscale() == "log", name
         assert narrow_figures[name].axes[0].get_xscale() == "linear", name
-    assert plots.wants_log_axis(1, 101) and not plots.wants_log_axis(5, 499)
+    assert plots.LOG_SPAN == 10
+    assert plots.wants_log_axis(1, 11) and not plots.wants_log_axis(5, 49)
+
+
+def test_clipping_axis_of_a_tail_one_decade_past_the_median_is_log():
+    """The reported case: the clipping plot from a median of 1,606 to a longest of 160,000
+    (two decades exactly) had a linear axis."""
+    lengths = np.r_[np.full(500, 1_000), np.full(500, 1_606), np.arange(1_607, 160_001, 500), 160_000]
+    fig = plots.plot_clipping(LengthHistogram.from_lengths(lengths), 8_192)
+    assert fig.axes[0].get_xscale() == "log"
+    assert plots.plot_clipping(narrow(), 300).axes[0].get_xscale() == "linear"
 
 
 def test_heavy_tail_length_ticks_reach_the_tail(heavy_figures):
@@ -198,6 +222,30 @@ def test_efficiency_axes_stop_at_100_percent(figures):
     for name in ("optimal_edges", "edge_sets"):
         colorbar = figures[name].axes[1]
         assert max(colorbar.get_ylim()) <= 1.0
+
+
+def test_efficiency_colour_bar_is_fixed_at_0_to_100_percent(heavy):
+    """One colour is one efficiency in every report: a plan at 35 % and one at 91 % (and the
+    live figure after either) share the scale."""
+    low, high = (analysis.optimize_edges(heavy, k, batch_size=8) for k in (1, 16))
+    assert low.efficiency < 0.5 < 0.85 < high.efficiency
+    figs = [plots.plot_edges_on_histogram(heavy, plan) for plan in (low, high)]
+    figs += [plots.plot_edge_sets({"one": low, "sixteen": high}, hist=heavy)]
+    for fig in figs:
+        FigureCanvasAgg(fig).draw()
+        assert_fixed_colour_bar(fig)
+    live = plots.EdgesOnHistogram(heavy)
+    for plan in (low, high):
+        live.show(plan)
+        live.render()
+        assert_fixed_colour_bar(live.figure)
+
+
+def assert_fixed_colour_bar(fig):
+    (bar,) = [ax for ax in fig.axes if ax.get_ylabel() == "bucket efficiency"]
+    assert tuple(bar.get_ylim()) == (0.0, 1.0)
+    ticks = [t.get_text() for t in bar.get_yticklabels()]
+    assert ticks[0] == "0%" and ticks[-1] == "100%", ticks
 
 
 def _mappables(fig):
@@ -269,6 +317,96 @@ def test_bucket_labels_never_overlap_and_sit_in_their_bucket(figures):
         assert screen[b] <= box.x0 and box.x1 <= screen[b + 1], t.get_text()
 
 
+def edge_value_texts(ax):
+    """The edge values printed above the histogram (the bucket labels start with ``#``)."""
+    return [t for t in ax.texts if t.get_visible() and t.get_text() and not t.get_text().startswith("#")]
+
+
+@pytest.mark.parametrize("n_buckets", [2, 6, 16])
+def test_edge_values_are_printed_above_their_lines_and_never_overlap(heavy, n_buckets):
+    for hist in (heavy, narrow()):
+        plan = analysis.optimize_edges(hist, n_buckets, batch_size=8)
+        fig = plots.plot_edges_on_histogram(hist, plan)
+        FigureCanvasAgg(fig).draw()
+        renderer = fig.canvas.get_renderer()
+        ax = fig.axes[0]
+        values = edge_value_texts(ax)
+        inner = plan.edges[1:-1]
+        shown = [int(t.get_text().replace(",", "")) for t in values]
+        assert shown and set(shown) <= set(inner)
+        tables = [c for a in fig.axes for c in a.get_children() if isinstance(c, Table)]
+        assert shown == inner or tables, "an edge value left out: the table lists every bucket"
+        own = boxes(values, renderer)
+        assert_disjoint(own, "edge values")
+        for box in own:
+            assert box.y0 >= ax.bbox.y1  # above the axes, over no bar, line or bucket label
+        title = ax.title.get_window_extent(renderer)
+        assert all(box.y1 <= title.y0 for box in own)  # below the title
+        for t, box in zip(values, own, strict=True):  # each centred on its own edge's line
+            x = ax.transData.transform([[int(t.get_text().replace(",", "")), 0]])[0, 0]
+            assert box.x0 < x < box.x1
+
+
+def test_live_and_saved_edges_figures_print_the_same_edge_values(heavy):
+    live = plots.EdgesOnHistogram(heavy)
+    for k in (16, 3, 6):
+        plan = analysis.optimize_edges(heavy, k, batch_size=8)
+        live.show(plan)
+        static = plots.plot_edges_on_histogram(heavy, plan)
+        assert live.edge_values() == [t.get_text() for t in edge_value_texts(static.axes[0])]
+        assert len(live.edge_values()) == k - 1  # all fit, live at 100 dpi too
+
+
+def _crossings(fig):
+    """(text, line) pairs of an axes where a drawn line passes through a text's box."""
+    renderer = fig.canvas.get_renderer()
+    for ax in fig.axes:
+        texts = [t for t in ax.texts if t.get_visible() and t.get_text()]
+        for t in texts:
+            box = Text.get_window_extent(t, renderer)
+            rect = (box.x0, box.y0, box.x1, box.y1)
+            for line in ax.lines:
+                if not line.get_visible() or line.get_linestyle() in ("None", "none", " ", ""):
+                    continue
+                xy = np.column_stack([line.get_xdata(), line.get_ydata()]).astype(float)
+                pts = line.get_transform().transform(xy[np.isfinite(xy).all(axis=1)])
+                if any(_segment_hits_box(tuple(a), tuple(b), rect) for a, b in zip(pts[:-1], pts[1:])):
+                    yield t.get_text(), line.get_label()
+
+
+def test_no_text_is_drawn_across_a_line(figures):
+    for name in NO_TEXT_ON_A_LINE:
+        assert not list(_crossings(figures[name])), name
+
+
+def test_a_text_across_a_line_is_found():
+    fig = Figure()
+    ax = fig.add_subplot()
+    ax.plot([0, 1], [0, 1], label="diagonal")
+    ax.axhline(0.9, label="reference")
+    ax.text(0.5, 0.5, "on the diagonal", ha="center")
+    ax.text(0.6, 0.2, "below it")
+    FigureCanvasAgg(fig).draw()
+    assert list(_crossings(fig)) == [("on the diagonal", "diagonal")]
+
+
+def test_lines_are_named_in_the_legend(figures):
+    """Reference lines (a shuffle, sorted batches, the chosen K) and marked points say what
+    they are in the legend, beside the axes, not in a text on the line."""
+    fig = figures["efficiency_vs_buckets"]
+    (legend,) = fig.legends
+    names = [t.get_text() for t in legend.get_texts()]
+    assert any(n.startswith("random shuffle (one bucket): ") for n in names)
+    assert any(n.startswith("this report: K = 6") for n in names)
+    assert not fig.axes[0].texts
+    share = figures["token_share"].axes[0]
+    assert not share.texts
+    assert sum(t.get_text().startswith("longest ") for t in share.get_legend().get_texts()) == 3
+    clip = figures["clipping"]
+    assert not clip.axes[0].texts
+    assert any(t.get_text().startswith("max_len = ") for t in clip.legends[0].get_texts())
+
+
 def test_narrow_buckets_get_a_table():
     hist = heavy_tail()
     plan = analysis.optimize_edges(hist, 16, batch_size=8)
@@ -276,6 +414,7 @@ def test_narrow_buckets_get_a_table():
     FigureCanvasAgg(fig).draw()
     renderer = fig.canvas.get_renderer()
     full = [t for t in fig.axes[0].texts if "\n" in t.get_text()]
+    assert edge_value_texts(fig.axes[0])  # the edge values still above the histogram
     assert len(full) < plan.n_buckets  # some buckets are too narrow for their label
     assert_disjoint(boxes(fig.axes[0].texts, renderer), "bucket labels")
     tables = [c for ax in fig.axes for c in ax.get_children() if isinstance(c, Table)]

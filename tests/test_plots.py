@@ -69,9 +69,9 @@ def test_histogram_explicit_bins_and_labels(case):
     assert "tokens" in ax.get_xlabel()
     assert "902,087 samples" in ax.get_title()
     labels = ax.get_legend_handles_labels()[1]
-    assert labels == ["median 1,606", "mean 2,068"]
-    texts = [t.get_text() for t in ax.texts]
-    assert any("71,503 samples" in t for t in texts)  # the spike at the context limit
+    assert labels[:2] == ["median 1,606", "mean 2,068"]
+    # the spike at the context limit, named in the legend (no text drawn on the bars)
+    assert labels[2] == "71,503 samples (7.9%)\nat the max length 8,192" and not ax.texts
     tick_labels = [ax.xaxis.get_major_formatter()(v, 0) for v in (1024, 8192)]
     assert tick_labels == ["1,024", "8,192"]
 
@@ -108,8 +108,13 @@ def test_token_share_figure_draws_the_curve_and_marks(case):
     x, y = case.token_share_curve()
     np.testing.assert_array_equal(curve.get_xdata(), x)
     np.testing.assert_array_equal(curve.get_ydata(), y)
-    texts = [t.get_text() for t in fig.axes[0].texts]
-    assert texts[0] == f"longest 1% hold {100 * case.tail_token_share(0.01):.1f}% of tokens"
+    labels = fig.axes[0].get_legend_handles_labels()[1]
+    assert labels[2] == f"longest 1% hold {100 * case.tail_token_share(0.01):.1f}% of tokens"
+    marks = [line for line in fig.axes[0].lines if line.get_label().startswith("longest")]
+    assert [(m.get_xdata()[0], m.get_ydata()[0]) for m in marks] == [
+        (f, case.tail_token_share(f)) for f in (0.01, 0.1, 0.25)
+    ]
+    assert not fig.axes[0].texts  # the marks are named in the legend, not across the curve
 
 
 def test_clipping_curves_match_clip_summary():
@@ -123,7 +128,7 @@ def test_clipping_curves_match_clip_summary():
         assert t == pytest.approx(summary["share_tokens_removed"])
     marker = [line for line in ax.lines if line.get_label().startswith("max_len")]
     assert marker[0].get_xdata()[0] == 8
-    text = ax.texts[0].get_text()
+    text = marker[0].get_label()  # the exact numbers, in the legend beside the axes
     assert "5 samples clipped (45.5%)" in text and "2,241 tokens removed (96.8%)" in text
 
 
@@ -131,7 +136,8 @@ def test_clipping_default_starts_at_median(case):
     fig = plot_clipping(case, 4096)
     xs = fig.axes[0].lines[0].get_xdata()
     assert xs[0] == case.quantile(0.5) and xs[-1] == 8192
-    assert "77,840 samples clipped (8.6%)" in fig.axes[0].texts[0].get_text()
+    (marker,) = [line for line in fig.axes[0].lines if line.get_label().startswith("max_len")]
+    assert "77,840 samples clipped (8.6%)" in marker.get_label()
 
 
 def test_no_pyplot_figures_and_save(tmp_path, case):

@@ -25,7 +25,7 @@ from analysis.tables import format_count as format_count  # re-exported: the fig
 from analysis.tables import format_length
 from analysis.tables import format_percent as tables_percent
 
-__all__ = ["save_figure", "OKABE_ITO", "EFFICIENCY_CMAP", "wants_log_axis"]
+__all__ = ["save_figure", "OKABE_ITO", "EFFICIENCY_CMAP", "EFFICIENCY_RANGE", "LOG_SPAN", "wants_log_axis"]
 
 
 def save_figure(
@@ -90,17 +90,22 @@ OKABE_ITO = {
 GREY = "#555555"
 #: The continuous colour map (colour-blind safe, perceptually uniform) for efficiencies.
 EFFICIENCY_CMAP = "viridis"
+#: The efficiency colour scale, fixed (0 to 100 %) so that one colour means one efficiency
+#: in every figure and every report.
+EFFICIENCY_RANGE = (0.0, 1.0)
 
-#: Lengths spanning more than this ratio (max / min) get a log axis: "about two decades".
-LOG_SPAN = 100.0
+#: Lengths spanning more than this ratio (max / min) get a log axis: more than a decade.
+#: The one rule of every length axis (:func:`wants_log_axis`).
+LOG_SPAN = 10.0
 
 
 def wants_log_axis(lo: float, hi: float) -> bool:
-    """Whether lengths from ``lo`` to ``hi`` span more than about two decades (a log axis).
+    """Whether lengths from ``lo`` to ``hi`` span more than a decade (:data:`LOG_SPAN`): a
+    log axis, on which the tail and the body both get room.
 
     Examples
     --------
-    >>> wants_log_axis(62, 469), wants_log_axis(16, 8_450), wants_log_axis(0, 50)
+    >>> wants_log_axis(62, 469), wants_log_axis(1_606, 160_000), wants_log_axis(0, 9)
     (False, True, False)
     """
     return hi / max(lo, 1.0) > LOG_SPAN

@@ -2,7 +2,7 @@
 side by side (the edges drawn on the length histogram are :mod:`analysis.plots.edges`).  Inputs come from
 :mod:`analysis.optimize` (sweep frames and :class:`~analysis.optimize.BucketPlan`\\ s); every
 function returns a ``Figure``.  Efficiencies are coloured with a colour-blind-safe map and
-their axes stop at 100 %; length axes are logarithmic when the lengths span over two decades."""
+their axes stop at 100 %; length axes are logarithmic when the lengths span more than a decade."""
 
 from __future__ import annotations
 
@@ -59,7 +59,8 @@ def plot_efficiency_vs_buckets(
     lines: ``random_efficiency`` (one bucket: a full shuffle) and ``sorted_efficiency`` (sorted
     batches, cut from the sorted samples).  ``chosen`` marks the bucket count the report uses;
     ``recommended`` the one a gain rule suggests (marked apart only when they differ).  The
-    efficiency axis stops at 100 %.
+    efficiency axis stops at 100 %; every line is named in the legend beside the axes, none
+    by a text drawn on it.
 
     Examples
     --------
@@ -69,10 +70,10 @@ def plot_efficiency_vs_buckets(
     >>> from analysis import sweep_bucket_counts
     >>> sweep = sweep_bucket_counts(hist, range(1, 4), ("optimal", "equal_count"), batch_size=4)
     >>> fig = plot_efficiency_vs_buckets(sweep, chosen=2)
-    >>> len(fig.axes), float(fig.axes[0].get_ylim()[1])
-    (1, 1.0)
+    >>> len(fig.axes), float(fig.axes[0].get_ylim()[1]), list(fig.axes[0].texts)
+    (1, 1.0, [])
     """
-    fig = Figure(figsize=(7.5, 4.6), layout="constrained")
+    fig = Figure(figsize=(9.5, 4.6), layout="constrained")
     ax = fig.add_subplot()
     methods = list(dict.fromkeys(sweep["method"]))
     for method in methods:
@@ -89,24 +90,14 @@ def plot_efficiency_vs_buckets(
             label=_METHOD_LABELS.get(method, method),
             zorder=4 if method == "greedy" else 3 if best else 2,
         )
-    # the reference lines: sorted batches labelled at the left, a full shuffle at the right
-    for value, what, style, side in (
-        (sorted_efficiency, "sorted batches", "--", "left"),
-        (random_efficiency, "random shuffle (one bucket)", ":", "right"),
+    # the reference lines, named in the legend (no text drawn across a line)
+    for value, what, style in (
+        (sorted_efficiency, "sorted batches", "--"),
+        (random_efficiency, "random shuffle (one bucket)", ":"),
     ):
-        if value is None:
-            continue
-        ax.axhline(value, color="black", lw=1, ls=style, zorder=1)
-        ax.annotate(
-            f"{what}: {format_percent(value)}",
-            (0 if side == "left" else 1, value),
-            xycoords=("axes fraction", "data"),
-            xytext=(4 if side == "left" else -4, -3),
-            textcoords="offset points",
-            fontsize=8,
-            va="top",
-            ha=side,
-        )
+        if value is not None:
+            label = f"{what}: {format_percent(value)}"
+            ax.axhline(value, color="black", lw=1, ls=style, zorder=1, label=label)
     optimal = sweep[sweep["method"] == "optimal"]
     marks = [(chosen, "this report: K = {k} ({eff})", "-")]
     if recommended is not None and recommended != chosen:
@@ -146,12 +137,8 @@ def plot_efficiency_vs_buckets(
     ax.yaxis.set_major_formatter(_PERCENT)
     ax.grid(alpha=0.3)
     ax.set_axisbelow(True)
-    # the legend sits above the random-shuffle line, whose label hangs below it on the right
-    bottom = 0.08
-    if random_efficiency is not None:
-        y0, y1 = ax.get_ylim()
-        bottom = max(bottom, (random_efficiency - y0) / (y1 - y0) + 0.03)
-    ax.legend(fontsize=8, loc="lower right", bbox_to_anchor=(1.0, bottom))
+    # the legend beside the axes: it covers no line
+    fig.legend(*ax.get_legend_handles_labels(), fontsize=8, loc="outside right upper", frameon=False)
     if title:
         ax.set_title(title)
     return fig
@@ -167,7 +154,7 @@ def plot_edge_sets(
     """Several edge sets on one length axis: a row per plan, each bucket a bar coloured by
     its expected efficiency, the plan's overall efficiency at the right.
 
-    The length axis is logarithmic when the lengths span more than two decades
+    The length axis is logarithmic when the lengths span more than a decade
     (``log_x=None``; from ``hist`` when given, else from the edges themselves).
 
     Examples
@@ -189,7 +176,7 @@ def plot_edge_sets(
     left = lo * 0.8 if log else 0.0
     fig = Figure(figsize=(9, 0.55 * len(names) + 1.6), layout="constrained")
     ax = fig.add_subplot()
-    cmap, norm = _efficiency_colors([f for p in plans.values() for f in p.to_frame()["efficiency"]])
+    cmap, norm = _efficiency_colors()
     right = blended_transform_factory(ax.transAxes, ax.transData)
     for row, name in enumerate(names):
         plan = plans[name]

@@ -4,11 +4,14 @@ Every function takes a :class:`~analysis.lengths.LengthHistogram` and returns a
 ``matplotlib.figure.Figure`` made with ``Figure()`` (never pyplot).  They work on the
 histogram itself (bins are summed over distinct lengths, never expanded to samples); the
 statistics they print (quantiles, tail token shares, clipping) come from the histogram's
-own methods.
+own methods.  Each takes a ``subtitle`` (a second title line) to say which lengths it
+shows (for example, as in the file or clipped at ``max_len``).  No text is drawn across a
+line: what a line or a marked point means is in the legend.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 import numpy as np
@@ -33,8 +36,13 @@ def _check_hist(hist: object) -> LengthHistogram:
 
 
 def _log(hist: LengthHistogram, log_x: bool | None) -> bool:
-    """``log_x`` as given, or (``None``) a log axis when the lengths span over two decades."""
+    """``log_x`` as given, or (``None``) a log axis when the lengths span more than a decade."""
     return wants_log_axis(hist.min, hist.max) if log_x is None else bool(log_x)
+
+
+def _title(title: str | None, default: str, subtitle: str | None) -> str:
+    """The figure's title (given, or the default), with the subtitle as its second line."""
+    return f"{title or default}\n{subtitle}" if subtitle else title or default
 
 
 def _bin_edges(hist: LengthHistogram, bins: int | Sequence[float], log_x: bool) -> np.ndarray:
@@ -57,6 +65,7 @@ def plot_length_histogram(
     bins: int | Sequence[float] = 60,
     weight: str = "samples",
     title: str | None = None,
+    subtitle: str | None = None,
 ) -> Figure:
     """Histogram of sample lengths, binned on the histogram (no per-sample expansion).
 
@@ -66,13 +75,15 @@ def plot_length_histogram(
         The lengths.
     log_x : bool, optional
         Log length axis with log-spaced bins (equal widths on screen); default: log when the
-        lengths span more than two decades, linear with equal-width bins otherwise.
+        lengths span more than a decade, linear with equal-width bins otherwise.
     bins : int or sequence of float, default 60
         Number of bins, or explicit bin edges.
     weight : {"samples", "tokens"}
         Height of a bar: samples in the bin, or tokens they hold (where the compute goes).
     title : str, optional
         Figure title (a default names the data's size and what a bar counts).
+    subtitle : str, optional
+        A second title line: which lengths these are (as in the file, clipped...).
 
     Examples
     --------
@@ -94,21 +105,6 @@ def plot_length_histogram(
         edges[:-1], heights, width=np.diff(edges), align="edge", color=color, edgecolor="white", linewidth=0.3
     )
     length_axis(ax, edges[0] * (0.95 if log_x else 1), edges[-1] * (1.03 if log_x else 1), log=log_x)
-    at_max = int(hist.counts[-1])
-    if at_max >= 0.01 * hist.n_samples and hist.n_distinct > 1:
-        text = f"{at_max:,} samples\n({100 * at_max / hist.n_samples:.1f}%) at the\nmax length {hist.max:,}"
-        if weight == "tokens":
-            text += f"\nhold {100 * at_max * hist.max / hist.total_tokens:.1f}% of tokens"
-        ax.annotate(
-            text,
-            (hist.max, heights[-1]),
-            xytext=(-8, -2),
-            textcoords="offset points",
-            ha="right",
-            va="top",
-            fontsize=9,
-            color=GREY,
-        )
     ax.set_ylabel(f"{weight} per bin")
     ax.yaxis.set_major_locator(MaxNLocator(integer=True, steps=[1, 2, 2.5, 5, 10]))
     ax.yaxis.set_major_formatter(_THOUSANDS if heights.max() < 1e7 else _MILLIONS)
@@ -117,13 +113,19 @@ def plot_length_histogram(
     p50 = hist.quantile(0.5)
     ax.axvline(float(p50), color=GREY, linestyle="--", linewidth=1, label=f"median {p50:,}")
     ax.axvline(hist.mean, color=GREY, linestyle=":", linewidth=1.2, label=f"mean {hist.mean:,.0f}")
+    at_max = int(hist.counts[-1])
+    if at_max >= 0.01 * hist.n_samples and hist.n_distinct > 1:  # a spike at a length limit
+        text = f"{at_max:,} samples ({100 * at_max / hist.n_samples:.1f}%)\nat the max length {hist.max:,}"
+        if weight == "tokens":
+            text += f"\nhold {100 * at_max * hist.max / hist.total_tokens:.1f}% of tokens"
+        ax.plot([], [], ls="none", label=text)  # a legend entry without a mark: no text on the bars
     ax.legend(loc="best", framealpha=0.9, fontsize=9)
     scale = "log-spaced bins" if log_x else "equal-width bins"
     if weight == "samples":
         default = f"Sample lengths: {hist.n_samples:,} samples, {hist.total_tokens:,} tokens ({scale})"
     else:
         default = f"Where the tokens are: {hist.total_tokens:,} tokens by sample length ({scale})"
-    ax.set_title(title or default, fontsize=11)
+    ax.set_title(_title(title, default, subtitle), fontsize=11)
     return fig
 
 
@@ -133,12 +135,13 @@ def plot_length_cdf(
     *,
     log_x: bool | None = None,
     title: str | None = None,
+    subtitle: str | None = None,
 ) -> Figure:
     """Cumulative share of samples at or below each length, with quantiles marked.
 
     Each quantile ``q`` gets a dashed vertical line at ``hist.quantile(q)`` labelled
     ``"p50 = 1,606"`` (the line's label, so tests and legends can find it).  The length
-    axis is logarithmic when the lengths span more than two decades (``log_x=None``).
+    axis is logarithmic when the lengths span more than a decade (``log_x=None``).
 
     Examples
     --------
@@ -173,18 +176,23 @@ def plot_length_cdf(
         ax.plot([lo, value], [q, q], color=color, linestyle=":", linewidth=1)
         ax.plot([value], [q], "o", color=color, markersize=5)
     ax.legend(loc="lower right", frameon=True, framealpha=0.9, fontsize=9)
-    ax.set_title(title or "Cumulative distribution of sample lengths", fontsize=11)
+    ax.set_title(_title(title, "Cumulative distribution of sample lengths", subtitle), fontsize=11)
     return fig
 
 
 def plot_token_share(
-    hist: LengthHistogram, marks: Sequence[float] = (0.01, 0.1, 0.25), *, title: str | None = None
+    hist: LengthHistogram,
+    marks: Sequence[float] = (0.01, 0.1, 0.25),
+    *,
+    title: str | None = None,
+    subtitle: str | None = None,
 ) -> Figure:
     """Share of all tokens held by the longest x % of samples (a Lorenz-style curve).
 
     The further the curve bows above the diagonal, the more the tokens (and the padding a
     long sample forces on its batch-mates) concentrate in the tail.  Each fraction in
-    ``marks`` is annotated with ``hist.tail_token_share(fraction)``.
+    ``marks`` is a marked point named in the legend with ``hist.tail_token_share(fraction)``
+    (the legend sits below the diagonal, where the curve never goes).
 
     Examples
     --------
@@ -201,18 +209,10 @@ def plot_token_share(
     ax.plot(x, y, color=_ORANGE, linewidth=2, label="this data")
     ax.plot([0, 1], [0, 1], color=GREY, linestyle="--", linewidth=1, label="all samples the same length")
     ax.fill_between(x, x, y, color=_ORANGE, alpha=0.12, linewidth=0)
-    for f in marks:
+    for f, marker in zip(marks, itertools.cycle("osD^v")):
         share = hist.tail_token_share(f)
-        ax.plot([f], [share], "o", color=_RED, markersize=5)
-        # right of the point is below the (concave) curve: free space
-        ax.annotate(
-            f"longest {100 * f:g}% hold {100 * share:.1f}% of tokens",
-            (f, share),
-            xytext=(9, -3),
-            textcoords="offset points",
-            va="center",
-            fontsize=9,
-        )
+        label = f"longest {100 * f:g}% hold {100 * share:.1f}% of tokens"
+        ax.plot([f], [share], marker, color=_RED, markersize=6, label=label)
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1.02)
     ax.xaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
@@ -221,7 +221,7 @@ def plot_token_share(
     ax.set_ylabel("share of all tokens they hold")
     ax.grid(alpha=0.3)
     ax.legend(loc="lower right", frameon=False, fontsize=9)
-    ax.set_title(title or "Where the tokens are: the tail's share", fontsize=11)
+    ax.set_title(_title(title, "Where the tokens are: the tail's share", subtitle), fontsize=11)
     return fig
 
 
@@ -232,21 +232,25 @@ def plot_clipping(
     min_len: int | None = None,
     log_x: bool | None = None,
     title: str | None = None,
+    subtitle: str | None = None,
 ) -> Figure:
     """What truncating samples at a maximum length would cut, for every choice of it.
 
     Two curves over candidate ``max_len`` values: the share of samples that would be
     clipped, and the share of tokens removed.  The chosen ``max_len`` is marked with the
-    exact numbers from ``hist.clip_summary(max_len)``.  The axis starts at ``min_len``
-    (default: the median length; clipping shorter than that is rarely a real option); it is
-    logarithmic when the lengths shown span more than two decades (``log_x=None``).
+    exact numbers from ``hist.clip_summary(max_len)``, in the legend beside the axes.  The
+    axis starts at ``min_len`` (default: the median length; clipping shorter than that is
+    rarely a real option); it is logarithmic when the lengths shown span more than a decade
+    (``log_x=None``).  ``hist`` is the unclipped lengths (clipping clipped ones cuts nothing).
 
     Examples
     --------
     >>> from analysis import LengthHistogram
     >>> fig = plot_clipping(LengthHistogram.from_lengths([2, 5, 9]), max_len=4)
-    >>> fig.axes[0].get_legend_handles_labels()[1][:2]
-    ['samples clipped', 'tokens removed']
+    >>> [label.splitlines() for label in fig.axes[0].get_legend_handles_labels()[1]]
+    ... # doctest: +NORMALIZE_WHITESPACE
+    [['samples clipped'], ['tokens removed'],
+     ['max_len = 4:', '2 samples clipped (66.7%)', '6 tokens removed (37.5%)']]
     """
     hist = _check_hist(hist)
     summary = hist.clip_summary(max_len)
@@ -257,7 +261,7 @@ def plot_clipping(
     if show.sum() < 2:
         show[-2:] = True
     lengths, samples, tokens = lengths[show], samples[show], tokens[show]
-    fig = Figure(figsize=(7.5, 3.8), layout="constrained")
+    fig = Figure(figsize=(9.5, 3.8), layout="constrained")
     ax = fig.add_subplot()
     ax.step(lengths, samples, where="post", color=_BLUE, linewidth=1.6, label="samples clipped")
     ax.plot(lengths, tokens, color=_ORANGE, linewidth=1.6, label="tokens removed")
@@ -270,23 +274,13 @@ def plot_clipping(
     ax.set_ylim(0, max(float(samples[0]), float(tokens[0])) * 1.05 or 1.0)
     ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
     ax.grid(alpha=0.3)
-    ax.axvline(max_len, color=_RED, linestyle="--", linewidth=1.2, label=f"max_len = {max_len:,}")
     text = (
         f"max_len = {max_len:,}:\n{summary['samples_clipped']:,} samples clipped "
         f"({100 * summary['share_samples_clipped']:.1f}%)\n"
         f"{summary['tokens_removed']:,} tokens removed "
         f"({100 * summary['share_tokens_removed']:.1f}%)"
     )
-    ax.text(
-        0.98,
-        0.96,
-        text,
-        transform=ax.transAxes,
-        ha="right",
-        va="top",
-        fontsize=9,
-        bbox={"boxstyle": "round", "facecolor": "white", "edgecolor": "#cccccc"},
-    )
-    ax.legend(loc="center right", frameon=False, fontsize=9)
-    ax.set_title(title or "What truncation at max_len would cut", fontsize=11)
+    ax.axvline(max_len, color=_RED, linestyle="--", linewidth=1.2, label=text)
+    fig.legend(*ax.get_legend_handles_labels(), loc="outside right upper", frameon=False, fontsize=9)
+    ax.set_title(_title(title, "What truncation at max_len would cut", subtitle), fontsize=11)
     return fig

@@ -1,8 +1,9 @@
 """The length histogram with a plan's bucket edges drawn: each bin coloured by the expected
-efficiency of its bucket, each bucket labelled with its number, batch size, share of samples
-and efficiency.  One implementation, :class:`EdgesOnHistogram`, serves both faces: the
-figure :func:`plot_edges_on_histogram` returns (notebook 03, the report) and the explorer's
-live figure, redrawn in place for every plan.  Also the efficiency colour scale the bucket
+efficiency of its bucket (one fixed scale, 0 to 100 %), each edge's value printed above the
+axes, each bucket labelled with its number, batch size, share of samples and efficiency.
+One implementation, :class:`EdgesOnHistogram`, serves both faces: the figure
+:func:`plot_edges_on_histogram` returns (notebook 03, the report) and the explorer's live
+figure, redrawn in place for every plan.  Also the efficiency colour scale the bucket
 figures share."""
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from matplotlib.colorbar import Colorbar
 from matplotlib.colors import Colormap, Normalize
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.text import Text
+from matplotlib.text import Annotation, Text
 from matplotlib.ticker import FuncFormatter, MaxNLocator, PercentFormatter
 from matplotlib.transforms import Bbox, blended_transform_factory
 
@@ -30,6 +31,7 @@ from analysis.lengths import LengthHistogram
 from analysis.optimize import BucketPlan
 from analysis.plots._common import (
     EFFICIENCY_CMAP,
+    EFFICIENCY_RANGE,
     bin_edges,
     format_count,
     format_percent,
@@ -37,16 +39,17 @@ from analysis.plots._common import (
     text_size_pt,
     wants_log_axis,
 )
+from analysis.tables import format_length
 
 __all__ = ["plot_edges_on_histogram", "EdgesOnHistogram"]
 
 _PERCENT = PercentFormatter(1.0, decimals=0)
 
 
-def _efficiency_colors(values: list[float]) -> tuple[Colormap, Normalize]:
-    """The efficiency colour map (viridis) from the lowest finite value (at most 50 %) to 100 %."""
-    finite = [v for v in values if np.isfinite(v)]
-    return colormaps[EFFICIENCY_CMAP], Normalize(vmin=min([0.5, *finite]), vmax=1.0)
+def _efficiency_colors() -> tuple[Colormap, Normalize]:
+    """The efficiency colour map (viridis) on its fixed scale, :data:`EFFICIENCY_RANGE`: the
+    same colour is the same efficiency in every figure and every report."""
+    return colormaps[EFFICIENCY_CMAP], Normalize(*EFFICIENCY_RANGE)
 
 
 def _colorbar(fig: Figure, cmap: Colormap, norm: Normalize, ax: Axes, **kw: Any) -> Colorbar:
@@ -64,12 +67,14 @@ def plot_edges_on_histogram(
     log_x: bool | None = None,
     title: str | None = None,
 ) -> Figure:
-    """The length histogram with ``plan``'s edges drawn; per bucket, its number, batch size,
-    share of samples and expected efficiency.
+    """The length histogram with ``plan``'s edges drawn and their values printed above the
+    axes; per bucket, its number, batch size, share of samples and expected efficiency.
 
-    The length axis is logarithmic (log-spaced bins) when the lengths span more than two
-    decades (``log_x=None``).  A bucket is labelled on the figure only when it is wide enough
-    on screen for its label; when any is not, a table of every bucket is drawn below.  The
+    The length axis is logarithmic (log-spaced bins) when the lengths span more than a
+    decade (``log_x=None``).  Bins are coloured on the fixed 0 to 100 % efficiency scale.
+    Edge values sit in up to two rows, never overlapping; a bucket is labelled only when it
+    is wide enough on screen for its label.  When a bucket label or an edge value has no
+    room, a table of every bucket (its lengths, so every edge) is drawn below.  The
     figure is an :class:`EdgesOnHistogram` for saving (its layout not fixed), shown once.
 
     Examples
@@ -80,6 +85,8 @@ def plot_edges_on_histogram(
     >>> fig = plot_edges_on_histogram(hist, optimize_edges(hist, 2, batch_size=4))
     >>> len(fig.axes)  # the histogram and its efficiency colour bar (no table needed)
     2
+    >>> [t.get_text() for t in fig.axes[0].texts if t.get_text()[0] != "#"]  # the edge
+    ['51']
     """
     drawn = EdgesOnHistogram(hist, bins=bins, log_x=log_x, live=False)
     drawn.show(plan, title)
@@ -96,8 +103,13 @@ def _bucket_label(number: int, row: pd.Series, n: int) -> str:
     )
 
 
-#: Font size of the bucket labels drawn on the histogram.
+#: Font size of the bucket labels drawn on the histogram, and of the edge values above it.
 _LABEL_SIZE = 7.5
+#: The edge values' rows above the axes: offset of the first from the top spine, the
+#: distance between rows and the least gap between two values of a row (points).
+_VALUE_OFFSET, _VALUE_ROW, _VALUE_GAP, _VALUE_ROWS = 3.0, 10.0, 4.0, 2
+#: The title's distance from the axes: room for the rows of edge values.
+_TITLE_PAD = _VALUE_OFFSET + _VALUE_ROWS * _VALUE_ROW + 2.0
 
 
 def _edges_title(plan: BucketPlan | None, title: str | None) -> str:
@@ -108,7 +120,10 @@ def _edges_title(plan: BucketPlan | None, title: str | None) -> str:
             f"{plan.method} edges, {plan.n_buckets} buckets: expected efficiency "
             f"{format_percent(plan.efficiency)}"
         )
-    return title + "\nper bucket: number, batch size, share of samples, expected efficiency"
+    return (
+        title + "\nper bucket: number, batch size, share of samples, expected efficiency; "
+        "edges in tokens above"
+    )
 
 
 def _bin_colors(
@@ -214,21 +229,37 @@ class EdgesOnHistogram:
             )
         self._lo, self._hi = grid[0] * (0.95 if log else 1), grid[-1] * (1.03 if log else 1)
         _histogram_axes(ax, self._lo, self._hi, per_bin, log)
-        cmap, norm = _efficiency_colors([])
+        cmap, norm = _efficiency_colors()
         self._colorbar = _colorbar(self.figure, cmap, norm, ax, pad=0.01, fraction=0.04)
         self._where = blended_transform_factory(ax.transData, ax.transAxes)
         self._lines: list[Line2D] = []
         self._labels: list[Text] = []
-        ax.set_title(_edges_title(None, " "), fontsize=10)
+        self._values: list[Annotation] = []
+        self._widths: dict[str, float] = {}  # an edge value's width in points, by its text
+        ax.set_title(_edges_title(None, " "), fontsize=10, pad=_TITLE_PAD)
         if live:
             self.figure.draw_without_rendering()
             self.figure.set_layout_engine("none")  # the layout stays: a redraw only renders
         self._background: Any = None
 
     def _pools(self, k: int) -> None:
-        """At least ``k - 1`` edge lines and ``k`` labels (hidden until used)."""
+        """At least ``k - 1`` edge lines and values and ``k`` labels (hidden until used)."""
         while len(self._lines) < k - 1:
             self._lines.append(self.ax.axvline(0, color="black", lw=1, visible=False))
+            value = self.ax.annotate(
+                "",
+                (0, 1),
+                xycoords=self._where,
+                xytext=(0, _VALUE_OFFSET),
+                textcoords="offset points",
+                ha="center",
+                va="bottom",
+                fontsize=_LABEL_SIZE,
+                annotation_clip=False,
+                visible=False,
+            )
+            value.set_in_layout(False)  # the title's pad keeps the room: live and saved alike
+            self._values.append(value)
         while len(self._labels) < k:
             self._labels.append(
                 self.ax.text(
@@ -251,9 +282,7 @@ class EdgesOnHistogram:
         edges = list(plan.edges)
         k = len(edges) - 1
         effs = frame["efficiency"].to_numpy(dtype=float)
-        cmap, norm = _efficiency_colors(list(effs))
-        self._colorbar.mappable.set_clim(norm.vmin, norm.vmax)
-        self._colorbar.ax.yaxis.set_major_formatter(_PERCENT)  # a new scale resets the formatter
+        cmap, norm = _efficiency_colors()
         colors = _bin_colors(self._centers, edges, effs, cmap, norm)
         if self.live:
             self._bars[0].set(facecolor=colors)
@@ -265,7 +294,7 @@ class EdgesOnHistogram:
             line.set_visible(i < k - 1)
             if i < k - 1:
                 line.set_xdata([edges[i + 1], edges[i + 1]])
-        self.ax.set_title(_edges_title(plan, title), fontsize=10)
+        self.ax.set_title(_edges_title(plan, title), fontsize=10, pad=_TITLE_PAD)
         if not self.live:
             self.figure.draw_without_rendering()  # the layout first: bucket widths are then final
         fits = []
@@ -279,11 +308,44 @@ class EdgesOnHistogram:
                 text.set_text(label or "")
                 fits.append(label == full)
             text.set_visible(label is not None)
-        self.all_labelled = all(fits)
+        values_shown = self._show_values(edges[1:-1])
+        self.all_labelled = all(fits) and values_shown
         if self._table is not None:
             for table in list(self._table.tables):
                 table.remove()
             _bucket_table(self._table, frame, self.n_samples)
+
+    def _show_values(self, inner: list[int]) -> bool:
+        """Print each interior edge's value above the axes, centred on its line: in the first
+        row where it keeps a gap to the value before it; a value with no room in any row is
+        left out.  Whether every value is shown."""
+        fig = self.figure
+        to_pt = 72.0 / fig.dpi
+        ends = [-np.inf] * _VALUE_ROWS  # where each row's last value ends, in points
+        shown = True
+        for i, note in enumerate(self._values):
+            if i >= len(inner):
+                note.set_visible(False)
+                continue
+            text = format_length(inner[i])
+            x = float(self.ax.transData.transform([[inner[i], 0]])[0, 0]) * to_pt
+            if text not in self._widths:  # measured once: a redraw of the explorer stays fast
+                self._widths[text] = text_size_pt(fig, text, _LABEL_SIZE)[0]
+            width = self._widths[text]
+            row = next((r for r in range(_VALUE_ROWS) if x - width / 2 >= ends[r] + _VALUE_GAP), None)
+            note.set_visible(row is not None)
+            if row is None:
+                shown = False
+                continue
+            ends[row] = x + width / 2
+            note.set_text(text)
+            note.xy = (inner[i], 1.0)
+            note.xyann = (0.0, _VALUE_OFFSET + row * _VALUE_ROW)
+        return shown
+
+    def edge_values(self) -> list[str]:
+        """The edge values printed now, left to right."""
+        return [note.get_text() for note in self._values if note.get_visible()]
 
     def edge_positions(self) -> list[int]:
         """The interior edges drawn now."""
@@ -296,7 +358,7 @@ class EdgesOnHistogram:
     def _changing(self) -> list[Artist]:
         """The artists a plan changes (and the spines, which the bars would cover)."""
         spines: list[Artist] = list(self.ax.spines.values())
-        return [*self._bars, *spines, *self._lines, *self._labels, self.ax.title, self._colorbar.ax]
+        return [*self._bars, *spines, *self._lines, *self._labels, *self._values, self.ax.title]
 
     def render(self) -> np.ndarray:
         """Render the figure now and return its pixels (RGBA, ``(height, width, 4)``).
