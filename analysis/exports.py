@@ -236,21 +236,27 @@ def to_hf(plan: PlanLike, *, length_column: str = "length") -> dict[str, Any]:
 
         class BucketedTrainer(Trainer):
             def get_train_dataloader(self):
+                dataset = self.train_dataset  # a datasets.Dataset with a "length" column
                 sampler = BucketedBatchSampler(
-                    self.train_dataset["length"], plan, seed=self.args.seed,
+                    dataset["length"], plan, seed=self.args.seed,
                     rank=self.args.process_index, world_size=self.args.world_size)
                 loader = self.accelerator.prepare(DataLoader(
-                    self.train_dataset, batch_sampler=sampler, collate_fn=self.data_collator,
-                    num_workers=self.args.dataloader_num_workers))
+                    dataset.remove_columns("length"), batch_sampler=sampler,
+                    collate_fn=self.data_collator, num_workers=self.args.dataloader_num_workers))
                 shard = getattr(loader, "batch_sampler", None)  # multi-process: accelerate's
                 if getattr(shard, "batch_sampler", None) is sampler:  # BatchSamplerShard
                     shard.num_processes, shard.process_index = 1, 0  # must not re-shard
                 return loader
 
-    The Trainer calls ``set_epoch`` on the sampler each epoch and, on resume, skips the
-    consumed batches of the epoch (the sampler's epochs are deterministic, so this is exact).
-    Keep the length column out of the model's inputs (``remove_unused_columns=True``, the
-    default, drops it from the batches) or read the lengths before building the Trainer.
+    The Trainer calls ``set_epoch`` on the sampler each epoch.  Resuming,
+    ``trainer.train(resume_from_checkpoint=...)``, needs nothing more: transformers 5.x saves
+    no dataloader state, it rebuilds the loader, sets the checkpoint's epoch and skips the
+    batches already trained in it (Accelerate's ``skip_first_batches``); the sampler's epochs
+    are deterministic in ``(seed, epoch)``, so the batches after the resume are those of an
+    uninterrupted run (``tests/test_resume.py`` runs this recipe and checks it).  This override
+    bypasses the Trainer's ``remove_unused_columns``: the recipe drops the length column
+    itself, and the dataset must hold only what the collator takes (tokenize into the model's
+    inputs, or pass a collator that drops the rest).
 
     Examples
     --------

@@ -21,17 +21,31 @@ the plain bucketed shuffle, and with ``drop_last=False`` nothing repeats.
 
 Resume contract
 ---------------
-``state_dict(consumed)`` takes the number of this epoch's batches the training loop has
-*consumed* (its step counter inside the epoch); the sampler cannot know it.  A DataLoader with
-worker processes draws ``num_workers * prefetch_factor`` batches of indices from the sampler as
-soon as the epoch's iterator is created and keeps that many in flight, so the batches the
-sampler has *yielded* (``sampler.yielded``) run ahead of training by an amount that depends on
-the loader's settings and timing; saving it would skip the prefetched batches on resume.  With
-the consumed count, a sampler built with the same arguments (same lengths, edges, batch rule,
-seed, world size) and given ``load_state_dict(state)`` yields exactly the batches the
-uninterrupted run would have consumed next, on every rank.  The state is the same on every rank
-(ranks consume in lockstep), so rank 0 can save it.  After the resumed epoch, iteration starts
-from the first batch again; ``set_epoch`` to another epoch also clears the resume point.
+A state is a position in the sequence of epochs: ``(epoch, batches done)``, JSON-serialisable,
+the same on every rank (ranks step in lockstep, so rank 0 can save it).  A sampler built with
+the same arguments (same lengths, edges, batch rule, seed, world size) and given
+``load_state_dict(state)`` yields exactly the batches that come after that position, on every
+rank; ``len(sampler)`` then counts what is left of the epoch (until the next pass starts, or
+``set_epoch`` moves to another epoch: then it is the full epoch again).  Which count to save:
+
+- ``state_dict()`` (no argument): what the sampler has *yielded* in the current epoch.  This is
+  the ``state_dict()`` / ``load_state_dict()`` protocol that ``torchdata``'s
+  ``StatefulDataLoader`` (and so Accelerate's ``use_stateful_dataloader``) calls: the loader
+  snapshots the sampler when it hands out each batch's indices and keeps the snapshot that
+  matches the last batch it delivered, so its own ``loader.state_dict()`` is exact with
+  ``num_workers > 0`` too.  Save the loader's state, not the sampler's.
+- ``state_dict(consumed=n)``: a plain ``torch.utils.data.DataLoader`` with worker processes
+  draws ``num_workers * prefetch_factor`` batches of indices ahead of training, so what the
+  sampler yielded runs ahead of what the loop used; pass the loop's own count of this epoch's
+  batches instead (with ``num_workers=0`` both counts agree).
+- A ``transformers`` ``Trainer`` saves no loader state: it resumes by skipping the trained
+  batches of the epoch, which needs no state at all (:func:`analysis.exports.to_hf`).
+
+A state saved at the end of an epoch (all its batches done) has nothing left to resume: loaded
+into a sampler already set to a later epoch it leaves that epoch alone (as a
+``StatefulDataLoader`` does when the loop calls ``set_epoch(e + 1)`` before iterating).  After
+the resumed pass, iteration starts from the epoch's first batch again; ``set_epoch`` to another
+epoch also clears the resume point.
 """
 
 from __future__ import annotations
@@ -51,6 +65,17 @@ from analysis.lengths import LengthHistogram
 __all__ = ["BucketedBatchSampler", "BucketedEpoch", "bucketed_epoch", "epoch_rng"]
 
 _STATE_FORMAT = "analysis.BucketedBatchSampler/1"
+#: The keys of a state and the type of each value.
+_STATE_KEYS: dict[str, type] = {
+    "format": str,
+    "seed": int,
+    "epoch": int,
+    "consumed": int,
+    "world_size": int,
+    "sync_buckets": bool,
+    "drop_last": bool,
+    "fingerprint": str,
+}
 
 
 class PlanLike(Protocol):
@@ -110,7 +135,8 @@ class BucketedBatchSampler:
         In the current epoch, over all ranks: sample slots that repeat a sample, samples left
         out (documented in :mod:`analysis.sampler`).
     yielded : int
-        Batches the current iterator has yielded (ahead of consumption under prefetch).
+        The current epoch's batches yielded so far (a resumed pass counts the skipped ones):
+        what :meth:`state_dict` saves without an argument.
 
     Examples
     --------
@@ -119,11 +145,15 @@ class BucketedBatchSampler:
     >>> len(s), s.n_repeated     # bucket (4, 8] has 1 batch: a repeated batch fills its step
     (2, 3)
     >>> batches = list(s)
-    >>> state = s.state_dict(consumed=1)
+    >>> it = iter(s)
+    >>> first = next(it)
+    >>> state = s.state_dict()       # 1 batch yielded (a plain loop: state_dict(consumed=1))
+    >>> state["epoch"], state["consumed"]
+    (0, 1)
     >>> t = BucketedBatchSampler(lengths, [0, 4, 8], batch_size=3, world_size=2, rank=1)
     >>> t.load_state_dict(state)
-    >>> list(t) == batches[1:]
-    True
+    >>> len(t), list(t) == batches[1:], list(t) == batches, len(t)
+    (1, True, True, 2)
     """
 
     def __init__(
@@ -171,12 +201,15 @@ class BucketedBatchSampler:
         self._fingerprint = digest.hexdigest()[:16]
         self.epoch = 0
         self.yielded = 0
-        self._resume_at = 0
+        self._skip = 0  # batches the pending (or running) resumed pass skips
+        self._pending = False  # a loaded state waits for the next pass
         self._cache: tuple[int, BucketedEpoch] | None = None
 
     def __len__(self) -> int:
-        """Batches per rank per epoch: the same on every rank and in every epoch."""
-        return self._layout.n_steps
+        """Batches per rank in the epoch: the same on every rank and in every epoch, less the
+        batches a loaded state had done, from :meth:`load_state_dict` until the pass after the
+        resumed one starts or :meth:`set_epoch` moves to another epoch."""
+        return self._layout.n_steps - self._skip
 
     def set_epoch(self, epoch: int) -> None:
         """Use epoch ``epoch``'s shuffle next (as ``DistributedSampler.set_epoch``).
@@ -186,7 +219,7 @@ class BucketedBatchSampler:
         if not isinstance(epoch, int | np.integer) or epoch < 0:
             raise ValueError(f"epoch must be a non-negative integer, got {epoch!r}")
         if int(epoch) != self.epoch:
-            self._resume_at = 0
+            self._skip, self._pending, self.yielded = 0, False, 0
         self.epoch = int(epoch)
 
     def global_epoch(self, epoch: int | None = None) -> BucketedEpoch:
@@ -206,7 +239,9 @@ class BucketedBatchSampler:
 
     def __iter__(self) -> Iterator[list[int]]:
         ep = self.global_epoch()
-        start, self._resume_at = self._resume_at, 0
+        if not self._pending:
+            self._skip = 0
+        start, self._pending = self._skip, False
         self.yielded = start
         w, offsets, indices = self.world_size, ep.offsets, ep.indices
         for step in range(start, ep.n_steps):
@@ -214,14 +249,27 @@ class BucketedBatchSampler:
             self.yielded = step + 1
             yield indices[offsets[b] : offsets[b + 1]].tolist()
 
-    def state_dict(self, consumed: int) -> SamplerState:
-        """Where to resume: ``consumed`` = batches of the current epoch the loop has used.
+    def state_dict(self, consumed: int | None = None) -> SamplerState:
+        """Where to resume: the current epoch and how many of its batches are done.
 
-        JSON-serialisable and the same on every rank.  See "Resume contract" in
-        :mod:`analysis.sampler` for why the count comes from the training loop.
+        Parameters
+        ----------
+        consumed : int, optional
+            Batches of the current epoch the training loop has used (a plain ``DataLoader``
+            with workers: its prefetch runs ahead of the loop).  Default: the batches the
+            sampler has yielded (:attr:`yielded`), which is what a ``StatefulDataLoader``
+            asks for.  See "Resume contract" in :mod:`analysis.sampler`.
+
+        Returns
+        -------
+        dict
+            JSON-serialisable and the same on every rank.
         """
-        if not isinstance(consumed, int | np.integer) or not 0 <= consumed <= len(self):
-            raise ValueError(f"consumed must be an integer in [0, {len(self)}], got {consumed!r}")
+        n = self._layout.n_steps
+        if consumed is None:
+            consumed = self.yielded
+        if isinstance(consumed, bool) or not isinstance(consumed, int | np.integer) or not 0 <= consumed <= n:
+            raise ValueError(f"consumed must be an integer in [0, {n}], got {consumed!r}")
         return {
             "format": _STATE_FORMAT,
             "seed": self.seed,
@@ -234,9 +282,22 @@ class BucketedBatchSampler:
         }
 
     def load_state_dict(self, state: SamplerState) -> None:
-        """Resume: the next iteration yields the batches after the ``consumed`` ones."""
+        """Resume: the next pass yields the batches after the state's ``consumed`` ones.
+
+        Raises a one-line ``ValueError`` for anything but a state of a sampler built with the
+        same lengths, edges, batch sizes, world size, ``sync_buckets`` and ``drop_last``.
+        """
+        if not isinstance(state, dict):
+            raise ValueError(f"not a BucketedBatchSampler state: a {type(state).__name__}, not a dict")
         if state.get("format") != _STATE_FORMAT:
-            raise ValueError(f"not a BucketedBatchSampler state: format {state.get('format')!r}")
+            raise ValueError(
+                f"not a BucketedBatchSampler state: format {state.get('format')!r}, "
+                f"expected {_STATE_FORMAT!r}"
+            )
+        for key, kind in _STATE_KEYS.items():
+            value = state.get(key)
+            if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+                raise ValueError(f"BucketedBatchSampler state: {key} must be {kind.__name__}, got {value!r}")
         mine = self.state_dict(0)
         for key in ("world_size", "sync_buckets", "drop_last", "fingerprint"):
             if state[key] != mine[key]:
@@ -244,7 +305,15 @@ class BucketedBatchSampler:
                     f"state was saved with {key} = {state[key]!r}, this sampler has "
                     f"{mine[key]!r} (lengths, edges and batch sizes make the fingerprint)"
                 )
-        consumed = int(state["consumed"])
-        if not 0 <= consumed <= len(self):
-            raise ValueError(f"consumed = {consumed} is outside [0, {len(self)}]")
-        self.seed, self.epoch, self._resume_at = int(state["seed"]), int(state["epoch"]), consumed
+        seed, epoch, consumed = int(state["seed"]), int(state["epoch"]), int(state["consumed"])
+        n = self._layout.n_steps
+        if seed < 0 or epoch < 0 or not 0 <= consumed <= n:
+            raise ValueError(
+                f"BucketedBatchSampler state: epoch {epoch}, consumed {consumed} outside [0, {n}]"
+            )
+        if consumed == n and epoch < self.epoch and seed == self.seed:
+            return  # a finished earlier epoch: nothing of it is left, keep the epoch set
+        if seed != self.seed:
+            self._cache = None
+        self.seed, self.epoch = seed, epoch
+        self._skip, self._pending, self.yielded = consumed, True, consumed

@@ -361,6 +361,43 @@ def test_state_from_another_setup_is_refused():
         BucketedBatchSampler(lengths, [0, 60, 300], batch_size=4, world_size=2).load_state_dict(state)
     with pytest.raises(ValueError, match="consumed"):
         s.state_dict(len(s) + 1)
+    foreign = [
+        None,
+        [1, 2],
+        {"format": "analysis.BucketedBatchSampler/0", **{k: v for k, v in state.items() if k != "format"}},
+        {k: v for k, v in state.items() if k != "epoch"},
+        {**state, "consumed": "3"},
+        {**state, "drop_last": 1},
+        {**state, "consumed": len(s) + 1},
+        {**state, "epoch": -1},
+    ]
+    for bad in foreign:
+        with pytest.raises(ValueError) as info:
+            BucketedBatchSampler(lengths, [0, 50, 300], batch_size=4, world_size=2).load_state_dict(bad)
+        assert "\n" not in str(info.value) and "state" in str(info.value)
+
+
+def test_len_after_load_state_dict_counts_what_is_left():
+    lengths = _lengths(8, 100)
+    s = BucketedBatchSampler(lengths, [0, 50, 300], batch_size=4)
+    s.set_epoch(3)
+    n = len(s)
+    it = iter(s)
+    done = [next(it) for _ in range(5)]
+    assert s.yielded == 5 and s.state_dict() == s.state_dict(consumed=5)
+    t = BucketedBatchSampler(lengths, [0, 50, 300], batch_size=4)
+    t.load_state_dict(s.state_dict())
+    assert (len(t), t.epoch, t.state_dict()["consumed"]) == (n - 5, 3, 5)  # re-saving keeps the point
+    rest = list(t)
+    assert len(rest) == len(t) == n - 5 and done + rest == list(s)
+    assert t.state_dict()["consumed"] == n
+    t.set_epoch(4)
+    assert len(t) == n and t.state_dict()["consumed"] == 0
+    # a finished epoch loaded into a sampler already set to a later one: nothing to resume
+    u = BucketedBatchSampler(lengths, [0, 50, 300], batch_size=4)
+    u.set_epoch(4)
+    u.load_state_dict(s.state_dict(consumed=n))
+    assert (u.epoch, len(u)) == (4, n) and list(u) == list(t)
 
 
 # ------------------------------------------------------------------ torch DataLoader
@@ -532,64 +569,3 @@ def test_length_grouped_matches_the_trainers_sampler_index_for_index(monkeypatch
     )
     assert ours.indices.tolist() == hf
     assert ours.sizes.tolist()[:-1] == [batch_size] * (len(ours) - 1)
-
-
-def test_to_hf_training_args_and_the_trainer_recipe(tmp_path):
-    from torch.utils.data import DataLoader
-    from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainingArguments
-
-    lengths = _lengths(14, 64, top=48)
-    plan = optimize_edges(LengthHistogram.from_lengths(lengths), 2, batch_size=4)
-    rows = [{"input_ids": list(range(1, n + 1))} for n in lengths.tolist()]
-    seen: list[list[int]] = []
-
-    def collate(features):
-        seen.append([len(f["input_ids"]) for f in features])
-        longest = max(len(f["input_ids"]) for f in features)
-        ids = torch.zeros(len(features), longest, dtype=torch.int64)
-        mask = torch.zeros_like(ids)
-        for i, f in enumerate(features):
-            ids[i, : len(f["input_ids"])] = torch.tensor(f["input_ids"])
-            mask[i, : len(f["input_ids"])] = 1
-        return {"input_ids": ids, "attention_mask": mask, "labels": ids.masked_fill(mask == 0, -100)}
-
-    class BucketedTrainer(Trainer):  # the recipe in exports.to_hf
-        def get_train_dataloader(self):
-            sampler = BucketedBatchSampler(
-                lengths,
-                plan,
-                seed=self.args.seed,
-                rank=self.args.process_index,
-                world_size=self.args.world_size,
-            )
-            loader = self.accelerator.prepare(
-                DataLoader(
-                    self.train_dataset,
-                    batch_sampler=sampler,
-                    collate_fn=self.data_collator,
-                    num_workers=self.args.dataloader_num_workers,
-                )
-            )
-            shard = getattr(loader, "batch_sampler", None)
-            if getattr(shard, "batch_sampler", None) is sampler:
-                shard.num_processes, shard.process_index = 1, 0
-            return loader
-
-    args = TrainingArguments(
-        output_dir=str(tmp_path),
-        max_steps=4,
-        report_to=[],
-        use_cpu=True,
-        save_strategy="no",
-        logging_strategy="no",
-        dataloader_pin_memory=False,
-        **exports.to_hf(plan)["training_args"],
-    )
-    torch.manual_seed(0)
-    model = GPT2LMHeadModel(GPT2Config(vocab_size=64, n_positions=64, n_embd=16, n_layer=2, n_head=2))
-    trainer = BucketedTrainer(model=model, args=args, train_dataset=rows, data_collator=collate)
-    out = trainer.train()
-    assert out.global_step == 4 and len(seen) >= 4
-    sampler = BucketedBatchSampler(lengths, plan, seed=args.seed)
-    sampler.set_epoch(0)
-    assert seen[:4] == [[int(lengths[i]) for i in b] for b in list(sampler)[:4]]
