@@ -30,10 +30,11 @@ def setup(tmp_path):
         body="from analysis.loaders import load_step_times\nprint(len(load_step_times(step_times_path)))",
     )
     src = save_histogram(LengthHistogram.from_lengths(LENGTHS), tmp_path / "in.csv")
-    times = tmp_path / "times.csv"
-    pd.DataFrame({"batch_size": [4, 4, 8], "length": [64, 64, 64], "seconds": [0.1, 0.11, 0.2]}).to_csv(
-        times, index=False
-    )
+    times = tmp_path / "times.csv"  # 9 shapes timed twice: enough to fit the model
+    shapes = [(b, n) for b in (2, 4, 8) for n in (64, 256, 1024)] * 2
+    frame = pd.DataFrame(shapes, columns=["batch_size", "length"])
+    frame["seconds"] = 0.01 + 1e-6 * frame["batch_size"] * frame["length"] * np.r_[[1.0] * 9, [1.01] * 9]
+    frame.to_csv(times, index=False)
     return nbs, src, times
 
 
@@ -76,7 +77,7 @@ def test_cli_step_times_and_a_bad_file_fails_before_any_notebook(setup, tmp_path
     assert "step_times_path" not in runs["01_plain.ipynb"]["parameters"]
     assert rec["settings"]["step_times"] == str(times.resolve())
     executed = nbformat.read(out / "04_times.ipynb", as_version=4)
-    assert executed.cells[-1].outputs[0]["text"] == "3\n"
+    assert executed.cells[-1].outputs[0]["text"] == "18\n"
 
 
 def _shown(frame: pd.DataFrame) -> str:
@@ -146,3 +147,19 @@ def test_recommendation_carries_notebook_04s_numbers(tmp_path):
         runs[real.name]["parameters"]["seed"] == 5
         and runs[real.name]["parameters"]["epochs"] == step["epochs"]
     )
+
+
+def test_step_times_the_model_cannot_fit_fail_before_any_notebook(setup, tmp_path, capsys, monkeypatch):
+    """recommendation.json fits the model notebook 04 fits: a file it cannot fit (a shape timed
+    once) fails in one line before any notebook runs."""
+    nbs, src, _ = setup
+    monkeypatch.setattr("analysis.report._run.NOTEBOOKS_DIR", nbs)
+    once = tmp_path / "once.csv"
+    pd.DataFrame({"batch_size": [4, 4, 8], "length": [64, 64, 64], "seconds": [0.1, 0.11, 0.2]}).to_csv(
+        once, index=False
+    )
+    out = tmp_path / "out"
+    code = cli.main(["--quiet", "report", str(src), "--out", str(out), "--step-times", str(once)])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "measured once" in err and not (out / "01_plain.ipynb").exists()
