@@ -181,6 +181,13 @@ def describe_simulation(table: pd.DataFrame, epochs: int) -> str:
     >>> print(describe_simulation(table, 3))
         Over 3 simulated epochs, the simulated efficiency is within 1.00 points of the exact
     expectation for sorted and random. Least padding: sorted (99.0%); most: random (60.0%).
+    >>> table["batch_rule"] = ["batch_size 5", "batch_size 5", "max_tokens 4,096"]
+    >>> text = describe_simulation(table, 3)
+    >>> print(text[text.index("The strategies") :])
+    The strategies ran under different batch rules (the `batch_rule` column): batch_size 5 for
+    sorted and random; max_tokens 4,096 for packing. A step holds a different number of samples
+    under each, so steps per epoch compare the rules as much as the padding; efficiency compares
+    them like with like. Least padding: sorted (99.0%); most: random (60.0%).
     """
     both = table.dropna(subset=["expected_efficiency"])
     parts = []
@@ -202,12 +209,25 @@ def describe_simulation(table: pd.DataFrame, epochs: int) -> str:
             f"of up to {100 * float(table['efficiency_se'].max()):.2f} points on the "
             f"simulated efficiency (the exact expectations are for the full data)."
         )
+    if "batch_rule" in table.columns and table["batch_rule"].nunique() > 1:
+        by_rule = table.groupby("batch_rule", sort=False).groups
+        rules = "; ".join(f"{rule} for {_names(list(map(str, names)))}" for rule, names in by_rule.items())
+        parts.append(
+            f"The strategies ran under different batch rules (the `batch_rule` column): {rules}. "
+            "A step holds a different number of samples under each, so steps per epoch compare "
+            "the rules as much as the padding; efficiency compares them like with like."
+        )
     efficiency = dict(zip(map(str, table.index), table["efficiency"].astype(float), strict=True))
     best, worst = max(efficiency, key=efficiency.__getitem__), min(efficiency, key=efficiency.__getitem__)
     parts.append(
         f"Least padding: {best} ({percent(efficiency[best])}); most: {worst} ({percent(efficiency[worst])})."
     )
     return " ".join(parts)
+
+
+def _names(names: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def describe_recommendation(rec: Recommendation) -> str:

@@ -1,6 +1,8 @@
 """The recommendation a design review reads: a plan, the strategies beside it, and K.
 
 :func:`recommend` is the one definition every face uses (the report, the CLI, notebook 03);
+:func:`recommend_for_time` is its counterpart under a fitted step-time model (notebook 04 and
+the report's ``recommendation.json`` both call it, so they show the same numbers);
 :func:`compare_edge_sets` puts several edge sets (the optimum, a published config...) side by
 side on the same data; :func:`case_plans` is that for the case's two published edge sets (the
 "case, for reference" sections of notebooks 02 and 03).
@@ -12,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from analysis.batching import (
@@ -25,6 +28,7 @@ from analysis.batching import (
     cover_edges,
 )
 from analysis.case import CASE_EDGES, CASE_GEOMETRIC_EDGES
+from analysis.epoch_time import predict_strategy_throughput, sweep_throughput
 from analysis.lengths import LengthHistogram
 from analysis.optimize import (
     BucketPlan,
@@ -33,10 +37,23 @@ from analysis.optimize import (
     recommend_n_buckets,
     sweep_bucket_counts,
 )
+from analysis.step_time import STEP_TIME_TERMS, StepTimeModel
 from analysis.throughput import predict_from_reference
 from analysis.waste import WasteEstimate, random_padding, sorted_padding, strategy_table
 
-__all__ = ["Recommendation", "recommend", "compare_edge_sets", "case_plans"]
+__all__ = [
+    "Recommendation",
+    "recommend",
+    "TimeRecommendation",
+    "recommend_for_time",
+    "compare_edge_sets",
+    "case_plans",
+]
+
+#: Simulated epochs for the strategies without an exact expected time, and the largest K of
+#: the time-against-padding sweep (notebook 04's defaults, and the report's).
+DEFAULT_TIME_EPOCHS = 3
+DEFAULT_TIME_MAX_K = 8
 
 
 @dataclass(frozen=True)
@@ -137,6 +154,117 @@ def recommend(
         "bucketed": plan.estimate,
     }
     return Recommendation(plan, strategies, sweep, recommend_n_buckets(sweep, min_gain), min_gain)
+
+
+def _json_float(value: object) -> float | None:
+    """A float for JSON: NaN (an undefined standard error) becomes ``None``."""
+    out = float(value)  # type: ignore[arg-type]
+    return out if np.isfinite(out) else None
+
+
+@dataclass(frozen=True)
+class TimeRecommendation:
+    """What a fitted step-time model says about the data (notebook 04's results): the plan
+    whose edges minimise expected time for ``n_buckets`` buckets, the predicted tokens/s of
+    every strategy (an :func:`analysis.predict_strategy_throughput` frame, ``bucketed`` on the
+    time plan's edges), and the optimal edges of both objectives for every K (an
+    :func:`analysis.sweep_throughput` frame)."""
+
+    model: StepTimeModel
+    plan: BucketPlan
+    strategies: pd.DataFrame
+    sweep: pd.DataFrame
+    epochs: int
+    world_size: int
+
+    @property
+    def n_buckets(self) -> int:
+        """Buckets of the time plan (the K of :meth:`at_k`)."""
+        return self.plan.n_buckets
+
+    def at_k(self) -> pd.DataFrame:
+        """The sweep's two rows at ``n_buckets``, indexed by ``objective`` (``padding``, ``time``):
+        ``edges``, ``efficiency``, ``seconds`` (of an epoch), ``tokens_per_s``."""
+        return self.sweep[self.sweep["n_buckets"] == self.n_buckets].set_index("objective")
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: the model's coefficients, the edges of both objectives at K with their
+        expected epoch time, and every strategy's predicted tokens/s (NaN as ``None``)."""
+        coefficients = self.model.to_frame()["coefficient"]
+        edges: dict[str, dict[str, Any]] = {
+            str(objective): {
+                "edges": [int(e) for e in row["edges"]],
+                "efficiency": float(row["efficiency"]),
+                "seconds": float(row["seconds"]),
+                "tokens_per_s": float(row["tokens_per_s"]),
+            }
+            for objective, row in self.at_k().iterrows()
+        }
+        columns = ["batch_rule", "exact", "batches", "efficiency", "seconds", "tokens_per_s"]
+        columns += ["tokens_per_s_se", "padded_tokens_per_s"]
+        strategies = {
+            str(name): {
+                c: row[c] if c == "batch_rule" else bool(row[c]) if c == "exact" else _json_float(row[c])
+                for c in columns
+            }
+            for name, row in self.strategies.iterrows()
+        }
+        return {
+            "model": {
+                "coefficients": {term: float(coefficients[term]) for term in STEP_TIME_TERMS},
+                "tile": int(self.model.tile),
+                "rms_relative_residual": _json_float(self.model.rms_relative_residual),
+            },
+            "n_buckets": self.n_buckets,
+            "time_plan": self.plan.to_dict(),
+            "edges_by_objective": edges,
+            "time_gain": float(edges["time"]["tokens_per_s"] / edges["padding"]["tokens_per_s"] - 1),
+            "strategies": strategies,
+            "epochs": self.epochs,
+            "world_size": self.world_size,
+        }
+
+
+def recommend_for_time(
+    hist: LengthHistogram,
+    model: StepTimeModel,
+    n_buckets: int = DEFAULT_N_BUCKETS,
+    rule: BatchRule | None = None,
+    *,
+    rng: np.random.Generator,
+    epochs: int = DEFAULT_TIME_EPOCHS,
+    world_size: int = 1,
+    max_k: int = DEFAULT_TIME_MAX_K,
+    batch_size: int | None = None,
+    max_tokens: int | None = None,
+    pad_to_multiple_of: int | None = None,
+) -> TimeRecommendation:
+    """Notebook 04's results in one call: the edges that minimise expected time under
+    ``model`` for ``n_buckets`` buckets (``optimize_edges(..., step_time=model)``), every
+    strategy's predicted tokens/s with ``bucketed`` on those edges
+    (:func:`analysis.predict_strategy_throughput`, ``epochs`` simulated epochs drawn from
+    ``rng`` where no exact time exists), and both objectives' optimal edges for
+    ``K = 1..max(max_k, n_buckets)`` (:func:`analysis.sweep_throughput`).
+
+    Examples
+    --------
+    >>> hist = LengthHistogram.from_counts([10, 20, 200, 400], [30, 30, 20, 20])
+    >>> model = StepTimeModel(per_step=0.5, per_token=1e-3, attention=1e-5)
+    >>> rec = recommend_for_time(hist, model, 2, batch_size=4, max_k=2, rng=np.random.default_rng(0))
+    >>> rec.plan.edges, rec.at_k()["edges"].tolist()
+    ([0, 200, 400], [[0, 20, 400], [0, 200, 400]])
+    >>> rec.strategies.loc[["sorted", "bucketed"], "tokens_per_s"].round(1).tolist()
+    [196.7, 149.5]
+    >>> round(rec.to_dict()["time_gain"], 4)
+    0.0539
+    """
+    rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens, pad_to_multiple_of=pad_to_multiple_of)
+    plan = optimize_edges(hist, n_buckets, rule, step_time=model)
+    strategies = predict_strategy_throughput(
+        hist, model, rule, edges=plan.edges, rng=rng, epochs=epochs, world_size=world_size
+    )
+    sweep = sweep_throughput(hist, model, range(1, max(max_k, n_buckets) + 1), rule)
+    return TimeRecommendation(model, plan, strategies, sweep, epochs, world_size)
 
 
 def compare_edge_sets(

@@ -445,18 +445,34 @@ def test_tradeoff_points_are_labelled_directly(figures):
         assert ax.bbox.x0 <= box.x0 and box.x1 <= ax.bbox.x1
 
 
-def test_cut_axis_is_marked(heavy_figures, narrow_figures):
-    fig = heavy_figures["padded_per_step"]
-    assert "cut at" in fig.get_suptitle()
-    top = fig.axes[0].get_ylim()[1]
-    markers = [line for ax in fig.axes for line in ax.lines if line.get_marker() == "^"]
-    assert markers and all(np.all(line.get_ydata() == top) for line in markers)
-    for ax in fig.axes:  # nothing drawn above the axis without a marker
-        for line in ax.lines:
-            assert np.nanmax(line.get_ydata()) <= top
-    calm = narrow_figures["padded_per_step"]
-    if "cut at" not in calm.get_suptitle():
-        assert not [line for ax in calm.axes for line in ax.lines if line.get_marker() == "^"]
+def test_padding_per_step_compares_like_with_like(figures):
+    """Every panel spans the same padded tokens, shares stay in 0..100 %, and each dashed line
+    is its epoch's padding share; the shaded area is the padding of the steps drawn."""
+    fig = figures["padded_per_step"]
+    spans = {ax.get_xlim() for ax in fig.axes}
+    assert len(spans) == 1 and spans.pop()[0] == 0
+    for ax in fig.axes:
+        assert ax.get_ylim() == (0.0, 1.0)
+        (dashed,) = [line for line in ax.lines if line.get_linestyle() == "--"]
+        assert 0 <= dashed.get_ydata()[0] <= 1 and "padding (1 − efficiency)" in dashed.get_label()
+        filled = [p for p in ax.patches if p.get_fill()]
+        assert len(filled) == 1
+        values, edges = filled[0].get_data()[:2]
+        assert np.all((values >= 0) & (values <= 1)) and np.all(np.diff(edges) > 0)
+
+
+def test_padding_per_step_area_is_the_padding():
+    lengths = np.random.default_rng(4).integers(1, 2_000, size=3_000)
+    results = {
+        s: analysis.simulate(lengths, s, rng=np.random.default_rng(0), max_tokens=8_192, edges=[0, 500, 1999])
+        for s in ("random", "bucketed")
+    }
+    fig = plots.plot_padded_per_step(results, steps=10_000)  # the whole epochs
+    for ax, res in zip(fig.axes, results.values()):
+        values, edges = next(p for p in ax.patches if p.get_fill()).get_data()[:2]
+        epoch = res.batches[res.batches["epoch"] == 1]
+        assert edges[-1] == epoch["padded"].sum()
+        assert np.sum(values * np.diff(edges)) == pytest.approx(epoch["padded"].sum() - epoch["useful"].sum())
 
 
 def test_token_histogram_has_its_own_title(figures):

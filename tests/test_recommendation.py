@@ -7,6 +7,8 @@ import itertools
 import json
 from fractions import Fraction
 
+import numpy as np
+import pandas as pd
 import pytest
 
 from analysis import (
@@ -14,15 +16,18 @@ from analysis import (
     BatchRule,
     LengthHistogram,
     Recommendation,
+    StepTimeModel,
     case_plans,
     evaluate_edges,
     optimize_edges,
+    predict_strategy_throughput,
     recommend,
     sweep_bucket_counts,
+    sweep_throughput,
 )
 from analysis.batching import cover_edges
 from analysis.case import CASE_EDGES, CASE_GEOMETRIC_EDGES
-from analysis.recommendation import compare_edge_sets
+from analysis.recommendation import compare_edge_sets, recommend_for_time
 
 SAMPLES = [1, 2, 3, 4, 50, 60, 70, 80]
 HIST = LengthHistogram.from_lengths(SAMPLES)
@@ -147,3 +152,42 @@ def test_case_plans_are_the_published_edges_covered_and_evaluated():
     assert (
         case_plans(hist, batch_size=2)["case: geometric start"].edges == plans["case: geometric start"].edges
     )
+
+
+def test_recommend_for_time_is_notebook_04s_calls_and_its_json_is_theirs():
+    """One call, the three engine calls notebook 04 made (the same rng drawn from first), and a
+    JSON record of them with an undefined standard error (one epoch) as null."""
+    hist = LengthHistogram.from_lengths(np.random.default_rng(2).integers(10, 600, size=400))
+    model = StepTimeModel(per_step=0.05, per_token=1e-5, attention=1e-8)
+    rule = BatchRule(max_tokens=2_048)
+    rec = recommend_for_time(hist, model, 3, rule, rng=np.random.default_rng(7), epochs=1, max_k=4)
+    plan = optimize_edges(hist, 3, rule, step_time=model)
+    table = predict_strategy_throughput(
+        hist, model, rule, edges=plan.edges, rng=np.random.default_rng(7), epochs=1
+    )
+    sweep = sweep_throughput(hist, model, range(1, 5), rule)
+    assert rec.plan.edges == plan.edges
+    pd.testing.assert_frame_equal(rec.strategies, table)
+    pd.testing.assert_frame_equal(rec.sweep, sweep)
+    assert rec.at_k().loc["time", "edges"] == plan.edges
+    record = json.loads(json.dumps(rec.to_dict(), allow_nan=False))
+    assert record["model"]["coefficients"] == {
+        "per_step": 0.05,
+        "per_sample": 0.0,
+        "per_token": 1e-5,
+        "attention": 1e-8,
+        "working_set": 0.0,
+    }
+    assert record["model"]["rms_relative_residual"] is None  # not fitted
+    assert record["strategies"]["token_budget"]["tokens_per_s_se"] is None  # one simulated epoch
+    assert record["strategies"]["sorted"]["tokens_per_s_se"] == 0.0  # exact
+    assert record["strategies"]["bucketed"]["batch_rule"] == "max_tokens 2,048"
+    for name, row in table.iterrows():
+        assert record["strategies"][name]["tokens_per_s"] == row["tokens_per_s"]
+    time, padding = (record["edges_by_objective"][k] for k in ("time", "padding"))
+    assert padding["edges"] == optimize_edges(hist, 3, rule).edges
+    assert time["seconds"] <= padding["seconds"]  # the time objective's optimum
+    assert record["time_gain"] == pytest.approx(time["tokens_per_s"] / padding["tokens_per_s"] - 1)
+    # reproducible: the same seed gives the same record
+    again = recommend_for_time(hist, model, 3, rule, rng=np.random.default_rng(7), epochs=1, max_k=4)
+    assert json.loads(json.dumps(again.to_dict(), allow_nan=False)) == record

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
+from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
 from matplotlib.layout_engine import ConstrainedLayoutEngine
 from matplotlib.ticker import FuncFormatter, MaxNLocator, PercentFormatter
@@ -241,13 +242,30 @@ def plot_tradeoff(
     return fig
 
 
+#: At most this many segments per panel: consecutive steps beyond it are merged (their
+#: tokens summed, so the shaded area stays the padding).
+_MAX_SEGMENTS = 1_500
+
+
+def _step_tokens(res: SimulationResult, epoch: int) -> pd.DataFrame:
+    """Useful and padded tokens of each optimizer step of ``epoch`` (all ranks summed)."""
+    return res.batches[res.batches["epoch"] == epoch].groupby("step")[["useful", "padded"]].sum()
+
+
 def plot_padded_per_step(
     results: Mapping[str, SimulationResult], *, steps: int = 150, epoch: int = 1, title: str | None = None
 ) -> Figure:
-    """Padded tokens per optimizer step over the first ``steps`` steps of an epoch.
+    """The padding of each optimizer step, compared at equal compute across strategies.
 
     ``results`` maps a label to a :class:`~analysis.simulate.SimulationResult`; one panel
-    per result, shared axes, with the epoch's mean padded tokens per step as a dashed line.
+    each.  A step is drawn as wide as its padded tokens (x: padded tokens since the start of
+    ``epoch``) and as high as its padding share (padding / padded tokens), so strategies
+    whose steps differ in size (a fixed batch size beside a token budget) are compared like
+    with like: every panel spans the same padded tokens, and the shaded area is the padding
+    spent there.  The span is the most padded tokens any strategy spends in its first
+    ``steps`` steps (a strategy whose epoch ends sooner stops short); the dashed line is
+    the whole epoch's padding share (``1 - efficiency``).  Beyond :data:`_MAX_SEGMENTS`
+    steps in a panel, consecutive steps are merged (tokens summed), as its title says.
 
     Examples
     --------
@@ -256,56 +274,65 @@ def plot_padded_per_step(
     >>> lengths = np.random.default_rng(0).integers(1, 100, 400)
     >>> results = {name: simulate(lengths, name, rng=np.random.default_rng(0), batch_size=4)
     ...            for name in ("sorted", "random")}
-    >>> len(plot_padded_per_step(results).axes)
-    2
+    >>> fig = plot_padded_per_step(results)
+    >>> len(fig.axes), [float(v) for v in fig.axes[0].get_ylim()]
+    (2, [0.0, 1.0])
     """
     if not results:
         raise ValueError("results is empty")
-    series: dict[str, tuple[SimulationResult, pd.Series]] = {}
-    for label, res in results.items():
-        per_step = res.batches[res.batches["epoch"] == epoch].groupby("step")["padded"].sum()
-        series[label] = (res, per_step)
-    shown_all = np.concatenate([p.iloc[:steps].to_numpy(dtype=float) for _, p in series.values()])
-    peak = float(shown_all.max()) if shown_all.size else 1.0
-    # A spike far above the rest would flatten every other step: cut the axis and say so.
-    typical = float(np.quantile(shown_all, 0.98)) if shown_all.size else peak
-    cap = peak * 1.05 if peak <= 2.0 * typical or typical <= 0 else typical * 1.6
-    cut = cap < peak
-    fig = Figure(figsize=(10, 1.9 * len(results) + 0.8), layout="constrained")
+    tokens = {label: _step_tokens(res, epoch) for label, res in results.items()}
+    if any(t.empty for t in tokens.values()):
+        raise ValueError(f"a result has no epoch {epoch}")
+    span = max(float(t["padded"].iloc[:steps].sum()) for t in tokens.values())
+    fig = Figure(figsize=(10, 1.9 * len(results) + 0.9), layout="constrained")
     axes = fig.subplots(len(results), 1, sharex=True, sharey=True, squeeze=False)[:, 0]
-    for ax, (label, (res, per_step)) in zip(axes, series.items()):
-        shown = per_step.iloc[:steps]
-        values = shown.to_numpy(dtype=float)
-        ax.step(shown.index, np.minimum(values, cap), where="mid", lw=0.8, color=_color(res.strategy))
-        ax.axhline(
-            per_step.mean(), ls="--", color="black", lw=1, label=f"epoch mean {format_count(per_step.mean())}"
+    for ax, (label, res) in zip(axes, results.items()):
+        per_step = tokens[label]
+        starts = np.concatenate([[0.0], np.cumsum(per_step["padded"].to_numpy(dtype=float))[:-1]])
+        shown = per_step[starts < span]
+        merge = max(1, -(-len(shown) // _MAX_SEGMENTS))  # steps per segment
+        groups = shown.groupby(np.arange(len(shown)) // merge).sum()
+        useful, padded = groups["useful"].to_numpy(dtype=float), groups["padded"].to_numpy(dtype=float)
+        share = np.divide(padded - useful, padded, out=np.zeros_like(padded), where=padded > 0)
+        color = _color(res.strategy)
+        ax.stairs(
+            share,
+            np.concatenate([[0.0], np.cumsum(padded)]),
+            fill=True,
+            facecolor=to_rgba(color, 0.35),
+            edgecolor=color,
+            lw=0.8,
         )
-        over = values > cap
-        if over.any():
-            ax.plot(
-                shown.index[over],
-                np.full(over.sum(), cap),
-                "^",
-                color=_color(res.strategy),
-                ms=6,
-                mec="black",
-                mew=0.5,
-                clip_on=False,
-                label=f"{over.sum():,} step{'s' if over.sum() > 1 else ''} above the cut "
-                f"(highest {format_count(values.max())})",
-            )
-        ax.set_ylabel("padded tokens")
-        ax.set_title(f"{label}", loc="left", fontsize=10)
+        epoch_share = 1 - float(per_step["useful"].sum()) / float(per_step["padded"].sum())
+        ax.axhline(
+            epoch_share,
+            ls="--",
+            color="black",
+            lw=1,
+            label=f"epoch {epoch}: {format_percent(epoch_share)} padding (1 − efficiency)",
+        )
+        merged = f", {merge:,} steps per segment" if merge > 1 else ""
+        ax.set_title(
+            f"{label}: {len(shown):,} of {len(per_step):,} steps, "
+            f"{format_count(per_step['padded'].mean())} padded tokens per step on average{merged}",
+            loc="left",
+            fontsize=10,
+        )
+        ax.set_ylabel("padding share\nof the step")
         ax.legend(loc="upper right", fontsize=8, framealpha=0.9)
         ax.grid(alpha=0.3)
-    axes[0].set_ylim(0, cap)
-    axes[0].yaxis.set_major_formatter(FuncFormatter(_compact))
+    axes[0].set_ylim(0, 1)
+    axes[0].set_xlim(0, span)
+    axes[0].yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+    axes[-1].xaxis.set_major_formatter(FuncFormatter(_compact))
     axes[-1].set_xlabel(
-        f"optimizer step (first {min(steps, max(len(p) for _, p in series.values())):,} of epoch {epoch})"
+        f"padded tokens since the start of epoch {epoch} (each step as wide as its padded tokens)"
     )
-    axes[-1].xaxis.set_major_locator(MaxNLocator(integer=True))
-    note = f"\ny axis cut at {format_count(cap)} padded tokens: ▲ marks a step above it" if cut else ""
-    fig.suptitle((title or "Padded tokens per step: what each step costs") + note)
+    fig.suptitle(
+        title
+        or "Padding per step at equal compute: every panel spans the same padded tokens,\n"
+        "the shaded area is the padding spent on them"
+    )
     return fig
 
 

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
+
 from analysis._validate import positive_int
 from analysis._version import __version__
 from analysis.batching import (
@@ -30,7 +32,14 @@ from analysis.loaders import LengthSource, load_lengths, load_step_times, save_h
 from analysis.optimize import BucketPlan
 from analysis.paths import BUNDLED_DATA, NOTEBOOKS_DIR, REPORT_FIGURES, REPORT_HISTOGRAM
 from analysis.progress import bar
-from analysis.recommendation import recommend
+from analysis.recommendation import (
+    DEFAULT_TIME_EPOCHS,
+    DEFAULT_TIME_MAX_K,
+    Recommendation,
+    TimeRecommendation,
+    recommend,
+    recommend_for_time,
+)
 from analysis.report._notebooks import (
     STEP_TIMES_PARAMETER,
     _environ,
@@ -41,6 +50,7 @@ from analysis.report._notebooks import (
     notebook_parameters,
     report_notebooks,
 )
+from analysis.step_time import StepTimeModel
 from analysis.throughput import THROUGHPUT_RULE
 
 __all__ = ["ReportResult", "run_report"]
@@ -58,14 +68,56 @@ class ReportResult:
 
 
 # ------------------------------------------------------------------------ recommendation
-def _throughput(rec: Any, tokens_per_s: float, reference_strategy: str) -> dict[str, Any]:
-    """Predicted useful tokens/s of each strategy from one measured reference."""
-    return {
-        "reference_strategy": reference_strategy,
-        "reference_tokens_per_s": float(tokens_per_s),
-        "model": THROUGHPUT_RULE,
-        "predicted_tokens_per_s": rec.predicted_tokens_per_s(tokens_per_s, reference_strategy),
-    }
+#: What ``throughput`` says it used when step times are given and no calibration is.
+STEP_TIME_RULE = (
+    "analysis.predict_strategy_throughput: the step-time model fitted to the --step-times "
+    "file (notebook 04; bucketed on the edges optimised for time, step_time.time_plan)"
+)
+
+
+def _step_time(
+    settings: _Settings, step_times: Path | None, hist: LengthHistogram
+) -> TimeRecommendation | None:
+    """Notebook 04's results, from the same call with the same inputs it gets (its rng seeded
+    with the report's seed and drawn from first), or ``None`` without step times."""
+    if step_times is None:
+        return None
+    return recommend_for_time(
+        hist,
+        StepTimeModel.fit(load_step_times(step_times)),
+        settings.n_buckets,
+        settings.rule,
+        rng=np.random.default_rng(settings.seed),
+        epochs=DEFAULT_TIME_EPOCHS,
+        world_size=settings.world_size,
+        max_k=DEFAULT_TIME_MAX_K,
+    )
+
+
+def _throughput(
+    rec: Recommendation, settings: _Settings, step_time: TimeRecommendation | None
+) -> dict[str, Any] | None:
+    """Predicted useful tokens/s of each strategy: from one measured reference when a
+    calibration is given (padded tokens), else from the step-time model when step times are
+    (the ``tokens_per_s`` of ``step_time.strategies``), else ``None``."""
+    if settings.tokens_per_s is not None:
+        reference = str(settings.reference_strategy)
+        return {
+            "reference_strategy": reference,
+            "reference_tokens_per_s": float(settings.tokens_per_s),
+            "model": THROUGHPUT_RULE,
+            "predicted_tokens_per_s": rec.predicted_tokens_per_s(settings.tokens_per_s, reference),
+        }
+    if step_time is not None:
+        return {
+            "reference_strategy": None,
+            "reference_tokens_per_s": None,
+            "model": STEP_TIME_RULE,
+            "predicted_tokens_per_s": {
+                str(name): float(v) for name, v in step_time.strategies["tokens_per_s"].items()
+            },
+        }
+    return None
 
 
 def _clean(value: Any) -> Any:
@@ -193,9 +245,9 @@ def run_report(
             hist, settings.n_buckets, settings.rule, method=method, max_buckets=max_buckets, min_gain=min_gain
         )
     rec_dict = rec.to_dict()
-    rec_dict["throughput"] = (
-        None if tokens_per_s is None else _throughput(rec, tokens_per_s, str(reference_strategy))
-    )
+    step_time = _step_time(settings, run.step_times, hist)
+    rec_dict["throughput"] = _throughput(rec, settings, step_time)
+    rec_dict["step_time"] = None if step_time is None else step_time.to_dict()
     data = _Data(src, raw, zero_dropped, *_prepare_output(run.out, raw))
     runs, executed = _run_notebooks(run, _offered(settings, run, data, rec.plan.edges), progress)
     figure_files = _new_figures(data.figures, started)
@@ -357,6 +409,9 @@ def _offered(settings: _Settings, run: _Run, data: _Data, edges: list[int]) -> d
         "edges": edges,
         "reference_strategy": settings.reference_strategy,
         "reference_tokens_per_s": settings.tokens_per_s,
+        # simulated epochs and the time sweep's K: what recommendation.json's step_time used
+        "epochs": DEFAULT_TIME_EPOCHS,
+        "max_k": DEFAULT_TIME_MAX_K,
         STEP_TIMES_PARAMETER: None if run.step_times is None else str(run.step_times),
     }
 
