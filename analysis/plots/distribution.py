@@ -281,6 +281,7 @@ def plot_clipping(
         f"({100 * summary['share_tokens_removed']:.1f}%)"
     )
     ax.axvline(max_len, color=_RED, linestyle="--", linewidth=1.2, label=text)
-    fig.legend(*ax.get_legend_handles_labels(), loc="outside right upper", frameon=False, fontsize=9)
+    # beside the axes, from their top down: under the title, which a long second line may widen
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, frameon=False, fontsize=9)
     ax.set_title(_title(title, "What truncation at max_len would cut", subtitle), fontsize=11)
     return fig
