@@ -180,7 +180,8 @@ return {
 """
 
 # Arm the timer for one change: t0 at the first keydown/change/input event the page sees (in
-# the capture phase, before any widget handles it), t1 when the panel's image gets a new src.
+# the capture phase, before any widget handles it), t1 when the panel's image next gets a new
+# src (a src that arrives before the event belongs to an earlier change and is not counted).
 _ARM = """
 const panel = arguments[0];
 const img = panel.querySelector("img.widget-image");
@@ -191,10 +192,10 @@ for (const type of ["keydown", "change", "input"]) {
   document.addEventListener(type, start, {capture: true, once: true});
 }
 const seen = new MutationObserver(() => {
-  if (probe.t1 === null && img.getAttribute("src") !== probe.src) {
-    probe.t1 = performance.now();
-    seen.disconnect();
-  }
+  const src = img.getAttribute("src");
+  if (src === probe.src) return;
+  if (probe.t0 === null) { probe.src = src; return; }  // a late redraw of an earlier change
+  if (probe.t1 === null) { probe.t1 = performance.now(); seen.disconnect(); }
 });
 seen.observe(img, {attributes: true, attributeFilter: ["src"]});
 """
@@ -214,12 +215,22 @@ def _status(panel: WebElement) -> str:
     return str(panel.find_elements(By.CSS_SELECTOR, ".widget-html")[0].text)
 
 
-def _settled(panel: WebElement) -> str:
-    """The status line once no optimiser pass is pending (the panel says when one is)."""
-    status = _wait(
-        "the explorer's background pass", lambda: (s := _status(panel)) and "computing" not in s and s, 120
-    )
-    return str(status)
+def _image_src(panel: WebElement) -> str:
+    return str(panel.find_element(By.CSS_SELECTOR, "img.widget-image").get_attribute("src"))
+
+
+def _settled(panel: WebElement, quiet_s: float = 0.5) -> str:
+    """The status line once no optimiser pass is pending (the panel says when one is) and the
+    figure has not changed for ``quiet_s`` seconds (its PNG arrives after the status)."""
+
+    def quiet() -> str | None:
+        status, src = _status(panel), _image_src(panel)
+        if not status or "computing" in status:
+            return None
+        time.sleep(quiet_s)
+        return status if (_status(panel), _image_src(panel)) == (status, src) else None
+
+    return str(_wait("the explorer to settle", quiet, 120))
 
 
 def _timed(driver: webdriver.Chrome, panel: WebElement, what: str, act: Callable[[], None]) -> float:
@@ -232,6 +243,7 @@ def _timed(driver: webdriver.Chrome, panel: WebElement, what: str, act: Callable
         REDRAW_TIMEOUT_S,
     )
     assert probe["t0"] is not None, "the change reached the page as no keydown/change/input event"
+    assert probe["t1"] >= probe["t0"], probe
     return float(probe["t1"] - probe["t0"])
 
 
