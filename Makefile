@@ -1,4 +1,5 @@
-# The padding workbench: `make report` (main job) and `make test` (every test).
+# The padding workbench: `make report` (main job), `make test` (every test) and
+# `make browser-test` (the report's pages and the explorer in headless Chromium).
 # With no conda env or venv active, both create .venv and install the project into it;
 # with one active, they install into that one.
 
@@ -27,10 +28,10 @@ NOTEBOOKS := $(sort $(wildcard notebooks/[0-9]*.ipynb))
 # Volatile notebook metadata (timestamps, versions) is stripped; outputs and counts are kept.
 STRIP := --keep-output --keep-count --extra-keys "cell.metadata.execution metadata.language_info.version"
 
-.PHONY: help setup report test lint ruff benchmarks notebooks data clean
+.PHONY: help setup report test browser-test lint ruff benchmarks notebooks data clean
 
 help:  ## List the targets
-	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
 
 setup: $(STAMP)  ## Create .venv (unless an env is active) and install the project with its dev extra
 
@@ -63,6 +64,20 @@ test: setup ruff  ## Run every test: ruff, mypy --strict, unit tests, doctests, 
 	wait $$mypy_pid; mypy_status=$$?; \
 	echo '"$(PY)" -m mypy (ran beside pytest):'; cat .make/mypy.log; \
 	[ $$pytest_status -eq 0 ] && [ $$mypy_status -eq 0 ]
+
+# Debian's chromium and chromium-driver (apt, as root or through sudo) when either is missing:
+# selenium is pointed at /usr/bin/chromedriver, so selenium-manager never downloads a browser.
+# `-m browser` selects tests/browser (pyproject's addopts deselect it from `make test`); a
+# missing browser fails those tests, never skips them.
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+BROWSER_TEST_ARGS ?=
+browser-test: setup  ## Render the report's pages and drive the explorer in JupyterLab, in headless Chromium
+	@if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then \
+	  echo "installing Debian's chromium and chromium-driver"; \
+	  $(SUDO) apt-get update && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium chromium-driver || exit 1; \
+	fi
+	"$(PY)" -m pytest -m browser -s tests/browser $(BROWSER_TEST_ARGS)
 
 lint: ruff  ## ruff (lint and format check) and mypy --strict on the package
 	"$(PY)" -m mypy
