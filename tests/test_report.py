@@ -284,7 +284,7 @@ def test_every_page_of_the_report_is_offline_titled_and_linked(shared_report):
         assert "Report on <b>lengths.csv</b>" in text  # the source file, named at the top
         assert "not shown" not in text and "`n_buckets`" not in text and "K = <code>" not in text
         # code hidden by default: a checkbox before <main> and the CSS rule it drives
-        assert text.index('id="report-show-code"') < text.index("<main>")
+        assert re.search(r'<body[^>]*>\s*<input [^>]*id="report-show-code"[^>]*>\s*<nav', text)
         assert ":not(:checked) ~ main .jp-CodeCell > .jp-Cell-inputWrapper { display: none; }" in text
         following = names[at + 1] if at + 1 < len(names) else None
         next_href = "index.html" if following is None else Path(following).with_suffix(".html").name
@@ -335,7 +335,7 @@ def test_the_summary_page_escapes_names_and_says_in_memory(tmp_path):
     run_report(src, out, n_buckets=2, quiet=True, notebooks_dir=nbs, command="report <x>")
     index = (out / "index.html").read_text(encoding="utf-8")
     assert "l&lt;e&gt;n&amp;&#x27;s.csv" in index and "l<e>n" not in index
-    assert "<code>report &lt;x&gt;</code>" in index
+    assert '<code class="command">report &lt;x&gt;</code>' in index
     assert "padded-token ratio" in index  # neither step times nor a calibration
     page = (out / "01_a.html").read_text(encoding="utf-8")
     # nbconvert re-serialises the page: an apostrophe in text needs no escape
