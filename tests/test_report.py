@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import hashlib
+import html
 import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
 
 import nbformat
 import numpy as np
 
 from analysis import BatchRule, LengthHistogram, cli, save_histogram
 from analysis.report import notebook_parameters, report_notebooks, run_report
+from analysis.report._notebooks import notebook_title
+from analysis.tables import format_count, format_percent, format_value
 
 LENGTHS = np.random.default_rng(11).integers(20, 900, size=2_000)
 
@@ -180,3 +187,169 @@ def test_save_figure_formats_are_a_parameter(tmp_path):
     assert b"<svg" in (tmp_path / "b.svg").read_bytes()[:400]
     assert save_figure(Figure(), "d", None, formats=["png"]) == []  # no folder, nothing saved
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.png", "b.png", "b.svg", "c.pdf"]
+
+
+# ------------------------------------------------------------------------ the HTML pages
+class _Links(HTMLParser):
+    """Every URL an HTML page names: ``(tag, attribute, value)``, plus CSS ``url()`` and
+    ``@import`` targets in style elements and attributes (as ``("css", "url", value)``)."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.links: list[tuple[str, str, str]] = []
+        self._in_style = False
+
+    def handle_starttag(self, tag, attrs):
+        self._in_style = tag == "style"
+        for name, value in attrs:
+            if value is None:
+                continue
+            if name in {"src", "href", "xlink:href", "srcset", "poster", "data", "action", "formaction"}:
+                self.links.append((tag, name, value.strip()))
+            if name == "style":
+                self._css(value)
+
+    def handle_endtag(self, tag):
+        if tag == "style":
+            self._in_style = False
+
+    def handle_data(self, data):
+        if self._in_style:
+            self._css(data)
+
+    def _css(self, text):
+        text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)  # comments name sites, load nothing
+        urls = re.findall(r"url\(\s*['\"]?([^'\")]+)", text)
+        for value in urls + re.findall(r"@import\s+['\"]([^'\"]+)", text):
+            self.links.append(("css", "url", value.strip()))
+
+
+def _is_external(value: str) -> bool:
+    """A URL that reaches outside the report folder: a scheme (``https:``, ``file:``...) other
+    than ``data:``, or a protocol-relative ``//host``."""
+    return value.startswith("//") or (
+        re.match(r"[a-zA-Z][a-zA-Z0-9+.-]*:", value) is not None and not value.startswith("data:")
+    )
+
+
+def external_loads(page: str) -> list[str]:
+    """What a page would fetch from outside its folder.  The rule: a page may *link* to the web
+    (``<a href="https://...">``: opened only when the reader clicks) but loads nothing from it:
+    every other ``src``/``href`` (scripts, style sheets, images, frames, SVG ``xlink:href``)
+    and every CSS ``url()``/``@import`` is relative or ``data:``."""
+    parser = _Links()
+    parser.feed(page)
+    return [
+        f"<{tag} {attr}={value!r}>"
+        for tag, attr, value in parser.links
+        if _is_external(value) and not (tag == "a" and attr == "href")
+    ]
+
+
+def _relative_links(page: str) -> list[str]:
+    parser = _Links()
+    parser.feed(page)
+    return [v for tag, attr, v in parser.links if tag == "a" and attr == "href" and not _is_external(v)]
+
+
+def test_external_loads_are_found():
+    page = (
+        "<script src='https://cdn/x.js'></script><link href='//cdn/y.css'>"
+        "<img src='data:image/png;base64,AA'>"
+        "<a href='https://example.org'>docs</a><style>/* https://site */ p{background:url(http://z/i.png)}</style>"
+    )
+    assert external_loads(page) == [
+        "<script src='https://cdn/x.js'>",
+        "<link href='//cdn/y.css'>",
+        "<css url='http://z/i.png'>",
+    ]
+
+
+def test_every_page_of_the_report_is_offline_titled_and_linked(shared_report):
+    out = shared_report.out
+    pages = sorted(out.glob("*.html"))
+    names = [p.name for p in report_notebooks()]
+    expected = ["index.html", *(Path(n).with_suffix(".html").name for n in names)]
+    assert [p.name for p in pages] == sorted(expected)
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        assert external_loads(text) == [], page.name
+        assert "<script" not in text, page.name  # no page needs a script
+        for href in _relative_links(text):
+            target = href.split("#")[0]
+            assert not target or (out / target).is_file(), (page.name, href)  # no link to .ipynb
+    for at, name in enumerate(names):
+        text = (out / name).with_suffix(".html").read_text(encoding="utf-8")
+        title = notebook_title(Path("notebooks") / name)
+        assert f"<title>{html.escape(title)} — lengths.csv</title>" in text
+        assert "Report on <b>lengths.csv</b>" in text  # the source file, named at the top
+        assert "not shown" not in text and "`n_buckets`" not in text and "K = <code>" not in text
+        # code hidden by default: a checkbox before <main> and the CSS rule it drives
+        assert re.search(r'<body[^>]*>\s*<input [^>]*id="report-show-code"[^>]*>\s*<nav', text)
+        assert ":not(:checked) ~ main .jp-CodeCell > .jp-Cell-inputWrapper { display: none; }" in text
+        following = names[at + 1] if at + 1 < len(names) else None
+        next_href = "index.html" if following is None else Path(following).with_suffix(".html").name
+        assert f'class="report-next" href="{next_href}"' in text
+    explorer = (out / "03_bucket_count.html").read_text(encoding="utf-8")
+    assert "widget-view+json" not in explorer and "widget-state+json" not in explorer
+    assert re.search(r"<pre>Explorer\(optimal, 3 buckets: efficiency \d", explorer)  # its static status
+
+
+def test_the_summary_page_answers_for_this_file(shared_report):
+    out = shared_report.out
+    rec = json.loads((out / "recommendation.json").read_text())
+    index = (out / "index.html").read_text(encoding="utf-8")
+    src = out.parent / "lengths.csv"  # the file the shared report read
+    assert "<title>Summary — lengths.csv</title>" in index
+    assert hashlib.sha256(src.read_bytes()).hexdigest() in index
+    assert f"{src.stat().st_size:,} bytes" in index
+    plan = rec["plan"]
+    assert f"max_tokens {shared_report.max_tokens:,}" in index
+    assert format_value(plan["edges"]) in index and format_value(plan["batch_sizes"]) in index
+    strategies = rec["strategies"]
+    for name in ("random", "sorted", "bucketed"):
+        assert format_percent(strategies[name]["efficiency"]) in index
+    fewer = strategies["random"]["padded_tokens"] - strategies["bucketed"]["padded_tokens"]
+    assert f"<b>{format_count(fewer)}</b> fewer padded tokens" in index
+    ratio = strategies["random"]["padded_tokens"] / strategies["bucketed"]["padded_tokens"]
+    assert f"{format_value(ratio)}×</b> fewer" in index
+    # a calibration was given (sorted at 10,000 tokens/s): the speed-up in tokens/s, from it
+    predicted = rec["throughput"]["predicted_tokens_per_s"]
+    assert f"bucketed {format_count(predicted['bucketed'])} tokens/s" in index
+    assert f"expected speed-up <b>{format_value(predicted['bucketed'] / predicted['random'])}×" in index
+    assert "within-batch length CV" in index
+    k, suggested = rec["n_buckets"], rec["n_buckets_suggested"]
+    assert f"this report uses <b>K = {k}</b>" in index
+    if suggested != k:
+        assert f"suggests <b>K = {suggested}</b>" in index and "<code>--buckets auto</code>" in index
+    for run in rec["notebooks"]:
+        assert f"href='{run['html']}'" in index
+    assert "href='recommendation.json'" in index and "04_throughput.ipynb: not run" in index
+
+
+def test_the_summary_page_escapes_names_and_says_in_memory(tmp_path):
+    nbs = tmp_path / "nbs"
+    nbs.mkdir()
+    _tiny_notebook(nbs / "01_a.ipynb", params="seed = 0", body="print(seed)")
+    src = save_histogram(LengthHistogram.from_lengths(LENGTHS), tmp_path / "l<e>n&'s.csv")
+    out = tmp_path / "out"
+    run_report(src, out, n_buckets=2, quiet=True, notebooks_dir=nbs, command="report <x>")
+    index = (out / "index.html").read_text(encoding="utf-8")
+    assert "l&lt;e&gt;n&amp;&#x27;s.csv" in index and "l<e>n" not in index
+    assert '<code class="command">report &lt;x&gt;</code>' in index
+    assert "padded-token ratio" in index  # neither step times nor a calibration
+    page = (out / "01_a.html").read_text(encoding="utf-8")
+    # nbconvert re-serialises the page: an apostrophe in text needs no escape
+    assert "<title>tiny — l&lt;e&gt;n&amp;'s.csv</title>" in page and "l<e>n" not in page
+    assert "Report on <b>l&lt;e&gt;n&amp;'s.csv</b>" in page
+    run_report(LENGTHS, out, n_buckets=2, quiet=True, notebooks_dir=nbs)
+    index = (out / "index.html").read_text(encoding="utf-8")
+    assert "in-memory ndarray (no file: no size or checksum)" in index
+
+
+def test_no_notebook_needs_math_rendering():
+    """No MathJax is loaded, so no Markdown cell may hold TeX math."""
+    for path in sorted(Path("notebooks").glob("[0-9]*.ipynb")):
+        for cell in nbformat.read(path, as_version=4).cells:
+            if cell.cell_type == "markdown":
+                assert not re.search(r"\$[^$\s]|\\\(|\\\[", cell.source), path.name

@@ -17,10 +17,16 @@
    plan's), with a calibration ``reference_strategy`` and ``reference_tokens_per_s``, and
    with measured step times ``step_times_path`` (a notebook whose parameters cell defines
    ``step_times_path``, ``04_throughput.ipynb``, runs only when step times are given);
-4. convert each executed notebook to HTML (nbconvert's ``HTMLExporter``);
+4. convert each executed notebook to its HTML page (nbconvert's ``HTMLExporter`` with the
+   ``report`` template: offline, titled with the notebook and the source file, code hidden
+   until the reader shows it, a link to the next page);
 5. write ``DIR/recommendation.json``: data summary, settings (defaults included), edges,
    batch sizes, expected efficiencies, predicted throughput, exports for trainers, the
-   notebooks and figures produced, the exact command line and the package version.
+   notebooks and figures produced, the exact command line and the package version;
+6. write ``DIR/index.html``, the summary page (:mod:`analysis.report._index`): the answer
+   for this file (its name, size and SHA-256, the rule, the plan, efficiency against random
+   and sorted, the padded tokens saved, the expected speed-up, the mixing kept, the K used
+   and the K suggested), then links to every page and to ``recommendation.json``.
 
 Papermill, nbconvert and nbformat are imported in :mod:`analysis.report._notebooks` only (they are dev/report
 dependencies), never by the engine.

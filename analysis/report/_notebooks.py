@@ -1,6 +1,7 @@
 """How the report runs its notebooks: which notebooks (:func:`report_notebooks`), the
 parameters a notebook defines (:func:`notebook_parameters`), executing one with papermill in
-a kernel of its own configuration, and converting it to HTML.  Papermill, nbconvert and
+a kernel of its own configuration, and converting it to its offline HTML page (the
+``report`` nbconvert template in ``templates/``).  Papermill, nbconvert and
 nbformat are imported here only, inside the functions (they are dev/report dependencies)."""
 
 from __future__ import annotations
@@ -8,13 +9,24 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from analysis.paths import NOTEBOOKS_DIR
 
-__all__ = ["notebook_parameters", "report_notebooks", "STEP_TIMES_PARAMETER"]
+__all__ = [
+    "notebook_parameters",
+    "notebook_title",
+    "relink",
+    "report_notebooks",
+    "Page",
+    "STEP_TIMES_PARAMETER",
+    "TEMPLATES_DIR",
+    "REPORT_CSS",
+    "INDEX_HTML",
+]
 
 _KERNEL = "python3"
 
@@ -143,12 +155,122 @@ def _run_notebook(
         ) from exc
 
 
-def _to_html(notebook: Path) -> Path:
+#: The report's nbconvert templates (package data): ``report`` is JupyterLab's ``lab`` page
+#: made offline, with the report's bar and code hidden by default (``report/index.html.j2``).
+TEMPLATES_DIR = Path(__file__).parent / "templates"
+#: The report's style sheet, inlined into the notebook pages and the summary page.
+REPORT_CSS = TEMPLATES_DIR / "report" / "static" / "report.css"
+#: The summary page every notebook page links back to.
+INDEX_HTML = "index.html"
+
+
+@dataclass(frozen=True)
+class Page:
+    """One notebook's page in a report: the notebook's file name and its title."""
+
+    notebook: str
+    title: str
+
+    @property
+    def html(self) -> str:
+        """The page's file name (``03_bucket_count.html``)."""
+        return str(Path(self.notebook).with_suffix(".html"))
+
+
+def notebook_title(path: str | os.PathLike[str]) -> str:
+    """A notebook's title: the text of its first Markdown heading (``# 03 · Title``), else
+    its file name without the extension.
+
+    Examples
+    --------
+    >>> import nbformat, tempfile, pathlib
+    >>> nb = nbformat.v4.new_notebook()
+    >>> nb.cells.append(nbformat.v4.new_markdown_cell("# 03 · How many buckets?\\n\\nText."))
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "03_k.ipynb"
+    >>> nbformat.write(nb, p)
+    >>> notebook_title(p)
+    '03 · How many buckets?'
+    >>> nb.cells = []
+    >>> nbformat.write(nb, p)
+    >>> notebook_title(p)
+    '03_k'
+    """
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)  # type: ignore[no-untyped-call]
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            for line in cell.source.splitlines():
+                if line.startswith("# "):
+                    return str(line[2:].strip())
+    return Path(path).stem
+
+
+_NOTEBOOK_LINK = re.compile(r"\[([^\]]*)\]\((\d+_[\w.-]+?)\.ipynb(#[^)\s]*)?\)")
+
+
+def relink(markdown: str, pages: Sequence[Page]) -> str:
+    """A Markdown cell's links to the report's notebooks (``[03](03_bucket_count.ipynb)``)
+    pointed at their HTML pages; a link to a notebook the report did not run is left as its
+    text (there is no page to open).
+
+    Examples
+    --------
+    >>> pages = [Page("01_a.ipynb", "01"), Page("02_b.ipynb", "02")]
+    >>> relink("[02 · B](02_b.ipynb) and [04](04_c.ipynb#top)", pages)
+    '[02 · B](02_b.html) and 04'
+    """
+    run = {Path(p.notebook).stem for p in pages}
+
+    def _one(match: re.Match[str]) -> str:
+        text, stem, anchor = match.group(1), match.group(2), match.group(3) or ""
+        return f"[{text}]({stem}.html{anchor})" if stem in run else text
+
+    return _NOTEBOOK_LINK.sub(_one, markdown)
+
+
+_WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def _static_notebook(nb: Any, pages: Sequence[Page], title: str) -> None:
+    """Prepare an executed notebook (in memory) for its offline page: the widget state and
+    every widget view dropped (a widget output shows its ``text/plain``, the explorer's
+    one-line status), links to the notebooks pointed at their pages, the page's title set."""
+    nb.metadata.pop("widgets", None)
+    nb.metadata["title"] = title
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            cell.source = relink(cell.source, pages)
+        for output in cell.get("outputs", []):
+            output.get("data", {}).pop(_WIDGET_VIEW, None)
+
+
+def _to_html(notebook: Path, pages: Sequence[Page], *, source: str, rule: str) -> Path:
+    """Write ``notebook``'s page (beside it, ``.html``): offline, titled with the notebook's
+    title and ``source``, the bar naming ``source`` and ``rule``, linking to the summary and
+    to the next page of ``pages`` (the last page links to the summary)."""
     import nbformat
     from nbconvert import HTMLExporter
 
+    names = [p.notebook for p in pages]
+    at = names.index(notebook.name)
+    page = pages[at]
+    following = pages[at + 1] if at + 1 < len(pages) else None
     notebook_node = nbformat.read(notebook, as_version=4)  # type: ignore[no-untyped-call]
-    body, _ = HTMLExporter().from_notebook_node(notebook_node)  # type: ignore[no-untyped-call]
+    _static_notebook(notebook_node, pages, f"{page.title} — {source}")
+    resources = {
+        "report": {
+            "source": source,
+            "rule": rule,
+            "index_href": INDEX_HTML,
+            "next_href": INDEX_HTML if following is None else following.html,
+            "next_title": "Back to the summary" if following is None else f"Next: {following.title}",
+        }
+    }
+    exporter = HTMLExporter(  # type: ignore[no-untyped-call]
+        template_name="report", extra_template_basedirs=[str(TEMPLATES_DIR)]
+    )
+    body, _ = exporter.from_notebook_node(notebook_node, resources=resources)
     html = notebook.with_suffix(".html")
     html.write_text(body, encoding="utf-8")
     return html

@@ -40,14 +40,18 @@ from analysis.recommendation import (
     recommend,
     recommend_for_time,
 )
+from analysis.report._index import Source, describe_source, index_html, summary_facts
 from analysis.report._notebooks import (
+    INDEX_HTML,
     STEP_TIMES_PARAMETER,
+    Page,
     _environ,
     _kernel_environ,
     _notebooks,
     _run_notebook,
     _to_html,
     notebook_parameters,
+    notebook_title,
     report_notebooks,
 )
 from analysis.step_time import StepTimeModel
@@ -249,11 +253,16 @@ def run_report(
     rec_dict["throughput"] = _throughput(rec, settings, step_time)
     rec_dict["step_time"] = None if step_time is None else step_time.to_dict()
     data = _Data(src, raw, zero_dropped, *_prepare_output(run.out, raw))
-    runs, executed = _run_notebooks(run, _offered(settings, run, data, rec.plan.edges), progress)
+    source = describe_source(src)
+    pages = _PageContext(
+        source.name, settings.rule.text, [Page(nb.name, notebook_title(nb)) for nb in run.notebooks]
+    )
+    runs, executed = _run_notebooks(run, _offered(settings, run, data, rec.plan.edges), progress, pages)
     figure_files = _new_figures(data.figures, started)
     recommendation = _recommendation(settings, run, data, command, rec_dict, rec.plan, runs, figure_files)
     rec_path = _write_json(run.out / "recommendation.json", recommendation)
-    written = [data.csv, *executed, rec_path, *figure_files]
+    index = _write_index(run, settings, source, rec, hist, pages, str(recommendation["command"]))
+    written = [data.csv, *executed, rec_path, index, *figure_files]
     return ReportResult(out_dir=run.out, files=tuple(sorted(set(written))), recommendation=recommendation)
 
 
@@ -351,11 +360,23 @@ def _prepare_output(out: Path, raw: LengthHistogram) -> tuple[Path, Path]:
     return figures, save_histogram(raw, _mkparent(out / REPORT_HISTOGRAM))
 
 
+@dataclass(frozen=True)
+class _PageContext:
+    """What every notebook page names: the source, the batch rule, the pages in order."""
+
+    source: str
+    rule: str
+    pages: list[Page]
+
+
 def _run_notebooks(
-    run: _Run, offered: dict[str, Any], progress: Callable[..., Iterable[Any]] | None
+    run: _Run,
+    offered: dict[str, Any],
+    progress: Callable[..., Iterable[Any]] | None,
+    pages: _PageContext,
 ) -> tuple[list[dict[str, Any]], list[Path]]:
-    """Execute each notebook with the offered parameters it defines, then convert it to HTML:
-    what each run was given (for ``recommendation.json``), and the files written."""
+    """Execute each notebook with the offered parameters it defines, then write its offline
+    HTML page: what each run was given (for ``recommendation.json``), and the files written."""
     runs, written = [], []
     with (
         tempfile.TemporaryDirectory(prefix="padding-report-") as ipython_dir,
@@ -367,7 +388,7 @@ def _run_notebooks(
             params = {k: v for k, v in offered.items() if k in defined}
             dst = run.out / nb.name
             _run_notebook(nb, dst, params, cwd=run.notebooks_dir, show_progress=progress is not None)
-            html = _to_html(dst)
+            html = _to_html(dst, pages.pages, source=pages.source, rule=pages.rule)
             written += [dst, html]
             runs.append(
                 {
@@ -378,6 +399,33 @@ def _run_notebooks(
                 }
             )
     return runs, written
+
+
+def _write_index(
+    run: _Run,
+    settings: _Settings,
+    source: Source,
+    rec: Recommendation,
+    hist: LengthHistogram,
+    pages: _PageContext,
+    command: str,
+) -> Path:
+    """Write the summary page (``index.html``) from the engine's facts about ``hist``."""
+    facts = summary_facts(
+        source,
+        rec,
+        hist,
+        seed=settings.seed,
+        world_size=settings.world_size,
+        step_times=None if run.step_times is None else load_step_times(run.step_times),
+        step_times_name=None if run.step_times is None else run.step_times.name,
+        calibration=None
+        if settings.tokens_per_s is None
+        else (settings.tokens_per_s, str(settings.reference_strategy)),
+    )
+    path = run.out / INDEX_HTML
+    path.write_text(index_html(facts, pages.pages, skipped=run.skipped, command=command), encoding="utf-8")
+    return path
 
 
 def _new_figures(figures: Path, started: float) -> list[Path]:

@@ -1,0 +1,366 @@
+"""The report's summary page, ``index.html``: the answer for *this* file first, then the pages.
+
+:func:`summary_facts` asks the engine for what the page states (the recommendation, the
+simulated mixing, the expected speed-up); :func:`index_html` writes it as one self-contained
+page (the report's inline style sheet, no script, nothing loaded from anywhere), every string
+escaped and every number formatted by :mod:`analysis.tables`.  :func:`describe_source` names
+the input: its files with their sizes and SHA-256 digests, or an in-memory object.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from analysis.epoch_time import predict_strategy_throughput
+from analysis.lengths import LengthHistogram
+from analysis.loaders import LengthSource, expand_paths
+from analysis.narrative import describe_recommendation
+from analysis.recommendation import Recommendation
+from analysis.report._notebooks import REPORT_CSS, Page
+from analysis.simulation import compare_strategies
+from analysis.step_time import StepTimeModel
+from analysis.tables import format_count, format_percent, format_value, tidy
+
+__all__ = ["SourceFile", "Source", "Speed", "SummaryFacts", "describe_source", "summary_facts", "index_html"]
+
+#: Epochs simulated for the mixing measure (notebook 02's default).
+MIXING_EPOCHS = 3
+#: The strategies the summary compares.
+_SHOWN = ("random", "sorted", "bucketed")
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """One input file: its path as given, its size in bytes and its SHA-256 digest (hex)."""
+
+    path: str
+    size: int
+    sha256: str
+
+
+@dataclass(frozen=True)
+class Source:
+    """What a report read: ``name`` (a file's name, a glob or folder as given, or the type of
+    an in-memory object) and its ``files`` (none for an in-memory source)."""
+
+    name: str
+    files: tuple[SourceFile, ...]
+
+    @property
+    def in_memory(self) -> bool:
+        """True when the lengths came from an object, not from files."""
+        return not self.files
+
+
+def describe_source(src: LengthSource) -> Source:
+    """The files of ``src`` (a path, folder or glob: :func:`analysis.loaders.expand_paths`)
+    with their sizes and SHA-256 digests, or, for any other source, its type.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "lengths.txt"
+    >>> _ = p.write_text("3\\n5\\n")
+    >>> s = describe_source(p)
+    >>> s.name, s.files[0].size, s.files[0].sha256[:12]
+    ('lengths.txt', 4, '56c47cb32092')
+    >>> describe_source(np.array([3, 5]))
+    Source(name='in-memory ndarray', files=())
+    """
+    if not isinstance(src, str | os.PathLike):
+        return Source(f"in-memory {type(src).__name__}", ())
+    text, paths = expand_paths(src)
+    files = tuple(SourceFile(str(p), p.stat().st_size, _sha256(p)) for p in paths)
+    one_file = len(paths) == 1 and Path(text) == paths[0]
+    return Source(paths[0].name if one_file else text, files)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class Speed:
+    """The expected speed-up of the plan over a full shuffle, and how it was obtained:
+    ``unit`` ``"tokens/s"`` (``tokens_per_s`` by strategy) or ``"padded-token ratio"``;
+    ``basis`` says in words what the numbers assume; ``note`` anything the reader must know
+    (a step-time file that could not be fitted)."""
+
+    ratio: float
+    unit: str
+    basis: str
+    tokens_per_s: dict[str, float]
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class SummaryFacts:
+    """Everything the summary page states, from the engine."""
+
+    source: Source
+    rec: Recommendation
+    mixing: pd.Series  # simulated within-batch CV by strategy
+    seed: int
+    speed: Speed
+
+
+def _speed(
+    rec: Recommendation,
+    hist: LengthHistogram,
+    *,
+    step_times: pd.DataFrame | None,
+    step_times_name: str | None,
+    calibration: tuple[float, str] | None,
+    world_size: int,
+    seed: int,
+) -> Speed:
+    """Tokens/s under a step-time model fitted to ``step_times`` when given (the padded-token
+    prediction from a measured ``calibration`` otherwise, else the padded-token ratio)."""
+    note = ""
+    if step_times is not None:
+        try:
+            model = StepTimeModel.fit(step_times)
+        except ValueError as err:
+            note = f"The step times ({step_times_name}) could not be fitted: {err}"
+        else:
+            table = predict_strategy_throughput(
+                hist,
+                model,
+                rec.rule,
+                edges=rec.plan.edges,
+                rng=np.random.default_rng(seed),
+                strategies=_SHOWN,
+                world_size=world_size,
+            )
+            rates = {str(k): float(v) for k, v in table["tokens_per_s"].items()}
+            basis = (
+                f"useful tokens/s of the plan above, predicted by the step-time model fitted to "
+                f"{step_times_name}; notebook 04 also shows edges optimised for time"
+            )
+            return Speed(rates["bucketed"] / rates["random"], "tokens/s", basis, rates)
+    if calibration is not None:
+        tokens_per_s, reference = calibration
+        rates = rec.predicted_tokens_per_s(tokens_per_s, reference)
+        basis = (
+            f"useful tokens/s scaled by efficiency from your measured {reference} run at "
+            f"{format_count(tokens_per_s)} tokens/s (step time taken as proportional to padded tokens)"
+        )
+        return Speed(rates["bucketed"] / rates["random"], "tokens/s", basis, rates, note)
+    relative = rec.predicted_tokens_per_s(1.0, "random")
+    basis = "padded-token ratio: the speed-up if step time is proportional to padded tokens"
+    return Speed(relative["bucketed"], "padded-token ratio", basis, {}, note)
+
+
+def summary_facts(
+    source: Source,
+    rec: Recommendation,
+    hist: LengthHistogram,
+    *,
+    seed: int,
+    world_size: int = 1,
+    step_times: pd.DataFrame | None = None,
+    step_times_name: str | None = None,
+    calibration: tuple[float, str] | None = None,
+) -> SummaryFacts:
+    """What the summary page states about ``hist`` under ``rec`` (its plan and rule): the
+    mixing (the within-batch length CV of :func:`analysis.compare_strategies`, simulated over
+    :data:`MIXING_EPOCHS` epochs from ``seed``) and the expected speed-up (:class:`Speed`).
+
+    Examples
+    --------
+    >>> from analysis.recommendation import recommend
+    >>> h = LengthHistogram.from_lengths(np.random.default_rng(0).integers(1, 500, 400))
+    >>> facts = summary_facts(Source("x", ()), recommend(h, 3, batch_size=4), h, seed=0)
+    >>> facts.speed.unit, round(facts.speed.ratio, 3)
+    ('padded-token ratio', 1.322)
+    >>> bool(facts.mixing["bucketed"] < facts.mixing["random"])
+    True
+    """
+    table = compare_strategies(
+        hist,
+        rec.rule,
+        rng=np.random.default_rng(seed),
+        edges=rec.plan.edges,
+        epochs=MIXING_EPOCHS,
+        world_size=world_size,
+        strategies=["sorted", "random", "bucketed"],
+    )
+    speed = _speed(
+        rec,
+        hist,
+        step_times=step_times,
+        step_times_name=step_times_name,
+        calibration=calibration,
+        world_size=world_size,
+        seed=seed,
+    )
+    return SummaryFacts(source, rec, table["within_batch_cv"], seed, speed)
+
+
+def _e(value: object) -> str:
+    """Escaped for HTML text and attribute values."""
+    return html.escape(str(value), quote=True)
+
+
+def _table(frame: pd.DataFrame) -> str:
+    """A frame as an HTML table, every cell formatted (:func:`analysis.tables.tidy`) and escaped."""
+    return str(tidy(frame).to_html(escape=True, border=0))
+
+
+def _multiple(ratio: float) -> str:
+    return f"{format_value(ratio)}×"
+
+
+def _source_html(source: Source) -> str:
+    if source.in_memory:
+        return f"<dd>{_e(source.name)} (no file: no size or checksum)</dd>"
+    rows = "".join(
+        f"<tr><td class='mono'>{_e(f.path)}</td><td>{_e(format_count(f.size))}</td>"
+        f"<td class='mono digest'>{_e(f.sha256)}</td></tr>"
+        for f in source.files
+    )
+    total = sum(f.size for f in source.files)
+    head = f"{len(source.files)} files, " if len(source.files) > 1 else ""
+    return (
+        f"<dd><b>{_e(source.name)}</b> ({head}{_e(format_count(total))} bytes)"
+        f"<table><thead><tr><th>file</th><th>bytes</th><th>sha256</th></tr></thead>"
+        f"<tbody>{rows}</tbody></table></dd>"
+    )
+
+
+def _answer(facts: SummaryFacts) -> str:
+    rec, speed = facts.rec, facts.speed
+    plan, random = rec.plan, rec.strategies["random"]
+    fewer = random.padded_tokens - plan.padded_tokens
+    return (
+        f"Use <b>{plan.n_buckets} {_e(plan.method)} bucket{'s' if plan.n_buckets != 1 else ''}</b> "
+        f"with edges <b class='mono'>{_e(format_value(plan.edges))}</b> ({_e(rec.rule.text)}): expected "
+        f"efficiency <b>{_e(format_percent(plan.efficiency))}</b> against "
+        f"{_e(format_percent(random.efficiency))} for a full shuffle and "
+        f"{_e(format_percent(rec.strategies['sorted'].efficiency))} for sorted batches; "
+        f"<b>{_e(format_count(fewer))}</b> fewer padded tokens per epoch than a shuffle "
+        f"(<b>{_e(_multiple(random.padded_tokens / plan.padded_tokens))}</b> fewer); "
+        f"expected speed-up <b>{_e(_multiple(speed.ratio))}</b> ({_e(speed.unit)})."
+    )
+
+
+def _speed_html(speed: Speed) -> str:
+    text = f"<b>{_e(_multiple(speed.ratio))}</b> over a full shuffle ({_e(speed.basis)})"
+    if speed.tokens_per_s:
+        text += "; " + ", ".join(
+            f"{_e(name)} {_e(format_count(rate))} tokens/s" for name, rate in speed.tokens_per_s.items()
+        )
+    if speed.unit != "tokens/s":
+        text += "; <code>--step-times FILE</code> predicts tokens/s on your model and hardware"
+    if speed.note:
+        text += f"<br><span class='note'>{_e(speed.note)}</span>"
+    return f"<dd>{text}</dd>"
+
+
+def _mixing_html(facts: SummaryFacts) -> str:
+    cv = facts.mixing
+    kept = cv["bucketed"] / cv["random"] if cv["random"] > 0 else float("nan")
+    return (
+        f"<dd>simulated within-batch length CV (how different the lengths in one batch are; "
+        f"{MIXING_EPOCHS} epochs, seed {_e(facts.seed)}): "
+        f"bucketed <b>{_e(format_value(cv['bucketed']))}</b>, "
+        f"random {_e(format_value(cv['random']))}, sorted {_e(format_value(cv['sorted']))}: the buckets "
+        f"keep <b>{_e(format_percent(kept, 1))}</b> of a shuffle's within-batch spread. "
+        "<span class='note'>(A stand-in until an exact mixing measure exists; notebook 02 shows every "
+        "strategy's randomness.)</span></dd>"
+    )
+
+
+def _k_html(rec: Recommendation) -> str:
+    k, suggested = rec.plan.n_buckets, rec.n_buckets_suggested
+    optimal = rec.sweep[rec.sweep["method"] == "optimal"].set_index("n_buckets")["efficiency"]
+    text = f"this report uses <b>K = {k}</b> ({_e(format_percent(float(optimal.loc[k])))})"
+    if suggested == k:
+        text += "; the gain rule suggests the same K"
+    else:
+        text += (
+            f"; the gain rule suggests <b>K = {suggested}</b> "
+            f"({_e(format_percent(float(optimal.loc[suggested])))}): "
+            "rerun with <code>--buckets auto</code> to take it"
+        )
+    return f"<dd>{text}.<br><span class='note'>{_e(describe_recommendation(rec))}</span></dd>"
+
+
+def _pages_html(pages: Sequence[Page], skipped: Sequence[str]) -> str:
+    items = "".join(f"<li><a href='{_e(p.html)}'>{_e(p.title)}</a></li>" for p in pages)
+    items += "".join(
+        f"<li>{_e(name)}: not run (it needs measured step times: <code>--step-times</code>)</li>"
+        for name in skipped
+    )
+    items += (
+        "<li><a href='recommendation.json'>recommendation.json</a>: every number here, the "
+        "settings, the exports for trainers</li>"
+    )
+    return f"<ul class='pages'>{items}</ul>"
+
+
+def index_html(
+    facts: SummaryFacts, pages: Sequence[Page], *, skipped: Sequence[str] = (), command: str = ""
+) -> str:
+    """The summary page: the answer for this file, the facts behind it, the links to every
+    notebook page (``pages``; ``skipped`` names notebooks not run) and to ``recommendation.json``.
+
+    Examples
+    --------
+    >>> from analysis.recommendation import recommend
+    >>> h = LengthHistogram.from_lengths(np.random.default_rng(0).integers(1, 500, 400))
+    >>> facts = summary_facts(Source("<a&b>.csv", ()), recommend(h, 3, batch_size=4), h, seed=0)
+    >>> page = index_html(facts, [Page("01_x.ipynb", "01 · X")])
+    >>> "&lt;a&amp;b&gt;.csv" in page, "<a&b>" in page, "href='01_x.html'" in page
+    (True, False, True)
+    """
+    rec, source = facts.rec, facts.source
+    plan = rec.plan
+    strategies = rec.strategy_table().loc[
+        list(_SHOWN), ["efficiency", "padded_tokens", "n_batches", "batch_sizes"]
+    ]
+    body = f"""
+<p class="note">padding-workbench report</p>
+<h1>Bucketed batching for {_e(source.name)}</h1>
+<p class="answer">{_answer(facts)}</p>
+<h2>The answer, fact by fact</h2>
+<dl class="facts">
+<dt>source</dt>{_source_html(source)}
+<dt>batch rule</dt><dd>{_e(rec.rule.text)}</dd>
+<dt>plan</dt><dd>K = {plan.n_buckets} ({_e(plan.method)}), edges
+<span class="mono">{_e(format_value(plan.edges))}</span>, batch sizes per bucket
+<span class="mono">{_e(format_value(plan.batch_sizes))}</span></dd>
+<dt>efficiency</dt><dd>bucketed {_e(format_percent(plan.efficiency))}, random
+{_e(format_percent(rec.strategies["random"].efficiency))}, sorted
+{_e(format_percent(rec.strategies["sorted"].efficiency))} (useful / padded tokens, exact expectations)</dd>
+<dt>speed-up</dt>{_speed_html(facts.speed)}
+<dt>mixing kept</dt>{_mixing_html(facts)}
+<dt>number of buckets</dt>{_k_html(rec)}
+</dl>
+<h2>The strategies</h2>
+{_table(strategies)}
+<h2>The plan, bucket by bucket</h2>
+{_table(plan.to_frame())}
+<h2>The pages</h2>
+{_pages_html(pages, skipped)}
+<p class="note">Command: <code class="command">{_e(command)}</code></p>
+"""
+    css = REPORT_CSS.read_text(encoding="utf-8")
+    return (
+        "<!DOCTYPE html>\n<html lang='en'>\n<head>\n<meta charset='utf-8'>\n"
+        "<meta name='viewport' content='width=device-width, initial-scale=1.0'>\n"
+        f"<title>Summary — {_e(source.name)}</title>\n<style>\n{css}</style>\n</head>\n"
+        f"<body>\n<div class='report-page'>{body}</div>\n</body>\n</html>\n"
+    )
