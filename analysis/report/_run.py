@@ -4,17 +4,14 @@ folder, run each notebook and convert it to HTML, list the figures, write
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
-
-import numpy as np
 
 from analysis._validate import positive_int
 from analysis._version import __version__
@@ -36,9 +33,7 @@ from analysis.recommendation import (
     DEFAULT_TIME_EPOCHS,
     DEFAULT_TIME_MAX_K,
     Recommendation,
-    TimeRecommendation,
     recommend,
-    recommend_for_time,
 )
 from analysis.report._index import Source, describe_source, index_html, summary_facts
 from analysis.report._notebooks import (
@@ -54,8 +49,14 @@ from analysis.report._notebooks import (
     notebook_title,
     report_notebooks,
 )
-from analysis.step_time import StepTimeModel
-from analysis.throughput import THROUGHPUT_RULE
+from analysis.report._record import (
+    clean,
+    default_command,
+    summary_dict,
+    throughput_record,
+    time_results,
+    write_json,
+)
 
 __all__ = ["ReportResult", "run_report"]
 
@@ -69,75 +70,6 @@ class ReportResult:
     out_dir: Path
     files: tuple[Path, ...]
     recommendation: dict[str, Any] = field(repr=False)
-
-
-# ------------------------------------------------------------------------ recommendation
-#: What ``throughput`` says it used when step times are given and no calibration is.
-STEP_TIME_RULE = (
-    "analysis.predict_strategy_throughput: the step-time model fitted to the --step-times "
-    "file (notebook 04; bucketed on the edges optimised for time, step_time.time_plan)"
-)
-
-
-def _step_time(
-    settings: _Settings, step_times: Path | None, hist: LengthHistogram
-) -> TimeRecommendation | None:
-    """Notebook 04's results, from the same call with the same inputs it gets (its rng seeded
-    with the report's seed and drawn from first), or ``None`` without step times."""
-    if step_times is None:
-        return None
-    return recommend_for_time(
-        hist,
-        StepTimeModel.fit(load_step_times(step_times)),
-        settings.n_buckets,
-        settings.rule,
-        rng=np.random.default_rng(settings.seed),
-        epochs=DEFAULT_TIME_EPOCHS,
-        world_size=settings.world_size,
-        max_k=DEFAULT_TIME_MAX_K,
-    )
-
-
-def _throughput(
-    rec: Recommendation, settings: _Settings, step_time: TimeRecommendation | None
-) -> dict[str, Any] | None:
-    """Predicted useful tokens/s of each strategy: from one measured reference when a
-    calibration is given (padded tokens), else from the step-time model when step times are
-    (the ``tokens_per_s`` of ``step_time.strategies``), else ``None``."""
-    if settings.tokens_per_s is not None:
-        reference = str(settings.reference_strategy)
-        return {
-            "reference_strategy": reference,
-            "reference_tokens_per_s": float(settings.tokens_per_s),
-            "model": THROUGHPUT_RULE,
-            "predicted_tokens_per_s": rec.predicted_tokens_per_s(settings.tokens_per_s, reference),
-        }
-    if step_time is not None:
-        return {
-            "reference_strategy": None,
-            "reference_tokens_per_s": None,
-            "model": STEP_TIME_RULE,
-            "predicted_tokens_per_s": {
-                str(name): float(v) for name, v in step_time.strategies["tokens_per_s"].items()
-            },
-        }
-    return None
-
-
-def _clean(value: Any) -> Any:
-    """JSON-ready: numpy scalars to Python, tuples to lists."""
-    if isinstance(value, Mapping):
-        return {str(k): _clean(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_clean(v) for v in value]
-    if hasattr(value, "item") and not isinstance(value, str | bytes):
-        return value.item()
-    return value
-
-
-def _summary_dict(series: Any) -> dict[str, Any]:
-    cleaned: dict[str, Any] = _clean({str(k): v for k, v in series.items()})
-    return cleaned
 
 
 # ------------------------------------------------------------------------ the report
@@ -249,8 +181,17 @@ def run_report(
             hist, settings.n_buckets, settings.rule, method=method, max_buckets=max_buckets, min_gain=min_gain
         )
     rec_dict = rec.to_dict()
-    step_time = _step_time(settings, run.step_times, hist)
-    rec_dict["throughput"] = _throughput(rec, settings, step_time)
+    step_time = time_results(
+        hist,
+        run.step_times,
+        settings.n_buckets,
+        settings.rule,
+        seed=settings.seed,
+        world_size=settings.world_size,
+    )
+    rec_dict["throughput"] = throughput_record(
+        rec, settings.tokens_per_s, settings.reference_strategy, step_time
+    )
     rec_dict["step_time"] = None if step_time is None else step_time.to_dict()
     data = _Data(src, raw, zero_dropped, *_prepare_output(run.out, raw))
     source = describe_source(src)
@@ -260,7 +201,7 @@ def run_report(
     runs, executed = _run_notebooks(run, _offered(settings, run, data, rec.plan.edges), progress, pages)
     figure_files = _new_figures(data.figures, started)
     recommendation = _recommendation(settings, run, data, command, rec_dict, rec.plan, runs, figure_files)
-    rec_path = _write_json(run.out / "recommendation.json", recommendation)
+    rec_path = write_json(run.out / "recommendation.json", recommendation)
     index = _write_index(run, settings, source, rec, hist, pages, str(recommendation["command"]))
     written = [data.csv, *executed, rec_path, index, *figure_files]
     return ReportResult(out_dir=run.out, files=tuple(sorted(set(written))), recommendation=recommendation)
@@ -357,7 +298,8 @@ def _prepare_output(out: Path, raw: LengthHistogram) -> tuple[Path, Path]:
     out.mkdir(parents=True, exist_ok=True)
     figures = out / REPORT_FIGURES
     figures.mkdir(exist_ok=True)
-    return figures, save_histogram(raw, _mkparent(out / REPORT_HISTOGRAM))
+    (out / REPORT_HISTOGRAM).parent.mkdir(parents=True, exist_ok=True)
+    return figures, save_histogram(raw, out / REPORT_HISTOGRAM)
 
 
 @dataclass(frozen=True)
@@ -478,17 +420,17 @@ def _recommendation(
     pngs = {p.stem for p in figure_files if p.suffix == ".png"}
     svgs = {p.stem for p in figure_files if p.suffix == ".svg"}
     max_len, src, raw = settings.max_len, data.src, data.raw
-    recommendation: dict[str, Any] = _clean(
+    recommendation: dict[str, Any] = clean(
         {
             "created_by": "padding-workbench report",
             "version": __version__,
-            "command": command if command is not None else _default_command(),
+            "command": command if command is not None else default_command(),
             "python": sys.version.split()[0],
             "source": str(src) if isinstance(src, str | os.PathLike) else type(src).__name__,
             "settings": settings.to_dict(run.step_times),
             "data": {
-                "summary": _summary_dict(raw.summary()),
-                "clipping": _summary_dict(raw.clip_summary(max_len)) if max_len is not None else None,
+                "summary": summary_dict(raw.summary()),
+                "clipping": summary_dict(raw.clip_summary(max_len)) if max_len is not None else None,
                 "histogram_csv": str(data.csv.relative_to(run.out)),
                 "zero_length_dropped": data.zero_dropped,
             },
@@ -505,19 +447,3 @@ def _recommendation(
         }
     )
     return recommendation
-
-
-def _write_json(path: Path, value: dict[str, Any]) -> Path:
-    path.write_text(json.dumps(value, indent=2, allow_nan=False) + "\n", encoding="utf-8")
-    return path
-
-
-def _mkparent(path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return path
-
-
-def _default_command() -> str:
-    import shlex
-
-    return shlex.join([Path(sys.argv[0]).name, *sys.argv[1:]]) if sys.argv else ""
