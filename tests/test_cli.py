@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -414,6 +415,8 @@ def test_compare_table_fits_the_terminal(capsys, npy_data, monkeypatch, columns)
 def test_optimize_and_summary_fit_the_terminal(capsys, data, monkeypatch, columns):
     monkeypatch.setenv("COLUMNS", str(columns))
     hist, path = data
+    monkeypatch.chdir(path.parent)  # a short path: a path longer than a line is kept whole
+    path = Path(path.name)
     code, out, _ = run(capsys, "optimize", path, "--buckets", "16", "--max-tokens", "65536", "--quiet")
     assert code == 0
     assert max(len(line) for line in out.splitlines()) <= columns, out

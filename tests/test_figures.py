@@ -404,7 +404,7 @@ def test_lines_are_named_in_the_legend(figures):
     assert sum(t.get_text().startswith("longest ") for t in share.get_legend().get_texts()) == 3
     clip = figures["clipping"]
     assert not clip.axes[0].texts
-    assert any(t.get_text().startswith("max_len = ") for t in clip.legends[0].get_texts())
+    assert any(t.get_text().startswith("max_len = ") for t in clip.axes[0].get_legend().get_texts())
 
 
 def test_narrow_buckets_get_a_table():
