@@ -250,7 +250,7 @@ def _timed(driver: webdriver.Chrome, panel: WebElement, what: str, act: Callable
     return float(probe["t1"] - probe["t0"])
 
 
-def test_the_explorer_redraws_within_the_goal(chrome: webdriver.Chrome, lab: Lab) -> None:
+def test_the_explorer_redraws_in_jupyterlab(chrome: webdriver.Chrome, lab: Lab) -> None:
     driver = chrome
     driver.set_window_size(1400, 1400)
     driver.get(f"{lab.url}/lab/tree/{NOTEBOOK}?token={lab.token}")
