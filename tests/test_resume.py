@@ -15,24 +15,12 @@ import pytest
 import torch
 
 from analysis import BucketedBatchSampler, LengthHistogram, exports, optimize_edges
+from tests.index_dataset import IndexDataset
 
 # torchdata 0.11 calls torch.set_vital, which torch 2.13 deprecates, when a loader is built
 pytestmark = pytest.mark.filterwarnings("ignore:'set_vital' is deprecated:UserWarning")
 
 EPOCHS = 3
-
-
-class IndexDataset(torch.utils.data.Dataset):
-    """Item ``i`` is ``i`` (so a batch shows which samples it holds)."""
-
-    def __init__(self, n: int) -> None:
-        self.n = n
-
-    def __len__(self) -> int:
-        return self.n
-
-    def __getitem__(self, i: int) -> int:
-        return i
 
 
 def _lengths(seed: int, n: int) -> np.ndarray:

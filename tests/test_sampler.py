@@ -29,6 +29,7 @@ from analysis.batching import bucket_index
 from analysis.bucketed import bucketed_epoch, epoch_rng
 from analysis.strategies import build_epoch, epoch_builder
 from analysis.waste import expected_padding
+from tests.index_dataset import IndexDataset
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -401,19 +402,6 @@ def test_len_after_load_state_dict_counts_what_is_left():
 
 
 # ------------------------------------------------------------------ torch DataLoader
-class IndexDataset(torch.utils.data.Dataset):
-    """Item ``i`` is ``i`` (so a batch shows which samples it holds)."""
-
-    def __init__(self, n: int) -> None:
-        self.n = n
-
-    def __len__(self) -> int:
-        return self.n
-
-    def __getitem__(self, i: int) -> int:
-        return i
-
-
 def test_dataloader_with_two_workers_and_resume_after_prefetch():
     lengths = _lengths(9, 600)
     edges = [0, 50, 120, 300]
