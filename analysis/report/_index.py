@@ -312,10 +312,16 @@ def _pages_html(pages: Sequence[Page], skipped: Sequence[str]) -> str:
 
 
 def index_html(
-    facts: SummaryFacts, pages: Sequence[Page], *, skipped: Sequence[str] = (), command: str = ""
+    facts: SummaryFacts,
+    pages: Sequence[Page],
+    *,
+    skipped: Sequence[str] = (),
+    command: str = "",
+    lengths: str = "",
 ) -> str:
     """The summary page: the answer for this file, the facts behind it, the links to every
-    notebook page (``pages``; ``skipped`` names notebooks not run) and to ``recommendation.json``.
+    notebook page (``pages``; ``skipped`` names notebooks not run) and to ``recommendation.json``;
+    ``lengths`` says what clipping did to the file's lengths, when it was asked for.
 
     Examples
     --------
@@ -338,6 +344,7 @@ def index_html(
 <h2>The answer, fact by fact</h2>
 <dl class="facts">
 <dt>source</dt>{_source_html(source)}
+{f"<dt>lengths</dt><dd>{_e(lengths)}</dd>" if lengths else ""}
 <dt>batch rule</dt><dd>{_e(rec.rule.text)}</dd>
 <dt>plan</dt><dd>K = {plan.n_buckets} ({_e(plan.method)}), edges
 <span class="mono">{_e(format_value(plan.edges))}</span>, batch sizes per bucket

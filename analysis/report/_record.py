@@ -7,6 +7,7 @@ import json
 import shlex
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,16 @@ from analysis.recommendation import (
 )
 from analysis.step_time import StepTimeModel
 from analysis.throughput import THROUGHPUT_RULE
+
+
+@dataclass(frozen=True)
+class ReportResult:
+    """What :func:`~analysis.report.run_report` wrote: the folder, every file (sorted), the recommendation."""
+
+    out_dir: Path
+    files: tuple[Path, ...]
+    recommendation: dict[str, Any] = field(repr=False)
+
 
 #: What ``throughput`` says it used when step times are given and no calibration is.
 STEP_TIME_RULE = (

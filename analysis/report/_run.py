@@ -9,7 +9,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -26,6 +26,7 @@ from analysis.batching import (
 from analysis.exports import export_all
 from analysis.lengths import LengthHistogram
 from analysis.loaders import LengthSource, load_lengths, load_step_times, save_histogram
+from analysis.narrative import describe_clipping
 from analysis.optimize import BucketPlan
 from analysis.paths import BUNDLED_DATA, NOTEBOOKS_DIR, REPORT_FIGURES, REPORT_HISTOGRAM
 from analysis.progress import bar
@@ -50,6 +51,7 @@ from analysis.report._notebooks import (
     report_notebooks,
 )
 from analysis.report._record import (
+    ReportResult,
     clean,
     default_command,
     summary_dict,
@@ -61,15 +63,6 @@ from analysis.report._record import (
 __all__ = ["ReportResult", "run_report"]
 
 _FIGURE_FORMATS = ["png", "svg"]
-
-
-@dataclass(frozen=True)
-class ReportResult:
-    """What :func:`run_report` wrote: the folder, every file (sorted), the recommendation."""
-
-    out_dir: Path
-    files: tuple[Path, ...]
-    recommendation: dict[str, Any] = field(repr=False)
 
 
 # ------------------------------------------------------------------------ the report
@@ -202,7 +195,7 @@ def run_report(
     figure_files = _new_figures(data.figures, started)
     recommendation = _recommendation(settings, run, data, command, rec_dict, rec.plan, runs, figure_files)
     rec_path = write_json(run.out / "recommendation.json", recommendation)
-    index = _write_index(run, settings, source, rec, hist, pages, str(recommendation["command"]))
+    index = _write_index(run, settings, source, rec, hist, raw, pages, str(recommendation["command"]))
     written = [data.csv, *executed, rec_path, index, *figure_files]
     return ReportResult(out_dir=run.out, files=tuple(sorted(set(written))), recommendation=recommendation)
 
@@ -349,10 +342,12 @@ def _write_index(
     source: Source,
     rec: Recommendation,
     hist: LengthHistogram,
+    raw: LengthHistogram,
     pages: _PageContext,
     command: str,
 ) -> Path:
-    """Write the summary page (``index.html``) from the engine's facts about ``hist``."""
+    """Write the summary page (``index.html``) from the engine's facts about ``hist`` (``raw``:
+    the lengths as in the file, before ``max_len``)."""
     facts = summary_facts(
         source,
         rec,
@@ -366,7 +361,9 @@ def _write_index(
         else (settings.tokens_per_s, str(settings.reference_strategy)),
     )
     path = run.out / INDEX_HTML
-    path.write_text(index_html(facts, pages.pages, skipped=run.skipped, command=command), encoding="utf-8")
+    clipping = "" if settings.max_len is None else describe_clipping(raw, settings.max_len)
+    page = index_html(facts, pages.pages, skipped=run.skipped, command=command, lengths=clipping)
+    path.write_text(page, encoding="utf-8")
     return path
 
 
