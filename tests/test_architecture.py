@@ -314,3 +314,21 @@ def test_public_api_is_small_and_each_name_is_used_by_a_face():
         home = importlib.import_module(f"analysis.{module}")
         for name in names:
             assert name not in public and not hasattr(analysis, name) and hasattr(home, name), name
+
+
+def test_every_subpackage_is_installed():
+    """A subpackage missing from pyproject's setuptools ``packages`` works in an editable install
+    and is silently left out of a wheel."""
+    import tomllib
+
+    listed = set(
+        tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text("utf-8"))["tool"]["setuptools"][
+            "packages"
+        ]
+    )
+    found = {
+        ".".join(p.parent.relative_to(PACKAGE.parent).parts)
+        for p in PACKAGE.rglob("__init__.py")
+        if "templates" not in p.parts
+    }
+    assert listed == found, (sorted(found - listed), sorted(listed - found))
