@@ -95,14 +95,12 @@ def _sha256(path: Path) -> str:
 class Speed:
     """The expected speed-up of the plan over a full shuffle, and how it was obtained:
     ``unit`` ``"tokens/s"`` (``tokens_per_s`` by strategy) or ``"padded-token ratio"``;
-    ``basis`` says in words what the numbers assume; ``note`` anything the reader must know
-    (a step-time file that could not be fitted)."""
+    ``basis`` says in words what the numbers assume."""
 
     ratio: float
     unit: str
     basis: str
     tokens_per_s: dict[str, float]
-    note: str = ""
 
 
 @dataclass(frozen=True)
@@ -120,36 +118,31 @@ def _speed(
     rec: Recommendation,
     hist: LengthHistogram,
     *,
-    step_times: pd.DataFrame | None,
+    model: StepTimeModel | None,
     step_times_name: str | None,
     calibration: tuple[float, str] | None,
     world_size: int,
     seed: int,
 ) -> Speed:
-    """Tokens/s under a step-time model fitted to ``step_times`` when given (the padded-token
-    prediction from a measured ``calibration`` otherwise, else the padded-token ratio)."""
-    note = ""
-    if step_times is not None:
-        try:
-            model = StepTimeModel.fit(step_times)
-        except ValueError as err:
-            note = f"The step times ({step_times_name}) could not be fitted: {err}"
-        else:
-            table = predict_strategy_throughput(
-                hist,
-                model,
-                rec.rule,
-                edges=rec.plan.edges,
-                rng=np.random.default_rng(seed),
-                strategies=_SHOWN,
-                world_size=world_size,
-            )
-            rates = {str(k): float(v) for k, v in table["tokens_per_s"].items()}
-            basis = (
-                f"useful tokens/s of the plan above, predicted by the step-time model fitted to "
-                f"{step_times_name}; notebook 04 also shows edges optimised for time"
-            )
-            return Speed(rates["bucketed"] / rates["random"], "tokens/s", basis, rates)
+    """Tokens/s under the step-time ``model`` (fitted to the file ``step_times_name``) when
+    given (the padded-token prediction from a measured ``calibration`` otherwise, else the
+    padded-token ratio)."""
+    if model is not None:
+        table = predict_strategy_throughput(
+            hist,
+            model,
+            rec.rule,
+            edges=rec.plan.edges,
+            rng=np.random.default_rng(seed),
+            strategies=_SHOWN,
+            world_size=world_size,
+        )
+        rates = {str(k): float(v) for k, v in table["tokens_per_s"].items()}
+        basis = (
+            f"useful tokens/s of the plan above, predicted by the step-time model fitted to "
+            f"{step_times_name}; notebook 04 also shows edges optimised for time"
+        )
+        return Speed(rates["bucketed"] / rates["random"], "tokens/s", basis, rates)
     if calibration is not None:
         tokens_per_s, reference = calibration
         rates = rec.predicted_tokens_per_s(tokens_per_s, reference)
@@ -157,10 +150,10 @@ def _speed(
             f"useful tokens/s scaled by efficiency from your measured {reference} run at "
             f"{format_count(tokens_per_s)} tokens/s (step time taken as proportional to padded tokens)"
         )
-        return Speed(rates["bucketed"] / rates["random"], "tokens/s", basis, rates, note)
+        return Speed(rates["bucketed"] / rates["random"], "tokens/s", basis, rates)
     relative = rec.predicted_tokens_per_s(1.0, "random")
     basis = "padded-token ratio: the speed-up if step time is proportional to padded tokens"
-    return Speed(relative["bucketed"], "padded-token ratio", basis, {}, note)
+    return Speed(relative["bucketed"], "padded-token ratio", basis, {})
 
 
 def summary_facts(
@@ -170,7 +163,7 @@ def summary_facts(
     *,
     seed: int,
     world_size: int = 1,
-    step_times: pd.DataFrame | None = None,
+    model: StepTimeModel | None = None,
     step_times_name: str | None = None,
     calibration: tuple[float, str] | None = None,
 ) -> SummaryFacts:
@@ -200,7 +193,7 @@ def summary_facts(
     speed = _speed(
         rec,
         hist,
-        step_times=step_times,
+        model=model,
         step_times_name=step_times_name,
         calibration=calibration,
         world_size=world_size,
@@ -264,8 +257,6 @@ def _speed_html(speed: Speed) -> str:
         )
     if speed.unit != "tokens/s":
         text += "; <code>--step-times FILE</code> predicts tokens/s on your model and hardware"
-    if speed.note:
-        text += f"<br><span class='note'>{_e(speed.note)}</span>"
     return f"<dd>{text}</dd>"
 
 

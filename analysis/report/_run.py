@@ -34,6 +34,7 @@ from analysis.recommendation import (
     DEFAULT_TIME_EPOCHS,
     DEFAULT_TIME_MAX_K,
     Recommendation,
+    TimeRecommendation,
     recommend,
 )
 from analysis.report._index import Source, describe_source, index_html, summary_facts
@@ -195,7 +196,8 @@ def run_report(
     figure_files = _new_figures(data.figures, started)
     recommendation = _recommendation(settings, run, data, command, rec_dict, rec.plan, runs, figure_files)
     rec_path = write_json(run.out / "recommendation.json", recommendation)
-    index = _write_index(run, settings, source, rec, hist, raw, pages, str(recommendation["command"]))
+    command_line = str(recommendation["command"])
+    index = _write_index(run, settings, source, rec, hist, raw, step_time, pages, command_line)
     written = [data.csv, *executed, rec_path, index, *figure_files]
     return ReportResult(out_dir=run.out, files=tuple(sorted(set(written))), recommendation=recommendation)
 
@@ -343,18 +345,19 @@ def _write_index(
     rec: Recommendation,
     hist: LengthHistogram,
     raw: LengthHistogram,
+    step_time: TimeRecommendation | None,
     pages: _PageContext,
     command: str,
 ) -> Path:
-    """Write the summary page (``index.html``) from the engine's facts about ``hist`` (``raw``:
-    the lengths as in the file, before ``max_len``)."""
+    """Write ``index.html`` from the engine's facts about ``hist`` (``raw``: before ``max_len``;
+    the speed-up priced with ``step_time``'s model, the one notebook 04 fitted)."""
     facts = summary_facts(
         source,
         rec,
         hist,
         seed=settings.seed,
         world_size=settings.world_size,
-        step_times=None if run.step_times is None else load_step_times(run.step_times),
+        model=None if step_time is None else step_time.model,
         step_times_name=None if run.step_times is None else run.step_times.name,
         calibration=None
         if settings.tokens_per_s is None
