@@ -337,9 +337,16 @@ def plot_padded_per_step(
 
 
 def _compact(value: float, _: object = None) -> str:
-    """Token counts on an axis: ``0``, ``800``, ``25k``, ``1.2M``."""
+    """Counts on an axis: ``0``, ``800``, ``8k``, ``25k``, ``1.2M`` (thousands from 1,000 on, so
+    an axis never shows ``8,000`` beside ``16k``).
+
+    Examples
+    --------
+    >>> [_compact(v) for v in (0, 800, 8_000, 16_000, 1_500, 1.2e6)]
+    ['0', '800', '8k', '16k', '1.5k', '1.2M']
+    """
     if abs(value) >= 1e6:
         return f"{value / 1e6:,.3g}M"
-    if abs(value) >= 1e4:
-        return f"{value / 1e3:,.0f}k"
+    if abs(value) >= 1e3:
+        return f"{value / 1e3:,g}k"
     return format_count(value)
