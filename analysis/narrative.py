@@ -242,17 +242,29 @@ def describe_recommendation(rec: Recommendation) -> str:
         With 2 optimal buckets (batch_size 2) the expected efficiency is 88.0%, against 63.0% for a
     full shuffle: the buckets recover 76.9% of the padding a shuffle wastes. The gain rule (stop
     once one more bucket gains less than 1.0 point) suggests 5 buckets (98.8%); this plan uses 2.
+
+    Where a shuffle wastes nothing (every batch one sample), there is nothing to recover:
+
+    >>> rec = recommend(LengthHistogram.from_lengths([3, 5, 9]), 2, max_tokens=9)
+    >>> print(describe_recommendation(rec))
+        With 2 optimal buckets (max_tokens 9) the expected efficiency is 100.0%, against 100.0% for
+    a full shuffle: a shuffle wastes no padding here, so there is none to recover. The gain rule
+    (stop once one more bucket gains less than 1.0 point) suggests 1 bucket (100.0%); this plan
+    uses 2.
     """
     plan = rec.plan
     shuffle = rec.strategies["random"].efficiency
     waste_shuffle = 1 / shuffle - 1 if shuffle > 0 else math.inf
     waste_plan = 1 / plan.efficiency - 1
-    recovered = 1 - waste_plan / waste_shuffle if waste_shuffle > 0 else 1.0
+    recovered = (
+        f"the buckets recover {percent(1 - waste_plan / waste_shuffle)} of the padding a shuffle wastes"
+        if waste_shuffle > 0
+        else "a shuffle wastes no padding here, so there is none to recover"
+    )
     text = (
         f"With {plan.n_buckets} {plan.method} bucket{'s' if plan.n_buckets != 1 else ''} "
         f"({plan.rule.text}) the expected efficiency is {percent(plan.efficiency)}, against "
-        f"{percent(shuffle)} for a full shuffle: the buckets recover {percent(recovered)} of "
-        f"the padding a shuffle wastes."
+        f"{percent(shuffle)} for a full shuffle: {recovered}."
     )
     k = rec.n_buckets_suggested
     optimal = rec.sweep[rec.sweep["method"] == "optimal"].set_index("n_buckets")["efficiency"]
@@ -260,12 +272,11 @@ def describe_recommendation(rec: Recommendation) -> str:
         f"The gain rule (stop once one more bucket gains less than "
         f"{100 * rec.min_gain:.1f} point{'s' if rec.min_gain != 0.01 else ''})"
     )
+    buckets = f"{k} bucket{'s' if k != 1 else ''}"
     if k == plan.n_buckets:
-        return f"{text} {rule_text} suggests the same {k} buckets."
-    return (
-        f"{text} {rule_text} suggests {k} buckets ({percent(float(optimal.loc[k]))}); "
-        f"this plan uses {plan.n_buckets}."
-    )
+        return f"{text} {rule_text} suggests the same {buckets}."
+    suggested = percent(float(optimal.loc[k]))
+    return f"{text} {rule_text} suggests {buckets} ({suggested}); this plan uses {plan.n_buckets}."
 
 
 def describe_step_time_terms(model: StepTimeModel) -> str:

@@ -262,13 +262,17 @@ def _speed_html(speed: Speed) -> str:
 
 def _mixing_html(facts: SummaryFacts) -> str:
     cv = facts.mixing
-    kept = cv["bucketed"] / cv["random"] if cv["random"] > 0 else float("nan")
+    kept = (
+        f"the buckets keep <b>{_e(format_percent(cv['bucketed'] / cv['random'], 1))}</b> of a "
+        "shuffle's within-batch spread"
+        if cv["random"] > 0
+        else "a shuffle's batches have no length spread here, so there is none to keep"
+    )
     return (
         f"<dd>simulated within-batch length CV (how different the lengths in one batch are; "
         f"{MIXING_EPOCHS} epochs, seed {_e(facts.seed)}): "
         f"bucketed <b>{_e(format_value(cv['bucketed']))}</b>, "
-        f"random {_e(format_value(cv['random']))}, sorted {_e(format_value(cv['sorted']))}: the buckets "
-        f"keep <b>{_e(format_percent(kept, 1))}</b> of a shuffle's within-batch spread. "
+        f"random {_e(format_value(cv['random']))}, sorted {_e(format_value(cv['sorted']))}: {kept}. "
         "<span class='note'>(A stand-in until an exact mixing measure exists; notebook 02 shows every "
         "strategy's randomness.)</span></dd>"
     )
