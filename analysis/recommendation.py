@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -106,7 +106,7 @@ class Recommendation:
 
 def recommend(
     hist: LengthHistogram,
-    n_buckets: int = DEFAULT_N_BUCKETS,
+    n_buckets: int | Literal["auto"] = DEFAULT_N_BUCKETS,
     rule: BatchRule | None = None,
     *,
     batch_size: int | None = None,
@@ -124,7 +124,8 @@ def recommend(
 
     ``methods`` are the methods swept for every K into ``sweep`` (it must hold
     ``"optimal"``, which the gain rule reads); ``methods=analysis.METHODS`` adds the field's
-    rules beside the optimum, the frame notebook 03 draws.
+    rules beside the optimum, the frame notebook 03 draws. ``n_buckets="auto"`` takes the K the
+    gain rule suggests (from the same sweep: one pass).
 
     Examples
     --------
@@ -133,6 +134,9 @@ def recommend(
     >>> rec.plan.edges, rec.plan.batch_sizes, list(rec.strategies)
     ([0, 4, 80], [2, 2], ['random', 'sorted', 'bucketed'])
     >>> rec.n_buckets_suggested
+    5
+    >>> recommend(LengthHistogram.from_lengths([1, 2, 3, 4, 50, 60, 70, 80]), "auto",
+    ...           batch_size=2).plan.n_buckets
     5
     >>> both = recommend(LengthHistogram.from_lengths([1, 2, 3, 4, 50, 60, 70, 80]), n_buckets=2,
     ...                  batch_size=2, methods=["optimal", "geometric"])
@@ -145,15 +149,16 @@ def recommend(
     methods = tuple(methods)
     if "optimal" not in methods:
         raise ValueError(f"methods must include 'optimal' (the gain rule reads it), got {methods!r}")
-    plan = optimize_edges(hist, n_buckets, rule, method=method)
     ks = range(1, min(max_buckets, hist.n_distinct) + 1)
     sweep = sweep_bucket_counts(hist, ks, methods, rule)
+    suggested = recommend_n_buckets(sweep, min_gain)
+    plan = optimize_edges(hist, suggested if n_buckets == "auto" else n_buckets, rule, method=method)
     strategies = {
         "random": random_padding(hist, rule),
         "sorted": sorted_padding(hist, rule),
         "bucketed": plan.estimate,
     }
-    return Recommendation(plan, strategies, sweep, recommend_n_buckets(sweep, min_gain), min_gain)
+    return Recommendation(plan, strategies, sweep, suggested, min_gain)
 
 
 def _json_float(value: object) -> float | None:

@@ -166,14 +166,9 @@ def run_report(
     raw = load_lengths(src, column=column, field=field, allow_zero=drop_zero, progress=progress)
     raw, zero_dropped = raw.drop_zero() if drop_zero else (raw, 0)
     hist = raw.clip(max_len) if max_len is not None else raw
-    rec = recommend(
-        hist, settings.n_buckets, settings.rule, method=method, max_buckets=max_buckets, min_gain=min_gain
-    )
-    if auto:  # the K the gain rule suggests
+    rec = recommend(hist, n_buckets, settings.rule, method=method, max_buckets=max_buckets, min_gain=min_gain)
+    if auto:  # the K the gain rule suggests, from the same sweep
         settings = replace(settings, n_buckets=rec.n_buckets_suggested)
-        rec = recommend(
-            hist, settings.n_buckets, settings.rule, method=method, max_buckets=max_buckets, min_gain=min_gain
-        )
     rec_dict = rec.to_dict()
     step_time = time_results(
         hist,
