@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -352,6 +353,112 @@ def test_resume_at_any_cut_point(seed, n, world_size, sync, drop_last, epoch, cu
         assert list(t) == list(s)
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(1, 120),
+    world_size=st.integers(1, 3),
+    sync=st.booleans(),
+    drop_last=st.booleans(),
+    epoch=st.integers(0, 3),
+    cut=st.floats(0, 1),
+    other_seed=st.integers(0, 2**31),
+    path=st.sampled_from(
+        ["fresh", "before set_epoch", "after set_epoch", "after a pass", "after len", "finished, then next"]
+    ),
+)
+def test_resume_into_a_sampler_with_another_seed_takes_the_states_seed(
+    seed, n, world_size, sync, drop_last, epoch, cut, other_seed, path
+):
+    """The resumed stream is that of an uninterrupted run with the state's seed, batch for batch,
+    however the sampler that loads it was built and used before (its own seed's epoch built)."""
+    lengths = _lengths(seed, n)
+    edges = [0, 50, max(51, int(lengths.max()))]
+    kw = dict(batch_size=3, world_size=world_size, sync_buckets=sync, drop_last=drop_last)
+    ranks = []
+    for rank in range(world_size):
+        s = BucketedBatchSampler(lengths, edges, seed=seed, rank=rank, **kw)
+        s.set_epoch(epoch)
+        reference = list(s)
+        s.set_epoch(epoch + 1)
+        following = list(s)
+        s.set_epoch(epoch)
+        consumed = len(s) if path == "finished, then next" else int(cut * len(s))
+        state = s.state_dict(consumed)
+        t = BucketedBatchSampler(lengths, edges, seed=other_seed, rank=rank, **kw)
+        if path == "finished, then next":  # the loop moved on to the next epoch, then loaded
+            t.set_epoch(epoch + 1)
+            t.load_state_dict(state)
+            assert (t.seed, t.epoch, len(t)) == (seed, epoch + 1, len(s))
+            assert list(t) == following
+            ranks.append(reference)
+            continue
+        if path == "after a pass":  # the other seed's epoch built and cached
+            t.set_epoch(epoch)
+            list(t)
+        elif path == "after len":
+            t.set_epoch(epoch)
+            assert t.n_repeated >= 0 and len(t) == len(s)
+        elif path == "after set_epoch":
+            t.set_epoch(epoch)
+        t.load_state_dict(state)
+        if path == "before set_epoch":
+            t.set_epoch(epoch)
+        assert t.seed == seed and len(t) == len(reference) - consumed
+        rest = list(t)
+        assert rest == reference[consumed:]
+        t.set_epoch(epoch + 1)
+        assert list(t) == following
+        ranks.append(reference[:consumed] + rest)
+    # every sample of the epoch seen exactly as the uninterrupted epoch has it
+    counts = np.bincount([i for batches in ranks for b in batches for i in b], minlength=n)
+    epoch_ = BucketedBatchSampler(lengths, edges, seed=seed, **kw).global_epoch(epoch)
+    assert counts.tolist() == np.bincount(epoch_.indices, minlength=n).tolist()
+    if not drop_last:
+        assert counts.min() >= 1 and int(counts.sum()) - n == epoch_.n_repeated
+        if world_size == 1:
+            assert counts.max() == 1
+
+
+@pytest.mark.parametrize("other_seed", [2, 9])
+def test_finished_epoch_loaded_after_set_epoch_leaves_the_next_epoch_whole(other_seed):
+    """A state saved at the end of epoch 0 (seed 2), loaded after set_epoch(1) into a sampler
+    built with seed ``other_seed``: epoch 1 of seed 2 follows, whole."""
+    lengths = np.random.default_rng(0).integers(1, 100, 64)
+    s = BucketedBatchSampler(lengths, [0, 30, 60, 100], batch_size=4, seed=2)
+    list(s)
+    state = s.state_dict()
+    s.set_epoch(1)
+    expected = list(s)
+    t = BucketedBatchSampler(lengths, [0, 30, 60, 100], batch_size=4, seed=other_seed)
+    t.set_epoch(1)
+    t.load_state_dict(state)
+    got = list(t)
+    assert (t.epoch, t.seed, len(got)) == (1, 2, len(expected)) and got == expected
+    assert sorted(i for b in got for i in b) == list(range(64))
+
+
+def test_a_pass_running_when_a_state_is_loaded_stops_with_one_line():
+    lengths = np.random.default_rng(0).integers(1, 100, 64)
+    s = BucketedBatchSampler(lengths, [0, 30, 60, 100], batch_size=4, seed=2)
+    it = iter(s)
+    done = [next(it) for _ in range(5)]
+    state = s.state_dict()
+    t = BucketedBatchSampler(lengths, [0, 30, 60, 100], batch_size=4, seed=0)
+    running = iter(t)
+    next(running)  # a pass of seed 0 under way
+    t.load_state_dict(state)
+    with pytest.raises(
+        RuntimeError, match=r"^BucketedBatchSampler: a state was loaded during this pass"
+    ) as info:
+        next(running)
+    assert "\n" not in str(info.value)
+    assert t.state_dict()["consumed"] == 5  # the stale pass did not move the resume point
+    rest = list(t)
+    assert done + rest == list(s)
+    assert sorted(i for b in done + rest for i in b) == list(range(64))
+
+
 def test_state_from_another_setup_is_refused():
     lengths = _lengths(8, 100)
     s = BucketedBatchSampler(lengths, [0, 50, 300], batch_size=4, world_size=2)
@@ -362,20 +469,69 @@ def test_state_from_another_setup_is_refused():
         BucketedBatchSampler(lengths, [0, 60, 300], batch_size=4, world_size=2).load_state_dict(state)
     with pytest.raises(ValueError, match="consumed"):
         s.state_dict(len(s) + 1)
-    foreign = [
-        None,
-        [1, 2],
-        {"format": "analysis.BucketedBatchSampler/0", **{k: v for k, v in state.items() if k != "format"}},
-        {k: v for k, v in state.items() if k != "epoch"},
-        {**state, "consumed": "3"},
-        {**state, "drop_last": 1},
-        {**state, "consumed": len(s) + 1},
-        {**state, "epoch": -1},
+    with pytest.raises(ValueError, match="fingerprint"):  # other batch sizes
+        BucketedBatchSampler(lengths, [0, 50, 300], batch_size=5, world_size=2).load_state_dict(state)
+    with pytest.raises(ValueError, match="fingerprint"):  # other lengths
+        BucketedBatchSampler(lengths + 1, [0, 50, 301], batch_size=4, world_size=2).load_state_dict(state)
+    with pytest.raises(ValueError, match="sync_buckets"):
+        BucketedBatchSampler(
+            lengths, [0, 50, 300], batch_size=4, world_size=2, sync_buckets=False
+        ).load_state_dict(state)
+    with pytest.raises(ValueError, match="drop_last"):
+        BucketedBatchSampler(
+            lengths, [0, 50, 300], batch_size=4, world_size=2, drop_last=True
+        ).load_state_dict(state)
+    no_format = {k: v for k, v in state.items() if k != "format"}
+    foreign = [  # (state, the key the message must name)
+        (None, "dict"),
+        ([1, 2], "dict"),
+        ({"format": "analysis.BucketedBatchSampler/0", **no_format}, "format"),
+        ({k: v for k, v in state.items() if k != "epoch"}, "'epoch'"),
+        ({**state, "extra": 1}, "'extra'"),
+        ({**state, "consumed": "3"}, "consumed"),
+        ({**state, "consumed": 2.9}, "consumed"),
+        ({**state, "consumed": 3.0}, "consumed"),
+        ({**state, "consumed": True}, "consumed"),
+        ({**state, "consumed": np.float64(1)}, "consumed"),
+        ({**state, "consumed": len(s) + 1}, "consumed"),
+        ({**state, "consumed": -1}, "consumed"),
+        ({**state, "drop_last": 1}, "drop_last"),
+        ({**state, "sync_buckets": "yes"}, "sync_buckets"),
+        ({**state, "epoch": -1}, "epoch"),
+        ({**state, "epoch": 1.5}, "epoch"),
+        ({**state, "seed": -1}, "seed"),
+        ({**state, "seed": "0"}, "seed"),
+        ({**state, "world_size": 2.0}, "world_size"),
+        ({**state, "world_size": 3}, "world_size"),
+        ({**state, "fingerprint": 5}, "fingerprint"),
+        ({**state, "fingerprint": "0" * 16}, "fingerprint"),
     ]
-    for bad in foreign:
+    for bad, key in foreign:
+        t = BucketedBatchSampler(lengths, [0, 50, 300], batch_size=4, world_size=2, seed=7)
+        t.set_epoch(2)
+        before = (t.seed, t.epoch, len(t), t.state_dict())
         with pytest.raises(ValueError) as info:
-            BucketedBatchSampler(lengths, [0, 50, 300], batch_size=4, world_size=2).load_state_dict(bad)
-        assert "\n" not in str(info.value) and "state" in str(info.value)
+            t.load_state_dict(bad)
+        message = str(info.value)
+        assert "\n" not in message and "state" in message and key in message, (bad, message)
+        assert (t.seed, t.epoch, len(t), t.state_dict()) == before  # nothing changed
+    # numpy integers (a state that went through numpy) are integers
+    t = BucketedBatchSampler(lengths, [0, 50, 300], batch_size=4, world_size=2)
+    t.load_state_dict({**state, "consumed": np.int64(1), "epoch": np.int32(0)})
+    assert t.state_dict() == state
+
+
+def test_zero_length_message_suggests_only_what_exists():
+    import inspect
+
+    with pytest.raises(ValueError) as info:
+        BucketedBatchSampler([3, 0, 2], [0, 4], batch_size=2)
+    message = str(info.value)
+    assert message.startswith("lengths: row 1: zero length 0") and "\n" not in message
+    # every keyword the message names is one the sampler takes
+    named = set(re.findall(r"(\w+)=", message))
+    assert named <= set(inspect.signature(BucketedBatchSampler).parameters), message
+    assert "allow_zero" not in message
 
 
 def test_len_after_load_state_dict_counts_what_is_left():
