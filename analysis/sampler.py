@@ -163,8 +163,8 @@ class BucketedBatchSampler:
     --------
     >>> lengths = [5, 1, 7, 2, 8, 3, 4]
     >>> s = BucketedBatchSampler(lengths, [0, 4, 8], batch_size=3, world_size=2, rank=1)
-    >>> len(s), s.n_repeated     # bucket (4, 8] has 1 batch: a repeated batch fills its step
-    (2, 3)
+    >>> len(s), s.n_repeated     # bucket (4, 8] has 1 batch: one repeated sample fills its step
+    (2, 1)
     >>> batches = list(s)
     >>> it = iter(s)
     >>> first = next(it)

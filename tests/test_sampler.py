@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
@@ -126,9 +127,9 @@ def test_counts_by_hand():
     lengths = [1, 2, 3, 4, 5, 9, 9]
     edges = [0, 5, 9]
     ep = bucketed_epoch(bucket_index(np.array(lengths), edges), [2, 2], epoch_rng(0, 0), world_size=2)
-    # bucket 0: batches 2+2+1, one repeated batch of 2 completes its 2nd step; bucket 1: one
-    # batch of 2, one repeated batch of 2 completes its step
-    assert (len(ep), ep.n_steps, ep.n_repeated, ep.n_dropped) == (6, 3, 4, 0)
+    # bucket 0: batches 2+2+1, one repeated sample completes its 2nd step; bucket 1: one
+    # batch of 2, one repeated sample completes its step
+    assert (len(ep), ep.n_steps, ep.n_repeated, ep.n_dropped) == (6, 3, 2, 0)
     dropped = bucketed_epoch(
         bucket_index(np.array(lengths), edges), [2, 2], epoch_rng(0, 0), world_size=2, drop_last=True
     )
@@ -145,9 +146,9 @@ def test_counts_by_hand():
         world_size=2,
         sync_buckets=False,
     )
-    first = odd.offsets[1] - odd.offsets[0]  # 3 batches: the first one repeats to fill step 2
-    assert (len(odd), odd.n_repeated) == (4, first)
-    assert odd.indices[odd.offsets[3] :].tolist() == odd.indices[: odd.offsets[1]].tolist()
+    # 3 batches: one repeated sample (bucket 0's first in the shuffled order) fills step 2
+    assert (len(odd), odd.n_repeated, odd.offsets[4] - odd.offsets[3]) == (4, 1, 1)
+    assert int(odd.buckets[3]) == 0 and int(odd.indices[-1]) in odd.indices[:-1].tolist()
 
 
 # ------------------------------------------------------------------ against loop references
@@ -163,7 +164,7 @@ def _loop_bucketed_epoch(buckets, sizes, rng, world_size, sync, drop_last):
             lens = [size] * ((full // world_size) * world_size if sync else full)
         else:
             lens = [size] * full + ([rem] if rem else [])
-            lens += [size] * ((-len(lens)) % world_size if sync else 0)  # repeats complete a step
+            lens += [1] * ((-len(lens)) % world_size if sync else 0)  # one-sample repeats
         slot = 0
         for n in lens:
             batches.append([members[(slot + j) % len(members)] for j in range(n)])  # cycling
@@ -173,9 +174,16 @@ def _loop_bucketed_epoch(buckets, sizes, rng, world_size, sync, drop_last):
     if sync:
         order = [s * w + r for s in rng.permutation(m // w).tolist() for r in range(w)]
     else:
-        steps = m // w if drop_last else -(-m // w)
-        drawn = rng.permutation(m).tolist()
-        order = [drawn[k % m] for k in range(steps * w)] if m else []
+        order = rng.permutation(m).tolist()
+        if drop_last:  # the trailing incomplete step is dropped
+            order = order[: (m // w) * w]
+        elif m:  # one-sample repeats of the bucket-grouped order complete the step
+            grouped = [(p, buckets[p]) for i in range(len(sizes)) for p in perm if buckets[p] == i]
+            for j in range((-m) % w):
+                p, i = grouped[j % len(grouped)]
+                batches.append([p])
+                of_bucket.append(i)
+                order.append(len(batches) - 1)
     return [batches[b] for b in order], [of_bucket[b] for b in order]
 
 
@@ -271,6 +279,122 @@ def test_simulate_and_builder_give_the_samplers_batches(world_size, sync):
         mine = res.batches[res.batches["rank"] == r]
         assert mine["size"].tolist() == [len(b) for b in s]
         assert mine["longest"].tolist() == [int(lengths[b].max()) for b in s]
+
+
+# ------------------------------------------------------------------ repeats
+def _fewest_repeats(n_batches: int, batch_size: int, world_size: int) -> int:
+    """Brute force: the fewest samples in extra batches (each of 1 to ``batch_size`` samples)
+    that bring ``n_batches`` to a whole number of steps of ``world_size`` batches."""
+    best = None
+    for e in range(0, 2 * world_size):
+        if (n_batches + e) % world_size:
+            continue
+        for sizes in itertools.product(range(1, min(batch_size, 3) + 1), repeat=e):
+            best = sum(sizes) if best is None else min(best, sum(sizes))
+    assert best is not None
+    return best
+
+
+@pytest.mark.parametrize("sync", [True, False])
+def test_repeats_are_the_fewest_samples_that_complete_the_steps(sync):
+    """Every small case: n_repeated equals a brute-force count of the fewest samples that
+    complete the last steps (per bucket with sync_buckets, per epoch without), each repeat a
+    one-sample batch; every sample is seen, and each bucket's own batches are those of the exact
+    padding model (floor(n / B) full ones, one of n mod B)."""
+    checked = 0
+    for seed, n, batch_size, world_size in itertools.product(
+        range(3), range(1, 10), range(1, 5), range(1, 5)
+    ):
+        lengths = np.random.default_rng(seed + 10 * n).integers(1, 7, size=n)
+        edges = [0, 2, 4, 6]
+        s = BucketedBatchSampler(
+            lengths, edges, batch_size=batch_size, world_size=world_size, sync_buckets=sync, seed=seed
+        )
+        counts = np.bincount(bucket_index(lengths, edges), minlength=3).tolist()
+        own = [-(-c // batch_size) for c in counts]
+        if sync:
+            fewest = sum(_fewest_repeats(b, batch_size, world_size) for b in own if b)
+        else:
+            fewest = _fewest_repeats(sum(own), batch_size, world_size)
+        ep = s.global_epoch()
+        assert ep.n_repeated == fewest, (seed, n, batch_size, world_size)
+        seen = np.bincount(ep.indices, minlength=n)
+        assert seen.min() >= 1 and int(seen.sum()) - n == fewest
+        sizes, buckets = np.diff(ep.offsets), ep.buckets
+        if not sync:  # the repeats are the epoch's last batches
+            assert sizes[len(ep) - fewest :].tolist() == [1] * fewest
+            sizes, buckets = sizes[: len(ep) - fewest], buckets[: len(ep) - fewest]
+        for i, c in enumerate(counts):
+            extra = (-own[i]) % world_size if sync and own[i] else 0
+            model = [batch_size] * (c // batch_size) + ([c % batch_size] if c % batch_size else [])
+            assert sorted(sizes[buckets == i].tolist()) == sorted(model + [1] * extra)
+        assert len(ep) == len(s) * world_size
+        of_sample = bucket_index(lengths, edges)
+        assert all((of_sample[b] == k).all() for b, k in zip(ep.rank_batches(0), ep.buckets[::world_size]))
+        checked += 1
+    assert checked == 3 * 9 * 4 * 4
+
+
+def test_world_size_one_batches_are_the_exact_padding_models():
+    """One rank: per bucket, floor(n / B) full batches and one of n mod B, as expected_padding
+    counts them (its bucket_batches), under a batch_size and a max_tokens rule."""
+    lengths = _lengths(21, 1000)
+    edges = [0, 40, 90, 300]
+    for rule in ({"batch_size": 7}, {"max_tokens": 900}):
+        s = BucketedBatchSampler(lengths, edges, seed=3, **rule)
+        est = expected_padding(LengthHistogram.from_lengths(lengths), edges, **rule)
+        ep = s.global_epoch()
+        sizes = np.diff(ep.offsets)
+        for i, (c, b) in enumerate(zip(est.bucket_samples, s.batch_sizes)):
+            model = [b] * (c // b) + ([c % b] if c % b else [])
+            assert sorted(sizes[ep.buckets == i].tolist()) == sorted(model)
+            assert len(model) == est.bucket_batches[i]
+        assert ep.n_repeated == ep.n_dropped == 0 and sorted(ep.indices.tolist()) == list(range(1000))
+
+
+@pytest.mark.parametrize("sync", [True, False])
+@pytest.mark.parametrize("batch_size", [10**6, 10**8])
+def test_huge_batch_size_on_a_tiny_dataset_allocates_little(sync, batch_size):
+    """3 samples, 8 ranks: 7 one-sample repeats complete the step (were 7 whole batches of
+    copies: 7,000,000 repeats at 1e6, a 5.2 GiB allocation at 1e8)."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        batches = [
+            list(
+                BucketedBatchSampler(
+                    [5, 3, 9], [0, 10], batch_size=batch_size, world_size=8, rank=r, sync_buckets=sync
+                )
+            )
+            for r in range(8)
+        ]
+        s = BucketedBatchSampler([5, 3, 9], [0, 10], batch_size=batch_size, world_size=8, sync_buckets=sync)
+        repeated = s.n_repeated
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 2**20, peak  # under 1 MiB
+    assert repeated == 7 and [len(b) for b in batches] == [1] * 8
+    assert sorted(len(b[0]) for b in batches) == [1] * 7 + [3]
+    assert {i for b in batches for i in b[0]} == {0, 1, 2}
+
+
+def test_an_epoch_of_one_full_batch_and_many_short_ones_allocates_in_proportion_to_the_data():
+    """1e6 samples in one full batch and 60 one-sample buckets: the gather's rows (a short batch
+    takes a whole row of the longest batch's width) were 61 x 1e6 slots (488 MiB)."""
+    import tracemalloc
+
+    lengths = np.concatenate([np.ones(10**6, dtype=np.int64), np.arange(2, 62)])
+    s = BucketedBatchSampler(lengths, list(range(62)), batch_size=10**6)
+    tracemalloc.start()
+    try:
+        ep = s.global_epoch()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(ep) == 61 and np.bincount(ep.indices).tolist() == [1] * lengths.size
+    assert peak < 8 * lengths.nbytes, peak  # ~38 MiB: a few arrays of the samples
 
 
 def test_world_size_one_keeps_the_plain_bucketed_shuffle():
