@@ -26,15 +26,22 @@ every epoch, so no rank waits forever at the end of an epoch.
 ``sync_buckets=True``
     The W batches of a step come from one bucket, so a synchronous step is not paced by one
     rank holding a batch from a longer bucket.  A bucket's batches are grouped W at a time;
-    its last group is completed with *repeats* (``drop_last=False``: whole batches of the
-    bucket's batch size, taken from the start of the bucket's shuffled order, cycling when the
-    bucket is small, as ``DistributedSampler`` pads) or the bucket's samples that do not fill a
-    step of W full batches are *dropped* (``drop_last=True``: then every batch is full).
+    its last group is completed with *repeats* (``drop_last=False``: each batch missing from
+    the group is one sample, taken from the start of the bucket's shuffled order, cycling when
+    the bucket has fewer samples than missing batches) or the bucket's samples that do not fill
+    a step of W full batches are *dropped* (``drop_last=True``: then every batch is full).
 ``sync_buckets=False``
     Batches are interleaved freely and dealt to ranks round-robin (what a per-rank sampler
-    does).  The last step is completed by repeating the epoch's first batches
-    (``drop_last=False``), or the trailing incomplete step and every bucket's short batch are
-    dropped (``drop_last=True``).
+    does).  Each batch missing from the last step is one repeated sample, the first samples of
+    the bucket-grouped shuffled order in turn (``drop_last=False``), or the trailing incomplete
+    step and every bucket's short batch are dropped (``drop_last=True``).
+
+A repeat is one sample in a batch of its own: the fewest samples that give every rank of the
+last step a batch (each needs one) while the bucket's own batches stay as cut, so at most
+``W - 1`` a bucket (``sync_buckets``) or an epoch, whatever the batch size, and the own batches
+are those of :func:`analysis.waste.expected_padding` (``floor(n / B)`` full ones and one of
+``n mod B``).  (Re-cutting the own batches could spare a few more repeats, at the price of that
+model.)
 
 With ``drop_last=False`` every sample is in some batch of every epoch (on some rank) and
 ``n_repeated`` sample slots are repeats; with ``drop_last=True`` nothing repeats and
@@ -130,6 +137,9 @@ class BucketLayout:
     sync_buckets: bool
     drop_last: bool
     n_samples: int
+    # sync_buckets=False, drop_last=False: the last batches are this many one-sample repeats
+    # (the first samples of the bucket-grouped order), kept last when the batches are shuffled
+    n_tail: int = 0
 
     @property
     def n_batches(self) -> int:
@@ -175,7 +185,7 @@ def bucket_layout(
     --------
     >>> layout = bucket_layout(np.array([0, 0, 0, 1, 1]), [2, 2], 2, True, False)
     >>> layout.n_batches, layout.n_steps, layout.offsets.tolist()
-    (4, 2, [0, 2, 3, 5, 7])
+    (4, 2, [0, 2, 3, 5, 6])
     """
     bucket = np.asarray(bucket_of_sample)
     sizes = [int(s) for s in batch_sizes]
@@ -205,36 +215,46 @@ def bucket_layout(
         if drop_last:
             n_full = (full // w) * w if sync_buckets else full
             lens, used, extra = np.full(n_full, size, dtype=np.int64), n_full * size, 0
-        else:
+        else:  # the bucket's own batches, then a one-sample batch for each missing one
             own = full + (1 if rem else 0)
             extra = (-own) % w if sync_buckets else 0
-            lens = np.full(own + extra, size, dtype=np.int64)
+            lens = np.ones(own + extra, dtype=np.int64)
+            lens[:full] = size
             if rem:
                 lens[full] = rem
             used = count
-        slots = used + extra * size
+        slots = used + extra
         sources.append((start, slots, count))
         batch_len.append(lens)
         n_batches.append(lens.size)
-    offsets = np.zeros(sum(n_batches) + 1, dtype=np.int64)
-    np.cumsum(np.concatenate(batch_len) if batch_len else [], out=offsets[1:])
+    tail = 0 if sync_buckets or drop_last else (-sum(n_batches)) % w
+    tail = tail if bucket.size else 0
+    offsets = np.zeros(sum(n_batches) + tail + 1, dtype=np.int64)
+    np.cumsum(np.concatenate(batch_len + [np.ones(tail, dtype=np.int64)]), out=offsets[1:])
+    batch_buckets = np.repeat(np.arange(len(sizes), dtype=np.int64), n_batches)
+    if tail:  # the bucket of each grouped sample the one-sample repeats take
+        first = np.arange(tail, dtype=np.int64) % bucket.size
+        bounds = np.cumsum(counts, dtype=np.int64)
+        batch_buckets = np.concatenate([batch_buckets, np.searchsorted(bounds, first, side="right")])
     return BucketLayout(
         small_keys(bucket, max(len(sizes) - 1, 0)),
-        _slot_source(sources),
+        _slot_source(sources, tail, int(bucket.size)),
         offsets,
-        np.repeat(np.arange(len(sizes), dtype=np.int64), n_batches),
+        batch_buckets,
         w,
         bool(sync_buckets),
         bool(drop_last),
         int(bucket.size),
+        tail,
     )
 
 
-def _slot_source(buckets: list[tuple[int, int, int]]) -> np.ndarray | None:
+def _slot_source(buckets: list[tuple[int, int, int]], tail: int = 0, n: int = 0) -> np.ndarray | None:
     """Flat slot -> grouped sample, from each bucket's ``(start, slots, count)``: the bucket's
     samples in order, cycling when it has more slots than samples (repeats), a prefix when
-    fewer (drops); None when every bucket has one slot per sample (the identity)."""
-    if all(slots == count for _, slots, count in buckets):
+    fewer (drops); then ``tail`` slots cycling over all ``n`` grouped samples; None when every
+    bucket has one slot per sample and there is no tail (the identity)."""
+    if not tail and all(slots == count for _, slots, count in buckets):
         return None
     return np.concatenate(
         [
@@ -243,6 +263,7 @@ def _slot_source(buckets: list[tuple[int, int, int]]) -> np.ndarray | None:
             else start + np.arange(slots, dtype=np.int64) % count
             for start, slots, count in buckets
         ]
+        + [np.arange(tail, dtype=np.int64) % max(n, 1)]
     )
 
 
@@ -264,7 +285,9 @@ def gather_batches(
     new_offsets = np.zeros(perm.size + 1, dtype=np.int64)
     np.cumsum(sizes, out=new_offsets[1:])
     width = int(src_sizes.max()) if src_sizes.size else 0
-    if width > 1 and np.count_nonzero(src_sizes != width) <= _MAX_SHORT_BATCHES:
+    short = np.count_nonzero(src_sizes != width)
+    if width > 1 and short <= _MAX_SHORT_BATCHES and short * width <= int(offsets[-1]):
+        # the rows hold at most twice the slots (a short batch takes a whole row)
         return _gather_rows(order, index, offsets, perm, width), new_offsets
     shift = np.repeat(offsets[:-1][perm] - new_offsets[:-1], sizes)
     shift += np.arange(shift.size, dtype=np.int64)
@@ -272,8 +295,8 @@ def gather_batches(
 
 
 #: :func:`gather_batches` copies whole rows when at most this many batches are short of the
-#: longest.
-_MAX_SHORT_BATCHES = 64
+#: longest (the one-sample repeats of ``sync_buckets`` are up to ``W - 1`` a bucket).
+_MAX_SHORT_BATCHES = 256
 
 
 def _gather_rows(
@@ -336,9 +359,11 @@ def draw_epoch(layout: BucketLayout, rng: np.random.Generator) -> BucketedEpoch:
     if layout.sync_buckets:
         steps = rng.permutation(m // w).astype(np.int64, copy=False)
         order = steps if w == 1 else (steps[:, None] * w + np.arange(w, dtype=np.int64)).ravel()
-    else:
-        order = rng.permutation(m).astype(np.int64, copy=False)
-        order = np.resize(order, layout.n_steps * w) if order.size else order
+    else:  # the batches shuffled, the one-sample repeats that complete the last step after them
+        tail = layout.n_tail
+        order = rng.permutation(m - tail).astype(np.int64, copy=False)[: layout.n_steps * w]
+        if tail:  # (drop_last: the trailing incomplete step cut off instead)
+            order = np.concatenate([order, np.arange(m - tail, m, dtype=np.int64)])
     indices, offsets = gather_batches(perm, layout.offsets, order, index)
     # drop_last never repeats and otherwise nothing is dropped, so the size difference is exact
     extra = int(indices.size) - n
@@ -379,7 +404,7 @@ def bucketed_epoch(
     >>> import numpy as np
     >>> ep = bucketed_epoch([0, 0, 0, 1, 1], [2, 2], np.random.default_rng(0), world_size=2)
     >>> len(ep), ep.n_steps, ep.n_repeated, ep.n_dropped
-    (4, 2, 2, 0)
+    (4, 2, 1, 0)
     >>> sorted(ep.buckets.reshape(2, 2).tolist())  # one bucket a step
     [[0, 0], [1, 1]]
     >>> sorted(int(i) for i in np.unique(ep.indices))

@@ -41,11 +41,23 @@ rank; ``len(sampler)`` then counts what is left of the epoch (until the next pas
 - A ``transformers`` ``Trainer`` saves no loader state: it resumes by skipping the trained
   batches of the epoch, which needs no state at all (:func:`analysis.exports.to_hf`).
 
+The state's ``seed`` is the run's: a sampler built with another seed takes it, and every epoch
+from then on (the resumed one included, whenever the state is loaded: before or after
+``set_epoch``, before the first pass or after others) is built from the state's seed, so the
+resumed stream is that of an uninterrupted run with that seed, batch for batch.  A pass already
+running when a state is loaded cannot continue it: its next batch raises a one-line
+``RuntimeError`` (start a new pass, ``iter(sampler)``, which resumes).
+
 A state saved at the end of an epoch (all its batches done) has nothing left to resume: loaded
 into a sampler already set to a later epoch it leaves that epoch alone (as a
-``StatefulDataLoader`` does when the loop calls ``set_epoch(e + 1)`` before iterating).  After
-the resumed pass, iteration starts from the epoch's first batch again; ``set_epoch`` to another
-epoch also clears the resume point.
+``StatefulDataLoader`` does when the loop calls ``set_epoch(e + 1)`` before iterating), its seed
+taken all the same.  After the resumed pass, iteration starts from the epoch's first batch
+again; ``set_epoch`` to another epoch also clears the resume point.
+
+Every key of a state is checked once, at :meth:`~BucketedBatchSampler.load_state_dict`: the
+format, no key missing or unknown, each value's type and range, and that it was made for this
+sampler's lengths, edges, batch sizes, world size, ``sync_buckets`` and ``drop_last``; anything
+else is a one-line ``ValueError`` naming the key.
 """
 
 from __future__ import annotations
@@ -57,7 +69,7 @@ from typing import Protocol, cast
 
 import numpy as np
 
-from analysis._validate import as_length_array, positive_int
+from analysis._validate import ZeroLengthError, as_length_array, positive_int
 from analysis.batching import BatchRule, as_rule, bucket_index, check_edges
 from analysis.bucketed import BucketedEpoch, bucket_layout, bucketed_epoch, draw_epoch, epoch_rng
 from analysis.lengths import LengthHistogram
@@ -76,6 +88,15 @@ _STATE_KEYS: dict[str, type] = {
     "drop_last": bool,
     "fingerprint": str,
 }
+
+
+def _non_negative_int(value: object, name: str) -> int:
+    """``value`` as an int, or a one-line ``ValueError`` (bools and floats refused): the one
+    rule for a seed or an epoch, in the constructor, :meth:`~BucketedBatchSampler.set_epoch`
+    and a loaded state."""
+    if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer) or value < 0:
+        raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+    return int(value)
 
 
 class PlanLike(Protocol):
@@ -142,8 +163,8 @@ class BucketedBatchSampler:
     --------
     >>> lengths = [5, 1, 7, 2, 8, 3, 4]
     >>> s = BucketedBatchSampler(lengths, [0, 4, 8], batch_size=3, world_size=2, rank=1)
-    >>> len(s), s.n_repeated     # bucket (4, 8] has 1 batch: a repeated batch fills its step
-    (2, 3)
+    >>> len(s), s.n_repeated     # bucket (4, 8] has 1 batch: one repeated sample fills its step
+    (2, 1)
     >>> batches = list(s)
     >>> it = iter(s)
     >>> first = next(it)
@@ -170,7 +191,13 @@ class BucketedBatchSampler:
         sync_buckets: bool = True,
         drop_last: bool = False,
     ) -> None:
-        arr = as_length_array(lengths, allow_zero=False, source="lengths")
+        try:
+            arr = as_length_array(lengths, allow_zero=False, source="lengths")
+        except ZeroLengthError as exc:  # its text suggests a loader's allow_zero, not ours
+            raise ValueError(
+                f"{exc.where}: zero length 0: every sample the sampler batches must be non-empty "
+                "(remove empty samples from the dataset and from lengths alike)"
+            ) from None
         if arr.size == 0:
             raise ValueError("lengths is empty: no samples")
         edges, plan_sizes = _plan_parts(edges_or_plan)
@@ -185,9 +212,7 @@ class BucketedBatchSampler:
         self.world_size = positive_int(world_size, "world_size")
         if not isinstance(rank, int | np.integer) or not 0 <= rank < self.world_size:
             raise ValueError(f"rank must be in [0, {self.world_size}), got {rank!r}")
-        if not isinstance(seed, int | np.integer) or seed < 0:
-            raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
-        self.rank, self.seed = int(rank), int(seed)
+        self.rank, self.seed = int(rank), _non_negative_int(seed, "seed")
         self.sync_buckets, self.drop_last = bool(sync_buckets), bool(drop_last)
         self._layout = bucket_layout(
             bucket_index(arr, self.edges),
@@ -203,7 +228,9 @@ class BucketedBatchSampler:
         self.yielded = 0
         self._skip = 0  # batches the pending (or running) resumed pass skips
         self._pending = False  # a loaded state waits for the next pass
-        self._cache: tuple[int, BucketedEpoch] | None = None
+        self._cache: tuple[int, int, BucketedEpoch] | None = None  # (seed, epoch, its batches)
+        self._loads = 0  # states loaded so far: a pass that began before the last one stops
+        self._pass: object | None = None  # the newest pass: the one that counts `yielded`
 
     def __len__(self) -> int:
         """Batches per rank in the epoch: the same on every rank and in every epoch, less the
@@ -216,18 +243,18 @@ class BucketedBatchSampler:
 
         Another epoch than the one a loaded state points into clears the resume point.
         """
-        if not isinstance(epoch, int | np.integer) or epoch < 0:
-            raise ValueError(f"epoch must be a non-negative integer, got {epoch!r}")
-        if int(epoch) != self.epoch:
+        epoch = _non_negative_int(epoch, "epoch")
+        if epoch != self.epoch:
             self._skip, self._pending, self.yielded = 0, False, 0
-        self.epoch = int(epoch)
+            self._pass = None  # a pass still running goes on with its own epoch, uncounted
+        self.epoch = epoch
 
     def global_epoch(self, epoch: int | None = None) -> BucketedEpoch:
         """Every rank's batches of ``epoch`` (default: the current one)."""
-        e = self.epoch if epoch is None else int(epoch)
-        if self._cache is None or self._cache[0] != e:
-            self._cache = (e, draw_epoch(self._layout, epoch_rng(self.seed, e)))
-        return self._cache[1]
+        e = self.epoch if epoch is None else _non_negative_int(epoch, "epoch")
+        if self._cache is None or self._cache[:2] != (self.seed, e):
+            self._cache = (self.seed, e, draw_epoch(self._layout, epoch_rng(self.seed, e)))
+        return self._cache[2]
 
     @property
     def n_repeated(self) -> int:
@@ -243,10 +270,18 @@ class BucketedBatchSampler:
             self._skip = 0
         start, self._pending = self._skip, False
         self.yielded = start
+        token, loads = object(), self._loads
+        self._pass = token
         w, offsets, indices = self.world_size, ep.offsets, ep.indices
         for step in range(start, ep.n_steps):
+            if self._loads != loads:
+                raise RuntimeError(
+                    "BucketedBatchSampler: a state was loaded during this pass; start a new pass "
+                    "(iter(sampler)) to resume from it"
+                )
             b = step * w + self.rank
-            self.yielded = step + 1
+            if self._pass is token:
+                self.yielded = step + 1
             yield indices[offsets[b] : offsets[b + 1]].tolist()
 
     def state_dict(self, consumed: int | None = None) -> SamplerState:
@@ -282,38 +317,55 @@ class BucketedBatchSampler:
         }
 
     def load_state_dict(self, state: SamplerState) -> None:
-        """Resume: the next pass yields the batches after the state's ``consumed`` ones.
+        """Resume: the next pass yields the batches after the state's ``consumed`` ones, of the
+        epoch built from the state's ``seed`` (see "Resume contract" in :mod:`analysis.sampler`).
 
-        Raises a one-line ``ValueError`` for anything but a state of a sampler built with the
-        same lengths, edges, batch sizes, world size, ``sync_buckets`` and ``drop_last``.
+        Raises a one-line ``ValueError`` naming the key for anything but a state of a sampler
+        built with the same lengths, edges, batch sizes, world size, ``sync_buckets`` and
+        ``drop_last``: every key is checked (type, range, match) before anything changes.
         """
+        seed, epoch, consumed = self._check_state(state)
+        self._loads += 1
+        self._pass = None
+        if seed != self.seed:  # every epoch is the state's seed's (the cache is keyed by it)
+            self.seed = seed
+            self._skip, self._pending, self.yielded = 0, False, 0
+        if consumed == self._layout.n_steps and epoch < self.epoch:
+            return  # a finished earlier epoch: nothing of it is left, keep the epoch set
+        self.epoch = epoch
+        self._skip, self._pending, self.yielded = consumed, True, consumed
+
+    def _check_state(self, state: object) -> tuple[int, int, int]:
+        """``(seed, epoch, consumed)`` of a state made for this sampler, or a one-line
+        ``ValueError`` naming the first key that is wrong."""
+        what = "BucketedBatchSampler state"
         if not isinstance(state, dict):
-            raise ValueError(f"not a BucketedBatchSampler state: a {type(state).__name__}, not a dict")
+            raise ValueError(f"not a {what}: a {type(state).__name__}, not a dict")
         if state.get("format") != _STATE_FORMAT:
-            raise ValueError(
-                f"not a BucketedBatchSampler state: format {state.get('format')!r}, "
-                f"expected {_STATE_FORMAT!r}"
-            )
+            raise ValueError(f"not a {what}: format {state.get('format')!r}, expected {_STATE_FORMAT!r}")
+        missing = [k for k in _STATE_KEYS if k not in state]
+        unknown = sorted(map(repr, set(state) - set(_STATE_KEYS)))
+        if missing or unknown:
+            problem = f"missing key {missing[0]!r}" if missing else f"unknown key {unknown[0]}"
+            raise ValueError(f"{what}: {problem} (keys: {', '.join(_STATE_KEYS)})")
         for key, kind in _STATE_KEYS.items():
-            value = state.get(key)
-            if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-                raise ValueError(f"BucketedBatchSampler state: {key} must be {kind.__name__}, got {value!r}")
+            value = state[key]
+            if kind is int:
+                ok = isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_)
+            else:
+                ok = isinstance(value, kind)
+            if not ok:
+                raise ValueError(f"{what}: {key} must be {kind.__name__}, got {value!r}")
+        seed = _non_negative_int(state["seed"], f"{what}: seed")
+        epoch = _non_negative_int(state["epoch"], f"{what}: epoch")
+        n, consumed = self._layout.n_steps, int(state["consumed"])
+        if not 0 <= consumed <= n:
+            raise ValueError(f"{what}: consumed must be in [0, {n}] (batches per epoch), got {consumed}")
         mine = self.state_dict(0)
         for key in ("world_size", "sync_buckets", "drop_last", "fingerprint"):
             if state[key] != mine[key]:
                 raise ValueError(
-                    f"state was saved with {key} = {state[key]!r}, this sampler has "
+                    f"{what} was saved with {key} = {state[key]!r}, this sampler has "
                     f"{mine[key]!r} (lengths, edges and batch sizes make the fingerprint)"
                 )
-        seed, epoch, consumed = int(state["seed"]), int(state["epoch"]), int(state["consumed"])
-        n = self._layout.n_steps
-        if seed < 0 or epoch < 0 or not 0 <= consumed <= n:
-            raise ValueError(
-                f"BucketedBatchSampler state: epoch {epoch}, consumed {consumed} outside [0, {n}]"
-            )
-        if consumed == n and epoch < self.epoch and seed == self.seed:
-            return  # a finished earlier epoch: nothing of it is left, keep the epoch set
-        if seed != self.seed:
-            self._cache = None
-        self.seed, self.epoch = seed, epoch
-        self._skip, self._pending, self.yielded = consumed, True, consumed
+        return seed, epoch, consumed

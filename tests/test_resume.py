@@ -32,8 +32,8 @@ LENGTHS = _lengths(0, 300)
 EDGES = [0, 50, 120, 300]
 
 
-def _sampler() -> BucketedBatchSampler:
-    return BucketedBatchSampler(LENGTHS, EDGES, batch_size=8, seed=2)
+def _sampler(seed: int = 2) -> BucketedBatchSampler:
+    return BucketedBatchSampler(LENGTHS, EDGES, batch_size=8, seed=seed)
 
 
 def _reference(epochs: int = EPOCHS) -> list[tuple[int, list[int]]]:
@@ -81,7 +81,8 @@ CUTS = {
 
 @pytest.mark.parametrize("cut", list(CUTS))
 @pytest.mark.parametrize("num_workers", [0, 2])
-def test_stateful_dataloader_resumes_with_the_same_batches(tmp_path, num_workers, cut):
+@pytest.mark.parametrize("resume_seed", [2, 5])  # 5: restored into a sampler built with another seed
+def test_stateful_dataloader_resumes_with_the_same_batches(tmp_path, num_workers, cut, resume_seed):
     from torchdata.stateful_dataloader import StatefulDataLoader
 
     def loader_for(sampler):
@@ -98,16 +99,71 @@ def test_stateful_dataloader_resumes_with_the_same_batches(tmp_path, num_workers
     ckpt = torch.load(tmp_path / "ckpt.pt")
     assert ckpt["loader"]  # the loader saved the sampler's own state in it
 
-    resumed = _sampler()  # fresh sampler, fresh loader
+    resumed = _sampler(resume_seed)  # fresh sampler, fresh loader: the state's seed (2) wins
     loader = loader_for(resumed)
     loader.load_state_dict(ckpt["loader"])
     rest = _loop(loader, resumed, tmp_path / "unused.pt", start=ckpt["epoch"])
     assert [(e, b) for e, b, _ in first + rest] == expected
+    for epoch in range(EPOCHS):  # every sample exactly once per epoch
+        seen = [i for e, b, _ in first + rest if e == epoch for i in b]
+        assert sorted(seen) == list(range(LENGTHS.size))
     # len(sampler) in the resumed pass counts what is left of its epoch; later epochs are full
     done = sum(1 for e, _, _ in first if e == ckpt["epoch"])
     assert [n for _, _, n in rest] == [STEPS - done] * (STEPS - done) + [STEPS] * (len(rest) - STEPS + done)
     resumed.set_epoch(EPOCHS)
     assert len(resumed) == STEPS
+
+
+@pytest.mark.parametrize("last_of_epoch_0", [False, True])
+@pytest.mark.parametrize("sync", [True, False])
+def test_stateful_dataloader_ddp_ranks_resume_with_the_states_seed(tmp_path, sync, last_of_epoch_0):
+    """Two ranks (one sampler and loader each, as DDP runs them), checkpointed mid epoch 1 by
+    rank 0's loader, restored into samplers built with another seed: every rank's stream is
+    that of an uninterrupted run with the saved seed, and each epoch covers the samples as the
+    uninterrupted epoch does (every one, the repeats that complete the last steps apart)."""
+    from torchdata.stateful_dataloader import StatefulDataLoader
+
+    world = 2
+
+    def sampler(rank, seed):
+        return BucketedBatchSampler(
+            LENGTHS, EDGES, batch_size=8, seed=seed, rank=rank, world_size=world, sync_buckets=sync
+        )
+
+    def run(samplers, loaders, start, stop_at=None):
+        seen = [[] for _ in range(world)]
+        for epoch in range(start, 2):
+            for s in samplers:
+                s.set_epoch(epoch)
+            for step, batches in enumerate(zip(*loaders)):
+                for r, b in enumerate(batches):
+                    seen[r].append((epoch, b.tolist()))
+                if (epoch, step + 1) == stop_at:
+                    return seen, [loader.state_dict() for loader in loaders]
+        return seen, None
+
+    reference = [sampler(r, 3) for r in range(world)]
+    expected, _ = run(
+        reference, [StatefulDataLoader(IndexDataset(LENGTHS.size), batch_sampler=s) for s in reference], 0
+    )
+    samplers = [sampler(r, 3) for r in range(world)]
+    loaders = [StatefulDataLoader(IndexDataset(LENGTHS.size), batch_sampler=s) for s in samplers]
+    stop_at = (0, len(samplers[0])) if last_of_epoch_0 else (1, 4)
+    first, states = run(samplers, loaders, 0, stop_at=stop_at)
+    assert states is not None
+    torch.save({"loader": states[0]}, tmp_path / "ckpt.pt")  # rank 0 saves, every rank loads
+    saved = torch.load(tmp_path / "ckpt.pt")["loader"]
+    resumed = [sampler(r, 11) for r in range(world)]
+    loaders = [StatefulDataLoader(IndexDataset(LENGTHS.size), batch_sampler=s) for s in resumed]
+    for loader in loaders:
+        loader.load_state_dict(saved)
+    rest, _ = run(resumed, loaders, 1)  # the loop goes on in epoch 1 (set_epoch, then iter)
+    assert [first[r] + rest[r] for r in range(world)] == expected
+    for epoch in range(2):
+        want = np.bincount([i for r in range(world) for e, b in expected[r] if e == epoch for i in b])
+        got = np.bincount([i for r in range(world) for e, b in first[r] + rest[r] if e == epoch for i in b])
+        assert got.tolist() == want.tolist() and want.min() >= 1
+        assert int(want.sum()) - LENGTHS.size == reference[0].global_epoch(epoch).n_repeated
 
 
 def test_state_dict_without_argument_is_what_was_yielded():

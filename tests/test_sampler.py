@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -125,9 +127,9 @@ def test_counts_by_hand():
     lengths = [1, 2, 3, 4, 5, 9, 9]
     edges = [0, 5, 9]
     ep = bucketed_epoch(bucket_index(np.array(lengths), edges), [2, 2], epoch_rng(0, 0), world_size=2)
-    # bucket 0: batches 2+2+1, one repeated batch of 2 completes its 2nd step; bucket 1: one
-    # batch of 2, one repeated batch of 2 completes its step
-    assert (len(ep), ep.n_steps, ep.n_repeated, ep.n_dropped) == (6, 3, 4, 0)
+    # bucket 0: batches 2+2+1, one repeated sample completes its 2nd step; bucket 1: one
+    # batch of 2, one repeated sample completes its step
+    assert (len(ep), ep.n_steps, ep.n_repeated, ep.n_dropped) == (6, 3, 2, 0)
     dropped = bucketed_epoch(
         bucket_index(np.array(lengths), edges), [2, 2], epoch_rng(0, 0), world_size=2, drop_last=True
     )
@@ -144,9 +146,9 @@ def test_counts_by_hand():
         world_size=2,
         sync_buckets=False,
     )
-    first = odd.offsets[1] - odd.offsets[0]  # 3 batches: the first one repeats to fill step 2
-    assert (len(odd), odd.n_repeated) == (4, first)
-    assert odd.indices[odd.offsets[3] :].tolist() == odd.indices[: odd.offsets[1]].tolist()
+    # 3 batches: one repeated sample (bucket 0's first in the shuffled order) fills step 2
+    assert (len(odd), odd.n_repeated, odd.offsets[4] - odd.offsets[3]) == (4, 1, 1)
+    assert int(odd.buckets[3]) == 0 and int(odd.indices[-1]) in odd.indices[:-1].tolist()
 
 
 # ------------------------------------------------------------------ against loop references
@@ -162,7 +164,7 @@ def _loop_bucketed_epoch(buckets, sizes, rng, world_size, sync, drop_last):
             lens = [size] * ((full // world_size) * world_size if sync else full)
         else:
             lens = [size] * full + ([rem] if rem else [])
-            lens += [size] * ((-len(lens)) % world_size if sync else 0)  # repeats complete a step
+            lens += [1] * ((-len(lens)) % world_size if sync else 0)  # one-sample repeats
         slot = 0
         for n in lens:
             batches.append([members[(slot + j) % len(members)] for j in range(n)])  # cycling
@@ -172,9 +174,16 @@ def _loop_bucketed_epoch(buckets, sizes, rng, world_size, sync, drop_last):
     if sync:
         order = [s * w + r for s in rng.permutation(m // w).tolist() for r in range(w)]
     else:
-        steps = m // w if drop_last else -(-m // w)
-        drawn = rng.permutation(m).tolist()
-        order = [drawn[k % m] for k in range(steps * w)] if m else []
+        order = rng.permutation(m).tolist()
+        if drop_last:  # the trailing incomplete step is dropped
+            order = order[: (m // w) * w]
+        elif m:  # one-sample repeats of the bucket-grouped order complete the step
+            grouped = [(p, buckets[p]) for i in range(len(sizes)) for p in perm if buckets[p] == i]
+            for j in range((-m) % w):
+                p, i = grouped[j % len(grouped)]
+                batches.append([p])
+                of_bucket.append(i)
+                order.append(len(batches) - 1)
     return [batches[b] for b in order], [of_bucket[b] for b in order]
 
 
@@ -272,6 +281,122 @@ def test_simulate_and_builder_give_the_samplers_batches(world_size, sync):
         assert mine["longest"].tolist() == [int(lengths[b].max()) for b in s]
 
 
+# ------------------------------------------------------------------ repeats
+def _fewest_repeats(n_batches: int, batch_size: int, world_size: int) -> int:
+    """Brute force: the fewest samples in extra batches (each of 1 to ``batch_size`` samples)
+    that bring ``n_batches`` to a whole number of steps of ``world_size`` batches."""
+    best = None
+    for e in range(0, 2 * world_size):
+        if (n_batches + e) % world_size:
+            continue
+        for sizes in itertools.product(range(1, min(batch_size, 3) + 1), repeat=e):
+            best = sum(sizes) if best is None else min(best, sum(sizes))
+    assert best is not None
+    return best
+
+
+@pytest.mark.parametrize("sync", [True, False])
+def test_repeats_are_the_fewest_samples_that_complete_the_steps(sync):
+    """Every small case: n_repeated equals a brute-force count of the fewest samples that
+    complete the last steps (per bucket with sync_buckets, per epoch without), each repeat a
+    one-sample batch; every sample is seen, and each bucket's own batches are those of the exact
+    padding model (floor(n / B) full ones, one of n mod B)."""
+    checked = 0
+    for seed, n, batch_size, world_size in itertools.product(
+        range(3), range(1, 10), range(1, 5), range(1, 5)
+    ):
+        lengths = np.random.default_rng(seed + 10 * n).integers(1, 7, size=n)
+        edges = [0, 2, 4, 6]
+        s = BucketedBatchSampler(
+            lengths, edges, batch_size=batch_size, world_size=world_size, sync_buckets=sync, seed=seed
+        )
+        counts = np.bincount(bucket_index(lengths, edges), minlength=3).tolist()
+        own = [-(-c // batch_size) for c in counts]
+        if sync:
+            fewest = sum(_fewest_repeats(b, batch_size, world_size) for b in own if b)
+        else:
+            fewest = _fewest_repeats(sum(own), batch_size, world_size)
+        ep = s.global_epoch()
+        assert ep.n_repeated == fewest, (seed, n, batch_size, world_size)
+        seen = np.bincount(ep.indices, minlength=n)
+        assert seen.min() >= 1 and int(seen.sum()) - n == fewest
+        sizes, buckets = np.diff(ep.offsets), ep.buckets
+        if not sync:  # the repeats are the epoch's last batches
+            assert sizes[len(ep) - fewest :].tolist() == [1] * fewest
+            sizes, buckets = sizes[: len(ep) - fewest], buckets[: len(ep) - fewest]
+        for i, c in enumerate(counts):
+            extra = (-own[i]) % world_size if sync and own[i] else 0
+            model = [batch_size] * (c // batch_size) + ([c % batch_size] if c % batch_size else [])
+            assert sorted(sizes[buckets == i].tolist()) == sorted(model + [1] * extra)
+        assert len(ep) == len(s) * world_size
+        of_sample = bucket_index(lengths, edges)
+        assert all((of_sample[b] == k).all() for b, k in zip(ep.rank_batches(0), ep.buckets[::world_size]))
+        checked += 1
+    assert checked == 3 * 9 * 4 * 4
+
+
+def test_world_size_one_batches_are_the_exact_padding_models():
+    """One rank: per bucket, floor(n / B) full batches and one of n mod B, as expected_padding
+    counts them (its bucket_batches), under a batch_size and a max_tokens rule."""
+    lengths = _lengths(21, 1000)
+    edges = [0, 40, 90, 300]
+    for rule in ({"batch_size": 7}, {"max_tokens": 900}):
+        s = BucketedBatchSampler(lengths, edges, seed=3, **rule)
+        est = expected_padding(LengthHistogram.from_lengths(lengths), edges, **rule)
+        ep = s.global_epoch()
+        sizes = np.diff(ep.offsets)
+        for i, (c, b) in enumerate(zip(est.bucket_samples, s.batch_sizes)):
+            model = [b] * (c // b) + ([c % b] if c % b else [])
+            assert sorted(sizes[ep.buckets == i].tolist()) == sorted(model)
+            assert len(model) == est.bucket_batches[i]
+        assert ep.n_repeated == ep.n_dropped == 0 and sorted(ep.indices.tolist()) == list(range(1000))
+
+
+@pytest.mark.parametrize("sync", [True, False])
+@pytest.mark.parametrize("batch_size", [10**6, 10**8])
+def test_huge_batch_size_on_a_tiny_dataset_allocates_little(sync, batch_size):
+    """3 samples, 8 ranks: 7 one-sample repeats complete the step (were 7 whole batches of
+    copies: 7,000,000 repeats at 1e6, a 5.2 GiB allocation at 1e8)."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        batches = [
+            list(
+                BucketedBatchSampler(
+                    [5, 3, 9], [0, 10], batch_size=batch_size, world_size=8, rank=r, sync_buckets=sync
+                )
+            )
+            for r in range(8)
+        ]
+        s = BucketedBatchSampler([5, 3, 9], [0, 10], batch_size=batch_size, world_size=8, sync_buckets=sync)
+        repeated = s.n_repeated
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 2**20, peak  # under 1 MiB
+    assert repeated == 7 and [len(b) for b in batches] == [1] * 8
+    assert sorted(len(b[0]) for b in batches) == [1] * 7 + [3]
+    assert {i for b in batches for i in b[0]} == {0, 1, 2}
+
+
+def test_an_epoch_of_one_full_batch_and_many_short_ones_allocates_in_proportion_to_the_data():
+    """1e6 samples in one full batch and 60 one-sample buckets: the gather's rows (a short batch
+    takes a whole row of the longest batch's width) were 61 x 1e6 slots (488 MiB)."""
+    import tracemalloc
+
+    lengths = np.concatenate([np.ones(10**6, dtype=np.int64), np.arange(2, 62)])
+    s = BucketedBatchSampler(lengths, list(range(62)), batch_size=10**6)
+    tracemalloc.start()
+    try:
+        ep = s.global_epoch()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(ep) == 61 and np.bincount(ep.indices).tolist() == [1] * lengths.size
+    assert peak < 8 * lengths.nbytes, peak  # ~38 MiB: a few arrays of the samples
+
+
 def test_world_size_one_keeps_the_plain_bucketed_shuffle():
     """Two draws (samples, then batch order), exactly as the strategy always drew them."""
     lengths = _lengths(4, 300)
@@ -352,6 +477,112 @@ def test_resume_at_any_cut_point(seed, n, world_size, sync, drop_last, epoch, cu
         assert list(t) == list(s)
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**31),
+    n=st.integers(1, 120),
+    world_size=st.integers(1, 3),
+    sync=st.booleans(),
+    drop_last=st.booleans(),
+    epoch=st.integers(0, 3),
+    cut=st.floats(0, 1),
+    other_seed=st.integers(0, 2**31),
+    path=st.sampled_from(
+        ["fresh", "before set_epoch", "after set_epoch", "after a pass", "after len", "finished, then next"]
+    ),
+)
+def test_resume_into_a_sampler_with_another_seed_takes_the_states_seed(
+    seed, n, world_size, sync, drop_last, epoch, cut, other_seed, path
+):
+    """The resumed stream is that of an uninterrupted run with the state's seed, batch for batch,
+    however the sampler that loads it was built and used before (its own seed's epoch built)."""
+    lengths = _lengths(seed, n)
+    edges = [0, 50, max(51, int(lengths.max()))]
+    kw = dict(batch_size=3, world_size=world_size, sync_buckets=sync, drop_last=drop_last)
+    ranks = []
+    for rank in range(world_size):
+        s = BucketedBatchSampler(lengths, edges, seed=seed, rank=rank, **kw)
+        s.set_epoch(epoch)
+        reference = list(s)
+        s.set_epoch(epoch + 1)
+        following = list(s)
+        s.set_epoch(epoch)
+        consumed = len(s) if path == "finished, then next" else int(cut * len(s))
+        state = s.state_dict(consumed)
+        t = BucketedBatchSampler(lengths, edges, seed=other_seed, rank=rank, **kw)
+        if path == "finished, then next":  # the loop moved on to the next epoch, then loaded
+            t.set_epoch(epoch + 1)
+            t.load_state_dict(state)
+            assert (t.seed, t.epoch, len(t)) == (seed, epoch + 1, len(s))
+            assert list(t) == following
+            ranks.append(reference)
+            continue
+        if path == "after a pass":  # the other seed's epoch built and cached
+            t.set_epoch(epoch)
+            list(t)
+        elif path == "after len":
+            t.set_epoch(epoch)
+            assert t.n_repeated >= 0 and len(t) == len(s)
+        elif path == "after set_epoch":
+            t.set_epoch(epoch)
+        t.load_state_dict(state)
+        if path == "before set_epoch":
+            t.set_epoch(epoch)
+        assert t.seed == seed and len(t) == len(reference) - consumed
+        rest = list(t)
+        assert rest == reference[consumed:]
+        t.set_epoch(epoch + 1)
+        assert list(t) == following
+        ranks.append(reference[:consumed] + rest)
+    # every sample of the epoch seen exactly as the uninterrupted epoch has it
+    counts = np.bincount([i for batches in ranks for b in batches for i in b], minlength=n)
+    epoch_ = BucketedBatchSampler(lengths, edges, seed=seed, **kw).global_epoch(epoch)
+    assert counts.tolist() == np.bincount(epoch_.indices, minlength=n).tolist()
+    if not drop_last:
+        assert counts.min() >= 1 and int(counts.sum()) - n == epoch_.n_repeated
+        if world_size == 1:
+            assert counts.max() == 1
+
+
+@pytest.mark.parametrize("other_seed", [2, 9])
+def test_finished_epoch_loaded_after_set_epoch_leaves_the_next_epoch_whole(other_seed):
+    """A state saved at the end of epoch 0 (seed 2), loaded after set_epoch(1) into a sampler
+    built with seed ``other_seed``: epoch 1 of seed 2 follows, whole."""
+    lengths = np.random.default_rng(0).integers(1, 100, 64)
+    s = BucketedBatchSampler(lengths, [0, 30, 60, 100], batch_size=4, seed=2)
+    list(s)
+    state = s.state_dict()
+    s.set_epoch(1)
+    expected = list(s)
+    t = BucketedBatchSampler(lengths, [0, 30, 60, 100], batch_size=4, seed=other_seed)
+    t.set_epoch(1)
+    t.load_state_dict(state)
+    got = list(t)
+    assert (t.epoch, t.seed, len(got)) == (1, 2, len(expected)) and got == expected
+    assert sorted(i for b in got for i in b) == list(range(64))
+
+
+def test_a_pass_running_when_a_state_is_loaded_stops_with_one_line():
+    lengths = np.random.default_rng(0).integers(1, 100, 64)
+    s = BucketedBatchSampler(lengths, [0, 30, 60, 100], batch_size=4, seed=2)
+    it = iter(s)
+    done = [next(it) for _ in range(5)]
+    state = s.state_dict()
+    t = BucketedBatchSampler(lengths, [0, 30, 60, 100], batch_size=4, seed=0)
+    running = iter(t)
+    next(running)  # a pass of seed 0 under way
+    t.load_state_dict(state)
+    with pytest.raises(
+        RuntimeError, match=r"^BucketedBatchSampler: a state was loaded during this pass"
+    ) as info:
+        next(running)
+    assert "\n" not in str(info.value)
+    assert t.state_dict()["consumed"] == 5  # the stale pass did not move the resume point
+    rest = list(t)
+    assert done + rest == list(s)
+    assert sorted(i for b in done + rest for i in b) == list(range(64))
+
+
 def test_state_from_another_setup_is_refused():
     lengths = _lengths(8, 100)
     s = BucketedBatchSampler(lengths, [0, 50, 300], batch_size=4, world_size=2)
@@ -362,20 +593,69 @@ def test_state_from_another_setup_is_refused():
         BucketedBatchSampler(lengths, [0, 60, 300], batch_size=4, world_size=2).load_state_dict(state)
     with pytest.raises(ValueError, match="consumed"):
         s.state_dict(len(s) + 1)
-    foreign = [
-        None,
-        [1, 2],
-        {"format": "analysis.BucketedBatchSampler/0", **{k: v for k, v in state.items() if k != "format"}},
-        {k: v for k, v in state.items() if k != "epoch"},
-        {**state, "consumed": "3"},
-        {**state, "drop_last": 1},
-        {**state, "consumed": len(s) + 1},
-        {**state, "epoch": -1},
+    with pytest.raises(ValueError, match="fingerprint"):  # other batch sizes
+        BucketedBatchSampler(lengths, [0, 50, 300], batch_size=5, world_size=2).load_state_dict(state)
+    with pytest.raises(ValueError, match="fingerprint"):  # other lengths
+        BucketedBatchSampler(lengths + 1, [0, 50, 301], batch_size=4, world_size=2).load_state_dict(state)
+    with pytest.raises(ValueError, match="sync_buckets"):
+        BucketedBatchSampler(
+            lengths, [0, 50, 300], batch_size=4, world_size=2, sync_buckets=False
+        ).load_state_dict(state)
+    with pytest.raises(ValueError, match="drop_last"):
+        BucketedBatchSampler(
+            lengths, [0, 50, 300], batch_size=4, world_size=2, drop_last=True
+        ).load_state_dict(state)
+    no_format = {k: v for k, v in state.items() if k != "format"}
+    foreign = [  # (state, the key the message must name)
+        (None, "dict"),
+        ([1, 2], "dict"),
+        ({"format": "analysis.BucketedBatchSampler/0", **no_format}, "format"),
+        ({k: v for k, v in state.items() if k != "epoch"}, "'epoch'"),
+        ({**state, "extra": 1}, "'extra'"),
+        ({**state, "consumed": "3"}, "consumed"),
+        ({**state, "consumed": 2.9}, "consumed"),
+        ({**state, "consumed": 3.0}, "consumed"),
+        ({**state, "consumed": True}, "consumed"),
+        ({**state, "consumed": np.float64(1)}, "consumed"),
+        ({**state, "consumed": len(s) + 1}, "consumed"),
+        ({**state, "consumed": -1}, "consumed"),
+        ({**state, "drop_last": 1}, "drop_last"),
+        ({**state, "sync_buckets": "yes"}, "sync_buckets"),
+        ({**state, "epoch": -1}, "epoch"),
+        ({**state, "epoch": 1.5}, "epoch"),
+        ({**state, "seed": -1}, "seed"),
+        ({**state, "seed": "0"}, "seed"),
+        ({**state, "world_size": 2.0}, "world_size"),
+        ({**state, "world_size": 3}, "world_size"),
+        ({**state, "fingerprint": 5}, "fingerprint"),
+        ({**state, "fingerprint": "0" * 16}, "fingerprint"),
     ]
-    for bad in foreign:
+    for bad, key in foreign:
+        t = BucketedBatchSampler(lengths, [0, 50, 300], batch_size=4, world_size=2, seed=7)
+        t.set_epoch(2)
+        before = (t.seed, t.epoch, len(t), t.state_dict())
         with pytest.raises(ValueError) as info:
-            BucketedBatchSampler(lengths, [0, 50, 300], batch_size=4, world_size=2).load_state_dict(bad)
-        assert "\n" not in str(info.value) and "state" in str(info.value)
+            t.load_state_dict(bad)
+        message = str(info.value)
+        assert "\n" not in message and "state" in message and key in message, (bad, message)
+        assert (t.seed, t.epoch, len(t), t.state_dict()) == before  # nothing changed
+    # numpy integers (a state that went through numpy) are integers
+    t = BucketedBatchSampler(lengths, [0, 50, 300], batch_size=4, world_size=2)
+    t.load_state_dict({**state, "consumed": np.int64(1), "epoch": np.int32(0)})
+    assert t.state_dict() == state
+
+
+def test_zero_length_message_suggests_only_what_exists():
+    import inspect
+
+    with pytest.raises(ValueError) as info:
+        BucketedBatchSampler([3, 0, 2], [0, 4], batch_size=2)
+    message = str(info.value)
+    assert message.startswith("lengths: row 1: zero length 0") and "\n" not in message
+    # every keyword the message names is one the sampler takes
+    named = set(re.findall(r"(\w+)=", message))
+    assert named <= set(inspect.signature(BucketedBatchSampler).parameters), message
+    assert "allow_zero" not in message
 
 
 def test_len_after_load_state_dict_counts_what_is_left():
