@@ -52,6 +52,7 @@ def as_length_array(
     first_row: int = 0,
     unit: str = "row",
     what: str = "length",
+    zero_hint: str = "pass allow_zero=True if empty samples are intended",
 ) -> np.ndarray:
     """Validate per-sample lengths and return them as a 1-D ``int64`` array.
 
@@ -59,7 +60,8 @@ def as_length_array(
     ``"{unit} {first_row + i}"`` (e.g. ``"row 3"`` for the 0-based index of an array or
     ``"line 5"`` for a text file), for: bool, NaN/inf, non-integral float, negative (or
     zero unless ``allow_zero``), too large for int64, non-numeric values, or not 1-D.
-    ``what`` names the quantity in the message (``"length"`` or ``"count"``).
+    ``what`` names the quantity in the message (``"length"`` or ``"count"``); ``zero_hint``
+    ends a zero length's message (the caller's own remedy: a loader's ``allow_zero``).
     """
     if isinstance(values, pd.Series | pd.Index):
         values = values.to_numpy()
@@ -111,7 +113,7 @@ def as_length_array(
         if arr[i] < 0:
             raise ValueError(f"{where}negative {what} {int(arr[i])}")
         raise ZeroLengthError(
-            f"{where}zero {what} 0 (pass allow_zero=True if empty samples are intended)", where.rstrip(": ")
+            f"{where}zero {what} 0 ({zero_hint})", where.rstrip(": ")
         )
     return arr
 

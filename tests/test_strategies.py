@@ -412,3 +412,11 @@ def test_bad_lengths_raise(lengths, message):
 def test_rng_must_be_a_generator():
     with pytest.raises(ValueError, match="rng must be a numpy.random.Generator"):
         build_epoch([1, 2], "random", rng=0, batch_size=2)
+
+
+def test_zero_length_error_suggests_only_what_the_strategies_have() -> None:
+    """The zero-length refusal names the remedy the caller has (simulate has no allow_zero)."""
+    expected = r"^lengths: row 0: zero length 0 \(a batch holds only non-empty"
+    with pytest.raises(ValueError, match=expected) as info:
+        epoch_builder([0, 1, 2], "random", batch_size=2)
+    assert "allow_zero" not in str(info.value)

@@ -159,6 +159,7 @@ def epoch_builder(
         lengths.expand() if isinstance(lengths, LengthHistogram) else lengths,
         allow_zero=False,
         source="lengths",
+        zero_hint="a batch holds only non-empty samples: remove empty ones from data and lengths alike",
     )
     if arr.size == 0:
         raise ValueError("lengths is empty: no samples")
