@@ -99,6 +99,9 @@ class Recommendation:
             "optimal_efficiency_by_n_buckets": {
                 str(int(k)): float(e) for k, e in zip(optimal["n_buckets"], optimal["efficiency"])
             },
+            "optimal_budget_fill_by_n_buckets": None
+            if self.plan.budget_fill is None
+            else {str(int(k)): float(f) for k, f in zip(optimal["n_buckets"], optimal["budget_fill"])},
             "n_buckets_suggested": int(self.n_buckets_suggested),
             "min_gain": float(self.min_gain),
         }

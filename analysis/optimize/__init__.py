@@ -140,7 +140,8 @@ def optimize_edges(
     >>> plan.edges, plan.batch_sizes, round(plan.efficiency, 3), plan.n_batches, round(plan.budget_fill, 3)
     ([0, 3, 10], [5, 1], 0.901, 13, 0.601)
     >>> print(plan.warnings[0])
-    batch size 1 in 1 of 2 buckets (3, 10] (upper edge above max_tokens / 2 = 8): its 10 samples take a step each, filling 59.4% of the 16-token budget
+    batch size 1 in 1 of 2 buckets (3, 10] (upper edge above max_tokens / 2 = 8): its 10
+    samples take a step each, filling 59.4% of the 16-token budget
     >>> optimize_edges(hist, 2, batch_size=4, method="equal_count").edges
     [0, 3, 10]
     >>> optimize_edges(hist, 6, batch_size=4)

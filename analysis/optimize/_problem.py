@@ -144,7 +144,9 @@ def _resolve_objective(rule: BatchRule, step_time: StepTimeLike | None, objectiv
         return "padding" if rule.max_tokens is None else "steps"
     known_name(objective, OBJECTIVES, "objective")
     if objective == "steps" and rule.max_tokens is None:
-        raise ValueError("objective='steps' needs a token budget (max_tokens): under batch_size every step holds B samples")
+        raise ValueError(
+            "objective='steps' needs a token budget (max_tokens): under batch_size every step holds B samples"
+        )
     return objective
 
 
