@@ -14,7 +14,7 @@ import pandas as pd
 
 from analysis.batching import BatchRule
 from analysis.lengths import LengthHistogram
-from analysis.optimize import sweep_measure
+from analysis.optimize import evaluate_edges, sweep_measure
 from analysis.recommendation import Recommendation
 from analysis.steps_text import describe_steps
 from analysis.tables import format_percent, format_value
@@ -141,6 +141,12 @@ def describe_distribution(
         f"batch here (expected efficiency {percent(shuffle)}); sorted batches waste "
         f"{percent(1 - ordered)}."
     )
+    if rule.max_tokens is not None:  # one batch size must fit the longest: how full are its steps
+        one = evaluate_edges(seen, [0, seen.max], rule)
+        text += (
+            f" Both take one batch size, {one.batch_sizes[0]:,} (the longest sample must fit the budget): "
+            f"their steps are {percent(float(one.budget_fill or 0))} real tokens."
+        )
     if zero_length_dropped:
         text += f" ({zero_length_dropped:,} zero-length samples were dropped before counting.)"
     return text
@@ -278,17 +284,11 @@ def describe_recommendation(rec: Recommendation) -> str:
     measure = sweep_measure(rec.sweep)
     optimal = rec.sweep[rec.sweep["method"] == "optimal"].set_index("n_buckets")[measure]
     what = " of budget fill" if measure == "budget_fill" else ""
-    rule_text = (
-        f"The gain rule (stop once one more bucket gains less than "
-        f"{100 * rec.min_gain:.1f} point{'s' if rec.min_gain != 0.01 else ''}{what})"
-    )
     buckets = f"{k} bucket{'s' if k != 1 else ''}"
-    why = ""
-    if k == 1 and len(optimal) > 1:  # the gain rule takes K = 1 only when one bucket is best
-        why = (
-            f": no K up to {int(optimal.index.max())} beats one bucket by "
-            f"{100 * rec.min_gain:.1f} point{'s' if rec.min_gain != 0.01 else ''}{what}"
-        )
+    points = f"{100 * rec.min_gain:.1f} point{'s' if rec.min_gain != 0.01 else ''}{what}"
+    up_to = int(optimal.index.max())  # the gain rule takes K = 1 only when one bucket is best: say so
+    why = f": no K up to {up_to} beats one bucket by {points}" if k == 1 < len(optimal) else ""
+    rule_text = f"The gain rule (stop once one more bucket gains less than {points})"
     if k == plan.n_buckets:
         return f"{text} {rule_text} suggests the same {buckets}{why}."
     suggested = percent(float(optimal.loc[k]))

@@ -260,3 +260,14 @@ def test_the_summary_page_and_the_explorer_show_the_warnings():
     panel = explore(hist, n_buckets=6, max_tokens=8_192, background=False)
     assert panel.status.value.count("warning: ") == 2
     assert math.isclose(panel.view.plan.budget_fill, rec.plan.budget_fill)
+
+
+def test_the_distribution_sentence_says_how_full_a_shuffles_steps_are():
+    from analysis import BatchRule
+    from analysis.narrative import describe_distribution
+
+    hist = LengthHistogram.from_lengths([40, 50, 60])
+    text = describe_distribution(hist, BatchRule(max_tokens=100))
+    assert text.endswith(
+        "Both take one batch size, 1 (the longest sample must fit the budget): their steps are 50.0% real tokens."
+    )

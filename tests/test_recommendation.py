@@ -100,6 +100,7 @@ def test_to_dict_is_json_ready():
         "plan",
         "strategies",
         "optimal_efficiency_by_n_buckets",
+        "optimal_budget_fill_by_n_buckets",
         "n_buckets_suggested",
         "min_gain",
     }
