@@ -269,5 +269,6 @@ def test_the_distribution_sentence_says_how_full_a_shuffles_steps_are():
     hist = LengthHistogram.from_lengths([40, 50, 60])
     text = describe_distribution(hist, BatchRule(max_tokens=100))
     assert text.endswith(
-        "Both take one batch size, 1 (the longest sample must fit the budget): their steps are 50.0% real tokens."
+        "Both take one batch size, 1 (the longest sample must fit the budget): "
+        "their steps are 50.0% real tokens."
     )
