@@ -202,7 +202,7 @@ def _step_tokens(hist: LengthHistogram, est: WasteEstimate) -> int | None:
     padded = round_up(hist.lengths, est.rule.pad_to_multiple_of)
     over = padded > budget
     beyond = sum(map(operator.mul, (padded[over] - budget).tolist(), hist.counts[over].tolist()))
-    return est.n_batches * budget + beyond
+    return int(est.n_batches * budget + beyond)
 
 
 def _tokens(value: float) -> str:
