@@ -33,6 +33,7 @@ __all__ = [
     "bucket_index",
     "bucket_bounds",
     "round_up",
+    "check_budget",
     "DEFAULT_BATCH_SIZE",
     "DEFAULT_N_BUCKETS",
     "DEFAULT_MAX_BUCKETS",
@@ -340,6 +341,31 @@ class BatchRule:
         if self.pad_to_multiple_of != 1:
             words.append(f"pad_to_multiple_of {self.pad_to_multiple_of:,}")
         return ", ".join(words)
+
+
+def check_budget(hist: LengthHistogram, rule: BatchRule) -> None:
+    """Refuse, in one line, samples longer than a token budget: what every face that plans or
+    simulates under ``max_tokens`` accepts (the CLI's ``optimize``, ``compare`` and ``report``
+    alike; packing could not place them, and a bucket would run each as a batch over the
+    budget).  Nothing to check under ``batch_size``.
+
+    Examples
+    --------
+    >>> from analysis.lengths import LengthHistogram
+    >>> check_budget(LengthHistogram.from_lengths([3, 9, 12, 12]), BatchRule(max_tokens=10))
+    Traceback (most recent call last):
+    ...
+    ValueError: 2 samples are longer than max_tokens = 10 (the longest has 12 tokens): raise
+    max_tokens or clip the lengths at max_len (--max-tokens, --max-len)
+    """
+    budget = rule.max_tokens
+    if budget is None or hist.max <= budget:
+        return
+    n = sum(hist.counts[hist.lengths > budget].tolist())
+    raise ValueError(
+        f"{n:,} sample{'s are' if n != 1 else ' is'} longer than max_tokens = {budget:,} (the longest "
+        f"has {hist.max:,} tokens): raise max_tokens or clip the lengths at max_len (--max-tokens, --max-len)"
+    )
 
 
 def as_rule(

@@ -358,8 +358,14 @@ def sweep_throughput(
     rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens, pad_to_multiple_of=pad_to_multiple_of)
     ks = list(n_buckets)
     sweeps = {
-        objective: sweep_bucket_counts(
-            hist, ks, ["optimal"], rule, candidates=candidates, step_time=step_time
+        objective: sweep_bucket_counts(  # "padding" as named, under a token budget too
+            hist,
+            ks,
+            ["optimal"],
+            rule,
+            candidates=candidates,
+            step_time=step_time,
+            objective=None if step_time else "padding",
         )
         for objective, step_time in (("padding", None), ("time", model))
     }

@@ -14,7 +14,9 @@ import pandas as pd
 
 from analysis.batching import BatchRule
 from analysis.lengths import LengthHistogram
+from analysis.optimize import evaluate_edges, sweep_measure
 from analysis.recommendation import Recommendation
+from analysis.steps_text import describe_steps
 from analysis.tables import format_percent, format_value
 from analysis.waste import random_padding, sorted_padding
 
@@ -139,6 +141,12 @@ def describe_distribution(
         f"batch here (expected efficiency {percent(shuffle)}); sorted batches waste "
         f"{percent(1 - ordered)}."
     )
+    if rule.max_tokens is not None:  # one batch size must fit the longest: how full are its steps
+        one = evaluate_edges(seen, [0, seen.max], rule)
+        text += (
+            f" Both take one batch size, {one.batch_sizes[0]:,} (the longest sample must fit the budget): "
+            f"their steps are {percent(float(one.budget_fill or 0))} real tokens."
+        )
     if zero_length_dropped:
         text += f" ({zero_length_dropped:,} zero-length samples were dropped before counting.)"
     return text
@@ -232,7 +240,9 @@ def _names(names: list[str]) -> str:
 
 def describe_recommendation(rec: Recommendation) -> str:
     """The plan's efficiency, what it recovers of a shuffle's waste, and the K question: the
-    K used, and the K the gain rule suggests when it differs (said once, here).
+    K used, and the K the gain rule suggests when it differs (said once, here).  Under a
+    token budget's steps objective the sentence is about steps and how full they are
+    (:func:`analysis.steps_text.describe_steps`), never a padding ratio of 0 / 0.
 
     Examples
     --------
@@ -245,38 +255,44 @@ def describe_recommendation(rec: Recommendation) -> str:
 
     Where a shuffle wastes nothing (every batch one sample), there is nothing to recover:
 
-    >>> rec = recommend(LengthHistogram.from_lengths([3, 5, 9]), 2, max_tokens=9)
+    >>> rec = recommend(LengthHistogram.from_lengths([3, 5, 9]), 2, batch_size=1)
     >>> print(describe_recommendation(rec))
-        With 2 optimal buckets (max_tokens 9) the expected efficiency is 100.0%, against 100.0% for
+        With 2 optimal buckets (batch_size 1) the expected efficiency is 100.0%, against 100.0% for
     a full shuffle: a shuffle wastes no padding here, so there is none to recover. The gain rule
-    (stop once one more bucket gains less than 1.0 point) suggests 1 bucket (100.0%); this plan
-    uses 2.
+    (stop once one more bucket gains less than 1.0 point) suggests 1 bucket (100.0%): no K up to
+    3 beats one bucket by 1.0 point; this plan uses 2.
     """
     plan = rec.plan
-    shuffle = rec.strategies["random"].efficiency
-    waste_shuffle = 1 / shuffle - 1 if shuffle > 0 else math.inf
-    waste_plan = 1 / plan.efficiency - 1
-    recovered = (
-        f"the buckets recover {percent(1 - waste_plan / waste_shuffle)} of the padding a shuffle wastes"
-        if waste_shuffle > 0
-        else "a shuffle wastes no padding here, so there is none to recover"
-    )
-    text = (
-        f"With {plan.n_buckets} {plan.method} bucket{'s' if plan.n_buckets != 1 else ''} "
-        f"({plan.rule.text}) the expected efficiency is {percent(plan.efficiency)}, against "
-        f"{percent(shuffle)} for a full shuffle: {recovered}."
-    )
+    if plan.objective_kind == "steps":
+        one = rec.sweep[(rec.sweep["method"] == "optimal") & (rec.sweep["n_buckets"] == 1)]["budget_fill"]
+        text = describe_steps(plan, rec.strategies["random"], float(one.iloc[0]) if len(one) else None)
+    else:
+        shuffle = rec.strategies["random"].efficiency
+        waste_shuffle = 1 / shuffle - 1 if shuffle > 0 else math.inf
+        waste_plan = 1 / plan.efficiency - 1
+        recovered = (
+            f"the buckets recover {percent(1 - waste_plan / waste_shuffle)} of the padding a shuffle wastes"
+            if waste_shuffle > 0
+            else "a shuffle wastes no padding here, so there is none to recover"
+        )
+        text = (
+            f"With {plan.n_buckets} {plan.method} bucket{'s' if plan.n_buckets != 1 else ''} "
+            f"({plan.rule.text}) the expected efficiency is {percent(plan.efficiency)}, against "
+            f"{percent(shuffle)} for a full shuffle: {recovered}."
+        )
     k = rec.n_buckets_suggested
-    optimal = rec.sweep[rec.sweep["method"] == "optimal"].set_index("n_buckets")["efficiency"]
-    rule_text = (
-        f"The gain rule (stop once one more bucket gains less than "
-        f"{100 * rec.min_gain:.1f} point{'s' if rec.min_gain != 0.01 else ''})"
-    )
+    measure = sweep_measure(rec.sweep)
+    optimal = rec.sweep[rec.sweep["method"] == "optimal"].set_index("n_buckets")[measure]
+    what = " of budget fill" if measure == "budget_fill" else ""
     buckets = f"{k} bucket{'s' if k != 1 else ''}"
+    points = f"{100 * rec.min_gain:.1f} point{'s' if rec.min_gain != 0.01 else ''}{what}"
+    up_to = int(optimal.index.max())  # the gain rule takes K = 1 only when one bucket is best: say so
+    why = f": no K up to {up_to} beats one bucket by {points}" if k == 1 < len(optimal) else ""
+    rule_text = f"The gain rule (stop once one more bucket gains less than {points})"
     if k == plan.n_buckets:
-        return f"{text} {rule_text} suggests the same {buckets}."
+        return f"{text} {rule_text} suggests the same {buckets}{why}."
     suggested = percent(float(optimal.loc[k]))
-    return f"{text} {rule_text} suggests {buckets} ({suggested}); this plan uses {plan.n_buckets}."
+    return f"{text} {rule_text} suggests {buckets} ({suggested}){why}; this plan uses {plan.n_buckets}."
 
 
 def describe_step_time_terms(model: StepTimeModel) -> str:

@@ -90,7 +90,8 @@ class Recommendation:
         return dict(zip(names, rates.tolist(), strict=True))
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready: the plan, the strategies, the efficiency for each K, the suggested K."""
+        """JSON-ready: the plan, the strategies, the efficiency (and, under a token budget, the budget
+        fill) for each K, the suggested K."""
         optimal = self.sweep[self.sweep["method"] == "optimal"]
         return {
             "n_buckets": self.plan.n_buckets,
@@ -99,6 +100,9 @@ class Recommendation:
             "optimal_efficiency_by_n_buckets": {
                 str(int(k)): float(e) for k, e in zip(optimal["n_buckets"], optimal["efficiency"])
             },
+            "optimal_budget_fill_by_n_buckets": None
+            if self.plan.budget_fill is None
+            else {str(int(k)): float(f) for k, f in zip(optimal["n_buckets"], optimal["budget_fill"])},
             "n_buckets_suggested": int(self.n_buckets_suggested),
             "min_gain": float(self.min_gain),
         }
@@ -120,7 +124,9 @@ def recommend(
     """The plan for ``n_buckets`` buckets by ``method``, the exact padding of a full shuffle,
     sorted batches and the plan, and the K the gain rule suggests (the smallest K after
     which one more bucket gains less than ``min_gain``; :func:`analysis.optimize.recommend_n_buckets`)
-    from one DP pass over ``K = 1..max_buckets``.
+    from one DP pass over ``K = 1..max_buckets``.  Under a token budget the plans minimise the
+    steps' tokens (:func:`analysis.optimize_edges`' default there) and the gain rule reads their
+    ``budget_fill``; ``plan.warnings`` names any bucket of batch size 1.
 
     ``methods`` are the methods swept for every K into ``sweep`` (it must hold
     ``"optimal"``, which the gain rule reads); ``methods=analysis.METHODS`` adds the field's

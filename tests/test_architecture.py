@@ -53,7 +53,7 @@ FLOOR_PLAN: tuple[tuple[str, ...], ...] = (
     ("epoch_metrics", "optimize", "loaders"),  # measuring epochs; edge placement; length files
     ("simulation", "measure"),  # simulated epochs; raw data -> lengths
     ("epoch_time", "plots"),  # every step-time prediction; figures
-    ("recommendation", "progress", "exports"),
+    ("recommendation", "progress", "exports", "steps_text"),  # steps_text: the token budget's sentence
     ("explorer", "narrative"),
     ("report",),
     ("cli",),

@@ -163,6 +163,9 @@ def _expected_display(source, est, provisional=None):
         f"{format_count(est.padded_tokens)} for {est.useful_tokens:,} useful "
         f"(waste {format_count(est.waste_tokens)})"
     )
+    if est.rule.max_tokens is not None:  # no sample beyond the budget here: max_tokens per step
+        numbers += f", budget fill {est.useful_tokens / (est.n_batches * est.rule.max_tokens):.4f} in "
+        numbers += f"{est.n_batches:,} steps"
     title = f"{source} edges, {est.n_buckets} buckets: expected efficiency {est.efficiency:.1%}"
     if provisional is None:
         return f"<b>{source}, {numbers}</b>", list(est.edges[1:-1]), title

@@ -114,9 +114,14 @@ def assert_optimal_as_exhaustive_search(lengths, counts, **batch) -> None:
         best = min(
             exact_objective(lengths, counts, e, **batch) for e in all_edge_sets(lengths, k, lengths[-1])
         )
-        plan = optimize_edges(hist, k, **batch)
+        plan = optimize_edges(hist, k, **padding(batch))
         got = exact_objective(lengths, counts, plan.edges, **batch)
         assert float(abs(got - best) / best) <= 1e-12
+
+
+def padding(batch: dict) -> dict:
+    """``batch`` with the padding objective (a token budget's default is the steps one)."""
+    return {**batch, "objective": "padding"} if "max_tokens" in batch else batch
 
 
 def random_hist(rng, max_distinct=8, max_len=40, max_count=12):
@@ -145,7 +150,7 @@ def test_optimal_equals_exhaustive_search(seed):
             exact_objective(lengths, counts, e, pad=pad, **batch)
             for e in all_edge_sets(lengths, k, lengths[-1])
         )
-        plan = optimize_edges(hist, k, pad_to_multiple_of=pad, **batch)
+        plan = optimize_edges(hist, k, pad_to_multiple_of=pad, **padding(batch))
         got = exact_objective(lengths, counts, plan.edges, pad=pad, **batch)
         assert plan.n_buckets == k
         assert float(abs(got - best) / best) <= 1e-12
@@ -477,7 +482,7 @@ def test_padded_tokens_never_increase_with_k(seed):
     rng = np.random.default_rng(300 + seed)
     hist = LengthHistogram.from_lengths(rng.lognormal(5, 0.7, 3000).astype(int) + 1)
     batch = rule(seed, rng)
-    sweep = sweep_bucket_counts(hist, range(1, 13), ["optimal"], **batch)
+    sweep = sweep_bucket_counts(hist, range(1, 13), ["optimal"], **padding(batch))
     assert (np.diff(sweep["padded_tokens"]) <= 1e-9 * sweep["padded_tokens"][1:]).all()
     assert (np.diff(sweep["objective"]) <= 1e-9 * sweep["objective"][1:]).all()
 
@@ -504,7 +509,7 @@ def test_plan_reports_the_exact_expectation(seed):
 def test_evaluate_edges_reports_the_exact_expectation():
     lengths, counts = [3, 4, 9, 10, 17, 30], [5, 2, 7, 1, 4, 3]
     hist = LengthHistogram.from_counts(lengths, counts)
-    plan = evaluate_edges(hist, [0, 9, 40], max_tokens=60, pad_to_multiple_of=4)
+    plan = evaluate_edges(hist, [0, 9, 40], max_tokens=60, pad_to_multiple_of=4, objective="padding")
     assert plan.method == "given" and plan.n_buckets_requested == 2 and plan.exact
     assert plan.batch_sizes == [6, 1]
     want = exact_padded(lengths, counts, [0, 9, 40], max_tokens=60, pad=4)
@@ -542,7 +547,7 @@ def test_edge_multiple(seed):
     allowed = sorted({-(-v // em) * em for v in lengths} - {top})
     batch = rule(seed, rng)
     for k in range(1, min(4, len(allowed) + 1) + 1):
-        plan = optimize_edges(hist, k, edge_multiple=em, **batch)
+        plan = optimize_edges(hist, k, edge_multiple=em, **padding(batch))
         assert all(e % em == 0 for e in plan.edges) and plan.edges[-1] == top
         best = min(
             exact_objective(lengths, counts, e, **batch) for e in all_edge_sets(lengths, k, top, allowed)

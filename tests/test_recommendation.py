@@ -100,6 +100,7 @@ def test_to_dict_is_json_ready():
         "plan",
         "strategies",
         "optimal_efficiency_by_n_buckets",
+        "optimal_budget_fill_by_n_buckets",
         "n_buckets_suggested",
         "min_gain",
     }
@@ -185,7 +186,7 @@ def test_recommend_for_time_is_notebook_04s_calls_and_its_json_is_theirs():
     for name, row in table.iterrows():
         assert record["strategies"][name]["tokens_per_s"] == row["tokens_per_s"]
     time, padding = (record["edges_by_objective"][k] for k in ("time", "padding"))
-    assert padding["edges"] == optimize_edges(hist, 3, rule).edges
+    assert padding["edges"] == optimize_edges(hist, 3, rule, objective="padding").edges
     assert time["seconds"] <= padding["seconds"]  # the time objective's optimum
     assert record["time_gain"] == pytest.approx(time["tokens_per_s"] / padding["tokens_per_s"] - 1)
     # reproducible: the same seed gives the same record

@@ -309,10 +309,12 @@ def test_the_summary_page_answers_for_this_file(shared_report):
     strategies = rec["strategies"]
     for name in ("random", "sorted", "bucketed"):
         assert format_percent(strategies[name]["efficiency"]) in index
-    fewer = strategies["random"]["padded_tokens"] - strategies["bucketed"]["padded_tokens"]
-    assert f"<b>{format_count(fewer)}</b> fewer padded tokens" in index
-    ratio = strategies["random"]["padded_tokens"] / strategies["bucketed"]["padded_tokens"]
-    assert f"{format_value(ratio)}×</b> fewer" in index
+    # a token budget: the answer is in steps and budget fill (here the plan pads more than a
+    # shuffle of one sample per batch, so "fewer padded tokens" would be negative)
+    assert plan["objective_kind"] == "steps" and "fewer padded tokens" not in index
+    steps, shuffle_steps = plan["n_batches"], strategies["random"]["n_batches"]
+    assert f"<b>{format_count(steps)}</b> steps per epoch against {format_count(shuffle_steps)}" in index
+    assert f"budget fill <b>{format_percent(plan['budget_fill'])}</b>" in index
     # a calibration was given (sorted at 10,000 tokens/s): the speed-up in tokens/s, from it
     predicted = rec["throughput"]["predicted_tokens_per_s"]
     assert f"bucketed {format_count(predicted['bucketed'])} tokens/s" in index

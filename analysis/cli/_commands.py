@@ -19,7 +19,7 @@ from typing import Any, TextIO
 import numpy as np
 import pandas as pd
 
-from analysis.batching import DEFAULT_N_BUCKETS, BatchRule, check_edges
+from analysis.batching import DEFAULT_N_BUCKETS, BatchRule, check_budget, check_edges
 from analysis.cli._layout import frame_text, wrap
 from analysis.cli._lengths import measure_for_report
 from analysis.cli._options import (
@@ -33,7 +33,7 @@ from analysis.cli._options import (
     progress_bar,
 )
 from analysis.lengths import LengthHistogram
-from analysis.optimize import optimize_edges
+from analysis.optimize import evaluate_edges, optimize_edges, sweep_measure
 from analysis.recommendation import Recommendation, recommend
 from analysis.simulation import compare_strategies
 from analysis.tables import column_kind, format_count, format_value
@@ -98,13 +98,15 @@ def _gain_rule_json(rec: Recommendation | None, max_buckets: int) -> dict[str, A
 def _auto_line(rec: Recommendation, max_buckets: int) -> str:
     """Which K ``--buckets auto`` took, and why (the gain of one more bucket)."""
     k = rec.n_buckets_suggested
-    optimal = rec.sweep[rec.sweep["method"] == "optimal"].set_index("n_buckets")["efficiency"]
+    measure = sweep_measure(rec.sweep)
+    optimal = rec.sweep[rec.sweep["method"] == "optimal"].set_index("n_buckets")[measure]
     rule = f"--min-gain {rec.min_gain:g}"
     if k + 1 in optimal.index:
         gain = 100 * float(optimal.loc[k + 1] - optimal.loc[k])
         return (
             f"--buckets auto took K = {k}: one more bucket gains {gain:.2f} points of "
-            f"efficiency, less than {rule} (the gain rule over K = 1..{int(optimal.index.max())})"
+            f"{measure.replace('_', ' ')}, less than {rule} (the gain rule over "
+            f"K = 1..{int(optimal.index.max())})"
         )
     limit = f"--max-buckets {max_buckets}" if max_buckets <= k else "the data's distinct lengths"
     return f"--buckets auto took K = {k}: the largest K swept ({limit}), each bucket gaining at least {rule}"
@@ -127,6 +129,7 @@ def cmd_optimize(args: argparse.Namespace, out: TextIO) -> None:
 
     hist = load(args)
     rule = batch_rule(args)
+    check_budget(hist, rule)
     k, auto, max_buckets = _buckets(args, hist, rule)
     plan = optimize_edges(hist, k, rule, method=args.method, edge_multiple=args.edge_multiple)
     if args.json:
@@ -156,8 +159,15 @@ def cmd_optimize(args: argparse.Namespace, out: TextIO) -> None:
     efficiency = format_value(plan.efficiency, column_kind("efficiency"))
     print(f"  efficiency   {efficiency} (expected useful / padded tokens)", file=out)
     print(f"  padded tokens {format_count(plan.padded_tokens)} for {plan.useful_tokens:,} useful", file=out)
+    if plan.budget_fill is not None:
+        fill = format_value(plan.budget_fill, column_kind("efficiency"))
+        print(
+            f"  budget fill  {fill} ({plan.n_batches:,} steps of {rule.text}: useful / steps' tokens)",
+            file=out,
+        )
     if plan.n_buckets != k:
         print(f"  ({k} buckets asked; the data allow {plan.n_buckets})", file=out)
+    print_warnings(plan.warnings, out)
     print(file=out)
     print(frame_text(plan.to_frame()), file=out)
 
@@ -179,13 +189,15 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> None:
     check_calibration(args)
     hist = load(args)
     rule = batch_rule(args)
+    check_budget(hist, rule)
     k, auto, max_buckets = _buckets(args, hist, rule)
     if args.edges is None:
-        edges = optimize_edges(hist, k, rule).edges
+        plan = optimize_edges(hist, k, rule)
         source = f"the optimal edges for {k} bucket{'' if k == 1 else 's'}"
     else:
-        edges = check_edges(args.edges, hist)
+        plan = evaluate_edges(hist, check_edges(args.edges, hist), rule)
         source = "the given edges"
+    edges = plan.edges
     table = compare_strategies(
         hist,
         rule,
@@ -206,6 +218,7 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> None:
         "max_len": args.max_len,
         "n_buckets_asked": None if args.edges is not None else (args.buckets or DEFAULT_N_BUCKETS),
         "gain_rule": _gain_rule_json(auto, max_buckets),
+        "warnings": list(plan.warnings),
     }
     if args.json:
         rows = {str(name): {str(c): _json_value(v) for c, v in row.items()} for name, row in table.iterrows()}
@@ -231,6 +244,7 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> None:
     print(
         wrap(", ".join(map(str, edges)), indent="  edges ", subsequent=" " * 8).replace(", ", ","), file=out
     )
+    print_warnings(plan.warnings, out)
     shown = table if args.wide else table[[c for c in _COMPARE_COLUMNS if c in table.columns]]
     print(frame_text(shown), file=out)
     if not args.wide:
@@ -267,9 +281,17 @@ def cmd_report(args: argparse.Namespace, out: TextIO, argv: Sequence[str] | None
     )
     if args.buckets == AUTO:
         print(wrap(_report_auto_line(result.recommendation)), file=out)
+    print_warnings(result.recommendation["plan"]["warnings"], out)
     print(f"report written to {result.out_dir} ({len(result.files)} files):", file=out)
     for path in result.files:
         print(f"  {path.relative_to(result.out_dir)}", file=out)
+
+
+def print_warnings(warnings: Sequence[str], out: TextIO) -> None:
+    """A plan's warnings (:attr:`analysis.BucketPlan.warnings`), one ``warning:`` line each
+    (wrapped to the terminal, its continuation indented)."""
+    for line in warnings:
+        print(wrap(f"warning: {line}", indent="  ", subsequent="    "), file=out)
 
 
 def _report_auto_line(recommendation: dict[str, Any]) -> str:

@@ -299,7 +299,9 @@ class Explorer:
             self.edges.value = view.edges_text()
         finally:
             self._busy = False
-        self.status.value = f"<b>{html.escape(view.status())}</b>"
+        self.status.value = f"<b>{html.escape(view.status())}</b>" + "".join(
+            f"<br><span style='color:#a60'>warning: {html.escape(line)}</span>" for line in view.warnings
+        )
         with pd.option_context("display.precision", 4):
             self.table.value = view.to_frame().to_html(float_format=lambda x: f"{x:,.4f}")
         self.plot.show(view.plan, title=_title(view))

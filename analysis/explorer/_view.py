@@ -67,6 +67,12 @@ class ExplorerView:
         """The per-bucket table."""
         return self.plan.to_frame()
 
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """The plan's warnings (:attr:`analysis.BucketPlan.warnings`), shown one line each
+        under the status line."""
+        return self.plan.warnings
+
     def edges_text(self) -> str:
         """The edges as the text box shows them (``"0, 770, 1216"``)."""
         return ", ".join(map(str, self.edges))
@@ -91,10 +97,15 @@ class ExplorerView:
         plural = "" if self.n_buckets == 1 else "s"
         plan = self.plan
         bound = "" if plan.exact else f"; at most {plan.gap:.2%} above the optimum (proven bound)"
+        fill = (
+            ""
+            if plan.budget_fill is None
+            else f", budget fill {plan.budget_fill:.4f} in {plan.n_batches:,} steps"
+        )
         numbers = (
             f"{self.n_buckets} bucket{plural}: efficiency "
             f"{plan.efficiency:.4f}, padded tokens {format_count(plan.padded_tokens)} for "
-            f"{plan.useful_tokens:,} useful (waste {format_count(plan.waste_tokens)}){bound}"
+            f"{plan.useful_tokens:,} useful (waste {format_count(plan.waste_tokens)}){fill}{bound}"
         )
         if self.provisional is None:
             return f"{self.source}, {numbers}"

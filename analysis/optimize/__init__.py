@@ -11,6 +11,10 @@ thousands of distinct lengths) can search a candidate grid refined at full resol
 the same exact DP: the per-sample weight becomes the seconds a sample adds to its batch of
 ``B`` (``per_token * T + (attention + working_set * B) * T**2``) and each bucket pays
 ``per_step`` per batch.
+
+Under a token budget (``max_tokens``, no ``step_time``) the default objective is the tokens
+of the steps (``objective="steps"``, see :func:`optimize_edges`): padding alone would score a
+plan of one sample per batch as 100 % efficient, each of its steps nearly empty.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import pandas as pd
 from analysis._validate import known_name
 from analysis.batching import DEFAULT_MIN_GAIN, BatchRule, as_rule, check_edges
 from analysis.lengths import LengthHistogram
-from analysis.optimize._problem import StepTimeLike, _problem
+from analysis.optimize._problem import OBJECTIVES, StepTimeLike, _problem, _resolve_objective
 from analysis.optimize._search import (
     AUTO_CANDIDATES_ABOVE,
     _check_k,
@@ -37,12 +41,14 @@ from analysis.optimize.rules import RULES, _baseline_edges
 __all__ = [
     "AUTO_CANDIDATES_ABOVE",
     "METHODS",
+    "OBJECTIVES",
     "BucketPlan",
     "StepTimeLike",
     "evaluate_edges",
     "optimize_edges",
     "recommend_n_buckets",
     "sweep_bucket_counts",
+    "sweep_measure",
 ]
 
 #: Every ``method`` :func:`optimize_edges` knows.
@@ -65,6 +71,7 @@ def optimize_edges(
     edge_multiple: int = 1,
     candidates: int | str | None = "auto",
     step_time: StepTimeLike | None = None,
+    objective: str | None = None,
 ) -> BucketPlan:
     """Bucket edges for ``hist`` under a batch rule: the exact optimum or a field rule.
 
@@ -95,6 +102,22 @@ def optimize_edges(
     step_time : StepTimeModel, optional
         Minimise the expected epoch time under this fitted model instead of padding
         (``"optimal"`` and ``"greedy"``; see the module docstring).  The plan keeps it.
+    objective : {None, "padding", "steps"}
+        What ``"optimal"`` (and ``"greedy"``) minimise without ``step_time``.  ``"padding"``:
+        the expected padded tokens.  ``"steps"``, a token budget's default (``None`` picks
+        it under ``max_tokens``, ``"padding"`` under ``batch_size``): the tokens of an
+        epoch's steps.  A step is sized for and occupies the whole budget, so it costs
+        ``max_tokens`` = its padded tokens + the budget it leaves unused; an epoch costs
+        ``max_tokens`` times its steps, ``sum ceil(n_i / B_i)`` over the buckets (exact, no
+        expectation), and a sample padded beyond the budget (alone in its batch) adds what it
+        passes it by.  Padding alone is blind to the unused part: it isolates long samples in
+        buckets of batch size 1, which pad nothing and fill a fraction of each step.  Among
+        plans of equal steps the one with less padding wins: the padding is added scaled by a
+        power of two that keeps it below a quarter step for any plan, so it decides only
+        ties (exactly while the totals stay below 2**53).  The plan's ``budget_fill`` is the
+        matching measure (useful over the steps' tokens), ``efficiency`` still useful over
+        padded.  In the DP this is the per-batch cost ``max_tokens`` (as the time
+        objective's ``per_step``) with a per-sample weight of the scaled padded length.
 
     Returns
     -------
@@ -106,6 +129,19 @@ def optimize_edges(
     >>> hist = LengthHistogram.from_counts([1, 2, 3, 9, 10], [5, 5, 5, 5, 5])
     >>> optimize_edges(hist, 2, batch_size=4).edges
     [0, 3, 10]
+
+    Under a token budget the steps decide.  Padding alone pads nothing by running 20 of the
+    25 samples one per step, each step a fraction of the budget of 16:
+
+    >>> bare = optimize_edges(hist, 2, max_tokens=16, objective="padding")
+    >>> bare.edges, bare.batch_sizes, bare.efficiency, bare.n_batches, round(bare.budget_fill, 3)
+    ([0, 1, 10], [16, 1], 1.0, 21, 0.372)
+    >>> plan = optimize_edges(hist, 2, max_tokens=16)
+    >>> plan.edges, plan.batch_sizes, round(plan.efficiency, 3), plan.n_batches, round(plan.budget_fill, 3)
+    ([0, 3, 10], [5, 1], 0.901, 13, 0.601)
+    >>> print(plan.warnings[0])
+    batch size 1 in 1 of 2 buckets (3, 10] (upper edge above max_tokens / 2 = 8): its 10
+    samples take a step each, filling 59.4% of the 16-token budget
     >>> optimize_edges(hist, 2, batch_size=4, method="equal_count").edges
     [0, 3, 10]
     >>> optimize_edges(hist, 6, batch_size=4)
@@ -114,7 +150,7 @@ def optimize_edges(
     ValueError: n_buckets = 6 exceeds the 5 distinct lengths
     """
     rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens, pad_to_multiple_of=pad_to_multiple_of)
-    prob = _problem(hist, rule, edge_multiple, step_time)
+    prob = _problem(hist, rule, edge_multiple, step_time, _resolve_objective(rule, step_time, objective))
     _check_method(method)
     k = _check_k(prob, n_buckets)
     if method == "optimal":
@@ -133,9 +169,11 @@ def evaluate_edges(
     batch_size: int | None = None,
     max_tokens: int | None = None,
     pad_to_multiple_of: int | None = None,
+    objective: str | None = None,
 ) -> BucketPlan:
-    """A :class:`BucketPlan` for edges you already have (a published config, say); with
-    ``step_time`` its ``objective`` is the time objective of :func:`optimize_edges`.
+    """A :class:`BucketPlan` for edges you already have (a published config, say); its
+    ``objective`` is that of :func:`optimize_edges` with the same ``step_time`` and
+    ``objective``.
 
     Examples
     --------
@@ -146,7 +184,7 @@ def evaluate_edges(
     ('given', 2, 125)
     """
     rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens, pad_to_multiple_of=pad_to_multiple_of)
-    prob = _problem(hist, rule, step_time=step_time)
+    prob = _problem(hist, rule, 1, step_time, _resolve_objective(rule, step_time, objective))
     edges = check_edges(edges, hist)
     return _plan(hist, prob, edges, method, len(edges) - 1)
 
@@ -163,13 +201,15 @@ def sweep_bucket_counts(
     edge_multiple: int = 1,
     candidates: int | str | None = "auto",
     step_time: StepTimeLike | None = None,
+    objective: str | None = None,
 ) -> pd.DataFrame:
     """Efficiency against the number of buckets for each method (a tidy frame).
 
     The ``"optimal"`` rows for every ``K`` come from one DP pass.  Columns: ``n_buckets``
     (requested), ``method``, ``efficiency``, ``padded_tokens``, ``edges``, ``buckets`` (after
     repeated edges collapse), ``objective`` (expected seconds with ``step_time``, which then
-    places the optimal edges for time as :func:`optimize_edges` does).
+    places the optimal edges for time as :func:`optimize_edges` does; ``objective=`` as
+    there), ``objective_kind``, ``budget_fill`` (NaN under a batch size).
 
     Examples
     --------
@@ -184,7 +224,7 @@ def sweep_bucket_counts(
     3          2  geometric    0.882657  [0, 3, 10]
     """
     rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens, pad_to_multiple_of=pad_to_multiple_of)
-    prob = _problem(hist, rule, edge_multiple, step_time)
+    prob = _problem(hist, rule, edge_multiple, step_time, _resolve_objective(rule, step_time, objective))
     ks = [_check_k(prob, k) for k in n_buckets]
     if not ks:
         raise ValueError("n_buckets is empty")
@@ -212,6 +252,8 @@ def sweep_bucket_counts(
                     "buckets": plan.n_buckets,
                     "objective": plan.objective,
                     "gap": plan.gap if method == "optimal" else math.nan,
+                    "objective_kind": plan.objective_kind,
+                    "budget_fill": math.nan if plan.budget_fill is None else plan.budget_fill,
                 }
             )
     return pd.DataFrame(rows)
@@ -220,7 +262,11 @@ def sweep_bucket_counts(
 def recommend_n_buckets(
     sweep: pd.DataFrame, min_gain: float = DEFAULT_MIN_GAIN, method: str = "optimal"
 ) -> int:
-    """Smallest ``K`` after which one more bucket gains less than ``min_gain`` efficiency.
+    """Smallest ``K`` after which one more bucket gains less than ``min_gain`` of the measure
+    the plans were optimised for: ``efficiency``, or ``budget_fill`` for a sweep of the steps
+    objective (a token budget's default: there every K may pad nothing, and the steps are
+    what K changes).  ``K = 1`` only when one bucket is truly best: when some K of the sweep
+    beats it by ``min_gain``, the rule goes on from ``K = 2``.
 
     ``sweep`` is a :func:`sweep_bucket_counts` frame; the largest ``K`` in it is returned
     when every step gains at least ``min_gain``.
@@ -231,6 +277,9 @@ def recommend_n_buckets(
     ...                       "efficiency": [0.50, 0.70, 0.705, 0.74]})
     >>> recommend_n_buckets(sweep, min_gain=0.01)
     2
+    >>> flat_start = sweep.assign(efficiency=[0.50, 0.505, 0.70, 0.705])
+    >>> recommend_n_buckets(flat_start, min_gain=0.01)  # K = 2 gains little, K = 3 much
+    3
     """
     if isinstance(min_gain, bool) or not (
         isinstance(min_gain, int | float) and math.isfinite(min_gain) and min_gain >= 0
@@ -240,8 +289,24 @@ def recommend_n_buckets(
     if rows.empty:
         raise ValueError(f"the sweep has no rows for method {method!r}")
     ks = rows["n_buckets"].tolist()
-    eff = rows["efficiency"].tolist()
+    eff = rows[sweep_measure(rows)].tolist()
     for i in range(len(ks) - 1):
-        if eff[i + 1] - eff[i] < min_gain:
+        if eff[i + 1] - eff[i] < min_gain and not (ks[i] == 1 and max(eff) - eff[i] >= min_gain):
             return int(ks[i])
     return int(ks[-1])
+
+
+def sweep_measure(sweep: pd.DataFrame) -> str:
+    """The column of a :func:`sweep_bucket_counts` frame that the gain rule reads and a face
+    shows for K: ``"budget_fill"`` where its plans minimise the steps (a token budget's
+    default objective), else ``"efficiency"``.
+
+    Examples
+    --------
+    >>> from analysis import LengthHistogram
+    >>> hist = LengthHistogram.from_counts([1, 2, 3, 9, 10], [5, 5, 5, 5, 5])
+    >>> sweep_measure(sweep_bucket_counts(hist, [1, 2], ["optimal"], max_tokens=16))
+    'budget_fill'
+    """
+    kinds = sweep["objective_kind"] if "objective_kind" in sweep.columns else pd.Series([], dtype=object)
+    return "budget_fill" if len(kinds) and (kinds == "steps").all() else "efficiency"

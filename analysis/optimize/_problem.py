@@ -6,12 +6,13 @@ Index ``t = 1..m`` is the t-th distinct length; a bucket is a range ``(i, j]`` o
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from analysis._validate import positive_int
+from analysis._validate import known_name, positive_int
 from analysis.batching import BatchRule, round_up
 from analysis.lengths import LengthHistogram
 
@@ -50,8 +51,9 @@ class _Problem:
     step2: np.ndarray  # (m+1,) float
     rule: BatchRule
     edge_multiple: int
-    per_batch: float = 0.0  # added per batch: the step-time model's per_step (0 for padding)
+    per_batch: float = 0.0  # added per batch: per_step (time), max_tokens (steps), 0 (padding)
     step_time: StepTimeLike | None = None
+    objective: str = "padding"  # what the DP minimises: "padding", "steps" or "time"
 
     @property
     def m(self) -> int:
@@ -59,7 +61,11 @@ class _Problem:
 
 
 def _problem(
-    hist: LengthHistogram, rule: BatchRule, edge_multiple: Any = 1, step_time: StepTimeLike | None = None
+    hist: LengthHistogram,
+    rule: BatchRule,
+    edge_multiple: Any = 1,
+    step_time: StepTimeLike | None = None,
+    objective: str = "padding",
 ) -> _Problem:
     """The arrays of ``hist`` under ``rule`` (edges at multiples of ``edge_multiple``).
 
@@ -67,7 +73,13 @@ def _problem(
     sample adds to its batch of ``B`` (``per_token * T + (attention + working_set * B) *
     T**2``, ``T`` the padded length rounded to the model's tile: ``weight``, and with a token
     budget, whose ``B`` follows the bucket's end, ``weight + B * weight2``), plus
-    ``per_step`` seconds per batch (``per_batch``)."""
+    ``per_step`` seconds per batch (``per_batch``).
+
+    ``objective="steps"`` (a token budget, no ``step_time``): each batch costs the budget,
+    ``per_batch = max_tokens``, and a sample padded beyond it (alone in its batch) adds what
+    it passes by, ``max(0, padded - max_tokens)``; the padded length scaled by
+    :func:`_tie_scale` breaks ties between plans of the same steps (see
+    :func:`analysis.optimize.optimize_edges`)."""
     if step_time is not None and not isinstance(step_time, StepTimeLike):
         raise ValueError(f"step_time must be a StepTimeModel, got {type(step_time).__name__}")
     if not isinstance(hist, LengthHistogram):
@@ -84,7 +96,14 @@ def _problem(
     weight = np.zeros(m + 1)
     weight2 = np.zeros(m + 1)
     padded = round_up(lengths, rule.pad_to_multiple_of)
-    if step_time is None:
+    steps = objective == "steps"
+    if steps and (rule.max_tokens is None or step_time is not None):
+        raise ValueError("the steps objective needs a token budget (max_tokens) and no step_time")
+    if steps:
+        assert rule.max_tokens is not None
+        over = np.maximum(padded - rule.max_tokens, 0).astype(float)
+        weight[1:] = over + padded.astype(float) * _tie_scale(hist, rule)
+    elif step_time is None:
         weight[1:] = padded.astype(float)
     elif rule.batch_size is not None:
         weight[1:] = step_time.sample_seconds(padded, rule.batch_size)
@@ -102,7 +121,40 @@ def _problem(
         size = np.maximum(1, rule.max_tokens // np.maximum(upper, 1))
     # A bucket may end at t when its edge (upper[t]) separates v_t from v_{t+1}.
     ends = np.flatnonzero(np.r_[False, upper[1:m] < lengths[1:], True])
-    per_batch = 0.0 if step_time is None else step_time.per_step
+    per_batch = float(rule.max_tokens or 0) if steps else 0.0 if step_time is None else step_time.per_step
+    kind = "time" if step_time is not None else objective
     return _Problem(
-        lengths, cum, weight, step, upper, size, ends, weight2, step2, rule, em, per_batch, step_time
+        lengths, cum, weight, step, upper, size, ends, weight2, step2, rule, em, per_batch, step_time, kind
     )
+
+
+#: The objectives :func:`analysis.optimize_edges` takes by name (``step_time`` gives the time one).
+OBJECTIVES = ("padding", "steps")
+
+
+def _resolve_objective(rule: BatchRule, step_time: StepTimeLike | None, objective: str | None) -> str:
+    """The objective of a public call: ``objective`` checked, or by default ``"steps"`` under a
+    token budget and ``"padding"`` under a batch size (``step_time``: the time objective, which
+    takes no ``objective``)."""
+    if step_time is not None:
+        if objective is not None:
+            raise ValueError(f"objective={objective!r} and step_time: give one (step_time minimises time)")
+        return "padding"  # _problem makes it the time objective
+    if objective is None:
+        return "padding" if rule.max_tokens is None else "steps"
+    known_name(objective, OBJECTIVES, "objective")
+    if objective == "steps" and rule.max_tokens is None:
+        raise ValueError(
+            "objective='steps' needs a token budget (max_tokens): under batch_size every step holds B samples"
+        )
+    return objective
+
+
+def _tie_scale(hist: LengthHistogram, rule: BatchRule) -> float:
+    """The weight of a padded token beside the steps objective's tokens: a power of two (so
+    the products are exact) at most ``max_tokens / 4`` over every sample padded to the
+    longest, so the padding term of any plan stays below a quarter of one step's
+    ``max_tokens`` and never outweighs a step."""
+    assert rule.max_tokens is not None
+    most = hist.n_samples * int(round_up(hist.max, rule.pad_to_multiple_of))
+    return min(1.0, 2.0 ** math.floor(math.log2(rule.max_tokens / (4 * most))))

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import math
+import operator
 from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
 from analysis._order_stats import expected_g_of_max
-from analysis.batching import BatchRule, bucket_bounds
+from analysis.batching import BatchRule, bucket_bounds, bucket_index, round_up
 from analysis.lengths import LengthHistogram
 from analysis.optimize._problem import StepTimeLike, _Problem
+from analysis.tables import format_percent
 from analysis.waste import WasteEstimate, bucketed_estimate
 
 
@@ -22,10 +24,17 @@ class BucketPlan:
     The plan holds its :class:`~analysis.waste.WasteEstimate` (``estimate``) and exposes its
     numbers as properties: ``edges`` (``[e0, ..., eK]``, bucket ``i`` holds
     ``e_i < L <= e_{i+1}``), ``batch_sizes``, ``efficiency``, ``padded_tokens``... ``objective``
-    is what the optimiser minimises (expected padded tokens up to partial batches, each
-    bucket's last short batch counted as full; with ``step_time``, a
-    :class:`~analysis.StepTimeModel`, expected seconds on the same terms without the
-    ``per_sample`` term, which no edge changes), ``gap`` a proven bound on how far the
+    is what the optimiser minimises, named by ``objective_kind``: ``"padding"``, expected
+    padded tokens up to partial batches, each bucket's last short batch counted as full;
+    ``"steps"`` (a token budget's default), the tokens of the steps, ``max_tokens`` each (a
+    lone sample padded beyond the budget adds what it passes by: ``step_tokens``), plus the
+    padding scaled far below one step to break ties (:func:`~analysis.optimize_edges`);
+    ``"time"`` (``step_time``, a :class:`~analysis.StepTimeModel`), expected seconds on the
+    padding's terms without the ``per_sample`` term, which no edge changes.  Under a token
+    budget ``budget_fill`` is the share of the steps' tokens that are real (useful over
+    ``step_tokens``) beside ``efficiency`` (useful over padded), and ``warnings`` name, one
+    line each, the buckets of batch size 1 and the samples longer than half the budget (a
+    plan of such buckets pads nothing yet wastes its steps).  ``gap`` a proven bound on how far the
     objective is above the exact optimum (relative: ``(objective - optimum) / objective <=
     gap``; 0 for the exact DP, and for a candidate-grid search whose lower bound met it),
     ``exact`` whether the optimum is proven (``gap == 0``).
@@ -54,6 +63,9 @@ class BucketPlan:
     step_time: StepTimeLike | None = field(default=None, repr=False, compare=False)
     # a proof's bound, not the plan: a sweep and a single search may bound one plan differently
     gap: float = field(default=0.0, compare=False)
+    objective_kind: str = "padding"
+    step_tokens: int | None = None
+    warnings: tuple[str, ...] = ()
 
     @property
     def exact(self) -> bool:
@@ -96,6 +108,18 @@ class BucketPlan:
         return self.estimate.useful_tokens
 
     @property
+    def n_batches(self) -> int:
+        """Batches of an epoch (exact): the optimizer steps on one rank."""
+        return self.estimate.n_batches
+
+    @property
+    def budget_fill(self) -> float | None:
+        """Under a token budget, useful tokens over ``step_tokens`` (``max_tokens`` per step, a
+        lone sample beyond the budget counting as it is padded): in ``(0, 1]``; ``None`` under
+        a batch size."""
+        return None if self.step_tokens is None else self.useful_tokens / self.step_tokens
+
+    @property
     def waste_tokens(self) -> float:
         """Expected padding tokens of an epoch."""
         return self.estimate.waste_tokens
@@ -120,6 +144,11 @@ class BucketPlan:
             "padded_tokens": float(self.padded_tokens),
             "useful_tokens": int(self.useful_tokens),
             "objective": float(self.objective),
+            "objective_kind": self.objective_kind,
+            "n_batches": int(self.n_batches),
+            "step_tokens": self.step_tokens,
+            "budget_fill": self.budget_fill,
+            "warnings": list(self.warnings),
             "exact": bool(self.exact),
             "gap": float(self.gap),
         }
@@ -158,4 +187,71 @@ def _plan(
         prob.edge_multiple,
         prob.step_time,
         gap,
+        prob.objective,
+        _step_tokens(hist, est),
+        _warnings(hist, est),
     )
+
+
+def _step_tokens(hist: LengthHistogram, est: WasteEstimate) -> int | None:
+    """``max_tokens`` per batch plus what each sample padded beyond the budget passes it by
+    (such a sample is alone in its batch); ``None`` without a token budget."""
+    budget = est.rule.max_tokens
+    if budget is None:
+        return None
+    padded = round_up(hist.lengths, est.rule.pad_to_multiple_of)
+    over = padded > budget
+    beyond = sum(map(operator.mul, (padded[over] - budget).tolist(), hist.counts[over].tolist()))
+    return int(est.n_batches * budget + beyond)
+
+
+def _tokens(value: float) -> str:
+    """A token count that may be a half (``max_tokens / 2``): ``4,096`` or ``4,095.5``."""
+    return f"{value:,.0f}" if value == int(value) else f"{value:,.1f}"
+
+
+def _bucket_names(est: WasteEstimate, which: list[int]) -> str:
+    """``(lo, hi]`` of the buckets ``which`` (the first four, then how many more)."""
+    names = [f"({est.edges[i]:,}, {est.edges[i + 1]:,}]" for i in which[:4]]
+    more = f" and {len(which) - 4} more" if len(which) > 4 else ""
+    return ", ".join(names) + more
+
+
+def _warnings(hist: LengthHistogram, est: WasteEstimate) -> tuple[str, ...]:
+    """One line per degenerate trait of a token budget's plan: buckets of batch size 1, samples
+    longer than half the budget (no two share a batch), samples longer than the budget."""
+    budget = est.rule.max_tokens
+    if budget is None:
+        return ()
+    out = []
+    ones = [i for i, (b, n) in enumerate(zip(est.batch_sizes, est.bucket_samples)) if b == 1 and n]
+    if ones:
+        n = sum(est.bucket_samples[i] for i in ones)
+        tokens = sum(est.bucket_tokens[i] for i in ones)
+        steps = sum(est.bucket_batches[i] for i in ones)
+        fill = format_percent(min(1.0, tokens / (steps * budget)), 1)
+        its = "its" if len(ones) == 1 else "their"
+        out.append(
+            f"batch size 1 in {len(ones)} of {est.n_buckets} bucket{'s' if est.n_buckets != 1 else ''} "
+            f"{_bucket_names(est, ones)} (upper edge above max_tokens / 2 = {_tokens(budget / 2)}): "
+            f"{its} {n:,} sample{'s' if n != 1 else ''} take{'s' if n == 1 else ''} a step each, "
+            f"filling {fill} of the {budget:,}-token budget"
+        )
+    for limit, what in ((budget / 2, "half of max_tokens"), (budget, "max_tokens")):
+        long = hist.lengths > limit
+        if not long.any():
+            continue
+        count = sum(hist.counts[long].tolist())
+        where = sorted(set(bucket_index(hist.lengths[long], list(est.edges)).tolist()))
+        plural = "s are" if count != 1 else " is"
+        consequence = (
+            "no two fit one batch, so whatever the edges they train one per step"
+            if limit < budget
+            else "each is a batch over the budget (clip them with max_len or raise max_tokens)"
+        )
+        out.append(
+            f"{count:,} sample{plural} longer than {what} {budget:,} ({_tokens(limit)} tokens; the "
+            f"longest has {hist.max:,}), in bucket{'s' if len(where) != 1 else ''} "
+            f"{_bucket_names(est, where)}: {consequence}"
+        )
+    return tuple(out)

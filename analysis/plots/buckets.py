@@ -15,7 +15,7 @@ from matplotlib.ticker import MaxNLocator
 from matplotlib.transforms import blended_transform_factory
 
 from analysis.lengths import LengthHistogram
-from analysis.optimize import BucketPlan
+from analysis.optimize import BucketPlan, sweep_measure
 from analysis.plots._common import (
     OKABE_ITO,
     format_percent,
@@ -60,7 +60,10 @@ def plot_efficiency_vs_buckets(
     batches, cut from the sorted samples).  ``chosen`` marks the bucket count the report uses;
     ``recommended`` the one a gain rule suggests (marked apart only when they differ).  The
     efficiency axis stops at 100 %; every line is named in the legend beside the axes, none
-    by a text drawn on it.
+    by a text drawn on it.  A sweep of a token budget's steps objective draws what it
+    optimised, the budget fill (:func:`analysis.optimize.sweep_measure`: every K may pad
+    nothing there); its one reference line is K = 1's fill, that of a shuffle and of sorted
+    batches alike (one batch size), and the efficiency arguments are not drawn.
 
     Examples
     --------
@@ -75,13 +78,19 @@ def plot_efficiency_vs_buckets(
     """
     fig = Figure(figsize=(9.5, 4.6), layout="constrained")
     ax = fig.add_subplot()
+    measure = sweep_measure(sweep)  # budget_fill for a token budget's steps objective
+    if measure == "budget_fill":  # a shuffle and sorted batches share one batch size: K = 1's steps
+        one = sweep[(sweep["method"] == "optimal") & (sweep["n_buckets"] == 1)]["budget_fill"]
+        random_efficiency = float(one.iloc[0]) if len(one) else None
+        sorted_efficiency = None
     methods = list(dict.fromkeys(sweep["method"]))
     for method in methods:
         rows = sweep[sweep["method"] == method].sort_values("n_buckets")
         best = method == "optimal"
         ax.plot(
             rows["n_buckets"],
-            rows["efficiency"],
+            rows[measure],
+            clip_on=False,  # a line at 100 % stays whole on the top spine
             marker="o",
             ms=4 if best else 3,
             lw=2.4 if best else 1.3,
@@ -93,7 +102,13 @@ def plot_efficiency_vs_buckets(
     # the reference lines, named in the legend (no text drawn across a line)
     for value, what, style in (
         (sorted_efficiency, "sorted batches", "--"),
-        (random_efficiency, "random shuffle (one bucket)", ":"),
+        (
+            random_efficiency,
+            "random or sorted (one batch size)"
+            if measure == "budget_fill"
+            else "random shuffle (one bucket)",
+            ":",
+        ),
     ):
         if value is not None:
             label = f"{what}: {format_percent(value)}"
@@ -106,7 +121,7 @@ def plot_efficiency_vs_buckets(
         if k is None:
             continue
         row = optimal[optimal["n_buckets"] == k]
-        eff = format_percent(float(row["efficiency"].iloc[0])) if len(row) else "n/a"
+        eff = format_percent(float(row[measure].iloc[0])) if len(row) else "n/a"
         ax.axvline(
             k,
             color=METHOD_COLORS["optimal"],
@@ -119,7 +134,7 @@ def plot_efficiency_vs_buckets(
         if len(row):
             ax.plot(
                 [k],
-                [float(row["efficiency"].iloc[0])],
+                [float(row[measure].iloc[0])],
                 "o",
                 ms=11,
                 mfc="none",
@@ -128,11 +143,15 @@ def plot_efficiency_vs_buckets(
                 mew=1.4,
                 zorder=5,
             )
-    lows = [float(sweep["efficiency"].min())]
+    lows = [float(sweep[measure].min())]
     lows += [e for e in (random_efficiency,) if e is not None]
     ax.set_ylim(max(0.0, min(lows) - 0.05), 1.0)
     ax.set_xlabel("number of buckets")
-    ax.set_ylabel("expected efficiency (useful / padded tokens)")
+    ax.set_ylabel(
+        "budget fill (useful tokens / steps × max_tokens)"
+        if measure == "budget_fill"
+        else "expected efficiency (useful / padded tokens)"
+    )
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.yaxis.set_major_formatter(_PERCENT)
     ax.grid(alpha=0.3)

@@ -2,7 +2,9 @@
 
 :func:`run_report` (the CLI's ``report`` subcommand, and ``make report``) does, in order:
 
-1. load the lengths (any source :func:`analysis.load_lengths` reads) and write their
+1. load the lengths (any source :func:`analysis.load_lengths` reads; under a token budget a
+   sample longer than ``max_tokens`` is refused in one line, :func:`analysis.batching.check_budget`,
+   as ``optimize`` and ``compare`` refuse it) and write their
    histogram to ``DIR/data/lengths.csv``, the one file every notebook then reads;
 2. compute the recommendation with the engine (:func:`analysis.recommend`: the plan for
    ``n_buckets`` buckets, the exact padding of random, sorted and bucketed batching, the
@@ -21,11 +23,13 @@
    ``report`` template: offline, titled with the notebook and the source file, code hidden
    until the reader shows it, a link to the next page);
 5. write ``DIR/recommendation.json``: data summary, settings (defaults included), edges,
-   batch sizes, expected efficiencies, predicted throughput, exports for trainers, the
+   batch sizes, expected efficiencies (and under a token budget the budget fill, the steps
+   and the plan's ``warnings``), predicted throughput, exports for trainers, the
    notebooks and figures produced, the exact command line and the package version;
 6. write ``DIR/index.html``, the summary page (:mod:`analysis.report._index`): the answer
    for this file (its name, size and SHA-256, the rule, the plan, efficiency against random
-   and sorted, the padded tokens saved, the expected speed-up, the mixing kept, the K used
+   and sorted, the padded tokens saved (under a token budget: the steps and the budget fill,
+   and the plan's warnings, one line each), the expected speed-up, the mixing kept, the K used
    and the K suggested), then links to every page and to ``recommendation.json``.
 
 Papermill, nbconvert and nbformat are imported in :mod:`analysis.report._notebooks` only (they are dev/report

@@ -23,6 +23,7 @@ from analysis.epoch_time import predict_strategy_throughput
 from analysis.lengths import LengthHistogram
 from analysis.loaders import LengthSource, expand_paths
 from analysis.narrative import describe_recommendation
+from analysis.optimize import sweep_measure
 from analysis.recommendation import Recommendation
 from analysis.report._notebooks import REPORT_CSS, Page
 from analysis.simulation import compare_strategies
@@ -151,6 +152,9 @@ def _speed(
             f"{format_count(tokens_per_s)} tokens/s (step time taken as proportional to padded tokens)"
         )
         return Speed(rates["bucketed"] / rates["random"], "tokens/s", basis, rates)
+    if rec.plan.objective_kind == "steps":  # a token budget: every step is sized for the budget
+        basis = "step ratio: the speed-up if every step, sized for the whole token budget, takes as long"
+        return Speed(rec.strategies["random"].n_batches / rec.plan.n_batches, "step ratio", basis, {})
     relative = rec.predicted_tokens_per_s(1.0, "random")
     basis = "padded-token ratio: the speed-up if step time is proportional to padded tokens"
     return Speed(relative["bucketed"], "padded-token ratio", basis, {})
@@ -237,6 +241,16 @@ def _answer(facts: SummaryFacts) -> str:
     rec, speed = facts.rec, facts.speed
     plan, random = rec.plan, rec.strategies["random"]
     fewer = random.padded_tokens - plan.padded_tokens
+    if plan.objective_kind == "steps":
+        return (
+            f"Use <b>{plan.n_buckets} {_e(plan.method)} bucket{'s' if plan.n_buckets != 1 else ''}</b> "
+            f"with edges <b class='mono'>{_e(format_value(plan.edges))}</b> ({_e(rec.rule.text)}): "
+            f"<b>{_e(format_count(plan.n_batches))}</b> steps per epoch against "
+            f"{_e(format_count(random.n_batches))} for a full shuffle, budget fill "
+            f"<b>{_e(format_percent(plan.budget_fill or 0.0))}</b> (useful tokens / steps × budget), "
+            f"padding efficiency {_e(format_percent(plan.efficiency))}; expected speed-up "
+            f"<b>{_e(_multiple(speed.ratio))}</b> ({_e(speed.unit)})."
+        )
     return (
         f"Use <b>{plan.n_buckets} {_e(plan.method)} bucket{'s' if plan.n_buckets != 1 else ''}</b> "
         f"with edges <b class='mono'>{_e(format_value(plan.edges))}</b> ({_e(rec.rule.text)}): expected "
@@ -280,7 +294,7 @@ def _mixing_html(facts: SummaryFacts) -> str:
 
 def _k_html(rec: Recommendation) -> str:
     k, suggested = rec.plan.n_buckets, rec.n_buckets_suggested
-    optimal = rec.sweep[rec.sweep["method"] == "optimal"].set_index("n_buckets")["efficiency"]
+    optimal = rec.sweep[rec.sweep["method"] == "optimal"].set_index("n_buckets")[sweep_measure(rec.sweep)]
     text = f"this report uses <b>K = {k}</b> ({_e(format_percent(float(optimal.loc[k])))})"
     if suggested == k:
         text += "; the gain rule suggests the same K"
@@ -291,6 +305,23 @@ def _k_html(rec: Recommendation) -> str:
             "rerun with <code>--buckets auto</code> to take it"
         )
     return f"<dd>{text}.<br><span class='note'>{_e(describe_recommendation(rec))}</span></dd>"
+
+
+def _budget_html(rec: Recommendation) -> str:
+    """The budget fill and the plan's warnings (one line each), under a token budget."""
+    plan = rec.plan
+    text = ""
+    if plan.budget_fill is not None:
+        text += (
+            f"<dt>budget fill</dt><dd>bucketed <b>{_e(format_percent(plan.budget_fill))}</b> in "
+            f"{_e(format_count(plan.n_batches))} steps, a shuffle "
+            f"{_e(format_count(rec.strategies['random'].n_batches))} steps (useful tokens / "
+            f"steps × {_e(rec.rule.text)}: the objective under a token budget)</dd>"
+        )
+    if plan.warnings:
+        lines = "<br>".join(f"warning: {_e(line)}" for line in plan.warnings)
+        text += f"<dt>warnings</dt><dd class='warnings'>{lines}</dd>"
+    return text
 
 
 def _pages_html(pages: Sequence[Page], skipped: Sequence[str]) -> str:
@@ -347,6 +378,7 @@ def index_html(
 <dt>efficiency</dt><dd>bucketed {_e(format_percent(plan.efficiency))}, random
 {_e(format_percent(rec.strategies["random"].efficiency))}, sorted
 {_e(format_percent(rec.strategies["sorted"].efficiency))} (useful / padded tokens, exact expectations)</dd>
+{_budget_html(rec)}
 <dt>speed-up</dt>{_speed_html(facts.speed)}
 <dt>mixing kept</dt>{_mixing_html(facts)}
 <dt>number of buckets</dt>{_k_html(rec)}

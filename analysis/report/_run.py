@@ -22,6 +22,7 @@ from analysis.batching import (
     DEFAULT_N_BUCKETS,
     DEFAULT_SEED,
     BatchRule,
+    check_budget,
 )
 from analysis.exports import export_all
 from analysis.lengths import LengthHistogram
@@ -166,6 +167,7 @@ def run_report(
     raw = load_lengths(src, column=column, field=field, allow_zero=drop_zero, progress=progress)
     raw, zero_dropped = raw.drop_zero() if drop_zero else (raw, 0)
     hist = raw.clip(max_len) if max_len is not None else raw
+    check_budget(hist, settings.rule)
     rec = recommend(hist, n_buckets, settings.rule, method=method, max_buckets=max_buckets, min_gain=min_gain)
     if auto:  # the K the gain rule suggests, from the same sweep
         settings = replace(settings, n_buckets=rec.n_buckets_suggested)
