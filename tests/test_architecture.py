@@ -48,7 +48,7 @@ FLOOR_PLAN: tuple[tuple[str, ...], ...] = (
     ("lengths",),  # the histogram
     ("batching", "counting"),  # the vocabulary; a running count of lengths
     ("bucketed", "_order_stats", "synthetic"),  # pure cores on the vocabulary
-    ("waste", "step_time", "sampler"),  # exact padding; the step-time model; the torch sampler
+    ("waste", "step_time", "sampler", "mixing"),  # exact padding; the step-time model; the torch sampler; mixing
     ("strategies",),  # epoch builders, one table (exact ones priced by waste)
     ("epoch_metrics", "optimize", "loaders"),  # measuring epochs; edge placement; length files
     ("simulation", "measure"),  # simulated epochs; raw data -> lengths
