@@ -45,13 +45,19 @@ __all__ = [
 
 
 def _sums(hist: LengthHistogram) -> tuple[list[int], list[int], list[int]]:
-    """Exact prefix sums (Python ints) of count, count * length, count * length**2."""
-    c, s1, s2 = [0], [0], [0]
-    for v, k in zip(hist.lengths.tolist(), hist.counts.tolist()):
-        c.append(c[-1] + k)
-        s1.append(s1[-1] + k * v)
-        s2.append(s2[-1] + k * v * v)
-    return c, s1, s2
+    """Exact prefix sums (Python ints) of count, count * length, count * length**2: in
+    ``int64`` where the total fits, else in Python ints."""
+    v, k = hist.lengths, hist.counts
+    if int(hist.n_samples) * int(hist.max) ** 2 < 2**62:
+        zero = np.zeros(1, np.int64)
+        sums = [np.concatenate([zero, np.cumsum(x)]).tolist() for x in (k, k * v, k * v * v)]
+        return sums[0], sums[1], sums[2]
+    c, q1, q2 = [0], [0], [0]
+    for x, n in zip(v.tolist(), k.tolist()):
+        c.append(c[-1] + n)
+        q1.append(q1[-1] + n * x)
+        q2.append(q2[-1] + n * x * x)
+    return c, q1, q2
 
 
 def _scaled_ss(n: int, s1: int, s2: int) -> int:

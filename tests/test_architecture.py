@@ -48,12 +48,12 @@ FLOOR_PLAN: tuple[tuple[str, ...], ...] = (
     ("lengths",),  # the histogram
     ("batching", "counting"),  # the vocabulary; a running count of lengths
     ("bucketed", "_order_stats", "synthetic"),  # pure cores on the vocabulary
-    ("waste", "step_time", "sampler", "mixing"),  # exact padding; the step-time model; the torch sampler; mixing
+    ("waste", "step_time", "sampler", "mixing"),  # exact padding and mixing; step times; the torch sampler
     ("strategies",),  # epoch builders, one table (exact ones priced by waste)
     ("epoch_metrics", "optimize", "loaders"),  # measuring epochs; edge placement; length files
     ("simulation", "measure"),  # simulated epochs; raw data -> lengths
     ("epoch_time", "plots"),  # every step-time prediction; figures
-    ("recommendation", "progress", "exports"),
+    ("recommendation", "progress", "exports", "frontier"),
     ("explorer", "narrative"),
     ("report",),
     ("cli",),

@@ -23,7 +23,7 @@ import pandas as pd
 from analysis._validate import known_name
 from analysis.batching import DEFAULT_MIN_GAIN, BatchRule, as_rule, check_edges
 from analysis.lengths import LengthHistogram
-from analysis.optimize._frontier import _floor_plan
+from analysis.optimize._frontier import _floor_plan, frontier_lambdas, frontier_plans
 from analysis.optimize._problem import StepTimeLike, _problem
 from analysis.optimize._search import (
     AUTO_CANDIDATES_ABOVE,
@@ -42,6 +42,8 @@ __all__ = [
     "FloorChoice",
     "StepTimeLike",
     "evaluate_edges",
+    "frontier_lambdas",
+    "frontier_plans",
     "optimize_edges",
     "recommend_n_buckets",
     "sweep_bucket_counts",

@@ -18,18 +18,20 @@ floor reports when it falls in a gap (:func:`_floor_search`).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numba
 import numpy as np
 
+from analysis.batching import BatchRule
 from analysis.lengths import LengthHistogram
 from analysis.mixing import length_variance
 from analysis.optimize._costs import _GROUP, _Arrays, _arrays, _comb_heads, _comb_tile, _row_costs
 from analysis.optimize._layers import _ROWS, _TILE, _group, _layers, _push_heads, _push_rows, _push_tile
-from analysis.optimize._problem import _Problem
+from analysis.optimize._problem import StepTimeLike, _Problem, _problem
 from analysis.optimize._ratios import _comb_computed, _ratio_tables
-from analysis.optimize._search import _ends_to_edges, _grid
+from analysis.optimize._search import _check_k, _ends_to_edges, _grid
 from analysis.optimize.plan import BucketPlan, FloorChoice, _plan
 
 # Above this many allowed ends the frontier's DP runs on a candidate grid of _GRID ends.
@@ -348,3 +350,56 @@ def _floor_plan(
     # on a candidate grid (long context) the hull is the grid's: nothing is proven
     choice = FloorChoice(floor, value, float(bound), bool(exact and lag.exact), pair(p), pair(q), passes)
     return replace(plans[chosen.edges], floor=choice)
+
+
+def frontier_plans(
+    hist: LengthHistogram,
+    rule: BatchRule,
+    k_max: int,
+    lambdas: Sequence[float],
+    step_time: StepTimeLike | None = None,
+    edge_multiple: int = 1,
+) -> list[tuple[float, int, BucketPlan]]:
+    """``(lam, K, plan)`` minimising ``objective - lam * mixing`` for every ``lam`` of
+    ``lambdas`` (> 0, in objective units per unit of mixing) and every ``K <= k_max``: one DP
+    pass per ``lam``; each plan Pareto-optimal among all ``K``-bucket plans (exact search;
+    on the candidate grid of long-context data, among the grid's), the objective the
+    optimiser's (padded tokens, or seconds with ``step_time``).
+
+    Examples
+    --------
+    >>> hist = LengthHistogram.from_counts([1, 2, 3, 9, 10], [5, 5, 5, 5, 5])
+    >>> [(k, p.edges, round(p.mixing, 3)) for _, k, p in frontier_plans(hist, BatchRule(4), 2, [5.0, 200.0])]
+    [(1, [0, 10], 0.96), (2, [0, 3, 10], 0.037), (2, [0, 1, 10], 0.722)]
+    """
+    if any(not (isinstance(x, int | float) and math.isfinite(x) and x > 0) for x in lambdas):
+        raise ValueError(f"every lambda must be a finite number > 0, got {list(lambdas)!r}")
+    prob = _problem(hist, rule, edge_multiple, step_time)
+    k_max = _check_k(prob, k_max)
+    lag = _lagrangian(hist, prob)
+    seen: dict[tuple[int, ...], BucketPlan] = {}
+    out = []
+    for lam in lambdas:
+        for k, ends in _pass(lag, k_max, float(lam)).items():
+            edges = tuple(_edges(lag, ends))
+            if edges not in seen:
+                seen[edges] = _plan(hist, prob, list(edges), "frontier", k)
+                out.append((float(lam), k, seen[edges]))
+    return out
+
+
+def frontier_lambdas(low: BucketPlan, high: BucketPlan, count: int) -> list[float]:
+    """``count`` values of ``lam`` spread geometrically around the slope between ``low`` (the
+    optimum with the most buckets) and ``high`` (one bucket): from 1/1000 of it to the slope.
+
+    Examples
+    --------
+    >>> from analysis import LengthHistogram, optimize_edges
+    >>> hist = LengthHistogram.from_counts([1, 2, 3, 9, 10], [5, 5, 5, 5, 5])
+    >>> low, high = optimize_edges(hist, 3, batch_size=4), optimize_edges(hist, 1, batch_size=4)
+    >>> [round(x, 2) for x in frontier_lambdas(low, high, 3)]
+    [0.09, 2.99, 94.51]
+    """
+    slope = (high.objective - low.objective) / max(high.mixing - low.mixing, 1e-12)
+    slope = slope if slope > 0 and math.isfinite(slope) else max(high.objective, 1.0)
+    return [float(x) for x in np.geomspace(slope / 1000, slope, count)] if count > 1 else [slope]
