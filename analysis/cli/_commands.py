@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.batching import DEFAULT_N_BUCKETS, BatchRule, check_edges
+from analysis.cli._frontier import floor_line, floor_of, floors
 from analysis.cli._layout import frame_text, wrap
 from analysis.cli._lengths import measure_for_report
 from analysis.cli._options import (
@@ -128,7 +129,15 @@ def cmd_optimize(args: argparse.Namespace, out: TextIO) -> None:
     hist = load(args)
     rule = batch_rule(args)
     k, auto, max_buckets = _buckets(args, hist, rule)
-    plan = optimize_edges(hist, k, rule, method=args.method, edge_multiple=args.edge_multiple)
+    plan = optimize_edges(
+        hist,
+        k,
+        rule,
+        method=args.method,
+        edge_multiple=args.edge_multiple,
+        min_efficiency=args.min_efficiency,
+        min_mixing=args.min_mixing,
+    )
     if args.json:
         value = {
             **plan.to_dict(),
@@ -141,7 +150,7 @@ def cmd_optimize(args: argparse.Namespace, out: TextIO) -> None:
         return
     print(
         wrap(
-            f"{args.method} edges for {plan.n_buckets} bucket{'' if plan.n_buckets == 1 else 's'} "
+            f"{plan.method} edges for {plan.n_buckets} bucket{'' if plan.n_buckets == 1 else 's'} "
             f"({rule.text}"
             f"{'' if args.max_len is None else f', max_len = {args.max_len:,}'}):"
         ),
@@ -156,6 +165,12 @@ def cmd_optimize(args: argparse.Namespace, out: TextIO) -> None:
     efficiency = format_value(plan.efficiency, column_kind("efficiency"))
     print(f"  efficiency   {efficiency} (expected useful / padded tokens)", file=out)
     print(f"  padded tokens {format_count(plan.padded_tokens)} for {plan.useful_tokens:,} useful", file=out)
+    print(
+        f"  mixing       {format_value(plan.mixing, 'ratio')} (of the length variance a batch keeps)",
+        file=out,
+    )
+    if plan.floor is not None:
+        print(wrap(str(floor_line(plan)), indent="  ", subsequent="    "), file=out)
     if plan.n_buckets != k:
         print(f"  ({k} buckets asked; the data allow {plan.n_buckets})", file=out)
     print(file=out)
@@ -181,8 +196,12 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> None:
     rule = batch_rule(args)
     k, auto, max_buckets = _buckets(args, hist, rule)
     if args.edges is None:
-        edges = optimize_edges(hist, k, rule).edges
-        source = f"the optimal edges for {k} bucket{'' if k == 1 else 's'}"
+        edges = optimize_edges(
+            hist, k, rule, min_efficiency=args.min_efficiency, min_mixing=args.min_mixing
+        ).edges
+        source = (
+            f"the {'frontier' if floors(args) else 'optimal'} edges for {k} bucket{'' if k == 1 else 's'}"
+        )
     else:
         edges = check_edges(args.edges, hist)
         source = "the given edges"
@@ -264,6 +283,7 @@ def cmd_report(args: argparse.Namespace, out: TextIO, argv: Sequence[str] | None
         drop_zero=args.drop_zero,
         step_times=args.step_times,
         command=_command_line(argv),
+        floor=floor_of(args),
     )
     if args.buckets == AUTO:
         print(wrap(_report_auto_line(result.recommendation)), file=out)

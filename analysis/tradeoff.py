@@ -1,5 +1,5 @@
-"""The whole trade-off in one call: efficiency (or tokens/s) against mixing, for every strategy
-and knob, and the Pareto set a team picks a point from.
+"""The whole trade-off in one call (``analysis.frontier``): efficiency (or tokens/s) against
+mixing, for every strategy and knob, and the Pareto set a team picks a point from.
 
 :func:`frontier` puts on one plane:
 
