@@ -195,16 +195,17 @@ def _simulated_row(
 
 
 def _pareto(axis: np.ndarray, mixing: np.ndarray) -> np.ndarray:
-    """Points no other beats on both (more or equal on both, more on one); NaN never is."""
+    """Points no other beats (at least as good on both, better on one); ties all stay; a NaN
+    point never is one, nor beats one."""
+    ok = ~(np.isnan(axis) | np.isnan(mixing))
+    a, g = axis[ok], mixing[ok]
+    beaten = (
+        (a[None, :] >= a[:, None])
+        & (g[None, :] >= g[:, None])
+        & ((a[None, :] > a[:, None]) | (g[None, :] > g[:, None]))
+    ).any(axis=1)
     out = np.zeros(axis.size, bool)
-    order = np.lexsort((-mixing, -axis))  # by axis descending, then mixing descending
-    best = -math.inf
-    for i in order:
-        if np.isnan(axis[i]) or np.isnan(mixing[i]):
-            continue
-        if mixing[i] > best:
-            out[i] = True
-            best = mixing[i]
+    out[np.flatnonzero(ok)] = ~beaten
     return out
 
 
