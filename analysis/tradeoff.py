@@ -69,6 +69,8 @@ FRONTIER_COLUMNS = (
 #: ``length_grouped`` gradient-accumulation steps and ``token_budget`` noises swept by default.
 DEFAULT_ACCUMULATION = (1, 4, 16)
 DEFAULT_NOISES = (0.05, 0.1, 0.3)
+#: How a knob reads in a row's ``label``.
+_SHORT = {"gradient_accumulation_steps": "G", "padding_noise": "noise"}
 
 
 @dataclass(frozen=True, eq=False)
@@ -178,7 +180,7 @@ def _simulated_row(
                 b["size"].to_numpy(), round_up(b["longest"].to_numpy(), rule.pad_to_multiple_of)
             )
         rate = res.useful_tokens / float(np.sum(seconds))
-    label = strategy if knob == "" else f"{strategy} {knob}={value}"
+    label = strategy if knob == "" else f"{strategy} {_SHORT.get(knob, knob)}={value}"
     return _row(
         strategy,
         knob,

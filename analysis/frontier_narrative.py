@@ -1,0 +1,71 @@
+"""The computed sentence of the padding-mixing trade-off (notebook 02 and the report's summary
+page say it the same way): what the best bucketed plan keeps at an efficiency, beside the
+Hugging Face Trainer's length grouping."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from analysis.tables import format_percent
+from analysis.tradeoff import Frontier
+
+__all__ = ["frontier_sentence", "TRAINER_LABEL"]
+
+#: The row of the Trainer's default (``group_by_length`` without gradient accumulation).
+TRAINER_LABEL = "length_grouped G=1"
+
+
+def _best_bucketed(frame: pd.DataFrame, efficiency: float) -> pd.Series | None:
+    rows = frame[(frame["strategy"] == "bucketed") & (frame["efficiency"] >= efficiency)]
+    return None if rows.empty else rows.sort_values(["mixing", "efficiency"]).iloc[-1]
+
+
+def frontier_sentence(result: Frontier, min_efficiency: float | None = None) -> str:
+    """ "At X % efficiency, the best plan keeps Y % of the mixing; the Trainer's length grouping
+    keeps Z %": ``X`` is ``min_efficiency``, or else the Trainer's own efficiency (so both
+    plans pad alike); the best plan is the bucketed plan of the frontier with the most mixing
+    at that efficiency or more.
+
+    Examples
+    --------
+    >>> import textwrap
+    >>> import numpy as np
+    >>> from analysis import LengthHistogram, frontier
+    >>> hist = LengthHistogram.from_lengths(np.random.default_rng(0).integers(1, 300, 600))
+    >>> res = frontier(hist, batch_size=4, rng=np.random.default_rng(0), n_buckets=4, n_lambdas=2,
+    ...                simulate_strategies=False)
+    >>> print(textwrap.fill(frontier_sentence(res, 0.8), 90))
+    At 80.0% efficiency or more, the best bucketed plan (K = 3, 83.8%) keeps 10.8% of the
+    mixing (mixing: the share of the data's length variance a batch keeps).
+    """
+    frame = result.frame
+    trainer = frame[frame["label"] == TRAINER_LABEL]
+    target = min_efficiency
+    if target is None:
+        if trainer.empty:
+            raise ValueError("give min_efficiency: the frontier has no length_grouped row to compare with")
+        target = float(trainer["efficiency"].iloc[0])
+    best = _best_bucketed(frame, target)
+    x = format_percent(target, 1)
+    if best is None:
+        text = f"No bucketed plan reaches {x} efficiency"
+    else:
+        k = int(best["n_buckets"])
+        eff = format_percent(best["efficiency"], 1)
+        text = (
+            f"At {x} efficiency or more, the best bucketed plan (K = {k}, {eff}) "
+            f"keeps {format_percent(best['mixing'], 1)} of the mixing"
+        )
+    if not trainer.empty:
+        t = trainer.iloc[0]
+        se = float(t["mixing_se"])
+        err = "" if not math.isfinite(se) else f" ± {format_percent(se, 1)}"
+        text += (
+            f"; the Trainer's length grouping keeps {format_percent(t['mixing'], 1)}{err} at "
+            f"{format_percent(t['efficiency'], 1)} (lag-1 autocorrelation {t['lag1_autocorr']:.2f})"
+        )
+    else:
+        text += " (mixing: the share of the data's length variance a batch keeps)"
+    return text + "."
