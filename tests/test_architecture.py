@@ -23,7 +23,17 @@ import analysis
 PACKAGE = Path(analysis.__file__).parent
 #: The faces: they may import anything; nothing in the engine may import them (``tables``, the one
 #: number formatter, is ground: ``narrative`` words its numbers with it).
-FACES = {"cli", "report", "explorer", "exports", "progress", "plots", "narrative", "frontier_narrative", "__main__"}
+FACES = {
+    "cli",
+    "report",
+    "explorer",
+    "exports",
+    "progress",
+    "plots",
+    "narrative",
+    "frontier_narrative",
+    "__main__",
+}
 #: Never imported by the engine (UI, notebooks, report tooling, deep-learning frameworks).
 FORBIDDEN = {
     "matplotlib",
