@@ -35,11 +35,13 @@ _NAMES = {
 }
 
 
-def _x_floor(mixing: np.ndarray) -> float:
-    """The log axis's left edge: a decade below the least positive mixing (at least 1e-6)."""
+def _x_floor(frame: pd.DataFrame) -> float:
+    """The log axis's left edge: below the least positive mixing but sorted batching's (which is
+    ~0 and drawn on the edge), and at least 0.01 %."""
+    mixing = frame.loc[frame["strategy"] != "sorted", "mixing"].to_numpy(float)
     positive = mixing[mixing > 0]
     low = float(positive.min()) if positive.size else 1e-3
-    return float(max(10.0 ** (float(np.floor(np.log10(low))) - 0.3), 1e-6))
+    return float(max(10.0 ** (float(np.floor(np.log10(low))) - 0.3), 1e-4))
 
 
 def plot_frontier(
@@ -69,7 +71,7 @@ def plot_frontier(
         if column not in frame.columns:
             raise ValueError(f"the frame has no {column!r} column")
     f = frame[np.isfinite(frame[axis].to_numpy(float)) & np.isfinite(frame["mixing"].to_numpy(float))]
-    floor = _x_floor(f["mixing"].to_numpy(float))
+    floor = _x_floor(f)
     fig = Figure(figsize=(7.6, 6.2), layout="constrained")
     ax = fig.subplots()
     ax.set_xscale("log")
@@ -116,8 +118,8 @@ def plot_frontier(
             clip_on=False,
         )
         label = _NAMES.get(str(name), str(name))
-        if str(name) == "sorted" and float(g["mixing"].min()) <= 0:
-            label += " (mixing 0: on the left edge)"
+        if str(name) == "sorted" and float(g["mixing"].min()) < floor:
+            label += f" (mixing {format_percent(float(g['mixing'].min()))}: on the left edge)"
         handles.append(Line2D([], [], color=color, marker=marker, mec="black", mew=0.4, label=label))
     pareto = f[f["pareto"]].sort_values("mixing")
     if not pareto.empty:
@@ -155,7 +157,8 @@ def plot_frontier(
         xs.append(x)
         ys.append(y)
         value = format_percent(y) if axis == "efficiency" else format_count(y) + " tok/s"
-        texts.append(f"{text}: {name}\n{value}, mixing {format_percent(x)}")
+        head = name if text in name else f"{text}: {name}"
+        texts.append(f"{head}\n{value}, mixing {format_percent(float(hit['mixing'].iloc[0]))}")
     ax.set_xlim(floor, 1.15)
     if axis == "efficiency":
         ax.set_ylim(max(0.0, float(f[axis].min()) - 0.05), 1.0)
