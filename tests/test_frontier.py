@@ -111,3 +111,18 @@ def test_cli_frontier_and_floors(tmp_path, capsys, monkeypatch, hist):
     assert code == 2 and err.count("\n") == 1 and "unreachable with 2 buckets: the best is" in err
     code = cli.main(["optimize", str(path), "--min-efficiency", "0.5", "--min-mixing", "0.5"])
     assert code == 2 and "not allowed with argument" in capsys.readouterr().err
+
+
+def test_the_figure_marks_points_and_refuses_unknown_ones(result):
+    from analysis.plots import plot_frontier
+
+    fig = plot_frontier(
+        result.frame, marks={"chosen": "optimal edges, K=3", "HF Trainer": "length_grouped G=1"}
+    )
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log" and ax.get_ylim()[1] == 1.0
+    texts = [t.get_text() for t in ax.texts]
+    assert any(t.startswith("chosen: optimal edges, K=3") for t in texts)
+    assert any(t.startswith("HF Trainer: length_grouped G=1") for t in texts)
+    with pytest.raises(ValueError, match="no row labelled 'nope'"):
+        plot_frontier(result.frame, marks={"chosen": "nope"})
