@@ -69,6 +69,8 @@ FRONTIER_COLUMNS = (
 #: ``length_grouped`` gradient-accumulation steps and ``token_budget`` noises swept by default.
 DEFAULT_ACCUMULATION = (1, 4, 16)
 DEFAULT_NOISES = (0.05, 0.1, 0.3)
+#: Samples the simulated strategies run on at most (a uniform subsample of bigger data).
+DEFAULT_SIMULATED_SAMPLES = 200_000
 #: How a knob reads in a row's ``label``.
 _SHORT = {"gradient_accumulation_steps": "G", "padding_noise": "noise"}
 
@@ -79,13 +81,15 @@ class Frontier:
 
     ``frame`` has one row per point (columns :data:`FRONTIER_COLUMNS`; ``pareto`` marks the
     points no other point beats on both ``axis`` and ``mixing``); ``axis`` is
-    ``"tokens_per_s"`` when a step-time model was given, else ``"efficiency"``.
+    ``"tokens_per_s"`` when a step-time model was given, else ``"efficiency"``;
+    ``simulated_samples``: the samples the simulated rows ran on (0: none simulated).
     """
 
     frame: pd.DataFrame
     rule: BatchRule
     axis: str
     lambdas: tuple[float, ...]
+    simulated_samples: int = 0
 
     @property
     def pareto(self) -> pd.DataFrame:
@@ -227,6 +231,7 @@ def frontier(
     step_time: StepTimeModel | None = None,
     edge_sets: Mapping[str, Sequence[int]] | None = None,
     simulate_strategies: bool = True,
+    simulate_samples: int | None = DEFAULT_SIMULATED_SAMPLES,
 ) -> Frontier:
     """Efficiency (tokens/s with ``step_time``) against mixing for every strategy and knob.
 
@@ -251,6 +256,10 @@ def frontier(
         Given bucketed plans to put on the plane (the case's edges, say); ``knob`` is ``"given"``.
     simulate_strategies : bool, default True
         False: only the exact rows (bucketed, sorted, random).
+    simulate_samples : int or None, default 200,000
+        The simulated strategies run on a uniform subsample (without replacement, drawn with
+        ``rng``) of this many samples when the data hold more (``Frontier.simulated_samples``
+        says how many ran); None: every sample.
 
     Examples
     --------
@@ -302,11 +311,19 @@ def frontier(
         row = _plan_row(plan, plan.n_buckets, name, hist, model)
         row["knob"] = "given"
         rows.append(row)
+    sim = hist
+    if simulate_strategies and simulate_samples is not None and hist.n_samples > simulate_samples:
+        picked = rng.choice(
+            hist.n_samples, size=positive_int(simulate_samples, "simulate_samples"), replace=False
+        )
+        sim = LengthHistogram.from_lengths(
+            hist.lengths[np.searchsorted(hist.cumulative_counts(), picked, side="right")]
+        )
     if simulate_strategies:
         for g in gradient_accumulation_steps:
             rows.append(
                 _simulated_row(
-                    hist,
+                    sim,
                     "length_grouped",
                     rule,
                     "gradient_accumulation_steps",
@@ -320,7 +337,7 @@ def frontier(
         for noise in padding_noises:
             rows.append(
                 _simulated_row(
-                    hist,
+                    sim,
                     "token_budget",
                     rule,
                     "padding_noise",
@@ -331,11 +348,11 @@ def frontier(
                     padding_noise=float(noise),
                 )
             )
-        rows.append(_simulated_row(hist, "packing", rule, "", None, rng, epochs, model))
+        rows.append(_simulated_row(sim, "packing", rule, "", None, rng, epochs, model))
     frame = pd.DataFrame(rows)
     if "lambda" not in frame:
         frame["lambda"] = math.nan
     axis = "efficiency" if model is None else "tokens_per_s"
     frame["pareto"] = _pareto(frame[axis].to_numpy(float), frame["mixing"].to_numpy(float))
     frame = frame[[*FRONTIER_COLUMNS, "lambda"]]
-    return Frontier(frame, rule, axis, tuple(lambdas))
+    return Frontier(frame, rule, axis, tuple(lambdas), sim.n_samples if simulate_strategies else 0)

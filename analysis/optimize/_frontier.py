@@ -36,6 +36,7 @@ from analysis.optimize.plan import BucketPlan, FloorChoice, _plan
 
 # Above this many allowed ends the frontier's DP runs on a candidate grid of _GRID ends.
 _EXACT_UP_TO = 20_000
+_ROWS_EXACT_UP_TO = 2_048
 _GRID = 1024
 # Relative tolerance of "strictly below the hull line" (float arithmetic of the DP).
 _TOL = 1e-12
@@ -167,12 +168,14 @@ class _Lagrangian:
 
 
 def _lagrangian(hist: LengthHistogram, prob: _Problem) -> _Lagrangian:
-    """The arrays of ``prob`` for the λ-DP (on a candidate grid above ``_EXACT_UP_TO`` ends)."""
-    exact = prob.ends.size <= _EXACT_UP_TO
-    ends = prob.ends if exact else _grid(prob, _GRID)
+    """The arrays of ``prob`` for the λ-DP: on a candidate grid above ``_EXACT_UP_TO`` ends
+    (``_ROWS_EXACT_UP_TO`` for the row-by-row kernel: a token budget's or the time
+    objective's rows restart their sums where ``B`` changes)."""
     computed = prob.per_batch == 0.0 and _comb_computed(prob)
     comb, hi, lo = (np.zeros(0),) * 3 if computed else _ratio_tables(prob)
     table = bool(computed or (comb.size and prob.per_batch == 0.0))
+    exact = prob.ends.size <= (_EXACT_UP_TO if table else _ROWS_EXACT_UP_TO)
+    ends = prob.ends if exact else _grid(prob, _GRID)
     counts = np.diff(prob.cum).astype(float)
     d = prob.lengths.astype(float) - hist.mean
     p1 = np.zeros(prob.m + 1)
