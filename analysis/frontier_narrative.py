@@ -8,10 +8,11 @@ import math
 
 import pandas as pd
 
+from analysis.optimize import BucketPlan
 from analysis.tables import format_percent
 from analysis.tradeoff import Frontier
 
-__all__ = ["frontier_sentence", "TRAINER_LABEL"]
+__all__ = ["floor_sentence", "frontier_sentence", "TRAINER_LABEL"]
 
 #: The row of the Trainer's default (``group_by_length`` without gradient accumulation).
 TRAINER_LABEL = "length_grouped G=1"
@@ -69,3 +70,35 @@ def frontier_sentence(result: Frontier, min_efficiency: float | None = None) -> 
     else:
         text += " (mixing: the share of the data's length variance a batch keeps)"
     return text + "."
+
+
+def floor_sentence(plan: BucketPlan) -> str | None:
+    """What a frontier floor chose, what it proves and what the next frontier point would cost
+    or gain (None for a plan placed without a floor).
+
+    Examples
+    --------
+    >>> import textwrap
+    >>> from analysis import LengthHistogram, optimize_edges
+    >>> hist = LengthHistogram.from_counts([1, 2, 3, 9, 10], [5, 5, 5, 5, 5])
+    >>> print(textwrap.fill(floor_sentence(optimize_edges(hist, 2, batch_size=4, min_efficiency=0.7)), 90))
+    --min-efficiency 70 %: mixing 42.88 % (at most 55.30 % is possible); the next frontier
+    point keeps 72.18 % at 64.39 % efficiency
+    """
+    f = plan.floor
+    if f is None:
+        return None
+    other = f.above if f.floor == "min_efficiency" else f.below
+    if f.floor == "min_efficiency":
+        proof = (
+            "the most any plan meeting it keeps" if f.exact else f"at most {100 * f.bound:.2f} % is possible"
+        )
+        return (
+            f"--min-efficiency {100 * f.value:g} %: mixing {100 * plan.mixing:.2f} % ({proof}); the next "
+            f"frontier point keeps {100 * other[1]:.2f} % at {100 * other[0]:.2f} % efficiency"
+        )
+    proof = "proven best" if f.exact else f"the best plan pads at least {f.bound:,.0f}"
+    return (
+        f"--min-mixing {100 * f.value:g} %: efficiency {100 * plan.efficiency:.2f} % ({proof}); the "
+        f"next frontier point reaches {100 * other[0]:.2f} % efficiency keeping {100 * other[1]:.2f} %"
+    )

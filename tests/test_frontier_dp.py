@@ -130,3 +130,15 @@ def test_floor_plan_is_frozen_and_serialises():
     assert d["floor"]["floor"] == "min_mixing" and d["mixing"] == plan.mixing
     with pytest.raises(AttributeError):
         plan.mixing = 0.0  # type: ignore[misc]
+
+
+def test_a_token_budget_over_many_lengths_searches_a_grid_and_proves_nothing():
+    rng = np.random.default_rng(4)
+    lengths = np.arange(1, 2_301)
+    hist = LengthHistogram.from_counts(lengths, rng.integers(1, 4, size=lengths.size))
+    prob = _problem(hist, BatchRule(max_tokens=4_096))
+    lag = frontier_dp._lagrangian(hist, prob)
+    assert not lag.exact and lag.ends.size < prob.ends.size and lag.ends[-1] == prob.m
+    plan = optimize_edges(hist, 3, max_tokens=4_096, min_mixing=0.3)
+    assert plan.mixing >= 0.3 and plan.floor is not None and not plan.floor.exact
+    assert plan.edges[-1] == 2_300 and plan.n_buckets == 3

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.batching import DEFAULT_N_BUCKETS, BatchRule, check_edges
-from analysis.cli._frontier import floor_line, floor_of, floors
+from analysis.cli._frontier import floor_of, floor_sentence
 from analysis.cli._layout import frame_text, wrap
 from analysis.cli._lengths import measure_for_report
 from analysis.cli._options import (
@@ -170,7 +170,7 @@ def cmd_optimize(args: argparse.Namespace, out: TextIO) -> None:
         file=out,
     )
     if plan.floor is not None:
-        print(wrap(str(floor_line(plan)), indent="  ", subsequent="    "), file=out)
+        print(wrap(str(floor_sentence(plan)), indent="  ", subsequent="    "), file=out)
     if plan.n_buckets != k:
         print(f"  ({k} buckets asked; the data allow {plan.n_buckets})", file=out)
     print(file=out)
@@ -200,7 +200,7 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> None:
             hist, k, rule, min_efficiency=args.min_efficiency, min_mixing=args.min_mixing
         ).edges
         source = (
-            f"the {'frontier' if floors(args) else 'optimal'} edges for {k} bucket{'' if k == 1 else 's'}"
+            f"the {'frontier' if floor_of(args) else 'optimal'} edges for {k} bucket{'' if k == 1 else 's'}"
         )
     else:
         edges = check_edges(args.edges, hist)

@@ -21,10 +21,10 @@ from analysis.cli._options import (
     non_negative,
     positive,
 )
-from analysis.optimize import BucketPlan
+from analysis.frontier_narrative import floor_sentence
 from analysis.tradeoff import frontier
 
-__all__ = ["add_floors", "add_frontier_subcommand", "cmd_frontier", "floor_line", "floor_of", "floors"]
+__all__ = ["add_floors", "add_frontier_subcommand", "cmd_frontier", "floor_of", "floor_sentence", "floors"]
 
 #: The columns ``frontier`` prints (the rest with ``--json``).
 _COLUMNS = ["label", "efficiency", "mixing", "mixing_se", "lag1_autocorr", "composition_repeat", "exact"]
@@ -77,27 +77,6 @@ def floors(args: argparse.Namespace) -> dict[str, float]:
 def floor_of(args: argparse.Namespace) -> tuple[str, float] | None:
     """The floor given as ``(name, value)`` (None without one)."""
     return next(iter(floors(args).items()), None)
-
-
-def floor_line(plan: BucketPlan) -> str | None:
-    """What a floor chose and what it proves (None for a plan placed without one)."""
-    f = plan.floor
-    if f is None:
-        return None
-    other = f.above if f.floor == "min_efficiency" else f.below
-    if f.floor == "min_efficiency":
-        proof = (
-            "the most any plan meeting it keeps" if f.exact else f"at most {100 * f.bound:.2f} % is possible"
-        )
-        return (
-            f"--min-efficiency {100 * f.value:g} %: mixing {100 * plan.mixing:.2f} % ({proof}); the next "
-            f"frontier point keeps {100 * other[1]:.2f} % at {100 * other[0]:.2f} % efficiency"
-        )
-    proof = "proven best" if f.exact else f"the best plan pads at least {f.bound:,.0f}"
-    return (
-        f"--min-mixing {100 * f.value:g} %: efficiency {100 * plan.efficiency:.2f} % ({proof}); the "
-        f"next frontier point reaches {100 * other[0]:.2f} % efficiency keeping {100 * other[1]:.2f} %"
-    )
 
 
 def add_frontier_subcommand(sub: Any, formatter_class: type[argparse.HelpFormatter]) -> None:

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.epoch_time import predict_strategy_throughput
-from analysis.frontier_narrative import frontier_sentence
+from analysis.frontier_narrative import floor_sentence, frontier_sentence
 from analysis.lengths import LengthHistogram
 from analysis.loaders import LengthSource, expand_paths
 from analysis.mixing import random_mixing, sorted_mixing
@@ -271,7 +271,8 @@ def _mixing_html(facts: SummaryFacts) -> str:
         "variance over the data's; 100% for a full shuffle, exact): "
         f"bucketed <b>{_e(format_percent(mix['bucketed'], 1))}</b>, "
         f"random {_e(format_percent(mix['random'], 1))}, sorted {_e(format_percent(mix['sorted'], 1))}. "
-        f"{_e(facts.frontier_text)} <span class='note'>(Notebook 02 draws every strategy and knob "
+        f"{_e(facts.frontier_text)} {_e(floor_sentence(facts.rec.plan) or '')} "
+        "<span class='note'>(Notebook 02 draws every strategy and knob "
         "on this plane; <code>python -m analysis frontier FILE</code> prints it.)</span></dd>"
     )
 
