@@ -174,5 +174,5 @@ def plot_frontier(
     ax.set_title(title or "Padding against mixing: every strategy and knob")
     if texts:
         for note in place_labels(ax, np.array(xs), np.array(ys), texts, fontsize=8):
-            note.set_bbox({"facecolor": "white", "edgecolor": "none", "alpha": 0.85, "pad": 1.5})
+            note.set_bbox({"facecolor": "white", "edgecolor": "none", "alpha": 0.7, "pad": 1.0})
     return fig
