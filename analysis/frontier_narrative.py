@@ -8,7 +8,8 @@ import math
 
 import pandas as pd
 
-from analysis.optimize import BucketPlan
+from analysis.lengths import LengthHistogram
+from analysis.optimize import BucketPlan, optimize_edges
 from analysis.tables import format_percent
 from analysis.tradeoff import Frontier
 
@@ -23,11 +24,15 @@ def _best_bucketed(frame: pd.DataFrame, efficiency: float) -> pd.Series | None:
     return None if rows.empty else rows.sort_values(["mixing", "efficiency"]).iloc[-1]
 
 
-def frontier_sentence(result: Frontier, min_efficiency: float | None = None) -> str:
+def frontier_sentence(
+    result: Frontier, min_efficiency: float | None = None, hist: LengthHistogram | None = None
+) -> str:
     """ "At X % efficiency, the best plan keeps Y % of the mixing; the Trainer's length grouping
     keeps Z %": ``X`` is ``min_efficiency``, or else the Trainer's own efficiency (so both
     plans pad alike); the best plan is the bucketed plan of the frontier with the most mixing
-    at that efficiency or more.
+    at that efficiency or more, or, given the data ``hist``, the better of it and the floor
+    search of :func:`analysis.optimize_edges` at the frontier's largest K (exact, with the
+    bound it proves: the sweep's few lambdas can miss the hull vertex next to a floor).
 
     Examples
     --------
@@ -49,15 +54,25 @@ def frontier_sentence(result: Frontier, min_efficiency: float | None = None) -> 
             raise ValueError("give min_efficiency: the frontier has no length_grouped row to compare with")
         target = float(trainer["efficiency"].iloc[0])
     best = _best_bucketed(frame, target)
+    found = (
+        None if best is None else (int(best["n_buckets"]), float(best["efficiency"]), float(best["mixing"]))
+    )
+    bound = ""
+    if hist is not None and best is not None:
+        k_max = int(frame["n_buckets"].max())
+        plan = optimize_edges(hist, k_max, result.rule, min_efficiency=target)
+        if plan.floor is not None and plan.mixing >= found[2]:  # type: ignore[index]
+            found = (plan.n_buckets, plan.efficiency, plan.mixing)
+            if not plan.floor.exact:
+                bound = f", at most {format_percent(plan.floor.bound, 1)} possible"
     x = format_percent(target, 1)
-    if best is None:
+    if found is None:
         text = f"No bucketed plan reaches {x} efficiency"
     else:
-        k = int(best["n_buckets"])
-        eff = format_percent(best["efficiency"], 1)
+        k, eff, mix = found
         text = (
-            f"At {x} efficiency or more, the best bucketed plan (K = {k}, {eff}) "
-            f"keeps {format_percent(best['mixing'], 1)} of the mixing"
+            f"At {x} efficiency or more, the best bucketed plan (K = {k}, {format_percent(eff, 1)}) "
+            f"keeps {format_percent(mix, 1)} of the mixing{bound}"
         )
     if not trainer.empty:
         t = trainer.iloc[0]

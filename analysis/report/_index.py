@@ -203,7 +203,7 @@ def summary_facts(
         world_size=world_size,
         seed=seed,
     )
-    return SummaryFacts(source, rec, mixing, frontier_sentence(trade, floor), seed, speed)
+    return SummaryFacts(source, rec, mixing, frontier_sentence(trade, floor, hist), seed, speed)
 
 
 def _e(value: object) -> str:
