@@ -30,6 +30,7 @@ from analysis.step_time import StepTimeModel, calibration_shapes, measure_step_t
 from analysis.strategies import STRATEGIES
 from analysis.tables import format_value, tidy
 from analysis.throughput import predict_throughput
+from analysis.tradeoff import frontier
 from analysis.waste import WasteEstimate, expected_strategies
 
 __all__ = [
@@ -54,6 +55,7 @@ __all__ = [
     "Recommendation",
     "recommend",
     "case_plans",
+    "frontier",
     # simulation
     "SimulationResult",
     "simulate",

@@ -15,6 +15,7 @@ Metrics of one epoch (columns of ``SimulationResult.epochs``):
 - ``within_batch_cv``: the mean over batches of the coefficient of variation of the lengths
   inside a batch (population std / mean; 0 for a one-sample batch).  Low = batches of
   look-alike samples.
+- ``mixing``, ``mixing_se``: the share of the data's length variance a batch sees (:mod:`analysis.mixing`).
 - ``lag1_autocorr``: Pearson correlation between successive optimizer steps' mean lengths
   (one batch per step with one rank; all ranks' batches of the step with several), in order
   (NaN when undefined).  Near 0 = the order of steps carries no length pattern.
@@ -38,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.batching import round_up
+from analysis.mixing import batch_mixing, length_variance
 from analysis.strategies import Epoch, EpochBuilder
 
 #: A progress wrapper a face may pass: takes an iterable (and a description), yields its items.
@@ -54,6 +56,7 @@ EPOCH_METRICS = (
     "tokens_per_step_mean",
     "tokens_per_step_cv",
     "within_batch_cv",
+    "mixing",
     "lag1_autocorr",
     "composition_repeat",
     "straggler_factor",
@@ -366,8 +369,10 @@ def _measure_epoch(
     hashes = mixed ^ _splitmix64(size)
     if square_sums is None:  # pragma: no cover - batches of more than ~10^4 samples of ~10^5 tokens
         within = _within_batch_cv(narrow[epoch.indices].astype(np.int64), starts, size, useful, longest)
+        mixing = (math.nan, math.nan)
     else:
         within = _within_cv(square_sums, size, useful)
+        mixing = batch_mixing(square_sums, size, useful, length_variance(builder.hist))
     row: dict[str, Any] = {
         "epoch": number,
         "efficiency": useful_total / padded_total,
@@ -383,6 +388,7 @@ def _measure_epoch(
         "lag1_autocorr": _lag1_autocorr(per_step / step_size),
         "composition_repeat": 0.0,
     }
+    row["mixing"], row["mixing_se"] = mixing
     if world_size > 1:
         slowest = np.maximum.reduceat(padded, step_starts).astype(float)
         ranks = np.diff(np.append(step_starts, n_batches)).astype(float)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 import numpy as np
 import pandas as pd
@@ -32,6 +32,7 @@ from analysis.epoch_time import predict_strategy_throughput, sweep_throughput
 from analysis.lengths import LengthHistogram
 from analysis.optimize import (
     BucketPlan,
+    FloorChoice,
     evaluate_edges,
     optimize_edges,
     recommend_n_buckets,
@@ -48,6 +49,8 @@ __all__ = [
     "recommend_for_time",
     "compare_edge_sets",
     "case_plans",
+    "Floors",
+    "floors",
 ]
 
 #: Simulated epochs for the strategies without an exact expected time, and the largest K of
@@ -72,6 +75,11 @@ class Recommendation:
     def rule(self) -> BatchRule:
         """The batch rule of every number here."""
         return self.plan.rule
+
+    @property
+    def floor(self) -> FloorChoice | None:
+        """The frontier floor the plan was placed by (None: the padding optimum)."""
+        return self.plan.floor
 
     def strategy_table(self) -> pd.DataFrame:
         """The exact strategy table: random, sorted, bucketed (a row each)."""
@@ -108,6 +116,31 @@ class Recommendation:
         }
 
 
+class Floors(TypedDict, total=False):
+    """A frontier floor as :func:`recommend`'s keywords."""
+
+    min_efficiency: float
+    min_mixing: float
+
+
+def floors(floor: tuple[str, float] | None) -> Floors:
+    """``("min_efficiency", 0.9)`` as ``{"min_efficiency": 0.9}`` (empty for None).
+
+    Examples
+    --------
+    >>> floors(("min_mixing", 0.2)), floors(None)
+    ({'min_mixing': 0.2}, {})
+    """
+    if floor is None:
+        return {}
+    name, value = floor
+    if name == "min_efficiency":
+        return {"min_efficiency": value}
+    if name == "min_mixing":
+        return {"min_mixing": value}
+    raise ValueError(f"floor must be min_efficiency or min_mixing, got {name!r}")
+
+
 def recommend(
     hist: LengthHistogram,
     n_buckets: int | Literal["auto"] = DEFAULT_N_BUCKETS,
@@ -120,6 +153,8 @@ def recommend(
     max_buckets: int = DEFAULT_MAX_BUCKETS,
     min_gain: float = DEFAULT_MIN_GAIN,
     methods: Iterable[str] = ("optimal",),
+    min_efficiency: float | None = None,
+    min_mixing: float | None = None,
 ) -> Recommendation:
     """The plan for ``n_buckets`` buckets by ``method``, the exact padding of a full shuffle,
     sorted batches and the plan, and the K the gain rule suggests (the smallest K after
@@ -131,7 +166,10 @@ def recommend(
     ``methods`` are the methods swept for every K into ``sweep`` (it must hold
     ``"optimal"``, which the gain rule reads); ``methods=analysis.METHODS`` adds the field's
     rules beside the optimum, the frame notebook 03 draws. ``n_buckets="auto"`` takes the K the
-    gain rule suggests (from the same sweep: one pass).
+    gain rule suggests (from the same sweep: one pass).  ``min_efficiency`` / ``min_mixing``
+    (at most one) place the plan's edges on the padding-mixing frontier instead
+    (:func:`analysis.optimize_edges`): ``rec.floor`` says which floor it used, the hull vertex
+    on its other side (what the next point would cost or gain) and the proven bound.
 
     Examples
     --------
@@ -158,7 +196,8 @@ def recommend(
     ks = range(1, min(max_buckets, hist.n_distinct) + 1)
     sweep = sweep_bucket_counts(hist, ks, methods, rule)
     suggested = recommend_n_buckets(sweep, min_gain)
-    plan = optimize_edges(hist, suggested if n_buckets == "auto" else n_buckets, rule, method=method)
+    k = suggested if n_buckets == "auto" else n_buckets
+    plan = optimize_edges(hist, k, rule, method=method, min_efficiency=min_efficiency, min_mixing=min_mixing)
     strategies = {
         "random": random_padding(hist, rule),
         "sorted": sorted_padding(hist, rule),

@@ -20,7 +20,7 @@ from analysis._validate import check_rng, known_name, positive_int
 from analysis.batching import BatchRule, as_rule, check_edges, round_up
 from analysis.epoch_metrics import EPOCH_METRICS, Progress, SimulationResult, simulate_epochs
 from analysis.lengths import LengthHistogram
-from analysis.strategies import STRATEGIES, EpochBuilder, epoch_builder, strategy_rule
+from analysis.strategies import PADDING_NOISE, STRATEGIES, EpochBuilder, epoch_builder, strategy_rule
 from analysis.throughput import predict_from_reference
 from analysis.waste import EXACT_STRATEGIES, exact_padding
 
@@ -60,6 +60,7 @@ def simulate(
     sync_buckets: bool = True,
     gradient_accumulation_steps: int = 1,
     progress: Progress | None = None,
+    padding_noise: float = PADDING_NOISE,
 ) -> SimulationResult:
     """Run ``epochs`` epochs of ``strategy`` and measure every batch.
 
@@ -75,7 +76,7 @@ def simulate(
     rng : numpy.random.Generator
         The only source of randomness (same seed, same result).
     epochs : int, default 1
-    edges, gradient_accumulation_steps
+    edges, gradient_accumulation_steps, padding_noise
         Strategy options, as in :func:`analysis.strategies.epoch_builder`.
     world_size : int, default 1
         Data-parallel ranks: consecutive batches go to ranks round-robin.  ``bucketed`` epochs
@@ -120,6 +121,7 @@ def simulate(
         gradient_accumulation_steps=gradient_accumulation_steps,
         world_size=world_size,
         sync_buckets=sync_buckets,
+        padding_noise=padding_noise,
     )
     _check_int64(builder, world_size)
     return simulate_epochs(builder, rng, epochs, world_size, progress, population)

@@ -724,8 +724,8 @@ def test_papermill_parses_every_parameters_cell(caplog):
         (["optimise", "x.csv"], "unrecognized command optimise (did you mean optimize?)"),
         (["sumary", "x.csv"], "unrecognized command sumary (did you mean summary?)"),
         (
-            ["frobnicate"],
-            "unrecognized command frobnicate (choose from summary, optimize, compare, report, lengths)",
+            ["xyzzy"],
+            "unrecognized command xyzzy (choose from summary, optimize, compare, report, lengths, frontier)",
         ),
         (
             ["optimize", "x.csv", "--method", "optimall"],

@@ -319,7 +319,7 @@ def test_the_summary_page_answers_for_this_file(shared_report):
     predicted = rec["throughput"]["predicted_tokens_per_s"]
     assert f"bucketed {format_count(predicted['bucketed'])} tokens/s" in index
     assert f"expected speed-up <b>{format_value(predicted['bucketed'] / predicted['random'])}×" in index
-    assert "within-batch length CV" in index
+    assert "length variance a batch keeps" in index and "bucketed plan" in index
     k, suggested = rec["n_buckets"], rec["n_buckets_suggested"]
     assert f"this report uses <b>K = {k}</b>" in index
     if suggested != k:

@@ -43,6 +43,7 @@ from collections.abc import Sequence
 from analysis._validate import ZeroLengthError
 from analysis.batching import DEFAULT_EPOCHS, DEFAULT_METHOD, DEFAULT_N_BUCKETS, DEFAULT_SEED
 from analysis.cli._commands import cmd_compare, cmd_optimize, cmd_report, cmd_summary
+from analysis.cli._frontier import add_floors, add_frontier_subcommand, cmd_frontier
 from analysis.cli._lengths import add_lengths_subcommand, add_raw_data_options, run_lengths_command
 from analysis.cli._options import (
     BUCKETS_AUTO_HELP,
@@ -116,6 +117,7 @@ def build_parser() -> Parser:
         default=DEFAULT_METHOD,
         help="how to place the edges (optimal: the exact optimum; the others are the field's rules)",
     )
+    add_floors(p)
     add_max_len(p)
     p.add_argument(
         "--edge-multiple",
@@ -156,6 +158,7 @@ def build_parser() -> Parser:
         f"(default: {DEFAULT_N_BUCKETS})",
     )
     add_gain_rule(p)
+    add_floors(p)
     add_batch_rule(p)
     add_max_len(p)
     p.add_argument(
@@ -191,6 +194,7 @@ def build_parser() -> Parser:
     p.add_argument("--out", metavar="DIR", required=True, help="output folder (created)")
     add_buckets(p)
     add_gain_rule(p, report=True)
+    add_floors(p)
     add_batch_rule(p)
     p.add_argument(
         "--method", choices=METHODS, default=DEFAULT_METHOD, help="how to place the recommended edges"
@@ -220,6 +224,7 @@ def build_parser() -> Parser:
     )
 
     add_lengths_subcommand(sub, formatter_class=Formatter)
+    add_frontier_subcommand(sub, Formatter)
     for command in sub.choices.values():  # last, as every subcommand's final option
         add_quiet(command, argparse.SUPPRESS)
     parser.commands = dict(sub.choices)
@@ -268,6 +273,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             cmd_compare(args, out)
         elif args.command == "lengths":
             run_lengths_command(args, out)
+        elif args.command == "frontier":
+            cmd_frontier(args, out)
         else:
             cmd_report(args, out, argv)
     except KeyboardInterrupt:

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.batching import DEFAULT_N_BUCKETS, BatchRule, check_budget, check_edges
+from analysis.cli._frontier import floor_of, floor_sentence
 from analysis.cli._layout import frame_text, wrap
 from analysis.cli._lengths import measure_for_report
 from analysis.cli._options import (
@@ -131,7 +132,15 @@ def cmd_optimize(args: argparse.Namespace, out: TextIO) -> None:
     rule = batch_rule(args)
     check_budget(hist, rule)
     k, auto, max_buckets = _buckets(args, hist, rule)
-    plan = optimize_edges(hist, k, rule, method=args.method, edge_multiple=args.edge_multiple)
+    plan = optimize_edges(
+        hist,
+        k,
+        rule,
+        method=args.method,
+        edge_multiple=args.edge_multiple,
+        min_efficiency=args.min_efficiency,
+        min_mixing=args.min_mixing,
+    )
     if args.json:
         value = {
             **plan.to_dict(),
@@ -144,7 +153,7 @@ def cmd_optimize(args: argparse.Namespace, out: TextIO) -> None:
         return
     print(
         wrap(
-            f"{args.method} edges for {plan.n_buckets} bucket{'' if plan.n_buckets == 1 else 's'} "
+            f"{plan.method} edges for {plan.n_buckets} bucket{'' if plan.n_buckets == 1 else 's'} "
             f"({rule.text}"
             f"{'' if args.max_len is None else f', max_len = {args.max_len:,}'}):"
         ),
@@ -165,6 +174,12 @@ def cmd_optimize(args: argparse.Namespace, out: TextIO) -> None:
             f"  budget fill  {fill} ({plan.n_batches:,} steps of {rule.text}: useful / steps' tokens)",
             file=out,
         )
+    print(
+        f"  mixing       {format_value(plan.mixing, 'ratio')} (of the length variance a batch keeps)",
+        file=out,
+    )
+    if plan.floor is not None:
+        print(wrap(str(floor_sentence(plan)), indent="  ", subsequent="    "), file=out)
     if plan.n_buckets != k:
         print(f"  ({k} buckets asked; the data allow {plan.n_buckets})", file=out)
     print_warnings(plan.warnings, out)
@@ -192,8 +207,10 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> None:
     check_budget(hist, rule)
     k, auto, max_buckets = _buckets(args, hist, rule)
     if args.edges is None:
-        plan = optimize_edges(hist, k, rule)
-        source = f"the optimal edges for {k} bucket{'' if k == 1 else 's'}"
+        plan = optimize_edges(hist, k, rule, min_efficiency=args.min_efficiency, min_mixing=args.min_mixing)
+        source = (
+            f"the {'frontier' if floor_of(args) else 'optimal'} edges for {k} bucket{'' if k == 1 else 's'}"
+        )
     else:
         plan = evaluate_edges(hist, check_edges(args.edges, hist), rule)
         source = "the given edges"
@@ -278,6 +295,7 @@ def cmd_report(args: argparse.Namespace, out: TextIO, argv: Sequence[str] | None
         drop_zero=args.drop_zero,
         step_times=args.step_times,
         command=_command_line(argv),
+        floor=floor_of(args),
     )
     if args.buckets == AUTO:
         print(wrap(_report_auto_line(result.recommendation)), file=out)

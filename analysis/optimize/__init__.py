@@ -27,6 +27,7 @@ import pandas as pd
 from analysis._validate import known_name
 from analysis.batching import DEFAULT_MIN_GAIN, BatchRule, as_rule, check_edges
 from analysis.lengths import LengthHistogram
+from analysis.optimize._frontier import _floor_plan, frontier_lambdas, frontier_plans
 from analysis.optimize._problem import OBJECTIVES, StepTimeLike, _problem, _resolve_objective
 from analysis.optimize._search import (
     AUTO_CANDIDATES_ABOVE,
@@ -35,7 +36,7 @@ from analysis.optimize._search import (
     _optimal_ends,
     _use_grid,
 )
-from analysis.optimize.plan import BucketPlan, _plan
+from analysis.optimize.plan import BucketPlan, FloorChoice, _plan
 from analysis.optimize.rules import RULES, _baseline_edges
 
 __all__ = [
@@ -43,8 +44,11 @@ __all__ = [
     "METHODS",
     "OBJECTIVES",
     "BucketPlan",
+    "FloorChoice",
     "StepTimeLike",
     "evaluate_edges",
+    "frontier_lambdas",
+    "frontier_plans",
     "optimize_edges",
     "recommend_n_buckets",
     "sweep_bucket_counts",
@@ -57,6 +61,27 @@ METHODS = ("optimal", *RULES)
 
 def _check_method(method: str) -> None:
     known_name(method, METHODS, "method")
+
+
+def _check_floors(
+    min_efficiency: object, min_mixing: object, method: str, step_time: StepTimeLike | None
+) -> bool:
+    """Whether a frontier floor is asked for (validated: one, in ``(0, 1]``, optimal edges)."""
+    given = [
+        (n, v) for n, v in (("min_efficiency", min_efficiency), ("min_mixing", min_mixing)) if v is not None
+    ]
+    if not given:
+        return False
+    if len(given) > 1:
+        raise ValueError("give min_efficiency or min_mixing, not both")
+    name, value = given[0]
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
+        raise ValueError(f"{name} must be a number in (0, 1], got {value!r}")
+    if method != "optimal":
+        raise ValueError(f"{name} places edges on the frontier: method must be 'optimal', got {method!r}")
+    if name == "min_efficiency" and step_time is not None:
+        raise ValueError("min_efficiency floors the padding objective; with step_time give min_mixing")
+    return True
 
 
 def optimize_edges(
@@ -72,6 +97,8 @@ def optimize_edges(
     candidates: int | str | None = "auto",
     step_time: StepTimeLike | None = None,
     objective: str | None = None,
+    min_efficiency: float | None = None,
+    min_mixing: float | None = None,
 ) -> BucketPlan:
     """Bucket edges for ``hist`` under a batch rule: the exact optimum or a field rule.
 
@@ -118,6 +145,13 @@ def optimize_edges(
         matching measure (useful over the steps' tokens), ``efficiency`` still useful over
         padded.  In the DP this is the per-batch cost ``max_tokens`` (as the time
         objective's ``per_step``) with a per-sample weight of the scaled padded length.
+    min_efficiency, min_mixing : float, optional
+        At most one: a floor on the padding-mixing frontier of ``K``-bucket plans
+        (:mod:`analysis.optimize._frontier`; ``"optimal"`` only).  ``min_efficiency=x``: the
+        plan with the most mixing whose objective is at most ``useful / x`` (so its efficiency
+        is at least ``x``; padding objective only); ``min_mixing=y``: the plan with the least
+        objective whose mixing is at least ``y``.  ``plan.floor`` says which floor, the hull
+        vertices it fell between and the proven bound on what the plan misses.
 
     Returns
     -------
@@ -148,11 +182,16 @@ def optimize_edges(
     Traceback (most recent call last):
     ...
     ValueError: n_buckets = 6 exceeds the 5 distinct lengths
+    >>> plan = optimize_edges(hist, 2, batch_size=4, min_mixing=0.2)
+    >>> plan.edges, round(plan.mixing, 3), plan.floor.floor, plan.floor.exact  # in a hull gap
+    ([0, 2, 10], 0.429, 'min_mixing', False)
     """
     rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens, pad_to_multiple_of=pad_to_multiple_of)
     prob = _problem(hist, rule, edge_multiple, step_time, _resolve_objective(rule, step_time, objective))
     _check_method(method)
     k = _check_k(prob, n_buckets)
+    if _check_floors(min_efficiency, min_mixing, method, step_time):
+        return _floor_plan(hist, prob, k, min_efficiency, min_mixing)
     if method == "optimal":
         ends, gaps = _optimal_ends(prob, [k], _use_grid(prob, candidates))
         return _plan(hist, prob, _ends_to_edges(prob, ends[k]), method, k, gaps[k])

@@ -12,9 +12,46 @@ import pandas as pd
 from analysis._order_stats import expected_g_of_max
 from analysis.batching import BatchRule, bucket_bounds, bucket_index, round_up
 from analysis.lengths import LengthHistogram
+from analysis.mixing import edges_mixing
 from analysis.optimize._problem import StepTimeLike, _Problem
 from analysis.tables import format_percent
 from analysis.waste import WasteEstimate, bucketed_estimate
+
+
+@dataclass(frozen=True)
+class FloorChoice:
+    """How a plan was picked on the padding-mixing frontier (``optimize_edges(min_efficiency=)``
+    or ``min_mixing=``).
+
+    ``floor`` names it, ``value`` is its value.  ``below`` and ``above`` are the
+    ``(efficiency, mixing)`` of the two hull vertices of the frontier of ``K``-bucket plans that
+    the floor falls between (the plan is one of them: ``below`` for ``min_efficiency``, the
+    vertex with more padding and more mixing ``above`` for ``min_mixing``).  ``bound`` is proven
+    from them: for ``min_efficiency`` the most mixing any ``K``-bucket plan whose objective
+    meets the floor can keep, for ``min_mixing`` the least objective any plan keeping the
+    floor's mixing can have; ``exact`` when the plan reaches it (the best plan, proven).
+    ``passes``: DP passes (one per ``lambda``) the search ran.
+    """
+
+    floor: str
+    value: float
+    bound: float
+    exact: bool
+    below: tuple[float, float]
+    above: tuple[float, float]
+    passes: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready."""
+        return {
+            "floor": self.floor,
+            "value": float(self.value),
+            "bound": float(self.bound),
+            "exact": bool(self.exact),
+            "below": [float(x) for x in self.below],
+            "above": [float(x) for x in self.above],
+            "passes": int(self.passes),
+        }
 
 
 @dataclass(frozen=True)
@@ -37,7 +74,9 @@ class BucketPlan:
     plan of such buckets pads nothing yet wastes its steps).  ``gap`` a proven bound on how far the
     objective is above the exact optimum (relative: ``(objective - optimum) / objective <=
     gap``; 0 for the exact DP, and for a candidate-grid search whose lower bound met it),
-    ``exact`` whether the optimum is proven (``gap == 0``).
+    ``exact`` whether the optimum is proven (``gap == 0``).  ``mixing`` is the exact share of
+    the data's length variance a batch keeps (:mod:`analysis.mixing`); ``floor`` says how a
+    frontier search picked the plan (:class:`FloorChoice`; None otherwise).
 
     Examples
     --------
@@ -66,6 +105,8 @@ class BucketPlan:
     objective_kind: str = "padding"
     step_tokens: int | None = None
     warnings: tuple[str, ...] = ()
+    mixing: float = field(default=math.nan, compare=False)
+    floor: FloorChoice | None = field(default=None, compare=False)
 
     @property
     def exact(self) -> bool:
@@ -151,6 +192,8 @@ class BucketPlan:
             "warnings": list(self.warnings),
             "exact": bool(self.exact),
             "gap": float(self.gap),
+            "mixing": float(self.mixing),
+            "floor": None if self.floor is None else self.floor.to_dict(),
         }
 
 
@@ -190,6 +233,7 @@ def _plan(
         prob.objective,
         _step_tokens(hist, est),
         _warnings(hist, est),
+        edges_mixing(hist, edges, est.batch_sizes),
     )
 
 

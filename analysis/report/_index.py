@@ -20,20 +20,22 @@ import numpy as np
 import pandas as pd
 
 from analysis.epoch_time import predict_strategy_throughput
+from analysis.frontier_narrative import floor_sentence, frontier_sentence
 from analysis.lengths import LengthHistogram
 from analysis.loaders import LengthSource, expand_paths
+from analysis.mixing import random_mixing, sorted_mixing
 from analysis.narrative import describe_recommendation
 from analysis.optimize import sweep_measure
 from analysis.recommendation import Recommendation
 from analysis.report._notebooks import REPORT_CSS, Page
-from analysis.simulation import compare_strategies
 from analysis.step_time import StepTimeModel
 from analysis.tables import format_count, format_percent, format_value, tidy
+from analysis.tradeoff import frontier
 
 __all__ = ["SourceFile", "Source", "Speed", "SummaryFacts", "describe_source", "summary_facts", "index_html"]
 
-#: Epochs simulated for the mixing measure (notebook 02's default).
-MIXING_EPOCHS = 3
+#: Bucket counts of the summary page's frontier (its sentence).
+FRONTIER_K = 16
 #: The strategies the summary compares.
 _SHOWN = ("random", "sorted", "bucketed")
 
@@ -110,7 +112,8 @@ class SummaryFacts:
 
     source: Source
     rec: Recommendation
-    mixing: pd.Series  # simulated within-batch CV by strategy
+    mixing: pd.Series  # exact mixing by strategy (analysis.mixing)
+    frontier_text: str  # the computed trade-off sentence (analysis.frontier_narrative)
     seed: int
     speed: Speed
 
@@ -172,8 +175,9 @@ def summary_facts(
     calibration: tuple[float, str] | None = None,
 ) -> SummaryFacts:
     """What the summary page states about ``hist`` under ``rec`` (its plan and rule): the
-    mixing (the within-batch length CV of :func:`analysis.compare_strategies`, simulated over
-    :data:`MIXING_EPOCHS` epochs from ``seed``) and the expected speed-up (:class:`Speed`).
+    exact mixing (:mod:`analysis.mixing`), the trade-off sentence from the frontier of every
+    strategy (:func:`analysis.frontier`, simulated from ``seed``) and the expected speed-up
+    (:class:`Speed`).
 
     Examples
     --------
@@ -182,18 +186,18 @@ def summary_facts(
     >>> facts = summary_facts(Source("x", ()), recommend(h, 3, batch_size=4), h, seed=0)
     >>> facts.speed.unit, round(facts.speed.ratio, 3)
     ('padded-token ratio', 1.322)
-    >>> bool(facts.mixing["bucketed"] < facts.mixing["random"])
-    True
+    >>> bool(facts.mixing["bucketed"] < facts.mixing["random"]), facts.frontier_text[:30]
+    (True, 'No bucketed plan reaches 97.2%')
     """
-    table = compare_strategies(
-        hist,
-        rec.rule,
-        rng=np.random.default_rng(seed),
-        edges=rec.plan.edges,
-        epochs=MIXING_EPOCHS,
-        world_size=world_size,
-        strategies=["sorted", "random", "bucketed"],
+    mixing = pd.Series(
+        {
+            "sorted": sorted_mixing(hist, rec.rule),
+            "random": random_mixing(hist, rec.rule),
+            "bucketed": rec.plan.mixing,
+        }
     )
+    trade = frontier(hist, rec.rule, rng=np.random.default_rng(seed), n_buckets=FRONTIER_K, n_lambdas=2)
+    floor = rec.floor.value if rec.floor is not None and rec.floor.floor == "min_efficiency" else None
     speed = _speed(
         rec,
         hist,
@@ -203,7 +207,7 @@ def summary_facts(
         world_size=world_size,
         seed=seed,
     )
-    return SummaryFacts(source, rec, table["within_batch_cv"], seed, speed)
+    return SummaryFacts(source, rec, mixing, frontier_sentence(trade, floor, hist), seed, speed)
 
 
 def _e(value: object) -> str:
@@ -275,20 +279,15 @@ def _speed_html(speed: Speed) -> str:
 
 
 def _mixing_html(facts: SummaryFacts) -> str:
-    cv = facts.mixing
-    kept = (
-        f"the buckets keep <b>{_e(format_percent(cv['bucketed'] / cv['random'], 1))}</b> of a "
-        "shuffle's within-batch spread"
-        if cv["random"] > 0
-        else "a shuffle's batches have no length spread here, so there is none to keep"
-    )
+    mix = facts.mixing
     return (
-        f"<dd>simulated within-batch length CV (how different the lengths in one batch are; "
-        f"{MIXING_EPOCHS} epochs, seed {_e(facts.seed)}): "
-        f"bucketed <b>{_e(format_value(cv['bucketed']))}</b>, "
-        f"random {_e(format_value(cv['random']))}, sorted {_e(format_value(cv['sorted']))}: {kept}. "
-        "<span class='note'>(A stand-in until an exact mixing measure exists; notebook 02 shows every "
-        "strategy's randomness.)</span></dd>"
+        "<dd>the share of the data's length variance a batch keeps (expected within-batch sample "
+        "variance over the data's; 100% for a full shuffle, exact): "
+        f"bucketed <b>{_e(format_percent(mix['bucketed'], 1))}</b>, "
+        f"random {_e(format_percent(mix['random'], 1))}, sorted {_e(format_percent(mix['sorted'], 1))}. "
+        f"{_e(facts.frontier_text)} {_e(floor_sentence(facts.rec.plan) or '')} "
+        "<span class='note'>(Notebook 02 draws every strategy and knob "
+        "on this plane; <code>python -m analysis frontier FILE</code> prints it.)</span></dd>"
     )
 
 

@@ -36,6 +36,7 @@ from analysis.recommendation import (
     DEFAULT_TIME_MAX_K,
     Recommendation,
     TimeRecommendation,
+    floors,
     recommend,
 )
 from analysis.report._index import Source, describe_source, index_html, summary_facts
@@ -89,6 +90,7 @@ def run_report(
     step_times: str | os.PathLike[str] | None = None,
     notebooks_dir: str | os.PathLike[str] | None = None,
     command: str | None = None,
+    floor: tuple[str, float] | None = None,
 ) -> ReportResult:
     """Run every notebook on ``src`` into ``out_dir`` and write ``recommendation.json``.
 
@@ -133,8 +135,8 @@ def run_report(
         (``04_throughput.ipynb``) run only when it is given.
     notebooks_dir : path, optional
         Where the notebooks are (default ``analysis.paths.NOTEBOOKS_DIR``).
-    command : str, optional
-        The command line to record (the CLI passes its own).
+    command, floor : str, (name, value), optional
+        The command line to record (the CLI passes its own); a frontier floor for the edges.
 
     Returns
     -------
@@ -168,7 +170,10 @@ def run_report(
     raw, zero_dropped = raw.drop_zero() if drop_zero else (raw, 0)
     hist = raw.clip(max_len) if max_len is not None else raw
     check_budget(hist, settings.rule)
-    rec = recommend(hist, n_buckets, settings.rule, method=method, max_buckets=max_buckets, min_gain=min_gain)
+    kw = floors(floor)
+    rec = recommend(
+        hist, n_buckets, settings.rule, method=method, max_buckets=max_buckets, min_gain=min_gain, **kw
+    )
     if auto:  # the K the gain rule suggests, from the same sweep
         settings = replace(settings, n_buckets=rec.n_buckets_suggested)
     rec_dict = rec.to_dict()

@@ -77,6 +77,7 @@ class _Setup:
     gradient_accumulation_steps: int
     world_size: int
     sync_buckets: bool
+    padding_noise: float
 
 
 class StrategyState(Protocol):

@@ -18,7 +18,7 @@ from analysis.strategies._fixed import (
     _prepare_random,
     _prepare_sorted,
 )
-from analysis.strategies._token import _prepare_packing, _prepare_token_budget
+from analysis.strategies._token import PADDING_NOISE, _prepare_packing, _prepare_token_budget
 from analysis.waste import EXACT_STRATEGIES
 
 
@@ -114,6 +114,7 @@ def epoch_builder(
     gradient_accumulation_steps: int = 1,
     world_size: int = 1,
     sync_buckets: bool = True,
+    padding_noise: float = PADDING_NOISE,
 ) -> EpochBuilder:
     """Prepare ``strategy`` for per-sample ``lengths`` (the per-dataset work, done once).
 
@@ -137,6 +138,8 @@ def epoch_builder(
         completed with repeats; see :mod:`analysis.bucketed`).  Other strategies ignore it.
     sync_buckets : bool, default True
         ``bucketed`` with ``world_size > 1`` only: every step's batches come from one bucket.
+    padding_noise : float, default PADDING_NOISE
+        ``token_budget`` only: the relative noise on its sort key (``U(-x, x)``, ``0 <= x < 1``).
 
     Examples
     --------
@@ -166,6 +169,12 @@ def epoch_builder(
     arr.setflags(write=False)
     hist = lengths if isinstance(lengths, LengthHistogram) else LengthHistogram(*count_distinct(arr))
     accumulation = positive_int(gradient_accumulation_steps, "gradient_accumulation_steps")
+    if (
+        isinstance(padding_noise, bool)
+        or not isinstance(padding_noise, int | float)
+        or not 0 <= padding_noise < 1
+    ):
+        raise ValueError(f"padding_noise must be a number in [0, 1), got {padding_noise!r}")
     world_size = positive_int(world_size, "world_size")
     edges_out, budget = None, None
     if strategy == "bucketed":
@@ -178,7 +187,17 @@ def epoch_builder(
     else:
         sizes = (rule.fixed_batch_size(hist.max),)
     setup = _Setup(
-        strategy, arr, hist, rule, edges_out, sizes, budget, accumulation, world_size, bool(sync_buckets)
+        strategy,
+        arr,
+        hist,
+        rule,
+        edges_out,
+        sizes,
+        budget,
+        accumulation,
+        world_size,
+        bool(sync_buckets),
+        float(padding_noise),
     )
     state = _TABLE[strategy].prepare(setup)
     return EpochBuilder(**{f.name: getattr(setup, f.name) for f in fields(setup)}, _state=state)
@@ -193,6 +212,7 @@ class BuilderOptions(TypedDict, total=False):
     gradient_accumulation_steps: int
     world_size: int
     sync_buckets: bool
+    padding_noise: float
 
 
 def build_epoch(

@@ -122,10 +122,11 @@ class TokenBudgetState:
     lengths: np.ndarray
     narrow: np.ndarray  # random gathers of the lengths read a narrow copy (fewer cache misses)
     max_tokens: int
+    noise: float = PADDING_NOISE
 
     def epoch(self, rng: np.random.Generator) -> Epoch:
         n = self.lengths.size
-        noise = rng.uniform(-PADDING_NOISE, PADDING_NOISE, size=n)
+        noise = rng.uniform(-self.noise, self.noise, size=n)
         order = _stable_argsort_keys(self.lengths * (1.0 + noise))
         starts = _token_budget_starts(self.narrow[order], self.max_tokens)
         offsets = np.append(starts, np.int64(n))
@@ -136,7 +137,7 @@ class TokenBudgetState:
 
 def _prepare_token_budget(b: _Setup) -> TokenBudgetState:
     assert b.max_tokens is not None  # the token strategies always get a budget
-    return TokenBudgetState(b.lengths, small_keys(b.lengths), b.max_tokens)
+    return TokenBudgetState(b.lengths, small_keys(b.lengths), b.max_tokens, b.padding_noise)
 
 
 def ffd_plan(hist: LengthHistogram, max_tokens: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -1,0 +1,135 @@
+"""The padding-mixing frontier on the command line: ``frontier FILE`` (the table, or ``--json``)
+and the ``--min-efficiency`` / ``--min-mixing`` floors of ``optimize``, ``compare`` and
+``report`` (:func:`analysis.optimize_edges`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any, TextIO
+
+import numpy as np
+
+from analysis.batching import DEFAULT_SEED
+from analysis.cli._layout import frame_text, wrap
+from analysis.cli._options import (
+    add_batch_rule,
+    add_max_len,
+    add_source,
+    batch_rule,
+    load,
+    non_negative,
+    positive,
+)
+from analysis.frontier_narrative import floor_sentence
+from analysis.tradeoff import frontier
+
+__all__ = ["add_floors", "add_frontier_subcommand", "cmd_frontier", "floor_of", "floor_sentence", "floors"]
+
+#: The columns ``frontier`` prints (the rest with ``--json``).
+_COLUMNS = ["label", "efficiency", "mixing", "mixing_se", "lag1_autocorr", "composition_repeat", "exact"]
+
+
+def _share(text: str) -> float:
+    """A floor in ``(0, 1]`` (``0.9``, or ``90%``)."""
+    try:
+        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a number in (0, 1] or a percentage, got {text!r}"
+        ) from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1] or a percentage, got {text!r}")
+    return value
+
+
+def add_floors(p: argparse.ArgumentParser) -> None:
+    """``--min-efficiency X`` / ``--min-mixing Y`` (at most one)."""
+    group = p.add_mutually_exclusive_group()
+    group.add_argument(
+        "--min-efficiency",
+        metavar="X",
+        type=_share,
+        default=None,
+        help="place the edges on the padding-mixing frontier: the K-bucket plan with the most "
+        "mixing whose efficiency is at least X (e.g. 0.9 or 90%%; default: the padding optimum)",
+    )
+    group.add_argument(
+        "--min-mixing",
+        metavar="Y",
+        type=_share,
+        default=None,
+        help="the most efficient K-bucket plan keeping at least Y of the data's length variance "
+        "in each batch (default: the padding optimum)",
+    )
+
+
+def floors(args: argparse.Namespace) -> dict[str, float]:
+    """The floor given (as :func:`analysis.optimize_edges` keywords; empty without one)."""
+    out = {}
+    for name in ("min_efficiency", "min_mixing"):
+        value = getattr(args, name, None)
+        if value is not None:
+            out[name] = value
+    return out
+
+
+def floor_of(args: argparse.Namespace) -> tuple[str, float] | None:
+    """The floor given as ``(name, value)`` (None without one)."""
+    return next(iter(floors(args).items()), None)
+
+
+def add_frontier_subcommand(sub: Any, formatter_class: type[argparse.HelpFormatter]) -> None:
+    """The ``frontier`` subcommand."""
+    p = sub.add_parser(
+        "frontier",
+        formatter_class=formatter_class,
+        help="efficiency against mixing for every strategy and knob, and the Pareto set",
+        description="Put every batching strategy and knob on the efficiency-mixing plane "
+        "(bucketed K = 1..N with optimal and frontier edges, sorted, random, length_grouped, "
+        "token_budget, packing) and mark the Pareto set.",
+    )
+    add_source(p)
+    add_batch_rule(p)
+    add_max_len(p)
+    p.add_argument("--max-buckets", metavar="N", type=positive, default=32, help="bucketed K = 1..N")
+    p.add_argument("--lambdas", metavar="L", type=non_negative, default=4, help="DP passes of frontier edges")
+    p.add_argument("--epochs", metavar="E", type=positive, default=2, help="simulated epochs per strategy")
+    p.add_argument("--seed", metavar="S", type=non_negative, default=DEFAULT_SEED, help="simulation seed")
+    p.add_argument("--all", action="store_true", help="print every point, not only the Pareto set")
+    p.add_argument("--json", action="store_true", help="print one JSON object (every row) instead")
+
+
+def cmd_frontier(args: argparse.Namespace, out: TextIO) -> None:
+    hist = load(args)
+    rule = batch_rule(args)
+    res = frontier(
+        hist,
+        rule,
+        rng=np.random.default_rng(args.seed),
+        n_buckets=args.max_buckets,
+        n_lambdas=args.lambdas,
+        epochs=args.epochs,
+    )
+    if args.json:
+        print(
+            json.dumps({"source": str(args.src), "max_len": args.max_len, **res.to_dict()}, allow_nan=False),
+            file=out,
+        )
+        return
+    shown = res.frame if args.all else res.pareto
+    title = (
+        "Every point" if args.all else "The Pareto set (no point beats these on both efficiency and mixing)"
+    )
+    print(
+        wrap(f"{title}, {rule.text}{'' if args.max_len is None else f', max_len = {args.max_len:,}'}:"),
+        file=out,
+    )
+    print(frame_text(shown[_COLUMNS].set_index("label")), file=out)
+    print(
+        wrap(
+            "(mixing: the share of the data's length variance a batch keeps, exact for sorted, random "
+            "and bucketed, simulated with its SE otherwise; --all for every point, --json for all columns)"
+        ),
+        file=out,
+    )

@@ -1,0 +1,119 @@
+"""The computed sentence of the padding-mixing trade-off (notebook 02 and the report's summary
+page say it the same way): what the best bucketed plan keeps at an efficiency, beside the
+Hugging Face Trainer's length grouping."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from analysis.lengths import LengthHistogram
+from analysis.optimize import BucketPlan, optimize_edges
+from analysis.tables import format_percent
+from analysis.tradeoff import Frontier
+
+__all__ = ["floor_sentence", "frontier_sentence", "TRAINER_LABEL"]
+
+#: The row of the Trainer's default (``group_by_length`` without gradient accumulation).
+TRAINER_LABEL = "length_grouped G=1"
+
+
+def _best_bucketed(frame: pd.DataFrame, efficiency: float) -> pd.Series | None:
+    rows = frame[(frame["strategy"] == "bucketed") & (frame["efficiency"] >= efficiency)]
+    return None if rows.empty else rows.sort_values(["mixing", "efficiency"]).iloc[-1]
+
+
+def frontier_sentence(
+    result: Frontier, min_efficiency: float | None = None, hist: LengthHistogram | None = None
+) -> str:
+    """ "At X % efficiency, the best plan keeps Y % of the mixing; the Trainer's length grouping
+    keeps Z %": ``X`` is ``min_efficiency``, or else the Trainer's own efficiency (so both
+    plans pad alike); the best plan is the bucketed plan of the frontier with the most mixing
+    at that efficiency or more, or, given the data ``hist``, the better of it and the floor
+    search of :func:`analysis.optimize_edges` at the frontier's largest K (exact, with the
+    bound it proves: the sweep's few lambdas can miss the hull vertex next to a floor).
+
+    Examples
+    --------
+    >>> import textwrap
+    >>> import numpy as np
+    >>> from analysis import LengthHistogram, frontier
+    >>> hist = LengthHistogram.from_lengths(np.random.default_rng(0).integers(1, 300, 600))
+    >>> res = frontier(hist, batch_size=4, rng=np.random.default_rng(0), n_buckets=4, n_lambdas=2,
+    ...                simulate_strategies=False)
+    >>> print(textwrap.fill(frontier_sentence(res, 0.8), 90))
+    At 80.0% efficiency or more, the best bucketed plan (K = 3, 83.8%) keeps 10.8% of the
+    mixing (mixing: the share of the data's length variance a batch keeps).
+    """
+    frame = result.frame
+    trainer = frame[frame["label"] == TRAINER_LABEL]
+    target = min_efficiency
+    if target is None:
+        if trainer.empty:
+            raise ValueError("give min_efficiency: the frontier has no length_grouped row to compare with")
+        target = float(trainer["efficiency"].iloc[0])
+    best = _best_bucketed(frame, target)
+    found = (
+        None if best is None else (int(best["n_buckets"]), float(best["efficiency"]), float(best["mixing"]))
+    )
+    bound = ""
+    if hist is not None and best is not None:
+        k_max = int(frame["n_buckets"].max())
+        plan = optimize_edges(hist, k_max, result.rule, min_efficiency=target)
+        if plan.floor is not None and plan.mixing >= found[2]:  # type: ignore[index]
+            found = (plan.n_buckets, plan.efficiency, plan.mixing)
+            if not plan.floor.exact:
+                bound = f", at most {format_percent(plan.floor.bound, 1)} possible"
+    x = format_percent(target, 1)
+    if found is None:
+        text = f"No bucketed plan reaches {x} efficiency"
+    else:
+        k, eff, mix = found
+        text = (
+            f"At {x} efficiency or more, the best bucketed plan (K = {k}, {format_percent(eff, 1)}) "
+            f"keeps {format_percent(mix, 1)} of the mixing{bound}"
+        )
+    if not trainer.empty:
+        t = trainer.iloc[0]
+        se = float(t["mixing_se"])
+        err = "" if not math.isfinite(se) else f" ± {format_percent(se, 1)}"
+        text += (
+            f"; the Trainer's length grouping keeps {format_percent(t['mixing'], 1)}{err} at "
+            f"{format_percent(t['efficiency'], 1)} (lag-1 autocorrelation {t['lag1_autocorr']:.2f})"
+        )
+    else:
+        text += " (mixing: the share of the data's length variance a batch keeps)"
+    return text + "."
+
+
+def floor_sentence(plan: BucketPlan) -> str | None:
+    """What a frontier floor chose, what it proves and what the next frontier point would cost
+    or gain (None for a plan placed without a floor).
+
+    Examples
+    --------
+    >>> import textwrap
+    >>> from analysis import LengthHistogram, optimize_edges
+    >>> hist = LengthHistogram.from_counts([1, 2, 3, 9, 10], [5, 5, 5, 5, 5])
+    >>> print(textwrap.fill(floor_sentence(optimize_edges(hist, 2, batch_size=4, min_efficiency=0.7)), 90))
+    --min-efficiency 70 %: mixing 42.88 % (at most 55.30 % is possible); the next frontier
+    point keeps 72.18 % at 64.39 % efficiency
+    """
+    f = plan.floor
+    if f is None:
+        return None
+    other = f.above if f.floor == "min_efficiency" else f.below
+    if f.floor == "min_efficiency":
+        proof = (
+            "the most any plan meeting it keeps" if f.exact else f"at most {100 * f.bound:.2f} % is possible"
+        )
+        return (
+            f"--min-efficiency {100 * f.value:g} %: mixing {100 * plan.mixing:.2f} % ({proof}); the next "
+            f"frontier point keeps {100 * other[1]:.2f} % at {100 * other[0]:.2f} % efficiency"
+        )
+    proof = "proven best" if f.exact else f"the best plan pads at least {f.bound:,.0f}"
+    return (
+        f"--min-mixing {100 * f.value:g} %: efficiency {100 * plan.efficiency:.2f} % ({proof}); the "
+        f"next frontier point reaches {100 * other[0]:.2f} % efficiency keeping {100 * other[1]:.2f} %"
+    )

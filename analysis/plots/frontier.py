@@ -1,0 +1,178 @@
+"""The padding-mixing frontier: efficiency (or tokens/s) against mixing for every strategy and
+knob (an :func:`analysis.frontier` frame), the Pareto frontier drawn, the chosen point and the
+case's point labelled.  Strategies keep their Okabe–Ito colours and get a marker each (readable
+in grey too); mixing is on a log axis (a heavy tail leaves the best-padded plans a tiny share of
+the variance), with a mixing of exactly 0 (sorted batches) drawn on the axis's left edge and
+said so in its label."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.ticker import FuncFormatter, PercentFormatter
+
+from analysis.plots._common import GREY, format_count, format_percent, place_labels
+from analysis.plots.strategies import STRATEGY_COLORS
+
+__all__ = ["plot_frontier"]
+
+_MARKERS = {
+    "sorted": "s",
+    "random": "X",
+    "bucketed": "o",
+    "length_grouped": "D",
+    "token_budget": "^",
+    "packing": "P",
+}
+_NAMES = {
+    "bucketed": "bucketed, optimal edges (K = 1, 2, ...)",
+    "length_grouped": "length_grouped (HF Trainer), by grad. accumulation",
+    "token_budget": "token_budget (AllenNLP), by padding noise",
+}
+
+
+def _x_floor(frame: pd.DataFrame) -> float:
+    """The log axis's left edge: below the least positive mixing but sorted batching's (which is
+    ~0 and drawn on the edge), and at least 0.01 %."""
+    mixing = frame.loc[frame["strategy"] != "sorted", "mixing"].to_numpy(float)
+    positive = mixing[mixing > 0]
+    low = float(positive.min()) if positive.size else 1e-3
+    return float(max(10.0 ** (float(np.floor(np.log10(low))) - 0.3), 1e-4))
+
+
+def plot_frontier(
+    frame: pd.DataFrame,
+    *,
+    axis: str = "efficiency",
+    marks: Mapping[str, str] | None = None,
+    title: str | None = None,
+) -> Figure:
+    """Efficiency (``axis="tokens_per_s"``: predicted tokens/s) against mixing: a marked curve
+    per strategy along its knob, the frontier-edge plans as small rings, the Pareto frontier
+    as a black staircase, and ``marks`` (caption -> a row's ``label``: ``{"chosen": ...,
+    "case": ...}``) ringed and named (the first with a star).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis import LengthHistogram, frontier
+    >>> hist = LengthHistogram.from_lengths(np.random.default_rng(0).integers(1, 300, 600))
+    >>> res = frontier(hist, batch_size=4, rng=np.random.default_rng(0), n_buckets=4, n_lambdas=2,
+    ...                simulate_strategies=False)
+    >>> fig = plot_frontier(res.frame, marks={"chosen": "optimal edges, K=3", "full shuffle": "random"})
+    >>> fig.axes[0].get_xscale(), fig.axes[0].get_ylabel()
+    ('log', 'efficiency (useful / padded)')
+    """
+    for column in (axis, "mixing", "strategy", "label", "pareto"):
+        if column not in frame.columns:
+            raise ValueError(f"the frame has no {column!r} column")
+    f = frame[np.isfinite(frame[axis].to_numpy(float)) & np.isfinite(frame["mixing"].to_numpy(float))]
+    floor = _x_floor(f)
+    fig = Figure(figsize=(7.6, 6.2), layout="constrained")
+    ax = fig.subplots()
+    ax.set_xscale("log")
+    handles = []
+    is_frontier = f["label"].str.startswith("frontier edges")
+    rings = f[is_frontier]
+    if not rings.empty:
+        ax.scatter(
+            np.maximum(rings["mixing"], floor),
+            rings[axis],
+            s=14,
+            facecolors="none",
+            edgecolors=STRATEGY_COLORS["bucketed"],
+            linewidths=0.7,
+            alpha=0.8,
+            zorder=2,
+        )
+        handles.append(
+            Line2D(
+                [],
+                [],
+                ls="",
+                marker="o",
+                mfc="none",
+                color=STRATEGY_COLORS["bucketed"],
+                label="bucketed, frontier edges (every K, each lambda)",
+            )
+        )
+    rest = f[~is_frontier & (f["knob"] != "given")]
+    for name, group in rest.groupby("strategy", sort=False):
+        g = group.sort_values("knob_value") if group["knob_value"].notna().all() else group
+        color, marker = STRATEGY_COLORS.get(str(name), GREY), _MARKERS.get(str(name), "o")
+        alone = len(g) == 1
+        ax.plot(
+            np.maximum(g["mixing"], floor),
+            g[axis],
+            color=color,
+            marker=marker,
+            ms=8 if alone else 6,
+            lw=1.2,
+            mec="black",
+            mew=0.4,
+            zorder=4 if alone else 3,
+            clip_on=False,
+        )
+        label = _NAMES.get(str(name), str(name))
+        if str(name) == "sorted" and float(g["mixing"].min()) < floor:
+            label += f" (mixing {format_percent(float(g['mixing'].min()))}: on the left edge)"
+        handles.append(Line2D([], [], color=color, marker=marker, mec="black", mew=0.4, label=label))
+    pareto = f[f["pareto"]].sort_values("mixing")
+    if not pareto.empty:
+        ax.step(
+            np.maximum(pareto["mixing"], floor),
+            pareto[axis],
+            where="post",
+            color="black",
+            lw=1.0,
+            ls="--",
+            zorder=4,
+            alpha=0.8,
+        )
+        handles.append(Line2D([], [], color="black", ls="--", label="Pareto frontier"))
+    xs, ys, texts = [], [], []
+    merged: dict[str, list[str]] = {}
+    for text, name in (marks or {}).items():
+        merged.setdefault(name, []).append(text)
+    for n, (name, captions) in enumerate(merged.items()):
+        text = " = ".join(captions)
+        hit = f[f["label"] == name]
+        if hit.empty:
+            raise ValueError(f"no row labelled {name!r} in the frame")
+        x, y = max(float(hit["mixing"].iloc[0]), floor), float(hit[axis].iloc[0])
+        ax.scatter(
+            [x],
+            [y],
+            s=150,
+            marker="*" if n == 0 else "D",
+            facecolors="none",
+            edgecolors="black",
+            linewidths=1.4,
+            zorder=5,
+        )
+        xs.append(x)
+        ys.append(y)
+        value = format_percent(y) if axis == "efficiency" else format_count(y) + " tok/s"
+        head = name if text in name else f"{text}: {name}"
+        texts.append(f"{head}\n{value}, mixing {format_percent(float(hit['mixing'].iloc[0]))}")
+    ax.set_xlim(floor, 1.15)
+    if axis == "efficiency":
+        ax.set_ylim(max(0.0, float(f[axis].min()) - 0.05), 1.0)
+        ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
+        ax.set_ylabel("efficiency (useful / padded)")
+    else:
+        ax.set_ylabel("predicted useful tokens/s")
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: format_count(v)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_percent(v)))
+    ax.set_xlabel("mixing: share of the data's length variance a batch keeps (log)")
+    ax.grid(alpha=0.3, which="both")
+    fig.legend(handles=handles, loc="outside lower center", ncols=2, fontsize=8, frameon=False)
+    ax.set_title(title or "Padding against mixing: every strategy and knob")
+    if texts:
+        for note in place_labels(ax, np.array(xs), np.array(ys), texts, fontsize=8):
+            note.set_bbox({"facecolor": "white", "edgecolor": "none", "alpha": 0.7, "pad": 1.0})
+    return fig

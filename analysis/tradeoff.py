@@ -1,0 +1,358 @@
+"""The whole trade-off in one call (``analysis.frontier``): efficiency (or tokens/s) against
+mixing, for every strategy and knob, and the Pareto set a team picks a point from.
+
+:func:`frontier` puts on one plane:
+
+- ``bucketed``, optimal edges for ``K = 1..n_buckets`` (the exact padding optimum, one DP
+  pass), and frontier edges: for each ``lambda`` of a geometric sweep the plans minimising
+  ``padded - lambda * mixing`` for every ``K`` (one DP pass per ``lambda``:
+  :func:`analysis.optimize.frontier_plans`), each Pareto-optimal among all ``K``-bucket
+  plans.  Exact (:mod:`analysis.waste`, :mod:`analysis.mixing`).
+- ``sorted`` and ``random``: exact efficiency and mixing.
+- ``length_grouped`` (the Hugging Face Trainer's) for several ``gradient_accumulation_steps``
+  (its megabatch is ``min(n // (4 B G), 50) * B * G`` samples), ``token_budget`` for several
+  padding noises, and ``packing``: simulated epochs, with the mixing's standard error.
+
+``lag1_autocorr`` and ``composition_repeat`` come from the simulated epochs (NaN for the
+bucketed rows, which are not simulated one by one: their batch order is a uniform interleave
+and their compositions are fresh draws each epoch).  With a fitted ``step_time`` model every row
+gets its predicted useful tokens/s (:mod:`analysis.epoch_time`: exact for sorted, random and
+bucketed; priced batch by batch for the simulated ones) and the Pareto set is taken on
+tokens/s, else on efficiency.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analysis._validate import check_rng, positive_int
+from analysis.batching import BatchRule, as_rule, check_edges, round_up
+from analysis.epoch_time import expected_epoch_time
+from analysis.lengths import LengthHistogram
+from analysis.mixing import random_mixing, sorted_mixing
+from analysis.optimize import (
+    BucketPlan,
+    evaluate_edges,
+    frontier_lambdas,
+    frontier_plans,
+    sweep_bucket_counts,
+)
+from analysis.simulation import simulate
+from analysis.step_time import StepTimeModel
+from analysis.waste import random_padding, sorted_padding
+
+__all__ = ["FRONTIER_COLUMNS", "Frontier", "frontier"]
+
+#: The columns of :attr:`Frontier.frame`, in order.
+FRONTIER_COLUMNS = (
+    "strategy",
+    "knob",
+    "knob_value",
+    "label",
+    "efficiency",
+    "mixing",
+    "mixing_se",
+    "lag1_autocorr",
+    "composition_repeat",
+    "exact",
+    "tokens_per_s",
+    "n_buckets",
+    "edges",
+    "pareto",
+)
+#: ``length_grouped`` gradient-accumulation steps and ``token_budget`` noises swept by default.
+DEFAULT_ACCUMULATION = (1, 4, 16)
+DEFAULT_NOISES = (0.05, 0.1, 0.3)
+#: Samples the simulated strategies run on at most (a uniform subsample of bigger data).
+DEFAULT_SIMULATED_SAMPLES = 200_000
+#: How a knob reads in a row's ``label``.
+_SHORT = {"gradient_accumulation_steps": "G", "padding_noise": "noise"}
+
+
+@dataclass(frozen=True, eq=False)
+class Frontier:
+    """Every strategy and knob on the efficiency-mixing plane (:func:`frontier`).
+
+    ``frame`` has one row per point (columns :data:`FRONTIER_COLUMNS`; ``pareto`` marks the
+    points no other point beats on both ``axis`` and ``mixing``); ``axis`` is
+    ``"tokens_per_s"`` when a step-time model was given, else ``"efficiency"``;
+    ``simulated_samples``: the samples the simulated rows ran on (0: none simulated).
+    """
+
+    frame: pd.DataFrame
+    rule: BatchRule
+    axis: str
+    lambdas: tuple[float, ...]
+    simulated_samples: int = 0
+
+    @property
+    def pareto(self) -> pd.DataFrame:
+        """The Pareto set, from the most ``axis`` (least mixing) to the most mixing."""
+        out = self.frame[self.frame["pareto"]].sort_values([self.axis, "mixing"], ascending=[False, True])
+        return out.reset_index(drop=True)
+
+    def to_frame(self) -> pd.DataFrame:
+        """A copy of :attr:`frame`."""
+        return self.frame.copy()
+
+    def best(self, *, min_efficiency: float | None = None, min_mixing: float | None = None) -> pd.Series:
+        """The Pareto point with the most mixing whose efficiency is at least
+        ``min_efficiency``, or the one with the most ``axis`` whose mixing is at least
+        ``min_mixing`` (exactly one); a one-line error naming the best reachable value."""
+        if (min_efficiency is None) == (min_mixing is None):
+            raise ValueError("give min_efficiency or min_mixing, not both")
+        p = self.pareto
+        if min_efficiency is not None:
+            ok = p[p["efficiency"] >= min_efficiency]
+            if ok.empty:
+                best = p["efficiency"].max()
+                raise ValueError(
+                    f"min_efficiency = {min_efficiency:g} is unreachable: the best is {best:.4f}"
+                )
+            return ok.sort_values("mixing").iloc[-1]
+        ok = p[p["mixing"] >= float(min_mixing or 0)]
+        if ok.empty:
+            raise ValueError(
+                f"min_mixing = {min_mixing:g} is unreachable: the most is {p['mixing'].max():.4f}"
+            )
+        return ok.sort_values(self.axis).iloc[-1]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: the rule, the axis, the lambdas and every row."""
+        rows = []
+        for row in self.frame.to_dict(orient="records"):
+            rows.append({k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in row.items()})
+        return {"rule": self.rule.kwargs(), "axis": self.axis, "lambdas": list(self.lambdas), "rows": rows}
+
+
+def _row(strategy: str, knob: str, value: Any, label: str, **values: Any) -> dict[str, Any]:
+    out: dict[str, Any] = dict.fromkeys(FRONTIER_COLUMNS, math.nan)
+    out.update(strategy=strategy, knob=knob, knob_value=value, label=label, exact=True, edges=None)
+    out.update(values)
+    return out
+
+
+def _plan_row(
+    plan: BucketPlan, knob_value: Any, label: str, hist: LengthHistogram, model: Any
+) -> dict[str, Any]:
+    rate = math.nan
+    if model is not None:
+        rate = hist.total_tokens / expected_epoch_time(hist, model, "bucketed", plan.rule, edges=plan.edges)
+    return _row(
+        "bucketed",
+        "n_buckets",
+        knob_value,
+        label,
+        efficiency=plan.efficiency,
+        mixing=plan.mixing,
+        mixing_se=0.0,
+        tokens_per_s=rate,
+        n_buckets=plan.n_buckets,
+        edges=plan.edges,
+    )
+
+
+def _simulated_row(
+    hist: LengthHistogram,
+    strategy: str,
+    rule: BatchRule,
+    knob: str,
+    value: Any,
+    rng: np.random.Generator,
+    epochs: int,
+    model: StepTimeModel | None,
+    **options: Any,
+) -> dict[str, Any]:
+    res = simulate(hist, strategy, rule, rng=rng, epochs=epochs, **options)
+    e = res.epochs
+    se = math.sqrt(float((e["mixing_se"] ** 2).mean()) / len(e))
+    later = e["composition_repeat"].iloc[1:]
+    rate = math.nan
+    if model is not None:
+        b = res.batches
+        if strategy == "packing":
+            budget = rule.token_budget(hist.max)
+            seconds = model.predict(np.ones(len(b)), np.full(len(b), budget))
+        else:
+            seconds = model.predict(
+                b["size"].to_numpy(), round_up(b["longest"].to_numpy(), rule.pad_to_multiple_of)
+            )
+        rate = res.useful_tokens / float(np.sum(seconds))
+    label = strategy if knob == "" else f"{strategy} {_SHORT.get(knob, knob)}={value}"
+    return _row(
+        strategy,
+        knob,
+        value,
+        label,
+        efficiency=res.efficiency,
+        mixing=float(e["mixing"].mean()),
+        mixing_se=se,
+        lag1_autocorr=float(e["lag1_autocorr"].mean()),
+        composition_repeat=float(later.mean()) if later.size else math.nan,
+        exact=False,
+        tokens_per_s=rate,
+    )
+
+
+def _pareto(axis: np.ndarray, mixing: np.ndarray) -> np.ndarray:
+    """Points no other beats (at least as good on both, better on one); ties all stay; a NaN
+    point never is one, nor beats one."""
+    ok = ~(np.isnan(axis) | np.isnan(mixing))
+    a, g = axis[ok], mixing[ok]
+    beaten = (
+        (a[None, :] >= a[:, None])
+        & (g[None, :] >= g[:, None])
+        & ((a[None, :] > a[:, None]) | (g[None, :] > g[:, None]))
+    ).any(axis=1)
+    out = np.zeros(axis.size, bool)
+    out[np.flatnonzero(ok)] = ~beaten
+    return out
+
+
+def frontier(
+    hist: LengthHistogram,
+    rule: BatchRule | None = None,
+    *,
+    rng: np.random.Generator,
+    batch_size: int | None = None,
+    max_tokens: int | None = None,
+    pad_to_multiple_of: int | None = None,
+    n_buckets: int = 32,
+    n_lambdas: int = 4,
+    epochs: int = 2,
+    gradient_accumulation_steps: Sequence[int] = DEFAULT_ACCUMULATION,
+    padding_noises: Sequence[float] = DEFAULT_NOISES,
+    step_time: StepTimeModel | None = None,
+    edge_sets: Mapping[str, Sequence[int]] | None = None,
+    simulate_strategies: bool = True,
+    simulate_samples: int | None = DEFAULT_SIMULATED_SAMPLES,
+) -> Frontier:
+    """Efficiency (tokens/s with ``step_time``) against mixing for every strategy and knob.
+
+    Parameters
+    ----------
+    hist : LengthHistogram
+    rule : BatchRule, optional
+        Or ``batch_size=`` / ``max_tokens=`` and ``pad_to_multiple_of=``.
+    rng : numpy.random.Generator
+        For the simulated strategies.
+    n_buckets : int, default 32
+        Bucketed rows for ``K = 1..n_buckets`` (capped at the distinct lengths).
+    n_lambdas : int, default 4
+        DP passes of frontier edges (:func:`analysis.optimize.frontier_lambdas`); 0: none.
+    epochs : int, default 2
+        Simulated epochs per simulated row (two, so ``composition_repeat`` is defined).
+    gradient_accumulation_steps, padding_noises
+        The ``length_grouped`` and ``token_budget`` knobs.
+    step_time : StepTimeModel, optional
+        Adds ``tokens_per_s`` and takes the Pareto set on it (edges still placed for padding).
+    edge_sets : mapping of name to edges, optional
+        Given bucketed plans to put on the plane (the case's edges, say); ``knob`` is ``"given"``.
+    simulate_strategies : bool, default True
+        False: only the exact rows (bucketed, sorted, random).
+    simulate_samples : int or None, default 200,000
+        The simulated strategies run on a uniform subsample (without replacement, drawn with
+        ``rng``) of this many samples when the data hold more (``Frontier.simulated_samples``
+        says how many ran); None: every sample.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis import LengthHistogram
+    >>> hist = LengthHistogram.from_lengths(np.random.default_rng(0).integers(1, 200, 500))
+    >>> res = frontier(hist, batch_size=4, rng=np.random.default_rng(1), n_buckets=4, n_lambdas=2,
+    ...                simulate_strategies=False)
+    >>> res.frame[["label", "exact"]].head(3)
+                  label  exact
+    0            sorted   True
+    1            random   True
+    2  optimal edges, K=1   True
+    >>> bool(res.frame["pareto"].any()), res.axis
+    (True, 'efficiency')
+    """
+    check_rng(rng)
+    rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens, pad_to_multiple_of=pad_to_multiple_of)
+    k_max = min(positive_int(n_buckets, "n_buckets"), hist.n_distinct)
+    if isinstance(n_lambdas, bool) or not isinstance(n_lambdas, int) or n_lambdas < 0:
+        raise ValueError(f"n_lambdas must be an integer >= 0, got {n_lambdas!r}")
+    model = step_time
+    rows = []
+    for name, est, mix in (
+        ("sorted", sorted_padding(hist, rule), sorted_mixing(hist, rule)),
+        ("random", random_padding(hist, rule), random_mixing(hist, rule)),
+    ):
+        rate = math.nan if model is None else hist.total_tokens / expected_epoch_time(hist, model, name, rule)
+        rows.append(
+            _row(
+                name, "", None, name, efficiency=est.efficiency, mixing=mix, mixing_se=0.0, tokens_per_s=rate
+            )
+        )
+    sweep = sweep_bucket_counts(hist, range(1, k_max + 1), ["optimal"], rule)
+    plans = {}
+    for k, edges in zip(sweep["n_buckets"], sweep["edges"]):
+        plans[int(k)] = evaluate_edges(hist, edges, rule, method="optimal")
+        rows.append(_plan_row(plans[int(k)], int(k), f"optimal edges, K={k}", hist, model))
+    lambdas: list[float] = []
+    if n_lambdas and k_max > 1:
+        lambdas = frontier_lambdas(plans[k_max], plans[1], n_lambdas)
+        for lam, k, plan in frontier_plans(hist, rule, k_max, lambdas):
+            if plan.edges != plans[k].edges:
+                row = _plan_row(plan, k, f"frontier edges, K={k}", hist, model)
+                row["lambda"] = lam
+                rows.append(row)
+    for name, edges in (edge_sets or {}).items():
+        plan = evaluate_edges(hist, check_edges(edges, hist), rule, method="given")
+        row = _plan_row(plan, plan.n_buckets, name, hist, model)
+        row["knob"] = "given"
+        rows.append(row)
+    sim = hist
+    if simulate_strategies and simulate_samples is not None and hist.n_samples > simulate_samples:
+        picked = rng.choice(
+            hist.n_samples, size=positive_int(simulate_samples, "simulate_samples"), replace=False
+        )
+        sim = LengthHistogram.from_lengths(
+            hist.lengths[np.searchsorted(hist.cumulative_counts(), picked, side="right")]
+        )
+    if simulate_strategies:
+        for g in gradient_accumulation_steps:
+            rows.append(
+                _simulated_row(
+                    sim,
+                    "length_grouped",
+                    rule,
+                    "gradient_accumulation_steps",
+                    int(g),
+                    rng,
+                    epochs,
+                    model,
+                    gradient_accumulation_steps=int(g),
+                )
+            )
+        for noise in padding_noises:
+            rows.append(
+                _simulated_row(
+                    sim,
+                    "token_budget",
+                    rule,
+                    "padding_noise",
+                    float(noise),
+                    rng,
+                    epochs,
+                    model,
+                    padding_noise=float(noise),
+                )
+            )
+        rows.append(_simulated_row(sim, "packing", rule, "", None, rng, epochs, model))
+    frame = pd.DataFrame(rows)
+    if "lambda" not in frame:
+        frame["lambda"] = math.nan
+    axis = "efficiency" if model is None else "tokens_per_s"
+    frame["pareto"] = _pareto(frame[axis].to_numpy(float), frame["mixing"].to_numpy(float))
+    frame = frame[[*FRONTIER_COLUMNS, "lambda"]]
+    return Frontier(frame, rule, axis, tuple(lambdas), sim.n_samples if simulate_strategies else 0)

@@ -1,0 +1,128 @@
+"""analysis.frontier (every strategy and knob on the efficiency-mixing plane), its CLI subcommand
+and the floors of optimize / recommend, against the exact functions they stand on."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import analysis.cli as cli
+from analysis import LengthHistogram, StepTimeModel, frontier, optimize_edges, recommend, save_histogram
+from analysis.epoch_time import expected_epoch_time
+from analysis.mixing import random_mixing, sorted_mixing
+from analysis.tradeoff import FRONTIER_COLUMNS
+
+LENGTHS = np.concatenate(
+    [np.random.default_rng(7).integers(5, 200, size=2_000), np.random.default_rng(8).integers(300, 2000, 400)]
+)
+
+
+@pytest.fixture(scope="module")
+def hist():
+    return LengthHistogram.from_lengths(LENGTHS)
+
+
+@pytest.fixture(scope="module")
+def result(hist):
+    return frontier(hist, batch_size=4, rng=np.random.default_rng(0), n_buckets=6, n_lambdas=3, epochs=2)
+
+
+def test_frame_holds_every_strategy_and_knob(result, hist):
+    f = result.frame
+    assert list(f.columns[: len(FRONTIER_COLUMNS)]) == list(FRONTIER_COLUMNS)
+    assert set(f["strategy"]) == {"sorted", "random", "bucketed", "length_grouped", "token_budget", "packing"}
+    assert sorted(f.loc[f["strategy"] == "length_grouped", "knob_value"]) == [1, 4, 16]
+    assert sorted(f.loc[f["strategy"] == "token_budget", "knob_value"]) == [0.05, 0.1, 0.3]
+    row = f.set_index("label")
+    assert row.loc["sorted", "mixing"] == sorted_mixing(hist, batch_size=4)
+    assert row.loc["random", "mixing"] == random_mixing(hist, batch_size=4)
+    for k in range(1, 7):
+        plan = optimize_edges(hist, k, batch_size=4)
+        assert row.loc[f"optimal edges, K={k}", "efficiency"] == pytest.approx(plan.efficiency, rel=1e-12)
+        assert row.loc[f"optimal edges, K={k}", "mixing"] == pytest.approx(plan.mixing, rel=1e-12)
+    simulated = f[~f["exact"]]
+    assert (simulated["mixing_se"] > 0).all() and simulated["lag1_autocorr"].notna().all()
+    assert (f["efficiency"] <= 1).all() and (f["mixing"].between(0, 1)).all()
+
+
+def test_pareto_set_is_the_undominated_points(result):
+    f = result.frame
+    e, g = f["efficiency"].to_numpy(), f["mixing"].to_numpy()
+    for i in range(len(f)):
+        beaten = ((e >= e[i]) & (g >= g[i]) & ((e > e[i]) | (g > g[i]))).any()
+        assert bool(f["pareto"].iloc[i]) == (not beaten), f["label"].iloc[i]
+    p = result.pareto
+    assert p["efficiency"].is_monotonic_decreasing and p["mixing"].is_monotonic_increasing
+
+
+def test_best_point_and_its_errors(result):
+    row = result.best(min_efficiency=0.8)
+    assert row["efficiency"] >= 0.8
+    others = result.pareto[result.pareto["efficiency"] >= 0.8]
+    assert row["mixing"] == others["mixing"].max()
+    with pytest.raises(ValueError, match=r"^min_mixing = 2 is unreachable: the most is 1\.0000$"):
+        result.best(min_mixing=2)
+    with pytest.raises(ValueError, match="not both"):
+        result.best()
+
+
+def test_tokens_per_s_with_a_step_time_model(hist):
+    model = StepTimeModel(per_step=1e-3, per_token=1e-6, attention=1e-10)
+    res = frontier(
+        hist, batch_size=4, rng=np.random.default_rng(0), n_buckets=3, n_lambdas=1, step_time=model
+    )
+    assert res.axis == "tokens_per_s" and res.frame["tokens_per_s"].notna().all()
+    row = res.frame.set_index("label").loc["random"]
+    assert row["tokens_per_s"] == pytest.approx(
+        hist.total_tokens / expected_epoch_time(hist, model, "random", batch_size=4)
+    )
+    json.dumps(res.to_dict(), allow_nan=False)
+
+
+def test_recommend_with_a_floor(hist):
+    rec = recommend(hist, 4, batch_size=4, min_mixing=0.2)
+    assert rec.floor is not None and rec.floor.floor == "min_mixing" and rec.plan.mixing >= 0.2
+    assert rec.to_dict()["plan"]["floor"]["floor"] == "min_mixing"
+    assert recommend(hist, 4, batch_size=4).floor is None
+
+
+def test_cli_frontier_and_floors(tmp_path, capsys, monkeypatch, hist):
+    monkeypatch.setenv("COLUMNS", "120")
+    path = save_histogram(hist, tmp_path / "lengths.csv")
+    args = ["frontier", path, "--batch-size", "4", "--max-buckets", "4", "--lambdas", "2"]
+    assert cli.main([str(a) for a in [*args, "--json"]]) == 0
+    value = json.loads(capsys.readouterr().out)
+    assert value["axis"] == "efficiency" and any(r["pareto"] for r in value["rows"])
+    assert cli.main([str(a) for a in args]) == 0
+    out = capsys.readouterr().out
+    assert "Pareto set" in out and "mixing" in out
+    assert (
+        cli.main(["optimize", str(path), "--buckets", "3", "--batch-size", "4", "--min-efficiency", "70%"])
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert "frontier edges for 3 buckets" in out and "--min-efficiency 70 %" in out
+    code = cli.main(
+        ["optimize", str(path), "--buckets", "2", "--batch-size", "4", "--min-efficiency", "0.9999"]
+    )
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "unreachable with 2 buckets: the best is" in err
+    code = cli.main(["optimize", str(path), "--min-efficiency", "0.5", "--min-mixing", "0.5"])
+    assert code == 2 and "not allowed with argument" in capsys.readouterr().err
+
+
+def test_the_figure_marks_points_and_refuses_unknown_ones(result):
+    from analysis.plots import plot_frontier
+
+    fig = plot_frontier(
+        result.frame, marks={"chosen": "optimal edges, K=3", "HF Trainer": "length_grouped G=1"}
+    )
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log" and ax.get_ylim()[1] == 1.0
+    texts = [t.get_text() for t in ax.texts]
+    assert any(t.startswith("chosen: optimal edges, K=3") for t in texts)
+    assert any(t.startswith("HF Trainer: length_grouped G=1") for t in texts)
+    with pytest.raises(ValueError, match="no row labelled 'nope'"):
+        plot_frontier(result.frame, marks={"chosen": "nope"})
