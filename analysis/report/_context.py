@@ -78,13 +78,16 @@ class _Data:
 
 @dataclass(frozen=True)
 class _Run:
-    """Where a report reads and writes, and what it runs (:func:`_resolve_inputs`)."""
+    """Where a report reads and writes, and what it runs (:func:`_resolve_inputs`): ``out``
+    is the folder written now (the staging folder while the report runs), ``final`` the folder
+    the report is moved to when complete."""
 
     out: Path
     notebooks_dir: Path
     notebooks: list[Path]
     skipped: list[str]  # the notebooks that need measured step times, when none are given
     step_times: Path | None
+    final: Path
 
 
 @dataclass(frozen=True)

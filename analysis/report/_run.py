@@ -5,8 +5,8 @@ folder, run each notebook and convert it to HTML, list the figures, write
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
@@ -34,7 +34,16 @@ from analysis.report._context import (
     _Run,
     _Settings,
 )
-from analysis.report._folder import _new_figures, _prepare_output, _resolve_inputs
+from analysis.report._folder import (
+    _new_figures,
+    _prepare_output,
+    _resolve_inputs,
+    check_inputs,
+    publish,
+    relocate,
+    relocate_file,
+    staging,
+)
 from analysis.report._index import Source, describe_source, index_html, summary_facts
 from analysis.report._notebooks import (
     INDEX_HTML,
@@ -73,6 +82,7 @@ def run_report(
     step_times: str | os.PathLike[str] | None = None,
     notebooks_dir: str | os.PathLike[str] | None = None,
     command: str | None = None,
+    keep_source: bool = False,
 ) -> ReportResult:
     """Run every notebook on ``src`` into ``out_dir`` and write ``recommendation.json``.
 
@@ -81,7 +91,10 @@ def run_report(
     src : path, glob or array
         The lengths (anything :func:`analysis.load_lengths` reads).
     out_dir : path
-        Output folder, created when missing.  Existing files of the same names are replaced.
+        Output folder, taken literally: new, empty, or an earlier report's (which is replaced
+        whole, and only once the new report is complete: it is written in a hidden staging
+        folder beside it, see :mod:`analysis.report._folder`).  A folder holding other files,
+        or one holding an input, is refused.
     n_buckets : int or "auto"
         Buckets of the recommended plan; ``"auto"`` takes the K the gain rule suggests
         (:attr:`analysis.Recommendation.n_buckets_suggested`), recorded in
@@ -119,6 +132,10 @@ def run_report(
         Where the notebooks are (default ``analysis.paths.NOTEBOOKS_DIR``).
     command : str, optional
         The command line to record (the CLI passes its own).
+    keep_source : bool
+        ``src`` is a file written for this report (``report --tokenizer`` measures the raw
+        data into one, outside ``out_dir``): it is moved into the report, under its name, and
+        recorded there.
 
     Returns
     -------
@@ -145,8 +162,11 @@ def run_report(
     )
     if (tokens_per_s is None) != (reference_strategy is None):
         raise ValueError("a throughput calibration needs both tokens_per_s and reference_strategy")
-    started = time.time() - 1.0  # figures older than this run are not listed (stale files)
+    if keep_source and not isinstance(src, str | os.PathLike):
+        raise ValueError("keep_source needs src to be a file, the one written for this report")
+    kept = Path(src) if keep_source and isinstance(src, str | os.PathLike) else None
     run = _resolve_inputs(out_dir, notebooks_dir, step_times)
+    check_inputs(run.out, src, [run.step_times])
     progress = bar(enabled=False if quiet else None)
     raw = load_lengths(src, column=column, field=field, allow_zero=drop_zero, progress=progress)
     raw, zero_dropped = raw.drop_zero() if drop_zero else (raw, 0)
@@ -167,19 +187,27 @@ def run_report(
         rec, settings.tokens_per_s, settings.reference_strategy, step_time
     )
     rec_dict["step_time"] = None if step_time is None else step_time.to_dict()
-    data = _Data(src, raw, zero_dropped, *_prepare_output(run.out, raw))
     source = describe_source(src)
     pages = _PageContext(
         source.name, settings.rule.text, [Page(nb.name, notebook_title(nb)) for nb in run.notebooks]
     )
-    runs, executed = _run_notebooks(run, _offered(settings, run, data, rec.plan.edges), progress, pages)
-    figure_files = _new_figures(data.figures, started)
-    recommendation = _recommendation(settings, run, data, command, rec_dict, rec.plan, runs, figure_files)
-    rec_path = write_json(run.out / "recommendation.json", recommendation)
-    command_line = str(recommendation["command"])
-    index = _write_index(run, settings, source, rec, hist, raw, step_time, pages, command_line)
-    written = [data.csv, *executed, rec_path, index, *figure_files]
-    return ReportResult(out_dir=run.out, files=tuple(sorted(set(written))), recommendation=recommendation)
+    with staging(run.final) as stage:  # written beside the folder, moved into place when complete
+        run = replace(run, out=stage)
+        if kept is not None:
+            src, source = _adopt(kept, source, run)
+        data = _Data(src, raw, zero_dropped, *_prepare_output(run.out, raw))
+        runs, executed = _run_notebooks(run, _offered(settings, run, data, rec.plan.edges), progress, pages)
+        figure_files = _new_figures(data.figures)
+        recommendation = _recommendation(settings, run, data, command, rec_dict, rec.plan, runs, figure_files)
+        rec_path = write_json(run.out / "recommendation.json", recommendation)
+        command_line = str(recommendation["command"])
+        index = _write_index(run, settings, source, rec, hist, raw, step_time, pages, command_line)
+        written = [data.csv, *executed, rec_path, index, *figure_files]
+        if kept is not None:
+            written.append(run.out / kept.name)
+        publish(stage, run.final)
+    files = tuple(sorted({run.final / p.relative_to(stage) for p in written}))
+    return ReportResult(out_dir=run.final, files=files, recommendation=recommendation)
 
 
 def _run_notebooks(
@@ -201,13 +229,17 @@ def _run_notebooks(
             params = {k: v for k, v in offered.items() if k in defined}
             dst = run.out / nb.name
             _run_notebook(nb, dst, params, cwd=run.notebooks_dir, show_progress=progress is not None)
+            relocate_file(dst, run.out, run.final)  # paths into the staging folder name the final one
             html = _to_html(dst, pages.pages, source=pages.source, rule=pages.rule)
             written += [dst, html]
             runs.append(
                 {
                     "notebook": nb.name,
                     "html": html.name,
-                    "parameters": params,
+                    "parameters": {
+                        k: relocate(v, run.out, run.final) if isinstance(v, str) else v
+                        for k, v in params.items()
+                    },
                     "not_set": sorted(set(offered) - set(params)),
                 }
             )
@@ -244,3 +276,11 @@ def _write_index(
     page = index_html(facts, pages.pages, skipped=run.skipped, command=command, lengths=clipping)
     path.write_text(page, encoding="utf-8")
     return path
+
+
+def _adopt(src: Path, source: Source, run: _Run) -> tuple[Path, Source]:
+    """Move ``src``, a file written for this report, into the staging folder: the path it will
+    have in the report, and ``source`` naming it there."""
+    shutil.move(src, run.out / src.name)
+    final = run.final / src.name
+    return final, replace(source, files=tuple(replace(f, path=str(final)) for f in source.files))
