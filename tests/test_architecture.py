@@ -23,7 +23,17 @@ import analysis
 PACKAGE = Path(analysis.__file__).parent
 #: The faces: they may import anything; nothing in the engine may import them (``tables``, the one
 #: number formatter, is ground: ``narrative`` words its numbers with it).
-FACES = {"cli", "report", "explorer", "exports", "progress", "plots", "narrative", "__main__"}
+FACES = {
+    "cli",
+    "report",
+    "explorer",
+    "exports",
+    "progress",
+    "plots",
+    "narrative",
+    "narrative_strategies",
+    "__main__",
+}
 #: Never imported by the engine (UI, notebooks, report tooling, deep-learning frameworks).
 FORBIDDEN = {
     "matplotlib",
@@ -54,7 +64,7 @@ FLOOR_PLAN: tuple[tuple[str, ...], ...] = (
     ("simulation", "measure"),  # simulated epochs; raw data -> lengths
     ("epoch_time", "plots"),  # every step-time prediction; figures
     ("recommendation", "progress", "exports"),
-    ("explorer", "narrative"),
+    ("explorer", "narrative", "narrative_strategies"),
     ("report",),
     ("cli",),
     ("__main__",),
