@@ -28,14 +28,17 @@ def _pct(share: float) -> str:
 
 
 def _cv(value: float) -> str:
-    return format_value(float(value))
+    return format_value(value)
 
 
-def _dominates(table: pd.DataFrame, a: str, b: str) -> bool:
+def _column(table: pd.DataFrame, name: str) -> dict[str, float]:
+    """A column of the table by strategy, as floats."""
+    return {str(k): float(v) for k, v in table[name].astype(float).items()}
+
+
+def _dominates(eff: dict[str, float], cv: dict[str, float], a: str, b: str) -> bool:
     """Whether ``a`` is at least as efficient and as mixed as ``b``, and more of one."""
-    ea, eb = table.at[a, "efficiency"], table.at[b, "efficiency"]
-    ca, cb = table.at[a, "within_batch_cv"], table.at[b, "within_batch_cv"]
-    return bool(ea >= eb and ca >= cb and (ea > eb or ca > cb))
+    return eff[a] >= eff[b] and cv[a] >= cv[b] and (eff[a] > eff[b] or cv[a] > cv[b])
 
 
 def describe_tradeoff(table: pd.DataFrame) -> str:
@@ -62,26 +65,26 @@ def describe_tradeoff(table: pd.DataFrame) -> str:
     each other with a lag-1 length autocorrelation of 0.001 (sorted: 0.990), and 0.0% of its
     batch compositions repeat an earlier epoch's.
     """
-    eff, cv = table["efficiency"], table["within_batch_cv"]
-    best, mixed = str(eff.idxmax()), str(cv.idxmax())
-    if all(_dominates(table, best, str(s)) for s in table.index if s != best):
+    eff, cv = _column(table, "efficiency"), _column(table, "within_batch_cv")
+    best, mixed = max(eff, key=eff.__getitem__), max(cv, key=cv.__getitem__)
+    if all(_dominates(eff, cv, best, s) for s in eff if s != best):
         parts = [
             f"{best} is best on both axes here: the most efficient ({_pct(eff[best])}) and the "
             f"most mixed (within-batch CV {_cv(cv[best])})."
         ]
     else:
-        word = "least" if cv[best] == cv.min() else "less"
+        word = "least" if cv[best] == min(cv.values()) else "less"
         parts = [
             f"No strategy is best on both axes here: the most efficient, {best} "
             f"({_pct(eff[best])}), mixes lengths {word} (within-batch CV {_cv(cv[best])}), and "
             f"the most mixed, {mixed} (CV {_cv(cv[mixed])}), is {_pct(eff[mixed])} efficient."
         ]
-    if "bucketed" in table.index:
+    if "bucketed" in eff:
         b = "bucketed"
         text = f"The bucketed shuffle is {_pct(eff[b])} efficient with within-batch CV {_cv(cv[b])}"
-        if "sorted" in table.index:
+        if "sorted" in eff:
             text += ", less efficient than sorting" if eff[b] < eff["sorted"] else ", as efficient as sorting"
-        better = [str(s) for s in table.index if s != b and _dominates(table, str(s), b)]
+        better = [s for s in eff if s != b and _dominates(eff, cv, s, b)]
         if better:
             verb = "is" if len(better) == 1 else "are"
             text += f"; {_and(better)} {verb} both more efficient and more mixed than it here."
@@ -89,12 +92,11 @@ def describe_tradeoff(table: pd.DataFrame) -> str:
             text += "; no strategy here is both more efficient and more mixed."
         parts.append(text)
         if {"lag1_autocorr", "composition_repeat"} <= set(table.columns):
-            lag = f"{_cv(table.at[b, 'lag1_autocorr'])}"
-            if "sorted" in table.index:
-                lag += f" (sorted: {_cv(table.at['sorted', 'lag1_autocorr'])})"
+            lags, repeats = _column(table, "lag1_autocorr"), _column(table, "composition_repeat")
+            lag = _cv(lags[b]) + (f" (sorted: {_cv(lags['sorted'])})" if "sorted" in lags else "")
             parts.append(
                 f"Its batches follow each other with a lag-1 length autocorrelation of {lag}, and "
-                f"{_pct(table.at[b, 'composition_repeat'])} of its batch compositions repeat an "
+                f"{_pct(repeats[b])} of its batch compositions repeat an "
                 "earlier epoch's."
             )
     return " ".join(parts)
@@ -115,27 +117,27 @@ def describe_choice(table: pd.DataFrame) -> str:
     of the full shuffle's padding per useful token), and draws new batches every epoch (0.0% of
     its compositions repeat).
     """
-    eff = table["efficiency"]
+    eff = _column(table, "efficiency")
     parts = []
-    if "packing" in table.index:
-        pad = 1 - float(eff["packing"])
+    if "packing" in eff:
+        pad = 1 - eff["packing"]
         padded = f"pads {_pct(pad)} of its tokens" if pad > 0 else "pads nothing"
         parts.append(
             "If your model can train on packed sequences (attention kept within each sample), "
             f"packing {padded} here ({_pct(eff['packing'])} efficient)."
         )
-    if "bucketed" in table.index:
+    if "bucketed" in eff:
         text = (
             f"{'Otherwise a' if parts else 'A'} bucketed shuffle with edges fitted to your "
-            f"histogram pads {_pct(1 - float(eff['bucketed']))} of its tokens"
+            f"histogram pads {_pct(1 - eff['bucketed'])} of its tokens"
         )
-        if "random" in table.index:
+        if "random" in eff:
             waste_b, waste_r = 1 / eff["bucketed"] - 1, 1 / eff["random"] - 1
-            text += f", against {_pct(1 - float(eff['random']))} for a full shuffle"
+            text += f", against {_pct(1 - eff['random'])} for a full shuffle"
             if waste_r > 0:
-                text += f" ({_pct(float(waste_b / waste_r))} of the full shuffle's padding per useful token)"
+                text += f" ({_pct(waste_b / waste_r)} of the full shuffle's padding per useful token)"
         if "composition_repeat" in table.columns:
-            repeat = _pct(float(table.at["bucketed", "composition_repeat"]))
+            repeat = _pct(_column(table, "composition_repeat")["bucketed"])
             text += f", and draws new batches every epoch ({repeat} of its compositions repeat)"
         parts.append(text + ".")
     return " ".join(parts)
