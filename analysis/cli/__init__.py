@@ -191,7 +191,13 @@ def build_parser() -> Parser:
         "figure as PNG and SVG, and recommendation.json into DIR.",
     )
     add_source(p)
-    p.add_argument("--out", metavar="DIR", required=True, help="output folder (created)")
+    p.add_argument(
+        "--out",
+        metavar="DIR",
+        required=True,
+        help="output folder, taken literally: new, empty or an earlier report's (replaced whole "
+        "once the new one is complete; Ctrl-C leaves it as it was)",
+    )
     add_buckets(p)
     add_gain_rule(p, report=True)
     add_batch_rule(p)

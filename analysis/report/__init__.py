@@ -1,6 +1,10 @@
 """A design-review report: every notebook run on *your* lengths, plus a recommendation.
 
-:func:`run_report` (the CLI's ``report`` subcommand, and ``make report``) does, in order:
+:func:`run_report` (the CLI's ``report`` subcommand, and ``make report``) does, in order,
+all of it in a hidden staging folder beside ``DIR`` that is moved into place as ``DIR`` only
+once complete (an earlier report there stays as it was until then, and an interrupted run
+leaves it so; ``DIR`` must be new, empty or an earlier report's, and hold none of the inputs:
+:mod:`analysis.report._folder`):
 
 1. load the lengths (any source :func:`analysis.load_lengths` reads) and write their
    histogram to ``DIR/data/lengths.csv``, the one file every notebook then reads;
