@@ -87,3 +87,15 @@ def test_notebook_03_never_expands_a_huge_histogram_for_its_sampler():
     assert set(np.unique(lengths)) <= {16, 300, 4_096}
     text = narrative_strategies.describe_sampler_data(sample.n_samples, population)
     assert "uniform subsample of 1,000,000 of the 1,000,000,000,000 samples" in text
+
+
+def test_the_summary_page_says_its_mixing_was_simulated_on_a_subsample():
+    from analysis.recommendation import recommend
+    from analysis.report._index import Source, _mixing_html, summary_facts
+
+    huge = LengthHistogram([16, 300, 4_096], [6 * 10**11, 3 * 10**11, 10**11])
+    facts = summary_facts(Source("huge.csv", ()), recommend(huge, 2, batch_size=8), huge, seed=0)
+    assert "on a uniform subsample of 1,000,000 of the 1,000,000,000,000 samples" in _mixing_html(facts)
+    small = LengthHistogram([16, 300, 4_096], [60, 30, 10])
+    facts = summary_facts(Source("small.csv", ()), recommend(small, 2, batch_size=8), small, seed=0)
+    assert "subsample" not in _mixing_html(facts)

@@ -199,7 +199,13 @@ def summary_facts(
         world_size=world_size,
         seed=seed,
     )
-    return SummaryFacts(source, rec, table["within_batch_cv"], seed, speed)
+    mixing = table["within_batch_cv"].copy()
+    if "simulated_samples" in table.columns:  # a huge histogram: simulated on a subsample, said so
+        mixing.attrs = {
+            "simulated_samples": int(table["simulated_samples"].iloc[0]),
+            "population_samples": int(table.attrs["population_samples"]),
+        }
+    return SummaryFacts(source, rec, mixing, seed, speed)
 
 
 def _e(value: object) -> str:
@@ -260,6 +266,14 @@ def _speed_html(speed: Speed) -> str:
     return f"<dd>{text}</dd>"
 
 
+def _subsample(mixing: pd.Series) -> str:
+    """How the mixing was simulated when the data were too many to expand (else nothing)."""
+    if "simulated_samples" not in mixing.attrs:
+        return ""
+    simulated, population = mixing.attrs["simulated_samples"], mixing.attrs["population_samples"]
+    return f", on a uniform subsample of {format_count(simulated)} of the {format_count(population)} samples"
+
+
 def _mixing_html(facts: SummaryFacts) -> str:
     cv = facts.mixing
     kept = (
@@ -270,7 +284,7 @@ def _mixing_html(facts: SummaryFacts) -> str:
     )
     return (
         f"<dd>simulated within-batch length CV (how different the lengths in one batch are; "
-        f"{MIXING_EPOCHS} epochs, seed {_e(facts.seed)}): "
+        f"{MIXING_EPOCHS} epochs, seed {_e(facts.seed)}{_subsample(cv)}): "
         f"bucketed <b>{_e(format_value(cv['bucketed']))}</b>, "
         f"random {_e(format_value(cv['random']))}, sorted {_e(format_value(cv['sorted']))}: {kept}. "
         "<span class='note'>(A stand-in until an exact mixing measure exists; notebook 02 shows every "
