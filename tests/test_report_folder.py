@@ -202,3 +202,14 @@ def test_raw_data_is_measured_beside_the_folder_and_moved_into_the_report(tmp_pa
     (tmp_path / "own" / "notes.txt").write_text("mine")
     assert cli.main([*argv, "--out", str(tmp_path / "own")]) == 2  # refused before measuring
     assert sorted(p.name for p in (tmp_path / "own").iterdir()) == ["notes.txt"]
+
+
+def test_a_report_written_before_the_marker_is_replaced(tmp_path, monkeypatch):
+    _use(monkeypatch, _notebooks(tmp_path / "nbs"))
+    src = save_histogram(LengthHistogram.from_lengths(LENGTHS), tmp_path / "in.csv")
+    old = tmp_path / "reports"
+    (old / "figures").mkdir(parents=True)
+    (old / "figures" / "stale.png").write_bytes(b"old")
+    (old / "recommendation.json").write_text(json.dumps({"created_by": "padding-workbench report"}))
+    assert cli.main(["--quiet", "report", str(src), "--out", str(old)]) == 0
+    assert (old / REPORT_MARKER).is_file() and not (old / "figures" / "stale.png").exists()

@@ -13,6 +13,7 @@ for that notebook (the message names it) until then."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import secrets
 import shutil
@@ -54,11 +55,23 @@ def check_output_folder(out: Path) -> None:
     that no report wrote (one without :data:`~analysis.paths.REPORT_MARKER`)."""
     if out.exists() and not out.is_dir():
         raise ValueError(f"{out}: exists and is not a folder; choose another --out")
-    if out.is_dir() and not (out / REPORT_MARKER).is_file() and any(out.iterdir()):
+    if out.is_dir() and not _is_report(out) and any(out.iterdir()):
         raise ValueError(
             f"{out}: a folder a report did not write (no {REPORT_MARKER} in it); the report "
             "replaces its folder, so choose a new or empty --out, or an earlier report's"
         )
+
+
+def _is_report(folder: Path) -> bool:
+    """Whether ``folder`` is a report's: it holds the marker, or (a report written before the
+    marker existed) a ``recommendation.json`` a report wrote."""
+    if (folder / REPORT_MARKER).is_file():
+        return True
+    try:
+        written = json.loads((folder / "recommendation.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(written, dict) and written.get("created_by") == "padding-workbench report"
 
 
 def check_inputs(out: Path, src: LengthSource, extra: Sequence[Path | None] = ()) -> None:
