@@ -42,6 +42,7 @@ __all__ = [
     "DEFAULT_EPOCHS",
     "DEFAULT_METHOD",
     "MAX_RULE_VALUE",
+    "parse_rule_value",
 ]
 
 #: Samples per batch when the user gives no batch rule (the case trained with 8).
@@ -65,6 +66,35 @@ DEFAULT_METHOD = "optimal"
 #: bucket, so nothing is lost by the limit.
 MAX_RULE_VALUE = 2**62
 _INT64_MAX = 2**63 - 1
+
+
+def parse_rule_value(text: str) -> int:
+    """A positive integer typed by a person (``"65536"``, ``"65_536"``, ``"65,536"``), at most
+    :data:`MAX_RULE_VALUE`, or a one-line ``ValueError``: the one rule the CLI's integer
+    options and the explorer's batch-rule box read their text with (each names the option).
+
+    Examples
+    --------
+    >>> parse_rule_value("65_536"), parse_rule_value(" 3,386,800 ")
+    (65536, 3386800)
+    >>> parse_rule_value("4.6e18")
+    Traceback (most recent call last):
+    ...
+    ValueError: expected a positive integer, got '4.6e18'
+    >>> parse_rule_value("46000000000000000000")
+    Traceback (most recent call last):
+    ...
+    ValueError: 46,000,000,000,000,000,000 exceeds the limit 2**62 = 4,611,686,018,427,387,904
+    """
+    cleaned = str(text).strip().replace("_", "").replace(",", "")
+    if not (cleaned.isascii() and cleaned.isdigit()):  # digits only: no sign, point, exponent
+        raise ValueError(f"expected a positive integer, got {text!r}")
+    value = int(cleaned)
+    if value < 1:
+        raise ValueError(f"expected a positive integer, got {text!r}")
+    if value > MAX_RULE_VALUE:
+        raise ValueError(f"{value:,} exceeds the limit 2**62 = {MAX_RULE_VALUE:,}")
+    return value
 
 
 def _rule_int(value: object, name: str) -> int:

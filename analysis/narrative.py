@@ -17,7 +17,7 @@ from analysis.lengths import LengthHistogram
 from analysis.optimize import evaluate_edges, sweep_measure
 from analysis.recommendation import Recommendation
 from analysis.steps_text import describe_steps
-from analysis.tables import format_percent, format_value
+from analysis.tables import format_bound, format_percent, format_value
 from analysis.waste import random_padding, sorted_padding
 
 if TYPE_CHECKING:
@@ -52,8 +52,8 @@ def percent(share: float, digits: int = 1) -> str:
 
     Examples
     --------
-    >>> percent(0.3612), percent(-1e-12), percent(0.99996, 2)
-    ('36.1%', '0.0%', '100.00%')
+    >>> percent(0.3612), percent(-1e-12), percent(0.99996, 2), percent(0.0002)
+    ('36.1%', '0.0%', '>99.99%', '<0.1%')
     """
     return format_percent(share, digits)
 
@@ -206,7 +206,7 @@ def describe_simulation(table: pd.DataFrame, epochs: int) -> str:
         )
         parts.append(
             f"Over {epochs} simulated epoch{'s' if epochs != 1 else ''}, the simulated "
-            f"efficiency is within {100 * gap:.2f} points of the exact expectation for "
+            f"efficiency is within {format_bound(100 * gap)} points of the exact expectation for "
             f"{names}."
         )
     if "simulated_samples" in table.columns:
@@ -214,7 +214,7 @@ def describe_simulation(table: pd.DataFrame, epochs: int) -> str:
             f"The data hold {table.attrs.get('population_samples', 0):,} samples: each "
             f"strategy was simulated on a uniform subsample of "
             f"{int(table['simulated_samples'].iloc[0]):,}, which leaves a standard error "
-            f"of up to {100 * float(table['efficiency_se'].max()):.2f} points on the "
+            f"of up to {format_bound(100 * float(table['efficiency_se'].max()))} points on the "
             f"simulated efficiency (the exact expectations are for the full data)."
         )
     if "batch_rule" in table.columns and table["batch_rule"].nunique() > 1:
@@ -346,8 +346,8 @@ def describe_step_time_fit(model: StepTimeModel, hist: LengthHistogram) -> str:
         f"{int(measured['repeats'].sum()):,} timed steps of {len(measured)} shapes (batch sizes "
         f"{measured['batch_size'].min():,}..{measured['batch_size'].max():,}, padded lengths "
         f"{measured['length'].min():,}..{longest:,}). The fit's RMS relative residual is "
-        f"{model.rms_relative_residual:.1%} against a median spread of repeats of "
-        f"{measured['spread'].median():.1%}"
+        f"{percent(model.rms_relative_residual)} against a median spread of repeats of "
+        f"{percent(measured['spread'].median())}"
     )
     if zero:
         text += f"; the fit set {', '.join(zero)} to 0"
@@ -379,7 +379,7 @@ def describe_predicted_throughput(table: pd.DataFrame, model: StepTimeModel) -> 
     worst = str(gap.abs().idxmax())
     return (
         f"Under the model, **{best}** is fastest: {table['tokens_per_s'][best]:,.0f} useful "
-        f"tokens/s at {table['efficiency'][best]:.1%} efficiency. The padded-token prediction "
+        f"tokens/s at {percent(table['efficiency'][best])} efficiency. The padded-token prediction "
         f"departs from the model most for **{worst}** ({gap[worst]:+.1%}): there "
         f"{describe_step_time_terms(model)}."
     )
@@ -404,7 +404,7 @@ def describe_edges_for_time(sweep: pd.DataFrame, n_buckets: int) -> str:
     return (
         f"With K = {n_buckets}, the edges optimised for time are predicted "
         f"{format_value(gain, 'ratio')} faster than the edges optimised for padding "
-        f"({efficiency['time']:.1%} against {efficiency['padding']:.1%} "
+        f"({percent(efficiency['time'])} against {percent(efficiency['padding'])} "
         "efficiency)" + (": on these data padding is a good proxy for time." if abs(gain) < 0.01 else ".")
     )
 
@@ -437,7 +437,7 @@ def describe_validation(validation: pd.DataFrame) -> str:
         f"and {format_value(row.padded_error, 'ratio')} for padded tokens."
         for dist, row in worst_error.iterrows()
     )
-    text += f" Run-to-run noise: up to {format_value(validation['noise'].max(), 'ratio')}"
+    text += f" Run-to-run noise: up to {format_bound(100 * float(validation['noise'].max()))}%"
     if "drift" in validation:  # the interleaved benchmark: one session, in random order
         return (
             f"{text}; the session's second half ran {validation['drift'].iloc[0]:.3f} × as long "

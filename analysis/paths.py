@@ -25,6 +25,7 @@ __all__ = [
     "FIGURES_DIR",
     "REPORT_FIGURES",
     "REPORT_HISTOGRAM",
+    "REPORT_MARKER",
 ]
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -35,6 +36,9 @@ NOTEBOOKS_DIR = PROJECT_ROOT / "notebooks"
 #: A report's figures folder and histogram CSV, relative to the report's folder.
 REPORT_FIGURES = Path("figures")
 REPORT_HISTOGRAM = Path("data") / "lengths.csv"
+#: The file that marks a folder as a report's: a report replaces only a folder holding it, and
+#: the path expander skips the files of such a folder below the folder or glob it expands.
+REPORT_MARKER = ".padding-report"
 #: The folder ``make report`` writes (the Makefile's ``REPORT_DIR``), and its figures.
 REPORTS_DIR = PROJECT_ROOT / "reports"
 FIGURES_DIR = REPORTS_DIR / REPORT_FIGURES

@@ -34,6 +34,7 @@ __all__ = [
     "EPOCH_METRICS",
     "SIMULATION_SAMPLE_LIMIT",
     "SIMULATION_SUBSAMPLE",
+    "simulation_sample",
 ]
 
 #: A histogram with more samples than this is not expanded: the simulation runs on a
@@ -125,6 +126,26 @@ def simulate(
     )
     _check_int64(builder, world_size)
     return simulate_epochs(builder, rng, epochs, world_size, progress, population)
+
+
+def simulation_sample(lengths: Lengths, rng: np.random.Generator) -> tuple[Lengths, int]:
+    """What a simulation of ``lengths`` runs on, and how many samples that stands for:
+    ``lengths`` itself, or for a histogram over :data:`SIMULATION_SAMPLE_LIMIT` samples the
+    uniform subsample of :data:`SIMULATION_SUBSAMPLE` samples :func:`simulate` and
+    :func:`compare_strategies` draw (with ``rng``, never expanding the histogram); for a
+    per-sample face (a sampler shown in a notebook) that must not expand a huge histogram.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis import LengthHistogram
+    >>> huge = LengthHistogram([10, 20], [6 * 10**9, 4 * 10**9])
+    >>> sample, population = simulation_sample(huge, np.random.default_rng(0))
+    >>> sample.n_samples, population
+    (1000000, 10000000000)
+    """
+    check_rng(rng)
+    return _per_sample(lengths, rng)
 
 
 def _per_sample(lengths: Lengths, rng: np.random.Generator) -> tuple[Lengths, int]:

@@ -14,6 +14,8 @@ is formatted, here.  The conventions:
   NaN) is ``–``.
 * **Prose** (:func:`analysis.narrative.percent`): :func:`format_percent` with 1 decimal unless
   a sentence asks for more (``36.1%``); counts as :func:`format_count`.
+* **Bounds** ("within", "at most", "up to"; :func:`format_bound`): rounded outward, so the
+  bound written still holds (a gap of 0.0726 points is "within 0.08 points").
 * **Figures** (bar and bucket labels, ticks): :func:`format_percent` with ``digits=None``, the
   digits a small share needs (``81%``, ``5.1%``, ``0.04%``), ``n/a`` when missing;
   :func:`format_count` for counts and :func:`format_length` for length ticks.
@@ -37,6 +39,7 @@ __all__ = [
     "CellValue",
     "ColumnKind",
     "column_kind",
+    "format_bound",
     "format_count",
     "format_length",
     "format_percent",
@@ -108,29 +111,63 @@ def _unsigned_zero(text: str) -> str:
 def format_percent(share: float, digits: int | None = 2, *, missing: str = MISSING) -> str:
     """A share (``0.3612``) as a percentage: ``digits`` decimals, or with ``digits=None`` the
     digits a small share needs (figures: whole percents from 10%, one decimal from 1%, two
-    significant digits below).  A non-finite share reads ``missing``.
+    significant digits below).  A non-finite share reads ``missing``.  A share that is not 0
+    never reads ``0.0%`` and one below 1 never reads ``100.0%``: they read ``<0.1%`` and
+    ``>99.9%`` (at the decimals shown).
 
     Examples
     --------
     >>> format_percent(0.90994), format_percent(0.3612, 1), format_percent(-1e-12, 1)
     ('90.99%', '36.1%', '0.0%')
+    >>> format_percent(0.0004, 1), format_percent(0.99996, 1), format_percent(1.0, 1)
+    ('<0.1%', '>99.9%', '100.0%')
     >>> [format_percent(x, None) for x in (0.8123, 0.0512, 0.000404, 0.0, -1e-12, 1.0)]
     ['81%', '5.1%', '0.04%', '0%', '0%', '100%']
+    >>> [format_percent(x, None) for x in (0.00001, 0.996, 0.99996)]
+    ['<0.01%', '99.6%', '>99.9%']
     >>> format_percent(float("nan")), format_percent(float("nan"), None, missing="n/a")
     ('–', 'n/a')
     """
     if not np.isfinite(share):
         return missing
     pct = 100 * share
-    if digits is not None:
-        return _unsigned_zero(f"{pct:.{digits}f}%")
-    if abs(pct) < 0.005:
-        return "0%"
-    if abs(pct) >= 9.95:
-        return f"{pct:.0f}%"
-    if abs(pct) >= 0.995:
-        return f"{pct:.1f}%"
-    return f"{pct:.2g}%"
+    if digits is None:
+        if 0 < pct < 0.005:
+            return "<0.01%"
+        if abs(pct) < 0.005:
+            return "0%"
+        if 99.5 <= pct < 100:
+            digits = 1
+        elif abs(pct) >= 9.95:
+            return f"{pct:.0f}%"
+        elif abs(pct) >= 0.995:
+            return f"{pct:.1f}%"
+        else:
+            return f"{pct:.2g}%"
+    unit = 10.0**-digits
+    if 0 < pct < unit / 2:
+        return f"<{unit:.{digits}f}%"
+    if 100 - unit / 2 <= pct < 100:
+        return f">{100 - unit:.{digits}f}%"
+    return _unsigned_zero(f"{pct:.{digits}f}%")
+
+
+def format_bound(value: float, digits: int = 2, *, upper: bool = True) -> str:
+    """A bound, rounded outward so that it still holds: an upper bound ("within", "at most",
+    "up to") rounded up, a lower bound (``upper=False``: "at least", a gain "less than" a
+    threshold) rounded down; ``digits`` decimals, thousands separators.
+
+    Examples
+    --------
+    >>> format_bound(0.0726), format_bound(0.07), format_bound(0.0726, upper=False)
+    ('0.08', '0.07', '0.07')
+    >>> format_bound(0.0), format_bound(1234.5, 0), format_bound(0.996, 2, upper=False)
+    ('0.00', '1,235', '0.99')
+    """
+    scale = 10**digits
+    scaled = round(float(value) * scale, 6)  # 0.07 * 100 is 7.000000000000001: still 7
+    whole = math.ceil(scaled) if upper else math.floor(scaled)
+    return _unsigned_zero(f"{whole / scale:,.{digits}f}")
 
 
 def format_count(value: int | float | np.integer | np.floating) -> str:

@@ -169,12 +169,12 @@ def scenarios(hist: LengthHistogram) -> list[Scenario]:
             True,
             fresh("method", "optimal", method="equal_tokens"),
         ),
-        ("batch size 8 <-> 16, seen", False, True, steady("rule_value", lambda _: alternating(16, 8))),
+        ("batch size 8 <-> 16, seen", False, True, steady("rule_value", lambda _: alternating("16", "8"))),
         (
             "batch size -> a new value",
             True,
             True,
-            steady("rule_value", lambda _: iter(range(9, 100)), warm=0),
+            steady("rule_value", lambda _: map(str, range(9, 100)), warm=0),
         ),
         ("batch rule -> max_tokens, first time", True, True, fresh("rule", "max_tokens")),
         (

@@ -32,6 +32,7 @@ FACES = {
     "plots",
     "narrative",
     "frontier_narrative",
+    "narrative_strategies",
     "__main__",
 }
 #: Never imported by the engine (UI, notebooks, report tooling, deep-learning frameworks).
@@ -63,8 +64,8 @@ FLOOR_PLAN: tuple[tuple[str, ...], ...] = (
     ("epoch_metrics", "optimize", "loaders"),  # measuring epochs; edge placement; length files
     ("simulation", "measure"),  # simulated epochs; raw data -> lengths
     ("epoch_time", "plots"),  # every step-time prediction; figures
-    ("recommendation", "progress", "exports", "steps_text", "tradeoff"),  # steps_text: the token budget's sentence
-    ("explorer", "narrative", "frontier_narrative"),
+    ("recommendation", "progress", "exports", "steps_text", "tradeoff"),  # steps_text: token budget
+    ("explorer", "narrative", "frontier_narrative", "narrative_strategies"),
     ("report",),
     ("cli",),
     ("__main__",),

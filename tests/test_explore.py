@@ -14,7 +14,7 @@ import analysis.explorer._plans as _plans  # the plan cache: the optimiser calls
 from analysis import BatchRule, LengthHistogram, evaluate_edges, explorer, optimize_edges
 from analysis.explorer import Explorer, ExplorerView, explore, explore_figure, explore_view
 from analysis.plots import EdgesOnHistogram, plot_edges_on_histogram
-from analysis.tables import format_count
+from analysis.tables import format_bound, format_count
 from analysis.waste import expected_padding
 
 HIST = LengthHistogram.from_lengths(np.random.default_rng(5).integers(10, 2_000, size=4_000))
@@ -97,10 +97,10 @@ def test_widget_builds_and_controls_update_the_outputs():
     assert panel.view.edges == [0, 300, 900, 1999]
 
     panel.rule.value = "max_tokens"  # switching the rule re-places the edges
-    assert panel.rule_value.value == 8 * HIST.max
+    assert panel.rule_value.value == str(8 * HIST.max)
     assert panel.wait(timeout=60) and panel.view.source == "equal_count"
     assert panel.view.plan.batch_sizes == [8 * HIST.max // e for e in panel.view.edges[1:]]
-    panel.rule_value.value = 20_000
+    panel.rule_value.value = "20_000"
     assert panel.wait(timeout=60) and panel.view.source == "equal_count"
     assert panel.view.plan.batch_sizes == [max(1, 20_000 // e) for e in panel.view.edges[1:]]
 
@@ -212,7 +212,7 @@ def test_displayed_numbers_equal_the_engine_after_every_interaction():
     _check_display(panel, "edited", edited)
     panel.method.value = "optimal"
     step("optimal", optimize_edges(HIST, 2, rule))
-    panel.rule_value.value = 3
+    panel.rule_value.value = "3"
     step("optimal", optimize_edges(HIST, 2, batch_size=3))
     panel.rule.value = "max_tokens"
     step("optimal", optimize_edges(HIST, 2, max_tokens=8 * HIST.max))
@@ -253,8 +253,8 @@ def test_the_optimiser_runs_once_per_method_and_batch_rule(monkeypatch):
     assert calls == {"sweep": 1, "optimize": 2}
     panel.method.value = "optimal"  # seen before: a lookup
     assert calls == {"sweep": 1, "optimize": 2}
-    panel.rule_value.value = 16  # a new batch rule: one new pass
-    panel.rule_value.value = 8  # back: a lookup
+    panel.rule_value.value = "16"  # a new batch rule: one new pass
+    panel.rule_value.value = "8"  # back: a lookup
     assert panel.wait(timeout=60)
     assert calls == {"sweep": 2, "optimize": 2}
     assert panel.view.plan == optimize_edges(HIST, 3, batch_size=8)
@@ -283,7 +283,9 @@ def test_a_plan_from_the_candidate_grid_says_how_far_from_the_optimum_it_may_be(
     plan = optimize_edges(wide, 2, batch_size=8)
     shown = panel.view.plan  # from the panel's sweep over K = 1..16: its own proof of the bound
     assert shown == plan and not shown.exact and 0 < shown.gap < 0.01
-    assert f"at most {shown.gap:.2%} above the optimum (proven bound)" in panel.status.value
+    bound = format_bound(100 * shown.gap)  # rounded up: the bound written still holds
+    assert float(bound) >= 100 * shown.gap
+    assert f"at most {bound}% above the optimum (proven bound)" in panel.status.value
 
 
 @pytest.mark.parametrize("background", [False, True])
@@ -378,7 +380,7 @@ def test_a_new_batch_rule_redraws_before_its_pass_ends(held):
     panel = _held_panel(held, batch_size=8, n_buckets=4, pad_to_multiple_of=8)
     shown, png = panel.view.edges, panel.image.value
     new = BatchRule(batch_size=16, pad_to_multiple_of=8)
-    panel.rule_value.value = 16  # returns while the pass is held at its gate
+    panel.rule_value.value = "16"  # returns while the pass is held at its gate
     assert held.finished == [] and not panel.wait(timeout=0)  # the callback did not wait for it
     assert (
         panel.view.source == "previous"
@@ -400,14 +402,14 @@ def test_a_new_batch_rule_redraws_before_its_pass_ends(held):
 def test_a_new_k_while_the_pass_runs_shows_quick_edges_for_that_k(held):
     panel = _held_panel(held, batch_size=8, n_buckets=4)
     new = BatchRule(batch_size=16)
-    panel.rule_value.value = 16
+    panel.rule_value.value = "16"
     panel.n_buckets.value = 7  # the shown edges have 4 buckets: the stand-in places 7
     stand_in = optimize_edges(HIST, 7, new, method=explorer.STAND_IN_METHOD)
     assert panel.view.plan == stand_in and panel.view.provisional == "placed for the new K"
     _check_display(panel, explorer.STAND_IN_METHOD, stand_in.estimate, "placed for the new K")
-    panel.rule_value.value = 8  # seen: a lookup, final at once
+    panel.rule_value.value = "8"  # seen: a lookup, final at once
     assert panel.view.provisional is None and panel.view.plan == optimize_edges(HIST, 7, batch_size=8)
-    panel.rule_value.value = 16  # its pass still held: the shown edges under 16 meanwhile
+    panel.rule_value.value = "16"  # its pass still held: the shown edges under 16 meanwhile
     assert panel.view.source == "previous" and panel.view.provisional == "optimal, batch_size 8"
     assert panel.view.plan.estimate == expected_padding(
         HIST, optimize_edges(HIST, 7, batch_size=8).edges, new
@@ -433,7 +435,7 @@ def test_quick_changes_run_one_pass_per_rule_and_end_on_the_last_choice(held, fi
     panel = _held_panel(held, batch_size=8, n_buckets=4)
     a, b = BatchRule(batch_size=16), BatchRule(batch_size=24)
     for value in (16, 24, 16):  # A, B, A again
-        panel.rule_value.value = value
+        panel.rule_value.value = str(value)
     assert panel._plans.sweeps == 3 and set(panel._pending) == {a, b}  # the start's, A's, B's
     one, other = (a, b) if first == "asked for" else (b, a)
     worker = panel._pending[one]
@@ -448,14 +450,14 @@ def test_quick_changes_run_one_pass_per_rule_and_end_on_the_last_choice(held, fi
     assert panel.wait(timeout=GATE_S)
     assert panel.view.plan == optimize_edges(HIST, 4, a) and panel.view.provisional is None
     assert sorted(held.finished, key=lambda r: r.batch_size) == [a, b] and panel._plans.sweeps == 3
-    panel.rule_value.value = 24  # B was kept: a lookup
+    panel.rule_value.value = "24"  # B was kept: a lookup
     assert panel.view.plan == optimize_edges(HIST, 4, b) and panel._plans.sweeps == 3
 
 
 def test_edges_typed_while_the_pass_runs_stay_on_show(held):
     panel = _held_panel(held, batch_size=8, n_buckets=4)
     new = BatchRule(batch_size=16)
-    panel.rule_value.value = 16
+    panel.rule_value.value = "16"
     panel.edges.value = "0, 700, 1999"
     held.open(new)
     assert panel.wait(timeout=GATE_S)
@@ -469,7 +471,7 @@ def test_without_background_the_pass_runs_in_the_callback(held):
     panel = _held_panel(held, batch_size=8, n_buckets=4, background=False)
     new = BatchRule(batch_size=16)
     held.open(new)
-    panel.rule_value.value = 16
+    panel.rule_value.value = "16"
     assert held.threads == [threading.current_thread()] and held.finished == [new]
     assert panel.view.plan == optimize_edges(HIST, 4, new) and not panel._pending and panel.wait(timeout=0)
 
@@ -484,7 +486,7 @@ def _fail(*args, **kwargs):
 def test_a_failed_sweep_places_k_by_k_in_the_background(monkeypatch):
     panel = explore(HIST, batch_size=8, n_buckets=4)
     monkeypatch.setattr(_plans, "sweep_bucket_counts", _fail)
-    panel.rule_value.value = 16
+    panel.rule_value.value = "16"
     assert panel.wait(timeout=GATE_S)
     assert panel.error is None and panel.view.plan == optimize_edges(HIST, 4, batch_size=16)
     panel.n_buckets.value = 6  # this K was not placed yet: again in the background
@@ -496,7 +498,7 @@ def test_an_error_in_the_background_shows_in_the_status(monkeypatch):
     panel = explore(HIST, batch_size=8, n_buckets=4)
     monkeypatch.setattr(_plans, "sweep_bucket_counts", _fail)
     monkeypatch.setattr(_plans, "optimize_edges", _fail)  # the K-by-K placement fails too
-    panel.rule_value.value = 16
+    panel.rule_value.value = "16"
     assert panel.wait(timeout=GATE_S)
     assert panel.error == FAILURE and html.escape(FAILURE) in panel.status.value
 
@@ -508,7 +510,42 @@ def test_a_bug_in_the_background_ends_the_wait_and_shows_in_the_status(monkeypat
         raise RuntimeError("index out of range")
 
     monkeypatch.setattr(_plans, "sweep_bucket_counts", broken)
-    panel.rule_value.value = 16
+    panel.rule_value.value = "16"
     assert panel.wait(timeout=GATE_S) and not panel._pending
     assert panel.error == "the optimiser failed for batch_size 16: RuntimeError: index out of range"
     assert "RuntimeError" in panel.status.value
+
+
+@pytest.mark.parametrize(
+    ("typed", "cli_value"),
+    [("46000000000000000000", "46000000000000000000"), ("4.6e18", "4.6e18"), ("0", "0"), ("-8", "-8")],
+)
+def test_the_rule_box_refuses_what_the_cli_refuses_with_the_same_message(typed, cli_value, capsys):
+    """A browser's number box clamped a mistyped 4.6e19 to 2**62 (4.6e18) and went on; the
+    box is text read by the CLI's own rule, and refuses it with the CLI's message."""
+    from analysis import cli
+
+    panel = explore(HIST, batch_size=8, n_buckets=3, background=False)
+    shown = panel.view
+    panel.rule.value = "max_tokens"
+    panel.rule_value.value = typed
+    assert panel.view.plan.rule.max_tokens != 46 * 10**18  # nothing placed under a refused value
+    code = cli.main(["optimize", "x.csv", "--max-tokens", cli_value])
+    cli_line = capsys.readouterr().err.strip()
+    assert code == 2 and cli_line.startswith("padding-workbench: error: argument --max-tokens: ")
+    assert panel.error == f"max_tokens: {cli_line.split('argument --max-tokens: ', 1)[1]}"
+    assert html.escape(panel.error) in panel.status.value
+    assert shown is not None
+
+
+def test_the_rule_box_shows_the_largest_value_whole():
+    from analysis.batching import MAX_RULE_VALUE
+    from analysis.explorer._panel import RULE_BOX_WIDTH
+
+    panel = explore(HIST, max_tokens=3_386_800, n_buckets=3, background=False)
+    assert panel.rule_value.value == "3386800" and panel.view.plan.rule.max_tokens == 3_386_800
+    assert panel.rule_value.layout.width == RULE_BOX_WIDTH
+    digits = int(RULE_BOX_WIDTH.split("(")[1].split("ch")[0])
+    assert digits >= len(str(MAX_RULE_VALUE)) + 1  # every digit of 2**62, and the caret
+    panel.rule_value.value = f"{MAX_RULE_VALUE:,}"  # the largest value the rule takes
+    assert panel.error is None and panel.view.plan.rule.max_tokens == MAX_RULE_VALUE

@@ -106,7 +106,7 @@ def test_failing_notebook_is_one_line_through_the_cli(tmp_path, capsys, monkeypa
     nbs = tmp_path / "nbs"
     nbs.mkdir()
     _tiny_notebook(nbs / "01_bad.ipynb", params="seed = 0", body="1 / 0")
-    monkeypatch.setattr("analysis.report._run.NOTEBOOKS_DIR", nbs)  # the default run_report reads
+    monkeypatch.setattr("analysis.report._folder.NOTEBOOKS_DIR", nbs)  # the default run_report reads
     src = save_histogram(LengthHistogram.from_lengths(LENGTHS), tmp_path / "in.csv")
     code = cli.main(["--quiet", "report", str(src), "--out", str(tmp_path / "out"), "--buckets", "2"])
     err = capsys.readouterr().err

@@ -57,7 +57,7 @@ def test_the_step_times_notebook_runs_only_when_given(setup, shared_report):
 
 def test_cli_step_times_and_a_bad_file_fails_before_any_notebook(setup, tmp_path, capsys, monkeypatch):
     nbs, src, times = setup
-    monkeypatch.setattr("analysis.report._run.NOTEBOOKS_DIR", nbs)  # the default run_report reads
+    monkeypatch.setattr("analysis.report._folder.NOTEBOOKS_DIR", nbs)  # the default run_report reads
     bad = tmp_path / "bad.csv"
     bad.write_text("batch_size,length,seconds\n4,64,-1\n")
     out = tmp_path / "out"
@@ -153,7 +153,7 @@ def test_step_times_the_model_cannot_fit_fail_before_any_notebook(setup, tmp_pat
     """recommendation.json fits the model notebook 04 fits: a file it cannot fit (a shape timed
     once) fails in one line before any notebook runs."""
     nbs, src, _ = setup
-    monkeypatch.setattr("analysis.report._run.NOTEBOOKS_DIR", nbs)
+    monkeypatch.setattr("analysis.report._folder.NOTEBOOKS_DIR", nbs)
     once = tmp_path / "once.csv"
     pd.DataFrame({"batch_size": [4, 4, 8], "length": [64, 64, 64], "seconds": [0.1, 0.11, 0.2]}).to_csv(
         once, index=False

@@ -20,6 +20,7 @@ from analysis.plots import _common
 from analysis.tables import (
     MISSING,
     column_kind,
+    format_bound,
     format_count,
     format_length,
     format_percent,
@@ -93,6 +94,24 @@ def old_figure_percent(share: float) -> str:
     return f"{pct:.2g}%"
 
 
+def honest(share: float, digits: int | None, old: str) -> str:
+    """What the old rule wrote, but for the one change since: a share that is not 0 never reads
+    ``0.0%`` (it reads ``<0.1%``) and one below 1 never reads ``100.0%`` (``>99.9%``)."""
+    pct = 100 * share
+    if digits is None:  # figures: two significant digits below 1%, one decimal near 100%
+        if 0 < pct < 0.005:
+            return "<0.01%"
+        if 99.5 <= pct < 100:
+            return ">99.9%" if pct >= 99.95 else f"{pct:.1f}%"
+        return old
+    unit = 10.0**-digits
+    if 0 < pct < unit / 2:
+        return f"<{unit:.{digits}f}%"
+    if 100 - unit / 2 <= pct < 100:
+        return f">{100 - unit:.{digits}f}%"
+    return old
+
+
 def old_table_ratio(v: float) -> str:
     text = f"{100 * v:.2f}%"
     return "0.00%" if text == "-0.00%" else text
@@ -118,18 +137,42 @@ def test_prose_percent_is_what_the_narrative_wrote(share, digits):
     if digits == 0 and 100 * share == -0.5:  # the one exact tie: the old rule wrote "-0%"
         assert narrative.percent(share, digits) == "0%"
         return
-    assert narrative.percent(share, digits) == old_narrative_percent(share, digits)
-    assert format_percent(share, digits) == old_narrative_percent(share, digits)
+    expected = honest(share, digits, old_narrative_percent(share, digits))
+    assert narrative.percent(share, digits) == expected
+    assert format_percent(share, digits) == expected
 
 
 @given(finite)
 def test_table_ratio_is_what_the_notebooks_showed(share):
-    assert format_value(share, "ratio") == old_table_ratio(share)
+    assert format_value(share, "ratio") == honest(share, 2, old_table_ratio(share))
 
 
 @given(finite | st.sampled_from([math.nan, math.inf]))
 def test_figure_percent_is_what_the_figures_wrote(share):
-    assert _common.format_percent(share) == old_figure_percent(share)
+    expected = honest(share, None, old_figure_percent(share)) if np.isfinite(share) else "n/a"
+    assert _common.format_percent(share) == expected
+
+
+@pytest.mark.parametrize(
+    ("share", "digits", "text"),
+    [
+        (0.00004, 1, "<0.1%"),
+        (0.0004, 2, "0.04%"),
+        (0.99996, 1, ">99.9%"),
+        (0.9996, 1, ">99.9%"),
+        (1.0, 1, "100.0%"),
+    ],
+)
+def test_a_share_not_zero_never_reads_zero_nor_one_below_one_whole(share, digits, text):
+    assert format_percent(share, digits) == text
+
+
+def test_bounds_are_rounded_outward():
+    assert format_bound(0.0726) == "0.08"  # "within 0.08 points", never "within 0.07"
+    assert format_bound(0.0726, upper=False) == "0.07"
+    assert format_bound(0.07) == "0.07"  # float noise (7.000000000000001) is not rounded up
+    for x in np.random.default_rng(3).uniform(0, 5, 500):
+        assert float(format_bound(x)) >= x - 1e-9 and float(format_bound(x, upper=False)) <= x + 1e-9
 
 
 @given(st.integers(0, 10**20) | st.floats(0, 1e18, allow_nan=False))

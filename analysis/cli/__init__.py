@@ -37,8 +37,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import signal
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
+from typing import TextIO
 
 from analysis._validate import ZeroLengthError
 from analysis.batching import DEFAULT_EPOCHS, DEFAULT_METHOD, DEFAULT_N_BUCKETS, DEFAULT_SEED
@@ -191,7 +194,13 @@ def build_parser() -> Parser:
         "figure as PNG and SVG, and recommendation.json into DIR.",
     )
     add_source(p)
-    p.add_argument("--out", metavar="DIR", required=True, help="output folder (created)")
+    p.add_argument(
+        "--out",
+        metavar="DIR",
+        required=True,
+        help="output folder, taken literally: new, empty or an earlier report's (replaced whole "
+        "once the new one is complete; Ctrl-C leaves it as it was)",
+    )
     add_buckets(p)
     add_gain_rule(p, report=True)
     add_floors(p)
@@ -245,6 +254,41 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(text.split())
 
 
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread as an interrupt (so every ``finally`` runs)."""
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise _Terminated
+
+
+@contextlib.contextmanager
+def _interruptible(command: str) -> Iterator[None]:
+    """While ``report`` runs, SIGINT (Ctrl-C) and SIGTERM raise in the main thread, even where
+    SIGINT was ignored when the process started (a shell's background job): the report's
+    staging folder is removed and :func:`main` says so in one line (exit 130 or 143), where
+    the process would otherwise run on to the end or die with a half-written folder."""
+    if command != "report" or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        for signum, handler in old.items():
+            signal.signal(signum, handler)
+
+
+def _interrupted(exc: KeyboardInterrupt, args: argparse.Namespace) -> int:
+    """Say in one line what stopped the command; the exit status (128 + the signal)."""
+    signum = signal.SIGTERM if isinstance(exc, _Terminated) else signal.SIGINT
+    left = f"; {args.out} is left as it was" if args.command == "report" else ""
+    print(f"{PROG}: interrupted by {signum.name}{left}", file=sys.stderr)
+    return 128 + int(signum)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI on ``argv`` (default ``sys.argv[1:]``); return the exit status.
 
@@ -265,21 +309,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exc.code or 0) if not isinstance(exc.code, str) else 2
     out = sys.stdout
     try:
-        if args.command == "summary":
-            cmd_summary(args, out)
-        elif args.command == "optimize":
-            cmd_optimize(args, out)
-        elif args.command == "compare":
-            cmd_compare(args, out)
-        elif args.command == "lengths":
-            run_lengths_command(args, out)
-        elif args.command == "frontier":
-            cmd_frontier(args, out)
-        else:
-            cmd_report(args, out, argv)
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
-        return 130
+        with _interruptible(args.command):
+            _dispatch(args, out, argv)
+    except KeyboardInterrupt as exc:
+        return _interrupted(exc, args)
     except BrokenPipeError:  # e.g. `padding-workbench ... | head`: stop quietly
         with contextlib.suppress(OSError, ValueError, AttributeError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -290,3 +323,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROG}: error: {_one_line(exc)}", file=sys.stderr)
         return 2
     return 0
+
+
+def _dispatch(args: argparse.Namespace, out: TextIO, argv: Sequence[str] | None) -> None:
+    """Run the subcommand ``args`` names."""
+    if args.command == "summary":
+        cmd_summary(args, out)
+    elif args.command == "optimize":
+        cmd_optimize(args, out)
+    elif args.command == "compare":
+        cmd_compare(args, out)
+    elif args.command == "lengths":
+        run_lengths_command(args, out)
+    elif args.command == "frontier":
+        cmd_frontier(args, out)
+    else:
+        cmd_report(args, out, argv)

@@ -9,11 +9,13 @@ terminal's width (:mod:`._layout`), or as JSON.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shlex
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, TextIO
 
 import numpy as np
@@ -37,7 +39,7 @@ from analysis.lengths import LengthHistogram
 from analysis.optimize import evaluate_edges, optimize_edges, sweep_measure
 from analysis.recommendation import Recommendation, recommend
 from analysis.simulation import compare_strategies
-from analysis.tables import column_kind, format_count, format_value
+from analysis.tables import column_kind, format_bound, format_count, format_value
 
 __all__ = ["cmd_compare", "cmd_optimize", "cmd_report", "cmd_summary"]
 
@@ -105,7 +107,7 @@ def _auto_line(rec: Recommendation, max_buckets: int) -> str:
     if k + 1 in optimal.index:
         gain = 100 * float(optimal.loc[k + 1] - optimal.loc[k])
         return (
-            f"--buckets auto took K = {k}: one more bucket gains {gain:.2f} points of "
+            f"--buckets auto took K = {k}: one more bucket gains {format_bound(gain, upper=False)} points of "
             f"{measure.replace('_', ' ')}, less than {rule} (the gain rule over "
             f"K = 1..{int(optimal.index.max())})"
         )
@@ -269,34 +271,45 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> None:
 
 
 def cmd_report(args: argparse.Namespace, out: TextIO, argv: Sequence[str] | None) -> None:
-    from analysis.report import run_report
+    import tempfile
+
+    from analysis.report import check_output_folder, run_report
 
     check_calibration(args)
-    src, column, field = args.src, args.column, args.field
-    if args.tokenizer is not None:  # raw data: measure it first (OUT/lengths.npy), --field = text
-        src, column, field = measure_for_report(args, args.out), None, None
     max_buckets, min_gain = gain_rule(args)
-    result = run_report(
-        src,
-        args.out,
-        n_buckets=args.buckets,
-        max_buckets=max_buckets,
-        min_gain=min_gain,
-        rule=batch_rule(args),
-        max_len=args.max_len,
-        method=args.method,
-        column=column,
-        field=field,
-        seed=args.seed,
-        tokens_per_s=args.tokens_per_s,
-        reference_strategy=args.reference_strategy,
-        quiet=args.quiet,
-        world_size=args.world_size,
-        drop_zero=args.drop_zero,
-        step_times=args.step_times,
-        command=_command_line(argv),
-        floor=floor_of(args),
-    )
+    rule = batch_rule(args)
+    folder = Path(args.out).resolve()
+    with contextlib.ExitStack() as stack:
+        src, column, field = args.src, args.column, args.field
+        if args.tokenizer is not None:  # raw data: measured beside the folder, moved into it
+            check_output_folder(folder)  # before measuring: a folder the report may not replace
+            folder.parent.mkdir(parents=True, exist_ok=True)
+            beside = stack.enter_context(
+                tempfile.TemporaryDirectory(prefix=f".{folder.name}.lengths-", dir=folder.parent)
+            )
+            src, column, field = measure_for_report(args, beside), None, None
+        result = run_report(
+            src,
+            args.out,
+            n_buckets=args.buckets,
+            max_buckets=max_buckets,
+            min_gain=min_gain,
+            rule=rule,
+            max_len=args.max_len,
+            method=args.method,
+            column=column,
+            field=field,
+            seed=args.seed,
+            tokens_per_s=args.tokens_per_s,
+            reference_strategy=args.reference_strategy,
+            quiet=args.quiet,
+            world_size=args.world_size,
+            drop_zero=args.drop_zero,
+            step_times=args.step_times,
+            command=_command_line(argv),
+            keep_source=args.tokenizer is not None,
+            floor=floor_of(args),
+        )
     if args.buckets == AUTO:
         print(wrap(_report_auto_line(result.recommendation)), file=out)
     print_warnings(result.recommendation["plan"]["warnings"], out)

@@ -19,9 +19,9 @@ from analysis.batching import (
     DEFAULT_MAX_BUCKETS,
     DEFAULT_MIN_GAIN,
     DEFAULT_N_BUCKETS,
-    MAX_RULE_VALUE,
     BatchRule,
     parse_edges,
+    parse_rule_value,
 )
 from analysis.lengths import LengthHistogram
 from analysis.loaders import load_lengths
@@ -42,15 +42,12 @@ def package_version() -> str:
 
 
 def positive(text: str) -> int:
+    """A positive integer option (:func:`analysis.batching.parse_rule_value`, the rule the
+    explorer's box reads its text with too)."""
     try:
-        value = int(text.replace("_", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    if value > MAX_RULE_VALUE:
-        raise argparse.ArgumentTypeError(f"{text} exceeds the limit 2**62 = {MAX_RULE_VALUE:,}")
-    return value
+        return parse_rule_value(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def non_negative(text: str) -> int:

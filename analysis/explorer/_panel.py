@@ -11,7 +11,14 @@ from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 import pandas as pd
 
 from analysis._validate import known_name
-from analysis.batching import DEFAULT_MAX_BUCKETS, DEFAULT_METHOD, DEFAULT_N_BUCKETS, BatchRule
+from analysis.batching import (
+    DEFAULT_MAX_BUCKETS,
+    DEFAULT_METHOD,
+    DEFAULT_N_BUCKETS,
+    MAX_RULE_VALUE,
+    BatchRule,
+    parse_rule_value,
+)
 from analysis.explorer._plans import STAND_IN_METHOD, _Job, _Plans
 from analysis.explorer._view import ExplorerView, HistogramInput, _edited_view, _title, as_histogram
 from analysis.optimize import METHODS, evaluate_edges
@@ -19,7 +26,10 @@ from analysis.optimize import METHODS, evaluate_edges
 if TYPE_CHECKING:
     from analysis.plots import EdgesOnHistogram
 
-__all__ = ["Explorer", "ExplorerControls", "explore"]
+__all__ = ["Explorer", "ExplorerControls", "explore", "RULE_BOX_WIDTH"]
+
+#: The batch-rule box's width: the largest value the rule takes (2**62, 19 digits) shows whole.
+RULE_BOX_WIDTH = f"calc({len(str(MAX_RULE_VALUE)) + 2}ch + 40px)"
 
 
 class Explorer:
@@ -27,7 +37,8 @@ class Explorer:
     :func:`explore_figure`.
 
     Attributes (ipywidgets): ``n_buckets`` (IntSlider), ``rule`` (Dropdown:
-    ``batch_size``/``max_tokens``), ``rule_value`` (BoundedIntText), ``method`` (Dropdown),
+    ``batch_size``/``max_tokens``), ``rule_value`` (Text: the value, read on Enter by
+    :func:`analysis.batching.parse_rule_value`, the CLI's rule, and shown whole), ``method`` (Dropdown),
     ``edges`` (Text, evaluated on Enter), ``status`` and ``table`` (HTML), ``image`` (Image,
     the figure as PNG), ``widget`` (the whole VBox).  ``view`` is the last
     :class:`ExplorerView`; ``error`` the last problem (edited edges, or a batch rule with no
@@ -95,8 +106,13 @@ class Explorer:
         self.rule = w.Dropdown(
             options=["batch_size", "max_tokens"], value=name, description="batch rule", style=style
         )
-        self.rule_value = w.BoundedIntText(
-            value=value, min=1, max=2**62, description="=", layout=w.Layout(width="160px")
+        # text, not a number box: a browser's number box clamps a mistyped value to its limit
+        # and rounds what a double cannot hold; the text is read by the CLI's rule instead
+        self.rule_value = w.Text(
+            value=str(value),
+            description="=",
+            continuous_update=False,
+            layout=w.Layout(width=RULE_BOX_WIDTH),
         )
         self.method = w.Dropdown(options=list(METHODS), value=method, description="method", style=style)
         self.edges = w.Text(
@@ -128,7 +144,12 @@ class Explorer:
 
     # -------------------------------------------------------------- actions
     def _rule(self) -> BatchRule:
-        value = int(self.rule_value.value)
+        """The batch rule the controls ask for (a ``ValueError`` naming the rule when the box
+        holds what :func:`analysis.batching.parse_rule_value` refuses)."""
+        try:
+            value = parse_rule_value(self.rule_value.value)
+        except ValueError as exc:
+            raise ValueError(f"{self.rule.value}: {exc}") from None
         by_size = self.rule.value == "batch_size"
         return BatchRule(value if by_size else None, None if by_size else value, self.pad_to_multiple_of)
 
@@ -167,7 +188,7 @@ class Explorer:
         Examples
         --------
         >>> panel = explore([1, 2, 3, 10, 11, 40], batch_size=2, n_buckets=2)
-        >>> panel.rule_value.value = 3   # a new batch rule: its pass runs in the background
+        >>> panel.rule_value.value = "3"   # a new batch rule: its pass runs in the background
         >>> panel.wait()
         True
         >>> panel.view.source, panel.view.edges, panel.view.plan.rule.batch_size
@@ -178,9 +199,10 @@ class Explorer:
 
     def _place(self, block: bool) -> None:
         """:meth:`place_edges` (under the lock); ``block``: run a missing pass here."""
-        k, rule, method = int(self.n_buckets.value), self._rule(), str(self.method.value)
+        k, method = int(self.n_buckets.value), str(self.method.value)
         self._waiting_for = None
         try:
+            rule = self._rule()
             plan = self._plans.plan(k, rule, method) if block else self._plans.cached(k, rule, method)
         except ValueError as exc:
             self._show_error(str(exc))
@@ -227,7 +249,11 @@ class Explorer:
 
     def _asks(self, rule: BatchRule) -> bool:
         """Whether the panel still waits for the optimal edges of ``rule``."""
-        return self._waiting_for == rule and self._rule() == rule and self.method.value == "optimal"
+        try:
+            asked = self._rule()
+        except ValueError:  # the box holds a refused value: the panel shows that error
+            return False
+        return self._waiting_for == rule and asked == rule and self.method.value == "optimal"
 
     def _show_if_asked(self, rule: BatchRule) -> None:
         if not self._asks(rule):
@@ -280,7 +306,7 @@ class Explorer:
         with self._lock:
             self._busy = True
             try:
-                self.rule_value.value = default
+                self.rule_value.value = str(default)
             finally:
                 self._busy = False
             self._place(block=not self.background)

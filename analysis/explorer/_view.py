@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 from analysis.batching import DEFAULT_METHOD, DEFAULT_N_BUCKETS, BatchRule, parse_edges
 from analysis.lengths import LengthHistogram
 from analysis.optimize import BucketPlan, evaluate_edges, optimize_edges
-from analysis.tables import format_count
+from analysis.tables import format_bound, format_count, format_percent
 
 __all__ = ["ExplorerView", "explore_view", "explore_figure", "HistogramInput", "EdgesInput"]
 
@@ -96,7 +96,11 @@ class ExplorerView:
         """
         plural = "" if self.n_buckets == 1 else "s"
         plan = self.plan
-        bound = "" if plan.exact else f"; at most {plan.gap:.2%} above the optimum (proven bound)"
+        bound = (
+            ""
+            if plan.exact
+            else f"; at most {format_bound(100 * plan.gap)}% above the optimum (proven bound)"
+        )
         fill = (
             ""
             if plan.budget_fill is None
@@ -174,5 +178,6 @@ def explore_figure(hist: HistogramInput, view: ExplorerView) -> Figure:
 
 def _title(view: ExplorerView) -> str:
     """The figure's title for ``view``."""
-    title = f"{view.source} edges, {view.n_buckets} buckets: expected efficiency {view.efficiency:.1%}"
+    efficiency = format_percent(view.efficiency, 1)
+    title = f"{view.source} edges, {view.n_buckets} buckets: expected efficiency {efficiency}"
     return title if view.provisional is None else f"{title} (optimal edges being computed)"

@@ -6,15 +6,20 @@ JSON objects, datasets).
 
 A path names: a file (itself); a directory (every file below it, in sorted order, hidden
 files and folders skipped), as a folder of shards is usually handed over; or a glob
-(``"shards/*.parquet"``, ``**`` recurses) of files, in sorted order.
+(``"shards/*.parquet"``, ``**`` recurses) of files, in sorted order.  A report's own folder
+(marked by :data:`analysis.paths.REPORT_MARKER`) below the folder or the glob's fixed part is
+skipped: a report written among its inputs is never read as one.
 """
 
 from __future__ import annotations
 
 import glob
+import itertools
 import os
 import re
 from pathlib import Path
+
+from analysis.paths import REPORT_MARKER
 
 __all__ = ["expand_paths", "pick_column"]
 
@@ -56,7 +61,9 @@ def expand_paths(source: str | os.PathLike[str]) -> tuple[str, list[Path]]:
         found = [
             p
             for p in sorted(path.rglob("*"))
-            if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts)
+            if p.is_file()
+            and not any(part.startswith(".") for part in p.relative_to(path).parts)
+            and not _in_report(p, path)
         ]
         if not found:
             raise ValueError(f"{text}: empty directory, no files")
@@ -64,11 +71,22 @@ def expand_paths(source: str | os.PathLike[str]) -> tuple[str, list[Path]]:
     if path.exists():
         raise ValueError(f"{text}: not a regular file (a FIFO, socket or device); pass a file")
     if _GLOB_CHARS.search(text):
-        found = [Path(p) for p in sorted(glob.glob(text, recursive=True)) if Path(p).is_file()]
+        fixed = Path(*itertools.takewhile(lambda part: not _GLOB_CHARS.search(part), path.parts))
+        found = [
+            Path(p)
+            for p in sorted(glob.glob(text, recursive=True))
+            if Path(p).is_file() and not _in_report(Path(p), fixed)
+        ]
         if not found:
             raise ValueError(f"{text}: no files match this pattern")
         return text, found
     raise ValueError(f"{text}: no such file or directory")
+
+
+def _in_report(path: Path, root: Path) -> bool:
+    """Whether a folder between ``root`` (itself excluded) and the file ``path`` is a report's."""
+    below = path.parts[len(root.parts) : -1]
+    return any((root.joinpath(*below[: i + 1]) / REPORT_MARKER).is_file() for i in range(len(below)))
 
 
 def pick_column(

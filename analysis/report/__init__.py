@@ -1,6 +1,10 @@
 """A design-review report: every notebook run on *your* lengths, plus a recommendation.
 
-:func:`run_report` (the CLI's ``report`` subcommand, and ``make report``) does, in order:
+:func:`run_report` (the CLI's ``report`` subcommand, and ``make report``) does, in order,
+all of it in a hidden staging folder beside ``DIR`` that is moved into place as ``DIR`` only
+once complete (an earlier report there stays as it was until then, and an interrupted run
+leaves it so; ``DIR`` must be new, empty or an earlier report's, and hold none of the inputs:
+:mod:`analysis.report._folder`):
 
 1. load the lengths (any source :func:`analysis.load_lengths` reads; under a token budget a
    sample longer than ``max_tokens`` is refused in one line, :func:`analysis.batching.check_budget`,
@@ -38,7 +42,15 @@ dependencies), never by the engine.
 
 from __future__ import annotations
 
+from analysis.report._folder import check_output_folder
 from analysis.report._notebooks import STEP_TIMES_PARAMETER, notebook_parameters, report_notebooks
 from analysis.report._run import ReportResult, run_report
 
-__all__ = ["ReportResult", "run_report", "notebook_parameters", "report_notebooks", "STEP_TIMES_PARAMETER"]
+__all__ = [
+    "ReportResult",
+    "run_report",
+    "check_output_folder",
+    "notebook_parameters",
+    "report_notebooks",
+    "STEP_TIMES_PARAMETER",
+]

@@ -198,6 +198,8 @@ def summary_facts(
     )
     trade = frontier(hist, rec.rule, rng=np.random.default_rng(seed), n_buckets=FRONTIER_K, n_lambdas=2)
     floor = rec.floor.value if rec.floor is not None and rec.floor.floor == "min_efficiency" else None
+    if 0 < trade.simulated_samples < hist.n_samples:  # the Trainer's row: simulated on a subsample
+        mixing.attrs = {"simulated_samples": trade.simulated_samples, "population_samples": hist.n_samples}
     speed = _speed(
         rec,
         hist,
@@ -278,6 +280,14 @@ def _speed_html(speed: Speed) -> str:
     return f"<dd>{text}</dd>"
 
 
+def _subsample(mixing: pd.Series) -> str:
+    """How the simulated strategies ran when the data were too many to expand (else nothing)."""
+    if "simulated_samples" not in mixing.attrs:
+        return ""
+    simulated, population = mixing.attrs["simulated_samples"], mixing.attrs["population_samples"]
+    return f", on a uniform subsample of {format_count(simulated)} of the {format_count(population)} samples"
+
+
 def _mixing_html(facts: SummaryFacts) -> str:
     mix = facts.mixing
     return (
@@ -286,7 +296,7 @@ def _mixing_html(facts: SummaryFacts) -> str:
         f"bucketed <b>{_e(format_percent(mix['bucketed'], 1))}</b>, "
         f"random {_e(format_percent(mix['random'], 1))}, sorted {_e(format_percent(mix['sorted'], 1))}. "
         f"{_e(facts.frontier_text)} {_e(floor_sentence(facts.rec.plan) or '')} "
-        "<span class='note'>(Notebook 02 draws every strategy and knob "
+        f"<span class='note'>(The length grouping is simulated{_e(_subsample(mix))}. Notebook 02 draws every strategy and knob "
         "on this plane; <code>python -m analysis frontier FILE</code> prints it.)</span></dd>"
     )
 

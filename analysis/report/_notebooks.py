@@ -6,9 +6,11 @@ nbformat are imported here only, inside the functions (they are dev/report depen
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import re
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +31,10 @@ __all__ = [
 ]
 
 _KERNEL = "python3"
+
+
+class NotebookFailed(RuntimeError):
+    """A notebook of the report raised: which one, in which cell, and where to see it."""
 
 
 def notebook_parameters(path: str | os.PathLike[str]) -> list[str]:
@@ -131,28 +137,57 @@ def _kernel_environ(ipython_dir: Path) -> dict[str, str]:
     return {"IPYTHONDIR": str(ipython_dir), "MPLBACKEND": "module://matplotlib_inline.backend_inline"}
 
 
+def _literal(path: Path) -> str:
+    """``path`` as papermill reads it literally (it fills ``{name}`` in paths from the
+    parameters: braces are doubled, so a folder named ``rep_{batch_size}`` stays that)."""
+    return str(path).replace("{", "{{").replace("}", "}}")
+
+
 def _run_notebook(
     src: Path, dst: Path, parameters: dict[str, Any], *, cwd: Path, show_progress: bool
 ) -> None:
+    """Execute ``src`` into ``dst`` with papermill, in a worker thread: the main thread only
+    waits, so a signal (Ctrl-C, SIGTERM) reaches the caller's handlers at once (nbclient
+    replaces a main thread's SIGINT and SIGTERM handlers while it runs, and swallows them).  An
+    interrupted kernel exits with this process (ipykernel watches its parent)."""
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
     bar: bool | dict[str, Any] = {"desc": src.stem, "leave": False} if show_progress else False
-    try:
-        papermill.execute_notebook(
-            str(src),
-            str(dst),
-            parameters=parameters,
-            kernel_name=_KERNEL,
-            cwd=str(cwd),
-            progress_bar=bar,
-            log_output=False,
-        )
-    except PapermillExecutionError as exc:
+    failure: list[BaseException] = []
+
+    def execute() -> None:
+        try:
+            papermill.execute_notebook(
+                _literal(src),
+                _literal(dst),
+                parameters=parameters,
+                kernel_name=_KERNEL,
+                cwd=str(cwd),
+                progress_bar=bar,
+                log_output=False,
+            )
+        except BaseException as exc:  # handed to the waiting thread
+            failure.append(exc)
+        finally:  # the event loop nbclient made for this thread, and its sockets
+            with contextlib.suppress(RuntimeError):
+                loop = asyncio.get_event_loop_policy().get_event_loop()
+                loop.run_until_complete(loop.shutdown_asyncgens())
+                loop.close()
+
+    worker = threading.Thread(target=execute, name=f"report: {src.name}", daemon=True)
+    worker.start()
+    while worker.is_alive():
+        worker.join(0.1)
+    if not failure:
+        return
+    exc = failure[0]
+    if isinstance(exc, PapermillExecutionError):
         where = f"cell {exc.exec_count}" if exc.exec_count is not None else "a cell"
-        raise RuntimeError(
+        raise NotebookFailed(
             f"notebook {src.name} failed in {where} with {exc.ename}: {exc.evalue} (see {dst})"
         ) from exc
+    raise exc
 
 
 #: The report's nbconvert templates (package data): ``report`` is JupyterLab's ``lab`` page

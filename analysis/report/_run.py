@@ -5,16 +5,14 @@ folder, run each notebook and convert it to HTML, list the figures, write
 from __future__ import annotations
 
 import os
-import sys
+import shutil
 import tempfile
-import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
 from analysis._validate import positive_int
-from analysis._version import __version__
 from analysis.batching import (
     DEFAULT_MAX_BUCKETS,
     DEFAULT_METHOD,
@@ -24,48 +22,43 @@ from analysis.batching import (
     BatchRule,
     check_budget,
 )
-from analysis.exports import export_all
 from analysis.lengths import LengthHistogram
-from analysis.loaders import LengthSource, load_lengths, load_step_times, save_histogram
+from analysis.loaders import LengthSource, load_lengths
 from analysis.narrative import describe_clipping
-from analysis.optimize import BucketPlan
-from analysis.paths import BUNDLED_DATA, NOTEBOOKS_DIR, REPORT_FIGURES, REPORT_HISTOGRAM
 from analysis.progress import bar
-from analysis.recommendation import (
-    DEFAULT_TIME_EPOCHS,
-    DEFAULT_TIME_MAX_K,
-    Recommendation,
-    TimeRecommendation,
-    floors,
-    recommend,
+from analysis.recommendation import Recommendation, TimeRecommendation, floors, recommend
+from analysis.report._context import (
+    _Data,
+    _offered,
+    _PageContext,
+    _recommendation,
+    _Run,
+    _Settings,
+)
+from analysis.report._folder import (
+    _new_figures,
+    _prepare_output,
+    _resolve_inputs,
+    check_inputs,
+    publish,
+    relocate,
+    relocate_file,
+    staging,
 )
 from analysis.report._index import Source, describe_source, index_html, summary_facts
 from analysis.report._notebooks import (
     INDEX_HTML,
-    STEP_TIMES_PARAMETER,
     Page,
     _environ,
     _kernel_environ,
-    _notebooks,
     _run_notebook,
     _to_html,
     notebook_parameters,
     notebook_title,
-    report_notebooks,
 )
-from analysis.report._record import (
-    ReportResult,
-    clean,
-    default_command,
-    summary_dict,
-    throughput_record,
-    time_results,
-    write_json,
-)
+from analysis.report._record import ReportResult, throughput_record, time_results, write_json
 
 __all__ = ["ReportResult", "run_report"]
-
-_FIGURE_FORMATS = ["png", "svg"]
 
 
 # ------------------------------------------------------------------------ the report
@@ -91,6 +84,7 @@ def run_report(
     notebooks_dir: str | os.PathLike[str] | None = None,
     command: str | None = None,
     floor: tuple[str, float] | None = None,
+    keep_source: bool = False,
 ) -> ReportResult:
     """Run every notebook on ``src`` into ``out_dir`` and write ``recommendation.json``.
 
@@ -99,7 +93,10 @@ def run_report(
     src : path, glob or array
         The lengths (anything :func:`analysis.load_lengths` reads).
     out_dir : path
-        Output folder, created when missing.  Existing files of the same names are replaced.
+        Output folder, taken literally: new, empty, or an earlier report's (which is replaced
+        whole, and only once the new report is complete: it is written in a hidden staging
+        folder beside it, see :mod:`analysis.report._folder`).  A folder holding other files,
+        or one holding an input, is refused.
     n_buckets : int or "auto"
         Buckets of the recommended plan; ``"auto"`` takes the K the gain rule suggests
         (:attr:`analysis.Recommendation.n_buckets_suggested`), recorded in
@@ -137,6 +134,10 @@ def run_report(
         Where the notebooks are (default ``analysis.paths.NOTEBOOKS_DIR``).
     command, floor : str, (name, value), optional
         The command line to record (the CLI passes its own); a frontier floor for the edges.
+    keep_source : bool
+        ``src`` is a file written for this report (``report --tokenizer`` measures the raw
+        data into one, outside ``out_dir``): it is moved into the report, under its name, and
+        recorded there.
 
     Returns
     -------
@@ -163,8 +164,11 @@ def run_report(
     )
     if (tokens_per_s is None) != (reference_strategy is None):
         raise ValueError("a throughput calibration needs both tokens_per_s and reference_strategy")
-    started = time.time() - 1.0  # figures older than this run are not listed (stale files)
+    if keep_source and not isinstance(src, str | os.PathLike):
+        raise ValueError("keep_source needs src to be a file, the one written for this report")
+    kept = Path(src) if keep_source and isinstance(src, str | os.PathLike) else None
     run = _resolve_inputs(out_dir, notebooks_dir, step_times)
+    check_inputs(run.out, src, [run.step_times])
     progress = bar(enabled=False if quiet else None)
     raw = load_lengths(src, column=column, field=field, allow_zero=drop_zero, progress=progress)
     raw, zero_dropped = raw.drop_zero() if drop_zero else (raw, 0)
@@ -189,123 +193,27 @@ def run_report(
         rec, settings.tokens_per_s, settings.reference_strategy, step_time
     )
     rec_dict["step_time"] = None if step_time is None else step_time.to_dict()
-    data = _Data(src, raw, zero_dropped, *_prepare_output(run.out, raw))
     source = describe_source(src)
     pages = _PageContext(
         source.name, settings.rule.text, [Page(nb.name, notebook_title(nb)) for nb in run.notebooks]
     )
-    runs, executed = _run_notebooks(run, _offered(settings, run, data, rec.plan.edges), progress, pages)
-    figure_files = _new_figures(data.figures, started)
-    recommendation = _recommendation(settings, run, data, command, rec_dict, rec.plan, runs, figure_files)
-    rec_path = write_json(run.out / "recommendation.json", recommendation)
-    command_line = str(recommendation["command"])
-    index = _write_index(run, settings, source, rec, hist, raw, step_time, pages, command_line)
-    written = [data.csv, *executed, rec_path, index, *figure_files]
-    return ReportResult(out_dir=run.out, files=tuple(sorted(set(written))), recommendation=recommendation)
-
-
-@dataclass(frozen=True)
-class _Settings:
-    """The report's settings, defaults resolved (as ``recommendation.json`` records them)."""
-
-    n_buckets: int  # the K used (the suggested one for "auto")
-    n_buckets_asked: int | str  # as given: a K or "auto"
-    max_buckets: int
-    min_gain: float
-    rule: BatchRule
-    max_len: int | None
-    method: str
-    column: str | None
-    field: str | None
-    seed: int
-    world_size: int
-    tokens_per_s: float | None
-    reference_strategy: str | None
-    drop_zero: bool
-
-    def to_dict(self, step_times: Path | None) -> dict[str, Any]:
-        """The ``settings`` of ``recommendation.json``."""
-        return {
-            "n_buckets": self.n_buckets,
-            "n_buckets_asked": self.n_buckets_asked,
-            "max_buckets": self.max_buckets,
-            "min_gain": self.min_gain,
-            **{k: getattr(self.rule, k) for k in ("batch_size", "max_tokens", "pad_to_multiple_of")},
-            "max_len": self.max_len,
-            "method": self.method,
-            "seed": self.seed,
-            "world_size": self.world_size,
-            "column": self.column,
-            "field": self.field,
-            "tokens_per_s": self.tokens_per_s,
-            "reference_strategy": self.reference_strategy,
-            "drop_zero": self.drop_zero,
-            "step_times": None if step_times is None else str(step_times),
-        }
-
-
-@dataclass(frozen=True)
-class _Data:
-    """The lengths a report is about: where they came from, their histogram (zero lengths
-    dropped when asked), and where the report put them and its figures."""
-
-    src: LengthSource
-    raw: LengthHistogram
-    zero_dropped: int
-    figures: Path
-    csv: Path
-
-
-@dataclass(frozen=True)
-class _Run:
-    """Where a report reads and writes, and what it runs (:func:`_resolve_inputs`)."""
-
-    out: Path
-    notebooks_dir: Path
-    notebooks: list[Path]
-    skipped: list[str]  # the notebooks that need measured step times, when none are given
-    step_times: Path | None
-
-
-def _resolve_inputs(
-    out_dir: str | os.PathLike[str],
-    notebooks_dir: str | os.PathLike[str] | None,
-    step_times: str | os.PathLike[str] | None,
-) -> _Run:
-    """Absolute folders, the step-time file checked, the notebooks to run and those skipped."""
-    out = Path(out_dir).resolve()
-    nb_dir = Path(notebooks_dir if notebooks_dir is not None else NOTEBOOKS_DIR).resolve()
-    times_path = None
-    if step_times is not None:
-        times_path = Path(step_times).resolve()
-        load_step_times(times_path)  # a bad file fails here, in one line, not in a notebook
-    notebooks = _notebooks(nb_dir, times_path is not None)
-    skipped = [p.name for p in report_notebooks(nb_dir, step_times=True) if p not in notebooks]
-    if out == nb_dir:
-        raise ValueError(
-            f"{out}: the output folder is the notebooks folder; the executed "
-            "copies would overwrite the reference notebooks (choose another --out)"
-        )
-    return _Run(out, nb_dir, notebooks, skipped, times_path)
-
-
-def _prepare_output(out: Path, raw: LengthHistogram) -> tuple[Path, Path]:
-    """Create ``out`` and its figures folder, and write the histogram every notebook reads:
-    the figures folder and the CSV."""
-    out.mkdir(parents=True, exist_ok=True)
-    figures = out / REPORT_FIGURES
-    figures.mkdir(exist_ok=True)
-    (out / REPORT_HISTOGRAM).parent.mkdir(parents=True, exist_ok=True)
-    return figures, save_histogram(raw, out / REPORT_HISTOGRAM)
-
-
-@dataclass(frozen=True)
-class _PageContext:
-    """What every notebook page names: the source, the batch rule, the pages in order."""
-
-    source: str
-    rule: str
-    pages: list[Page]
+    with staging(run.final) as stage:  # written beside the folder, moved into place when complete
+        run = replace(run, out=stage)
+        if kept is not None:
+            src, source = _adopt(kept, source, run)
+        data = _Data(src, raw, zero_dropped, *_prepare_output(run.out, raw))
+        runs, executed = _run_notebooks(run, _offered(settings, run, data, rec.plan.edges), progress, pages)
+        figure_files = _new_figures(data.figures)
+        recommendation = _recommendation(settings, run, data, command, rec_dict, rec.plan, runs, figure_files)
+        rec_path = write_json(run.out / "recommendation.json", recommendation)
+        command_line = str(recommendation["command"])
+        index = _write_index(run, settings, source, rec, hist, raw, step_time, pages, command_line)
+        written = [data.csv, *executed, rec_path, index, *figure_files]
+        if kept is not None:
+            written.append(run.out / kept.name)
+        publish(stage, run.final)
+    files = tuple(sorted({run.final / p.relative_to(stage) for p in written}))
+    return ReportResult(out_dir=run.final, files=files, recommendation=recommendation)
 
 
 def _run_notebooks(
@@ -327,13 +235,17 @@ def _run_notebooks(
             params = {k: v for k, v in offered.items() if k in defined}
             dst = run.out / nb.name
             _run_notebook(nb, dst, params, cwd=run.notebooks_dir, show_progress=progress is not None)
+            relocate_file(dst, run.out, run.final)  # paths into the staging folder name the final one
             html = _to_html(dst, pages.pages, source=pages.source, rule=pages.rule)
             written += [dst, html]
             runs.append(
                 {
                     "notebook": nb.name,
                     "html": html.name,
-                    "parameters": params,
+                    "parameters": {
+                        k: relocate(v, run.out, run.final) if isinstance(v, str) else v
+                        for k, v in params.items()
+                    },
                     "not_set": sorted(set(offered) - set(params)),
                 }
             )
@@ -372,80 +284,9 @@ def _write_index(
     return path
 
 
-def _new_figures(figures: Path, started: float) -> list[Path]:
-    """The figures written since ``started`` (sorted; older files in the folder are stale)."""
-    return sorted(p for p in figures.iterdir() if p.is_file() and p.stat().st_mtime >= started)
-
-
-def _offered(settings: _Settings, run: _Run, data: _Data, edges: list[int]) -> dict[str, Any]:
-    """The parameters offered to every notebook (each gets those its parameters cell defines)."""
-    rule, src = settings.rule, data.src
-    return {
-        "data_path": str(data.csv),
-        "figures_dir": str(data.figures),
-        "figure_formats": _FIGURE_FORMATS,
-        "max_len": settings.max_len if settings.max_len is not None else data.raw.max,
-        "batch_size": rule.batch_size,
-        "max_tokens": rule.max_tokens,
-        "pad_to_multiple_of": rule.pad_to_multiple_of,
-        "n_buckets": settings.n_buckets,
-        "max_buckets": settings.max_buckets,
-        "min_gain": settings.min_gain,
-        "seed": settings.seed,
-        "world_size": settings.world_size,
-        "zero_length_dropped": data.zero_dropped,
-        "method": settings.method,
-        # the case's published edges and calibration are shown only beside the case-like data
-        "case_reference": isinstance(src, str | os.PathLike)
-        and Path(src).resolve() == BUNDLED_DATA.resolve(),
-        "edges": edges,
-        "reference_strategy": settings.reference_strategy,
-        "reference_tokens_per_s": settings.tokens_per_s,
-        # simulated epochs and the time sweep's K: what recommendation.json's step_time used
-        "epochs": DEFAULT_TIME_EPOCHS,
-        "max_k": DEFAULT_TIME_MAX_K,
-        STEP_TIMES_PARAMETER: None if run.step_times is None else str(run.step_times),
-    }
-
-
-def _recommendation(
-    settings: _Settings,
-    run: _Run,
-    data: _Data,
-    command: str | None,
-    rec_dict: dict[str, Any],
-    plan: BucketPlan,
-    runs: list[dict[str, Any]],
-    figure_files: list[Path],
-) -> dict[str, Any]:
-    """The content of ``recommendation.json`` (JSON-ready)."""
-    pngs = {p.stem for p in figure_files if p.suffix == ".png"}
-    svgs = {p.stem for p in figure_files if p.suffix == ".svg"}
-    max_len, src, raw = settings.max_len, data.src, data.raw
-    recommendation: dict[str, Any] = clean(
-        {
-            "created_by": "padding-workbench report",
-            "version": __version__,
-            "command": command if command is not None else default_command(),
-            "python": sys.version.split()[0],
-            "source": str(src) if isinstance(src, str | os.PathLike) else type(src).__name__,
-            "settings": settings.to_dict(run.step_times),
-            "data": {
-                "summary": summary_dict(raw.summary()),
-                "clipping": summary_dict(raw.clip_summary(max_len)) if max_len is not None else None,
-                "histogram_csv": str(data.csv.relative_to(run.out)),
-                "zero_length_dropped": data.zero_dropped,
-            },
-            **rec_dict,
-            "exports": export_all(plan),
-            "notebooks": runs,
-            "notebooks_skipped": [
-                {"notebook": name, "reason": "needs measured step times (--step-times)"}
-                for name in run.skipped
-            ],
-            "figures": [str(p.relative_to(run.out)) for p in figure_files],
-            "figures_missing_svg": sorted(pngs - svgs),
-            "figures_missing_png": sorted(svgs - pngs),
-        }
-    )
-    return recommendation
+def _adopt(src: Path, source: Source, run: _Run) -> tuple[Path, Source]:
+    """Move ``src``, a file written for this report, into the staging folder: the path it will
+    have in the report, and ``source`` naming it there."""
+    shutil.move(src, run.out / src.name)
+    final = run.final / src.name
+    return final, replace(source, files=tuple(replace(f, path=str(final)) for f in source.files))

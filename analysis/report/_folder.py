@@ -1,0 +1,165 @@
+"""The report's folders: the inputs resolved and checked, the output folder checked, the
+report written in a staging folder beside it and moved into place only when complete.
+
+A report never writes over a file it did not create: its folder (``--out``, taken literally)
+must be new, empty, or an earlier report's (marked by :data:`analysis.paths.REPORT_MARKER`),
+and none of its inputs may lie inside it.  Everything is written into a hidden staging folder
+beside it (``.NAME.partial-PID-XXXXXXXX``, marked incomplete); only a complete report replaces
+the folder, so an interrupted run (Ctrl-C, SIGTERM, even ``kill -9``) leaves an earlier report
+as it was.  A staging folder left by a killed run is removed by the next run into the same
+folder once its process is gone; a run stopped by a failing notebook keeps its staging folder
+for that notebook (the message names it) until then."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import shutil
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from analysis.lengths import LengthHistogram
+from analysis.loaders import LengthSource, expand_paths, load_step_times, save_histogram
+from analysis.paths import NOTEBOOKS_DIR, REPORT_FIGURES, REPORT_HISTOGRAM, REPORT_MARKER
+from analysis.report._context import _Run
+from analysis.report._notebooks import NotebookFailed, _notebooks, report_notebooks
+
+
+def _resolve_inputs(
+    out_dir: str | os.PathLike[str],
+    notebooks_dir: str | os.PathLike[str] | None,
+    step_times: str | os.PathLike[str] | None,
+) -> _Run:
+    """Absolute folders, the step-time file checked, the notebooks to run and those skipped."""
+    out = Path(out_dir).resolve()
+    nb_dir = Path(notebooks_dir if notebooks_dir is not None else NOTEBOOKS_DIR).resolve()
+    times_path = None
+    if step_times is not None:
+        times_path = Path(step_times).resolve()
+        load_step_times(times_path)  # a bad file fails here, in one line, not in a notebook
+    notebooks = _notebooks(nb_dir, times_path is not None)
+    skipped = [p.name for p in report_notebooks(nb_dir, step_times=True) if p not in notebooks]
+    if out == nb_dir or nb_dir.is_relative_to(out):
+        raise ValueError(
+            f"{out}: the output folder holds the notebooks folder; the report would replace "
+            "the reference notebooks (choose another --out)"
+        )
+    check_output_folder(out)
+    return _Run(out, nb_dir, notebooks, skipped, times_path, out)
+
+
+def check_output_folder(out: Path) -> None:
+    """Refuse an output folder the report may not replace: a file, or a folder holding files
+    that no report wrote (one without :data:`~analysis.paths.REPORT_MARKER`)."""
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"{out}: exists and is not a folder; choose another --out")
+    if out.is_dir() and not _is_report(out) and any(out.iterdir()):
+        raise ValueError(
+            f"{out}: a folder a report did not write (no {REPORT_MARKER} in it); the report "
+            "replaces its folder, so choose a new or empty --out, or an earlier report's"
+        )
+
+
+def _is_report(folder: Path) -> bool:
+    """Whether ``folder`` is a report's: it holds the marker, or (a report written before the
+    marker existed) a ``recommendation.json`` a report wrote."""
+    if (folder / REPORT_MARKER).is_file():
+        return True
+    try:
+        written = json.loads((folder / "recommendation.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(written, dict) and written.get("created_by") == "padding-workbench report"
+
+
+def check_inputs(out: Path, src: LengthSource, extra: Sequence[Path | None] = ()) -> None:
+    """Refuse inputs inside the output folder (``src``'s files, the step-time file): the
+    report replaces that folder, its inputs with it."""
+    paths = list(expand_paths(src)[1]) if isinstance(src, str | os.PathLike) else []
+    for path in [*paths, *(p for p in extra if p is not None)]:
+        if path.resolve().is_relative_to(out):
+            raise ValueError(
+                f"{path}: an input inside the output folder {out}, which the report replaces; "
+                "choose another --out (or move the input out of it)"
+            )
+
+
+def _stale(stage: Path) -> bool:
+    """Whether a staging folder's run is gone (its name holds the process id)."""
+    try:
+        pid = int(stage.name.rsplit(".partial-", 1)[1].split("-")[0])
+        os.kill(pid, 0)
+    except (IndexError, ValueError):
+        return False  # not one of ours
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # another user's live process
+        return False
+    return False
+
+
+@contextlib.contextmanager
+def staging(out: Path) -> Iterator[Path]:
+    """A new folder beside ``out`` to write the report in, marked incomplete; it is removed
+    on the way out unless :func:`publish` moved it into place."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    for old in out.parent.glob(f".{out.name}.partial-*"):
+        if _stale(old):
+            shutil.rmtree(old, ignore_errors=True)
+    stage = out.parent / f".{out.name}.partial-{os.getpid()}-{secrets.token_hex(4)}"
+    stage.mkdir()
+    (stage / REPORT_MARKER).write_text("incomplete: a report being written\n", encoding="utf-8")
+    try:
+        yield stage
+    except NotebookFailed:  # kept for the failed notebook the message names (removed next run)
+        raise
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
+    shutil.rmtree(stage, ignore_errors=True)
+
+
+def publish(stage: Path, out: Path) -> None:
+    """Move the complete report in ``stage`` to ``out``; an earlier report there (checked
+    again now) is replaced only at this point, and removed."""
+    (stage / REPORT_MARKER).write_text("a complete padding-workbench report\n", encoding="utf-8")
+    check_output_folder(out)
+    old = None
+    if out.exists():
+        old = out.parent / f".{out.name}.old-{os.getpid()}-{secrets.token_hex(4)}"
+        os.replace(out, old)
+    os.replace(stage, out)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def relocate(value: str, stage: Path, out: Path) -> str:
+    """``value`` with the staging folder's path replaced by the final folder's."""
+    return value.replace(str(stage), str(out))
+
+
+def relocate_file(path: Path, stage: Path, out: Path) -> None:
+    """Rewrite a written text file (an executed notebook, JSON) so that the paths into the
+    staging folder name the final folder instead."""
+    text = path.read_text(encoding="utf-8")
+    pairs = [(str(stage), str(out)), (str(stage).replace("\\", "\\\\"), str(out).replace("\\", "\\\\"))]
+    for old, new in pairs:
+        text = text.replace(old, new)
+    path.write_text(text, encoding="utf-8")
+
+
+def _prepare_output(out: Path, raw: LengthHistogram) -> tuple[Path, Path]:
+    """Create ``out`` and its figures folder, and write the histogram every notebook reads:
+    the figures folder and the CSV."""
+    out.mkdir(parents=True, exist_ok=True)
+    figures = out / REPORT_FIGURES
+    figures.mkdir(exist_ok=True)
+    (out / REPORT_HISTOGRAM).parent.mkdir(parents=True, exist_ok=True)
+    return figures, save_histogram(raw, out / REPORT_HISTOGRAM)
+
+
+def _new_figures(figures: Path) -> list[Path]:
+    """The figures written (sorted; the staging folder starts empty, so all are this run's)."""
+    return sorted(p for p in figures.iterdir() if p.is_file())

@@ -1,0 +1,215 @@
+"""The report never writes over what it did not write: its folder is new, empty or an earlier
+report's, taken literally; its inputs are never inside it, nor its own outputs read back as
+inputs; it is written beside the folder and moved into place only when complete, so Ctrl-C,
+SIGTERM or ``kill -9`` leave an earlier report as it was (real processes and signals)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+
+from analysis import LengthHistogram, cli, load_lengths, save_histogram
+from analysis.paths import REPORT_MARKER
+
+LENGTHS = np.random.default_rng(5).integers(20, 900, size=1_000)
+
+#: A report notebook that reads the data, and (env SLOW) sleeps after writing a flag file
+#: (env STARTED), so that a test can signal the report while a notebook runs.
+_BODY = """\
+import os, time
+from analysis import load_lengths
+print(load_lengths(data_path).n_samples)
+if os.environ.get("STARTED"):
+    open(os.environ["STARTED"], "w").close()
+for _ in range(int(10 * float(os.environ.get("SLOW", "0")))):
+    time.sleep(0.1)
+"""
+
+
+def _notebooks(folder: Path) -> Path:
+    folder.mkdir()
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("data_path = 'x.csv'\nbatch_size = 1")
+    cell.metadata["tags"] = ["parameters"]
+    nb.cells = [nbformat.v4.new_markdown_cell("# 01 · Tiny"), cell, nbformat.v4.new_code_cell(_BODY)]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, folder / "01_tiny.ipynb")
+    return folder
+
+
+def _use(monkeypatch: pytest.MonkeyPatch, nbs: Path) -> None:
+    """The CLI's report runs the notebooks of ``nbs`` (where the default folder is read)."""
+    monkeypatch.setattr("analysis.report._folder.NOTEBOOKS_DIR", nbs)
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_a_folder_the_report_did_not_write_is_refused_and_left_alone(tmp_path, monkeypatch, capsys):
+    _use(monkeypatch, _notebooks(tmp_path / "nbs"))
+    own = tmp_path / "own"
+    (own / "data").mkdir(parents=True)
+    user_file = own / "data" / "lengths.csv"
+    user_file.write_text("length\n" + "\n".join(map(str, LENGTHS)) + "\n")
+    before = _snapshot(own)
+    code = cli.main(["--quiet", "report", str(user_file), "--column", "length", "--out", str(own)])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "a report did not write" in err
+    assert _snapshot(own) == before  # the user's file as it was
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # nothing beside
+
+
+def test_a_file_as_the_output_folder_is_refused(tmp_path, monkeypatch, capsys):
+    _use(monkeypatch, _notebooks(tmp_path / "nbs"))
+    src = save_histogram(LengthHistogram.from_lengths(LENGTHS), tmp_path / "in.csv")
+    code = cli.main(["--quiet", "report", str(src), "--out", str(src)])
+    assert code == 2 and "is not a folder" in capsys.readouterr().err
+    assert load_lengths(src).n_samples == len(LENGTHS)
+
+
+def test_output_paths_are_literal_reruns_replace_and_globs_skip_reports(tmp_path, monkeypatch, capsys):
+    _use(monkeypatch, _notebooks(tmp_path / "nbs"))
+    runs = tmp_path / "runs"
+    for name, seed in (("a", 1), ("b", 2)):
+        (runs / name).mkdir(parents=True)
+        values = np.random.default_rng(seed).integers(5, 500, 2_000)
+        (runs / name / "l.csv").write_text("length\n" + "\n".join(map(str, values)) + "\n")
+    out = runs / "rep_{batch_size}"  # braces: papermill would fill them from the parameters
+    argv = ["--quiet", "report", f"{runs}/**/*.csv", "--out", str(out), "--batch-size", "8"]
+    assert cli.main(argv) == 0
+    first = json.loads((out / "recommendation.json").read_text())
+    assert sorted(p.name for p in runs.iterdir()) == ["a", "b", "rep_{batch_size}"]  # no rep_8
+    assert (out / REPORT_MARKER).is_file()
+    stale = out / "figures" / "from_an_older_run.png"
+    stale.write_bytes(b"old")
+    assert cli.main(argv) == 0  # the glob now also matches the report's data/lengths.csv
+    second = json.loads((out / "recommendation.json").read_text())
+    assert first["data"]["summary"]["samples"] == second["data"]["summary"]["samples"] == 4_000
+    assert not stale.exists()  # the earlier report was replaced whole
+    executed = (out / "01_tiny.ipynb").read_text()
+    assert ".partial-" not in executed and str(out / "data" / "lengths.csv") in executed
+    assert second["notebooks"][0]["parameters"]["data_path"] == str(out / "data" / "lengths.csv")
+    assert [p.name for p in runs.iterdir() if p.name.startswith(".")] == []
+    capsys.readouterr()
+    # an input inside the report's folder: the report would replace it
+    code = cli.main(["--quiet", "report", str(out / "data" / "lengths.csv"), "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and "an input inside the output folder" in err and len(err.strip().splitlines()) == 1
+    assert json.loads((out / "recommendation.json").read_text()) == second
+
+
+#: The CLI in a child process, on the notebooks folder given first.
+_CHILD = """\
+import sys
+import analysis.report._folder as folder
+folder.NOTEBOOKS_DIR = sys.argv[1]
+from analysis.cli import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+def _start(nbs: Path, src: Path, out: Path, env: dict[str, str], **popen: object) -> subprocess.Popen[str]:
+    argv = [sys.executable, "-c", _CHILD, str(nbs), "--quiet", "report", str(src), "--out", str(out)]
+    return subprocess.Popen(
+        argv, env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen
+    )
+
+
+def _run(process: subprocess.Popen[str]) -> None:
+    _, err = process.communicate(timeout=180)
+    assert process.returncode == 0, err
+
+
+def _wait_for(flag: Path, process: subprocess.Popen[str], seconds: float = 120) -> None:
+    deadline = time.monotonic() + seconds
+    while not flag.exists():
+        assert process.poll() is None, process.communicate()[1]
+        assert time.monotonic() < deadline, "the notebook never started"
+        time.sleep(0.1)
+
+
+def _ignore_sigint() -> None:  # what a shell does to a background job
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def test_an_interrupted_rerun_leaves_the_earlier_report_as_it_was(tmp_path):
+    """SIGTERM, SIGINT (even where it was ignored at start, as a shell leaves it for a
+    background job: the report ran on to the end and exited 0) and SIGKILL, each while a
+    notebook of a rerun runs: the earlier, complete report stays every byte as it was."""
+    nbs = _notebooks(tmp_path / "nbs")
+    src = save_histogram(LengthHistogram.from_lengths(LENGTHS), tmp_path / "in.csv")
+    out = tmp_path / "report"
+    _run(_start(nbs, src, out, {}))
+    before = _snapshot(out)
+    cases = [
+        (signal.SIGTERM, 128 + signal.SIGTERM, {}),
+        (signal.SIGINT, 128 + signal.SIGINT, {"preexec_fn": _ignore_sigint}),
+        (signal.SIGKILL, -signal.SIGKILL, {}),
+    ]
+    for signum, code, popen in cases:
+        flag = tmp_path / f"started-{signum}"
+        rerun = _start(nbs, src, out, {"SLOW": "60", "STARTED": str(flag)}, **popen)
+        _wait_for(flag, rerun)
+        time.sleep(0.3)
+        started = time.monotonic()
+        rerun.send_signal(signum)
+        _, err = rerun.communicate(timeout=30)
+        assert rerun.returncode == code, err
+        assert time.monotonic() - started < 15  # stopped, not run on to the notebook's end
+        assert _snapshot(out) == before  # the earlier, complete report: every byte as it was
+        left = [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+        if signum == signal.SIGKILL:  # no cleanup possible: a staging folder is left beside
+            assert [p.name.split("-")[0] for p in left] == [".report.partial"]
+        else:
+            name = signal.Signals(signum).name
+            assert err.strip().splitlines() == [
+                f"padding-workbench: interrupted by {name}; {out} is left as it was"
+            ]
+            assert left == []
+    _run(_start(nbs, src, out, {}))  # the next run removes the killed run's staging folder
+    assert [p for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_raw_data_is_measured_beside_the_folder_and_moved_into_the_report(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("tokenizers")
+    from test_measure import make_texts, train_tokenizer
+
+    _use(monkeypatch, _notebooks(tmp_path / "nbs"))
+    tokenizer = tmp_path / "tokenizer.json"
+    train_tokenizer(vocab_size=300).save(str(tokenizer))
+    (tmp_path / "src").mkdir()
+    for i, text in enumerate(make_texts(20, seed=6)):
+        (tmp_path / "src" / f"{i}.txt").write_text(text)
+    out = tmp_path / "report"
+    argv = ["--quiet", "report", str(tmp_path / "src"), "--tokenizer", str(tokenizer), "--no-cache"]
+    assert cli.main([*argv, "--out", str(out)]) == 0
+    rec = json.loads((out / "recommendation.json").read_text())
+    assert rec["source"] == str(out / "lengths.npy") and load_lengths(out / "lengths.npy").n_samples == 20
+    assert "lengths.npy" in capsys.readouterr().out  # listed among the files written
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+    (tmp_path / "own").mkdir()
+    (tmp_path / "own" / "notes.txt").write_text("mine")
+    assert cli.main([*argv, "--out", str(tmp_path / "own")]) == 2  # refused before measuring
+    assert sorted(p.name for p in (tmp_path / "own").iterdir()) == ["notes.txt"]
+
+
+def test_a_report_written_before_the_marker_is_replaced(tmp_path, monkeypatch):
+    _use(monkeypatch, _notebooks(tmp_path / "nbs"))
+    src = save_histogram(LengthHistogram.from_lengths(LENGTHS), tmp_path / "in.csv")
+    old = tmp_path / "reports"
+    (old / "figures").mkdir(parents=True)
+    (old / "figures" / "stale.png").write_bytes(b"old")
+    (old / "recommendation.json").write_text(json.dumps({"created_by": "padding-workbench report"}))
+    assert cli.main(["--quiet", "report", str(src), "--out", str(old)]) == 0
+    assert (old / REPORT_MARKER).is_file() and not (old / "figures" / "stale.png").exists()
