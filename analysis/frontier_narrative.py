@@ -60,8 +60,11 @@ def frontier_sentence(
     bound = ""
     if hist is not None and best is not None:
         k_max = int(frame["n_buckets"].max())
-        plan = optimize_edges(hist, k_max, result.rule, min_efficiency=target)
-        if plan.floor is not None and plan.mixing >= found[2]:  # type: ignore[index]
+        try:
+            plan: BucketPlan | None = optimize_edges(hist, k_max, result.rule, min_efficiency=target)
+        except ValueError:  # under a token budget the floor reads the steps' fill, below efficiency
+            plan = None
+        if plan is not None and plan.floor is not None and plan.mixing >= found[2]:  # type: ignore[index]
             found = (plan.n_buckets, plan.efficiency, plan.mixing)
             if not plan.floor.exact:
                 bound = f", at most {format_percent(plan.floor.bound, 1)} possible"

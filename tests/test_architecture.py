@@ -64,7 +64,7 @@ FLOOR_PLAN: tuple[tuple[str, ...], ...] = (
     ("epoch_metrics", "optimize", "loaders"),  # measuring epochs; edge placement; length files
     ("simulation", "measure"),  # simulated epochs; raw data -> lengths
     ("epoch_time", "plots"),  # every step-time prediction; figures
-    ("recommendation", "progress", "exports", "steps_text", "tradeoff"),  # steps_text: token budget
+    ("recommendation", "progress", "exports", "steps_text", "tradeoff"),
     ("explorer", "narrative", "frontier_narrative", "narrative_strategies"),
     ("report",),
     ("cli",),

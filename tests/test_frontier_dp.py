@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from analysis import BatchRule, LengthHistogram, evaluate_edges, optimize_edges
-from analysis.optimize._problem import _problem
+from analysis.optimize._problem import _problem, _resolve_objective
 
 frontier_dp = importlib.import_module("analysis.optimize._frontier")
 
@@ -52,7 +52,7 @@ def _dominated(f: float, g: float, plans: list[tuple[float, float, list[int]]]) 
 @pytest.mark.parametrize("rule", RULES, ids=str)
 def test_every_lambda_gives_pareto_optimal_plans_for_every_k(seed, rule):
     hist = _hist(seed)
-    prob = _problem(hist, rule)
+    prob = _problem(hist, rule, objective=_resolve_objective(rule, None, None))
     lag = frontier_dp._lagrangian(hist, prob)
     everything = {k: _every_plan(hist, k, rule) for k in (2, 3, 4)}
     for lam in (1e-3, 10.0, 100.0, 1e3, 1e5):

@@ -29,7 +29,7 @@ from analysis.lengths import LengthHistogram
 from analysis.mixing import length_variance
 from analysis.optimize._costs import _GROUP, _Arrays, _arrays, _comb_heads, _comb_tile, _row_costs
 from analysis.optimize._layers import _ROWS, _TILE, _group, _layers, _push_heads, _push_rows, _push_tile
-from analysis.optimize._problem import StepTimeLike, _Problem, _problem
+from analysis.optimize._problem import StepTimeLike, _Problem, _problem, _resolve_objective
 from analysis.optimize._ratios import _comb_computed, _ratio_tables
 from analysis.optimize._search import _check_k, _ends_to_edges, _grid
 from analysis.optimize.plan import BucketPlan, FloorChoice, _plan
@@ -377,7 +377,7 @@ def frontier_plans(
     """
     if any(not (isinstance(x, int | float) and math.isfinite(x) and x > 0) for x in lambdas):
         raise ValueError(f"every lambda must be a finite number > 0, got {list(lambdas)!r}")
-    prob = _problem(hist, rule, edge_multiple, step_time)
+    prob = _problem(hist, rule, edge_multiple, step_time, _resolve_objective(rule, step_time, None))
     k_max = _check_k(prob, k_max)
     lag = _lagrangian(hist, prob)
     seen: dict[tuple[int, ...], BucketPlan] = {}
