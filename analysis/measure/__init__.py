@@ -38,7 +38,7 @@ from analysis.counting import LengthCounter
 from analysis.lengths import LengthHistogram
 from analysis.loaders import DaskClient, load_lengths_distributed
 from analysis.measure._cache import _cache_key, _cache_read, _cache_write
-from analysis.measure._out import _check_out, _is_folder, _open_out, _ShardFolder
+from analysis.measure._out import _check_not_input, _check_out, _is_folder, _open_out, _ShardFolder
 from analysis.measure._pieces import MeasuredPiece, _Job
 from analysis.measure._run import _Progress, _run_dask, _run_local
 from analysis.measure._sources import _plan_paths, _plan_records
@@ -155,12 +155,13 @@ def measure_lengths(
     spec = _spec(tokenizer, add_special_tokens=add_special_tokens, chat=chat)
     out_path = None if out is None else Path(os.path.expanduser(os.fspath(out)))
     folder = out is not None and _is_folder(out)
-    if out_path is not None:
-        _check_out(out_path, folder)
     if isinstance(source, str | os.PathLike):
         plan, name = _plan_paths(source, name, chat, hashing=cache)
     else:
         plan = _plan_records(source, name)
+    if out_path is not None:
+        _check_not_input(out_path, folder, plan.files)
+        _check_out(out_path, folder)
     job = _Job(spec, name, chat, want_lengths=out_path is not None)
 
     key = _cache_key(plan, job) if cache else None

@@ -59,6 +59,19 @@ def _check_out(out: Path, folder: bool = False) -> None:
             )
 
 
+def _check_not_input(out: Path, folder: bool, inputs: tuple[str, ...]) -> None:
+    """Refuse an ``out`` that is one of the input files, or (a folder) holds one."""
+    target = out.resolve()
+    for name in inputs:
+        path = Path(name)
+        same = target == path.resolve() or (out.exists() and not folder and os.path.samefile(out, path))
+        if same or (folder and target in path.resolve().parents):
+            raise ValueError(
+                f"{out}: is {'where the input' if folder else 'the input'} {name} "
+                f"{'lies' if folder else 'itself'}; out= must not write over its own input"
+            )
+
+
 def _save_shard(path: str, lengths: np.ndarray) -> None:
     """One shard's lengths as ``.npy`` int32 (on a Dask worker, or here)."""
     np.save(path, lengths.astype("<i4", copy=False))

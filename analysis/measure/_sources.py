@@ -51,6 +51,7 @@ class _Plan:
     n_bytes: int | None  # None: an in-memory source of unknown size
     shards: list[tuple[str, int, int, str]] | None  # (path, size, mtime_ns, hash); None: no cache
     small: bool  # a single piece, or a few bytes: not worth worker processes
+    files: tuple[str, ...] = ()  # the input files of a path source (never written over)
 
 
 def _scan(path: Path, split_bytes: int | None, hashing: bool) -> tuple[str, list[tuple[int, int]]]:
@@ -171,6 +172,7 @@ def _plan_paths(
         n_bytes,
         shards if hashing else None,
         small=len(pieces) < 2 or n_bytes < _SMALL_INPUT_BYTES,
+        files=tuple(map(str, files)),
     )
     return plan, name
 

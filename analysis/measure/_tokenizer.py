@@ -74,14 +74,28 @@ def _load_tokenizer(path: Path) -> Any:
 
             return Tokenizer.from_file(str(path / "tokenizer.json"))
         from transformers import AutoTokenizer
+        from transformers.utils import logging as hf_logging
 
-        return AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+        # Never the folder's own Python: trust_remote_code=False also means transformers
+        # refuses at once where it would otherwise ask "run the custom code? [y/N]" on stdin.
+        level = hf_logging.get_verbosity()
+        hf_logging.set_verbosity_error()  # its warnings about the folder's config: not ours to print
+        try:
+            return AutoTokenizer.from_pretrained(str(path), local_files_only=True, trust_remote_code=False)
+        finally:
+            hf_logging.set_verbosity(level)
     except ImportError as err:
         raise ValueError(
             f"{path}: loading a tokenizer needs the 'measure' extra "
             f"(pip install 'padding-workbench[measure]'): {err}"
         ) from None
     except Exception as err:  # noqa: BLE001 - any loader failure is one line naming the path
+        if "trust_remote_code" in str(err):
+            raise ValueError(
+                f"{path}: this tokenizer folder names its own Python code (auto_map), which the "
+                "workbench never runs; pass its tokenizer.json, or load the tokenizer yourself "
+                "and pass the object to measure_lengths"
+            ) from None
         raise ValueError(f"{path}: cannot load a tokenizer: {' '.join(str(err).split())}") from None
 
 
