@@ -219,3 +219,23 @@ def test_lengths_never_writes_over_its_own_input(tokenizer_json: Path, tmp_path:
     assert done.stderr.count("\n") == 1 and "input" in done.stderr, done.stderr
     assert src.read_bytes() == before
     assert sorted(p.name for p in src.parent.iterdir()) == [src.name]
+
+
+def test_an_unwritable_cache_is_one_warning_line_and_the_run_goes_on(
+    tokenizer_json: Path, tmp_path: Path
+) -> None:
+    src = tmp_path / "ok.jsonl"
+    src.write_text('{"text": "a b"}\n{"text": "c"}\n')
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".cache").write_text("a file where the cache folder should be")
+    out = tmp_path / "o.npy"
+    env = {**os.environ, "HOME": str(home)}
+    done = subprocess.run(
+        [sys.executable, "-m", "analysis", "lengths", str(src), "--tokenizer", str(tokenizer_json),
+         "--field", "text", "--out", str(out), "--quiet"],
+        capture_output=True, text=True, timeout=180, env={**env, "PYTHONPATH": str(REPO)}, cwd=REPO,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("\n") == 1 and "warning: " in done.stderr and "not cached" in done.stderr
+    assert np.load(out).shape == (2,)

@@ -27,7 +27,7 @@ pytest.importorskip("transformers")
 from tokenizers import Tokenizer, models, pre_tokenizers, processors, trainers  # noqa: E402
 from transformers import PreTrainedTokenizerFast  # noqa: E402
 
-from analysis import LengthHistogram, load_lengths  # noqa: E402
+from analysis import LengthHistogram, load_lengths, measure  # noqa: E402
 from analysis.loaders import load_lengths_distributed  # noqa: E402
 from analysis.measure import _out, _sources, _tokenizer, measure_lengths  # noqa: E402
 
@@ -610,3 +610,82 @@ def test_spec_pickles_for_workers(hf: PreTrainedTokenizerFast, texts: list[str])
     spec = _tokenizer._spec(hf, add_special_tokens=True, chat=True)
     encoder = _tokenizer._Encoder(pickle.loads(pickle.dumps(spec)))
     assert encoder.texts(texts[:5]).tolist() == [len(hf.encode(t)) for t in texts[:5]]
+
+
+# ---------------------------------------------------------------------------- the cache, adversarially
+def test_cache_keys_on_the_format(bpe: Tokenizer, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    texts = ["a b c", "d e"]
+    jsonl = write_jsonl(tmp_path / "a.jsonl", [{"text": t} for t in texts])
+    assert measure_lengths(jsonl, bpe, cache_dir=cache).n_samples == 2
+    renamed = jsonl.rename(tmp_path / "a.txt")  # same bytes, size and mtime: one plain-text sample
+    got = measure_lengths(renamed, bpe, cache_dir=cache)
+    assert got == LengthHistogram.from_lengths([len(bpe.encode(renamed.read_text()).ids)])
+
+    csv = tmp_path / "b.csv"
+    csv.write_text("a\tb\nx y\tz w\n")  # CSV: one column "a\tb"; TSV: two columns
+    assert measure_lengths(csv, bpe, cache_dir=cache).n_samples == 1
+    tsv = csv.rename(tmp_path / "b.tsv")
+    with pytest.raises(ValueError, match=r"b\.tsv: 2 columns \(a, b\)"):
+        measure_lengths(tsv, bpe, cache_dir=cache)
+
+
+def test_cache_keys_on_the_code_a_callable_runs(
+    bpe: Tokenizer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib
+    import sys
+
+    code = tmp_path / "code"
+    code.mkdir()
+    (code / "tokhelper.py").write_text("def split(text):\n    return text.split()\n")
+    (code / "tokmod.py").write_text(
+        "from tokhelper import split\n\n"
+        "def count(texts):\n    out = []\n    for t in texts:\n"
+        "        out.append(len(split(t)))\n    return out\n"
+    )
+    monkeypatch.syspath_prepend(str(code))
+    for name in ("tokhelper", "tokmod"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    tokmod = importlib.import_module("tokmod")
+    src = write_jsonl(tmp_path / "a.jsonl", [{"text": "a b c"}, {"text": "aaa"}])
+    cache = tmp_path / "cache"
+    assert measure_lengths(src, tokmod.count, cache_dir=cache).lengths.tolist() == [1, 3]
+    (code / "tokhelper.py").write_text("def split(text):\n    return list(text)\n")  # the helper edited
+    importlib.reload(importlib.import_module("tokhelper"))
+    tokmod = importlib.reload(tokmod)
+    assert measure_lengths(src, tokmod.count, cache_dir=cache).lengths.tolist() == [3, 5]
+    monkeypatch.delitem(sys.modules, "tokhelper")
+    monkeypatch.delitem(sys.modules, "tokmod")
+
+
+def test_an_unwritable_cache_warns_once_and_returns_the_result(bpe: Tokenizer, tmp_path: Path) -> None:
+    src = write_jsonl(tmp_path / "a.jsonl", [{"text": "a b"}])
+    blocker = tmp_path / "cache"
+    blocker.write_text("a file where the cache folder should be")
+    with pytest.warns(measure.CacheWarning, match="cannot store the result in the cache") as caught:
+        hist = measure_lengths(src, bpe, cache_dir=blocker / "sub", out=tmp_path / "o.npy")
+    assert len(caught) == 1 and "\n" not in str(caught[0].message)
+    assert hist.n_samples == 1 and np.load(tmp_path / "o.npy").tolist() == [len(bpe.encode("a b").ids)]
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "wrong lengths"])
+def test_a_corrupt_cache_entry_is_discarded_and_measured_again(
+    bpe: Tokenizer, tmp_path: Path, damage: str
+) -> None:
+    src = write_jsonl(tmp_path / "a.jsonl", [{"text": t} for t in ["a b", "c d e", "f"]])
+    cache, out = tmp_path / "cache", tmp_path / "o.npy"
+    first = measure_lengths(src, bpe, cache_dir=cache, out=out)
+    want = np.load(out)
+    [npz] = cache.glob("*.npz")
+    [lengths] = cache.glob("*.lengths.npy")
+    if damage == "truncate":
+        npz.write_bytes(npz.read_bytes()[:40])
+    elif damage == "garbage":
+        npz.write_bytes(b"\x00" * 200)
+    else:
+        np.save(lengths, np.array([1], dtype=np.int32))
+    out.unlink()
+    for _ in range(2):  # measured again, then stored whole again
+        assert measure_lengths(src, bpe, cache_dir=cache, out=out) == first
+        np.testing.assert_array_equal(np.load(out), want)

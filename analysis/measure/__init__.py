@@ -37,7 +37,7 @@ from typing import Any
 from analysis.counting import LengthCounter
 from analysis.lengths import LengthHistogram
 from analysis.loaders import DaskClient, load_lengths_distributed
-from analysis.measure._cache import _cache_key, _cache_read, _cache_write
+from analysis.measure._cache import CacheWarning, _cache_key, _cache_read, _cache_write
 from analysis.measure._out import _check_not_input, _check_out, _is_folder, _open_out, _ShardFolder
 from analysis.measure._pieces import MeasuredPiece, _Job
 from analysis.measure._run import _Progress, _run_dask, _run_local
@@ -46,6 +46,7 @@ from analysis.measure._tokenizer import TokenizerLike, _pickle_or_none, _spec
 
 __all__ = [
     "DEFAULT_CACHE_DIR",
+    "CacheWarning",
     "MeasuredPiece",
     "TokenizerLike",
     "load_lengths_distributed",
@@ -111,11 +112,17 @@ def measure_lengths(
         Tokenize the pieces on a Dask cluster's workers (which must see the same paths) and
         merge their histograms exactly; ``processes`` is then unused.
     cache : bool, default True
-        Reuse the stored result of an identical call (same shard contents, sizes and
-        modification times, same tokenizer serialisation, same options) without tokenizing.
-        In-memory sources and tokenizers that cannot be pickled are never cached.
+        Reuse the stored result of an identical call without tokenizing: same shard contents,
+        sizes and modification times, same format (a ``.jsonl`` renamed ``.txt`` is another
+        call, a ``.csv`` renamed ``.tsv`` too), same options, same tokenizer (its
+        serialisation, chat template and library versions; for a callable, the code it runs
+        as loaded: its own and that of every project function or module it reaches, so an
+        edited helper is another call).  In-memory sources and tokenizers that cannot be
+        pickled are never cached.  A stored entry that cannot be read back whole is discarded
+        and measured again.
     cache_dir : str or os.PathLike, optional
-        Where results are stored; default :data:`DEFAULT_CACHE_DIR`.
+        Where results are stored; default :data:`DEFAULT_CACHE_DIR`.  Where it cannot take
+        a result, a one-line :class:`CacheWarning` says so and the result is returned.
     progress : callable, optional
         Wraps the iterable of :class:`MeasuredPiece` (each with ``where``, ``n_samples`` and
         ``n_tokens``) and yields them unchanged, e.g. a tqdm bar.  The engine draws nothing.

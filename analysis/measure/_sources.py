@@ -52,6 +52,7 @@ class _Plan:
     shards: list[tuple[str, int, int, str]] | None  # (path, size, mtime_ns, hash); None: no cache
     small: bool  # a single piece, or a few bytes: not worth worker processes
     files: tuple[str, ...] = ()  # the input files of a path source (never written over)
+    kind: str = ""  # their format: "jsonl", "parquet", "csv", "text" or "arrow" (a saved dataset)
 
 
 def _scan(path: Path, split_bytes: int | None, hashing: bool) -> tuple[str, list[tuple[int, int]]]:
@@ -88,6 +89,13 @@ def _kind(path: Path) -> str:
         if name.endswith(extensions):
             return kind
     return "text"
+
+
+def _format(kind: str, path: str) -> str:
+    """How a file of a plan of ``kind`` is parsed, for the cache key: format, compression,
+    separator."""
+    sep = {"csv": f" sep={_csv_sep(path)!r}"}.get(kind, "")
+    return f"{kind}{' gz' if path.lower().endswith('.gz') else ''}{sep}"
 
 
 def _is_saved_dataset(path: Path) -> bool:
@@ -173,6 +181,7 @@ def _plan_paths(
         shards if hashing else None,
         small=len(pieces) < 2 or n_bytes < _SMALL_INPUT_BYTES,
         files=tuple(map(str, files)),
+        kind=kind,
     )
     return plan, name
 

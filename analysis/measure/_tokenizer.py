@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import marshal
 import os
 import pickle
+import site
 import sys
+import sysconfig
+import types
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -117,7 +121,9 @@ def _spec(tokenizer: Any, *, add_special_tokens: bool, chat: bool) -> _Spec:
             )
     if _is_instance(tokenizer, "tokenizers", "Tokenizer"):
         text = tokenizer.to_str()
-        return _Spec("tokenizers", text, add_special_tokens, _sha("tokenizers", text))
+        return _Spec(
+            "tokenizers", text, add_special_tokens, _sha("tokenizers", _versions("tokenizers"), text)
+        )
     if is_transformers:
         backend = getattr(tokenizer, "backend_tokenizer", None)
         state = backend.to_str() if backend is not None else _pickle_or_none(tokenizer)
@@ -127,6 +133,7 @@ def _spec(tokenizer: Any, *, add_special_tokens: bool, chat: bool) -> _Spec:
             if state is None
             else _sha(
                 "transformers",
+                _versions("tokenizers", "transformers"),
                 type(tokenizer).__qualname__,
                 state,
                 str(getattr(tokenizer, "chat_template", None)),
@@ -141,19 +148,107 @@ def _spec(tokenizer: Any, *, add_special_tokens: bool, chat: bool) -> _Spec:
         )
     if callable(tokenizer):
         state = _pickle_or_none(tokenizer)
-        code = getattr(tokenizer, "__code__", None)
-        body = b"" if code is None else code.co_code + repr(code.co_consts).encode()
+        body = None if state is None else _code_digest(tokenizer)
         return _Spec(
             "callable",
             tokenizer,
             add_special_tokens,
-            None if state is None else _sha("callable", state, body),
+            None if state is None or body is None else _sha("callable", state, body),
         )
     raise ValueError(
         f"tokenizer: expected a path, a tokenizers.Tokenizer, a transformers "
         "tokenizer, a tiktoken encoding or a callable, got "
         f"{type(tokenizer).__name__}"
     )
+
+
+def _versions(*modules: str) -> str:
+    """The versions of the tokenizer libraries in use: their behaviour is part of the answer."""
+    return ",".join(f"{m}={getattr(sys.modules.get(m), '__version__', '?')}" for m in modules)
+
+
+#: Folders of the standard library and installed packages: code there is named by version.
+_LIBRARY_DIRS = tuple(
+    os.path.realpath(p)
+    for p in [
+        *(sysconfig.get_paths().get(key) for key in ("stdlib", "platstdlib", "purelib", "platlib")),
+        site.getusersitepackages(),
+    ]
+    if p
+)
+
+
+def _is_library(module: str | None) -> bool:
+    mod = sys.modules.get(module or "")
+    if mod is None:
+        return True  # not imported here: nothing to read (builtins, C extensions)
+    file = getattr(mod, "__file__", None)
+    if file is None:
+        return module not in ("__main__", "__mp_main__")  # a notebook's or REPL's own code
+    return os.path.realpath(str(file)).startswith(_LIBRARY_DIRS)
+
+
+def _code_digest(tokenizer: Any) -> str:
+    """A hash of the code a callable tokenizer runs, as loaded: its own code and that of every
+    function, class or module of the project (not a library) it reaches through its globals,
+    with their constants; a library is named by its version.  So editing a helper it calls
+    (and reloading it, or a new process) is another cache entry."""
+    parts: list[bytes] = []
+    seen: set[int] = set()
+
+    def library(module: str | None) -> None:
+        top = (module or "").partition(".")[0]
+        parts.append(f"{top}={getattr(sys.modules.get(top), '__version__', '?')}".encode())
+
+    def visit_code(code: types.CodeType, namespace: dict[str, Any]) -> None:
+        parts.append(marshal.dumps(code))
+        for name in code.co_names:
+            if name in namespace:
+                visit(namespace[name])
+        for const in code.co_consts:
+            if isinstance(const, types.CodeType):
+                visit_code(const, namespace)
+
+    def visit(value: Any) -> None:
+        if id(value) in seen:
+            return
+        seen.add(id(value))
+        if isinstance(value, str | bytes | int | float | complex | bool | type(None)):
+            parts.append(repr(value)[:4096].encode())
+        elif isinstance(value, tuple | frozenset):
+            for item in value:
+                visit(item)
+        elif isinstance(value, types.ModuleType):
+            if _is_library(value.__name__):
+                library(value.__name__)
+            else:
+                for item in list(vars(value).values()):
+                    if getattr(item, "__module__", None) == value.__name__:
+                        visit(item)
+        elif isinstance(value, types.MethodType):
+            visit(value.__func__)
+            visit(type(value.__self__))
+        elif isinstance(value, types.FunctionType):
+            if _is_library(value.__module__):
+                library(value.__module__)
+                return
+            parts.append(value.__qualname__.encode())
+            visit(value.__defaults__)
+            visit_code(value.__code__, value.__globals__)
+        elif isinstance(value, type):
+            if _is_library(value.__module__):
+                library(value.__module__)
+            else:
+                for item in list(vars(value).values()):
+                    visit(getattr(item, "__func__", item))
+        elif callable(value) or hasattr(value, "__dict__"):
+            visit(type(value))  # an instance: its class's code (its state is pickled)
+            func = getattr(value, "func", None)  # functools.partial
+            if func is not None:
+                visit(func)
+
+    visit(tokenizer)
+    return _sha(*parts)
 
 
 def _pickle_or_none(obj: Any) -> bytes | None:
