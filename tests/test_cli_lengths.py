@@ -239,3 +239,72 @@ def test_an_unwritable_cache_is_one_warning_line_and_the_run_goes_on(
     assert done.returncode == 0, done.stderr
     assert done.stderr.count("\n") == 1 and "warning: " in done.stderr and "not cached" in done.stderr
     assert np.load(out).shape == (2,)
+
+
+def children(pid: int) -> set[int]:
+    """The live child processes of ``pid`` (Linux ``/proc``)."""
+    found = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z":
+            found.add(int(stat.parent.name))
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc to see the workers")
+def test_sigterm_ends_the_workers_and_removes_the_temporary_files(
+    tokenizer_json: Path, tmp_path: Path
+) -> None:
+    import signal
+    import time
+
+    line = json.dumps({"text": " ".join(make_texts(40, seed=2))}) + "\n"
+    src = tmp_path / "big.jsonl"
+    src.write_text(line * (48_000_000 // len(line)))  # ~48 MB: three pieces, seconds of work
+    outdir = tmp_path / "out"
+    outdir.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    out = str(outdir / "o.npy")
+    command = [sys.executable, "-m", "analysis", "lengths", str(src), "--tokenizer", str(tokenizer_json),
+               "--field", "text", "--out", out, "--processes", "2", "--no-cache", "--quiet"]  # fmt: skip
+    log = tmp_path / "stderr.txt"
+    seen: set[int] = set()
+    with open(log, "w") as sink:
+        process = subprocess.Popen(command, env=env, cwd=REPO, stderr=sink)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and process.poll() is None:
+            seen |= children(process.pid)
+            if len(seen) >= 2 and any(outdir.iterdir()):  # workers started, the temporary file open
+                break
+            time.sleep(0.05)
+        assert process.poll() is None, "finished before it could be interrupted"
+        time.sleep(1.0)  # the workers are measuring
+        seen |= children(process.pid)
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=60)
+        for _ in range(100):
+            if not any(map(alive, seen)):
+                break
+            time.sleep(0.1)
+        stderr = log.read_text()
+        assert process.returncode != 0
+        assert stderr.strip().count("\n") == 0 and "interrupted" in stderr, stderr
+        assert not [pid for pid in seen if alive(pid)]
+        assert list(outdir.iterdir()) == []
+    finally:  # a failing run leaves no process behind
+        process.kill()
+        for pid in seen:
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)

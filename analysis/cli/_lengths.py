@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import signal
 import sys
+import threading
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -165,8 +167,29 @@ def _one_line_warnings() -> Iterator[None]:
         yield
 
 
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the program is, so that it stops as on Ctrl-C: its workers
+    ended, its temporary files removed, one line and a non-zero exit."""
+
+
+@contextlib.contextmanager
+def _sigterm_stops() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread can take a signal handler
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        raise _Terminated("terminated (SIGTERM)")
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def _measure(args: argparse.Namespace, out: str | Path) -> LengthHistogram:
-    with _one_line_warnings(), _client(args.scheduler) as client:
+    with _sigterm_stops(), _one_line_warnings(), _client(args.scheduler) as client:
         return measure_lengths(
             args.src,
             args.tokenizer,

@@ -7,9 +7,13 @@ lengths, so the merged histogram is the same count for count however the work wa
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import multiprocessing
 import os
+import signal
+import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -65,10 +69,30 @@ _WORKER: tuple[_Job, _Encoder] | None = None
 _DASK_ENCODERS: dict[str, _Encoder] = {}
 
 
-def _init_worker(job: _Job) -> None:
+def _init_worker(job: _Job, parent: int) -> None:
     global _WORKER
+    _die_with_parent(parent)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it stops the workers
     os.environ["TOKENIZERS_PARALLELISM"] = "false"  # the processes are the parallelism
     _WORKER = (job, _Encoder(job.spec))
+
+
+def _die_with_parent(parent: int) -> None:
+    """Have the kernel end this worker when its parent dies, even of SIGKILL (Linux); a watch
+    thread elsewhere."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+
+        def watch() -> None:
+            while os.getppid() == parent:
+                time.sleep(1)
+            os._exit(1)
+
+        threading.Thread(target=watch, daemon=True).start()
+    if os.getppid() != parent:  # the parent died before the line above
+        os._exit(1)
 
 
 def _worker_measure(piece: _Piece) -> MeasuredPiece:
@@ -114,12 +138,30 @@ def _run_local(plan: _Plan, job: _Job, processes: int) -> Iterator[MeasuredPiece
             yield _measure_piece(piece, job, encoder)
         return
     context = multiprocessing.get_context("spawn")  # no fork of a threaded Rust tokenizer
-    with ProcessPoolExecutor(
-        max_workers=processes, mp_context=context, initializer=_init_worker, initargs=(job,)
-    ) as pool:
+    pool = ProcessPoolExecutor(
+        max_workers=processes, mp_context=context, initializer=_init_worker, initargs=(job, os.getpid())
+    )
+    try:
         yield from _ordered(
             lambda piece: pool.submit(_worker_measure, piece), plan.pieces, window=2 * processes
         )
+    except BaseException:  # an error, an interrupt, SIGTERM, the caller stopping: no work left behind
+        _stop_workers(pool)
+        raise
+    else:
+        pool.shutdown(wait=True)
+
+
+def _stop_workers(pool: ProcessPoolExecutor) -> None:
+    """End ``pool``'s workers now, without waiting for the pieces they are measuring."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        process.join(timeout=5)
+        if process.is_alive():
+            process.kill()
 
 
 def _run_dask(
