@@ -40,7 +40,7 @@ from analysis.loaders import DaskClient, load_lengths_distributed
 from analysis.measure._cache import CacheWarning, _cache_key, _cache_read, _cache_write
 from analysis.measure._out import _check_not_input, _check_out, _is_folder, _open_out, _ShardFolder
 from analysis.measure._pieces import MeasuredPiece, _Job
-from analysis.measure._run import _Progress, _run_dask, _run_local
+from analysis.measure._run import _Progress, _run_dask, _run_local, _worker_count
 from analysis.measure._sources import _plan_paths, _plan_records
 from analysis.measure._tokenizer import TokenizerLike, _pickle_or_none, _spec
 
@@ -108,6 +108,8 @@ def measure_lengths(
     processes : int, optional
         Worker processes (spawned) on this machine; default ``os.cpu_count()``, and this
         process alone for a small input (one piece or under 8 MiB).  ``1``: this process.
+        Never more than the pieces of the input, the usable cores, or one per GiB of
+        available memory.  They end with this process (an error, Ctrl-C, its death).
     client : distributed.Client, optional
         Tokenize the pieces on a Dask cluster's workers (which must see the same paths) and
         merge their histograms exactly; ``processes`` is then unused.
@@ -181,6 +183,7 @@ def measure_lengths(
     n = (os.cpu_count() or 1) if processes is None else processes
     if plan.small and processes is None:
         n = 1
+    n = _worker_count(n, len(plan.pieces) if isinstance(plan.pieces, list) else None)
     if client is None and n > 1 and _pickle_or_none(job) is None:
         if processes is not None:
             raise ValueError(

@@ -13,7 +13,6 @@ import io
 import json
 import os
 import shutil
-import tempfile
 import warnings
 import zipfile
 from collections.abc import Callable
@@ -22,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from analysis.lengths import LengthHistogram
-from analysis.measure._out import _INDEX, _open_out, _OutWriter, _ShardFolder
+from analysis.measure._out import _INDEX, _open_out, _OutWriter, _ShardFolder, _temp_file
 from analysis.measure._pieces import _Job
 from analysis.measure._sources import _format, _Plan
 from analysis.measure._tokenizer import _sha
@@ -51,7 +50,7 @@ def _cache_key(plan: _Plan, job: _Job) -> str | None:
 
 
 def _atomic_save(path: Path, save: Callable[[io.BufferedWriter], None]) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = _temp_file(path)
     try:
         with os.fdopen(fd, "wb") as handle:
             save(handle)

@@ -38,9 +38,19 @@ class _Progress(Protocol):
 def _measure_piece(piece: _Piece, job: _Job, encoder: _Encoder) -> MeasuredPiece:
     """Tokenize one piece: its per-sample lengths (if asked) and its histogram."""
     parts = []
+    label = piece.label()
     for values in piece.batches(job):
-        if values:
+        if not values:
+            continue
+        try:
             parts.append(encoder.chats(values) if job.chat else encoder.texts(values))
+        except ValueError as err:
+            raise ValueError(f"{label}: {err}" if label else str(err)) from None
+        except Exception as err:  # noqa: BLE001 - a tokenizer's or template's own failure: one line
+            message = " ".join(str(err).split())[:300]
+            raise ValueError(
+                f"{label or 'the input'}: the tokenizer failed: {type(err).__name__}: {message}"
+            ) from None
     lengths = np.concatenate(parts) if parts else np.empty(0, np.int64)
     if lengths.size:
         distinct, counts = np.unique(lengths, return_counts=True)
@@ -116,6 +126,28 @@ def _dask_measure(piece: _Piece, job: _Job, shard_path: str | None = None) -> Me
 
 
 # ---------------------------------------------------------------------------- running
+#: The memory one worker process may need: the tokenizer and its batch, or one record of
+#: MAX_RECORD_BYTES through the tokenizer (about 70 times its size).
+_WORKER_BYTES = 1 << 30
+
+
+def _worker_count(requested: int, n_pieces: int | None) -> int:
+    """``requested`` worker processes, at most one per piece, per usable core and per
+    :data:`_WORKER_BYTES` of available memory."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    try:
+        memory = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // _WORKER_BYTES
+    except (ValueError, OSError, AttributeError):
+        memory = cores
+    limits = [requested, cores, max(1, memory)]
+    if n_pieces is not None:
+        limits.append(max(1, n_pieces))
+    return min(limits)
+
+
 def _ordered(submit: Callable[[_T], Any], items: Iterable[_T], window: int) -> Iterator[MeasuredPiece]:
     """Results of ``submit(item)`` futures in submission order, at most ``window`` in flight."""
     pending: deque[Any] = deque()

@@ -8,10 +8,13 @@ hashed and cut into pieces.  An in-memory source (a
 
 from __future__ import annotations
 
+import csv
+import gzip
 import hashlib
 import itertools
 import json
 import os
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +26,7 @@ from analysis.measure._pieces import (
     _csv_sep,
     _CsvFile,
     _JsonlRange,
+    _open_csv,
     _ParquetGroup,
     _Piece,
     _Records,
@@ -197,6 +201,8 @@ def _pick_name(columns: list[str], name: str | None, where: str) -> str:
 def _check_arrow_type(kind: Any, name: str, chat: bool, where: str) -> None:
     import pyarrow as pa
 
+    if pa.types.is_dictionary(kind):  # dictionary-encoded (e.g. from a pandas Categorical)
+        kind = kind.value_type
     if chat:
         ok = pa.types.is_list(kind) or pa.types.is_large_list(kind)
         expected = "a list of {role, content} structs"
@@ -240,14 +246,15 @@ def _arrow_rows(path: Path, name: str | None, chat: bool) -> tuple[str, int]:
 
 
 def _csv_column(path: Path, name: str | None) -> str:
-    import pandas as pd
-
     try:
-        columns = list(
-            map(str, pd.read_csv(path, sep=_csv_sep(str(path)), nrows=0, compression="infer").columns)
-        )
-    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError, OSError) as err:
+        with _open_csv(str(path)) as handle:
+            columns = next(csv.reader(handle, delimiter=_csv_sep(str(path)), strict=True), None)
+    except (EOFError, zlib.error, gzip.BadGzipFile) as err:
+        raise ValueError(f"{path}: corrupt gzip data ({' '.join(str(err).split())})") from None
+    except (csv.Error, UnicodeDecodeError, OSError) as err:
         raise ValueError(f"{path}: cannot read the header: {' '.join(str(err).split())}") from None
+    if not columns:
+        raise ValueError(f"{path}: no header line; a CSV/TSV file starts with its column names")
     return _pick_name(columns, name, str(path))
 
 

@@ -9,16 +9,19 @@ with it, through the Rust batch API where there is one.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import marshal
 import os
 import pickle
+import signal
 import site
 import sys
 import sysconfig
+import threading
 import types
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeAlias
@@ -297,11 +300,71 @@ class _Encoder:
         return np.fromiter(counts, dtype=np.int64, count=len(texts))
 
     def chats(self, conversations: list[list[dict[str, Any]]]) -> np.ndarray:
-        """Token counts of ``conversations`` rendered by the tokenizer's chat template."""
-        ids = self.spec.obj.apply_chat_template(conversations, tokenize=True)
-        if hasattr(ids, "keys"):  # transformers >= 5 returns a BatchEncoding
-            ids = ids["input_ids"]
-        return np.fromiter(map(len, ids), dtype=np.int64, count=len(conversations))
+        """Token counts of ``conversations`` rendered by the tokenizer's chat template: each
+        rendered (within :data:`TEMPLATE_SECONDS` and :data:`MAX_RENDERED_CHARS`), then the
+        texts tokenized as ``apply_chat_template(..., tokenize=True)`` does (no special
+        tokens added: the template has them)."""
+        rendered = [self._render(chat) for chat in conversations]
+        if self.backend is not None:
+            encode = getattr(self.backend, "encode_batch_fast", self.backend.encode_batch)
+            counts: Iterable[int] = map(len, encode(rendered, add_special_tokens=False))
+        else:
+            ids = self.spec.obj(
+                rendered, add_special_tokens=False, return_attention_mask=False, return_token_type_ids=False
+            )["input_ids"]
+            counts = map(len, ids)
+        return np.fromiter(counts, dtype=np.int64, count=len(conversations))
+
+    def _render(self, chat: list[dict[str, Any]]) -> str:
+        with _time_limit(TEMPLATE_SECONDS):
+            text = self.spec.obj.apply_chat_template(chat, tokenize=False)
+        if not isinstance(text, str):
+            raise ValueError(f"the chat template rendered a {type(text).__name__}, not text")
+        if len(text) > MAX_RENDERED_CHARS:
+            raise ValueError(
+                f"the chat template rendered {len(text):,} characters for one conversation, over "
+                f"the {MAX_RENDERED_CHARS >> 20} Mi limit (MAX_RENDERED_CHARS)"
+            )
+        return text
+
+
+#: The longest one conversation's chat template may take to render, in seconds (a template
+#: that loops is stopped there; in this process and worker processes, not on Dask's threads).
+TEMPLATE_SECONDS = 10.0
+#: The longest rendered conversation, in characters (what :data:`MAX_RECORD_BYTES` is to text).
+MAX_RENDERED_CHARS = 16 << 20
+
+
+class _TemplateTimeout(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float) -> Iterator[None]:
+    """Stop the block with a one-line ``ValueError`` after ``seconds`` (a SIGALRM timer, so
+    only in a main thread whose timer is free; elsewhere the block runs unbounded)."""
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or not hasattr(signal, "setitimer")
+        or signal.getitimer(signal.ITIMER_REAL) != (0.0, 0.0)
+    ):
+        yield
+        return
+
+    def alarm(signum: int, frame: Any) -> None:
+        raise _TemplateTimeout
+
+    previous = signal.signal(signal.SIGALRM, alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    except _TemplateTimeout:
+        raise ValueError(
+            f"the chat template ran for over {seconds:g} s on one conversation (a loop?); nothing was counted"
+        ) from None
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def _callable_lengths(result: Any, expected: int) -> np.ndarray:
