@@ -11,9 +11,10 @@ files and folders skipped), as a folder of shards is usually handed over; or a g
 
 from __future__ import annotations
 
-import glob
+import fnmatch
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 __all__ = ["expand_paths", "pick_column"]
@@ -53,22 +54,97 @@ def expand_paths(source: str | os.PathLike[str]) -> tuple[str, list[Path]]:
     if path.is_file():
         return text, [path]
     if path.is_dir():
-        found = [
-            p
-            for p in sorted(path.rglob("*"))
-            if p.is_file() and not any(part.startswith(".") for part in p.relative_to(path).parts)
-        ]
+        found = _unique(_walk(path, ("**", "*"), frozenset(), path))
         if not found:
             raise ValueError(f"{text}: empty directory, no files")
         return text, found
     if path.exists():
         raise ValueError(f"{text}: not a regular file (a FIFO, socket or device); pass a file")
     if _GLOB_CHARS.search(text):
-        found = [Path(p) for p in sorted(glob.glob(text, recursive=True)) if Path(p).is_file()]
+        parts = path.parts
+        first = next(i for i, part in enumerate(parts) if _GLOB_CHARS.search(part))
+        shown = Path(*parts[:first]) if first else None  # relative matches stay relative
+        found = _unique(_walk(shown or Path("."), parts[first:], frozenset(), shown))
         if not found:
             raise ValueError(f"{text}: no files match this pattern")
         return text, found
     raise ValueError(f"{text}: no such file or directory")
+
+
+def _walk(
+    folder: Path, pattern: tuple[str, ...], above: frozenset[tuple[int, int]], base: Path | None
+) -> Iterator[Path]:
+    """The files below ``folder`` (shown as ``base``) matching ``pattern`` (glob segments;
+    ``**`` any depth of folders), as glob matches them (a wildcard never matches a hidden
+    name), following symbolic links to folders; ``**`` never enters a folder it is already
+    inside (a loop: ``above`` holds them), a fixed depth ends by itself."""
+    try:
+        info = folder.stat()
+    except OSError:
+        return
+    here = (info.st_dev, info.st_ino)
+    segment, rest = pattern[0], pattern[1:]
+    if segment == "**" and here in above:  # a link back to a folder above: a loop, walked once
+        return
+    above = above | {here}
+    if segment == "**":
+        yield from _walk(folder, rest or ("*",), above - {here}, base)
+        for entry in _entries(folder):
+            if entry.name.startswith(".") or not _is_dir(entry):
+                continue
+            yield from _walk(folder / entry.name, pattern, above, _join(base, entry.name))
+        return
+    if not _GLOB_CHARS.search(segment):
+        names = [segment]
+    else:
+        names = [
+            e.name
+            for e in _entries(folder)
+            if fnmatch.fnmatchcase(e.name, segment)
+            and (segment.startswith(".") or not e.name.startswith("."))
+        ]
+    for name in names:
+        child = folder / name
+        if rest:
+            if child.is_dir():
+                yield from _walk(child, rest, above, _join(base, name))
+        elif child.is_file():
+            yield _join(base, name)
+
+
+def _join(base: Path | None, name: str) -> Path:
+    return Path(name) if base is None else base / name
+
+
+def _entries(folder: Path) -> list[os.DirEntry[str]]:
+    try:
+        with os.scandir(folder) as found:
+            return list(found)
+    except OSError:
+        return []
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()  # follows a symbolic link
+    except OSError:
+        return False
+
+
+def _unique(paths: Iterator[Path]) -> list[Path]:
+    """``paths`` sorted, each file once (the first name of a file reached by several)."""
+    seen: set[tuple[int, int]] = set()
+    unique = []
+    for p in sorted(set(paths)):
+        try:
+            info = p.stat()
+        except OSError:
+            continue
+        key = (info.st_dev, info.st_ino)
+        if key not in seen:
+            seen.add(key)
+            unique.append(p)
+    return unique
 
 
 def pick_column(
