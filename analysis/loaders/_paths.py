@@ -14,6 +14,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -73,11 +74,12 @@ def expand_paths(source: str | os.PathLike[str]) -> tuple[str, list[Path]]:
 
 def _walk(
     folder: Path, pattern: tuple[str, ...], above: frozenset[tuple[int, int]], base: Path | None
-) -> Iterator[Path]:
+) -> Iterator[tuple[Path, tuple[int, int]]]:
     """The files below ``folder`` (shown as ``base``) matching ``pattern`` (glob segments;
-    ``**`` any depth of folders), as glob matches them (a wildcard never matches a hidden
-    name), following symbolic links to folders; ``**`` never enters a folder it is already
-    inside (a loop: ``above`` holds them), a fixed depth ends by itself."""
+    ``**`` any depth of folders), with their (device, inode), as glob matches them (a
+    wildcard never matches a hidden name), following symbolic links to folders; ``**`` never
+    enters a folder it is already inside (a loop: ``above`` holds them), a fixed depth ends
+    by itself."""
     try:
         info = folder.stat()
     except OSError:
@@ -90,61 +92,39 @@ def _walk(
     if segment == "**":
         yield from _walk(folder, rest or ("*",), above - {here}, base)
         for entry in _entries(folder):
-            if entry.name.startswith(".") or not _is_dir(entry):
-                continue
-            yield from _walk(folder / entry.name, pattern, above, _join(base, entry.name))
+            if not entry.name.startswith(".") and _is_dir(entry):
+                yield from _walk(folder / entry.name, pattern, above, _join(base, entry.name))
         return
     if not _GLOB_CHARS.search(segment):
-        names = [segment]
-    else:
-        names = [
-            e.name
-            for e in _entries(folder)
-            if fnmatch.fnmatchcase(e.name, segment)
-            and (segment.startswith(".") or not e.name.startswith("."))
-        ]
-    for name in names:
-        child = folder / name
-        if rest:
-            if child.is_dir():
-                yield from _walk(child, rest, above, _join(base, name))
-        elif child.is_file():
-            yield _join(base, name)
-
-
-def _join(base: Path | None, name: str) -> Path:
-    return Path(name) if base is None else base / name
-
-
-def _entries(folder: Path) -> list[os.DirEntry[str]]:
-    try:
-        with os.scandir(folder) as found:
-            return list(found)
-    except OSError:
-        return []
-
-
-def _is_dir(entry: os.DirEntry[str]) -> bool:
-    try:
-        return entry.is_dir()  # follows a symbolic link
-    except OSError:
-        return False
-
-
-def _unique(paths: Iterator[Path]) -> list[Path]:
-    """``paths`` sorted, each file once (the first name of a file reached by several)."""
-    seen: set[tuple[int, int]] = set()
-    unique = []
-    for p in sorted(set(paths)):
         try:
-            info = p.stat()
+            child = os.stat(folder / segment)
+        except OSError:
+            return
+        if rest and stat.S_ISDIR(child.st_mode):
+            yield from _walk(folder / segment, rest, above, _join(base, segment))
+        elif not rest and stat.S_ISREG(child.st_mode):
+            yield _join(base, segment), (child.st_dev, child.st_ino)
+        return
+    for entry in _entries(folder):
+        if not fnmatch.fnmatchcase(entry.name, segment):
+            continue
+        if entry.name.startswith(".") and not segment.startswith("."):
+            continue
+        if rest:
+            if _is_dir(entry):
+                yield from _walk(folder / entry.name, rest, above, _join(base, entry.name))
+            continue
+        try:
+            if not entry.is_file():
+                continue
+            if entry.is_symlink():
+                target = entry.stat()
+                key = (target.st_dev, target.st_ino)
+            else:
+                key = (info.st_dev, entry.inode())
         except OSError:
             continue
-        key = (info.st_dev, info.st_ino)
-        if key not in seen:
-            seen.add(key)
-            unique.append(p)
-    return unique
+        yield _join(base, entry.name), key
 
 
 def pick_column(
@@ -173,3 +153,33 @@ def pick_column(
     if len(columns) == 1:
         return columns[0]
     raise ValueError(f"{where}: {len(columns)} {noun}s ({', '.join(columns)}); {hint}")
+
+
+def _join(base: Path | None, name: str) -> Path:
+    return Path(name) if base is None else base / name
+
+
+def _entries(folder: Path) -> list[os.DirEntry[str]]:
+    try:
+        with os.scandir(folder) as found:
+            return list(found)
+    except OSError:
+        return []
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()  # follows a symbolic link
+    except OSError:
+        return False
+
+
+def _unique(found: Iterator[tuple[Path, tuple[int, int]]]) -> list[Path]:
+    """The files ``found`` sorted, each once (the first name of a file reached by several)."""
+    seen: set[tuple[int, int]] = set()
+    unique = []
+    for path, key in sorted(found):
+        if key not in seen:
+            seen.add(key)
+            unique.append(path)
+    return unique
