@@ -40,12 +40,15 @@ from analysis.loaders import DaskClient, load_lengths_distributed
 from analysis.measure._cache import CacheWarning, _cache_key, _cache_read, _cache_write
 from analysis.measure._out import _check_not_input, _check_out, _is_folder, _open_out, _ShardFolder
 from analysis.measure._pieces import MeasuredPiece, _Job
+from analysis.measure._records import MAX_RECORD_BYTES
 from analysis.measure._run import _Progress, _run_dask, _run_local, _worker_count
 from analysis.measure._sources import _plan_paths, _plan_records
-from analysis.measure._tokenizer import TokenizerLike, _pickle_or_none, _spec
+from analysis.measure._tokenizer import TEMPLATE_SECONDS, TokenizerLike, _pickle_or_none, _spec
 
 __all__ = [
     "DEFAULT_CACHE_DIR",
+    "MAX_RECORD_BYTES",
+    "TEMPLATE_SECONDS",
     "CacheWarning",
     "MeasuredPiece",
     "TokenizerLike",
@@ -139,8 +142,14 @@ def measure_lengths(
     ValueError
         One line naming the file, the line or row, and the problem: no such file, mixed
         formats, a missing field or column, a value that is not a string (or not a list of
-        role/content messages), invalid JSON, text that is not UTF-8, a tokenizer path that does
-        not exist, no chat template for ``chat_field``.  Nothing is returned or written then.
+        role/content messages), invalid JSON (a line that is not one JSON value, JSON nested
+        too deeply), a CSV/TSV row whose field count differs from the header's, text that is
+        not UTF-8 or holds a lone surrogate, a corrupt ``.gz``, a record over
+        :data:`MAX_RECORD_BYTES`, a chat template that runs past :data:`TEMPLATE_SECONDS` on
+        one conversation (in this process and worker processes), a tokenizer path that does
+        not exist or a folder whose config names its own code (never run), no chat template
+        for ``chat_field``, an ``out`` that is (or, a folder, holds) an input file.  Nothing
+        is returned or written then.
 
     Examples
     --------
