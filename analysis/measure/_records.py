@@ -17,9 +17,10 @@ import numpy as np
 _BATCH = 1024
 #: The largest record read: a JSONL line, a CSV/TSV record, a plain-text file, a Parquet or
 #: dataset value (bytes; characters for an in-memory string), or a rendered conversation.
-#: Tokenizing text takes about 70 times its size in memory (the tokenizer's per-token
-#: records), so a larger one is refused in one line rather than risking the machine.
-MAX_RECORD_BYTES = 16 << 20
+#: Tokenizing text takes over 100 times its size in memory (the tokenizer's per-token
+#: records: one 12 MiB JSONL record peaked at 1.6 GB, a 100 MB one at 7.3 GB), so a larger
+#: one is refused in one line rather than risking the machine.
+MAX_RECORD_BYTES = 8 << 20
 
 
 def _too_large(where: str, size: int, what: str = "record") -> ValueError:

@@ -332,7 +332,7 @@ class _Encoder:
 #: that loops is stopped there; in this process and worker processes, not on Dask's threads).
 TEMPLATE_SECONDS = 10.0
 #: The longest rendered conversation, in characters (what :data:`MAX_RECORD_BYTES` is to text).
-MAX_RENDERED_CHARS = 16 << 20
+MAX_RENDERED_CHARS = 8 << 20
 
 
 class _TemplateTimeout(Exception):
