@@ -192,7 +192,6 @@ def measure_lengths(
     n = (os.cpu_count() or 1) if processes is None else processes
     if plan.small and processes is None:
         n = 1
-    n = _worker_count(n, len(plan.pieces) if isinstance(plan.pieces, list) else None)
     if client is None and n > 1 and _pickle_or_none(job) is None:
         if processes is not None:
             raise ValueError(
@@ -201,6 +200,7 @@ def measure_lengths(
                 "function"
             )
         n = 1
+    n = _worker_count(n, len(plan.pieces) if isinstance(plan.pieces, list) else None)
     writer = _open_out(out_path, folder) if out_path is not None else None
     if client is not None:  # with an out folder, each worker saves the lengths it measured
         shard_path = writer.path if isinstance(writer, _ShardFolder) else None
