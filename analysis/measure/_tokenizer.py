@@ -151,7 +151,10 @@ def _spec(tokenizer: Any, *, add_special_tokens: bool, chat: bool) -> _Spec:
         )
     if callable(tokenizer):
         state = _pickle_or_none(tokenizer)
-        body = None if state is None else _code_digest(tokenizer)
+        try:
+            body = None if state is None else _code_digest(tokenizer)
+        except RecursionError:  # code reaching too far to walk: measured, never cached
+            body = None
         return _Spec(
             "callable",
             tokenizer,
