@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -126,3 +129,183 @@ def test_progress_wrapper_passes_pieces_through() -> None:
     pieces = [MeasuredPiece("a", 2, 10, None, (np.array([5]), np.array([2])))]
     assert progress_wrapper(enabled=False) is None
     assert list(progress_wrapper(enabled=True)(pieces)) == pieces
+
+
+# ---------------------------------------------------------------------------- adversarial
+REPO = Path(__file__).resolve().parents[1]
+
+
+def run_cli(*argv: str, stdin: str = "", timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    """``python -m analysis ARGV`` in a real subprocess (this worktree's package)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PADDING_DEBUG": ""}
+    return subprocess.run(
+        [sys.executable, "-m", "analysis", *argv],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        cwd=REPO,
+    )
+
+
+def custom_code_folder(folder: Path, marker: Path) -> Path:
+    """A tokenizer folder whose config names a custom class (``auto_map``) in a ``.py`` that
+    writes ``marker`` when it is imported."""
+    folder.mkdir()
+    train_tokenizer(vocab_size=300).save(str(folder / "tokenizer.json"))
+    auto = {"AutoTokenizer": ["evil.EvilTokenizer", "evil.EvilTokenizer"]}
+    (folder / "tokenizer_config.json").write_text(
+        json.dumps({"tokenizer_class": "EvilTokenizer", "auto_map": auto})
+    )
+    (folder / "config.json").write_text(
+        json.dumps({"model_type": "evil", "auto_map": {"AutoConfig": "evil.EvilConfig", **auto}})
+    )
+    (folder / "evil.py").write_text(
+        f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\n"
+        "from transformers import PreTrainedTokenizerFast, PretrainedConfig\n"
+        "class EvilTokenizer(PreTrainedTokenizerFast):\n    pass\n"
+        "class EvilConfig(PretrainedConfig):\n    model_type = 'evil'\n"
+    )
+    return folder
+
+
+def test_a_tokenizer_folder_code_never_runs_even_with_y_on_stdin(tmp_path: Path) -> None:
+    pytest.importorskip("transformers")
+    marker = tmp_path / "MARKER"
+    folder = custom_code_folder(tmp_path / "tok", marker)
+    src = tmp_path / "ok.jsonl"
+    src.write_text('{"text": "a b"}\n')
+    out = tmp_path / "o.npy"
+    done = run_cli(
+        "lengths", str(src), "--tokenizer", str(folder), "--field", "text", "--out", str(out), "--no-cache",
+        stdin="y\ny\ny\n",
+    )  # fmt: skip
+    assert not marker.exists()
+    assert done.returncode == 2
+    assert "[y/N]" not in done.stdout + done.stderr
+    assert done.stderr.count("\n") == 1 and "never runs" in done.stderr, done.stderr
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("name", ["corpus.parquet", "shards/"])
+def test_lengths_never_writes_over_its_own_input(tokenizer_json: Path, tmp_path: Path, name: str) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if name.endswith("/"):
+        (tmp_path / "shards").mkdir()
+        src = tmp_path / "shards" / "a.parquet"
+        out = str(tmp_path / "shards")
+        source = out
+    else:
+        src = tmp_path / name
+        out = source = str(src)
+    pq.write_table(pa.table({"text": make_texts(20, seed=3)}), src)
+    before = src.read_bytes()
+    args = [
+        "lengths",
+        source,
+        "--tokenizer",
+        str(tokenizer_json),
+        "--field",
+        "text",
+        "--out",
+        out,
+        "--no-cache",
+    ]
+    done = run_cli(*args)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.count("\n") == 1 and "input" in done.stderr, done.stderr
+    assert src.read_bytes() == before
+    assert sorted(p.name for p in src.parent.iterdir()) == [src.name]
+
+
+def test_an_unwritable_cache_is_one_warning_line_and_the_run_goes_on(
+    tokenizer_json: Path, tmp_path: Path
+) -> None:
+    src = tmp_path / "ok.jsonl"
+    src.write_text('{"text": "a b"}\n{"text": "c"}\n')
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".cache").write_text("a file where the cache folder should be")
+    out = tmp_path / "o.npy"
+    env = {**os.environ, "HOME": str(home)}
+    done = subprocess.run(
+        [sys.executable, "-m", "analysis", "lengths", str(src), "--tokenizer", str(tokenizer_json),
+         "--field", "text", "--out", str(out), "--quiet"],
+        capture_output=True, text=True, timeout=180, env={**env, "PYTHONPATH": str(REPO)}, cwd=REPO,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("\n") == 1 and "warning: " in done.stderr and "not cached" in done.stderr
+    assert np.load(out).shape == (2,)
+
+
+def children(pid: int) -> set[int]:
+    """The live child processes of ``pid`` (Linux ``/proc``)."""
+    found = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z":
+            found.add(int(stat.parent.name))
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc to see the workers")
+def test_sigterm_ends_the_workers_and_removes_the_temporary_files(
+    tokenizer_json: Path, tmp_path: Path
+) -> None:
+    import signal
+    import time
+
+    line = json.dumps({"text": " ".join(make_texts(40, seed=2))}) + "\n"
+    src = tmp_path / "big.jsonl"
+    src.write_text(line * (48_000_000 // len(line)))  # ~48 MB: three pieces, seconds of work
+    outdir = tmp_path / "out"
+    outdir.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    out = str(outdir / "o.npy")
+    command = [sys.executable, "-m", "analysis", "lengths", str(src), "--tokenizer", str(tokenizer_json),
+               "--field", "text", "--out", out, "--processes", "2", "--no-cache", "--quiet"]  # fmt: skip
+    log = tmp_path / "stderr.txt"
+    seen: set[int] = set()
+    need = 2 if len(os.sched_getaffinity(0)) >= 2 else 0  # one core: no workers, measured here
+    with open(log, "w") as sink:
+        process = subprocess.Popen(command, env=env, cwd=REPO, stderr=sink)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and process.poll() is None:
+            seen |= children(process.pid)
+            if len(seen) >= need and any(outdir.iterdir()):  # workers started, the temporary file open
+                break
+            time.sleep(0.05)
+        assert process.poll() is None, "finished before it could be interrupted"
+        time.sleep(1.0)  # the workers are measuring
+        seen |= children(process.pid)
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=60)
+        for _ in range(100):
+            if not any(map(alive, seen)):
+                break
+            time.sleep(0.1)
+        stderr = log.read_text()
+        assert process.returncode != 0
+        assert stderr.strip().count("\n") == 0 and "interrupted" in stderr, stderr
+        assert not [pid for pid in seen if alive(pid)]
+        assert list(outdir.iterdir()) == []
+    finally:  # a failing run leaves no process behind
+        process.kill()
+        for pid in seen:
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)

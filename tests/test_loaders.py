@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 import analysis.counting as counting_module
 import analysis.loaders._formats as formats
 from analysis import LengthHistogram, load_lengths, save_histogram
-from analysis.loaders import SUPPORTED_EXTENSIONS
+from analysis.loaders import SUPPORTED_EXTENSIONS, expand_paths
 
 VALUES = np.array([3, 17, 17, 1, 8192, 250, 3, 17], dtype=np.int64)
 EXPECTED = LengthHistogram.from_lengths(VALUES)
@@ -512,3 +512,52 @@ def test_utf8_byte_order_mark_is_ignored(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_bytes(f"{bom}5\n5\n".encode())
     for name in ["h.csv", "a.jsonl", "a.txt"]:
         assert load_lengths(tmp_path / name) == LengthHistogram.from_counts([5], [2]), name
+
+
+# ---------------------------------------------------------------------------- adversarial
+def symlink_loop(tmp_path: Path) -> Path:
+    """``d/a.txt``, ``d/sub/b.txt``, and ``d/sub/up -> d``: a folder that holds itself."""
+    d = tmp_path / "d"
+    (d / "sub").mkdir(parents=True)
+    (d / "a.txt").write_text("5\n")
+    (d / "sub" / "b.txt").write_text("7\n")
+    (d / "sub" / "up").symlink_to(d, target_is_directory=True)
+    return d
+
+
+@pytest.mark.parametrize("pattern", ["**/*.txt", "*/*/*/*.txt", "*/*/*/*/*/*/*.txt", "", "**"])
+def test_a_symlink_loop_is_walked_once_and_each_file_counted_once(tmp_path: Path, pattern: str) -> None:
+    import time
+
+    d = symlink_loop(tmp_path)
+    start = time.monotonic()
+    hist = load_lengths(f"{d}/{pattern}" if pattern else d)
+    assert time.monotonic() - start < 10
+    # a fixed depth reaches files through the loop (d/sub/up/sub/b.txt is d/sub/b.txt)
+    want = {"*/*/*/*.txt": [7], "*/*/*/*/*/*/*.txt": [5]}.get(pattern, [5, 7])
+    assert hist == LengthHistogram.from_lengths(want)
+
+
+def test_a_file_reached_by_two_names_is_counted_once(tmp_path: Path) -> None:
+    d = tmp_path / "d"
+    (d / "x").mkdir(parents=True)
+    (d / "x" / "a.txt").write_text("5\n")
+    (d / "y").symlink_to(d / "x", target_is_directory=True)
+    (d / "b.txt").symlink_to(d / "x" / "a.txt")
+    assert load_lengths(d).n_samples == 1
+    assert load_lengths(f"{d}/*/*.txt").n_samples == 1
+    assert [p.name for p in expand_paths(f"{d}/**/*.txt")[1]] == ["b.txt"]  # the first name, sorted
+
+
+def test_jsonl_lines_that_only_join_into_json_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "a.jsonl"  # joined with commas: three valid records from three bad lines
+    path.write_text('{"length": [1\n2]}\n{"length": [5]}, {"length": [6]}\n')
+    with pytest.raises(ValueError, match=r"a\.jsonl: line 1: not valid JSON"):
+        load_lengths(path)
+
+
+def test_deeply_nested_json_is_one_line_error(tmp_path: Path) -> None:
+    path = tmp_path / "deep.jsonl"
+    path.write_text('{"length": 1}\n{"length": ' + "[" * 100_000 + "]" * 100_000 + "}\n")
+    with pytest.raises(ValueError, match=r"deep\.jsonl: line 2: JSON nested too deeply to read$"):
+        load_lengths(path)

@@ -27,7 +27,7 @@ pytest.importorskip("transformers")
 from tokenizers import Tokenizer, models, pre_tokenizers, processors, trainers  # noqa: E402
 from transformers import PreTrainedTokenizerFast  # noqa: E402
 
-from analysis import LengthHistogram, load_lengths  # noqa: E402
+from analysis import LengthHistogram, load_lengths, measure  # noqa: E402
 from analysis.loaders import load_lengths_distributed  # noqa: E402
 from analysis.measure import _out, _sources, _tokenizer, measure_lengths  # noqa: E402
 
@@ -610,3 +610,221 @@ def test_spec_pickles_for_workers(hf: PreTrainedTokenizerFast, texts: list[str])
     spec = _tokenizer._spec(hf, add_special_tokens=True, chat=True)
     encoder = _tokenizer._Encoder(pickle.loads(pickle.dumps(spec)))
     assert encoder.texts(texts[:5]).tolist() == [len(hf.encode(t)) for t in texts[:5]]
+
+
+# ---------------------------------------------------------------------------- the cache, adversarially
+def test_cache_keys_on_the_format(bpe: Tokenizer, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    texts = ["a b c", "d e"]
+    jsonl = write_jsonl(tmp_path / "a.jsonl", [{"text": t} for t in texts])
+    assert measure_lengths(jsonl, bpe, cache_dir=cache).n_samples == 2
+    renamed = jsonl.rename(tmp_path / "a.txt")  # same bytes, size and mtime: one plain-text sample
+    got = measure_lengths(renamed, bpe, cache_dir=cache)
+    assert got == LengthHistogram.from_lengths([len(bpe.encode(renamed.read_text()).ids)])
+
+    csv = tmp_path / "b.csv"
+    csv.write_text("a\tb\nx y\tz w\n")  # CSV: one column "a\tb"; TSV: two columns
+    assert measure_lengths(csv, bpe, cache_dir=cache).n_samples == 1
+    tsv = csv.rename(tmp_path / "b.tsv")
+    with pytest.raises(ValueError, match=r"b\.tsv: 2 columns \(a, b\)"):
+        measure_lengths(tsv, bpe, cache_dir=cache)
+
+
+def test_cache_keys_on_the_code_a_callable_runs(
+    bpe: Tokenizer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib
+    import sys
+
+    code = tmp_path / "code"
+    code.mkdir()
+    (code / "tokhelper.py").write_text("def split(text):\n    return text.split()\n")
+    (code / "tokmod.py").write_text(
+        "from tokhelper import split\n\n"
+        "def count(texts):\n    out = []\n    for t in texts:\n"
+        "        out.append(len(split(t)))\n    return out\n"
+    )
+    monkeypatch.syspath_prepend(str(code))
+    for name in ("tokhelper", "tokmod"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    tokmod = importlib.import_module("tokmod")
+    src = write_jsonl(tmp_path / "a.jsonl", [{"text": "a b c"}, {"text": "aaa"}])
+    cache = tmp_path / "cache"
+    assert measure_lengths(src, tokmod.count, cache_dir=cache).lengths.tolist() == [1, 3]
+    (code / "tokhelper.py").write_text("def split(text):\n    return list(text)\n")  # the helper edited
+    importlib.reload(importlib.import_module("tokhelper"))
+    tokmod = importlib.reload(tokmod)
+    assert measure_lengths(src, tokmod.count, cache_dir=cache).lengths.tolist() == [3, 5]
+    monkeypatch.delitem(sys.modules, "tokhelper")
+    monkeypatch.delitem(sys.modules, "tokmod")
+
+
+def test_an_unwritable_cache_warns_once_and_returns_the_result(bpe: Tokenizer, tmp_path: Path) -> None:
+    src = write_jsonl(tmp_path / "a.jsonl", [{"text": "a b"}])
+    blocker = tmp_path / "cache"
+    blocker.write_text("a file where the cache folder should be")
+    with pytest.warns(measure.CacheWarning, match="cannot store the result in the cache") as caught:
+        hist = measure_lengths(src, bpe, cache_dir=blocker / "sub", out=tmp_path / "o.npy")
+    assert len(caught) == 1 and "\n" not in str(caught[0].message)
+    assert hist.n_samples == 1 and np.load(tmp_path / "o.npy").tolist() == [len(bpe.encode("a b").ids)]
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "wrong lengths"])
+def test_a_corrupt_cache_entry_is_discarded_and_measured_again(
+    bpe: Tokenizer, tmp_path: Path, damage: str
+) -> None:
+    src = write_jsonl(tmp_path / "a.jsonl", [{"text": t} for t in ["a b", "c d e", "f"]])
+    cache, out = tmp_path / "cache", tmp_path / "o.npy"
+    first = measure_lengths(src, bpe, cache_dir=cache, out=out)
+    want = np.load(out)
+    [npz] = cache.glob("*.npz")
+    [lengths] = cache.glob("*.lengths.npy")
+    if damage == "truncate":
+        npz.write_bytes(npz.read_bytes()[:40])
+    elif damage == "garbage":
+        npz.write_bytes(b"\x00" * 200)
+    else:
+        np.save(lengths, np.array([1], dtype=np.int32))
+    out.unlink()
+    for _ in range(2):  # measured again, then stored whole again
+        assert measure_lengths(src, bpe, cache_dir=cache, out=out) == first
+        np.testing.assert_array_equal(np.load(out), want)
+
+
+# ---------------------------------------------------------------------------- malformed records
+def test_jsonl_lines_that_only_join_into_json_are_refused(bpe: Tokenizer, tmp_path: Path) -> None:
+    path = tmp_path / "a.jsonl"  # three invalid lines; joined with commas, three valid objects
+    path.write_text('{"text": "a", "x": [1\n2]}\n{"text": "b"}, {"text": "c"}\n')
+    with pytest.raises(ValueError, match=r"a\.jsonl: line 1: not valid JSON"):
+        measure_lengths(path, bpe, field="text", cache=False)
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("id,text\n1,fine\n2\n3,ok\n", r"c\.csv: line 3: 1 field\(s\), the header has 2 \(id, text\)$"),
+        ('id,text\n1,"two\nlines"\n2,a,b\n', r"c\.csv: line 4: 3 field\(s\), the header has 2"),
+    ],
+)
+def test_a_csv_row_with_the_wrong_number_of_fields_is_an_error(
+    bpe: Tokenizer, tmp_path: Path, content: str, message: str
+) -> None:
+    path = tmp_path / "c.csv"
+    path.write_text(content)
+    with pytest.raises(ValueError, match=message):
+        measure_lengths(path, bpe, field="text", cache=False)
+    path.write_text('id,text\n1,""\n2,"a, b"\n')  # an empty text and a quoted comma are fine
+    got = measure_lengths(path, bpe, field="text", cache=False)
+    assert got == LengthHistogram.from_lengths([len(bpe.encode(t).ids) for t in ["", "a, b"]])
+
+
+# ---------------------------------------------------------------------------- hangs and memory
+def test_a_looping_chat_template_is_stopped_in_one_line(
+    hf: PreTrainedTokenizerFast, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import copy
+    import time
+
+    looping = copy.deepcopy(hf)
+    looping.chat_template = (
+        "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}{{ eos_token }}"
+    )
+    monkeypatch.setattr(_tokenizer, "TEMPLATE_SECONDS", 0.5)
+    src = write_jsonl(tmp_path / "c.jsonl", [{"messages": [{"role": "user", "content": "hi"}]}])
+    start = time.monotonic()
+    with pytest.raises(ValueError, match=r"c\.jsonl: the chat template ran for over 0\.5 s"):
+        measure_lengths(src, looping, chat_field="messages", cache=False, processes=1)
+    assert time.monotonic() - start < 30
+
+
+def test_a_record_over_the_size_limit_is_refused_before_it_is_read_whole(
+    bpe: Tokenizer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from analysis.measure import _pieces, _records
+
+    for module in (_pieces, _records):
+        monkeypatch.setattr(module, "MAX_RECORD_BYTES", 1000)
+    src = write_jsonl(tmp_path / "a.jsonl", [{"text": "ok"}, {"text": "x " * 2000}])
+    with pytest.raises(
+        ValueError, match=r"a\.jsonl: line 2: a line of 4,013 bytes, over the 1,000-byte limit"
+    ):
+        measure_lengths(src, bpe, cache=False)
+    pq.write_table(pa.table({"text": ["ok", "x" * 2000]}), tmp_path / "a.parquet")
+    with pytest.raises(ValueError, match=r"a\.parquet: row 1: a value of 2,000 bytes"):
+        measure_lengths(tmp_path / "a.parquet", bpe, cache=False)
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "big.txt").write_text("y" * 1500)
+    with pytest.raises(ValueError, match=r"big\.txt: a file of 1,500 bytes"):
+        measure_lengths(tmp_path / "t", bpe, cache=False)
+    (tmp_path / "c.csv").write_text("text\nok\n" + "z" * 1500 + "\n")
+    with pytest.raises(ValueError, match=r"c\.csv: line 3: a field of"):
+        measure_lengths(tmp_path / "c.csv", bpe, cache=False)
+    with pytest.raises(ValueError, match=r"^row 1: a sample of 1,500 bytes"):
+        measure_lengths(["ok", "w" * 1500], bpe, cache=False)
+
+
+def test_processes_are_capped_by_the_work_and_the_machine(
+    bpe: Tokenizer, texts: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from analysis.measure import _run
+
+    started: list[int] = []
+    real = _run._run_local
+
+    def spy(plan: Any, job: Any, processes: int) -> Any:
+        started.append(processes)
+        return real(plan, job, processes)
+
+    monkeypatch.setattr(measure, "_run_local", spy)
+    src = write_jsonl(tmp_path / "a.jsonl", [{"text": t} for t in texts])  # ~50 kB: one piece
+    assert measure_lengths(src, bpe, processes=1000, cache=False).n_samples == len(texts)
+    assert started == [1]
+
+
+# ---------------------------------------------------------------------------- low
+def test_deep_nesting_a_lone_surrogate_and_a_corrupt_gz_are_one_line_errors(
+    bpe: Tokenizer, hf: PreTrainedTokenizerFast, tmp_path: Path
+) -> None:
+    deep = tmp_path / "deep.jsonl"
+    deep.write_text('{"text": "a"}\n{"text": ' + "[" * 100_000 + "]" * 100_000 + "}\n")
+    with pytest.raises(ValueError, match=r"deep\.jsonl: line 2: JSON nested too deeply to read$"):
+        measure_lengths(deep, bpe, field="text", cache=False)
+    lone = tmp_path / "lone.jsonl"
+    lone.write_text('{"text": "a"}\n{"text": "x\\ud800y"}\n')
+    with pytest.raises(ValueError, match=r"lone\.jsonl: line 2: a lone surrogate '\\ud800' at character 1"):
+        measure_lengths(lone, bpe, field="text", cache=False)
+    with pytest.raises(ValueError, match=r"^row 1: a lone surrogate"):
+        measure_lengths(["a", "b\ud800"], bpe, cache=False)
+    chats = tmp_path / "chat.jsonl"
+    chats.write_text('{"m": [{"role": "user", "content": "\\ud800"}]}\n')
+    with pytest.raises(ValueError, match=r"chat\.jsonl: ") as caught:
+        measure_lengths(chats, hf, chat_field="m", cache=False)
+    assert "\n" not in str(caught.value)
+    for name in ("a.jsonl.gz", "a.csv.gz"):
+        data = gzip.compress(b'{"text": "abc"}\n' * 5000 if "jsonl" in name else b"text\n" + b"abc\n" * 5000)
+        (tmp_path / name).write_bytes(data[: len(data) // 2])
+        with pytest.raises(ValueError, match=rf"{name}: (near line \d+: )?corrupt gzip data"):
+            measure_lengths(tmp_path / name, bpe, field="text", cache=False)
+
+
+def test_dictionary_encoded_parquet_columns_are_read(bpe: Tokenizer, tmp_path: Path) -> None:
+    texts = ["a b", "c", "a b", "d e f"]
+    table = pa.table({"text": pa.array(texts).dictionary_encode()})
+    pq.write_table(table, tmp_path / "d.parquet")
+    assert pq.read_schema(tmp_path / "d.parquet").field("text").type == pa.dictionary(pa.int32(), pa.string())
+    got = measure_lengths(tmp_path / "d.parquet", bpe, cache=False)
+    assert got == LengthHistogram.from_lengths([len(bpe.encode(t).ids) for t in texts])
+
+
+def test_out_files_get_the_umask_permissions(bpe: Tokenizer, tmp_path: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        for name in ("o.npy", "o.parquet", "folder/"):
+            out = tmp_path / name
+            measure_lengths(["a b", "c"], bpe, out=out, cache=False)
+            files = [out] if out.is_file() else [out, *out.iterdir()]
+            for path in files:
+                want = 0o755 if path.is_dir() else 0o644
+                assert path.stat().st_mode & 0o777 == want, (path, oct(path.stat().st_mode))
+    finally:
+        os.umask(old)

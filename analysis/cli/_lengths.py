@@ -24,11 +24,15 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import signal
+import sys
+import threading
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
-from analysis.cli._options import positive
+from analysis.cli._options import PROG, positive
 from analysis.lengths import LengthHistogram
 from analysis.measure import MeasuredPiece, measure_lengths
 from analysis.progress import bar
@@ -150,8 +154,42 @@ def _client(address: str | None) -> Iterator[Any]:
         yield client
 
 
+@contextlib.contextmanager
+def _one_line_warnings() -> Iterator[None]:
+    """The engine's warnings (an unwritable cache) as one line each on stderr."""
+
+    def show(message: Warning | str, *_: Any, **__: Any) -> None:
+        print(f"{PROG}: warning: {' '.join(str(message).split())}", file=sys.stderr)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("default")
+        warnings.showwarning = show
+        yield
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the program is, so that it stops as on Ctrl-C: its workers
+    ended, its temporary files removed, one line and a non-zero exit."""
+
+
+@contextlib.contextmanager
+def _sigterm_stops() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread can take a signal handler
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        raise _Terminated("terminated (SIGTERM)")
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def _measure(args: argparse.Namespace, out: str | Path) -> LengthHistogram:
-    with _client(args.scheduler) as client:
+    with _sigterm_stops(), _one_line_warnings(), _client(args.scheduler) as client:
         return measure_lengths(
             args.src,
             args.tokenizer,

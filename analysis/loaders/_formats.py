@@ -296,11 +296,17 @@ def _read_jsonl(path: Path, counter: LengthCounter, field: str | None, allow_zer
 
 def _jsonl_block(block: list[str], field: str | None, where: str, first_line: int) -> tuple[str, np.ndarray]:
     """Lengths of a block of JSONL lines: parsed in one call, or line by line on any error
-    (which then names the exact line)."""
+    (which then names the exact line).
+
+    Each line is parsed as the one element of its own array (``[[line1],[line2],...]``), so
+    lines that are not one JSON value each (an object spread over two lines, two objects on
+    one) never pass as the right number of records: a string cannot hold the newline that
+    ends a line, so no line's brackets can pair with another's without breaking the count."""
     try:
-        objects = json.loads("[" + ",".join(block) + "]")
-        if len(objects) != len(block):
-            raise ValueError("a line holds more than one value")
+        wrapped = json.loads("[[" + "],[".join(block) + "]]")
+        if len(wrapped) != len(block) or not all(type(w) is list and len(w) == 1 for w in wrapped):
+            raise ValueError("a line holds more or less than one value")
+        objects = [w[0] for w in wrapped]
         if field is None:
             field = _pick_field(objects[0], where, first_line)
         values = [obj[field] for obj in objects]
@@ -309,7 +315,7 @@ def _jsonl_block(block: list[str], field: str | None, where: str, first_line: in
             return field, np.array(values, dtype=np.int64)  # OverflowError beyond int64
         if kinds == {list}:
             return field, np.fromiter(map(len, values), dtype=np.int64, count=len(values))
-    except (ValueError, TypeError, KeyError, IndexError, OverflowError):
+    except (ValueError, TypeError, KeyError, IndexError, OverflowError, RecursionError):
         pass
     lengths = []
     for number, line in enumerate(block, start=first_line):
@@ -334,6 +340,8 @@ def _json_object(line: str, where: str, number: int) -> dict[str, Any]:
         obj = json.loads(line)
     except json.JSONDecodeError as err:
         raise ValueError(f"{where}: line {number}: not valid JSON ({err.msg})") from None
+    except RecursionError:
+        raise ValueError(f"{where}: line {number}: JSON nested too deeply to read") from None
     if not isinstance(obj, dict):
         raise ValueError(f"{where}: line {number}: expected a JSON object, got {type(obj).__name__}")
     return obj

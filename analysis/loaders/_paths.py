@@ -13,10 +13,11 @@ skipped: a report written among its inputs is never read as one.
 
 from __future__ import annotations
 
-import glob
-import itertools
+import fnmatch
 import os
 import re
+import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 from analysis.paths import REPORT_MARKER
@@ -58,25 +59,18 @@ def expand_paths(source: str | os.PathLike[str]) -> tuple[str, list[Path]]:
     if path.is_file():
         return text, [path]
     if path.is_dir():
-        found = [
-            p
-            for p in sorted(path.rglob("*"))
-            if p.is_file()
-            and not any(part.startswith(".") for part in p.relative_to(path).parts)
-            and not _in_report(p, path)
-        ]
+        found = [p for p in _unique(_walk(path, ("**", "*"), frozenset(), path)) if not _in_report(p, path)]
         if not found:
             raise ValueError(f"{text}: empty directory, no files")
         return text, found
     if path.exists():
         raise ValueError(f"{text}: not a regular file (a FIFO, socket or device); pass a file")
     if _GLOB_CHARS.search(text):
-        fixed = Path(*itertools.takewhile(lambda part: not _GLOB_CHARS.search(part), path.parts))
-        found = [
-            Path(p)
-            for p in sorted(glob.glob(text, recursive=True))
-            if Path(p).is_file() and not _in_report(Path(p), fixed)
-        ]
+        parts = path.parts
+        first = next(i for i, part in enumerate(parts) if _GLOB_CHARS.search(part))
+        shown = Path(*parts[:first]) if first else None  # relative matches stay relative
+        walked = _unique(_walk(shown or Path("."), parts[first:], frozenset(), shown))
+        found = [p for p in walked if not _in_report(p, shown or Path())]
         if not found:
             raise ValueError(f"{text}: no files match this pattern")
         return text, found
@@ -87,6 +81,61 @@ def _in_report(path: Path, root: Path) -> bool:
     """Whether a folder between ``root`` (itself excluded) and the file ``path`` is a report's."""
     below = path.parts[len(root.parts) : -1]
     return any((root.joinpath(*below[: i + 1]) / REPORT_MARKER).is_file() for i in range(len(below)))
+
+
+def _walk(
+    folder: Path, pattern: tuple[str, ...], above: frozenset[tuple[int, int]], base: Path | None
+) -> Iterator[tuple[Path, tuple[int, int]]]:
+    """The files below ``folder`` (shown as ``base``) matching ``pattern`` (glob segments;
+    ``**`` any depth of folders), with their (device, inode), as glob matches them (a
+    wildcard never matches a hidden name), following symbolic links to folders; ``**`` never
+    enters a folder it is already inside (a loop: ``above`` holds them), a fixed depth ends
+    by itself."""
+    try:
+        info = folder.stat()
+    except OSError:
+        return
+    here = (info.st_dev, info.st_ino)
+    segment, rest = pattern[0], pattern[1:]
+    if segment == "**" and here in above:  # a link back to a folder above: a loop, walked once
+        return
+    above = above | {here}
+    if segment == "**":
+        yield from _walk(folder, rest or ("*",), above - {here}, base)
+        for entry in _entries(folder):
+            if not entry.name.startswith(".") and _is_dir(entry):
+                yield from _walk(folder / entry.name, pattern, above, _join(base, entry.name))
+        return
+    if not _GLOB_CHARS.search(segment):
+        try:
+            child = os.stat(folder / segment)
+        except OSError:
+            return
+        if rest and stat.S_ISDIR(child.st_mode):
+            yield from _walk(folder / segment, rest, above, _join(base, segment))
+        elif not rest and stat.S_ISREG(child.st_mode):
+            yield _join(base, segment), (child.st_dev, child.st_ino)
+        return
+    for entry in _entries(folder):
+        if not fnmatch.fnmatchcase(entry.name, segment):
+            continue
+        if entry.name.startswith(".") and not segment.startswith("."):
+            continue
+        if rest:
+            if _is_dir(entry):
+                yield from _walk(folder / entry.name, rest, above, _join(base, entry.name))
+            continue
+        try:
+            if not entry.is_file():
+                continue
+            if entry.is_symlink():
+                target = entry.stat()
+                key = (target.st_dev, target.st_ino)
+            else:
+                key = (info.st_dev, entry.inode())
+        except OSError:
+            continue
+        yield _join(base, entry.name), key
 
 
 def pick_column(
@@ -115,3 +164,33 @@ def pick_column(
     if len(columns) == 1:
         return columns[0]
     raise ValueError(f"{where}: {len(columns)} {noun}s ({', '.join(columns)}); {hint}")
+
+
+def _join(base: Path | None, name: str) -> Path:
+    return Path(name) if base is None else base / name
+
+
+def _entries(folder: Path) -> list[os.DirEntry[str]]:
+    try:
+        with os.scandir(folder) as found:
+            return list(found)
+    except OSError:
+        return []
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()  # follows a symbolic link
+    except OSError:
+        return False
+
+
+def _unique(found: Iterator[tuple[Path, tuple[int, int]]]) -> list[Path]:
+    """The files ``found`` sorted, each once (the first name of a file reached by several)."""
+    seen: set[tuple[int, int]] = set()
+    unique = []
+    for path, key in sorted(found):
+        if key not in seen:
+            seen.add(key)
+            unique.append(path)
+    return unique

@@ -37,15 +37,19 @@ from typing import Any
 from analysis.counting import LengthCounter
 from analysis.lengths import LengthHistogram
 from analysis.loaders import DaskClient, load_lengths_distributed
-from analysis.measure._cache import _cache_key, _cache_read, _cache_write
-from analysis.measure._out import _check_out, _is_folder, _open_out, _ShardFolder
+from analysis.measure._cache import CacheWarning, _cache_key, _cache_read, _cache_write
+from analysis.measure._out import _check_not_input, _check_out, _is_folder, _open_out, _ShardFolder
 from analysis.measure._pieces import MeasuredPiece, _Job
-from analysis.measure._run import _Progress, _run_dask, _run_local
+from analysis.measure._records import MAX_RECORD_BYTES
+from analysis.measure._run import _Progress, _run_dask, _run_local, _worker_count
 from analysis.measure._sources import _plan_paths, _plan_records
-from analysis.measure._tokenizer import TokenizerLike, _pickle_or_none, _spec
+from analysis.measure._tokenizer import TEMPLATE_SECONDS, TokenizerLike, _pickle_or_none, _spec
 
 __all__ = [
     "DEFAULT_CACHE_DIR",
+    "MAX_RECORD_BYTES",
+    "TEMPLATE_SECONDS",
+    "CacheWarning",
     "MeasuredPiece",
     "TokenizerLike",
     "load_lengths_distributed",
@@ -107,15 +111,23 @@ def measure_lengths(
     processes : int, optional
         Worker processes (spawned) on this machine; default ``os.cpu_count()``, and this
         process alone for a small input (one piece or under 8 MiB).  ``1``: this process.
+        Never more than the pieces of the input, the usable cores, or one per GiB of
+        available memory.  They end with this process (an error, Ctrl-C, its death).
     client : distributed.Client, optional
         Tokenize the pieces on a Dask cluster's workers (which must see the same paths) and
         merge their histograms exactly; ``processes`` is then unused.
     cache : bool, default True
-        Reuse the stored result of an identical call (same shard contents, sizes and
-        modification times, same tokenizer serialisation, same options) without tokenizing.
-        In-memory sources and tokenizers that cannot be pickled are never cached.
+        Reuse the stored result of an identical call without tokenizing: same shard contents,
+        sizes and modification times, same format (a ``.jsonl`` renamed ``.txt`` is another
+        call, a ``.csv`` renamed ``.tsv`` too), same options, same tokenizer (its
+        serialisation, chat template and library versions; for a callable, the code it runs
+        as loaded: its own and that of every project function or module it reaches, so an
+        edited helper is another call).  In-memory sources and tokenizers that cannot be
+        pickled are never cached.  A stored entry that cannot be read back whole is discarded
+        and measured again.
     cache_dir : str or os.PathLike, optional
-        Where results are stored; default :data:`DEFAULT_CACHE_DIR`.
+        Where results are stored; default :data:`DEFAULT_CACHE_DIR`.  Where it cannot take
+        a result, a one-line :class:`CacheWarning` says so and the result is returned.
     progress : callable, optional
         Wraps the iterable of :class:`MeasuredPiece` (each with ``where``, ``n_samples`` and
         ``n_tokens``) and yields them unchanged, e.g. a tqdm bar.  The engine draws nothing.
@@ -130,8 +142,14 @@ def measure_lengths(
     ValueError
         One line naming the file, the line or row, and the problem: no such file, mixed
         formats, a missing field or column, a value that is not a string (or not a list of
-        role/content messages), invalid JSON, text that is not UTF-8, a tokenizer path that does
-        not exist, no chat template for ``chat_field``.  Nothing is returned or written then.
+        role/content messages), invalid JSON (a line that is not one JSON value, JSON nested
+        too deeply), a CSV/TSV row whose field count differs from the header's, text that is
+        not UTF-8 or holds a lone surrogate, a corrupt ``.gz``, a record over
+        :data:`MAX_RECORD_BYTES`, a chat template that runs past :data:`TEMPLATE_SECONDS` on
+        one conversation (in this process and worker processes), a tokenizer path that does
+        not exist or a folder whose config names its own code (never run), no chat template
+        for ``chat_field``, an ``out`` that is (or, a folder, holds) an input file.  Nothing
+        is returned or written then.
 
     Examples
     --------
@@ -155,12 +173,13 @@ def measure_lengths(
     spec = _spec(tokenizer, add_special_tokens=add_special_tokens, chat=chat)
     out_path = None if out is None else Path(os.path.expanduser(os.fspath(out)))
     folder = out is not None and _is_folder(out)
-    if out_path is not None:
-        _check_out(out_path, folder)
     if isinstance(source, str | os.PathLike):
         plan, name = _plan_paths(source, name, chat, hashing=cache)
     else:
         plan = _plan_records(source, name)
+    if out_path is not None:
+        _check_not_input(out_path, folder, plan.files)
+        _check_out(out_path, folder)
     job = _Job(spec, name, chat, want_lengths=out_path is not None)
 
     key = _cache_key(plan, job) if cache else None
@@ -181,6 +200,7 @@ def measure_lengths(
                 "function"
             )
         n = 1
+    n = _worker_count(n, len(plan.pieces) if isinstance(plan.pieces, list) else None)
     writer = _open_out(out_path, folder) if out_path is not None else None
     if client is not None:  # with an out folder, each worker saves the lengths it measured
         shard_path = writer.path if isinstance(writer, _ShardFolder) else None

@@ -8,23 +8,29 @@ listing, so the folder written again is the same file for file).
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
 import shutil
-import tempfile
+import warnings
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
 from analysis.lengths import LengthHistogram
-from analysis.measure._out import _INDEX, _open_out, _OutWriter, _ShardFolder
+from analysis.measure._out import _INDEX, _open_out, _OutWriter, _ShardFolder, _temp_file
 from analysis.measure._pieces import _Job
-from analysis.measure._sources import _Plan
+from analysis.measure._sources import _format, _Plan
 from analysis.measure._tokenizer import _sha
 
-_CACHE_VERSION = "measure-1"
+_CACHE_VERSION = "measure-2"
+
+
+class CacheWarning(UserWarning):
+    """The cache folder could not store a result (the result itself is fine)."""
 
 
 def _cache_key(plan: _Plan, job: _Job) -> str | None:
@@ -36,13 +42,15 @@ def _cache_key(plan: _Plan, job: _Job) -> str | None:
         "chat": job.chat,
         "add_special_tokens": job.spec.add_special_tokens,
         "tokenizer": job.spec.digest,
-        "shards": [(size, mtime, digest) for _, size, mtime, digest in plan.shards],
+        "shards": [
+            (_format(plan.kind, path), size, mtime, digest) for path, size, mtime, digest in plan.shards
+        ],
     }
     return _sha(json.dumps(options, sort_keys=True))
 
 
 def _atomic_save(path: Path, save: Callable[[io.BufferedWriter], None]) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = _temp_file(path)
     try:
         with os.fdopen(fd, "wb") as handle:
             save(handle)
@@ -52,36 +60,70 @@ def _atomic_save(path: Path, save: Callable[[io.BufferedWriter], None]) -> None:
         raise
 
 
+def _entry_files(cache_dir: Path, key: str) -> tuple[Path, Path, Path]:
+    return cache_dir / f"{key}.npz", cache_dir / f"{key}.lengths.npy", cache_dir / f"{key}.shards.json"
+
+
 def _cache_read(cache_dir: Path, key: str, out: Path | None, folder: bool = False) -> LengthHistogram | None:
-    hist_path, samples_path = cache_dir / f"{key}.npz", cache_dir / f"{key}.lengths.npy"
-    shards_path = cache_dir / f"{key}.shards.json"
-    if (
-        not hist_path.is_file()
-        or (out is not None and not samples_path.is_file())
-        or (folder and not shards_path.is_file())
-    ):
+    """The stored result, replayed into ``out``; ``None`` on a miss.  An entry that cannot be
+    read back whole (truncated, corrupt, inconsistent) is discarded: a miss, measured again."""
+    hist_path, samples_path, shards_path = _entry_files(cache_dir, key)
+    try:
+        if (
+            not hist_path.is_file()
+            or (out is not None and not samples_path.is_file())
+            or (folder and not shards_path.is_file())
+        ):
+            return None
+    except OSError:  # an unreadable cache folder: a miss
         return None
-    with np.load(hist_path) as stored:
-        hist = LengthHistogram(stored["lengths"], stored["counts"])
-    if out is not None:
-        samples = np.load(samples_path, mmap_mode="r")
-        writer = _open_out(out, folder)
-        try:
+    writer = None
+    try:
+        with open(hist_path, "rb") as handle, np.load(handle) as stored:  # closed even if corrupt
+            hist = LengthHistogram(stored["lengths"], stored["counts"])
+        if out is not None:
+            samples = np.load(samples_path, mmap_mode="r")
+            if samples.ndim != 1 or samples.dtype != np.int32 or samples.shape[0] != hist.n_samples:
+                raise ValueError("the stored lengths do not match the stored histogram")
+            entries = json.loads(shards_path.read_text(encoding="utf-8")) if folder else None
+            if entries is not None and sum(int(e["n_samples"]) for e in entries) != hist.n_samples:
+                raise ValueError("the stored listing does not match the stored histogram")
+            writer = _open_out(out, folder)
             if isinstance(writer, _ShardFolder):
-                writer.replay(json.loads(shards_path.read_text(encoding="utf-8")), samples)
+                assert entries is not None
+                writer.replay(entries, samples)
             else:
                 for start in range(0, samples.shape[0], 1 << 22):
                     writer.write(np.asarray(samples[start : start + (1 << 22)]))
             writer.commit()
-        except BaseException:
+            writer = None
+    except (OSError, EOFError, ValueError, KeyError, TypeError, zipfile.BadZipFile):
+        for path in (hist_path, samples_path, shards_path):
+            with contextlib.suppress(OSError):
+                path.unlink(missing_ok=True)
+        return None
+    finally:
+        if writer is not None:
             writer.abort()
-            raise
     return hist
 
 
 def _cache_write(
     cache_dir: Path, key: str, hist: LengthHistogram, out: Path | None, folder: bool = False
 ) -> None:
+    """Store the result; where the cache folder cannot take it, warn in one line and go on."""
+    try:
+        _store(cache_dir, key, hist, out, folder)
+    except OSError as err:
+        reason = " ".join((err.strerror or str(err)).split())
+        warnings.warn(
+            f"{cache_dir}: cannot store the result in the cache ({reason}); it is not cached",
+            CacheWarning,
+            stacklevel=3,
+        )
+
+
+def _store(cache_dir: Path, key: str, hist: LengthHistogram, out: Path | None, folder: bool) -> None:
     cache_dir.mkdir(parents=True, exist_ok=True)
     if out is not None and folder:  # the shards' lengths as one array, and where each starts
         files = json.loads((out / _INDEX).read_text(encoding="utf-8"))["files"]

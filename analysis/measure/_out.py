@@ -59,6 +59,30 @@ def _check_out(out: Path, folder: bool = False) -> None:
             )
 
 
+def _check_not_input(out: Path, folder: bool, inputs: tuple[str, ...]) -> None:
+    """Refuse an ``out`` that is one of the input files, or (a folder) holds one."""
+    target = out.resolve()
+    for name in inputs:
+        path = Path(name)
+        same = target == path.resolve() or (out.exists() and not folder and os.path.samefile(out, path))
+        if same or (folder and target in path.resolve().parents):
+            raise ValueError(
+                f"{out}: is {'where the input' if folder else 'the input'} {name} "
+                f"{'lies' if folder else 'itself'}; out= must not write over its own input"
+            )
+
+
+def _temp_file(path: Path) -> tuple[int, str]:
+    """A new hidden temporary file beside ``path`` (fd, name), with the permissions a plain
+    ``open`` gives (0666 less the umask), where ``tempfile.mkstemp`` gives 0600."""
+    while True:
+        name = str(path.parent / f".{path.name}.{uuid.uuid4().hex[:12]}.tmp")
+        try:
+            return os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), name
+        except FileExistsError:
+            continue
+
+
 def _save_shard(path: str, lengths: np.ndarray) -> None:
     """One shard's lengths as ``.npy`` int32 (on a Dask worker, or here)."""
     np.save(path, lengths.astype("<i4", copy=False))
@@ -140,7 +164,7 @@ class _OutWriter:
         _check_out(out)
         self.out = out
         self.parquet = out.name.lower().endswith(".parquet")
-        fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
+        fd, tmp = _temp_file(out)
         self.tmp = Path(tmp)
         self.handle: Any = os.fdopen(fd, "wb")
         self.n = 0
@@ -178,7 +202,7 @@ class _OutWriter:
             self.handle.close()
         else:
             self.handle.close()
-            fd, final = tempfile.mkstemp(prefix=f".{self.out.name}.", suffix=".tmp", dir=self.out.parent)
+            fd, final = _temp_file(self.out)
             with os.fdopen(fd, "wb") as dest, open(self.tmp, "rb") as raw:
                 np.lib.format.write_array_header_1_0(
                     dest, {"descr": "<i4", "fortran_order": False, "shape": (self.n,)}

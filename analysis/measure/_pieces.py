@@ -11,80 +11,31 @@ The records of the work: :class:`_Job` (what every piece needs), the pieces, and
 
 from __future__ import annotations
 
+import csv
 import gzip
 import io
 import itertools
 import json
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
 from analysis._validate import where_prefix
+from analysis.measure._records import (
+    _BATCH,
+    MAX_RECORD_BYTES,
+    _arrow_values,
+    _check_unicode,
+    _check_value,
+    _describe,
+    _field_of,
+    _too_large,
+)
 from analysis.measure._tokenizer import _Spec
-
-#: Samples encoded per call of the tokenizer's batch API.
-_BATCH = 1024
-
-
-# ---------------------------------------------------------------------------- one sample
-def _check_value(value: Any, chat: bool, where: str, name: str | None) -> Any:
-    """A sample's text (a ``str``) or conversation (a list of role/content messages)."""
-    label = "the sample" if name is None else f"field {name!r}"
-    if not chat:
-        if isinstance(value, str):
-            return value
-        raise ValueError(f"{where}{label} is {_describe(value)}; expected a string")
-    if not isinstance(value, list):
-        raise ValueError(
-            f"{where}{label} is {_describe(value)}; expected a list of {{'role', 'content'}} messages"
-        )
-    for i, message in enumerate(value):
-        if not isinstance(message, dict):
-            raise ValueError(
-                f"{where}message {i} of {label} is {_describe(message)}; expected "
-                "an object with 'role' and 'content'"
-            )
-        for key in ("role", "content"):
-            if message.get(key) is None:
-                raise ValueError(f"{where}message {i} of {label} has no {key!r}")
-    return value
-
-
-def _describe(value: Any) -> str:
-    shown = json.dumps(value, default=repr)
-    shown = shown if len(shown) <= 40 else shown[:37] + "..."
-    kind = {
-        bool: "a bool",
-        type(None): "null",
-        str: "a string",
-        dict: "an object",
-        list: "a list",
-        int: "an integer",
-        float: "a number",
-    }.get(type(value), type(value).__name__)
-    return f"{kind} ({shown})"
-
-
-def _field_of(obj: Any, name: str | None, where: str) -> Any:
-    """``obj[name]`` of a record; with ``name=None`` a string itself or a one-field record."""
-    if name is None:
-        if isinstance(obj, dict):
-            if len(obj) == 1:
-                return next(iter(obj.values()))
-            raise ValueError(
-                f"{where}{len(obj)} fields ({', '.join(map(str, obj))}); pass "
-                "field= (text) or chat_field= (messages)"
-            )
-        return obj
-    if not isinstance(obj, dict):
-        raise ValueError(f"{where}expected a record with field {name!r}, got {_describe(obj)}")
-    try:
-        return obj[name]
-    except KeyError:
-        raise ValueError(f"{where}no field {name!r}; fields: {', '.join(map(str, obj))}") from None
 
 
 # ---------------------------------------------------------------------------- pieces
@@ -114,44 +65,61 @@ class _JsonlRange:
 
     def batches(self, job: _Job) -> Iterator[list[Any]]:
         gz = self.path.lower().endswith(".gz")
-        with gzip.open(self.path, "rb") if gz else open(self.path, "rb") as raw:
-            handle: io.BufferedIOBase = raw
-            handle.seek(self.start)
-            lines = _lines_until(handle, self.start, self.stop)
-            number = self.first_line
-            while block := list(itertools.islice(lines, _BATCH)):
-                yield _jsonl_values(block, job, self.path, number, bom=number == 1)
-                number += len(block)
+        number = self.first_line
+        try:
+            with gzip.open(self.path, "rb") if gz else open(self.path, "rb") as raw:
+                handle: io.BufferedIOBase = raw
+                handle.seek(self.start)
+                lines = _lines_until(handle, self.start, self.stop, self.path, number)
+                while block := list(itertools.islice(lines, _BATCH)):
+                    yield _jsonl_values(block, job, self.path, number, bom=number == 1)
+                    number += len(block)
+        except (EOFError, zlib.error, gzip.BadGzipFile) as err:
+            raise ValueError(
+                f"{self.path}: near line {number}: corrupt gzip data ({' '.join(str(err).split())})"
+            ) from None
 
 
-def _lines_until(handle: io.BufferedIOBase, start: int, stop: int | None) -> Iterator[bytes]:
-    if stop is None:
-        yield from handle
-        return
+def _lines_until(
+    handle: io.BufferedIOBase, start: int, stop: int | None, path: str, first: int
+) -> Iterator[bytes]:
+    """The lines from ``start`` to ``stop`` (or the end), none read whole past the limit."""
     pos = start
-    while pos < stop:
-        line = handle.readline()
+    number = first
+    while stop is None or pos < stop:
+        line = handle.readline(MAX_RECORD_BYTES + 1)
         if not line:
             return
+        if len(line) > MAX_RECORD_BYTES:
+            raise _too_large(f"{path}: line {number}: ", _line_size(handle, len(line)), "line")
         pos += len(line)
+        number += 1
         yield line
 
 
+def _line_size(handle: io.BufferedIOBase, read: int) -> int:
+    """The size of a too-long line, read on in blocks (never whole) to say how long it is."""
+    while block := handle.readline(1 << 20):
+        read += len(block)
+        if block.endswith(b"\n"):
+            break
+    return read
+
+
 def _jsonl_values(block: list[bytes], job: _Job, path: str, first: int, bom: bool) -> list[Any]:
-    """The samples of a block of JSONL lines, parsed in one call (or line by line when that
-    fails, to name the bad line), each checked."""
+    """The samples of a block of JSONL lines, each line parsed on its own (so that lines that
+    are not one JSON value each are never joined into one), each checked."""
     try:
         text = [line.decode("utf-8") for line in block]
         if bom:
             text[0] = text[0].removeprefix("\ufeff")
-        objects = json.loads("[" + ",".join(text) + "]")
-        if len(objects) != len(block):
-            raise ValueError("a line holds more than one value")
-    except ValueError:  # also UnicodeDecodeError and json.JSONDecodeError
+        objects = list(map(json.loads, text))
+    except (ValueError, RecursionError):  # also UnicodeDecodeError and json.JSONDecodeError
         objects = [_json_line(line, path, number) for number, line in enumerate(block, start=first)]
     if job.name is not None and not job.chat and all(type(o) is dict for o in objects):
         values = [o.get(job.name) for o in objects]
         if all(type(v) is str for v in values):
+            _check_unicode(values, lambda i: f"{path}: line {first + i}: ")
             return values
     checked = []
     for number, obj in enumerate(objects, start=first):
@@ -159,6 +127,7 @@ def _jsonl_values(block: list[bytes], job: _Job, path: str, first: int, bom: boo
         if not isinstance(obj, dict):
             raise ValueError(f"{where}expected a JSON object, got {_describe(obj)}")
         checked.append(_check_value(_field_of(obj, job.name, where), job.chat, where, job.name))
+    _check_unicode(checked, lambda i: f"{path}: line {first + i}: ")
     return checked
 
 
@@ -176,6 +145,8 @@ def _json_line(line: bytes, path: str, number: int) -> Any:
         return json.loads(decoded)
     except json.JSONDecodeError as err:
         raise ValueError(f"{where}not valid JSON ({err.msg})") from None
+    except RecursionError:
+        raise ValueError(f"{where}JSON nested too deeply to read") from None
 
 
 @dataclass(frozen=True)
@@ -194,7 +165,7 @@ class _ParquetGroup:
         file = pq.ParquetFile(self.path, pre_buffer=False)
         row = self.first_row
         for batch in file.iter_batches(batch_size=_BATCH, row_groups=[self.group], columns=[job.name]):
-            yield _column_values(batch.column(0).to_pylist(), job, self.path, row)
+            yield _column_values(_arrow_values(batch.column(0), self.path, row), job, self.path, row)
             row += batch.num_rows
 
 
@@ -227,7 +198,7 @@ class _ArrowFile:
             table = pa.ipc.open_stream(source).read_all().select([job.name])
             row = self.first_row
             for batch in table.to_batches(max_chunksize=_BATCH):
-                yield _column_values(batch.column(0).to_pylist(), job, self.path, row)
+                yield _column_values(_arrow_values(batch.column(0), self.path, row), job, self.path, row)
                 row += batch.num_rows
 
 
@@ -239,21 +210,51 @@ class _CsvFile:
         return self.path
 
     def batches(self, job: _Job) -> Iterator[list[Any]]:
-        import pandas as pd
+        assert job.name is not None
+        line = 1
+        try:
+            with _open_csv(self.path) as handle:
+                reader = csv.reader(handle, delimiter=_csv_sep(self.path), strict=True)
+                header = next(reader, [])
+                column, width = header.index(job.name), len(header)
+                line = reader.line_num + 1
+                batch: list[str] = []
+                for record in reader:
+                    start, line = line, reader.line_num + 1
+                    if not record:
+                        continue  # a blank line
+                    if len(record) != width:
+                        raise ValueError(
+                            f"{self.path}: line {start}: {len(record)} field(s), the header "
+                            f"has {width} ({', '.join(header)})"
+                        )
+                    value = record[column]
+                    if len(value) > MAX_RECORD_BYTES // 4 and len(value.encode()) > MAX_RECORD_BYTES:
+                        raise _too_large(f"{self.path}: line {start}: ", len(value.encode()), "field")
+                    batch.append(value)
+                    if len(batch) == _BATCH:
+                        yield batch
+                        batch = []
+                if batch:
+                    yield batch
+        except csv.Error as err:
+            if "field limit" in str(err):
+                raise _too_large(f"{self.path}: line {line}: ", MAX_RECORD_BYTES + 1, "field") from None
+            raise ValueError(f"{self.path}: line {line}: {' '.join(str(err).split())}") from None
+        except UnicodeDecodeError as err:
+            raise ValueError(f"{self.path}: near line {line}: not UTF-8 (byte {err.start})") from None
+        except (EOFError, zlib.error, gzip.BadGzipFile) as err:
+            raise ValueError(
+                f"{self.path}: near line {line}: corrupt gzip data ({' '.join(str(err).split())})"
+            ) from None
 
-        row = 0
-        with pd.read_csv(
-            self.path,
-            sep=_csv_sep(self.path),
-            usecols=[job.name],
-            dtype=str,
-            keep_default_na=False,
-            chunksize=_BATCH,
-            compression="infer",
-        ) as reader:
-            for chunk in reader:
-                yield _column_values(chunk.iloc[:, 0].tolist(), job, self.path, row)
-                row += len(chunk)
+
+def _open_csv(path: str) -> IO[str]:
+    """A CSV/TSV file (``.gz`` too) as text, the BOM dropped, no field over the limit."""
+    csv.field_size_limit(max(csv.field_size_limit(), MAX_RECORD_BYTES))
+    if path.lower().endswith(".gz"):
+        return gzip.open(path, "rt", encoding="utf-8-sig", newline="")
+    return open(path, encoding="utf-8-sig", newline="")
 
 
 def _csv_sep(path: str) -> str:
@@ -274,6 +275,9 @@ class _TextFiles:
         for start in range(0, len(self.paths), _BATCH):
             texts = []
             for path in self.paths[start : start + _BATCH]:
+                size = Path(path).stat().st_size
+                if size > MAX_RECORD_BYTES:
+                    raise _too_large(f"{path}: ", size, "file")
                 data = Path(path).read_bytes()
                 try:
                     texts.append(data.decode("utf-8"))
@@ -302,7 +306,16 @@ class _Records:
                     v = _field_of(v, job.name, where)
                 elif v is None:
                     raise ValueError(f"{where}missing value (null) in {job.name!r}")
-                out.append(_check_value(v, job.chat, where, job.name))
+                v = _check_value(v, job.chat, where, job.name)
+                if type(v) is str and len(v) > MAX_RECORD_BYTES:
+                    raise _too_large(where, len(v.encode("utf-8", "replace")), "sample")
+                out.append(v)
+            first = self.first_row + start
+
+            def row_of(i: int, first: int = first) -> str:
+                return where_prefix(None, first + i)
+
+            _check_unicode(out, row_of)
             yield out
 
 

@@ -7,9 +7,13 @@ lengths, so the merged histogram is the same count for count however the work wa
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import multiprocessing
 import os
+import signal
+import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -34,9 +38,19 @@ class _Progress(Protocol):
 def _measure_piece(piece: _Piece, job: _Job, encoder: _Encoder) -> MeasuredPiece:
     """Tokenize one piece: its per-sample lengths (if asked) and its histogram."""
     parts = []
+    label = piece.label()
     for values in piece.batches(job):
-        if values:
+        if not values:
+            continue
+        try:
             parts.append(encoder.chats(values) if job.chat else encoder.texts(values))
+        except ValueError as err:
+            raise ValueError(f"{label}: {err}" if label else str(err)) from None
+        except Exception as err:  # noqa: BLE001 - a tokenizer's or template's own failure: one line
+            message = " ".join(str(err).split())[:300]
+            raise ValueError(
+                f"{label or 'the input'}: the tokenizer failed: {type(err).__name__}: {message}"
+            ) from None
     lengths = np.concatenate(parts) if parts else np.empty(0, np.int64)
     if lengths.size:
         distinct, counts = np.unique(lengths, return_counts=True)
@@ -65,10 +79,30 @@ _WORKER: tuple[_Job, _Encoder] | None = None
 _DASK_ENCODERS: dict[str, _Encoder] = {}
 
 
-def _init_worker(job: _Job) -> None:
+def _init_worker(job: _Job, parent: int) -> None:
     global _WORKER
+    _die_with_parent(parent)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it stops the workers
     os.environ["TOKENIZERS_PARALLELISM"] = "false"  # the processes are the parallelism
     _WORKER = (job, _Encoder(job.spec))
+
+
+def _die_with_parent(parent: int) -> None:
+    """Have the kernel end this worker when its parent dies, even of SIGKILL (Linux); a watch
+    thread elsewhere."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+
+        def watch() -> None:
+            while os.getppid() == parent:
+                time.sleep(1)
+            os._exit(1)
+
+        threading.Thread(target=watch, daemon=True).start()
+    if os.getppid() != parent:  # the parent died before the line above
+        os._exit(1)
 
 
 def _worker_measure(piece: _Piece) -> MeasuredPiece:
@@ -92,6 +126,28 @@ def _dask_measure(piece: _Piece, job: _Job, shard_path: str | None = None) -> Me
 
 
 # ---------------------------------------------------------------------------- running
+#: The memory one worker process may need: the tokenizer and its batch, or one record of
+#: MAX_RECORD_BYTES through the tokenizer (about 70 times its size).
+_WORKER_BYTES = 1 << 30
+
+
+def _worker_count(requested: int, n_pieces: int | None) -> int:
+    """``requested`` worker processes, at most one per piece, per usable core and per
+    :data:`_WORKER_BYTES` of available memory."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    try:
+        memory = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // _WORKER_BYTES
+    except (ValueError, OSError, AttributeError):
+        memory = cores
+    limits = [requested, cores, max(1, memory)]
+    if n_pieces is not None:
+        limits.append(max(1, n_pieces))
+    return min(limits)
+
+
 def _ordered(submit: Callable[[_T], Any], items: Iterable[_T], window: int) -> Iterator[MeasuredPiece]:
     """Results of ``submit(item)`` futures in submission order, at most ``window`` in flight."""
     pending: deque[Any] = deque()
@@ -114,12 +170,30 @@ def _run_local(plan: _Plan, job: _Job, processes: int) -> Iterator[MeasuredPiece
             yield _measure_piece(piece, job, encoder)
         return
     context = multiprocessing.get_context("spawn")  # no fork of a threaded Rust tokenizer
-    with ProcessPoolExecutor(
-        max_workers=processes, mp_context=context, initializer=_init_worker, initargs=(job,)
-    ) as pool:
+    pool = ProcessPoolExecutor(
+        max_workers=processes, mp_context=context, initializer=_init_worker, initargs=(job, os.getpid())
+    )
+    try:
         yield from _ordered(
             lambda piece: pool.submit(_worker_measure, piece), plan.pieces, window=2 * processes
         )
+    except BaseException:  # an error, an interrupt, SIGTERM, the caller stopping: no work left behind
+        _stop_workers(pool)
+        raise
+    else:
+        pool.shutdown(wait=True)
+
+
+def _stop_workers(pool: ProcessPoolExecutor) -> None:
+    """End ``pool``'s workers now, without waiting for the pieces they are measuring."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        process.join(timeout=5)
+        if process.is_alive():
+            process.kill()
 
 
 def _run_dask(

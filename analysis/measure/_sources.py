@@ -8,10 +8,13 @@ hashed and cut into pieces.  An in-memory source (a
 
 from __future__ import annotations
 
+import csv
+import gzip
 import hashlib
 import itertools
 import json
 import os
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +26,7 @@ from analysis.measure._pieces import (
     _csv_sep,
     _CsvFile,
     _JsonlRange,
+    _open_csv,
     _ParquetGroup,
     _Piece,
     _Records,
@@ -51,6 +55,8 @@ class _Plan:
     n_bytes: int | None  # None: an in-memory source of unknown size
     shards: list[tuple[str, int, int, str]] | None  # (path, size, mtime_ns, hash); None: no cache
     small: bool  # a single piece, or a few bytes: not worth worker processes
+    files: tuple[str, ...] = ()  # the input files of a path source (never written over)
+    kind: str = ""  # their format: "jsonl", "parquet", "csv", "text" or "arrow" (a saved dataset)
 
 
 def _scan(path: Path, split_bytes: int | None, hashing: bool) -> tuple[str, list[tuple[int, int]]]:
@@ -87,6 +93,13 @@ def _kind(path: Path) -> str:
         if name.endswith(extensions):
             return kind
     return "text"
+
+
+def _format(kind: str, path: str) -> str:
+    """How a file of a plan of ``kind`` is parsed, for the cache key: format, compression,
+    separator."""
+    sep = {"csv": f" sep={_csv_sep(path)!r}"}.get(kind, "")
+    return f"{kind}{' gz' if path.lower().endswith('.gz') else ''}{sep}"
 
 
 def _is_saved_dataset(path: Path) -> bool:
@@ -171,6 +184,8 @@ def _plan_paths(
         n_bytes,
         shards if hashing else None,
         small=len(pieces) < 2 or n_bytes < _SMALL_INPUT_BYTES,
+        files=tuple(map(str, files)),
+        kind=kind,
     )
     return plan, name
 
@@ -186,6 +201,8 @@ def _pick_name(columns: list[str], name: str | None, where: str) -> str:
 def _check_arrow_type(kind: Any, name: str, chat: bool, where: str) -> None:
     import pyarrow as pa
 
+    if pa.types.is_dictionary(kind):  # dictionary-encoded (e.g. from a pandas Categorical)
+        kind = kind.value_type
     if chat:
         ok = pa.types.is_list(kind) or pa.types.is_large_list(kind)
         expected = "a list of {role, content} structs"
@@ -229,14 +246,15 @@ def _arrow_rows(path: Path, name: str | None, chat: bool) -> tuple[str, int]:
 
 
 def _csv_column(path: Path, name: str | None) -> str:
-    import pandas as pd
-
     try:
-        columns = list(
-            map(str, pd.read_csv(path, sep=_csv_sep(str(path)), nrows=0, compression="infer").columns)
-        )
-    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError, OSError) as err:
+        with _open_csv(str(path)) as handle:
+            columns = next(csv.reader(handle, delimiter=_csv_sep(str(path)), strict=True), None)
+    except (EOFError, zlib.error, gzip.BadGzipFile) as err:
+        raise ValueError(f"{path}: corrupt gzip data ({' '.join(str(err).split())})") from None
+    except (csv.Error, UnicodeDecodeError, OSError) as err:
         raise ValueError(f"{path}: cannot read the header: {' '.join(str(err).split())}") from None
+    if not columns:
+        raise ValueError(f"{path}: no header line; a CSV/TSV file starts with its column names")
     return _pick_name(columns, name, str(path))
 
 

@@ -9,12 +9,19 @@ with it, through the Rust batch API where there is one.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import marshal
 import os
 import pickle
+import signal
+import site
 import sys
-from collections.abc import Callable, Iterable, Sequence
+import sysconfig
+import threading
+import types
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeAlias
@@ -74,14 +81,28 @@ def _load_tokenizer(path: Path) -> Any:
 
             return Tokenizer.from_file(str(path / "tokenizer.json"))
         from transformers import AutoTokenizer
+        from transformers.utils import logging as hf_logging
 
-        return AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+        # Never the folder's own Python: trust_remote_code=False also means transformers
+        # refuses at once where it would otherwise ask "run the custom code? [y/N]" on stdin.
+        level = hf_logging.get_verbosity()
+        hf_logging.set_verbosity_error()  # its warnings about the folder's config: not ours to print
+        try:
+            return AutoTokenizer.from_pretrained(str(path), local_files_only=True, trust_remote_code=False)
+        finally:
+            hf_logging.set_verbosity(level)
     except ImportError as err:
         raise ValueError(
             f"{path}: loading a tokenizer needs the 'measure' extra "
             f"(pip install 'padding-workbench[measure]'): {err}"
         ) from None
     except Exception as err:  # noqa: BLE001 - any loader failure is one line naming the path
+        if "trust_remote_code" in str(err):
+            raise ValueError(
+                f"{path}: this tokenizer folder names its own Python code (auto_map), which the "
+                "workbench never runs; pass its tokenizer.json, or load the tokenizer yourself "
+                "and pass the object to measure_lengths"
+            ) from None
         raise ValueError(f"{path}: cannot load a tokenizer: {' '.join(str(err).split())}") from None
 
 
@@ -103,7 +124,9 @@ def _spec(tokenizer: Any, *, add_special_tokens: bool, chat: bool) -> _Spec:
             )
     if _is_instance(tokenizer, "tokenizers", "Tokenizer"):
         text = tokenizer.to_str()
-        return _Spec("tokenizers", text, add_special_tokens, _sha("tokenizers", text))
+        return _Spec(
+            "tokenizers", text, add_special_tokens, _sha("tokenizers", _versions("tokenizers"), text)
+        )
     if is_transformers:
         backend = getattr(tokenizer, "backend_tokenizer", None)
         state = backend.to_str() if backend is not None else _pickle_or_none(tokenizer)
@@ -113,6 +136,7 @@ def _spec(tokenizer: Any, *, add_special_tokens: bool, chat: bool) -> _Spec:
             if state is None
             else _sha(
                 "transformers",
+                _versions("tokenizers", "transformers"),
                 type(tokenizer).__qualname__,
                 state,
                 str(getattr(tokenizer, "chat_template", None)),
@@ -127,19 +151,110 @@ def _spec(tokenizer: Any, *, add_special_tokens: bool, chat: bool) -> _Spec:
         )
     if callable(tokenizer):
         state = _pickle_or_none(tokenizer)
-        code = getattr(tokenizer, "__code__", None)
-        body = b"" if code is None else code.co_code + repr(code.co_consts).encode()
+        try:
+            body = None if state is None else _code_digest(tokenizer)
+        except RecursionError:  # code reaching too far to walk: measured, never cached
+            body = None
         return _Spec(
             "callable",
             tokenizer,
             add_special_tokens,
-            None if state is None else _sha("callable", state, body),
+            None if state is None or body is None else _sha("callable", state, body),
         )
     raise ValueError(
         f"tokenizer: expected a path, a tokenizers.Tokenizer, a transformers "
         "tokenizer, a tiktoken encoding or a callable, got "
         f"{type(tokenizer).__name__}"
     )
+
+
+def _versions(*modules: str) -> str:
+    """The versions of the tokenizer libraries in use: their behaviour is part of the answer."""
+    return ",".join(f"{m}={getattr(sys.modules.get(m), '__version__', '?')}" for m in modules)
+
+
+#: Folders of the standard library and installed packages: code there is named by version.
+_LIBRARY_DIRS = tuple(
+    os.path.realpath(p)
+    for p in [
+        *(sysconfig.get_paths().get(key) for key in ("stdlib", "platstdlib", "purelib", "platlib")),
+        site.getusersitepackages(),
+    ]
+    if p
+)
+
+
+def _is_library(module: str | None) -> bool:
+    mod = sys.modules.get(module or "")
+    if mod is None:
+        return True  # not imported here: nothing to read (builtins, C extensions)
+    file = getattr(mod, "__file__", None)
+    if file is None:
+        return module not in ("__main__", "__mp_main__")  # a notebook's or REPL's own code
+    return os.path.realpath(str(file)).startswith(_LIBRARY_DIRS)
+
+
+def _code_digest(tokenizer: Any) -> str:
+    """A hash of the code a callable tokenizer runs, as loaded: its own code and that of every
+    function, class or module of the project (not a library) it reaches through its globals,
+    with their constants; a library is named by its version.  So editing a helper it calls
+    (and reloading it, or a new process) is another cache entry."""
+    parts: list[bytes] = []
+    seen: set[int] = set()
+
+    def library(module: str | None) -> None:
+        top = (module or "").partition(".")[0]
+        parts.append(f"{top}={getattr(sys.modules.get(top), '__version__', '?')}".encode())
+
+    def visit_code(code: types.CodeType, namespace: dict[str, Any]) -> None:
+        parts.append(marshal.dumps(code))
+        for name in code.co_names:
+            if name in namespace:
+                visit(namespace[name])
+        for const in code.co_consts:
+            if isinstance(const, types.CodeType):
+                visit_code(const, namespace)
+
+    def visit(value: Any) -> None:
+        if id(value) in seen:
+            return
+        seen.add(id(value))
+        if isinstance(value, str | bytes | int | float | complex | bool | type(None)):
+            parts.append(repr(value)[:4096].encode())
+        elif isinstance(value, tuple | frozenset):
+            for item in value:
+                visit(item)
+        elif isinstance(value, types.ModuleType):
+            if _is_library(value.__name__):
+                library(value.__name__)
+            else:
+                for item in list(vars(value).values()):
+                    if getattr(item, "__module__", None) == value.__name__:
+                        visit(item)
+        elif isinstance(value, types.MethodType):
+            visit(value.__func__)
+            visit(type(value.__self__))
+        elif isinstance(value, types.FunctionType):
+            if _is_library(value.__module__):
+                library(value.__module__)
+                return
+            parts.append(value.__qualname__.encode())
+            visit(value.__defaults__)
+            visit_code(value.__code__, value.__globals__)
+        elif isinstance(value, type):
+            if _is_library(value.__module__):
+                library(value.__module__)
+            else:
+                for item in list(vars(value).values()):
+                    visit(getattr(item, "__func__", item))
+        elif callable(value) or hasattr(value, "__dict__"):
+            visit(type(value))  # an instance: its class's code (its state is pickled)
+            func = getattr(value, "func", None)  # functools.partial
+            if func is not None:
+                visit(func)
+
+    visit(tokenizer)
+    return _sha(*parts)
 
 
 def _pickle_or_none(obj: Any) -> bytes | None:
@@ -188,11 +303,71 @@ class _Encoder:
         return np.fromiter(counts, dtype=np.int64, count=len(texts))
 
     def chats(self, conversations: list[list[dict[str, Any]]]) -> np.ndarray:
-        """Token counts of ``conversations`` rendered by the tokenizer's chat template."""
-        ids = self.spec.obj.apply_chat_template(conversations, tokenize=True)
-        if hasattr(ids, "keys"):  # transformers >= 5 returns a BatchEncoding
-            ids = ids["input_ids"]
-        return np.fromiter(map(len, ids), dtype=np.int64, count=len(conversations))
+        """Token counts of ``conversations`` rendered by the tokenizer's chat template: each
+        rendered (within :data:`TEMPLATE_SECONDS` and :data:`MAX_RENDERED_CHARS`), then the
+        texts tokenized as ``apply_chat_template(..., tokenize=True)`` does (no special
+        tokens added: the template has them)."""
+        rendered = [self._render(chat) for chat in conversations]
+        if self.backend is not None:
+            encode = getattr(self.backend, "encode_batch_fast", self.backend.encode_batch)
+            counts: Iterable[int] = map(len, encode(rendered, add_special_tokens=False))
+        else:
+            ids = self.spec.obj(
+                rendered, add_special_tokens=False, return_attention_mask=False, return_token_type_ids=False
+            )["input_ids"]
+            counts = map(len, ids)
+        return np.fromiter(counts, dtype=np.int64, count=len(conversations))
+
+    def _render(self, chat: list[dict[str, Any]]) -> str:
+        with _time_limit(TEMPLATE_SECONDS):
+            text = self.spec.obj.apply_chat_template(chat, tokenize=False)
+        if not isinstance(text, str):
+            raise ValueError(f"the chat template rendered a {type(text).__name__}, not text")
+        if len(text) > MAX_RENDERED_CHARS:
+            raise ValueError(
+                f"the chat template rendered {len(text):,} characters for one conversation, over "
+                f"the {MAX_RENDERED_CHARS >> 20} Mi limit (MAX_RENDERED_CHARS)"
+            )
+        return text
+
+
+#: The longest one conversation's chat template may take to render, in seconds (a template
+#: that loops is stopped there; in this process and worker processes, not on Dask's threads).
+TEMPLATE_SECONDS = 10.0
+#: The longest rendered conversation, in characters (what :data:`MAX_RECORD_BYTES` is to text).
+MAX_RENDERED_CHARS = 8 << 20
+
+
+class _TemplateTimeout(Exception):
+    pass
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float) -> Iterator[None]:
+    """Stop the block with a one-line ``ValueError`` after ``seconds`` (a SIGALRM timer, so
+    only in a main thread whose timer is free; elsewhere the block runs unbounded)."""
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or not hasattr(signal, "setitimer")
+        or signal.getitimer(signal.ITIMER_REAL) != (0.0, 0.0)
+    ):
+        yield
+        return
+
+    def alarm(signum: int, frame: Any) -> None:
+        raise _TemplateTimeout
+
+    previous = signal.signal(signal.SIGALRM, alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    except _TemplateTimeout:
+        raise ValueError(
+            f"the chat template ran for over {seconds:g} s on one conversation (a loop?); nothing was counted"
+        ) from None
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def _callable_lengths(result: Any, expected: int) -> np.ndarray:

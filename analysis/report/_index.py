@@ -297,7 +297,8 @@ def _mixing_html(facts: SummaryFacts) -> str:
         f"random {_e(format_percent(mix['random'], 1))}, sorted {_e(format_percent(mix['sorted'], 1))}. "
         f"{_e(facts.frontier_text)} {_e(floor_sentence(facts.rec.plan) or '')} "
         f"<span class='note'>(The length grouping is simulated{_e(_subsample(mix))}. "
-        "Notebook 02 draws every strategy and knob on this plane; <code>python -m analysis frontier FILE</code> prints it.)</span></dd>"
+        "Notebook 02 draws every strategy and knob on this plane; "
+        "<code>python -m analysis frontier FILE</code> prints it.)</span></dd>"
     )
 
 
