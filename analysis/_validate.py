@@ -112,9 +112,7 @@ def as_length_array(
         where = where_prefix(source, first_row + i, unit)
         if arr[i] < 0:
             raise ValueError(f"{where}negative {what} {int(arr[i])}")
-        raise ZeroLengthError(
-            f"{where}zero {what} 0 ({zero_hint})", where.rstrip(": ")
-        )
+        raise ZeroLengthError(f"{where}zero {what} 0 ({zero_hint})", where.rstrip(": "))
     return arr
 
 
