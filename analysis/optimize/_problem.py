@@ -52,6 +52,10 @@ class _Problem:
     edge_multiple: int
     per_batch: float = 0.0  # added per batch: the step-time model's per_step (0 for padding)
     step_time: StepTimeLike | None = None
+    # with a fixed B and a step-time model's working-set term, what a sample's weight gains per
+    # sample of its batch (``weight = a + B * member``): a short batch of r samples weighs
+    # ``weight - (B - r) * member``; None otherwise (a token budget's is weight2)
+    member: np.ndarray | None = None
 
     @property
     def m(self) -> int:
@@ -83,11 +87,14 @@ def _problem(
     np.cumsum(hist.counts, out=cum[1:])
     weight = np.zeros(m + 1)
     weight2 = np.zeros(m + 1)
+    member: np.ndarray | None = None
     padded = round_up(lengths, rule.pad_to_multiple_of)
     if step_time is None:
         weight[1:] = padded.astype(float)
     elif rule.batch_size is not None:
         weight[1:] = step_time.sample_seconds(padded, rule.batch_size)
+        member = np.zeros(m + 1)
+        member[1:] = step_time.sample_seconds_parts(padded)[1]
     else:
         weight[1:], weight2[1:] = step_time.sample_seconds_parts(padded)
     step = np.zeros(m + 1)
@@ -104,5 +111,5 @@ def _problem(
     ends = np.flatnonzero(np.r_[False, upper[1:m] < lengths[1:], True])
     per_batch = 0.0 if step_time is None else step_time.per_step
     return _Problem(
-        lengths, cum, weight, step, upper, size, ends, weight2, step2, rule, em, per_batch, step_time
+        lengths, cum, weight, step, upper, size, ends, weight2, step2, rule, em, per_batch, step_time, member
     )
