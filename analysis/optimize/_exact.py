@@ -53,7 +53,8 @@ _LOW_SLACK = 1e-9
 
 class _Short(NamedTuple):
     """What the short batches read: ``base`` and ``q`` (``g_s = base + s q``) with their
-    steps, whether ``q`` is nonzero, and a table of ``log x!`` (``hi + lo``) for the ratios."""
+    steps, whether ``q`` is nonzero, a table of ``log x!`` (``hi + lo``) for the ratios, and
+    the prefix counts as floats."""
 
     base: np.ndarray
     base_step: np.ndarray
@@ -62,10 +63,12 @@ class _Short(NamedTuple):
     quad: bool
     hi: np.ndarray
     lo: np.ndarray
+    count: np.ndarray  # the prefix counts as floats (exact below 2**53)
 
 
-def _short(prob: _Problem) -> _Short:
-    """The short batches' arrays of ``prob``: ``g_s = weight + B weight2 - (B - s) member``."""
+def _short(prob: _Problem, hi: np.ndarray | None = None, lo: np.ndarray | None = None) -> _Short:
+    """The short batches' arrays of ``prob``: ``g_s = weight + B weight2 - (B - s) member``;
+    ``hi, lo`` a table of ``log x!`` to read (default: one of at most ``_SHORT_TABLE``)."""
     m = prob.m
     q = prob.weight2 if prob.rule.batch_size is None else prob.member
     q = np.zeros(m + 1) if q is None else q
@@ -75,8 +78,9 @@ def _short(prob: _Problem) -> _Short:
     steps = np.zeros((2, m + 1))
     steps[0, 1:m] = np.diff(base[1:])
     steps[1, 1:m] = np.diff(q[1:])
-    hi, lo = _log_fact_table(min(int(prob.cum[-1]), _SHORT_TABLE))
-    return _Short(base, steps[0], q, steps[1], bool(q.any()), hi, lo)
+    if hi is None or lo is None or not hi.size:
+        hi, lo = _log_fact_table(min(int(prob.cum[-1]), _SHORT_TABLE))
+    return _Short(base, steps[0], q, steps[1], bool(q.any()), hi, lo, prob.cum.astype(np.float64))
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
@@ -194,29 +198,28 @@ def _lower_row(i: int, data: _Arrays, short: _Short, row: np.ndarray) -> None:  
     """``row[j]`` (a full-batch cost ``n E_B + per_batch ceil(n / B)``, or a lower bound on it,
     inf where not an end) becomes a lower bound on the exact cost of ``(i, j]``: exact below a
     full batch, else ``full B E_B + r (g_r(first) + f (E_B - g_B(first)))`` with
-    ``f = r / B`` (``(r / B)**2`` with a working-set term; the module docstring)."""
+    ``f = r / B`` (``(r / B)**2`` with a working-set term; the module docstring).  In floats
+    (counts below 2**53: ``floor(n / B)`` of the rounded quotient is the exact one), so the
+    loop is branch-free and vectorised."""
     cum, weight, weight2, size, per_batch = data.cum, data.weight, data.weight2, data.size, data.per_batch
     m = cum.size - 1
     ci = cum[i]
+    base_first, q_first, w_first, w2_first = short.base[i + 1], short.q[i + 1], weight[i + 1], weight2[i + 1]
+    quad = short.quad
     for j in range(i + 1, m + 1):
-        if row[j] == _INF:
-            continue
-        n = cum[j] - ci
-        b = size[j]
-        if n < b:
-            row[j] = n * (short.base[j] + n * short.q[j]) + per_batch
-            continue
-        full = n // b
+        c = row[j]
+        n = float(cum[j] - ci)
+        b = float(size[j])
+        full = math.floor(n / b)
         r = n - full * b
-        steps = per_batch * ((n + b - 1) // b)
-        eb = (row[j] - steps) / n
-        if r == 0:  # the full-batch cost is the exact one (by other arithmetic: the margin)
-            row[j] = n * eb * (1.0 - _LOW_SLACK) + steps
-            continue
+        batches = full + (1.0 if r > 0.0 else 0.0)
+        steps = per_batch * batches
+        eb = (c - steps) / n
         f = r / b
-        if short.quad:
-            f = f * f
-        g_first = weight[i + 1] + b * weight2[i + 1]
-        r_first = short.base[i + 1] + r * short.q[i + 1]
+        f = f * f if quad else f
+        g_first = w_first + b * w2_first
+        r_first = base_first + r * q_first
         low = full * b * eb + r * (r_first + f * max(0.0, eb - g_first))
-        row[j] = low * (1.0 - _LOW_SLACK) + steps
+        alone = n * (short.base[j] + n * short.q[j]) + per_batch  # one batch of n samples: exact
+        low = alone if n < b else low * (1.0 - _LOW_SLACK) + steps
+        row[j] = c if c == _INF else low

@@ -83,12 +83,12 @@ def _exact_arrays(prob: _Problem) -> tuple[_Arrays, _Short]:
     """The kernel's arrays for the exact costs: a fixed ``B`` reads the table of ``C(x, B)``
     where it applies (no ``log x!`` table: the short batches have their own, of fixed size),
     a token budget the tables of :func:`_ratio_tables`."""
-    if prob.rule.batch_size is None:
+    if prob.rule.batch_size is None or not _comb_applies(prob):
         tables = _ratio_tables(prob)
     else:
-        comb = _ratio_tables(prob)[0] if _comb_applies(prob) and not _comb_computed(prob) else _EMPTY
+        comb = _ratio_tables(prob)[0] if not _comb_computed(prob) else _EMPTY
         tables = (comb, _EMPTY, _EMPTY)
-    return _arrays(prob, tables), _short(prob)
+    return _arrays(prob, tables), _short(prob, tables[1], tables[2])
 
 
 def _full_batch_solve(

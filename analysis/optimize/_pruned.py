@@ -27,46 +27,98 @@ import numpy as np
 
 from analysis.optimize._budget import _SLACK, _Bounds, _least_sum, _lower_costs
 from analysis.optimize._costs import _INF, _Arrays
-from analysis.optimize._exact import _exact_row, _lower_row, _Short, _short_ratio
+from analysis.optimize._exact import _LOW_SLACK, _exact_row, _lower_row, _Short, _short_ratio
 from analysis.optimize._layers import _layers, _push
+
+_ROUND = 2.0**52  # x + 2**52 - 2**52 rounds 0 <= x < 2**52 to the nearest integer
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _full_row(
-    i: int, data: _Arrays, short: _Short, is_end: np.ndarray, out: np.ndarray
-) -> None:  # pragma: no cover
-    """``out[j]`` = the full-batch cost ``n E[g(max of B)]`` (``n g(v_j)`` below a full batch)
-    plus the per-batch seconds, one fixed ``B``, for every ``j > i`` (inf where not an end):
-    the running sum of ``_costs``, its ratios from the table of ``C(x, B)`` or as products."""
+def _fixed_lower_row(
+    i: int, data: _Arrays, short: _Short, is_end: np.ndarray, ratio: np.ndarray, out: np.ndarray
+) -> None:  # pragma: no cover - compiled
+    """``out[j]``: the lower bound of :func:`~analysis.optimize._exact._lower_row` on the exact
+    cost of ``(i, j]`` for one fixed ``B``, every ``j > i`` (inf where not an end), straight
+    from the row's running sum ``T_B`` (``E_B = w_j - T_B``): first the ratios
+    ``C(x_{j-1}, B) / C(x_j, B)`` (the table of ``C(x, B)``, or products, or ``log x!``; no
+    carried value: vectorised), then the sum and the bounds (0 below a full batch: the
+    table's and the products' ratios are 0 there)."""
     cum, weight, step, comb, per_batch = data.cum, data.weight, data.step, data.comb, data.per_batch
+    base, q, quad = short.base, short.q, short.quad
     m = cum.size - 1
     ci = cum[i]
     b = data.size[i + 1]
+    bf = float(b)
+    inv_b = 1.0 / bf
+    if comb.size:
+        for j in range(i + 1, m + 1):  # one read of the table per end, then the quotients
+            out[j] = comb[cum[j] - ci]
+        for j in range(i + 2, m + 1):
+            ratio[j] = out[j - 1] / out[j] if out[j] > 0.0 else 0.0  # (0 below a full batch)
+    else:
+        for j in range(i + 2, m + 1):
+            ratio[j] = _short_ratio(cum[j - 1] - ci, cum[j] - ci, b, short.hi, short.lo)
+    g_first = weight[i + 1]  # (a fixed B: weight2 is 0)
+    base_first = base[i + 1]
+    q_first = q[i + 1]
+    count = short.count
+    c_i = count[i]
+    out[i + 1] = (count[i + 1] - c_i) * (base[i + 1] + (count[i + 1] - c_i) * q[i + 1]) + per_batch
+    out[i + 1] = out[i + 1] if is_end[i + 1] else _INF  # one length: one batch, or full ones of it
+    if count[i + 1] - c_i >= bf:
+        _fixed_one_length(i, data, short, is_end, out)
     t = 0.0
-    for j in range(i + 1, m + 1):
-        n = cum[j] - ci
-        below = cum[j - 1] - ci
-        if j > i + 1:
-            if below < b:
-                t = 0.0
-            else:
-                ratio = comb[below] / comb[n] if comb.size else _short_ratio(below, n, b, short.hi, short.lo)
-                t = (t + step[j - 1]) * ratio
-        w = weight[j]
-        cost = n * w if n < b else n * (w - t)
-        out[j] = cost + per_batch * ((n + b - 1) // b) if is_end[j] else _INF
+    for j in range(i + 2, m + 1):  # the chain, and the bounds beside it (they wait on nothing)
+        t = (t + step[j - 1]) * ratio[j]
+        n = count[j] - c_i
+        full = (n * inv_b + _ROUND) - _ROUND  # the nearest integer (n < 2**52), then corrected
+        r = n - full * bf
+        full = full - 1.0 if r < 0.0 else full  # floor(n / B)
+        r = n - full * bf
+        eb = weight[j] - t
+        f = r * inv_b
+        f = f * f if quad else f
+        d = eb - g_first
+        d = d if d > 0.0 else 0.0
+        low = (n - r) * eb + r * ((base_first + r * q_first) + f * d)
+        steps = per_batch * (full + (1.0 if r > 0.0 else 0.0))
+        alone = n * (base[j] + n * q[j]) + per_batch  # one batch of n samples: exact
+        low = alone if n < bf else low * (1.0 - _LOW_SLACK) + steps
+        out[j] = low if is_end[j] else _INF
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _fixed_one_length(
+    i: int, data: _Arrays, short: _Short, is_end: np.ndarray, out: np.ndarray
+) -> None:  # pragma: no cover - compiled
+    """``out[i + 1]`` for a bucket of one length holding a full batch: ``E_B = w`` exactly, so
+    its bound is the chord's at ``T = 0`` (the general formula, once)."""
+    n = short.count[i + 1] - short.count[i]
+    bf = float(data.size[i + 1])
+    full = np.floor(n / bf)
+    r = n - full * bf
+    w = data.weight[i + 1]
+    low = (n - r) * w + r * (short.base[i + 1] + r * short.q[i + 1])
+    steps = data.per_batch * (full + (1.0 if r > 0.0 else 0.0))
+    out[i + 1] = low * (1.0 - _LOW_SLACK) + steps if is_end[i + 1] else _INF
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _low_costs(
-    i: int, data: _Arrays, short: _Short, bounds: _Bounds, is_end: np.ndarray, out: np.ndarray
+    i: int,
+    data: _Arrays,
+    short: _Short,
+    bounds: _Bounds,
+    is_end: np.ndarray,
+    ratio: np.ndarray,
+    out: np.ndarray,
 ) -> None:  # pragma: no cover - compiled
     """Lower bounds on the exact cost of every bucket ``(i, j]`` (inf where not an end)."""
     if data.token:
         _lower_costs(i, data, bounds, is_end, out)
+        _lower_row(i, data, short, out)
     else:
-        _full_row(i, data, short, is_end, out)
-    _lower_row(i, data, short, out)
+        _fixed_lower_row(i, data, short, is_end, ratio, out)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -95,12 +147,13 @@ def _solve_exact(
                     _push(best[k, i + 1 :], arg[k, i + 1 :], costs[i + 1 :], best[k - 1, i], i)
         return best, arg
     low = np.empty(m + 1)
+    ratio = np.empty(m + 1)
     # 1. backwards over the lower bounds
     back = np.full((n_buckets + 1, m + 1), _INF)
     back[0, m] = 0.0
     for r in range(rows.size - 1, -1, -1):
         i = rows[r]
-        _low_costs(i, data, short, bounds, is_end, low)
+        _low_costs(i, data, short, bounds, is_end, ratio, low)
         for k in range(1, n_buckets + 1):
             back[k, i] = _least_sum(low[i + 1 :], back[k - 1, i + 1 :])
     # 2. an upper bound for each bucket count: the exact objective of the plan the bounds chose
@@ -112,7 +165,7 @@ def _solve_exact(
         total = 0.0
         i = 0
         for layer in range(k, 0, -1):  # the end of a first bucket that gives back[layer, i]
-            _low_costs(i, data, short, bounds, is_end, low)
+            _low_costs(i, data, short, bounds, is_end, ratio, low)
             j = i + 1
             while j < m and low[j] + back[layer - 1, j] != back[layer, i]:  # (the same sums)
                 j += 1
@@ -151,7 +204,7 @@ def _solve_exact(
                 a = best[k - 1, i]
                 for j in range(i + 1, m + 1):
                     room[j] = max(room[j], reach[k, j] - a)
-        _low_costs(i, data, short, bounds, is_end, low)
+        _low_costs(i, data, short, bounds, is_end, ratio, low)
         for j in range(i + 1, m + 1):
             need[j] = low[j] <= room[j]
         _exact_row(i, data, short, need, costs, tb, t2b)
