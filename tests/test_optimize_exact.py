@@ -243,3 +243,15 @@ def test_the_pruned_dp_is_the_dense_exact_dp_bit_for_bit(seed, rule, monkeypatch
     for k in range(1, 9):
         assert best[k, prob.m] == dense_best[k, prob.m]
         assert kernel._backtrack(arg, k, prob.m) == kernel._backtrack(dense_arg, k, prob.m)
+
+
+def test_a_bucket_count_whose_tables_would_not_fit_is_refused_before_allocating():
+    """86,000 distinct lengths and 10,000 buckets would need ~26 GiB of DP tables: one line
+    naming the need and the limit, at once (nothing allocated), from both entry points."""
+    hist = LengthHistogram.from_counts(np.arange(1, 86_001), np.ones(86_000, np.int64))
+    msg = r"n_buckets = 10,000 on 86,000 distinct lengths needs 25\.6 GiB .* 2 GiB limit: at most 779 buckets"
+    with pytest.raises(ValueError, match=msg):
+        optimize_edges(hist, 10_000, batch_size=8)
+    with pytest.raises(ValueError, match=msg):
+        sweep_bucket_counts(hist, [1, 10_000], ["optimal"], batch_size=8)
+    assert optimize_edges(hist, 10_000, batch_size=8, method="equal_count").n_buckets <= 10_000

@@ -8,7 +8,7 @@ import numba
 import numpy as np
 
 from analysis.optimize._costs import _INF, _Arrays, _arrays, _row_costs
-from analysis.optimize._exact import _exact_row, _Short, _short
+from analysis.optimize._exact import _exact_arrays, _exact_row, _Short
 from analysis.optimize._problem import _Problem
 
 
@@ -16,6 +16,7 @@ from analysis.optimize._problem import _Problem
 def _cell_dp_compiled(
     data: _Arrays,
     short: _Short,
+    full: _Arrays,
     points: np.ndarray,
     last_start: np.ndarray,
     single: np.ndarray,
@@ -72,7 +73,7 @@ def _cell_dp_compiled(
         if single[a]:
             _exact_row(last_start[a], data, short, is_end, costs, tb, t2b)
         else:
-            _row_costs(last_start[a], data, is_end, costs)
+            _row_costs(last_start[a], full, is_end, costs)
             first = points[a] + 1
             g1 = short.base[first] + short.q[first]
             for j in range(first, m + 1):
@@ -109,7 +110,8 @@ def _cell_dp(prob: _Problem, points: np.ndarray, n_buckets: int) -> tuple[np.nda
     last_start = np.where(last_start >= points[:-1], last_start, -1)
     first = np.searchsorted(starts, points[:-1], side="left")  # the cell's possible starts: first..at
     single = (at - first) == 0
+    data, short = _exact_arrays(prob)
     out: tuple[np.ndarray, np.ndarray] = _cell_dp_compiled(
-        _arrays(prob), _short(prob), points, last_start.astype(np.int64), single, is_end, n_buckets
+        data, short, _arrays(prob), points, last_start.astype(np.int64), single, is_end, n_buckets
     )
     return out

@@ -35,18 +35,25 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from analysis.optimize._costs import _INF, _Arrays, _row_sums
+from analysis.optimize._costs import _INF, _Arrays, _arrays, _row_sums
 from analysis.optimize._problem import _Problem
-from analysis.optimize._ratios import _PRODUCT_RATIO, _log_fact_ratio, _log_fact_table, _product_ratio, _ratio
+from analysis.optimize._ratios import (
+    _EMPTY,
+    _LOG_TABLE_MAX,
+    _PRODUCT_RATIO,
+    _comb_applies,
+    _log_fact_ratio,
+    _log_fact_table,
+    _product_ratio,
+    _ratio,
+    _ratio_tables,
+)
 
 # Residues up to this carry one running sum along the row (from its start); above, each
 # cell's sum starts where its terms pass 2**-70.
 _CARRY_MAX = 64
 # Subsets up to this size take their ratio C(a, s) / C(b, s) as a product of s factors.
 _SMALL_SIZE = 16
-# log x! is tabulated up to this many samples for the residues' ratios (Stirling above): a
-# table whose size does not grow with the sample count.
-_SHORT_TABLE = 1 << 16
 # Relative margin of the lower bounds (far above the rounding of the costs).
 _LOW_SLACK = 1e-9
 
@@ -63,12 +70,14 @@ class _Short(NamedTuple):
     quad: bool
     hi: np.ndarray
     lo: np.ndarray
-    count: np.ndarray  # the prefix counts as floats (exact below 2**53)
+    cum_float: np.ndarray  # the prefix counts as floats (exact below 2**53)
+    product: bool  # one fixed B whose C(N, B) fits float64: C(x, B) by the product formula
 
 
 def _short(prob: _Problem, hi: np.ndarray | None = None, lo: np.ndarray | None = None) -> _Short:
     """The short batches' arrays of ``prob``: ``g_s = weight + B weight2 - (B - s) member``;
-    ``hi, lo`` a table of ``log x!`` to read (default: one of at most ``_SHORT_TABLE``)."""
+    ``hi, lo`` a table of ``log x!`` to read (default: one of at most ``_LOG_TABLE_MAX``
+    samples, Stirling's series above)."""
     m = prob.m
     q = prob.weight2 if prob.rule.batch_size is None else prob.member
     q = np.zeros(m + 1) if q is None else q
@@ -79,8 +88,22 @@ def _short(prob: _Problem, hi: np.ndarray | None = None, lo: np.ndarray | None =
     steps[0, 1:m] = np.diff(base[1:])
     steps[1, 1:m] = np.diff(q[1:])
     if hi is None or lo is None or not hi.size:
-        hi, lo = _log_fact_table(min(int(prob.cum[-1]), _SHORT_TABLE))
-    return _Short(base, steps[0], q, steps[1], bool(q.any()), hi, lo, prob.cum.astype(np.float64))
+        hi, lo = _log_fact_table(min(int(prob.cum[-1]), _LOG_TABLE_MAX))
+    product = prob.rule.batch_size is not None and _comb_applies(prob)
+    return _Short(base, steps[0], q, steps[1], bool(q.any()), hi, lo, prob.cum.astype(np.float64), product)
+
+
+def _exact_arrays(prob: _Problem) -> tuple[_Arrays, _Short]:
+    """The kernel's arrays for the exact costs: a fixed ``B`` whose ``C(N, B)`` fits float64
+    computes ``C(x, B)`` by the product formula where it reads it (no table: time and memory
+    do not grow with the sample count; the short batches' ``log x!`` table is of fixed size),
+    any other rule reads the tables of :func:`_ratio_tables` (``log x!`` up to
+    ``_LOG_TABLE_MAX`` samples, Stirling's series above)."""
+    if prob.rule.batch_size is None or not _comb_applies(prob):
+        tables = _ratio_tables(prob)
+    else:  # C(x, B) computed where read (:func:`_short`): no table of the sample count's size
+        tables = (_EMPTY, _EMPTY, _EMPTY)
+    return _arrays(prob, tables), _short(prob, tables[1], tables[2])
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")

@@ -20,10 +20,10 @@ from analysis.optimize._budget import _BOUND_BYTES, _BOUND_STRIDE, _Bounds, _bou
 from analysis.optimize._compile import _threads_lock
 from analysis.optimize._costs import _Arrays, _arrays, _costs_compiled
 from analysis.optimize._dense import _solve_rows, _solve_rows_threads, _solve_table, _solve_table_threads
-from analysis.optimize._exact import _Short, _short
+from analysis.optimize._exact import _exact_arrays
 from analysis.optimize._problem import _Problem
 from analysis.optimize._pruned import _exact_matrix, _solve_exact
-from analysis.optimize._ratios import _EMPTY, _comb_applies, _comb_computed, _ratio_tables
+from analysis.optimize._ratios import _EMPTY, _comb_computed, _ratio_tables
 
 _NO_BOUNDS = _Bounds(_EMPTY, _EMPTY, np.zeros((0, 0)), np.zeros((0, 0)), 1)
 
@@ -77,18 +77,6 @@ def _rows(prob: _Problem, n_buckets: int, ends: np.ndarray) -> tuple[np.ndarray,
     # every start but 0 is an allowed end, so it is reached by 1..n_buckets - 1 buckets
     rows = np.flatnonzero(is_row) if n_buckets > 1 else np.zeros(1, np.int64)
     return rows, is_end
-
-
-def _exact_arrays(prob: _Problem) -> tuple[_Arrays, _Short]:
-    """The kernel's arrays for the exact costs: a fixed ``B`` reads the table of ``C(x, B)``
-    where it applies (no ``log x!`` table: the short batches have their own, of fixed size),
-    a token budget the tables of :func:`_ratio_tables`."""
-    if prob.rule.batch_size is None or not _comb_applies(prob):
-        tables = _ratio_tables(prob)
-    else:
-        comb = _ratio_tables(prob)[0] if not _comb_computed(prob) else _EMPTY
-        tables = (comb, _EMPTY, _EMPTY)
-    return _arrays(prob, tables), _short(prob, tables[1], tables[2])
 
 
 def _full_batch_solve(

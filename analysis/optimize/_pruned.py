@@ -55,13 +55,26 @@ def _fixed_lower_row(
             out[j] = comb[cum[j] - ci]
         for j in range(i + 2, m + 1):
             ratio[j] = out[j - 1] / out[j] if out[j] > 0.0 else 0.0  # (0 below a full batch)
+    elif short.product:  # C(x, B) by the product formula, factor by factor (vectorised)
+        count = short.cum_float
+        c_i = count[i]
+        for j in range(i + 1, m + 1):
+            out[j] = count[j] - c_i
+        for f in range(1, b):  # C(x, B) = prod_f (x - f) / (f + 1), the quotient as a product
+            ff = float(f)
+            inv = 1.0 / (ff + 1.0)
+            for j in range(i + 1, m + 1):
+                out[j] *= ((count[j] - c_i) - ff) * inv
+        for j in range(i + 2, m + 1):
+            ok = out[j] > 0.0 and count[j - 1] - c_i >= bf
+            ratio[j] = out[j - 1] / out[j] if ok else 0.0  # (0 below a full batch)
     else:
         for j in range(i + 2, m + 1):
             ratio[j] = _short_ratio(cum[j - 1] - ci, cum[j] - ci, b, short.hi, short.lo)
     g_first = weight[i + 1]  # (a fixed B: weight2 is 0)
     base_first = base[i + 1]
     q_first = q[i + 1]
-    count = short.count
+    count = short.cum_float
     c_i = count[i]
     out[i + 1] = (count[i + 1] - c_i) * (base[i + 1] + (count[i + 1] - c_i) * q[i + 1]) + per_batch
     out[i + 1] = out[i + 1] if is_end[i + 1] else _INF  # one length: one batch, or full ones of it
@@ -93,7 +106,7 @@ def _fixed_one_length(
 ) -> None:  # pragma: no cover - compiled
     """``out[i + 1]`` for a bucket of one length holding a full batch: ``E_B = w`` exactly, so
     its bound is the chord's at ``T = 0`` (the general formula, once)."""
-    n = short.count[i + 1] - short.count[i]
+    n = short.cum_float[i + 1] - short.cum_float[i]
     bf = float(data.size[i + 1])
     full = np.floor(n / bf)
     r = n - full * bf
