@@ -1,14 +1,17 @@
 """The exact DP over distinct lengths, compiled: which kernel solves a problem.
 
-A bucket's cost is a scaled running sum along its start's row of ends
-(:mod:`analysis.optimize._costs`, the ratios it multiplies by in
-:mod:`analysis.optimize._ratios`); the DP ``D[k][j] = min_i D[k-1][i] + cost(i, j)`` pushes each
-row into every layer at once (:mod:`analysis.optimize._layers`), so one pass gives the optimum
-for every bucket count.  :func:`_solve` picks the kernel: one tabulated ``B`` with the padding
-objective runs the table DP, every other rule row by row (both in
-:mod:`analysis.optimize._dense`, on every thread for long rows), and a token budget with many
-starts the pruned DP (:mod:`analysis.optimize._budget`), exact but for cells off every optimal
-path.  Every kernel gives the start-by-start DP's tables bit for bit.
+:func:`_solve` minimises the exact objective (each bucket's last short batch as it is,
+:mod:`analysis.optimize._exact`) by the pruned DP of :mod:`analysis.optimize._pruned`: ``O(1)``
+lower bounds on every bucket first, exact costs only where they cannot rule a bucket out of
+every optimal plan; ``dense=True`` costs every bucket (the reference it equals bit for bit).
+
+:func:`_full_batch_solve` is the DP of the full-batch objective (every batch counted as
+full: an upper bound on each bucket's exact cost), the tiled kernels of
+:mod:`analysis.optimize._dense` (a bucket's cost a scaled running sum along its start's row,
+:mod:`analysis.optimize._costs`, pushed into every layer at once,
+:mod:`analysis.optimize._layers`) and a token budget's pruned DP
+(:mod:`analysis.optimize._budget`); the candidate search's proof bounds it
+(:mod:`analysis.optimize._cells`).
 """
 
 from __future__ import annotations
