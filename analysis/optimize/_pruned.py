@@ -60,13 +60,18 @@ def _fixed_lower_row(
         c_i = count[i]
         for j in range(i + 1, m + 1):
             out[j] = count[j] - c_i
+        x = ratio[i + 1 : m + 1]  # x_j, then C(x_j, B) in out (ratio is free until below)
+        y = out[i + 1 : m + 1]
+        for j in range(x.size):
+            x[j] = count[i + 1 + j] - c_i
+            y[j] = x[j]
         for f in range(1, b):  # C(x, B) = prod_f (x - f) / (f + 1), the quotient as a product
             ff = float(f)
             inv = 1.0 / (ff + 1.0)
-            for j in range(i + 1, m + 1):
-                out[j] *= ((count[j] - c_i) - ff) * inv
+            for j in range(y.size):
+                y[j] *= (x[j] - ff) * inv
         for j in range(i + 2, m + 1):
-            ok = out[j] > 0.0 and count[j - 1] - c_i >= bf
+            ok = (out[j] > 0.0) & (count[j - 1] - c_i >= bf)
             ratio[j] = out[j - 1] / out[j] if ok else 0.0  # (0 below a full batch)
     else:
         for j in range(i + 2, m + 1):
