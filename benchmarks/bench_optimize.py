@@ -122,12 +122,13 @@ def efficiency_table(named: dict[str, LengthHistogram]) -> pd.DataFrame:
 
 def sample_count_scaling(hist: LengthHistogram) -> None:
     """Time and memory at 1x and 4x the samples, the same distinct lengths (the module docstring)."""
+    import functools
     import importlib
     import tracemalloc
 
     ratios = importlib.import_module("analysis.optimize._ratios")
 
-    def call(h: LengthHistogram, rule: dict) -> None:
+    def call(h: LengthHistogram, rule: dict[str, int]) -> None:
         ratios._comb_table.cache_clear()
         ratios._log_fact_table.cache_clear()
         fresh = LengthHistogram.from_counts(h.lengths, h.counts)  # a new data set: no cache
@@ -141,7 +142,7 @@ def sample_count_scaling(hist: LengthHistogram) -> None:
     for rule in ({"batch_size": 8}, {"max_tokens": 65536}):
         secs, peaks = [], []
         for h in (hist, big):
-            secs.append(median_seconds(lambda h=h, rule=rule: call(h, rule), 3, time.process_time))
+            secs.append(median_seconds(functools.partial(call, h, rule), 3, time.process_time))
             tracemalloc.start()
             call(h, rule)
             peaks.append(tracemalloc.get_traced_memory()[1])
