@@ -35,6 +35,7 @@ import json
 import subprocess
 import sys
 import time
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -128,7 +129,7 @@ def sample_count_scaling(hist: LengthHistogram) -> None:
 
     ratios = importlib.import_module("analysis.optimize._ratios")
 
-    def call(h: LengthHistogram, rule: dict[str, int]) -> None:
+    def call(h: LengthHistogram, rule: dict[str, Any]) -> None:
         ratios._comb_table.cache_clear()
         ratios._log_fact_table.cache_clear()
         fresh = LengthHistogram.from_counts(h.lengths, h.counts)  # a new data set: no cache
