@@ -20,7 +20,12 @@ at full resolution (every distinct length a candidate edge), batch size 8:
   alone, median of 3; issue 14's target: <= 10 s): time, the true objective gap, and
   whether it lies within the proven one;
 * efficiency of every method at K = 4, 6, 8 on the bundled data and, when ``../shared/data``
-  is there, two real distributions clipped at 8,192 tokens.
+  is there, two real distributions clipped at 8,192 tokens;
+* scaling in the sample count (issue 25, target <= 1.1x): the bundled data with every count
+  multiplied by 4 (the same distinct lengths), ``optimize_edges`` K = 6 under batch size 8
+  and under ``max_tokens=65536``, each call on a new histogram (the ratio tables are built
+  again: as a new data set would), CPU seconds (median of 3) and the traced peak of the
+  optimiser's allocations, and their ratios.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ import json
 import subprocess
 import sys
 import time
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -115,11 +121,46 @@ def efficiency_table(named: dict[str, LengthHistogram]) -> pd.DataFrame:
     return table[list(METHODS)]
 
 
+def sample_count_scaling(hist: LengthHistogram) -> None:
+    """Time and memory at 1x and 4x the samples, the same distinct lengths (the module docstring)."""
+    import functools
+    import importlib
+    import tracemalloc
+
+    ratios = importlib.import_module("analysis.optimize._ratios")
+
+    def call(h: LengthHistogram, rule: dict[str, Any]) -> None:
+        ratios._comb_table.cache_clear()
+        ratios._log_fact_table.cache_clear()
+        fresh = LengthHistogram.from_counts(h.lengths, h.counts)  # a new data set: no cache
+        optimize_edges(fresh, 6, candidates=None, **rule)
+
+    big = LengthHistogram.from_counts(hist.lengths, hist.counts * 4)
+    print(
+        f"sample count x 4 ({hist.n_samples:,} -> {big.n_samples:,} samples, "
+        f"{hist.n_distinct:,} distinct lengths), K=6:"
+    )
+    for rule in ({"batch_size": 8}, {"max_tokens": 65536}):
+        secs, peaks = [], []
+        for h in (hist, big):
+            secs.append(median_seconds(functools.partial(call, h, rule), 3, time.process_time))
+            tracemalloc.start()
+            call(h, rule)
+            peaks.append(tracemalloc.get_traced_memory()[1])
+            tracemalloc.stop()
+        print(
+            f"   {rule}: {secs[0]:.3f} s -> {secs[1]:.3f} s, ratio {secs[1] / secs[0]:.2f}x; traced peak "
+            f"{peaks[0] / 2**20:.1f} -> {peaks[1] / 2**20:.1f} MiB, ratio {peaks[1] / peaks[0]:.2f}x "
+            "(target <= 1.1x)"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--child", default=None)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--exact-timeout", type=float, default=900.0)
+    parser.add_argument("--scaling", action="store_true", help="only the sample-count scaling")
     args = parser.parse_args()
     if args.child:
         _child(args.child)
@@ -127,6 +168,9 @@ def main() -> None:
 
     name = str(BUNDLED_DATA.relative_to(PROJECT_ROOT))
     hist = case_histogram()
+    if args.scaling:
+        sample_count_scaling(hist)
+        return
     print(
         f"data: {name}: {hist.n_samples:,} samples, {hist.n_distinct:,} distinct lengths "
         f"{hist.min}..{hist.max}; batch size 8, full resolution\n"
@@ -203,6 +247,8 @@ def main() -> None:
     with pd.option_context("display.precision", 4, "display.width", 120):
         print("efficiency at K = 4, 6, 8, batch size 8 (clipped at 8,192):")
         print(efficiency_table(named).to_string())
+    print()
+    sample_count_scaling(hist)
 
 
 if __name__ == "__main__":

@@ -45,7 +45,14 @@ BASELINES = ("geometric", "equal_count", "equal_tokens", "greedy")
 
 # ------------------------------------------------------------------ exact reference objective
 def exact_objective(lengths, counts, edges, *, batch_size=None, max_tokens=None, pad=1) -> Fraction:
-    """The optimiser's objective in exact rationals, straight from the definition:
+    """The optimiser's objective in exact rationals: the expected padded tokens, each
+    bucket's last short batch as it is (:func:`exact_padded`)."""
+    return exact_padded(lengths, counts, edges, batch_size=batch_size, max_tokens=max_tokens, pad=pad)
+
+
+def full_batch_objective(lengths, counts, edges, *, batch_size=None, max_tokens=None, pad=1) -> Fraction:
+    """The full-batch objective (each bucket's last short batch counted as a full one; the
+    tiled kernels' costs) in exact rationals:
     n * sum_v g(v) P(max = v) with P(max <= v) = C(c(v), B) / C(n, B), or n * g(longest)."""
     total = Fraction(0)
     for lo, hi in zip(edges[:-1], edges[1:], strict=False):
@@ -180,19 +187,23 @@ def test_the_three_ways_to_ratios_agree_on_every_dp_cell(seed, monkeypatch):
     hist = LengthHistogram.from_counts(lengths, counts)
     prob = problem._problem(hist, BatchRule(batch_size=int(rng.integers(1, 12))), 1)
     assert ratio_tables._ratio_tables(prob)[0].size  # the binomial table
-    best, arg = kernel._solve(prob, 4, prob.ends)
+    best, arg = kernel._full_batch_solve(prob, 4, prob.ends)
     for table_max in (ratio_tables._TABLE_MAX, 3):
         monkeypatch.setattr(ratio_tables, "_LINEAR_LOG_LIMIT", -1.0)
         monkeypatch.setattr(ratio_tables, "_TABLE_MAX", table_max)
         assert ratio_tables._ratio_tables(prob)[0].size == 0
-        got_best, got_arg = kernel._solve(prob, 4, prob.ends)
+        got_best, got_arg = kernel._full_batch_solve(prob, 4, prob.ends)
         finite = np.isfinite(best)
         assert np.array_equal(np.isfinite(got_best), finite)
         # Stirling's series for log(b!/a!) (huge histograms only) is good to ~1e-11
         np.testing.assert_allclose(got_best[finite], best[finite], rtol=1e-12 if table_max > 3 else 1e-10)
         for k in range(1, 5):  # each path's plan has the optimal objective (ties may differ)
             edges = [0, *(int(prob.upper[j]) for j in kernel._backtrack(got_arg, k, prob.m))]
-            got = evaluate_edges(hist, edges, prob.rule).objective
+            got = float(
+                full_batch_objective(
+                    lengths.tolist(), counts.tolist(), edges, batch_size=prob.rule.batch_size
+                )
+            )
             assert got == pytest.approx(best[k, prob.m], rel=1e-12)
 
 
@@ -210,13 +221,13 @@ def test_token_budget_costs_equal_exact_rationals_on_many_lengths(seed):
     rule = BatchRule(max_tokens=int(rng.integers(600, 1200)))
     prob = problem._problem(hist, rule, 1)
     points = np.r_[0, np.sort(rng.choice(np.arange(1, prob.m), 11, replace=False)), prob.m]
-    mat = kernel._cost_matrix(prob, points)
+    mat = kernel._full_batch_matrix(prob, points)
     ls, cs = lengths.tolist(), counts.tolist()
     for a, b in itertools.combinations(range(points.size), 2):
         lo = 0 if points[a] == 0 else ls[points[a] - 1]
         hi = ls[points[b] - 1]
         inside = [(v, c) for v, c in zip(ls, cs) if lo < v <= hi]
-        want = exact_objective(
+        want = full_batch_objective(
             [v for v, _ in inside], [c for _, c in inside], [0, hi], max_tokens=rule.max_tokens
         )
         assert mat[a, b] == pytest.approx(float(want), rel=1e-10)
@@ -237,9 +248,9 @@ def test_the_threaded_dp_runs_from_two_python_threads_at_once():
         kernel._THREADS_ABOVE = 0
         hist = LengthHistogram.from_lengths(np.random.default_rng(5).integers(1, 3_000, 40_000))
         prob = problem._problem(hist, BatchRule(batch_size=8), 1)
-        want = kernel._solve(prob, 6, prob.ends)
+        want = kernel._full_batch_solve(prob, 6, prob.ends)
         got = []
-        solve = lambda: got.append(kernel._solve(prob, 6, prob.ends))
+        solve = lambda: got.append(kernel._full_batch_solve(prob, 6, prob.ends))
         threads = [threading.Thread(target=solve) for _ in range(3)]
         for t in threads:
             t.start()
@@ -296,8 +307,10 @@ def test_grouped_tiled_dp_equals_the_dp_over_the_cost_matrix(batch, n_lengths, s
     ends = np.unique(np.r_[ends, prob.m])
     points = np.r_[0, ends]
     k_max = 5
-    best, arg = kernel._solve(prob, k_max, ends, dense=True)  # every cell (token budgets prune by default)
-    ref_best, ref_arg = reference_dp(kernel._cost_matrix(prob, points), k_max)
+    best, arg = kernel._full_batch_solve(
+        prob, k_max, ends, dense=True
+    )  # every cell (token budgets prune by default)
+    ref_best, ref_arg = reference_dp(kernel._full_batch_matrix(prob, points), k_max)
     for k in range(1, k_max + 1):
         got = best[k, points]
         want = ref_best[k]
@@ -344,7 +357,7 @@ def test_pruned_bounds_never_exceed_a_bucket_cost(seed, n_lengths, time, multipl
     t_up, t2_up = budget._bound_table(data, budget._rungs(prob.size), stride, two)
     assert t2_up.shape[0] == (t_up.shape[0] if two else 0)
     points = np.arange(prob.m + 1)
-    exact = kernel._cost_matrix(prob, points)
+    exact = kernel._full_batch_matrix(prob, points)
     is_end = np.ones(prob.m + 1, np.bool_)  # every end, as the matrix has them
     low = np.empty(prob.m + 1)
     count, batch = prob.cum.astype(float), prob.size.astype(float)
@@ -388,8 +401,8 @@ def test_pruned_token_dp_gives_the_dense_optimum_bit_for_bit(
     ends = np.unique(np.r_[prob.ends[every - 1 :: every], prob.m])
     monkeypatch.setattr(budget, "_BOUND_STRIDE", stride)
     monkeypatch.setattr(kernel, "_PRUNE_ABOVE", 0)
-    dense_best, dense_arg = kernel._solve(prob, 8, ends, dense=True)
-    best, arg = kernel._solve(prob, 8, ends)
+    dense_best, dense_arg = kernel._full_batch_solve(prob, 8, ends, dense=True)
+    best, arg = kernel._full_batch_solve(prob, 8, ends)
     for k in range(1, 9):
         assert best[k, prob.m] == dense_best[k, prob.m]
         assert kernel._backtrack(arg, k, prob.m) == kernel._backtrack(dense_arg, k, prob.m)
@@ -410,10 +423,10 @@ def test_pruned_token_dp_equals_the_dense_dp_on_random_histograms(data):
     saved = kernel._PRUNE_ABOVE, budget._BOUND_STRIDE
     kernel._PRUNE_ABOVE, budget._BOUND_STRIDE = 0, data.draw(st.sampled_from([1, 2, 16]))
     try:
-        best, arg = kernel._solve(prob, 6, prob.ends)
+        best, arg = kernel._full_batch_solve(prob, 6, prob.ends)
     finally:
         kernel._PRUNE_ABOVE, budget._BOUND_STRIDE = saved
-    dense_best, dense_arg = kernel._solve(prob, 6, prob.ends, dense=True)
+    dense_best, dense_arg = kernel._full_batch_solve(prob, 6, prob.ends, dense=True)
     for k in range(1, min(6, m) + 1):
         assert best[k, prob.m] == dense_best[k, prob.m]
         assert kernel._backtrack(arg, k, prob.m) == kernel._backtrack(dense_arg, k, prob.m)
@@ -445,11 +458,17 @@ def test_more_samples_than_the_table_holds_give_the_tables_dp_bit_for_bit(batch_
     counts = rng.integers(1, 12, lengths.size)
     prob = problem._problem(LengthHistogram.from_counts(lengths, counts), BatchRule(batch_size=batch_size))
     assert ratio_tables._ratio_tables(prob)[0].size and not ratio_tables._comb_computed(prob)
-    table_best, table_arg = kernel._solve(prob, 6, prob.ends)
+    table_best, table_arg = kernel._full_batch_solve(prob, 6, prob.ends)
+    exact_best, exact_arg = kernel._solve(prob, 6, prob.ends)
     monkeypatch.setattr(ratio_tables, "_TABLE_MAX", 1_000)
     assert ratio_tables._comb_computed(prob) and ratio_tables._ratio_tables(prob)[0].size == 0
-    best, arg = kernel._solve(prob, 6, prob.ends)
+    best, arg = kernel._full_batch_solve(prob, 6, prob.ends)
     assert np.array_equal(best, table_best) and np.array_equal(arg, table_arg)
+    best, arg = kernel._solve(prob, 6, prob.ends)  # the exact DP: its ratios as products past the table
+    np.testing.assert_allclose(best[1:, -1], exact_best[1:, -1], rtol=1e-12)
+    assert all(
+        kernel._backtrack(arg, k, prob.m) == kernel._backtrack(exact_arg, k, prob.m) for k in range(1, 7)
+    )
 
 
 def test_large_batch_uses_log_space_and_matches_small_block_linear(monkeypatch):
@@ -708,8 +727,10 @@ def test_the_dp_over_cells_bounds_the_optimum_from_below_and_meets_it_on_single_
 @pytest.mark.parametrize("seed", range(6))
 def test_a_bucket_costs_at_least_a_smaller_one_plus_the_padded_length_of_the_samples_added(seed):
     """The fact the candidate search's proof rests on, in exact rationals, for both batch
-    rules: adding samples below a bucket's shortest raises its objective ``n E[g(max of B)]``
-    by at least their padded lengths.  (Above its longest only under a fixed batch size: a
+    rules: adding samples below a bucket's shortest raises its full-batch objective
+    ``n E[g(max of B)]`` by at least their padded lengths (not the exact cost: a sample added
+    can split off a cheap short batch, ``test_adding_a_sample_can_lower_the_exact_cost``).
+    (Above its longest only under a fixed batch size: a
     token budget's ``B`` falls as the longest grows, and the proof does not use it.)"""
     rng = np.random.default_rng(2000 + seed)
     lengths, counts = random_hist(rng, max_distinct=9, max_len=60, max_count=9)
@@ -722,7 +743,7 @@ def test_a_bucket_costs_at_least_a_smaller_one_plus_the_padded_length_of_the_sam
 
             def objective(a, b):
                 edges = [0 if a == 0 else lengths[a - 1], lengths[b - 1]]
-                return exact_objective(lengths, counts, edges, pad=pad, **batch)
+                return full_batch_objective(lengths, counts, edges, pad=pad, **batch)
 
             def mass(a, b):
                 return sum(c * (-(-v // pad) * pad) for v, c in zip(lengths[a:b], counts[a:b], strict=True))
@@ -730,6 +751,15 @@ def test_a_bucket_costs_at_least_a_smaller_one_plus_the_padded_length_of_the_sam
             assert objective(lo, hi) >= objective(mid, hi) + mass(lo, mid)  # shorter samples below
             if "batch_size" in batch:
                 assert objective(lo, hi) >= objective(lo, mid) + mass(mid, hi)  # longer samples above
+
+
+def test_adding_a_sample_can_lower_the_exact_cost():
+    """Lengths 2, 3, 4, 4, 16, batch size 5: one batch, 5 * 16 = 80 tokens; add a 1 and the
+    bucket is a full batch (E[max] = 16 * 5/6 + 4/6 = 14) and a batch of one (the mean, 5):
+    75 < 80 + 1, which is why the candidate search's proof bounds the full-batch cost."""
+    assert exact_objective([2, 3, 4, 16], [1, 1, 2, 1], [0, 16], batch_size=5) == 80
+    assert exact_objective([1, 2, 3, 4, 16], [1, 1, 1, 2, 1], [0, 16], batch_size=5) == 75
+    assert full_batch_objective([1, 2, 3, 4, 16], [1, 1, 1, 2, 1], [0, 16], batch_size=5) == 84
 
 
 # --------------------------------------------------------------------------- bad arguments

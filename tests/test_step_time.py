@@ -329,15 +329,16 @@ def test_predict_strategy_throughput_rows():
 def exact_time_objective(
     lengths, counts, edges, model, *, batch_size=None, max_tokens=None, pad=1
 ) -> Fraction:
-    """The time objective in exact rationals: per bucket, per_step * ceil(n/B) plus
-    n * E[g(max of a random B-subset)], g = per_token T + (attention + working_set B) T**2
-    (n < B: n g(longest))."""
+    """The time objective in exact rationals: per bucket, per_step * ceil(n/B) plus the
+    expected seconds of its floor(n/B) full batches, B * E[g_B(max of a random B-subset)],
+    and of its last batch of r = n mod B samples at its own size, r * E[g_r(max of r)], with
+    g_s = per_token T + (attention + working_set s) T**2."""
     c1, c2, c0 = Fraction(model.per_token), Fraction(model.attention), Fraction(model.per_step)
     c4 = Fraction(model.working_set)
 
-    def g(v):
+    def g(v, s):
         t = -(-(-(-v // pad) * pad) // model.tile) * model.tile
-        return c1 * t + (c2 + c4 * b) * t * t
+        return c1 * t + (c2 + c4 * s) * t * t
 
     total = Fraction(0)
     for lo, hi in itertools.pairwise(edges):
@@ -347,16 +348,21 @@ def exact_time_objective(
         b = batch_size if batch_size is not None else max(1, max_tokens // hi)
         n = sum(c for _, c in inside)
         total += c0 * -(-n // b)
-        if n < b:
-            total += n * g(inside[-1][0])
-            continue
-        below, prev, expect = 0, 0, Fraction(0)
-        for v, c in inside:
-            below += c
-            now = math.comb(below, b)
-            expect += g(v) * (now - prev)
-            prev = now
-        total += n * expect / math.comb(n, b)
+
+        def e_max(s, inside=inside, n=n):
+            below, prev, expect = 0, 0, Fraction(0)
+            for v, c in inside:
+                below += c
+                now = math.comb(below, s)
+                expect += g(v, s) * (now - prev)
+                prev = now
+            return expect / math.comb(n, s)
+
+        full, r = divmod(n, b)
+        if full:
+            total += full * b * e_max(b)
+        if r:
+            total += r * e_max(r)
     return total
 
 

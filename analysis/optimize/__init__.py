@@ -1,16 +1,19 @@
 """Where bucket edges go: the exact optimum for the real batch rule, and the field's rules.
 
 :func:`optimize_edges` places ``K`` edges by ``method``: ``"optimal"`` is the exact global
-minimiser of the expected padded tokens (a DP over the distinct lengths,
-:mod:`analysis.optimize._kernel`); the others are the rules the field ships
+minimiser of the expected padded tokens, each bucket's last short batch as it is (``floor(n /
+B)`` full batches and one of ``n mod B``: what :func:`analysis.waste.expected_padding` and the
+sampler count), by a DP over the distinct lengths (:mod:`analysis.optimize._kernel`; why it is
+exact: :mod:`analysis.optimize._pruned`); the others are the rules the field ships
 (:mod:`analysis.optimize.rules`).  :func:`sweep_bucket_counts` gives every K in one DP pass
 and :func:`recommend_n_buckets` picks K by the gain rule.  Long-context data (tens of
 thousands of distinct lengths) can search a candidate grid refined at full resolution
 (``candidates``, :mod:`analysis.optimize._search`).  Given ``step_time`` (a fitted
 :class:`~analysis.StepTimeModel`) every function minimises expected epoch *time* instead, by
 the same exact DP: the per-sample weight becomes the seconds a sample adds to its batch of
-``B`` (``per_token * T + (attention + working_set * B) * T**2``) and each bucket pays
-``per_step`` per batch.
+``B`` (``per_token * T + (attention + working_set * B) * T**2``, a short batch at its own
+size) and each bucket pays ``per_step`` per batch.  A ``K`` whose DP tables would pass 2 GiB
+is refused before anything is allocated.
 
 Under a token budget (``max_tokens``, no ``step_time``) the default objective is the tokens
 of the steps (``objective="steps"``, see :func:`optimize_edges`): padding alone would score a

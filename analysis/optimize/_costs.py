@@ -1,4 +1,7 @@
-"""A bucket's cost, compiled: the scaled running sum along a start's row of ends.
+"""A bucket's full-batch cost, compiled: the scaled running sum along a start's row of ends.
+
+(The full-batch cost counts each bucket's last short batch as a full one: an upper bound on
+the exact cost, :mod:`analysis.optimize._exact`, which reads the running sums written here.)
 
 With distinct lengths ``v_1 < ... < v_m``, prefix counts ``c_0 = 0, c_1, ..., c_m`` and
 ``w_k = g(v_k)`` (``g`` the per-sample weight: the padded length), a bucket holding

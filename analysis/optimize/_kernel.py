@@ -1,14 +1,17 @@
 """The exact DP over distinct lengths, compiled: which kernel solves a problem.
 
-A bucket's cost is a scaled running sum along its start's row of ends
-(:mod:`analysis.optimize._costs`, the ratios it multiplies by in
-:mod:`analysis.optimize._ratios`); the DP ``D[k][j] = min_i D[k-1][i] + cost(i, j)`` pushes each
-row into every layer at once (:mod:`analysis.optimize._layers`), so one pass gives the optimum
-for every bucket count.  :func:`_solve` picks the kernel: one tabulated ``B`` with the padding
-objective runs the table DP, every other rule row by row (both in
-:mod:`analysis.optimize._dense`, on every thread for long rows), and a token budget with many
-starts the pruned DP (:mod:`analysis.optimize._budget`), exact but for cells off every optimal
-path.  Every kernel gives the start-by-start DP's tables bit for bit.
+:func:`_solve` minimises the exact objective (each bucket's last short batch as it is,
+:mod:`analysis.optimize._exact`) by the pruned DP of :mod:`analysis.optimize._pruned`: ``O(1)``
+lower bounds on every bucket first, exact costs only where they cannot rule a bucket out of
+every optimal plan; ``dense=True`` costs every bucket (the reference it equals bit for bit).
+
+:func:`_full_batch_solve` is the DP of the full-batch objective (every batch counted as
+full: an upper bound on each bucket's exact cost), the tiled kernels of
+:mod:`analysis.optimize._dense` (a bucket's cost a scaled running sum along its start's row,
+:mod:`analysis.optimize._costs`, pushed into every layer at once,
+:mod:`analysis.optimize._layers`) and a token budget's pruned DP
+(:mod:`analysis.optimize._budget`); the candidate search's proof bounds it
+(:mod:`analysis.optimize._cells`).
 """
 
 from __future__ import annotations
@@ -16,12 +19,25 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from analysis.optimize._budget import _solve_token_pruned
+from analysis.optimize._budget import _BOUND_BYTES, _BOUND_STRIDE, _Bounds, _bounds, _solve_token_pruned
 from analysis.optimize._compile import _threads_lock
-from analysis.optimize._costs import _arrays, _costs_compiled
+from analysis.optimize._costs import _Arrays, _arrays, _costs_compiled
 from analysis.optimize._dense import _solve_rows, _solve_rows_threads, _solve_table, _solve_table_threads
+from analysis.optimize._exact import _exact_arrays
 from analysis.optimize._problem import _Problem
-from analysis.optimize._ratios import _comb_computed, _ratio_tables
+from analysis.optimize._pruned import _exact_matrix, _solve_exact
+from analysis.optimize._ratios import _EMPTY, _comb_computed, _ratio_tables
+
+_NO_BOUNDS = _Bounds(_EMPTY, _EMPTY, np.zeros((0, 0)), np.zeros((0, 0)), 1)
+
+
+def _bound_stride(data: _Arrays) -> int:
+    """A token budget's bound rows ``_BOUND_STRIDE`` starts apart, or further where the table
+    would pass ``_BOUND_BYTES``."""
+    m = data.cum.size - 1
+    per_row = (m + 1) * 8 * (2 if data.weight2.any() else 1)
+    return max(_BOUND_STRIDE, -(-m * per_row // _BOUND_BYTES))
+
 
 # Distinct lengths from which the tabulated DP runs on every thread (numba's thread count).
 _THREADS_ABOVE = 20_000
@@ -35,12 +51,26 @@ _PRUNE_ABOVE = 256
 def _solve(
     prob: _Problem, n_buckets: int, ends: np.ndarray, dense: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``D[k, j]``: least objective of ``k`` buckets covering lengths ``1..j`` with every
-    bucket ending in ``ends``; ``A[k, j]``: the start of the last bucket (for backtracking).
+    """``D[k, j]``: least exact objective of ``k`` buckets covering lengths ``1..j`` with every
+    bucket ending in ``ends`` (short batches as they are, :mod:`analysis.optimize._exact`);
+    ``A[k, j]``: the start of the last bucket (for backtracking).
 
-    A token budget from ``_PRUNE_ABOVE`` starts runs pruned unless ``dense``: then ``D[k, m]``
-    and the path back from it are exact (the dense DP's, bit for bit) for every ``k``, and
-    the other cells are at least the dense DP's (only optimal plans are followed)."""
+    Pruned (:mod:`analysis.optimize._pruned`) unless ``dense``: ``D[k, m]`` and the path back
+    from it are exact (the dense DP's, bit for bit) for every ``k``, and the other cells are
+    at least the dense DP's (only optimal plans are followed)."""
+    rows, is_end = _rows(prob, n_buckets, ends)
+    data, short = _exact_arrays(prob)
+    if data.token and not dense:
+        with _threads_lock(numba.get_num_threads() > 1):
+            bounds = _bounds(data, _bound_stride(data))
+    else:
+        bounds = _NO_BOUNDS
+    out: tuple[np.ndarray, np.ndarray] = _solve_exact(data, short, bounds, rows, is_end, n_buckets, dense)
+    return out
+
+
+def _rows(prob: _Problem, n_buckets: int, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The starts the DP pushes from and the mask of allowed ends."""
     m = prob.m
     is_end = np.zeros(m + 1, np.bool_)
     is_end[ends] = True
@@ -49,6 +79,16 @@ def _solve(
     is_row[ends[:-1]] = True
     # every start but 0 is an allowed end, so it is reached by 1..n_buckets - 1 buckets
     rows = np.flatnonzero(is_row) if n_buckets > 1 else np.zeros(1, np.int64)
+    return rows, is_end
+
+
+def _full_batch_solve(
+    prob: _Problem, n_buckets: int, ends: np.ndarray, dense: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """The DP of the full-batch objective (each bucket's last short batch counted as a full
+    one: an upper bound on every bucket's exact cost), by the tiled kernels."""
+    rows, is_end = _rows(prob, n_buckets, ends)
+    m = prob.m
     computed = prob.per_batch == 0.0 and _comb_computed(prob)  # no table of any kind needed
     comb, hi, lo = (np.zeros(0),) * 3 if computed else _ratio_tables(prob)
     data = _arrays(prob, (comb, hi, lo))
@@ -78,6 +118,13 @@ def _backtrack(arg: np.ndarray, k: int, m: int) -> list[int]:
 
 
 def _cost_matrix(prob: _Problem, points: np.ndarray) -> np.ndarray:
-    """Dense ``M[a, b]`` = objective of bucket ``(points[a], points[b]]`` (inf when a >= b)."""
+    """Dense ``M[a, b]`` = exact objective of bucket ``(points[a], points[b]]`` (inf when a >= b)."""
+    data, short = _exact_arrays(prob)
+    out: np.ndarray = _exact_matrix(data, short, np.asarray(points, np.int64))
+    return out
+
+
+def _full_batch_matrix(prob: _Problem, points: np.ndarray) -> np.ndarray:
+    """Dense ``M[a, b]`` = full-batch objective of bucket ``(points[a], points[b]]``."""
     out: np.ndarray = _costs_compiled(_arrays(prob), np.asarray(points, np.int64))
     return out

@@ -54,6 +54,10 @@ class _Problem:
     per_batch: float = 0.0  # added per batch: per_step (time), max_tokens (steps), 0 (padding)
     step_time: StepTimeLike | None = None
     objective: str = "padding"  # what the DP minimises: "padding", "steps" or "time"
+    # with a fixed B and a step-time model's working-set term, what a sample's weight gains per
+    # sample of its batch (``weight = a + B * member``): a short batch of r samples weighs
+    # ``weight - (B - r) * member``; None otherwise (a token budget's is weight2)
+    member: np.ndarray | None = None
 
     @property
     def m(self) -> int:
@@ -95,6 +99,7 @@ def _problem(
     np.cumsum(hist.counts, out=cum[1:])
     weight = np.zeros(m + 1)
     weight2 = np.zeros(m + 1)
+    member: np.ndarray | None = None
     padded = round_up(lengths, rule.pad_to_multiple_of)
     steps = objective == "steps"
     if steps and (rule.max_tokens is None or step_time is not None):
@@ -107,6 +112,8 @@ def _problem(
         weight[1:] = padded.astype(float)
     elif rule.batch_size is not None:
         weight[1:] = step_time.sample_seconds(padded, rule.batch_size)
+        member = np.zeros(m + 1)
+        member[1:] = step_time.sample_seconds_parts(padded)[1]
     else:
         weight[1:], weight2[1:] = step_time.sample_seconds_parts(padded)
     step = np.zeros(m + 1)
@@ -124,7 +131,21 @@ def _problem(
     per_batch = float(rule.max_tokens or 0) if steps else 0.0 if step_time is None else step_time.per_step
     kind = "time" if step_time is not None else objective
     return _Problem(
-        lengths, cum, weight, step, upper, size, ends, weight2, step2, rule, em, per_batch, step_time, kind
+        lengths,
+        cum,
+        weight,
+        step,
+        upper,
+        size,
+        ends,
+        weight2,
+        step2,
+        rule,
+        em,
+        per_batch,
+        step_time,
+        kind,
+        member,
     )
 
 

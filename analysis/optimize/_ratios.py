@@ -6,7 +6,7 @@ fits float64: the product formula; past ``_TABLE_MAX`` samples the tabulated DP 
 values where it reads them, :func:`_comb_value`), or is the product
 ``prod_{a < y <= b} (y - B) / y`` when ``b - a <= _PRODUCT_RATIO``, or
 ``exp(log((b-B)!/(a-B)!) - log(b!/a!))`` from a double-double table of ``log x!`` (any ``B``;
-beyond ``_TABLE_MAX`` samples, Stirling's series with the large terms paired).
+beyond ``_LOG_TABLE_MAX`` samples, Stirling's series with the large terms paired).
 """
 
 from __future__ import annotations
@@ -26,8 +26,11 @@ _PRODUCT_RATIO = 8
 _LINEAR_LOG_LIMIT = 600.0
 # Batch sizes up to this may use that table (the product formula is O(B) per value).
 _PRODUCT_MAX = 64
-# Samples up to which log x! is tabulated (two float64 per sample); Stirling's series above.
+# Samples up to which C(x, B) is tabulated (one float64 per sample); computed above.
 _TABLE_MAX = 1 << 22
+# Samples up to which log x! is tabulated (two float64 per sample, 2 MiB); Stirling's series
+# above, so that a token budget's time and memory do not grow with the sample count.
+_LOG_TABLE_MAX = 1 << 17
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -130,13 +133,13 @@ def _ratio_tables(prob: _Problem) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     A fixed ``B <= _PRODUCT_MAX`` whose ``C(N, B)`` fits float64 gets ``comb``, the table of
     ``C(x, B)`` for ``x = 0..N`` (product formula) up to ``N = _TABLE_MAX`` (above it the
     tabulated DP computes those values, :func:`_comb_computed`); otherwise ``comb`` is empty
-    and the ratios come from ``log x!`` as a double-double table for ``x <= _TABLE_MAX``
+    and the ratios come from ``log x!`` as a double-double table for ``x <= _LOG_TABLE_MAX``
     (Stirling above)."""
     n_max = int(prob.cum[-1])
     size = prob.rule.batch_size
     if _comb_applies(prob) and n_max <= _TABLE_MAX:
         return _comb_table(n_max, int(size or 0)), _EMPTY, _EMPTY
-    hi, lo = _log_fact_table(min(n_max, _TABLE_MAX))
+    hi, lo = _log_fact_table(min(n_max, _TABLE_MAX, _LOG_TABLE_MAX))
     return _EMPTY, hi, lo
 
 

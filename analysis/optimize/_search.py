@@ -21,6 +21,10 @@ _PROOF_ROUNDS = 3
 _PROOF_CELLS = 3
 _PROOF_CELLS_MIN = 4096
 _PROOF_NEAR = 8
+# The most memory the DP's tables may take (best, arg, the bounds' back and reach: 8 bytes
+# each per bucket count and distinct length); a larger request is refused before allocating.
+_DP_BYTES = 2 << 30
+_CELL_BYTES = 32
 
 
 def _ends_to_edges(prob: _Problem, ends: Sequence[int]) -> list[int]:
@@ -47,6 +51,18 @@ def _check_k(prob: _Problem, n_buckets: Any) -> int:
         )
         raise ValueError(f"n_buckets = {k} exceeds the {prob.ends.size} {what}")
     return k
+
+
+def _check_memory(prob: _Problem, k_max: int) -> None:
+    """Refuse, in one line, a bucket count whose DP tables would pass ``_DP_BYTES``."""
+    per_k = (prob.m + 1) * _CELL_BYTES
+    need = (k_max + 1) * per_k
+    if need > _DP_BYTES:
+        most = _DP_BYTES // per_k - 1
+        raise ValueError(
+            f"n_buckets = {k_max:,} on {prob.m:,} distinct lengths needs {need / 2**30:.1f} GiB for the "
+            f"optimiser's tables, above its {_DP_BYTES / 2**30:.0f} GiB limit: at most {most:,} buckets here"
+        )
 
 
 def _grid(prob: _Problem, size: int) -> np.ndarray:
@@ -111,6 +127,7 @@ def _optimal_ends(
     from analysis.optimize._kernel import _backtrack, _solve  # numba: imported on first use
 
     k_max = max(ks)
+    _check_memory(prob, k_max)
     if grid_size is None:
         best, arg = _solve(prob, k_max, prob.ends)
         out = {}

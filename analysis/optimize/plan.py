@@ -9,7 +9,7 @@ from typing import Any
 
 import pandas as pd
 
-from analysis._order_stats import expected_g_of_max
+from analysis._order_stats import expected_batch_sum
 from analysis.batching import BatchRule, bucket_bounds, bucket_index, round_up
 from analysis.lengths import LengthHistogram
 from analysis.mixing import edges_mixing
@@ -62,12 +62,13 @@ class BucketPlan:
     numbers as properties: ``edges`` (``[e0, ..., eK]``, bucket ``i`` holds
     ``e_i < L <= e_{i+1}``), ``batch_sizes``, ``efficiency``, ``padded_tokens``... ``objective``
     is what the optimiser minimises, named by ``objective_kind``: ``"padding"``, expected
-    padded tokens up to partial batches, each bucket's last short batch counted as full;
+    padded tokens, each bucket's last short batch as it is;
     ``"steps"`` (a token budget's default), the tokens of the steps, ``max_tokens`` each (a
     lone sample padded beyond the budget adds what it passes by: ``step_tokens``), plus the
     padding scaled far below one step to break ties (:func:`~analysis.optimize_edges`);
-    ``"time"`` (``step_time``, a :class:`~analysis.StepTimeModel`), expected seconds on the
-    padding's terms without the ``per_sample`` term, which no edge changes.  Under a token
+    ``"time"`` (``step_time``, a :class:`~analysis.StepTimeModel`), the expected seconds of
+    :func:`~analysis.epoch_time.expected_epoch_time` without the ``per_sample`` term, which no
+    edge changes.  Under a token
     budget ``budget_fill`` is the share of the steps' tokens that are real (useful over
     ``step_tokens``) beside ``efficiency`` (useful over padded), and ``warnings`` name, one
     line each, the buckets of batch size 1 and the samples longer than half the budget (a
@@ -198,19 +199,28 @@ class BucketPlan:
 
 
 def _objective(prob: _Problem, edges: list[int], batch_sizes: list[int]) -> float:
-    """The optimiser's objective for any ``edges``: per bucket ``n * E[g(max of B)]``, or
-    ``n * g(longest)`` when the bucket holds fewer than ``B`` samples (one short batch), plus
-    ``per_batch * ceil(n / B)`` (the time objective's per-step seconds); ``g`` is
-    ``weight + B * weight2`` (see :func:`_problem`)."""
+    """The optimiser's objective for any ``edges``, exact: per bucket of ``n`` samples
+    ``floor(n / B) * B * E[g_B(max of B)] + r * E[g_r(max of r)]`` (``r = n mod B``, the last,
+    short batch as it is: :func:`~analysis._order_stats.expected_batch_sum`), plus
+    ``per_batch * ceil(n / B)`` (the time objective's per-step seconds); ``g_s`` is the
+    per-sample weight in a batch of ``s`` (``weight + B * weight2`` for a full one; see
+    :func:`_problem`)."""
     total = []
     for lo, hi, b in zip(*bucket_bounds(prob.lengths, edges), batch_sizes):
         if lo == hi:
             continue
         cum = prob.cum[lo + 1 : hi + 1] - prob.cum[lo]
         n = int(cum[-1])
-        g = prob.weight[lo + 1 : hi + 1] + b * prob.weight2[lo + 1 : hi + 1]
-        g_max = float(g[-1]) if n < b else expected_g_of_max(g, cum, b)
-        total.append(n * g_max)
+        if prob.rule.batch_size is None:  # g_s = weight + s * weight2
+            g, per_size = prob.weight[lo + 1 : hi + 1], prob.weight2[lo + 1 : hi + 1]
+        elif prob.member is not None:  # g_s = weight - (B - s) * member
+            per_size = prob.member[lo + 1 : hi + 1]
+            g = prob.weight[lo + 1 : hi + 1] - b * per_size
+        else:
+            g, per_size = prob.weight[lo + 1 : hi + 1], None
+        total.append(
+            expected_batch_sum(g, cum, b, per_size if per_size is not None and per_size.any() else None)
+        )
         if prob.per_batch:
             total.append(prob.per_batch * -(-n // b))
     return math.fsum(total)

@@ -1,0 +1,248 @@
+"""A bucket's exact cost, compiled: its full batches and its last, short batch as they are.
+
+A bucket of ``n`` samples with batches of ``B`` is, after a within-bucket shuffle,
+``full = n // B`` full batches (each a uniformly random ``B``-subset) and one batch of
+``r = n mod B`` samples (a uniformly random ``r``-subset), so its exact expected cost is
+
+    ``full * B * E[g_B(max of B)] + r * E[g_r(max of r)]``  (plus ``per_batch * ceil(n / B)``)
+
+with ``g_s = base + s * q`` the per-sample weight in a batch of ``s`` (``q`` the step-time
+model's working-set term, 0 for padding, so ``g_B`` is :mod:`analysis.optimize._costs`'s
+weight).  ``E[g(max of s)] = g(v_j) - T_s(i, j)`` with ``T_s`` the running sum of
+:mod:`analysis.optimize._costs` for subsets of ``s``; ``T_B`` follows the row as there, but
+``r`` changes from end to end, so ``T_r`` has no recursion along a row.  Here:
+
+* :func:`_exact_row`: the exact costs of the ends a row needs, ``T_B`` by the row's running
+  sum and each ``T_r`` by a running sum of its own residue ``r`` (carried along the row
+  from the start for ``r <= _CARRY_MAX``, each computed from where its terms pass
+  ``2**-70`` above): every value is a function of ``(i, j)`` alone, whatever else the row
+  needs;
+* :func:`_lower_row`: ``O(1)`` lower bounds from the full-batch cost ``n E_B``.  For a
+  fixed weight ``h`` the chance that a random ``s``-subset holds a sample above a level is
+  concave in ``s`` (its increments shrink by ``(x - s) / (n - s - 1) <= 1``), so
+  ``E_s[h] >= h_first + (s / B) (E_B[h] - h_first)`` (the chord from ``s = 0``, where the
+  ``E`` is the shortest, ``h_first``), and with ``q``
+  ``E_r[g_r] >= g_r(first) + (r / B)**2 (E_B[g_B] - g_B(first))``.
+
+The DP over these costs is :mod:`analysis.optimize._pruned`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numba
+import numpy as np
+
+from analysis.optimize._costs import _INF, _Arrays, _arrays, _row_sums
+from analysis.optimize._problem import _Problem
+from analysis.optimize._ratios import (
+    _EMPTY,
+    _LOG_TABLE_MAX,
+    _PRODUCT_RATIO,
+    _comb_applies,
+    _log_fact_ratio,
+    _log_fact_table,
+    _product_ratio,
+    _ratio,
+    _ratio_tables,
+)
+
+# Residues up to this carry one running sum along the row (from its start); above, each
+# cell's sum starts where its terms pass 2**-70.
+_CARRY_MAX = 64
+# Subsets up to this size take their ratio C(a, s) / C(b, s) as a product of s factors.
+_SMALL_SIZE = 16
+# Relative margin of the lower bounds (far above the rounding of the costs).
+_LOW_SLACK = 1e-9
+
+
+class _Short(NamedTuple):
+    """What the short batches read: ``base`` and ``q`` (``g_s = base + s q``) with their
+    steps, whether ``q`` is nonzero, a table of ``log x!`` (``hi + lo``) for the ratios, and
+    the prefix counts as floats."""
+
+    base: np.ndarray
+    base_step: np.ndarray
+    q: np.ndarray
+    q_step: np.ndarray
+    quad: bool
+    hi: np.ndarray
+    lo: np.ndarray
+    cum_float: np.ndarray  # the prefix counts as floats (exact below 2**53)
+    product: bool  # one fixed B whose C(N, B) fits float64: C(x, B) by the product formula
+
+
+def _short(prob: _Problem, hi: np.ndarray | None = None, lo: np.ndarray | None = None) -> _Short:
+    """The short batches' arrays of ``prob``: ``g_s = weight + B weight2 - (B - s) member``;
+    ``hi, lo`` a table of ``log x!`` to read (default: one of at most ``_LOG_TABLE_MAX``
+    samples, Stirling's series above)."""
+    m = prob.m
+    q = prob.weight2 if prob.rule.batch_size is None else prob.member
+    q = np.zeros(m + 1) if q is None else q
+    base = prob.weight + prob.size * prob.weight2 - prob.size * q
+    if prob.rule.batch_size is None:
+        base = prob.weight.copy()
+    steps = np.zeros((2, m + 1))
+    steps[0, 1:m] = np.diff(base[1:])
+    steps[1, 1:m] = np.diff(q[1:])
+    if hi is None or lo is None or not hi.size:
+        hi, lo = _log_fact_table(min(int(prob.cum[-1]), _LOG_TABLE_MAX))
+    product = prob.rule.batch_size is not None and _comb_applies(prob)
+    return _Short(base, steps[0], q, steps[1], bool(q.any()), hi, lo, prob.cum.astype(np.float64), product)
+
+
+def _exact_arrays(prob: _Problem) -> tuple[_Arrays, _Short]:
+    """The kernel's arrays for the exact costs: a fixed ``B`` whose ``C(N, B)`` fits float64
+    computes ``C(x, B)`` by the product formula where it reads it (no table: time and memory
+    do not grow with the sample count; the short batches' ``log x!`` table is of fixed size),
+    any other rule reads the tables of :func:`_ratio_tables` (``log x!`` up to
+    ``_LOG_TABLE_MAX`` samples, Stirling's series above)."""
+    if prob.rule.batch_size is None or not _comb_applies(prob):
+        tables = _ratio_tables(prob)
+    else:  # C(x, B) computed where read (:func:`_short`): no table of the sample count's size
+        tables = (_EMPTY, _EMPTY, _EMPTY)
+    return _arrays(prob, tables), _short(prob, tables[1], tables[2])
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _short_ratio(a: int, b: int, s: int, hi: np.ndarray, lo: np.ndarray) -> float:  # pragma: no cover
+    """``C(a, s) / C(b, s)`` for ``a <= b``, ``s <= b`` (0 when ``a < s``)."""
+    if a < s:
+        return 0.0
+    if s <= _SMALL_SIZE:
+        out = 1.0
+        for t in range(s):
+            out *= (a - t) / (b - t)
+        return out
+    if b - a <= _PRODUCT_RATIO:
+        return _product_ratio(a, b, s)
+    return math.exp(_log_fact_ratio(a - s, b - s, hi, lo) - _log_fact_ratio(a, b, hi, lo))
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _advance(
+    ci: int,
+    at: int,
+    t: float,
+    t2: float,
+    j: int,
+    s: int,
+    cum: np.ndarray,
+    short: _Short,
+    full: bool,
+    data: _Arrays,
+) -> tuple[int, float, float]:  # pragma: no cover - compiled
+    """The running sums for subsets of ``s`` carried from end ``at`` to ``j``: over the steps of
+    ``weight`` (and ``weight2``) with the full batches' ratios (``full``: the table of
+    ``C(x, B)`` where there is one), else over ``base`` and ``q``."""
+    while at < j:
+        below = cum[at] - ci
+        at += 1
+        n = cum[at] - ci
+        if below < s:
+            t = 0.0
+            t2 = 0.0
+            continue
+        if full:
+            ratio = (
+                _ratio(below, n, s, data.comb, short.hi, short.lo)
+                if data.comb.size
+                else (_short_ratio(below, n, s, short.hi, short.lo))
+            )
+            t = (t + data.step[at - 1]) * ratio
+            t2 = (t2 + data.step2[at - 1]) * ratio
+        else:
+            ratio = _short_ratio(below, n, s, short.hi, short.lo)
+            t = (t + short.base_step[at - 1]) * ratio
+            t2 = (t2 + short.q_step[at - 1]) * ratio
+    return at, t, t2
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _exact_row(
+    i: int,
+    data: _Arrays,
+    short: _Short,
+    need: np.ndarray,
+    out: np.ndarray,
+    tb: np.ndarray,
+    t2b: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """``out[j]`` = exact objective of bucket ``(i, j]`` for every ``j > i`` with ``need[j]``
+    (inf elsewhere); ``tb``, ``t2b``: work rows."""
+    cum, weight, weight2, size = data.cum, data.weight, data.weight2, data.size
+    m = cum.size - 1
+    ci = cum[i]
+    if data.token:
+        _row_sums(i, data, size, need, False, tb, t2b)  # T_B with its restarts, lazily
+    else:
+        at, t, t2 = i + 1, 0.0, 0.0
+        b = size[i + 1]
+        for j in range(i + 1, m + 1):
+            if need[j]:
+                at, t, t2 = _advance(ci, at, t, t2, j, b, cum, short, True, data)
+                tb[j] = t
+                t2b[j] = t2
+    carry_at = np.full(_CARRY_MAX + 1, i + 1)
+    carry_t = np.zeros(_CARRY_MAX + 1)
+    carry_t2 = np.zeros(_CARRY_MAX + 1)
+    for j in range(i + 1, m + 1):
+        if not need[j]:
+            out[j] = _INF
+            continue
+        n = cum[j] - ci
+        b = size[j]
+        if n < b:  # one batch of n samples: each pads to the longest
+            cost = n * (short.base[j] + n * short.q[j])
+        else:
+            full = n // b
+            r = n - full * b
+            cost = full * b * ((weight[j] - tb[j]) + b * (weight2[j] - t2b[j]))
+            if r:
+                if r <= _CARRY_MAX:
+                    at, t, t2 = _advance(
+                        ci, carry_at[r], carry_t[r], carry_t2[r], j, r, cum, short, False, data
+                    )
+                    carry_at[r], carry_t[r], carry_t2[r] = at, t, t2
+                else:  # from the first k whose x_k passes n 2**(-70/r): the terms below are < 2**-70
+                    cut = ci + n * 2.0 ** (-70.0 / r)
+                    first = i + 1 + np.searchsorted(cum[i + 1 : j], cut, side="right")
+                    _, t, t2 = _advance(ci, first, 0.0, 0.0, j, r, cum, short, False, data)
+                cost += r * ((short.base[j] - t) + r * (short.q[j] - t2))
+        if data.per_batch != 0.0:
+            cost += data.per_batch * ((n + b - 1) // b)
+        out[j] = cost
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _lower_row(i: int, data: _Arrays, short: _Short, row: np.ndarray) -> None:  # pragma: no cover
+    """``row[j]`` (a full-batch cost ``n E_B + per_batch ceil(n / B)``, or a lower bound on it,
+    inf where not an end) becomes a lower bound on the exact cost of ``(i, j]``: exact below a
+    full batch, else ``full B E_B + r (g_r(first) + f (E_B - g_B(first)))`` with
+    ``f = r / B`` (``(r / B)**2`` with a working-set term; the module docstring).  In floats
+    (counts below 2**53: ``floor(n / B)`` of the rounded quotient is the exact one), so the
+    loop is branch-free and vectorised."""
+    cum, weight, weight2, size, per_batch = data.cum, data.weight, data.weight2, data.size, data.per_batch
+    m = cum.size - 1
+    ci = cum[i]
+    base_first, q_first, w_first, w2_first = short.base[i + 1], short.q[i + 1], weight[i + 1], weight2[i + 1]
+    quad = short.quad
+    for j in range(i + 1, m + 1):
+        c = row[j]
+        n = float(cum[j] - ci)
+        b = float(size[j])
+        full = math.floor(n / b)
+        r = n - full * b
+        batches = full + (1.0 if r > 0.0 else 0.0)
+        steps = per_batch * batches
+        eb = (c - steps) / n
+        f = r / b
+        f = f * f if quad else f
+        g_first = w_first + b * w2_first
+        r_first = base_first + r * q_first
+        low = full * b * eb + r * (r_first + f * max(0.0, eb - g_first))
+        alone = n * (short.base[j] + n * short.q[j]) + per_batch  # one batch of n samples: exact
+        low = alone if n < b else low * (1.0 - _LOW_SLACK) + steps
+        row[j] = c if c == _INF else low

@@ -1,0 +1,253 @@
+"""The exact DP over the exact bucket costs (:mod:`analysis.optimize._exact`), pruned exactly.
+
+An exact cost needs a running sum per residue ``r = n mod B``, which changes from end to end,
+so the DP costs exactly only the buckets that lower bounds cannot rule out of every optimal
+plan (the scheme of :mod:`analysis.optimize._budget`, for every rule):
+
+1. *Backwards over lower bounds* (``O(1)`` per bucket from the full-batch cost ``n E_B``,
+   :func:`~analysis.optimize._exact._lower_row`; with a token budget from ``_budget``'s
+   restart-free bounds on ``E_B``): ``back[k, i]``, at most the least exact objective of
+   ``k`` buckets covering ``(i, m]``.
+2. *Upper bounds*: for every bucket count, the plan the bounds chose, costed exactly.
+3. *Forwards, exact*: start ``i`` is followed for its ``k``-th bucket only when the best
+   ``k - 1`` buckets up to it plus ``back`` fit under an upper bound, and a bucket from it is
+   costed exactly only when its own bound fits too.
+
+Why this is the exact optimum: every bucket of an optimal plan passes both tests (the
+prefix of an optimal plan is an optimal prefix, computed exactly by induction; its bounds
+are at most its exact costs), so ``D[k, m]`` and the path back from it are those of the DP
+over every bucket's exact cost (``dense``), the same floats: the same smallest start on
+every tie, since every tied start is on an optimal plan too.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from analysis.optimize._budget import _SLACK, _Bounds, _least_sum, _lower_costs
+from analysis.optimize._costs import _INF, _Arrays
+from analysis.optimize._exact import _LOW_SLACK, _exact_row, _lower_row, _Short, _short_ratio
+from analysis.optimize._layers import _layers, _push
+
+_ROUND = 2.0**52  # x + 2**52 - 2**52 rounds 0 <= x < 2**52 to the nearest integer
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _fixed_lower_row(
+    i: int, data: _Arrays, short: _Short, is_end: np.ndarray, ratio: np.ndarray, out: np.ndarray
+) -> None:  # pragma: no cover - compiled
+    """``out[j]``: the lower bound of :func:`~analysis.optimize._exact._lower_row` on the exact
+    cost of ``(i, j]`` for one fixed ``B``, every ``j > i`` (inf where not an end), straight
+    from the row's running sum ``T_B`` (``E_B = w_j - T_B``): first the ratios
+    ``C(x_{j-1}, B) / C(x_j, B)`` (the table of ``C(x, B)``, or products, or ``log x!``; no
+    carried value: vectorised), then the sum and the bounds (0 below a full batch: the
+    table's and the products' ratios are 0 there)."""
+    cum, weight, step, comb, per_batch = data.cum, data.weight, data.step, data.comb, data.per_batch
+    base, q, quad = short.base, short.q, short.quad
+    m = cum.size - 1
+    ci = cum[i]
+    b = data.size[i + 1]
+    bf = float(b)
+    inv_b = 1.0 / bf
+    if comb.size:
+        for j in range(i + 1, m + 1):  # one read of the table per end, then the quotients
+            out[j] = comb[cum[j] - ci]
+        for j in range(i + 2, m + 1):
+            ratio[j] = out[j - 1] / out[j] if out[j] > 0.0 else 0.0  # (0 below a full batch)
+    elif short.product:  # C(x, B) by the product formula, factor by factor (vectorised)
+        count = short.cum_float
+        c_i = count[i]
+        for j in range(i + 1, m + 1):
+            out[j] = count[j] - c_i
+        x = ratio[i + 1 : m + 1]  # x_j, then C(x_j, B) in out (ratio is free until below)
+        y = out[i + 1 : m + 1]
+        for j in range(x.size):
+            x[j] = count[i + 1 + j] - c_i
+            y[j] = x[j]
+        for f in range(1, b):  # C(x, B) = prod_f (x - f) / (f + 1), the quotient as a product
+            ff = float(f)
+            inv = 1.0 / (ff + 1.0)
+            for j in range(y.size):
+                y[j] *= (x[j] - ff) * inv
+        for j in range(i + 2, m + 1):
+            ok = (out[j] > 0.0) & (count[j - 1] - c_i >= bf)
+            ratio[j] = out[j - 1] / out[j] if ok else 0.0  # (0 below a full batch)
+    else:
+        for j in range(i + 2, m + 1):
+            ratio[j] = _short_ratio(cum[j - 1] - ci, cum[j] - ci, b, short.hi, short.lo)
+    g_first = weight[i + 1]  # (a fixed B: weight2 is 0)
+    base_first = base[i + 1]
+    q_first = q[i + 1]
+    count = short.cum_float
+    c_i = count[i]
+    out[i + 1] = (count[i + 1] - c_i) * (base[i + 1] + (count[i + 1] - c_i) * q[i + 1]) + per_batch
+    out[i + 1] = out[i + 1] if is_end[i + 1] else _INF  # one length: one batch, or full ones of it
+    if count[i + 1] - c_i >= bf:
+        _fixed_one_length(i, data, short, is_end, out)
+    t = 0.0
+    for j in range(i + 2, m + 1):  # the chain, and the bounds beside it (they wait on nothing)
+        t = (t + step[j - 1]) * ratio[j]
+        n = count[j] - c_i
+        full = (n * inv_b + _ROUND) - _ROUND  # the nearest integer (n < 2**52), then corrected
+        r = n - full * bf
+        full = full - 1.0 if r < 0.0 else full  # floor(n / B)
+        r = n - full * bf
+        eb = weight[j] - t
+        f = r * inv_b
+        f = f * f if quad else f
+        d = eb - g_first
+        d = d if d > 0.0 else 0.0
+        low = (n - r) * eb + r * ((base_first + r * q_first) + f * d)
+        steps = per_batch * (full + (1.0 if r > 0.0 else 0.0))
+        alone = n * (base[j] + n * q[j]) + per_batch  # one batch of n samples: exact
+        low = alone if n < bf else low * (1.0 - _LOW_SLACK) + steps
+        out[j] = low if is_end[j] else _INF
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _fixed_one_length(
+    i: int, data: _Arrays, short: _Short, is_end: np.ndarray, out: np.ndarray
+) -> None:  # pragma: no cover - compiled
+    """``out[i + 1]`` for a bucket of one length holding a full batch: ``E_B = w`` exactly, so
+    its bound is the chord's at ``T = 0`` (the general formula, once)."""
+    n = short.cum_float[i + 1] - short.cum_float[i]
+    bf = float(data.size[i + 1])
+    full = np.floor(n / bf)
+    r = n - full * bf
+    w = data.weight[i + 1]
+    low = (n - r) * w + r * (short.base[i + 1] + r * short.q[i + 1])
+    steps = data.per_batch * (full + (1.0 if r > 0.0 else 0.0))
+    out[i + 1] = low * (1.0 - _LOW_SLACK) + steps if is_end[i + 1] else _INF
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _low_costs(
+    i: int,
+    data: _Arrays,
+    short: _Short,
+    bounds: _Bounds,
+    is_end: np.ndarray,
+    ratio: np.ndarray,
+    out: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """Lower bounds on the exact cost of every bucket ``(i, j]`` (inf where not an end)."""
+    if data.token:
+        _lower_costs(i, data, bounds, is_end, out)
+        _lower_row(i, data, short, out)
+    else:
+        _fixed_lower_row(i, data, short, is_end, ratio, out)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _solve_exact(
+    data: _Arrays,
+    short: _Short,
+    bounds: _Bounds,
+    rows: np.ndarray,
+    is_end: np.ndarray,
+    n_buckets: int,
+    dense: bool,
+) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
+    """``D[k, j]`` and ``A[k, j]`` over the exact costs (the module docstring): with ``dense``
+    every bucket costed, else pruned (``D[k, m]`` and its path the dense ones)."""
+    m = data.cum.size - 1
+    tb = np.zeros(m + 1)
+    t2b = np.zeros(m + 1)
+    costs = np.empty(m + 1)
+    best, arg = _layers(n_buckets, m)
+    if dense:
+        for r in range(rows.size):
+            i = rows[r]
+            _exact_row(i, data, short, is_end, costs, tb, t2b)
+            for k in range(1, n_buckets + 1):
+                if best[k - 1, i] < _INF:
+                    _push(best[k, i + 1 :], arg[k, i + 1 :], costs[i + 1 :], best[k - 1, i], i)
+        return best, arg
+    low = np.empty(m + 1)
+    ratio = np.empty(m + 1)
+    # 1. backwards over the lower bounds
+    back = np.full((n_buckets + 1, m + 1), _INF)
+    back[0, m] = 0.0
+    for r in range(rows.size - 1, -1, -1):
+        i = rows[r]
+        _low_costs(i, data, short, bounds, is_end, ratio, low)
+        for k in range(1, n_buckets + 1):
+            back[k, i] = _least_sum(low[i + 1 :], back[k - 1, i + 1 :])
+    # 2. an upper bound for each bucket count: the exact objective of the plan the bounds chose
+    one = np.zeros(m + 1, np.bool_)
+    upper = np.full(n_buckets + 1, _INF)
+    for k in range(1, n_buckets + 1):
+        if back[k, 0] == _INF:
+            continue
+        total = 0.0
+        i = 0
+        for layer in range(k, 0, -1):  # the end of a first bucket that gives back[layer, i]
+            _low_costs(i, data, short, bounds, is_end, ratio, low)
+            j = i + 1
+            while j < m and low[j] + back[layer - 1, j] != back[layer, i]:  # (the same sums)
+                j += 1
+            one[j] = True
+            _exact_row(i, data, short, one, costs, tb, t2b)
+            one[j] = False
+            total += costs[j]
+            i = j
+        upper[k] = total * (1.0 + _SLACK)
+    # reach[k, j]: the most a path may spend on its first k buckets up to j and still be optimal
+    reach = np.full((n_buckets + 1, m + 1), -_INF)
+    for k in range(1, n_buckets + 1):
+        for total_k in range(k, n_buckets + 1):
+            if upper[total_k] < _INF:
+                for j in range(m + 1):
+                    reach[k, j] = max(reach[k, j], upper[total_k] - back[total_k - k, j])
+    # 3. forwards, exact costs where a bucket may be on an optimal plan
+    need = np.zeros(m + 1, np.bool_)
+    room = np.empty(m + 1)
+    live = np.zeros(n_buckets + 1, np.bool_)
+    for r in range(rows.size):
+        i = rows[r]
+        any_live = False
+        for k in range(1, n_buckets + 1):
+            a = best[k - 1, i]
+            live[k] = False
+            for total_k in range(k, n_buckets + 1):
+                live[k] = live[k] or (a < _INF and a + back[total_k - k + 1, i] <= upper[total_k])
+            any_live = any_live or live[k]
+        if not any_live:
+            continue
+        for j in range(i + 1, m + 1):
+            room[j] = -_INF
+        for k in range(1, n_buckets + 1):
+            if live[k]:
+                a = best[k - 1, i]
+                for j in range(i + 1, m + 1):
+                    room[j] = max(room[j], reach[k, j] - a)
+        _low_costs(i, data, short, bounds, is_end, ratio, low)
+        for j in range(i + 1, m + 1):
+            need[j] = low[j] <= room[j]
+        _exact_row(i, data, short, need, costs, tb, t2b)
+        for k in range(1, n_buckets + 1):
+            if live[k]:
+                _push(best[k, i + 1 :], arg[k, i + 1 :], costs[i + 1 :], best[k - 1, i], i)
+    return best, arg
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _exact_matrix(
+    data: _Arrays, short: _Short, points: np.ndarray
+) -> np.ndarray:  # pragma: no cover - compiled
+    """``out[a, c]`` = exact objective of bucket ``(points[a], points[c]]`` (inf when ``a >= c``)."""
+    m = data.cum.size - 1
+    p = points.size
+    is_end = np.zeros(m + 1, np.bool_)
+    for a in range(p):
+        is_end[points[a]] = True
+    costs = np.empty(m + 1)
+    tb = np.zeros(m + 1)
+    t2b = np.zeros(m + 1)
+    out = np.full((p, p), _INF)
+    for a in range(p - 1):
+        _exact_row(points[a], data, short, is_end, costs, tb, t2b)
+        for c in range(a + 1, p):
+            out[a, c] = costs[points[c]]
+    return out

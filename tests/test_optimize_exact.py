@@ -1,0 +1,257 @@
+"""The optimiser's objective is the exact expected padding (each bucket's last, short batch
+as it is), and its DP the exact optimum of it: exhaustive search over every edge set against
+an exact rational objective that is itself checked against brute-force enumeration of the
+sampler's batches (issue 25)."""
+
+from __future__ import annotations
+
+import importlib
+import itertools
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from analysis import (
+    BatchRule,
+    LengthHistogram,
+    StepTimeModel,
+    evaluate_edges,
+    optimize_edges,
+    sweep_bucket_counts,
+)
+from analysis.epoch_time import expected_epoch_time
+from analysis.waste import expected_padding
+
+kernel = importlib.import_module("analysis.optimize._kernel")
+problem = importlib.import_module("analysis.optimize._problem")
+budget = importlib.import_module("analysis.optimize._budget")
+
+
+def batch_size_of(rule: dict, upper: int, edge_multiple: int = 1) -> int:
+    if "batch_size" in rule:
+        return rule["batch_size"]
+    return max(1, rule["max_tokens"] // (-(-upper // edge_multiple) * edge_multiple))
+
+
+def e_max(values: list[Fraction], counts: list[int], size: int) -> Fraction:
+    """E[g(max)] of a uniformly random ``size``-subset (``values`` ascending per distinct
+    length): P(max <= v_k) = C(c_k, size) / C(n, size), in exact rationals."""
+    n = sum(counts)
+    below, prev, out = 0, 0, Fraction(0)
+    for v, c in zip(values, counts, strict=True):
+        below += c
+        now = math.comb(below, size)
+        out += v * (now - prev)
+        prev = now
+    return out / math.comb(n, size)
+
+
+def exact_cost(lengths, counts, edges, rule, *, pad=1, model=None, edge_multiple=1) -> Fraction:
+    """Exact expected objective of an epoch: per bucket ``floor(n / B)`` full batches, each a
+    random ``B``-subset, and one batch of ``r = n mod B``, a random ``r``-subset; a batch of
+    ``s`` samples padded to ``T`` costs ``s * T`` tokens, or with ``model`` the seconds
+    ``per_step + s * (per_token T + attention T**2 + working_set s T**2)`` (no ``per_sample``)."""
+    total = Fraction(0)
+    for lo, hi in itertools.pairwise(edges):
+        inside = [(v, c) for v, c in zip(lengths, counts, strict=True) if lo < v <= hi]
+        if not inside:
+            continue
+        b = batch_size_of(rule, hi, edge_multiple)
+        n = sum(c for _, c in inside)
+        cs = [c for _, c in inside]
+        padded = [-(-v // pad) * pad for v, _ in inside]
+
+        def g(size, padded=padded):
+            if model is None:
+                return [Fraction(t) for t in padded]
+            f = Fraction
+            return [
+                f(model.per_token) * t + f(model.attention) * t * t + size * f(model.working_set) * t * t
+                for t in padded
+            ]
+
+        full, r = divmod(n, b)
+        if full:
+            total += full * b * e_max(g(b), cs, b)
+        if r:
+            total += r * e_max(g(r), cs, r)
+        if model is not None:
+            total += Fraction(model.per_step) * -(-n // b)
+    return total
+
+
+def brute_force_padded(samples: list[int], edges: list[int], rule: dict, pad: int = 1) -> Fraction:
+    """Expected padded tokens by enumerating every order of each bucket's samples (the
+    sampler's within-bucket shuffle) and cutting it into batches, the last one short."""
+    total = Fraction(0)
+    for lo, hi in itertools.pairwise(edges):
+        inside = [v for v in samples if lo < v <= hi]
+        if not inside:
+            continue
+        b = batch_size_of(rule, hi)
+        orders = list(itertools.permutations(inside))
+        acc = 0
+        for order in orders:
+            for s in range(0, len(order), b):
+                batch = order[s : s + b]
+                acc += len(batch) * (-(-max(batch) // pad) * pad)
+        total += Fraction(acc, len(orders))
+    return total
+
+
+def all_edge_sets(lengths, k, allowed=None):
+    cands = sorted(set(allowed if allowed is not None else lengths[:-1]))
+    cands = [e for e in cands if lengths[0] <= e < lengths[-1]]
+    for cut in itertools.combinations(cands, k - 1):
+        yield [0, *cut, lengths[-1]]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_exact_objective_is_the_sampler_by_brute_force(seed):
+    """The rational objective and ``analysis.waste`` agree with every order of every bucket's
+    samples cut into batches (short last batches included), both rules, with padding."""
+    rng = np.random.default_rng(seed)
+    samples = sorted(rng.integers(1, 12, int(rng.integers(1, 8))).tolist())
+    rule = {"batch_size": int(rng.integers(1, 5))} if seed % 2 else {"max_tokens": int(rng.integers(12, 40))}
+    pad = [1, 3][seed % 3 == 0]
+    hist = LengthHistogram.from_lengths(samples)
+    lengths, counts = hist.lengths.tolist(), hist.counts.tolist()
+    for k in range(1, min(3, len(lengths)) + 1):
+        for edges in all_edge_sets(lengths, k):
+            want = brute_force_padded(samples, edges, rule, pad)
+            assert exact_cost(lengths, counts, edges, rule, pad=pad) == want
+            est = expected_padding(hist, edges, pad_to_multiple_of=pad, **rule)
+            assert float(est.padded_tokens) == pytest.approx(float(want), rel=1e-12)
+
+
+def test_the_issue_case():
+    """Lengths 1, 1, 2, 3, batch size 2, two buckets: [0, 2, 3] (91.3 %), not [0, 1, 3]."""
+    hist = LengthHistogram.from_lengths([1, 1, 2, 3])
+    plan = optimize_edges(hist, 2, batch_size=2)
+    assert plan.edges == [0, 2, 3]
+    assert plan.efficiency == pytest.approx(7 / (7 + 2 / 3), rel=1e-14)
+    assert evaluate_edges(hist, [0, 1, 3], batch_size=2).efficiency == 0.875
+    assert plan.objective == pytest.approx(plan.padded_tokens, rel=1e-14)
+
+
+def random_case(rng, max_distinct=8, max_len=40, max_count=12):
+    m = int(rng.integers(1, max_distinct + 1))
+    lengths = sorted(rng.choice(np.arange(1, max_len), m, replace=False).tolist())
+    counts = rng.integers(1, max_count + 1, m).tolist()
+    return lengths, counts
+
+
+def assert_exhaustive(lengths, counts, rule, *, pad=1, model=None, edge_multiple=1, k_max=4):
+    """The DP's plan for every K attains the exhaustive minimum of the exact objective and its
+    ``objective`` is that minimum; a sweep gives the same."""
+    hist = LengthHistogram.from_counts(lengths, counts)
+    allowed = None
+    if edge_multiple > 1:
+        allowed = sorted({-(-v // edge_multiple) * edge_multiple for v in lengths})
+    ks = list(range(1, min(k_max, len(lengths)) + 1))
+    sweep = sweep_bucket_counts(
+        hist, ks, ["optimal"], pad_to_multiple_of=pad, edge_multiple=edge_multiple, step_time=model, **rule
+    )
+    for k in ks:
+        sets = list(all_edge_sets(lengths, k, allowed))
+        if edge_multiple > 1:
+            sets = [e[:-1] + [-(-lengths[-1] // edge_multiple) * edge_multiple] for e in sets]
+            sets = [e for e in sets if all(a < b for a, b in itertools.pairwise(e))]
+        if not sets:
+            continue
+        best = min(
+            exact_cost(lengths, counts, e, rule, pad=pad, model=model, edge_multiple=edge_multiple)
+            for e in sets
+        )
+        plan = optimize_edges(
+            hist, k, pad_to_multiple_of=pad, edge_multiple=edge_multiple, step_time=model, **rule
+        )
+        got = exact_cost(lengths, counts, plan.edges, rule, pad=pad, model=model, edge_multiple=edge_multiple)
+        assert float(abs(got - best)) <= 1e-12 * float(best), (k, plan.edges)
+        assert plan.objective == pytest.approx(float(best), rel=1e-12)
+        row = sweep[sweep["n_buckets"] == k].iloc[0]
+        assert row["edges"] == plan.edges
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_the_optimum_is_the_exhaustive_minimum_of_the_exact_padding(seed):
+    rng = np.random.default_rng(1000 + seed)
+    lengths, counts = random_case(rng)
+    if seed % 2:
+        rule = {"batch_size": int(rng.choice([1, 2, 3, 4, 5, 7, 9]))}
+    else:
+        rule = {"max_tokens": int(rng.integers(10, 160))}
+    pad = [1, 4, 1][seed % 3]
+    assert_exhaustive(lengths, counts, rule, pad=pad)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_edge_multiple(seed):
+    rng = np.random.default_rng(2000 + seed)
+    lengths, counts = random_case(rng, max_len=60)
+    rule = {"batch_size": int(rng.integers(2, 6))} if seed % 2 else {"max_tokens": int(rng.integers(60, 200))}
+    assert_exhaustive(lengths, counts, rule, edge_multiple=int(rng.choice([4, 8])))
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_the_time_objective_prices_short_batches_at_their_size(seed):
+    """With a step-time model (per-step seconds and a working-set term) the short batch's
+    seconds are at its real size r: exhaustive over every edge set, both rules; and the
+    plan's objective is ``expected_epoch_time`` less its ``per_sample`` term."""
+    rng = np.random.default_rng(3000 + seed)
+    lengths, counts = random_case(rng)
+    model = StepTimeModel(per_step=0.5, per_sample=0.25, per_token=1e-2, attention=1e-3, working_set=2e-3)
+    rule = {"batch_size": int(rng.integers(2, 7))} if seed % 2 else {"max_tokens": int(rng.integers(40, 160))}
+    assert_exhaustive(lengths, counts, rule, model=model, pad=[1, 2][seed % 4 == 0])
+    hist = LengthHistogram.from_counts(lengths, counts)
+    plan = optimize_edges(hist, min(2, len(lengths)), step_time=model, **rule)
+    secs = expected_epoch_time(hist, model, edges=plan.edges, **rule)
+    assert plan.objective == pytest.approx(secs - model.per_sample * hist.n_samples, rel=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_many_samples_per_bucket(seed):
+    """Buckets of hundreds of samples (large residues, long sums): still the exhaustive optimum."""
+    rng = np.random.default_rng(4000 + seed)
+    lengths, counts = random_case(rng, max_distinct=7, max_len=300, max_count=200)
+    rule = (
+        {"batch_size": int(rng.choice([3, 8, 70]))}
+        if seed % 2
+        else {"max_tokens": int(rng.integers(300, 30000))}
+    )
+    assert_exhaustive(lengths, counts, rule)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize(
+    "rule", [BatchRule(batch_size=8), BatchRule(batch_size=100), BatchRule(max_tokens=4000)]
+)
+def test_the_pruned_dp_is_the_dense_exact_dp_bit_for_bit(seed, rule, monkeypatch):
+    """The pruned DP costs exactly only the buckets its bounds keep; its optimum for every K
+    up to 8 is the dense DP's over every exact bucket cost: the same float, the same ends."""
+    rng = np.random.default_rng(5000 + seed)
+    n = int(rng.integers(50, 400))
+    lengths = np.sort(rng.choice(np.arange(1, 3000), n, replace=False))
+    counts = np.where(rng.random(n) < 0.3, 1, rng.integers(1, 60, n))
+    hist = LengthHistogram.from_counts(lengths, counts)
+    monkeypatch.setattr(budget, "_BOUND_STRIDE", [1, 8, 32][seed % 3])
+    prob = problem._problem(hist, rule, 1)
+    dense_best, dense_arg = kernel._solve(prob, 8, prob.ends, dense=True)
+    best, arg = kernel._solve(prob, 8, prob.ends)
+    for k in range(1, 9):
+        assert best[k, prob.m] == dense_best[k, prob.m]
+        assert kernel._backtrack(arg, k, prob.m) == kernel._backtrack(dense_arg, k, prob.m)
+
+
+def test_a_bucket_count_whose_tables_would_not_fit_is_refused_before_allocating():
+    """86,000 distinct lengths and 10,000 buckets would need ~26 GiB of DP tables: one line
+    naming the need and the limit, at once (nothing allocated), from both entry points."""
+    hist = LengthHistogram.from_counts(np.arange(1, 86_001), np.ones(86_000, np.int64))
+    msg = r"n_buckets = 10,000 on 86,000 distinct lengths needs 25\.6 GiB .* 2 GiB limit: at most 779 buckets"
+    with pytest.raises(ValueError, match=msg):
+        optimize_edges(hist, 10_000, batch_size=8)
+    with pytest.raises(ValueError, match=msg):
+        sweep_bucket_counts(hist, [1, 10_000], ["optimal"], batch_size=8)
+    assert optimize_edges(hist, 10_000, batch_size=8, method="equal_count").n_buckets <= 10_000
