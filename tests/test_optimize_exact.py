@@ -151,8 +151,10 @@ def assert_exhaustive(lengths, counts, rule, *, pad=1, model=None, edge_multiple
     if edge_multiple > 1:
         allowed = sorted({-(-v // edge_multiple) * edge_multiple for v in lengths})
     ks = list(range(1, min(k_max, len(lengths)) + 1))
+    # the padding objective (a token budget's default counts steps: tests/test_budget.py)
+    kw = {"step_time": model} if model is not None else {"objective": "padding"}
     sweep = sweep_bucket_counts(
-        hist, ks, ["optimal"], pad_to_multiple_of=pad, edge_multiple=edge_multiple, step_time=model, **rule
+        hist, ks, ["optimal"], pad_to_multiple_of=pad, edge_multiple=edge_multiple, **kw, **rule
     )
     for k in ks:
         sets = list(all_edge_sets(lengths, k, allowed))
@@ -165,9 +167,7 @@ def assert_exhaustive(lengths, counts, rule, *, pad=1, model=None, edge_multiple
             exact_cost(lengths, counts, e, rule, pad=pad, model=model, edge_multiple=edge_multiple)
             for e in sets
         )
-        plan = optimize_edges(
-            hist, k, pad_to_multiple_of=pad, edge_multiple=edge_multiple, step_time=model, **rule
-        )
+        plan = optimize_edges(hist, k, pad_to_multiple_of=pad, edge_multiple=edge_multiple, **kw, **rule)
         got = exact_cost(lengths, counts, plan.edges, rule, pad=pad, model=model, edge_multiple=edge_multiple)
         assert float(abs(got - best)) <= 1e-12 * float(best), (k, plan.edges)
         assert plan.objective == pytest.approx(float(best), rel=1e-12)

@@ -1,11 +1,12 @@
 """Padding against mixing: the Lagrangian DP, its hull and the floors.
 
 A bucket's mixing share (:func:`analysis.mixing.bucket_mixing`: ``w SS / ((n - 1) N S**2)``)
-is additive over buckets like its padding, so the exact DP of :mod:`analysis.optimize._layers`
-minimises ``objective - lam * mixing`` as it minimises the objective: the same rows of bucket
-costs (:func:`~analysis.optimize._costs._row_costs`), each cell less ``lam`` times the
-bucket's share from prefix sums of ``count``, ``count * d`` and ``count * d**2`` (``d`` the
-length less the mean length, so the sums stay small where a bucket sits far from the mean).
+is additive over buckets like its padding, so the exact DP minimises ``objective - lam *
+mixing`` as it minimises the objective: the exact rows of bucket costs
+(:func:`~analysis.optimize._exact._exact_row`, each bucket's last short batch as it is), each
+cell less ``lam`` times the bucket's share from prefix sums of ``count``, ``count * d`` and
+``count * d**2`` (``d`` the length less the mean length, so the sums stay small where a
+bucket sits far from the mean).
 One pass per ``lam`` gives every ``K`` at once.
 
 For ``lam > 0`` a minimiser is Pareto-optimal among all ``K``-bucket plans (no plan has less
@@ -27,16 +28,15 @@ import numpy as np
 from analysis.batching import BatchRule
 from analysis.lengths import LengthHistogram
 from analysis.mixing import length_variance
-from analysis.optimize._costs import _GROUP, _Arrays, _arrays, _comb_heads, _comb_tile, _row_costs
-from analysis.optimize._layers import _ROWS, _TILE, _group, _layers, _push_heads, _push_rows, _push_tile
+from analysis.optimize._costs import _Arrays
+from analysis.optimize._exact import _exact_arrays, _exact_row, _Short
+from analysis.optimize._layers import _ROWS, _group, _layers, _push_rows
 from analysis.optimize._problem import StepTimeLike, _Problem, _problem, _resolve_objective
-from analysis.optimize._ratios import _comb_computed, _ratio_tables
 from analysis.optimize._search import _check_k, _ends_to_edges, _grid
 from analysis.optimize.plan import BucketPlan, FloorChoice, _plan
 
 # Above this many allowed ends the frontier's DP runs on a candidate grid of _GRID ends.
-_EXACT_UP_TO = 20_000
-_ROWS_EXACT_UP_TO = 2_048
+_EXACT_UP_TO = 2_048
 _GRID = 1024
 # Relative tolerance of "strictly below the hull line" (float arithmetic of the DP).
 _TOL = 1e-12
@@ -45,78 +45,9 @@ _MAX_PASSES = 60
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _less_mixing(
-    row: np.ndarray, i: int, j0: int, j1: int, data: _Arrays, lam: float, p1: np.ndarray, p2: np.ndarray
-) -> None:  # pragma: no cover - compiled
-    """``row[j] -= lam * w SS / (n - 1)`` of bucket ``(i, j]`` for ``j0 <= j < j1`` and one
-    batch size ``data.size[0]`` (branch-free: the loop is vectorised; ``n % B`` in floats,
-    exact for ``n < 2**53``)."""
-    b = float(data.size[0])
-    if b < 2.0:
-        return
-    cum = data.cum
-    ci, p1i, p2i = cum[i], p1[i], p2[i]
-    for j in range(j0, j1):
-        n = float(cum[j] - ci)
-        s1 = p1[j] - p1i
-        ss = max((p2[j] - p2i) - s1 * s1 / n, 0.0)
-        w = n - (1.0 if n - b * math.floor(n / b) == 1.0 else 0.0)
-        row[j] -= lam * (w * ss / max(n - 1.0, 1.0))
-
-
-@numba.njit(cache=True, nogil=True, error_model="numpy")
-def _solve_lambda_table(
-    data: _Arrays,
-    rows: np.ndarray,
-    is_end: np.ndarray,
-    n_buckets: int,
-    lam: float,
-    p1: np.ndarray,
-    p2: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
-    """:func:`_solve_lambda` for one tabulated ``B`` and the padding objective: the padding
-    DP's tiles (``_solve_table`` of :mod:`analysis.optimize._dense`, serial), each tile's
-    costs less the mixing term before they are pushed."""
-    m = data.cum.size - 1
-    best, arg = _layers(n_buckets, m)
-    costs = np.empty((_ROWS, m + 1))
-    t = np.zeros(_ROWS)
-    ratio = np.empty((_GROUP, _TILE))
-    table = np.empty(_TILE + 1)
-    starts = np.empty(_ROWS, np.int64)
-    for g0 in range(0, rows.size, _ROWS):
-        g, n_sub = _group(rows, g0, starts)
-        last = starts[g - 1]
-        _comb_heads(starts[:n_sub], data, is_end, costs, t)
-        if lam != 0.0:
-            for a in range(n_sub):
-                _less_mixing(costs[a], starts[a], starts[a] + 1, last + 2, data, lam, p1, p2)
-        _push_heads(best, arg, starts, g, costs)
-        for j0 in range(last + 1, m + 1, _TILE):
-            j1 = min(j0 + _TILE, m + 1)
-            lo = max(j0, last + 2)
-            for sub in range(0, n_sub, _GROUP):
-                _comb_tile(
-                    starts[sub : sub + _GROUP],
-                    lo,
-                    j1,
-                    data,
-                    is_end,
-                    costs[sub : sub + _GROUP],
-                    t[sub : sub + _GROUP],
-                    ratio,
-                    table,
-                )
-            if lam != 0.0:
-                for a in range(n_sub):
-                    _less_mixing(costs[a], starts[a], lo, j1, data, lam, p1, p2)
-            _push_tile(best, arg, starts, n_sub, costs, j0, j1)
-    return best, arg
-
-
-@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _solve_lambda(
     data: _Arrays,
+    short: _Short,
     rows: np.ndarray,
     is_end: np.ndarray,
     n_buckets: int,
@@ -125,19 +56,22 @@ def _solve_lambda(
     p2: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
     """``D[k, j]`` of ``objective - lam * mixing`` (``lam`` already divided by ``N S**2``)
-    and the backtracking starts: each start's row of bucket costs less the mixing term,
-    pushed into every layer as the padding DP pushes them."""
+    and the backtracking starts: each start's row of exact bucket costs
+    (:func:`~analysis.optimize._exact._exact_row`: the last short batch as it is) less the
+    mixing term, pushed into every layer as the padding DP pushes them."""
     cum, size = data.cum, data.size
     m = cum.size - 1
     best, arg = _layers(n_buckets, m)
     costs = np.empty((_ROWS, m + 1))
+    tb = np.zeros(m + 1)
+    t2b = np.zeros(m + 1)
     starts = np.empty(_ROWS, np.int64)
     for g0 in range(0, rows.size, _ROWS):
         g, n_sub = _group(rows, g0, starts)
         for a in range(g):
             i = starts[a]
             row = costs[a]
-            _row_costs(i, data, is_end, row)
+            _exact_row(i, data, short, is_end, row, tb, t2b)
             if lam != 0.0:
                 for j in range(i + 1, m + 1):
                     n = cum[j] - cum[i]
@@ -164,17 +98,15 @@ class _Lagrangian:
     p2: np.ndarray
     scale: float  # N S**2: a plan's mixing is its sum of w SS / (n - 1) over this
     exact: bool  # every allowed end searched (not a candidate grid)
-    table: bool  # one tabulated B and the padding objective: the tiled kernel
+    short: _Short  # the exact rows' short-batch arrays
 
 
 def _lagrangian(hist: LengthHistogram, prob: _Problem) -> _Lagrangian:
-    """The arrays of ``prob`` for the λ-DP: on a candidate grid above ``_EXACT_UP_TO`` ends
-    (``_ROWS_EXACT_UP_TO`` for the row-by-row kernel: a token budget's or the time
-    objective's rows restart their sums where ``B`` changes)."""
-    computed = prob.per_batch == 0.0 and _comb_computed(prob)
-    comb, hi, lo = (np.zeros(0),) * 3 if computed else _ratio_tables(prob)
-    table = bool(computed or (comb.size and prob.per_batch == 0.0))
-    exact = prob.ends.size <= (_EXACT_UP_TO if table else _ROWS_EXACT_UP_TO)
+    """The arrays of ``prob`` for the λ-DP (exact rows, :mod:`analysis.optimize._exact`): on a
+    candidate grid of ``_GRID`` ends above ``_EXACT_UP_TO`` ends (every row is costed whole,
+    so the pass is quadratic in the ends)."""
+    data, short = _exact_arrays(prob)
+    exact = prob.ends.size <= _EXACT_UP_TO
     ends = prob.ends if exact else _grid(prob, _GRID)
     counts = np.diff(prob.cum).astype(float)
     d = prob.lengths.astype(float) - hist.mean
@@ -183,7 +115,7 @@ def _lagrangian(hist: LengthHistogram, prob: _Problem) -> _Lagrangian:
     np.cumsum(counts * d, out=p1[1:])
     np.cumsum(counts * d * d, out=p2[1:])
     scale = hist.n_samples * length_variance(hist)
-    return _Lagrangian(prob, _arrays(prob, (comb, hi, lo)), ends, p1, p2, scale, exact, table)
+    return _Lagrangian(prob, data, ends, p1, p2, scale, exact, short)
 
 
 def _pass(lag: _Lagrangian, k_max: int, lam: float) -> dict[int, list[int]]:
@@ -200,8 +132,7 @@ def _pass(lag: _Lagrangian, k_max: int, lam: float) -> dict[int, list[int]]:
     is_row[lag.ends[:-1]] = True
     rows = np.flatnonzero(is_row) if k_max > 1 else np.zeros(1, np.int64)
     per = lam / lag.scale if lag.scale > 0 else 0.0
-    solve = _solve_lambda_table if lag.table else _solve_lambda
-    best, arg = solve(lag.data, rows, is_end, k_max, per, lag.p1, lag.p2)
+    best, arg = _solve_lambda(lag.data, lag.short, rows, is_end, k_max, per, lag.p1, lag.p2)
     out = {}
     for k in range(1, k_max + 1):
         if np.isfinite(best[k, m]):
