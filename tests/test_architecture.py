@@ -47,7 +47,7 @@ FLOOR_PLAN: tuple[tuple[str, ...], ...] = (
     ("_validate", "_version", "tables", "throughput", "case", "paths"),  # import nothing of ours
     ("lengths",),  # the histogram
     ("batching", "counting"),  # the vocabulary; a running count of lengths
-    ("bucketed", "_order_stats", "synthetic"),  # pure cores on the vocabulary
+    ("bucketed", "_order_stats", "synthetic", "step_shapes"),  # pure cores; a step's features
     ("waste", "step_time", "sampler"),  # exact padding; the step-time model; the torch sampler
     ("strategies",),  # epoch builders, one table (exact ones priced by waste)
     ("epoch_metrics", "optimize", "loaders"),  # measuring epochs; edge placement; length files
