@@ -6,7 +6,7 @@ Metrics of one epoch (columns of ``SimulationResult.epochs``):
 
 - ``efficiency``: useful tokens / padded tokens; ``useful_tokens``, ``padded_tokens``,
   ``waste_tokens`` (exact ints).  A batch's padded tokens are ``size * longest`` with the
-  longest rounded up to ``pad_to_multiple_of``; a ``packing`` bin costs ``max_tokens``.
+  longest rounded up to ``pad_to_multiple_of``; a ``packing*`` row costs ``max_tokens``.
 - ``batches``; ``steps``: optimizer steps, ``ceil(batches / world_size)``.  Consecutive
   batches go to ranks ``0, 1, ..., world_size - 1`` round-robin; one step is one batch per rank.
 - ``tokens_per_step_mean`` / ``tokens_per_step_cv``: useful tokens per optimizer step (all
@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.batching import round_up
-from analysis.strategies import Epoch, EpochBuilder
+from analysis.strategies import PACKED_STRATEGIES, Epoch, EpochBuilder
 
 #: A progress wrapper a face may pass: takes an iterable (and a description), yields its items.
 Progress = Callable[..., Iterable[Any]]
@@ -334,7 +334,7 @@ def _measure_epoch(
     size = np.diff(epoch.offsets)
     exact_squares = _int64_squares(size, builder.hist.max)
     longest, useful, square_sums, mixed = _batch_sums(narrow, epoch.indices, epoch.offsets, exact_squares)
-    if builder.strategy == "packing":
+    if builder.strategy in PACKED_STRATEGIES:
         padded = np.full(size.size, builder.max_tokens, dtype=np.int64)
     else:
         padded = size * round_up(longest, multiple)

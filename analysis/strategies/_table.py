@@ -18,6 +18,7 @@ from analysis.strategies._fixed import (
     _prepare_random,
     _prepare_sorted,
 )
+from analysis.strategies._packers import _prepare_bfd, _prepare_first_fit, _prepare_next_fit
 from analysis.strategies._token import _prepare_packing, _prepare_token_budget
 from analysis.waste import EXACT_STRATEGIES
 
@@ -55,12 +56,17 @@ _TABLE = {
         Strategy("length_grouped", _prepare_length_grouped),
         Strategy("token_budget", _prepare_token_budget, token=True),
         Strategy("packing", _prepare_packing, token=True),
+        Strategy("packing_bfd", _prepare_bfd, token=True),
+        Strategy("packing_first_fit", _prepare_first_fit, token=True),
+        Strategy("packing_next_fit", _prepare_next_fit, token=True),
     )
 }
 #: Every strategy name, in the order tables and figures show them.
 STRATEGIES = tuple(_TABLE)
 #: The strategies that fill batches up to a token budget instead of a sample count.
 TOKEN_STRATEGIES = tuple(name for name, s in _TABLE.items() if s.token)
+#: The strategies that pack several samples into one row of the token budget (a step is a row).
+PACKED_STRATEGIES = tuple(name for name in _TABLE if name.startswith("packing"))
 
 
 def strategy_rule(strategy: str, rule: BatchRule, longest: int) -> BatchRule:
@@ -151,7 +157,7 @@ def epoch_builder(
     Traceback (most recent call last):
     ...
     ValueError: unknown strategy 'shuffled'; choose one of sorted, random, bucketed, length_grouped,
-    token_budget, packing
+    token_budget, packing, packing_bfd, packing_first_fit, packing_next_fit
     """
     known_name(strategy, STRATEGIES, "strategy")
     rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens)
