@@ -69,7 +69,9 @@ class SimulationResult:
     strategy : str
     batches : pandas.DataFrame
         One row per batch, in consumption order: ``epoch, step, rank, bucket, size,
-        longest, useful, padded`` (all ``int64``; ``bucket`` is -1 unless ``bucketed``).
+        longest, useful, padded`` (all ``int64``; ``bucket`` is -1 unless ``bucketed``) and
+        ``square_sum`` (the sum of the squared lengths: the attention of a packed row; ``int64``,
+        float64 for batches whose sums could overflow it).
     epochs : pandas.DataFrame
         One row per epoch (index ``epoch``, from 1): the metrics described in
         :mod:`analysis.simulation` (``straggler_factor`` only when ``world_size > 1``).
@@ -351,6 +353,11 @@ def _measure_epoch(
             "longest": longest,
             "useful": useful,
             "padded": padded,
+            "square_sum": (
+                square_sums
+                if square_sums is not None
+                else np.add.reduceat(narrow[epoch.indices].astype(float) ** 2, starts)
+            ),
         }
     )
 

@@ -76,6 +76,8 @@ from analysis.strategies._packers import (
     pack_next_fit,
 )
 from analysis.strategies._table import (
+    ALL_STRATEGIES,
+    FIELD_PACKERS,
     PACKED_STRATEGIES,
     STRATEGIES,
     TOKEN_STRATEGIES,
@@ -90,7 +92,9 @@ from analysis.strategies._token import PADDING_NOISE, ffd_plan
 from analysis.waste import EXACT_STRATEGIES
 
 __all__ = [
+    "ALL_STRATEGIES",
     "EXACT_STRATEGIES",
+    "FIELD_PACKERS",
     "MULTIPACK_GROUP",
     "PACKED_STRATEGIES",
     "PADDING_NOISE",

@@ -37,7 +37,6 @@ TRL_MAP_BATCH = 1000
 MULTIPACK_GROUP = 100_000
 
 
-
 @numba.njit(cache=True, nogil=True)
 def _bfd_rows(
     lengths: np.ndarray, capacity: int, chunk: int

@@ -61,8 +61,13 @@ _TABLE = {
         Strategy("packing_next_fit", _prepare_next_fit, token=True),
     )
 }
-#: Every strategy name, in the order tables and figures show them.
-STRATEGIES = tuple(_TABLE)
+#: Every strategy name, in table order.
+ALL_STRATEGIES = tuple(_TABLE)
+#: The strategies tables and figures show when none are named, in that order (the field's
+#: packers below are priced beside them by name: ``predict_strategy_throughput``).
+STRATEGIES = ALL_STRATEGIES[:6]
+#: The field's packers, strategies of their own (:mod:`analysis.strategies._packers`).
+FIELD_PACKERS = ALL_STRATEGIES[6:]
 #: The strategies that fill batches up to a token budget instead of a sample count.
 TOKEN_STRATEGIES = tuple(name for name, s in _TABLE.items() if s.token)
 #: The strategies that pack several samples into one row of the token budget (a step is a row).
@@ -129,7 +134,7 @@ def epoch_builder(
         Per-sample lengths (positive integers), 1-D; a histogram is expanded (sample ``i``
         is the ``i``-th shortest).
     strategy : str
-        One of :data:`STRATEGIES`.
+        One of :data:`ALL_STRATEGIES`.
     rule : BatchRule, optional
         The batch rule (or ``batch_size=`` / ``max_tokens=``); see the module docstring for
         how each strategy uses it.
@@ -159,7 +164,7 @@ def epoch_builder(
     ValueError: unknown strategy 'shuffled'; choose one of sorted, random, bucketed, length_grouped,
     token_budget, packing, packing_bfd, packing_first_fit, packing_next_fit
     """
-    known_name(strategy, STRATEGIES, "strategy")
+    known_name(strategy, ALL_STRATEGIES, "strategy")
     rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens)
     arr = as_length_array(
         lengths.expand() if isinstance(lengths, LengthHistogram) else lengths,
