@@ -30,6 +30,7 @@ from analysis._order_stats import expected_batch_sum
 from analysis.epoch_time import expected_epoch_time, simulated_epoch_times, sweep_throughput
 from analysis.loaders import load_step_times
 from analysis.step_time import STEP_TIME_TERMS, check_step_times
+from analysis.strategies import ALL_STRATEGIES, PACKED_STRATEGIES
 
 # the modules (``analysis.optimize._problem`` is also the name of a function there)
 kernel = importlib.import_module("analysis.optimize._kernel")
@@ -295,8 +296,15 @@ def test_predict_strategy_throughput_rows():
     model = StepTimeModel(per_step=0.05, per_token=1e-5, attention=1e-8)
     edges = [0, 120, 250, 399]
     table = predict_strategy_throughput(lengths, model, edges=edges, batch_size=8, rng=rng, epochs=4)
-    assert table.index.tolist() == ["sorted", "random", "bucketed", "length_grouped", "token_budget"]
-    assert table["exact"].tolist() == [True, True, True, False, False]
+    assert table.index.tolist() == list(ALL_STRATEGIES)
+    assert table["exact"].tolist() == [True, True, True] + [False] * 6
+    # B = 8 rows of 8 samples; the last batch of 240 = 30 * 8 is full
+    assert table.loc["sorted", ["rows_per_step", "samples_per_step", "samples_per_step_cv"]].tolist() == [
+        8,
+        8,
+        0,
+    ]
+    assert (table.loc[list(PACKED_STRATEGIES), "rows_per_step"] == 1).all()
     total = int(lengths.sum())
     assert table.loc["bucketed", "tokens_per_s"] == pytest.approx(
         total / expected_epoch_time(lengths, model, edges=edges, batch_size=8), rel=1e-12
@@ -326,6 +334,24 @@ def test_predict_strategy_throughput_rows():
     )
     assert not two["exact"].any()  # a step waits for its slowest rank: simulated
     assert two.loc["random", "tokens_per_s"] > table.loc["random", "tokens_per_s"]
+
+
+@pytest.mark.parametrize("strategy", PACKED_STRATEGIES)
+def test_packed_epochs_are_priced_segment_by_segment(strategy):
+    """With one rank a packed epoch costs per_step * rows + (per_sample + per_segment) * n +
+    (per_token * C + working_set * C**2) * rows + attention * sum(l**2), whatever the packing."""
+    lengths = np.random.default_rng(8).integers(10, 400, size=500)
+    model = StepTimeModel(
+        per_step=0.05, per_sample=1e-3, per_token=1e-5, attention=1e-8, working_set=1e-11, per_segment=2e-3
+    )
+    out = simulated_epoch_times(
+        lengths, model, strategy, rng=np.random.default_rng(1), epochs=2, max_tokens=2048
+    )
+    rows = out["steps"].to_numpy(dtype=float)
+    attention = float((lengths.astype(float) ** 2).sum())
+    want = 0.05 * rows + 3e-3 * 500 + (1e-5 * 2048 + 1e-11 * 2048**2) * rows + 1e-8 * attention
+    np.testing.assert_allclose(out["seconds"].to_numpy(), want, rtol=1e-12)
+    np.testing.assert_allclose(out["samples_per_step"].to_numpy(), 500 / rows, rtol=1e-12)
 
 
 # ------------------------------------------------------------------ optimiser for time
