@@ -70,8 +70,7 @@ class SimulationResult:
     batches : pandas.DataFrame
         One row per batch, in consumption order: ``epoch, step, rank, bucket, size,
         longest, useful, padded`` (all ``int64``; ``bucket`` is -1 unless ``bucketed``) and
-        ``square_sum`` (the sum of the squared lengths: the attention of a packed row; ``int64``,
-        float64 for batches whose sums could overflow it).
+        ``square_sum`` (sum of squared lengths, a packed row's attention; float64 if huge).
     epochs : pandas.DataFrame
         One row per epoch (index ``epoch``, from 1): the metrics described in
         :mod:`analysis.simulation` (``straggler_factor`` only when ``world_size > 1``).

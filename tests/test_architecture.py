@@ -53,8 +53,8 @@ FLOOR_PLAN: tuple[tuple[str, ...], ...] = (
     ("epoch_metrics", "optimize", "loaders"),  # measuring epochs; edge placement; length files
     ("simulation", "measure"),  # simulated epochs; raw data -> lengths
     ("epoch_time", "plots"),  # every step-time prediction; figures
-    ("recommendation", "progress", "exports"),
-    ("explorer", "narrative"),
+    ("recommendation", "progress", "exports", "pack_or_pad"),
+    ("explorer", "narrative", "narrative_packing"),
     ("report",),
     ("cli",),
     ("__main__",),

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from analysis import simulate
+from analysis import LengthHistogram, simulate
 from analysis.strategies import (
     MULTIPACK_GROUP,
     PACKED_STRATEGIES,
@@ -125,3 +125,36 @@ def test_packed_epochs_hold_every_sample_once_within_the_budget(strategy):
 def test_packers_refuse_a_sample_longer_than_the_budget(strategy):
     with pytest.raises(ValueError, match=f"{strategy}: 1 sample\\(s\\) longer than max_tokens = 10"):
         build_epoch([3, 11, 4], strategy, rng=np.random.default_rng(0), max_tokens=10)
+
+
+def test_pack_or_pad_sweep_prices_packing_exactly_and_finds_the_flip():
+    from analysis import StepTimeModel
+    from analysis.epoch_time import simulated_epoch_times
+    from analysis.narrative_packing import describe_pack_or_pad
+    from analysis.pack_or_pad import pack_or_pad, packed_epoch_seconds
+
+    lengths = np.random.default_rng(11).integers(10, 500, size=600)
+    # a large per-step cost makes big packed rows pay; attention makes small padded batches pay
+    model = StepTimeModel(per_step=0.05, per_token=1e-5, attention=1e-7, per_segment=1e-4)
+    seconds, rows = packed_epoch_seconds(LengthHistogram.from_lengths(lengths), model, 2000)
+    sim = simulated_epoch_times(
+        lengths, model, "packing", rng=np.random.default_rng(0), epochs=1, max_tokens=2000
+    )
+    assert sim["steps"].iloc[0] == rows
+    assert sim["seconds"].iloc[0] == pytest.approx(seconds, rel=1e-12)
+    res = pack_or_pad(
+        lengths, model, batch_size=8, edges=[0, 100, 250, 499], rng=np.random.default_rng(1), epochs=1
+    )
+    assert set(res.table.index) == set(res.table.index[res.table["packed"]]) | set(
+        res.table.index[~res.table["packed"]]
+    )
+    wins = res.sweep["packing_wins"].to_numpy()
+    flip = res.flip
+    if flip is None:
+        assert wins.all() or not wins.any()
+    else:
+        here = int(np.flatnonzero(res.sweep["token_budget"] == res.rule_budget)[0])
+        assert bool(flip["packing_wins"]) != bool(wins[here])
+    text = describe_pack_or_pad(res)
+    assert text.startswith("Here packing wins" if res.packing_wins else "Here padding wins")
+    assert f"{res.speedup:.2f}x" in text

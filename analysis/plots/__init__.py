@@ -5,11 +5,12 @@ shows it exactly once, and :func:`save_figure` writes the same object for a desi
 No computation lives here: every number comes from the engine.
 """
 
-from analysis.plots import _common, buckets, distribution, edges, strategies, throughput
+from analysis.plots import _common, buckets, distribution, edges, packing, strategies, throughput
 from analysis.plots._common import *  # noqa: F403
 from analysis.plots.buckets import *  # noqa: F403
 from analysis.plots.distribution import *  # noqa: F403
 from analysis.plots.edges import *  # noqa: F403
+from analysis.plots.packing import *  # noqa: F403
 from analysis.plots.strategies import *  # noqa: F403
 from analysis.plots.throughput import *  # noqa: F403
 
@@ -20,4 +21,5 @@ __all__ = [
     *buckets.__all__,
     *edges.__all__,
     *throughput.__all__,
+    *packing.__all__,
 ]
