@@ -167,8 +167,13 @@ def pack_or_pad(
     batch_size: int | None = None,
     max_tokens: int | None = None,
     pad_to_multiple_of: int | None = None,
+    table: pd.DataFrame | None = None,
 ) -> PackOrPad:
     """Price padded and packed strategies on ``model`` and sweep the rule's size.
+
+    ``table``: a :func:`~analysis.predict_strategy_throughput` frame already computed for
+    these lengths, model, rule and edges (``TimeRecommendation.strategies``), used instead of
+    pricing the strategies again (``strategies``, ``epochs`` and ``rng`` then unused).
 
     Examples
     --------
@@ -182,19 +187,21 @@ def pack_or_pad(
     check_rng(rng)
     hist = lengths if isinstance(lengths, LengthHistogram) else LengthHistogram.from_lengths(lengths)
     rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens, pad_to_multiple_of=pad_to_multiple_of)
-    names = list(strategies)
+    names = list(strategies) if table is None else [str(n) for n in table.index]
     if not any(n in PACKED_STRATEGIES for n in names) or all(n in PACKED_STRATEGIES for n in names):
         raise ValueError("pack_or_pad needs at least one padded and one packed strategy")
-    table = predict_strategy_throughput(
-        lengths,
-        model,
-        rule,
-        edges=edges,
-        rng=rng,
-        strategies=names,
-        epochs=epochs,
-        reference=next(n for n in names if n not in PACKED_STRATEGIES),
-    )
+    if table is None:
+        table = predict_strategy_throughput(
+            lengths,
+            model,
+            rule,
+            edges=edges,
+            rng=rng,
+            strategies=names,
+            epochs=epochs,
+            reference=next(n for n in names if n not in PACKED_STRATEGIES),
+        )
+    table = table.copy()
     table.insert(1, "packed", [name in PACKED_STRATEGIES for name in table.index])
     sweep = _sweep(hist, model, rule, [int(e) for e in edges])
     sweep.attrs["rule_budget"] = rule.token_budget(hist.max)
