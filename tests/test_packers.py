@@ -158,3 +158,20 @@ def test_pack_or_pad_sweep_prices_packing_exactly_and_finds_the_flip():
     text = describe_pack_or_pad(res)
     assert text.startswith("Here packing wins" if res.packing_wins else "Here padding wins")
     assert f"{res.speedup:.2f}x" in text
+
+
+def test_pack_or_pad_figure_hatches_the_packers():
+    from analysis import StepTimeModel
+    from analysis.pack_or_pad import pack_or_pad
+    from analysis.plots import plot_pack_or_pad
+
+    lengths = np.random.default_rng(12).integers(10, 500, size=300)
+    model = StepTimeModel(per_step=0.05, per_token=1e-5, attention=1e-7)
+    res = pack_or_pad(lengths, model, batch_size=8, edges=[0, 499], rng=np.random.default_rng(1), epochs=1)
+    fig = plot_pack_or_pad(res.table, res.sweep, res.rule_budget)
+    bars, sweep = fig.axes
+    assert len(bars.patches) == len(res.table)
+    assert sum(bool(p.get_hatch()) for p in bars.patches) == int(res.table["packed"].sum()) == 4
+    top = [t.get_text() for t in bars.get_yticklabels()][-1]  # fastest on top
+    assert res.table.loc[top, "tokens_per_s"] == res.table["tokens_per_s"].max()
+    assert len(sweep.lines) >= 2 and sweep.get_xscale() == "log"
