@@ -130,6 +130,17 @@ def flash_varlen() -> object | None:
     return flash_attn_varlen_func
 
 
+def block_diagonal_mask(segments: list[int], n: int, device: torch.device) -> torch.Tensor:
+    """The causal mask of a packed row of ``n`` tokens (1 x 1 x n x n): each sample attends to
+    itself only; the padding tail is a block of its own (its outputs feed no loss)."""
+    sample = torch.repeat_interleave(
+        torch.arange(len(segments) + 1, device=device),
+        torch.tensor([*segments, n - sum(segments)], device=device),
+    )
+    causal = torch.ones(n, n, dtype=torch.bool, device=device).tril()
+    return (causal & (sample[:, None] == sample[None, :]))[None, None]
+
+
 def packed_attention(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, segments: list[int], mask: torch.Tensor | None
 ) -> torch.Tensor:
@@ -145,7 +156,7 @@ def packed_attention(
         end = int(cu[-1])
         out = torch.zeros_like(q)
         packed = varlen(
-            *(t[0, :, :end].transpose(0, 1) for t in (q, k, v)),
+            *(t[0, :, :end].transpose(0, 1).contiguous() for t in (q, k, v)),
             cu,
             cu,
             max(segments),
@@ -194,13 +205,7 @@ class Decoder(nn.Module):
         x = self.tok(ids) + self.pos(position_ids)
         mask = None
         if ids.is_cuda and flash_varlen() is None:  # one SDPA call with a block-diagonal mask
-            sample = torch.repeat_interleave(
-                torch.arange(len(segments) + 1, device=ids.device),
-                torch.tensor([*segments, ids.shape[1] - sum(segments)], device=ids.device),
-            )
-            n = ids.shape[1]
-            causal = torch.ones(n, n, dtype=torch.bool, device=ids.device).tril()
-            mask = (causal & (sample[:, None] == sample[None, :]))[None, None]
+            mask = block_diagonal_mask(segments, ids.shape[1], ids.device)
         for block in self.blocks:
             x = block(x, mask, segments)
         return self.ln(x) @ self.tok.weight.T
@@ -258,7 +263,7 @@ class Trainer:
         position_ids[:used] = torch.cat([torch.arange(v) for v in segments])
         targets = ids[:, 1:].clone()
         starts = np.cumsum([0, *segments[:-1]])
-        first = torch.as_tensor(starts[1:] - 1, dtype=torch.long)  # a sample's first token
+        first = torch.as_tensor(starts[1:] - 1, dtype=torch.long, device=self.device)  # a first token
         targets[0, first] = -100
         targets[0, used - 1 :] = -100  # the tail predicts nothing
         with self._autocast():
