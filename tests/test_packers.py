@@ -175,3 +175,22 @@ def test_pack_or_pad_figure_hatches_the_packers():
     top = [t.get_text() for t in bars.get_yticklabels()][-1]  # fastest on top
     assert res.table.loc[top, "tokens_per_s"] == res.table["tokens_per_s"].max()
     assert len(sweep.lines) >= 2 and sweep.get_xscale() == "log"
+
+
+def test_compare_strategies_measures_the_packers_like_any_strategy():
+    from analysis import compare_strategies
+    from analysis.strategies import FIELD_PACKERS
+
+    lengths = np.random.default_rng(13).integers(10, 400, size=1500)
+    table = compare_strategies(
+        lengths,
+        rng=np.random.default_rng(0),
+        edges=[0, 399],
+        batch_size=8,
+        strategies=["packing", *FIELD_PACKERS],
+    )
+    assert table.index.tolist() == ["packing", *FIELD_PACKERS]
+    assert (table["efficiency"] <= 1).all() and (table["efficiency"] > 0.9).all()  # real tokens / capacity
+    assert (table["batch_rule"] == f"max_tokens {8 * 399:,}").all()
+    assert table.loc[["packing_bfd", "packing_next_fit"], "composition_repeat"].eq(1.0).all()  # fixed rows
+    assert table.loc["packing_first_fit", "composition_repeat"] < 0.05
