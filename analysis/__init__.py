@@ -23,7 +23,6 @@ from analysis.lengths import LengthHistogram
 from analysis.loaders import load_lengths, load_step_times, save_histogram
 from analysis.measure import measure_lengths
 from analysis.optimize import METHODS, BucketPlan, evaluate_edges, optimize_edges, sweep_bucket_counts
-from analysis.pack_or_pad import PackOrPad, pack_or_pad
 from analysis.recommendation import Recommendation, case_plans, recommend
 from analysis.sampler import BucketedBatchSampler
 from analysis.simulation import SimulationResult, compare_strategies, simulate
@@ -62,8 +61,6 @@ __all__ = [
     # throughput
     "predict_throughput",
     "StepTimeModel",
-    "PackOrPad",
-    "pack_or_pad",
     "calibration_shapes",
     "measure_step_times",
     "load_step_times",
