@@ -6,7 +6,7 @@ Metrics of one epoch (columns of ``SimulationResult.epochs``):
 
 - ``efficiency``: useful tokens / padded tokens; ``useful_tokens``, ``padded_tokens``,
   ``waste_tokens`` (exact ints).  A batch's padded tokens are ``size * longest`` with the
-  longest rounded up to ``pad_to_multiple_of``; a ``packing`` bin costs ``max_tokens``.
+  longest rounded up to ``pad_to_multiple_of``; a ``packing*`` row costs ``max_tokens``.
 - ``batches``; ``steps``: optimizer steps, ``ceil(batches / world_size)``.  Consecutive
   batches go to ranks ``0, 1, ..., world_size - 1`` round-robin; one step is one batch per rank.
 - ``tokens_per_step_mean`` / ``tokens_per_step_cv``: useful tokens per optimizer step (all
@@ -38,9 +38,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analysis.batch_stats import (
+    coefficient_of_variation,
+    int64_squares,
+    lag1_autocorr,
+    share_seen,
+    within_batch_cv,
+    within_cv,
+)
 from analysis.batching import round_up
 from analysis.mixing import batch_mixing, length_variance
-from analysis.strategies import Epoch, EpochBuilder
+from analysis.strategies import PACKED_STRATEGIES, Epoch, EpochBuilder
 
 #: A progress wrapper a face may pass: takes an iterable (and a description), yields its items.
 Progress = Callable[..., Iterable[Any]]
@@ -72,7 +80,8 @@ class SimulationResult:
     strategy : str
     batches : pandas.DataFrame
         One row per batch, in consumption order: ``epoch, step, rank, bucket, size,
-        longest, useful, padded`` (all ``int64``; ``bucket`` is -1 unless ``bucketed``).
+        longest, useful, padded`` (all ``int64``; ``bucket`` is -1 unless ``bucketed``) and
+        ``square_sum`` (sum of squared lengths, a packed row's attention; float64 if huge).
     epochs : pandas.DataFrame
         One row per epoch (index ``epoch``, from 1): the metrics described in
         :mod:`analysis.simulation` (``straggler_factor`` only when ``world_size > 1``).
@@ -223,7 +232,7 @@ def simulate_epochs(
         if e > 1 or e < epochs:
             hashes = np.sort(hashes)
         if e > 1:
-            row["composition_repeat"] = _share_seen(hashes, seen)
+            row["composition_repeat"] = share_seen(hashes, seen)
         if e < epochs:  # the last epoch's hashes are never looked up
             seen = np.sort(np.concatenate([seen, hashes]), kind="stable")  # merges two sorted runs
         frames.append(batch_frame)
@@ -335,9 +344,9 @@ def _measure_epoch(
     ``narrow`` is ``builder.lengths`` in a narrow dtype (:func:`_narrowest`)."""
     starts = epoch.offsets[:-1]
     size = np.diff(epoch.offsets)
-    exact_squares = _int64_squares(size, builder.hist.max)
+    exact_squares = int64_squares(size, builder.hist.max)
     longest, useful, square_sums, mixed = _batch_sums(narrow, epoch.indices, epoch.offsets, exact_squares)
-    if builder.strategy == "packing":
+    if builder.strategy in PACKED_STRATEGIES:
         padded = np.full(size.size, builder.max_tokens, dtype=np.int64)
     else:
         padded = size * round_up(longest, multiple)
@@ -354,6 +363,11 @@ def _measure_epoch(
             "longest": longest,
             "useful": useful,
             "padded": padded,
+            "square_sum": (
+                square_sums
+                if square_sums is not None
+                else np.add.reduceat(narrow[epoch.indices].astype(float) ** 2, starts)
+            ),
         }
     )
 
@@ -368,10 +382,10 @@ def _measure_epoch(
     # a batch's hash: the wrapping sum of its samples' mixed indices, mixed with its size
     hashes = mixed ^ _splitmix64(size)
     if square_sums is None:  # pragma: no cover - batches of more than ~10^4 samples of ~10^5 tokens
-        within = _within_batch_cv(narrow[epoch.indices].astype(np.int64), starts, size, useful, longest)
+        within = within_batch_cv(narrow[epoch.indices].astype(np.int64), starts, size, useful, longest)
         mixing = (math.nan, math.nan)
     else:
-        within = _within_cv(square_sums, size, useful)
+        within = within_cv(square_sums, size, useful)
         mixing = batch_mixing(square_sums, size, useful, length_variance(builder.hist))
     row: dict[str, Any] = {
         "epoch": number,
@@ -382,10 +396,10 @@ def _measure_epoch(
         "batches": n_batches,
         "steps": int(step_starts.size),
         "tokens_per_step_mean": float(per_step.mean()),
-        "tokens_per_step_cv": _cv(per_step),
+        "tokens_per_step_cv": coefficient_of_variation(per_step),
         "within_batch_cv": within,
         # per optimizer step (all ranks' batches together), in order: with one rank, per batch
-        "lag1_autocorr": _lag1_autocorr(per_step / step_size),
+        "lag1_autocorr": lag1_autocorr(per_step / step_size),
         "composition_repeat": 0.0,
     }
     row["mixing"], row["mixing_se"] = mixing
@@ -395,56 +409,3 @@ def _measure_epoch(
         mean = np.add.reduceat(padded, step_starts) / ranks
         row["straggler_factor"] = float(np.mean(slowest / mean))
     return frame, row, hashes
-
-
-def _share_seen(queries: np.ndarray, seen: np.ndarray) -> float:
-    """Share of the sorted ``queries`` present in the sorted array ``seen``."""
-    if seen.size == 0:
-        return 0.0
-    at = np.minimum(np.searchsorted(seen, queries), seen.size - 1)
-    return float(np.mean(seen[at] == queries))
-
-
-def _cv(x: np.ndarray) -> float:
-    """Population coefficient of variation (NaN when the mean is 0)."""
-    mean = float(x.mean())
-    return float(x.std()) / mean if mean else float("nan")
-
-
-def _int64_squares(size: np.ndarray, longest: int) -> bool:
-    """Whether ``size * sum(L**2)`` of every batch fits ``int64`` (``longest``: the longest
-    length, or a bound on it)."""
-    return int(size.max()) ** 2 * longest * longest < 2**62
-
-
-def _within_cv(square_sums: np.ndarray, size: np.ndarray, useful: np.ndarray) -> float:
-    """Mean over batches of std/mean of the lengths in the batch (population std), from the
-    batches' exact ``int64`` sums of squares and sums:
-    ``std / mean = sqrt(size * sum(L**2) - sum(L)**2) / sum(L)``."""
-    spread = (size * square_sums - useful * useful).astype(float)
-    return float(np.mean(np.sqrt(spread) / useful))
-
-
-def _within_batch_cv(
-    lengths: np.ndarray, starts: np.ndarray, size: np.ndarray, useful: np.ndarray, longest: np.ndarray
-) -> float:
-    """:func:`_within_cv` from the samples' ``lengths`` (the batches starting at ``starts``);
-    ``useful`` and ``longest`` are the batches' sums and maxima.  Exact in ``int64`` when it
-    cannot overflow, else in floats."""
-    if _int64_squares(size, int(longest.max())):
-        return _within_cv(np.add.reduceat(lengths * lengths, starts), size, useful)
-    lf = lengths.astype(float)  # batches of more than ~10^4 samples of ~10^5 tokens
-    sq = np.add.reduceat(lf * lf, starts)
-    spread = np.maximum(size * sq - useful.astype(float) ** 2, 0.0)
-    return float(np.mean(np.sqrt(spread) / useful))
-
-
-def _lag1_autocorr(x: np.ndarray) -> float:
-    """Pearson correlation of ``x[:-1]`` and ``x[1:]`` (NaN when undefined)."""
-    if x.size < 3:
-        return float("nan")
-    a, b = x[:-1] - x[:-1].mean(), x[1:] - x[1:].mean()
-    # elementwise sums, not BLAS dot products: on shared cores a multi-threaded dot of a
-    # 100k-vector costs more than it saves
-    den = math.sqrt(float(np.sum(a * a)) * float(np.sum(b * b)))
-    return float(np.sum(a * b)) / den if den > 0 else float("nan")

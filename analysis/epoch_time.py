@@ -7,7 +7,8 @@ expected time of an epoch is exact from the same order statistics as
 ``g_B(L) = per_token * T(L) + (attention + working_set * B) * T(L)**2``
 (:meth:`~analysis.step_time.StepTimeModel.sample_seconds`)
 (:func:`expected_epoch_time`, for ``sorted``, ``random`` and ``bucketed``).  Other strategies
-are priced batch by batch over simulated epochs (:func:`simulated_epoch_times`); with
+are priced batch by batch over simulated epochs (:func:`simulated_epoch_times`; a packed
+row of the ``packing*`` strategies as a packed step: attention within each sample); with
 ``world_size > 1`` a step lasts as long as its slowest rank.
 :func:`predict_strategy_throughput` puts both beside the padded-token prediction
 (:mod:`analysis.throughput`), and :func:`sweep_throughput` prices the optimal edges of both
@@ -32,7 +33,7 @@ from analysis.lengths import LengthHistogram
 from analysis.optimize import sweep_bucket_counts
 from analysis.simulation import simulate
 from analysis.step_time import StepTimeModel
-from analysis.strategies import STRATEGIES, strategy_rule
+from analysis.strategies import ALL_STRATEGIES, PACKED_STRATEGIES, strategy_rule
 from analysis.throughput import predict_from_reference
 from analysis.waste import EXACT_STRATEGIES, exact_padding
 
@@ -41,10 +42,11 @@ __all__ = [
     "simulated_epoch_times",
     "predict_strategy_throughput",
     "sweep_throughput",
+    "DEFAULT_STRATEGIES",
 ]
 
-#: The strategies predicted when none are named (packing has no padded step to price).
-_DEFAULT_STRATEGIES = ("sorted", "random", "bucketed", "length_grouped", "token_budget")
+#: The strategies predicted when none are named: every padded one and every packer.
+DEFAULT_STRATEGIES = ALL_STRATEGIES
 
 
 def _check_model(model: object) -> StepTimeModel:
@@ -82,6 +84,25 @@ def _bucketed_seconds(
         total.append(model.per_step * -(-n // size) + model.per_sample * n)
         total.append(expected_batch_sum(alone[lo:hi], cum, size, per_b[lo:hi]))
     return math.fsum(total)
+
+
+def _exact_step_sizes(
+    hist: LengthHistogram, name: str, rule: BatchRule, edges: list[int]
+) -> dict[str, float]:
+    """Rows (= samples) per step of an exact strategy: their mean and CV (population)."""
+    if name == "bucketed":
+        counts = [int(hist.counts[lo:hi].sum()) for lo, hi in zip(*bucket_bounds(hist.lengths, edges))]
+        sizes = list(rule.batch_sizes(edges))
+    else:
+        counts, sizes = [hist.n_samples], [rule.fixed_batch_size(hist.max)]
+    steps = squares = 0
+    for n, b in zip(counts, sizes, strict=True):
+        full, rest = divmod(n, b)
+        steps += full + (rest > 0)
+        squares += full * b * b + rest * rest
+    mean = hist.n_samples / steps
+    cv = math.sqrt(max(squares / steps - mean * mean, 0.0)) / mean
+    return {"rows_per_step": mean, "samples_per_step": mean, "samples_per_step_cv": cv}
 
 
 def expected_epoch_time(
@@ -151,14 +172,15 @@ def simulated_epoch_times(
     """Seconds and useful tokens of simulated epochs, the model applied to every batch.
 
     The epochs are :func:`~analysis.simulate`'s (same rule, ``edges``, ``world_size``,
-    ``sync_buckets``).  A step lasts as long as its slowest rank's batch.  A ``packing`` bin
-    is priced as one sequence of the token budget (dense attention over the bin).
+    ``sync_buckets``).  A step lasts as long as its slowest rank's batch.  A packed row (the
+    ``packing*`` strategies) is priced as a packed step: the token budget's tokens, its
+    samples as segments, attention within each (:meth:`StepTimeModel.predict_packed`).
 
     Returns
     -------
     pandas.DataFrame
         Index ``epoch``; columns ``seconds``, ``useful_tokens``, ``padded_tokens``, ``steps``,
-        ``tokens_per_s``.
+        ``tokens_per_s``, ``samples_per_step`` (mean) and ``samples_per_step_cv``.
 
     Examples
     --------
@@ -181,14 +203,15 @@ def simulated_epoch_times(
         sync_buckets=sync_buckets,
     )
     batches = res.batches
-    if strategy == "packing":
+    if strategy in PACKED_STRATEGIES:
         budget = rule.token_budget(_as_hist(lengths).max)  # as the simulated builder's
-        seconds = model.predict(np.ones(len(batches)), np.full(len(batches), budget))
+        seconds = model.predict_packed(batches["size"], batches["square_sum"], budget)
     else:
         padded = round_up(batches["longest"].to_numpy(), rule.pad_to_multiple_of)
         seconds = model.predict(batches["size"].to_numpy(), padded)
     steps = pd.DataFrame({"epoch": batches["epoch"], "step": batches["step"], "seconds": seconds})
     per_step = steps.groupby(["epoch", "step"])["seconds"].max()
+    samples = batches.groupby(["epoch", "step"])["size"].sum().astype(float).groupby(level="epoch")
     out = pd.DataFrame(
         {
             "seconds": per_step.groupby(level="epoch").sum(),
@@ -198,6 +221,8 @@ def simulated_epoch_times(
         }
     )
     out["tokens_per_s"] = out["useful_tokens"] / out["seconds"]
+    out["samples_per_step"] = samples.mean()
+    out["samples_per_step_cv"] = samples.std(ddof=0) / samples.mean()
     out.index.name = "epoch"
     return out
 
@@ -209,7 +234,7 @@ def predict_strategy_throughput(
     *,
     edges: Sequence[int],
     rng: np.random.Generator,
-    strategies: Sequence[str] = _DEFAULT_STRATEGIES,
+    strategies: Sequence[str] = DEFAULT_STRATEGIES,
     world_size: int = 1,
     epochs: int = 3,
     reference: str = "sorted",
@@ -218,9 +243,12 @@ def predict_strategy_throughput(
     max_tokens: int | None = None,
     pad_to_multiple_of: int | None = None,
 ) -> pd.DataFrame:
-    """Predicted useful tokens/s of each strategy: the step-time model beside padded tokens.
+    """Predicted useful tokens/s of each strategy, padded and packed in one table: the
+    step-time model beside padded tokens.
 
-    ``sorted``, ``random`` and ``bucketed`` are exact (:func:`expected_epoch_time`) when
+    By default every strategy (:data:`DEFAULT_STRATEGIES`): the padded ones and the four
+    packers, whose rows of the token budget are priced as packed steps (attention within
+    each sample).  ``sorted``, ``random`` and ``bucketed`` are exact (:func:`expected_epoch_time`) when
     ``world_size == 1``; the others, and every strategy when ``world_size > 1`` (a step waits
     for its slowest rank), come from ``epochs`` simulated epochs
     (:func:`simulated_epoch_times`; tokens/s is pooled over them, ``tokens_per_s_se`` is the
@@ -237,8 +265,11 @@ def predict_strategy_throughput(
     -------
     pandas.DataFrame
         Index ``strategy``; columns ``batch_rule``, ``exact``, ``batches``, ``useful_tokens``,
-        ``efficiency``, ``seconds`` (per epoch, all ranks in parallel), ``tokens_per_s``,
-        ``tokens_per_s_se`` (0 when exact), ``padded_tokens_per_s``.
+        ``efficiency`` (useful tokens over padded ones; a packed row's are its capacity),
+        ``seconds`` (per epoch, all ranks in parallel), ``tokens_per_s``, ``tokens_per_s_se``
+        (0 when exact), ``rows_per_step`` (per rank: the batch size of a padded strategy, 1
+        for a packed one), ``samples_per_step`` (all ranks) and ``samples_per_step_cv`` (their
+        spread over steps), ``padded_tokens_per_s``.
 
     Examples
     --------
@@ -260,7 +291,7 @@ def predict_strategy_throughput(
     world_size = positive_int(world_size, "world_size")
     names = list(strategies)
     for name in names:
-        known_name(name, STRATEGIES, "strategy")
+        known_name(name, ALL_STRATEGIES, "strategy")
     if reference not in names:
         raise ValueError(f"reference {reference!r} is not among the strategies")
     rows: list[dict[str, Any]] = []
@@ -280,6 +311,7 @@ def predict_strategy_throughput(
                     "seconds": seconds,
                     "tokens_per_s": hist.total_tokens / seconds,
                     "tokens_per_s_se": 0.0,
+                    **_exact_step_sizes(hist, name, rule, edges),
                 }
             )
             continue
@@ -294,6 +326,7 @@ def predict_strategy_throughput(
             edges=edges if name == "bucketed" else None,
         )
         se = float(sim["tokens_per_s"].std(ddof=1) / math.sqrt(len(sim))) if len(sim) > 1 else float("nan")
+        spp = sim["samples_per_step"].mean()
         rows.append(
             {
                 "strategy": name,
@@ -305,6 +338,9 @@ def predict_strategy_throughput(
                 "seconds": float(sim["seconds"].mean()),
                 "tokens_per_s": float(sim["useful_tokens"].sum() / sim["seconds"].sum()),
                 "tokens_per_s_se": se,
+                "rows_per_step": 1.0 if name in PACKED_STRATEGIES else float(spp) / world_size,
+                "samples_per_step": float(spp),
+                "samples_per_step_cv": float(sim["samples_per_step_cv"].mean()),
             }
         )
     table = pd.DataFrame(rows).set_index("strategy")

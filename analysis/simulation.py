@@ -20,7 +20,14 @@ from analysis._validate import check_rng, known_name, positive_int
 from analysis.batching import BatchRule, as_rule, check_edges, round_up
 from analysis.epoch_metrics import EPOCH_METRICS, Progress, SimulationResult, simulate_epochs
 from analysis.lengths import LengthHistogram
-from analysis.strategies import PADDING_NOISE, STRATEGIES, EpochBuilder, epoch_builder, strategy_rule
+from analysis.strategies import (
+    ALL_STRATEGIES,
+    PADDING_NOISE,
+    STRATEGIES,
+    EpochBuilder,
+    epoch_builder,
+    strategy_rule,
+)
 from analysis.throughput import predict_from_reference
 from analysis.waste import EXACT_STRATEGIES, exact_padding
 
@@ -70,7 +77,7 @@ def simulate(
     lengths : LengthHistogram or array of int
         Per-sample lengths, or a histogram (expanded: sample ``i`` is the ``i``-th shortest).
     strategy : str
-        One of :data:`analysis.strategies.STRATEGIES`.
+        One of :data:`analysis.strategies.ALL_STRATEGIES`.
     rule : BatchRule, optional
         The batch rule (or ``batch_size=`` / ``max_tokens=`` and ``pad_to_multiple_of=``),
         used by each strategy as :mod:`analysis.strategies` says.
@@ -250,7 +257,7 @@ def compare_strategies(
     """
     names = list(STRATEGIES if strategies is None else strategies)
     for name in names:
-        known_name(name, STRATEGIES, "strategy")
+        known_name(name, ALL_STRATEGIES, "strategy")
     rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens, pad_to_multiple_of=pad_to_multiple_of)
     epochs = positive_int(epochs, "epochs")
     world_size = positive_int(world_size, "world_size")

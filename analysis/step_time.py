@@ -2,19 +2,24 @@
 
 The padded-token model (:mod:`analysis.throughput`) says a step costs time proportional to
 ``batch_size * longest``.  Real steps also pay a fixed cost (optimizer, launch, data), a cost
-per sample, attention grows with the square of the padded length, and a batch whose
+per sample, attention grows with the square of each row's span, and a batch whose
 activations outgrow the caches pays more per token.  Here a handful of measured steps fit
 
-    seconds = per_step + per_sample * B + per_token * B * T(L) + attention * B * T(L)**2
-              + working_set * (B * T(L))**2
+    seconds = per_step + per_sample * S + per_token * N + attention * sum(span**2)
+              + working_set * N**2 + per_segment * P
 
-with ``B`` the batch size, ``L`` the padded length of the batch tensor and ``T(L)`` that length
-rounded up to the kernel ``tile`` (1: no rounding).  All coefficients are non-negative
-(non-negative least squares on relative errors, so short steps count as much as long ones).
-The ``working_set`` term is the cost per token growing with the tokens in the batch: in the
-CPU calibration committed in ``data/step_times_cpu.csv`` (``benchmarks/bench_step_time.py``)
-every shape of 8,192 tokens ran 3.1 to 6.8 % slower than the best model without it, and the
-shapes of 4,096 to 7,504 tokens -3.2 to +1.8 %; with it, -0.6 to +5.0 %.
+over the step's rows (:mod:`analysis.step_shapes`): ``S`` samples, ``N`` tokens of the
+tensor (real plus padding), each padded row spanning ``T(L)`` (its padded length ``L``
+rounded up to the kernel ``tile``; 1: no rounding), each packed segment its own length, and
+``P`` packed samples.  For a padded batch of ``B`` samples padded to ``L`` that is
+``per_step + per_sample * B + per_token * B * T(L) + attention * B * T(L)**2 +
+working_set * (B * T(L))**2``, and ``per_segment`` is fitted only when packed steps were
+measured.  All coefficients are non-negative (non-negative least squares on relative errors,
+so short steps count as much as long ones).  The ``working_set`` term is the cost per token
+growing with the tokens in the batch: in the CPU calibration committed in
+``data/step_times_cpu.csv`` (``benchmarks/bench_step_time.py``) every shape of 8,192 tokens
+ran 3.1 to 6.8 % slower than the best model without it, and the shapes of 4,096 to 7,504
+tokens -3.2 to +1.8 %; with it, -0.6 to +5.0 %.
 
 What the model predicts (the expected and simulated time of an epoch, tokens/s per
 strategy) is in :mod:`analysis.epoch_time`; ``optimize_edges(..., step_time=model)`` places
@@ -40,63 +45,63 @@ import pandas as pd
 from analysis._validate import positive_int
 from analysis.batching import BatchRule, as_rule, round_up
 from analysis.lengths import LengthHistogram
+from analysis.step_shapes import (
+    SEGMENT_COLUMN,
+    SEGMENT_TERMS,
+    STEP_TIME_COLUMNS,
+    STEP_TIME_TERMS,
+    check_shapes,
+    check_step_times,
+    packed_features,
+    padded_features,
+)
 
 __all__ = [
     "STEP_TIME_COLUMNS",
     "STEP_TIME_TERMS",
+    "SEGMENT_TERMS",
     "measure_step_times",
     "calibration_shapes",
     "check_step_times",
     "StepTimeModel",
 ]
 
-#: Columns of a step-time frame (one row per timed step).
-STEP_TIME_COLUMNS = ("batch_size", "length", "seconds")
-#: The model's terms, in order: the feature each coefficient multiplies.
-STEP_TIME_TERMS = {
-    "per_step": "1",
-    "per_sample": "B",
-    "per_token": "B*T(L)",
-    "attention": "B*T(L)**2",
-    "working_set": "(B*T(L))**2",
-}
+#: Every term of the model: the padded ones and the packed steps' own.
+_ALL_TERMS = {**STEP_TIME_TERMS, **SEGMENT_TERMS}
+#: Terms a fit cannot tell apart when every shape has one length.
+_LENGTH_COLLINEAR = {"per_sample", "per_token", "attention"}
 
 
 # --------------------------------------------------------------------------------- measuring
-def _check_shapes(shapes: object) -> list[tuple[int, int]]:
-    if isinstance(shapes, str | bytes) or not isinstance(shapes, Sequence | np.ndarray):
-        raise ValueError("shapes must be a sequence of (batch_size, length) pairs")
-    out = []
-    for i, shape in enumerate(shapes):
-        if isinstance(shape, str | bytes) or len(shape) != 2:
-            raise ValueError(f"shapes[{i}] = {shape!r} is not a (batch_size, length) pair")
-        out.append(
-            (positive_int(shape[0], f"shapes[{i}] batch_size"), positive_int(shape[1], f"shapes[{i}] length"))
-        )
-    if not out:
-        raise ValueError("shapes is empty")
-    return out
-
-
 def measure_step_times(
-    step: Callable[[int, int], object],
-    shapes: Sequence[tuple[int, int]],
+    step: Callable[..., object],
+    shapes: Sequence[tuple[int, ...]],
     *,
     repeats: int = 5,
     warmup: int = 2,
     clock: Callable[[], float] = time.perf_counter,
 ) -> pd.DataFrame:
-    """Time ``step(batch_size, length)`` on each shape: one row per timed call.
+    """Time ``step`` on each shape: one row per timed call.
 
     ``step`` runs one full training step (forward, backward, optimizer) on a batch of that
-    shape and returns when it is done (on a GPU it must synchronise).  Every shape first runs
-    ``warmup`` untimed steps; then ``repeats`` rounds time each shape once per round, so slow
-    drift (thermal, other jobs) spreads over all shapes instead of biasing one.
+    shape and returns when it is done (on a GPU it must synchronise).  A padded shape
+    ``(batch_size, length)`` calls ``step(batch_size, length)``: ``batch_size`` samples padded
+    to ``length``.  A packed shape ``(batch_size, length, segment_length)`` calls
+    ``step(batch_size, length, segment_length=segment_length)``: ``batch_size`` rows of
+    ``length`` tokens, each holding ``length // segment_length`` samples back to back, with
+    attention restricted to each sample (that keyword is how ``step`` knows the step is
+    packed).  Every shape first runs ``warmup`` untimed steps; then ``repeats`` rounds time
+    each shape once per round, so slow drift (thermal, other jobs) spreads over all shapes
+    instead of biasing one.
+
+    :mod:`analysis.step_shapes` shows a PyTorch ``step`` that builds a packed step as
+    transformers' ``DataCollatorWithFlattening`` does.
 
     Returns
     -------
     pandas.DataFrame
-        Columns ``batch_size``, ``length`` (int64) and ``seconds`` (float64).
+        Columns ``batch_size``, ``length`` (int64) and ``seconds`` (float64), and
+        ``segment_length`` (int64, 0 for a padded step) when a shape is packed.
 
     Examples
     --------
@@ -109,24 +114,39 @@ def measure_step_times(
     1           4      16      1.0
     2           2       8      1.0
     3           4      16      1.0
+    >>> calls = []
+    >>> frame = measure_step_times(lambda b, n, segment_length=None: calls.append(segment_length),
+    ...                            [(2, 8), (1, 16, 4)], repeats=1, warmup=0)
+    >>> calls, frame["segment_length"].tolist()
+    ([None, 4], [0, 4])
     """
     if not callable(step):
         raise ValueError(f"step must be callable, got {type(step).__name__}")
-    shapes = _check_shapes(shapes)
+    checked = check_shapes(shapes)
     repeats = positive_int(repeats, "repeats")
     if isinstance(warmup, bool) or not isinstance(warmup, int | np.integer) or warmup < 0:
         raise ValueError(f"warmup must be an integer >= 0, got {warmup!r}")
-    for b, n in shapes:
-        for _ in range(int(warmup)):
+
+    def run(b: int, n: int, seg: int) -> None:
+        if seg:
+            step(b, n, segment_length=seg)
+        else:
             step(b, n)
+
+    for b, n, seg in checked:
+        for _ in range(int(warmup)):
+            run(b, n, seg)
     rows = []
     for _ in range(repeats):
-        for b, n in shapes:
+        for b, n, seg in checked:
             start = clock()
-            step(b, n)
-            rows.append((b, n, clock() - start))
-    frame = pd.DataFrame(rows, columns=list(STEP_TIME_COLUMNS))
-    return frame.astype({"batch_size": np.int64, "length": np.int64, "seconds": float})
+            run(b, n, seg)
+            rows.append((b, n, clock() - start, seg))
+    frame = pd.DataFrame(rows, columns=[*STEP_TIME_COLUMNS, SEGMENT_COLUMN])
+    frame = frame.astype(
+        {"batch_size": np.int64, "length": np.int64, "seconds": float, SEGMENT_COLUMN: np.int64}
+    )
+    return frame if frame[SEGMENT_COLUMN].any() else frame.drop(columns=SEGMENT_COLUMN)
 
 
 def calibration_shapes(
@@ -138,15 +158,19 @@ def calibration_shapes(
     pad_to_multiple_of: int | None = None,
     n_lengths: int = 8,
     batch_fractions: Sequence[float] = (1.0, 0.5, 0.25),
-) -> list[tuple[int, int]]:
+    packed: bool = False,
+) -> list[tuple[int, ...]]:
     """A small design of ``(batch_size, length)`` shapes covering what the data will produce.
 
     Lengths: ``n_lengths`` log-spaced values from the shortest to the longest length (rounded
     up to the rule's ``pad_to_multiple_of``).  Batch sizes at each length: the rule's batch
     size (with ``max_tokens``: ``max_tokens // length``, and ``max_tokens // longest``, the
     size of the fixed-size strategies) times each of ``batch_fractions`` (at least 1), so the
-    per-step and per-sample terms can be told apart.  A few dozen shapes: minutes to measure,
-    not an epoch.
+    per-step and per-sample terms can be told apart.  With ``packed``, packed shapes too
+    (``(1, k * length, length)``: one row of ``k`` samples of each length, ``k`` the
+    packing strategies' token budget ``rule.token_budget(longest) // length`` times each
+    fraction, at least 1), so the ``per_segment`` term and the spans of packed attention are
+    measured.  A few dozen shapes: minutes to measure, not an epoch.
 
     Examples
     --------
@@ -155,6 +179,8 @@ def calibration_shapes(
     [(2, 10), (4, 10), (8, 10), (2, 100), (4, 100), (8, 100), (2, 1000), (4, 1000), (8, 1000)]
     >>> calibration_shapes(hist, max_tokens=4000, n_lengths=2, batch_fractions=[1])
     [(4, 10), (400, 10), (4, 1000)]
+    >>> calibration_shapes(hist, max_tokens=4000, n_lengths=2, batch_fractions=[1, 0.5], packed=True)[-4:]
+    [(2, 1000), (4, 1000), (1, 2000, 1000), (1, 4000, 1000)]
     """
     if not isinstance(hist, LengthHistogram):
         hist = LengthHistogram.from_lengths(hist)
@@ -167,7 +193,8 @@ def calibration_shapes(
     lo, hi = int(round_up(hist.min, m)), int(round_up(hist.max, m))
     raw = np.geomspace(lo, hi, n_lengths) if n_lengths > 1 else np.array([hi])
     lengths = sorted({int(round_up(math.ceil(v - 1e-9), m)) for v in raw.tolist()} | {hi})
-    shapes = set()
+    shapes: set[tuple[int, ...]] = set()
+    budget = rule.token_budget(hist.max)
     for length in lengths:
         tops = (
             [rule.batch_size]
@@ -177,79 +204,25 @@ def calibration_shapes(
         for top in tops:
             for f in fractions:
                 shapes.add((max(1, int(top * f)), length))
-    return sorted(shapes, key=lambda s: (s[1], s[0]))
-
-
-def _plain(value: object) -> object:
-    """A NumPy scalar as the Python value (for error messages)."""
-    return value.item() if isinstance(value, np.generic) else value
-
-
-def check_step_times(frame: pd.DataFrame, source: str | None = None) -> pd.DataFrame:
-    """A validated copy of a step-time frame: columns ``batch_size``, ``length`` (positive
-    integers) and ``seconds`` (finite, > 0); one-line errors naming ``source`` and the row.
-
-    Examples
-    --------
-    >>> check_step_times(pd.DataFrame({"batch_size": [8], "length": [128.0], "seconds": [0.5]}))
-       batch_size  length  seconds
-    0           8     128      0.5
-    >>> check_step_times(pd.DataFrame({"batch_size": [8], "length": [128], "seconds": [0]}), "t.csv")
-    Traceback (most recent call last):
-    ...
-    ValueError: t.csv: row 0: seconds = 0 must be a finite time > 0
-    """
-    where = f"{source}: " if source else ""
-    if not isinstance(frame, pd.DataFrame):
-        raise ValueError(f"{where}step times must be a DataFrame, got {type(frame).__name__}")
-    missing = [c for c in STEP_TIME_COLUMNS if c not in frame.columns]
-    if missing:
-        raise ValueError(
-            f"{where}step times need columns {', '.join(STEP_TIME_COLUMNS)}; missing {', '.join(missing)}"
-        )
-    out = frame[list(STEP_TIME_COLUMNS)].copy()
-    if out.empty:
-        raise ValueError(f"{where}no step times")
-    for col in ("batch_size", "length"):
-        values = pd.to_numeric(out[col], errors="coerce").to_numpy(dtype=float)
-        bad = ~np.isfinite(values) | (values < 1) | (values != np.round(values))
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            raise ValueError(
-                f"{where}row {i}: {col} = {_plain(out[col].iloc[i])!r} is not a positive integer"
-            )
-        out[col] = values.astype(np.int64)
-    seconds = pd.to_numeric(out["seconds"], errors="coerce").to_numpy(dtype=float)
-    bad = ~np.isfinite(seconds) | (seconds <= 0)
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise ValueError(
-            f"{where}row {i}: seconds = {_plain(out['seconds'].iloc[i])!r} must be a finite time > 0"
-        )
-    out["seconds"] = seconds
-    return out.reset_index(drop=True)
+        if packed and length <= budget:
+            for f in fractions:
+                k = max(1, int((budget // length) * f))
+                shapes.add((1, k * length, length))
+    return sorted(shapes, key=lambda s: (s[-1], s[1], s[0]) if len(s) == 3 else (s[1], 0, s[0]))
 
 
 # ------------------------------------------------------------------------------------ model
-def _tiled(length: npt.ArrayLike, tile: int) -> np.ndarray:
-    """Padded lengths (float64) rounded up to the kernel ``tile``."""
-    return np.asarray(round_up(np.asarray(length, dtype=float), tile))
-
-
-def _features(batch_size: npt.ArrayLike, length: npt.ArrayLike, tile: int) -> np.ndarray:
-    b = np.asarray(batch_size, dtype=float)
-    t = _tiled(length, tile)
-    b, t = np.broadcast_arrays(b, t)
-    return np.stack([np.ones_like(b), b, b * t, b * t * t, (b * t) ** 2], axis=-1)
-
-
 @dataclass(frozen=True)
 class StepTimeModel:
-    """Step time in seconds of a batch of ``B`` samples padded to ``L`` tokens.
+    """Step time in seconds of a padded batch (``B`` samples padded to ``L`` tokens) or of a
+    packed step.
 
-    ``per_step + per_sample * B + per_token * B * T(L) + attention * B * T(L)**2 +
-    working_set * (B * T(L))**2`` with ``T(L)`` = ``L`` rounded up to ``tile``.  Build it with
-    :meth:`fit`; ``measurements`` keeps the per-shape table of the fit (see :meth:`residuals`).
+    Padded: ``per_step + per_sample * B + per_token * B * T(L) + attention * B * T(L)**2 +
+    working_set * (B * T(L))**2`` with ``T(L)`` = ``L`` rounded up to ``tile``; a packed step
+    of ``S`` samples, ``N`` tokens and spans ``l_i`` pays ``per_step + (per_sample +
+    per_segment) * S + per_token * N + attention * sum(l_i**2) + working_set * N**2``
+    (:mod:`analysis.step_shapes`).  Build it with :meth:`fit`; ``measurements`` keeps the
+    per-shape table of the fit (see :meth:`residuals`).
 
     Examples
     --------
@@ -258,6 +231,8 @@ class StepTimeModel:
     0.17
     >>> model.predict([8, 16], 100).round(5).tolist()
     [0.0188, 0.0276]
+    >>> round(model.predict(1, 8000, segment_length=1000), 4)  # one row of 8 samples: 8e-8 * 1000**2
+    0.17
     """
 
     per_step: float = 0.0
@@ -267,9 +242,10 @@ class StepTimeModel:
     working_set: float = 0.0
     tile: int = 1
     measurements: pd.DataFrame | None = field(default=None, repr=False, compare=False)
+    per_segment: float = 0.0
 
     def __post_init__(self) -> None:
-        for name in STEP_TIME_TERMS:
+        for name in _ALL_TERMS:
             value = getattr(self, name)
             if (
                 isinstance(value, bool)
@@ -280,24 +256,30 @@ class StepTimeModel:
                 raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
             object.__setattr__(self, name, float(value))
         object.__setattr__(self, "tile", positive_int(self.tile, "tile"))
-        if not self.coefficients.any():
+        if not self.coefficients.any() and not self.per_segment:
             raise ValueError("a step-time model needs at least one positive coefficient")
 
     @property
     def coefficients(self) -> np.ndarray:
-        """``[per_step, per_sample, per_token, attention, working_set]``."""
+        """``[per_step, per_sample, per_token, attention, working_set]`` (``per_segment`` apart)."""
         return np.array([getattr(self, name) for name in STEP_TIME_TERMS])
 
+    @property
+    def prices_segments(self) -> bool:
+        """Whether the model has a ``per_segment`` term (fitted on packed steps, or given)."""
+        fitted = self.measurements is not None and SEGMENT_COLUMN in self.measurements.columns
+        return fitted or self.per_segment > 0
+
     @classmethod
-    def fit(
-        cls, frame: pd.DataFrame, *, terms: Iterable[str] = tuple(STEP_TIME_TERMS), tile: int = 1
-    ) -> StepTimeModel:
+    def fit(cls, frame: pd.DataFrame, *, terms: Iterable[str] | None = None, tile: int = 1) -> StepTimeModel:
         """Fit the model to measured step times (a :func:`measure_step_times` frame).
 
         Each shape's median time is fitted by non-negative least squares on relative errors
-        (rows weighted by ``1 / median``); coefficients not in ``terms`` are 0.  Needs every
-        shape measured at least twice (the spread of repeats is the noise the residuals are
-        judged against) and more distinct shapes than terms.
+        (rows weighted by ``1 / median``); coefficients not in ``terms`` are 0 (default: every
+        term of :data:`STEP_TIME_TERMS`, and ``per_segment`` when the frame holds packed
+        steps).  Needs every shape measured at least twice (the spread of repeats is the
+        noise the residuals are judged against), more distinct shapes than terms, and shapes
+        of at least two lengths when the terms would otherwise be indistinguishable.
 
         Examples
         --------
@@ -311,13 +293,17 @@ class StepTimeModel:
         """
         data = check_step_times(frame)
         tile = positive_int(tile, "tile")
-        terms = list(terms)
-        unknown = [t for t in terms if t not in STEP_TIME_TERMS]
+        packed = SEGMENT_COLUMN in data.columns and bool(data[SEGMENT_COLUMN].any())
+        if not packed:
+            data = data[list(STEP_TIME_COLUMNS)]
+        terms = [*STEP_TIME_TERMS, *(SEGMENT_TERMS if packed else ())] if terms is None else list(terms)
+        unknown = [t for t in terms if t not in _ALL_TERMS]
         if unknown or not terms:
-            raise ValueError(
-                f"terms must be a non-empty subset of {', '.join(STEP_TIME_TERMS)}, got {terms!r}"
-            )
-        groups = data.groupby(["batch_size", "length"], sort=True)["seconds"]
+            raise ValueError(f"terms must be a non-empty subset of {', '.join(_ALL_TERMS)}, got {terms!r}")
+        if "per_segment" in terms and not packed:
+            raise ValueError("the per_segment term needs packed steps (a segment_length column)")
+        keys = ["batch_size", "length", *([SEGMENT_COLUMN] if packed else [])]
+        groups = data.groupby(keys, sort=True)["seconds"]
         per_shape = pd.DataFrame(
             {
                 "repeats": groups.size(),
@@ -332,45 +318,70 @@ class StepTimeModel:
                 f"shape (batch_size={b}, length={n}) was measured once; time every "
                 "shape at least twice (repeats >= 2)"
             )
+        if not packed and per_shape["length"].nunique() == 1 and len(_LENGTH_COLLINEAR & set(terms)) > 1:
+            raise ValueError(
+                f"every shape has length {int(per_shape['length'].iloc[0])}: per_sample, per_token "
+                "and attention cannot be told apart; measure at least two lengths"
+            )
         if len(per_shape) <= len(terms):
             raise ValueError(
                 f"{len(per_shape)} distinct shapes cannot fit {len(terms)} terms; "
                 f"measure at least {len(terms) + 1}"
             )
-        cols = [list(STEP_TIME_TERMS).index(t) for t in terms]
-        x = _features(per_shape["batch_size"], per_shape["length"], tile)[:, cols]
+        cols = [list(_ALL_TERMS).index(t) for t in terms]
+        seg = per_shape[SEGMENT_COLUMN] if packed else 0
+        x5, p = padded_features(per_shape["batch_size"], per_shape["length"], tile, seg)
+        x = (np.concatenate([x5, p[:, None]], axis=1) if packed else x5)[:, cols]
         y = per_shape["seconds"].to_numpy()
         scale = x.max(axis=0)  # columns of comparable size for the solver
         scale[scale == 0] = 1.0
         from scipy.optimize import nnls  # imported on first fit (~0.5 s)
 
         coef, _ = nnls(x / y[:, None] / scale, np.ones_like(y))
-        full = np.zeros(len(STEP_TIME_TERMS))
+        full = np.zeros(len(_ALL_TERMS))
         full[cols] = coef / scale
-        per_step, per_sample, per_token, attention, working_set = (float(v) for v in full)
-        model = cls(per_step, per_sample, per_token, attention, working_set, tile)
-        per_shape["predicted"] = model.predict(per_shape["batch_size"], per_shape["length"])
+        per_step, per_sample, per_token, attention, working_set, per_segment = (float(v) for v in full)
+        model = cls(per_step, per_sample, per_token, attention, working_set, tile, per_segment=per_segment)
+        per_shape["predicted"] = model.predict(per_shape["batch_size"], per_shape["length"], seg)
         per_shape["residual"] = per_shape["seconds"] - per_shape["predicted"]
         per_shape["relative_residual"] = per_shape["residual"] / per_shape["seconds"]
-        per_shape = per_shape[
-            [
-                "batch_size",
-                "length",
-                "repeats",
-                "seconds",
-                "spread",
-                "predicted",
-                "residual",
-                "relative_residual",
-            ]
-        ]
-        return dataclasses.replace(model, measurements=per_shape)
+        columns = [*keys, "repeats", "seconds", "spread", "predicted", "residual", "relative_residual"]
+        return dataclasses.replace(model, measurements=per_shape[columns])
 
-    def predict(self, batch_size: npt.ArrayLike, length: npt.ArrayLike) -> Any:
-        """Predicted seconds of steps of ``batch_size`` samples padded to ``length``
-        (broadcast; a float for scalars, else an array)."""
-        out = _features(batch_size, length, self.tile) @ self.coefficients
+    def predict(
+        self, batch_size: npt.ArrayLike, length: npt.ArrayLike, segment_length: npt.ArrayLike = 0
+    ) -> Any:
+        """Predicted seconds of steps of ``batch_size`` samples padded to ``length``, or with
+        ``segment_length > 0`` of ``batch_size`` packed rows of ``length`` tokens holding
+        ``length // segment_length`` samples each (broadcast; a float for scalars, else an
+        array)."""
+        x, p = padded_features(batch_size, length, self.tile, segment_length)
+        out = x @ self.coefficients
+        if p.any():
+            out = out + self.per_segment * p
         return float(out) if np.ndim(out) == 0 else out
+
+    def predict_packed(
+        self,
+        samples: npt.ArrayLike,
+        square_sum: npt.ArrayLike,
+        row_tokens: npt.ArrayLike,
+        rows: npt.ArrayLike = 1,
+    ) -> np.ndarray:
+        """Predicted seconds of packed steps: ``rows`` rows of ``row_tokens`` tokens (rounded
+        up to the tile; padding included) holding ``samples`` segments whose lengths' squares
+        sum to ``square_sum`` (attention within each segment).
+
+        Examples
+        --------
+        >>> model = StepTimeModel(per_step=0.1, per_token=1e-3, attention=1e-6, per_segment=0.01)
+        >>> model.predict_packed([2], [30**2 + 70**2], [128]).round(6).tolist()  # 0.1 + 0.02 + 0.128 + 0.0058
+        [0.2538]
+        """
+        n = np.asarray(rows, dtype=float) * round_up(np.asarray(row_tokens, dtype=float), self.tile)
+        s = np.asarray(samples, dtype=float)
+        out = packed_features(s, n, square_sum) @ self.coefficients + self.per_segment * s
+        return np.asarray(out)
 
     def sample_seconds(self, length: npt.ArrayLike, batch_size: npt.ArrayLike) -> np.ndarray:
         """Seconds each sample of a batch of ``batch_size`` padded to ``length`` adds through
@@ -399,14 +410,16 @@ class StepTimeModel:
         >>> a.tolist(), q.round(12).tolist()
         ([0.01, 0.02], [1e-06, 4e-06])
         """
-        t = _tiled(length, self.tile)
+        t = np.asarray(round_up(np.asarray(length, dtype=float), self.tile))
         return np.asarray(self.per_token * t + self.attention * t * t), np.asarray(self.working_set * t * t)
 
     def to_frame(self) -> pd.DataFrame:
-        """The coefficients: one row per term (``feature``, ``coefficient`` in seconds)."""
+        """The coefficients: one row per term (``feature``, ``coefficient`` in seconds);
+        ``per_segment`` only when the model prices segments (:attr:`prices_segments`)."""
+        terms = _ALL_TERMS if self.prices_segments else STEP_TIME_TERMS
         return pd.DataFrame(
-            {"feature": list(STEP_TIME_TERMS.values()), "coefficient": self.coefficients.tolist()},
-            index=pd.Index(list(STEP_TIME_TERMS), name="term"),
+            {"feature": list(terms.values()), "coefficient": [getattr(self, t) for t in terms]},
+            index=pd.Index(list(terms), name="term"),
         )
 
     def residuals(self) -> pd.DataFrame:

@@ -3,7 +3,8 @@
 Trains a small decoder-only transformer (PyTorch; ``--layers`` blocks of width ``--width``,
 causal attention with a padding mask through ``scaled_dot_product_attention``, AdamW) on
 random tokens shaped like two real length distributions, and for each batching strategy
-(sorted, random, bucketed with edges optimised for time, length_grouped, token_budget)
+(padded: sorted, random, bucketed with edges optimised for time, length_grouped,
+token_budget; packed: packing, packing_bfd, packing_first_fit, packing_next_fit)
 
 1. calibrates once (two rounds of :func:`analysis.measure_step_times` on
    :func:`analysis.calibration_shapes` of both distributions) for the model whose edges the
@@ -24,6 +25,15 @@ random tokens shaped like two real length distributions, and for each batching s
    the measured sorted run; and anchors the step-time prediction on the measured sorted run
    (as the padded-token one is).
 
+A packed step is one row of the token budget holding whole samples, with position ids
+restarting in each and attention restricted to each sample (block-diagonal and causal): on
+the CPU a loop of ``scaled_dot_product_attention(..., is_causal=True)`` over the samples; on
+a GPU FlashAttention's ``flash_attn_varlen_func`` when ``flash_attn`` imports, else one SDPA
+call with a block-diagonal causal mask, under bf16 autocast (fp16 where bf16 is missing).
+The tail of a row past its last sample is padding: it runs through every layer but attends
+nothing, and its tokens are in the loss's ignore mask.  The calibration measures packed
+shapes too (``calibration_shapes(..., packed=True)``), so the model fits ``per_segment``.
+
 Run from the repository root (CPU: about 7 minutes with one thread on a quiet machine)::
 
     .venv/bin/python benchmarks/bench_step_time.py --threads 1 --out data
@@ -41,6 +51,7 @@ agree).  ``--clock wall`` for wall time; a GPU run always uses the wall clock.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
 from pathlib import Path
@@ -63,7 +74,9 @@ from analysis import (
 )
 from analysis.strategies import build_epoch
 
-STRATEGIES = ("sorted", "random", "bucketed", "length_grouped", "token_budget")
+PADDED = ("sorted", "random", "bucketed", "length_grouped", "token_budget")
+PACKED = ("packing", "packing_bfd", "packing_first_fit", "packing_next_fit")
+STRATEGIES = PADDED + PACKED
 #: Strategies whose identical batches run twice to measure the run-to-run noise.
 REPEATED = ("sorted", "bucketed")
 #: Model forms compared by their residuals (terms, tile), simplest first.
@@ -77,6 +90,8 @@ FORMS = (
     (("per_step", "per_sample", "per_token", "attention", "working_set"), 16),
     (("per_step", "per_sample", "per_token", "attention", "working_set"), 64),
 )
+#: With packed steps measured, every form also fits the per-segment term.
+FORMS_PACKED = tuple(((*terms, "per_segment"), tile) for terms, tile in FORMS)
 VOCAB = 512
 MAX_LEN = 1024
 N_BUCKETS = 4
@@ -92,12 +107,76 @@ class Block(nn.Module):
         self.qkv, self.out = nn.Linear(width, 3 * width), nn.Linear(width, width)
         self.up, self.down = nn.Linear(width, 4 * width), nn.Linear(4 * width, width)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor | None, segments: list[int] | None = None
+    ) -> torch.Tensor:
         b, n, w = x.shape
         q, k, v = self.qkv(self.ln1(x)).view(b, n, 3, self.heads, w // self.heads).permute(2, 0, 3, 1, 4)
-        a = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        a = (
+            F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+            if segments is None
+            else packed_attention(q, k, v, segments, mask)
+        )
         x = x + self.out(a.transpose(1, 2).reshape(b, n, w))
         return x + self.down(F.gelu(self.up(self.ln2(x))))
+
+
+def flash_varlen() -> object | None:
+    """FlashAttention's variable-length kernel, when ``flash_attn`` is installed (GPU only)."""
+    try:
+        from flash_attn import flash_attn_varlen_func  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    return flash_attn_varlen_func
+
+
+def block_diagonal_mask(segments: list[int], n: int, device: torch.device) -> torch.Tensor:
+    """The causal mask of a packed row of ``n`` tokens (1 x 1 x n x n): each sample attends to
+    itself only; the padding tail is a block of its own (its outputs feed no loss)."""
+    sample = torch.repeat_interleave(
+        torch.arange(len(segments) + 1, device=device),
+        torch.tensor([*segments, n - sum(segments)], device=device),
+    )
+    causal = torch.ones(n, n, dtype=torch.bool, device=device).tril()
+    return (causal & (sample[:, None] == sample[None, :]))[None, None]
+
+
+def packed_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, segments: list[int], mask: torch.Tensor | None
+) -> torch.Tensor:
+    """Causal attention restricted to each sample of a packed row (``q``: 1 x heads x N x d;
+    ``segments``: the samples' lengths, back to back from position 0; the rest is padding,
+    which attends nothing).  ``mask``: a block-diagonal causal mask (one SDPA call, GPU), or
+    None: FlashAttention's varlen kernel if importable, else a loop of SDPA over the samples."""
+    if mask is not None:
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    varlen = flash_varlen() if q.is_cuda else None
+    if varlen is not None:
+        cu = torch.tensor(np.cumsum([0, *segments]), dtype=torch.int32, device=q.device)
+        end = int(cu[-1])
+        out = torch.zeros_like(q)
+        packed = varlen(
+            *(t[0, :, :end].transpose(0, 1).contiguous() for t in (q, k, v)),
+            cu,
+            cu,
+            max(segments),
+            max(segments),
+            causal=True,
+        )  # type: ignore[operator]
+        out[0, :, :end] = packed.transpose(0, 1)
+        return out
+    parts, start = [], 0
+    for length in segments:
+        stop = start + length
+        parts.append(
+            F.scaled_dot_product_attention(
+                q[:, :, start:stop], k[:, :, start:stop], v[:, :, start:stop], is_causal=True
+            )
+        )
+        start = stop
+    if start < q.shape[2]:
+        parts.append(torch.zeros_like(q[:, :, start:]))
+    return torch.cat(parts, dim=2)
 
 
 class Decoder(nn.Module):
@@ -118,6 +197,19 @@ class Decoder(nn.Module):
             x = block(x, mask)
         return self.ln(x) @ self.tok.weight.T
 
+    def forward_packed(
+        self, ids: torch.Tensor, position_ids: torch.Tensor, segments: list[int]
+    ) -> torch.Tensor:
+        """One packed row (``ids``: 1 x N): position ids restart in each sample, attention
+        stays inside it (:func:`packed_attention`)."""
+        x = self.tok(ids) + self.pos(position_ids)
+        mask = None
+        if ids.is_cuda and flash_varlen() is None:  # one SDPA call with a block-diagonal mask
+            mask = block_diagonal_mask(segments, ids.shape[1], ids.device)
+        for block in self.blocks:
+            x = block(x, mask, segments)
+        return self.ln(x) @ self.tok.weight.T
+
 
 class Trainer:
     """One training step on a batch of given sample lengths (padded to the longest)."""
@@ -128,6 +220,24 @@ class Trainer:
         self.model = Decoder(width, layers, heads=4).to(self.device)
         self.opt = torch.optim.AdamW(self.model.parameters(), lr=1e-3)
         self.gen = torch.Generator(device=self.device).manual_seed(seed)
+        # fp16 autocast needs a loss scaler; bf16 and the CPU's float32 do not (it is then a no-op)
+        fp16 = self.device.type == "cuda" and not torch.cuda.is_bf16_supported()
+        self.scaler = torch.amp.GradScaler(self.device.type, enabled=fp16)
+
+    def _autocast(self) -> contextlib.AbstractContextManager[object]:
+        if self.device.type != "cuda":
+            return contextlib.nullcontext()
+        dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        return torch.autocast(device_type="cuda", dtype=dtype)
+
+    def _update(self, logits: torch.Tensor, targets: torch.Tensor) -> None:
+        loss = F.cross_entropy(logits.reshape(-1, VOCAB).float(), targets.reshape(-1), ignore_index=-100)
+        self.opt.zero_grad(set_to_none=True)
+        self.scaler.scale(loss).backward()
+        self.scaler.step(self.opt)
+        self.scaler.update()
+        if self.device.type == "cuda":
+            torch.cuda.synchronize()
 
     def run(self, lengths: np.ndarray) -> None:
         """Forward, masked loss, backward, AdamW step; returns when the device is done."""
@@ -138,16 +248,36 @@ class Trainer:
             < torch.as_tensor(lengths, device=self.device)[:, None]
         )
         targets = ids[:, 1:].masked_fill(~valid[:, 1:], -100)
-        logits = self.model(ids, valid)
-        loss = F.cross_entropy(logits[:, :-1].reshape(-1, VOCAB), targets.reshape(-1), ignore_index=-100)
-        self.opt.zero_grad(set_to_none=True)
-        loss.backward()
-        self.opt.step()
-        if self.device.type == "cuda":
-            torch.cuda.synchronize()
+        with self._autocast():
+            logits = self.model(ids, valid)[:, :-1]
+        self._update(logits, targets)
 
-    def step(self, batch_size: int, length: int) -> None:
-        """A step on ``batch_size`` samples padded to ``length`` (the calibration's shape)."""
+    def run_packed(self, lengths: np.ndarray, capacity: int) -> None:
+        """A packed step: one row of ``capacity`` tokens holding the samples of ``lengths``
+        back to back (position ids restarting in each, no target across samples, the tail
+        padding), as transformers' ``DataCollatorWithFlattening`` builds it plus the tail."""
+        segments = [int(v) for v in lengths]
+        used = sum(segments)
+        ids = torch.randint(0, VOCAB, (1, capacity), generator=self.gen, device=self.device)
+        position_ids = torch.zeros(capacity, dtype=torch.long)
+        position_ids[:used] = torch.cat([torch.arange(v) for v in segments])
+        targets = ids[:, 1:].clone()
+        starts = np.cumsum([0, *segments[:-1]])
+        first = torch.as_tensor(starts[1:] - 1, dtype=torch.long, device=self.device)  # a first token
+        targets[0, first] = -100
+        targets[0, used - 1 :] = -100  # the tail predicts nothing
+        with self._autocast():
+            logits = self.model.forward_packed(ids, position_ids[None].to(self.device), segments)[:, :-1]
+        self._update(logits, targets)
+
+    def step(self, batch_size: int, length: int, segment_length: int | None = None) -> None:
+        """A step of the calibration's shape: ``batch_size`` samples padded to ``length``, or
+        (``segment_length``) ``batch_size`` packed rows of ``length`` tokens flattened into
+        one, samples of ``segment_length`` tokens (:func:`analysis.measure_step_times`)."""
+        if segment_length is not None:
+            k = batch_size * (length // segment_length)
+            self.run_packed(np.full(k, segment_length), batch_size * length)
+            return
         lengths = np.full(batch_size, length)
         lengths[1:] = np.maximum(1, length // 2)  # a real padding mask; cost is the shape's
         self.run(lengths)
@@ -156,7 +286,8 @@ class Trainer:
 def fit_forms(times: pd.DataFrame) -> tuple[StepTimeModel, pd.DataFrame]:
     """Fit every form in FORMS; pick the simplest within 10 % of the best RMS residual."""
     rows, models = [], []
-    for terms, tile in FORMS:
+    packed = "segment_length" in times.columns and bool(times["segment_length"].any())
+    for terms, tile in FORMS_PACKED if packed else FORMS:
         model = StepTimeModel.fit(times, terms=terms, tile=tile)
         models.append(model)
         rows.append(
@@ -205,6 +336,12 @@ def main(argv: list[str] | None = None) -> None:
         help="where the CSVs go (default: benchmarks/_work; --out data refreshes the committed ones)",
     )
     parser.add_argument("--seed", type=int, default=13)
+    parser.add_argument(
+        "--no-packed",
+        dest="packed",
+        action="store_false",
+        help="padded strategies only (the calibration without packed shapes)",
+    )
     parser.add_argument(
         "--clock",
         choices=["wall", "cpu"],
@@ -263,9 +400,11 @@ def main(argv: list[str] | None = None) -> None:
         {
             s
             for sub, rule in data.values()
-            for s in calibration_shapes(LengthHistogram.from_lengths(sub), rule, n_lengths=n_lengths)
+            for s in calibration_shapes(
+                LengthHistogram.from_lengths(sub), rule, n_lengths=n_lengths, packed=args.packed
+            )
         },
-        key=lambda s: (s[1], s[0]),
+        key=lambda s: (len(s), s[1], s[0]),
     )
     start = time.perf_counter()
     first = measure_step_times(trainer.step, shapes, repeats=2, warmup=1, clock=clock)
@@ -273,11 +412,12 @@ def main(argv: list[str] | None = None) -> None:
     print(f"first calibration: {len(shapes)} shapes in {time.perf_counter() - start:.0f} s", flush=True)
 
     # 2. one epoch of each strategy (and a second run of REPEATED's identical batches)
+    run_strategies = STRATEGIES if args.packed else PADDED
     epochs, all_edges = {}, {}
     for name, (sub, rule) in data.items():
         hist = LengthHistogram.from_lengths(sub)
         all_edges[name] = optimize_edges(hist, N_BUCKETS, rule, step_time=first_model).edges
-        for strategy in STRATEGIES:
+        for strategy in run_strategies:
             # each strategy reads the rule as the simulator does (token_budget: the budget,
             # or batch_size samples of the longest length)
             edges = all_edges[name] if strategy == "bucketed" else None
@@ -295,8 +435,16 @@ def main(argv: list[str] | None = None) -> None:
     ]
     n_shape = len(shape_steps)
     order = rng.permutation(n_shape + len(batch_steps))
+    budgets = {name: rule.token_budget(int(sub.max())) for name, (sub, rule) in data.items()}
+
+    def run_batch(name: str, strategy: str, batch: np.ndarray) -> None:
+        if strategy in PACKED:
+            trainer.run_packed(batch, budgets[name])
+        else:
+            trainer.run(batch)
+
     for key, batches in epochs.items():  # warm the allocator for each strategy's first shape
-        trainer.run(data[key[0]][0][batches[0]])
+        run_batch(key[0], key[1], data[key[0]][0][batches[0]])
     seconds = np.zeros(order.size)
     start = time.perf_counter()
     for t in order:
@@ -307,11 +455,16 @@ def main(argv: list[str] | None = None) -> None:
             name, strategy, _, b = batch_steps[t - n_shape]
             batch = data[name][0][epochs[name, strategy][b]]
             begin = clock()
-            trainer.run(batch)
+            run_batch(name, strategy, batch)
         seconds[t] = clock() - begin
     print(f"session: {order.size} steps in random order, {time.perf_counter() - start:.0f} s", flush=True)
-    times = pd.DataFrame(shape_steps, columns=["batch_size", "length"]).astype(np.int64)
-    times["seconds"] = seconds[:n_shape]
+    times = pd.DataFrame(
+        [(*shape, 0) if len(shape) == 2 else shape for shape in shape_steps],
+        columns=["batch_size", "length", "segment_length"],
+    ).astype(np.int64)
+    times.insert(2, "seconds", seconds[:n_shape])
+    if not times["segment_length"].any():
+        times = times.drop(columns="segment_length")
     times.to_csv(args.out / f"step_times_{args.device}.csv", index=False, float_format="%.6g")
     model, forms = fit_forms(times)
     noise = float(model.residuals()["spread"].median())
@@ -322,7 +475,8 @@ def main(argv: list[str] | None = None) -> None:
     position = np.empty(order.size, np.int64)
     position[order] = np.arange(order.size)
     late = position[:n_shape] >= order.size // 2
-    ratio = times["seconds"].to_numpy() / model.predict(times["batch_size"], times["length"])
+    segment = times["segment_length"] if "segment_length" in times.columns else 0
+    ratio = times["seconds"].to_numpy() / model.predict(times["batch_size"], times["length"], segment)
     drift = float(np.median(ratio[late]) / np.median(ratio[~late]))
     print(f"drift: calibration steps in the session's second half take {drift:.3f} x its first half")
 
@@ -335,15 +489,20 @@ def main(argv: list[str] | None = None) -> None:
         hist = LengthHistogram.from_lengths(sub)
         edges = all_edges[name]
         measured, epoch_pred, batch_info = {}, {}, {}
-        for strategy in STRATEGIES:
+        for strategy in run_strategies:
             batches = epochs[name, strategy]
             longest = np.array([sub[b].max() for b in batches])
             sizes = np.array([b.size for b in batches])
             measured[strategy] = [
                 run_seconds[name, strategy, r] for r in range(2 if strategy in REPEATED else 1)
             ]
-            epoch_pred[strategy] = float(np.sum(model.predict(sizes, longest)))
-            batch_info[strategy] = (len(batches), int(np.sum(sizes * longest)))
+            if strategy in PACKED:  # rows of the budget, attention within each sample
+                squares = np.array([float((sub[b].astype(float) ** 2).sum()) for b in batches])
+                epoch_pred[strategy] = float(np.sum(model.predict_packed(sizes, squares, budgets[name])))
+                batch_info[strategy] = (len(batches), len(batches) * budgets[name])
+            else:
+                epoch_pred[strategy] = float(np.sum(model.predict(sizes, longest)))
+                batch_info[strategy] = (len(batches), int(np.sum(sizes * longest)))
             print(
                 f"{name} {strategy}: {len(batches)} batches, {measured[strategy][0]:.1f} s, "
                 f"{hist.total_tokens / measured[strategy][0]:,.0f} tok/s",
@@ -357,10 +516,10 @@ def main(argv: list[str] | None = None) -> None:
             edges=edges,
             rng=rng,
             epochs=5,
-            strategies=STRATEGIES,
+            strategies=run_strategies,
             reference_tokens_per_s=sorted_tps,
         )
-        for strategy in STRATEGIES:
+        for strategy in run_strategies:
             runs = measured[strategy]
             tps = hist.total_tokens / runs[0]
             pred = float(table.loc[strategy, "tokens_per_s"])

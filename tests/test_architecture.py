@@ -55,17 +55,25 @@ NO_FILES = {"lengths", "counting", "batching", "waste", "_order_stats", "step_ti
 #: own floor or above (a subpackage is one unit: its modules import each other freely, without
 #: cycles).  Every module of the package stands on a floor here, so a new module says where.
 FLOOR_PLAN: tuple[tuple[str, ...], ...] = (
-    ("_validate", "_version", "tables", "throughput", "case", "paths"),  # import nothing of ours
+    (
+        "_validate",
+        "_version",
+        "tables",
+        "throughput",
+        "case",
+        "paths",
+        "batch_stats",
+    ),  # import nothing of ours
     ("lengths",),  # the histogram
     ("batching", "counting"),  # the vocabulary; a running count of lengths
-    ("bucketed", "_order_stats", "synthetic"),  # pure cores on the vocabulary
-    ("waste", "step_time", "sampler", "mixing"),  # exact padding and mixing; step times; the torch sampler
+    ("bucketed", "_order_stats", "synthetic", "step_shapes"),  # pure cores; a step's features
+    ("waste", "step_time", "sampler", "mixing"),  # exact padding and mixing; step times; the sampler
     ("strategies",),  # epoch builders, one table (exact ones priced by waste)
     ("epoch_metrics", "optimize", "loaders"),  # measuring epochs; edge placement; length files
     ("simulation", "measure"),  # simulated epochs; raw data -> lengths
     ("epoch_time", "plots"),  # every step-time prediction; figures
-    ("recommendation", "progress", "exports", "steps_text", "tradeoff"),
-    ("explorer", "narrative", "frontier_narrative", "narrative_strategies"),
+    ("recommendation", "progress", "exports", "steps_text", "tradeoff", "pack_or_pad"),
+    ("explorer", "narrative", "frontier_narrative", "narrative_strategies", "narrative_packing"),
     ("report",),
     ("cli",),
     ("__main__",),

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from analysis import BatchRule, LengthHistogram, compare_strategies, simulate
-from analysis.strategies import STRATEGIES, TOKEN_STRATEGIES, epoch_builder
+from analysis.strategies import STRATEGIES, TOKEN_STRATEGIES, build_epoch, epoch_builder
 from analysis.waste import expected_padding, sorted_padding
 
 
@@ -106,7 +106,17 @@ def test_batches_table_is_consistent(strategy, world_size):
         **_rule(strategy, 7, 1600),
     )
     frame = res.batches
-    assert list(frame.columns) == ["epoch", "step", "rank", "bucket", "size", "longest", "useful", "padded"]
+    assert list(frame.columns) == [
+        "epoch",
+        "step",
+        "rank",
+        "bucket",
+        "size",
+        "longest",
+        "useful",
+        "padded",
+        "square_sum",
+    ]
     assert (frame.dtypes == np.int64).all()
     repeats = strategy == "bucketed" and world_size > 1  # steps completed (analysis.sampler)
     for epoch, part in frame.groupby("epoch"):
@@ -167,7 +177,7 @@ def _fingerprints() -> dict[str, dict[str, Any]]:
             res = simulate(
                 data, strategy, rng=np.random.default_rng(7), epochs=3, pad_to_multiple_of=multiple, **options
             )
-            digest.update(res.batches.to_numpy(dtype=np.int64).tobytes())
+            digest.update(res.batches.drop(columns="square_sum").to_numpy(dtype=np.int64).tobytes())
             table = res.epochs.reset_index()
             integers = [c for c in table.columns if table[c].dtype.kind in "iu"]
             # mixing came after the fingerprints (tests/test_mixing.py checks it)
@@ -519,3 +529,11 @@ def test_strategy_figures_are_built():
 if __name__ == "__main__" and sys.argv[1:] == ["--write"]:
     FINGERPRINTS.parent.mkdir(exist_ok=True)
     FINGERPRINTS.write_text(json.dumps(_fingerprints(), indent=1, sort_keys=True) + "\n")
+
+
+def test_batches_square_sum_is_the_sum_of_squared_lengths():
+    lengths = np.random.default_rng(4).integers(1, 300, size=400)
+    epoch = build_epoch(lengths, "packing_bfd", rng=np.random.default_rng(9), max_tokens=1000)
+    res = simulate(lengths, "packing_bfd", rng=np.random.default_rng(9), max_tokens=1000)
+    want = sorted(int((lengths[b].astype(np.int64) ** 2).sum()) for b in epoch.batches())
+    assert sorted(res.batches["square_sum"].tolist()) == want

@@ -29,7 +29,8 @@ from analysis import (
 from analysis._order_stats import expected_batch_sum
 from analysis.epoch_time import expected_epoch_time, simulated_epoch_times, sweep_throughput
 from analysis.loaders import load_step_times
-from analysis.step_time import STEP_TIME_TERMS
+from analysis.step_time import STEP_TIME_TERMS, check_step_times
+from analysis.strategies import ALL_STRATEGIES, PACKED_STRATEGIES
 
 # the modules (``analysis.optimize._problem`` is also the name of a function there)
 kernel = importlib.import_module("analysis.optimize._kernel")
@@ -163,7 +164,8 @@ def good_frame() -> pd.DataFrame:
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
-        (lambda f: f[f["length"] < 64], r"2 distinct shapes cannot fit 5 terms; measure at least 6"),
+        (lambda f: f[f["batch_size"] == 1], r"3 distinct shapes cannot fit 5 terms; measure at least 6"),
+        (lambda f: f[f["length"] < 64], r"every shape has length 16: per_sample, per_token and attention"),
         (lambda f: f.assign(seconds=-f["seconds"]), r"row 0: seconds = -0\.0\d+ must be a finite time > 0"),
         (lambda f: f.iloc[1:], r"shape \(batch_size=1, length=16\) was measured once"),
         (lambda f: f.drop(columns="length"), r"missing length"),
@@ -208,7 +210,9 @@ def test_measure_step_times_interleaves_shapes_after_warmup():
     assert calls == [(2, 8), (2, 8), (4, 16), (4, 16)] + [(2, 8), (4, 16)] * 3
     assert frame[["batch_size", "length"]].values.tolist() == [[2, 8], [4, 16]] * 3
     assert (frame["seconds"] >= 0).all() and frame["seconds"].dtype == float
-    with pytest.raises(ValueError, match=r"shapes\[1\] = \(3,\) is not a \(batch_size, length\) pair"):
+    with pytest.raises(
+        ValueError, match=r"shapes\[1\] = \(3,\) is not a \(batch_size, length\[, segment_length\]\) tuple"
+    ):
         measure_step_times(lambda b, n: None, [(1, 2), (3,)])
     with pytest.raises(ValueError, match="step must be callable"):
         measure_step_times(None, [(1, 2)])
@@ -292,8 +296,15 @@ def test_predict_strategy_throughput_rows():
     model = StepTimeModel(per_step=0.05, per_token=1e-5, attention=1e-8)
     edges = [0, 120, 250, 399]
     table = predict_strategy_throughput(lengths, model, edges=edges, batch_size=8, rng=rng, epochs=4)
-    assert table.index.tolist() == ["sorted", "random", "bucketed", "length_grouped", "token_budget"]
-    assert table["exact"].tolist() == [True, True, True, False, False]
+    assert table.index.tolist() == list(ALL_STRATEGIES)
+    assert table["exact"].tolist() == [True, True, True] + [False] * 6
+    # B = 8 rows of 8 samples; the last batch of 240 = 30 * 8 is full
+    assert table.loc["sorted", ["rows_per_step", "samples_per_step", "samples_per_step_cv"]].tolist() == [
+        8,
+        8,
+        0,
+    ]
+    assert (table.loc[list(PACKED_STRATEGIES), "rows_per_step"] == 1).all()
     total = int(lengths.sum())
     assert table.loc["bucketed", "tokens_per_s"] == pytest.approx(
         total / expected_epoch_time(lengths, model, edges=edges, batch_size=8), rel=1e-12
@@ -323,6 +334,24 @@ def test_predict_strategy_throughput_rows():
     )
     assert not two["exact"].any()  # a step waits for its slowest rank: simulated
     assert two.loc["random", "tokens_per_s"] > table.loc["random", "tokens_per_s"]
+
+
+@pytest.mark.parametrize("strategy", PACKED_STRATEGIES)
+def test_packed_epochs_are_priced_segment_by_segment(strategy):
+    """With one rank a packed epoch costs per_step * rows + (per_sample + per_segment) * n +
+    (per_token * C + working_set * C**2) * rows + attention * sum(l**2), whatever the packing."""
+    lengths = np.random.default_rng(8).integers(10, 400, size=500)
+    model = StepTimeModel(
+        per_step=0.05, per_sample=1e-3, per_token=1e-5, attention=1e-8, working_set=1e-11, per_segment=2e-3
+    )
+    out = simulated_epoch_times(
+        lengths, model, strategy, rng=np.random.default_rng(1), epochs=2, max_tokens=2048
+    )
+    rows = out["steps"].to_numpy(dtype=float)
+    attention = float((lengths.astype(float) ** 2).sum())
+    want = 0.05 * rows + 3e-3 * 500 + (1e-5 * 2048 + 1e-11 * 2048**2) * rows + 1e-8 * attention
+    np.testing.assert_allclose(out["seconds"].to_numpy(), want, rtol=1e-12)
+    np.testing.assert_allclose(out["samples_per_step"].to_numpy(), 500 / rows, rtol=1e-12)
 
 
 # ------------------------------------------------------------------ optimiser for time
@@ -483,3 +512,90 @@ def test_sweep_throughput_time_edges_are_never_slower(working_set):
 def test_import_analysis_does_not_import_torch():
     code = "import sys, analysis; assert 'torch' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# ------------------------------------------------------------------ packed steps in the model
+def test_padded_features_are_the_padded_only_model_bit_for_bit():
+    rng = np.random.default_rng(3)
+    b = rng.integers(1, 300, size=200).astype(float)
+    n = rng.integers(1, 9000, size=200).astype(float)
+    model = StepTimeModel(
+        per_step=0.01, per_sample=1e-4, per_token=3e-5, attention=4e-8, working_set=3e-10, tile=16
+    )
+    t = np.ceil(n / 16) * 16
+    old = np.stack([np.ones_like(b), b, b * t, b * t * t, (b * t) ** 2], axis=-1) @ model.coefficients
+    assert np.array_equal(model.predict(b, n), old)
+
+
+def test_fit_recovers_a_per_segment_term_from_packed_steps():
+    truth = StepTimeModel(per_step=0.02, per_sample=1e-4, per_token=2e-6, attention=1e-9, per_segment=3e-3)
+    padded = [(b, n, 0) for b in (1, 4, 16) for n in (64, 256, 1024)]
+    packed = [(1, k * seg, seg) for seg in (32, 128, 512) for k in (2, 8, 16)]
+    frame = pd.DataFrame((padded + packed) * 2, columns=["batch_size", "length", "segment_length"])
+    frame["seconds"] = truth.predict(frame["batch_size"], frame["length"], frame["segment_length"])
+    fitted = StepTimeModel.fit(frame)
+    coef = fitted.to_frame()["coefficient"]
+    np.testing.assert_allclose(coef.to_numpy(), [0.02, 1e-4, 2e-6, 1e-9, 0.0, 3e-3], rtol=1e-6, atol=1e-15)
+    # a packed row of k segments of l:
+    # per_step + (per_sample + per_segment) k + per_token k l + attention k l**2
+    k, seg = 8, 128
+    expected = 0.02 + (1e-4 + 3e-3) * k + 2e-6 * k * seg + 1e-9 * k * seg**2
+    assert truth.predict(1, k * seg, seg) == pytest.approx(expected, rel=1e-12)
+    # the same step priced from its segments' totals
+    assert truth.predict_packed([k], [k * seg**2], [k * seg])[0] == pytest.approx(expected, rel=1e-12)
+    assert "segment_length" in fitted.residuals().columns
+
+
+def test_fit_refuses_per_segment_without_packed_steps_and_one_length():
+    frame = pd.DataFrame({"batch_size": [1, 2, 4, 8] * 2, "length": [64] * 8, "seconds": [1.0, 2, 4, 8] * 2})
+    with pytest.raises(ValueError, match="every shape has length 64: per_sample, per_token and attention"):
+        StepTimeModel.fit(frame)
+    assert StepTimeModel.fit(frame, terms=["per_step", "per_token"]).per_token > 0  # fittable
+    with pytest.raises(ValueError, match="per_segment term needs packed steps"):
+        StepTimeModel.fit(frame, terms=["per_token", "per_segment"])
+
+
+@pytest.mark.parametrize(
+    "column, value, message",
+    [
+        ("length", 1e300, r"length = 1e\+300 is not a positive integer up to 2\*\*53"),
+        ("batch_size", 2.0**60, "batch_size = .* is not a positive integer up to 2"),
+        ("segment_length", 48, "length 128 is not a multiple of segment_length 48"),
+        ("segment_length", -1, "segment_length = -1 is not an integer >= 0"),
+    ],
+)
+def test_check_step_times_refuses_out_of_range_values(column, value, message):
+    frame = pd.DataFrame({"batch_size": [8], "length": [128], "seconds": [0.5], "segment_length": [0]})
+    frame[column] = [value]
+    with pytest.raises(ValueError, match=message):
+        check_step_times(frame)
+
+
+def test_blank_segment_length_is_a_padded_step(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("batch_size,length,seconds,segment_length\n8,128,0.5,\n1,128,0.2,32\n")
+    frame = load_step_times(path)
+    assert frame["segment_length"].tolist() == [0, 32]
+
+
+def test_measure_step_times_tells_step_a_packed_shape():
+    calls = []
+
+    def step(batch_size, length, segment_length=None):
+        calls.append((batch_size, length, segment_length))
+
+    frame = measure_step_times(step, [(2, 8), (1, 16, 4)], repeats=2, warmup=1)
+    assert calls == [(2, 8, None), (1, 16, 4)] * 3
+    assert frame[["batch_size", "length", "segment_length"]].values.tolist() == [[2, 8, 0], [1, 16, 4]] * 2
+    with pytest.raises(ValueError, match="length 16 is not a multiple of segment_length 5"):
+        measure_step_times(step, [(1, 16, 5)])
+
+
+def test_calibration_shapes_packed_rows_fill_the_token_budget():
+    hist = LengthHistogram.from_lengths([10, 100, 1000])
+    shapes = calibration_shapes(hist, max_tokens=4000, n_lengths=3, packed=True)
+    packed = [s for s in shapes if len(s) == 3]
+    assert {s[2] for s in packed} == {10, 100, 1000}
+    assert all(s[0] == 1 and s[1] % s[2] == 0 and s[1] <= 4000 for s in packed)
+    assert (1, 4000, 10) in packed and (1, 1000, 1000) in packed  # a full row, and a quarter of one
+    assert [s for s in shapes if len(s) == 2] == calibration_shapes(hist, max_tokens=4000, n_lengths=3)

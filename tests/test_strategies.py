@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from analysis import LengthHistogram
 from analysis.batching import BatchRule
 from analysis.strategies import (
+    PACKED_STRATEGIES,
     PADDING_NOISE,
     STRATEGIES,
     TOKEN_STRATEGIES,
@@ -281,7 +282,7 @@ def test_token_strategies_with_batch_size_get_the_memory_of_a_full_batch(strateg
     np.testing.assert_array_equal(ea.indices, eb.indices)
     np.testing.assert_array_equal(ea.offsets, eb.offsets)
     for batch in ea.batches():
-        used = lengths[batch].sum() if strategy == "packing" else batch.size * lengths[batch].max()
+        used = lengths[batch].sum() if strategy in PACKED_STRATEGIES else batch.size * lengths[batch].max()
         assert used <= 4 * lengths.max()
 
 

@@ -31,6 +31,9 @@ STRATEGY_COLORS = {
     "length_grouped": OKABE_ITO["purple"],
     "token_budget": OKABE_ITO["orange"],
     "packing": OKABE_ITO["sky_blue"],
+    "packing_bfd": OKABE_ITO["black"],
+    "packing_first_fit": OKABE_ITO["yellow"],
+    "packing_next_fit": "#999999",
 }
 #: Columns that are shares (shown as percentages, axes capped at 100 %).
 _SHARES = {"efficiency", "composition_repeat"}

@@ -35,7 +35,19 @@ strategy           what it does (and who does it)
 ``packing``        first-fit-decreasing packing into bins of ``max_tokens`` (no padding inside
                    a bin, a bin costs ``max_tokens``).  Needs ``max_tokens``; which samples of
                    a given length fill which bin, and the order of bins, are random per epoch.
+``packing_bfd``    TRL's ``pack_dataset(..., strategy="bfd")`` (SFTTrainer's default packing):
+                   best fit decreasing over batches of 1,000 samples in dataset order; the
+                   rows are fixed, their order shuffled each epoch.
+``packing_first_   axolotl's multipack: first fit over a fresh random permutation each epoch,
+fit``              in groups of 100,000 samples.
+``packing_next_    torchtune's ``PackedDataset``: next fit in dataset order (a row closes when
+fit``              the next sample does not fit); fixed rows, shuffled each epoch.
 =================  ==========================================================================
+
+The four ``packing*`` strategies (:data:`PACKED_STRATEGIES`) put several samples in one row of
+the token budget, a step being one row; their attention is restricted to each sample (a
+variable-length kernel), which is how :mod:`analysis.epoch_time` prices them.  The packers
+are in :mod:`analysis.strategies._packers`.
 
 The batch rule is a :class:`~analysis.batching.BatchRule`: ``bucketed`` takes its
 per-bucket sizes (``rule.batch_sizes(edges)``), the other fixed-size strategies one size for
@@ -56,7 +68,17 @@ in :mod:`analysis.strategies._token`.
 """
 
 from analysis.strategies._epoch import Epoch, StrategyState
+from analysis.strategies._packers import (
+    MULTIPACK_GROUP,
+    TRL_MAP_BATCH,
+    pack_bfd,
+    pack_first_fit,
+    pack_next_fit,
+)
 from analysis.strategies._table import (
+    ALL_STRATEGIES,
+    FIELD_PACKERS,
+    PACKED_STRATEGIES,
     STRATEGIES,
     TOKEN_STRATEGIES,
     BuilderOptions,
@@ -70,8 +92,13 @@ from analysis.strategies._token import PADDING_NOISE, ffd_plan
 from analysis.waste import EXACT_STRATEGIES
 
 __all__ = [
+    "ALL_STRATEGIES",
     "EXACT_STRATEGIES",
+    "FIELD_PACKERS",
+    "MULTIPACK_GROUP",
+    "PACKED_STRATEGIES",
     "PADDING_NOISE",
+    "TRL_MAP_BATCH",
     "STRATEGIES",
     "TOKEN_STRATEGIES",
     "BuilderOptions",
@@ -82,5 +109,8 @@ __all__ = [
     "epoch_builder",
     "build_epoch",
     "ffd_plan",
+    "pack_bfd",
+    "pack_first_fit",
+    "pack_next_fit",
     "strategy_rule",
 ]

@@ -18,6 +18,7 @@ from analysis.strategies._fixed import (
     _prepare_random,
     _prepare_sorted,
 )
+from analysis.strategies._packers import _prepare_bfd, _prepare_first_fit, _prepare_next_fit
 from analysis.strategies._token import PADDING_NOISE, _prepare_packing, _prepare_token_budget
 from analysis.waste import EXACT_STRATEGIES
 
@@ -55,12 +56,22 @@ _TABLE = {
         Strategy("length_grouped", _prepare_length_grouped),
         Strategy("token_budget", _prepare_token_budget, token=True),
         Strategy("packing", _prepare_packing, token=True),
+        Strategy("packing_bfd", _prepare_bfd, token=True),
+        Strategy("packing_first_fit", _prepare_first_fit, token=True),
+        Strategy("packing_next_fit", _prepare_next_fit, token=True),
     )
 }
-#: Every strategy name, in the order tables and figures show them.
-STRATEGIES = tuple(_TABLE)
+#: Every strategy name, in table order.
+ALL_STRATEGIES = tuple(_TABLE)
+#: The strategies tables and figures show when none are named, in that order (the field's
+#: packers below are priced beside them by name: ``predict_strategy_throughput``).
+STRATEGIES = ALL_STRATEGIES[:6]
+#: The field's packers, strategies of their own (:mod:`analysis.strategies._packers`).
+FIELD_PACKERS = ALL_STRATEGIES[6:]
 #: The strategies that fill batches up to a token budget instead of a sample count.
 TOKEN_STRATEGIES = tuple(name for name, s in _TABLE.items() if s.token)
+#: The strategies that pack several samples into one row of the token budget (a step is a row).
+PACKED_STRATEGIES = tuple(name for name in _TABLE if name.startswith("packing"))
 
 
 def strategy_rule(strategy: str, rule: BatchRule, longest: int) -> BatchRule:
@@ -124,7 +135,7 @@ def epoch_builder(
         Per-sample lengths (positive integers), 1-D; a histogram is expanded (sample ``i``
         is the ``i``-th shortest).
     strategy : str
-        One of :data:`STRATEGIES`.
+        One of :data:`ALL_STRATEGIES`.
     rule : BatchRule, optional
         The batch rule (or ``batch_size=`` / ``max_tokens=``); see the module docstring for
         how each strategy uses it.
@@ -154,9 +165,9 @@ def epoch_builder(
     Traceback (most recent call last):
     ...
     ValueError: unknown strategy 'shuffled'; choose one of sorted, random, bucketed, length_grouped,
-    token_budget, packing
+    token_budget, packing, packing_bfd, packing_first_fit, packing_next_fit
     """
-    known_name(strategy, STRATEGIES, "strategy")
+    known_name(strategy, ALL_STRATEGIES, "strategy")
     rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens)
     arr = as_length_array(
         lengths.expand() if isinstance(lengths, LengthHistogram) else lengths,
