@@ -100,7 +100,7 @@ def floor_sentence(plan: BucketPlan) -> str | None:
     >>> from analysis import LengthHistogram, optimize_edges
     >>> hist = LengthHistogram.from_counts([1, 2, 3, 9, 10], [5, 5, 5, 5, 5])
     >>> print(textwrap.fill(floor_sentence(optimize_edges(hist, 2, batch_size=4, min_efficiency=0.7)), 90))
-    --min-efficiency 70 %: mixing 42.88 % (at most 55.30 % is possible); the next frontier
+    --min-efficiency 70 %: mixing 42.88 % (at most 55.93 % is possible); the next frontier
     point keeps 72.18 % at 64.39 % efficiency
     """
     f = plan.floor
