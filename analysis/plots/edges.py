@@ -86,7 +86,7 @@ def plot_edges_on_histogram(
     >>> len(fig.axes)  # the histogram and its efficiency colour bar (no table needed)
     2
     >>> [t.get_text() for t in fig.axes[0].texts if t.get_text()[0] != "#"]  # the edge
-    ['51']
+    ['50']
     """
     drawn = EdgesOnHistogram(hist, bins=bins, log_x=log_x, live=False)
     drawn.show(plan, title)
