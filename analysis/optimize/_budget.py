@@ -135,6 +135,56 @@ def _bound_table(
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
+def _reach(back: np.ndarray, upper: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
+    """``reach[k, j]``: the most a path may spend on its first ``k`` buckets up to ``j`` and
+    still be optimal for some bucket count (its rest costs at least ``back``; ``upper[K]`` an
+    upper bound on the optimum of ``K`` buckets)."""
+    n_buckets = back.shape[0] - 1
+    m = back.shape[1] - 1
+    reach = np.full((n_buckets + 1, m + 1), -_INF)
+    for k in range(1, n_buckets + 1):
+        for total_k in range(k, n_buckets + 1):
+            if upper[total_k] < _INF:
+                for j in range(m + 1):
+                    reach[k, j] = max(reach[k, j], upper[total_k] - back[total_k - k, j])
+    return reach
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _live_room(
+    i: int,
+    best: np.ndarray,
+    back: np.ndarray,
+    upper: np.ndarray,
+    reach: np.ndarray,
+    live: np.ndarray,
+    room: np.ndarray,
+) -> bool:  # pragma: no cover - compiled
+    """Whether start ``i`` is live for some layer (``live[k]``: its best ``k - 1`` buckets plus
+    a bound on the rest stay within an upper bound) and, if so, ``room[j]`` for ``j > i``: the
+    most a bucket ``(i, j]`` may cost and still lie on an optimal plan."""
+    n_buckets = back.shape[0] - 1
+    m = back.shape[1] - 1
+    any_live = False
+    for k in range(1, n_buckets + 1):
+        a = best[k - 1, i]
+        live[k] = False
+        for total_k in range(k, n_buckets + 1):
+            live[k] = live[k] or (a < _INF and a + back[total_k - k + 1, i] <= upper[total_k])
+        any_live = any_live or live[k]
+    if not any_live:
+        return False
+    for j in range(i + 1, m + 1):
+        room[j] = -_INF
+    for k in range(1, n_buckets + 1):
+        if live[k]:
+            a = best[k - 1, i]
+            for j in range(i + 1, m + 1):
+                room[j] = max(room[j], reach[k, j] - a)
+    return True
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _solve_pruned(
     data: _Arrays, bounds: _Bounds, rows: np.ndarray, is_end: np.ndarray, n_buckets: int
 ) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
@@ -172,14 +222,7 @@ def _solve_pruned(
             total += costs[j]
             i = j
         upper[k] = total * (1.0 + _SLACK)
-    # reach[k, j]: the most a path may spend on its first k buckets up to j and still be optimal
-    # for some bucket count (its rest costs at least back)
-    reach = np.full((n_buckets + 1, m + 1), -_INF)
-    for k in range(1, n_buckets + 1):
-        for total_k in range(k, n_buckets + 1):
-            if upper[total_k] < _INF:
-                for j in range(m + 1):
-                    reach[k, j] = max(reach[k, j], upper[total_k] - back[total_k - k, j])
+    reach = _reach(back, upper)
     # 3. forwards, exact costs where a bucket may be on an optimal plan: a start is live for
     #    its k-th bucket when the best k - 1 buckets up to it plus a bound on the rest stay
     #    within an upper bound, and a bucket from it where that plus its own bound does
@@ -189,22 +232,8 @@ def _solve_pruned(
     live = np.zeros(n_buckets + 1, np.bool_)
     for r in range(rows.size):
         i = rows[r]
-        any_live = False
-        for k in range(1, n_buckets + 1):
-            a = best[k - 1, i]
-            live[k] = False
-            for total_k in range(k, n_buckets + 1):
-                live[k] = live[k] or (a < _INF and a + back[total_k - k + 1, i] <= upper[total_k])
-            any_live = any_live or live[k]
-        if not any_live:
+        if not _live_room(i, best, back, upper, reach, live, room):
             continue
-        for j in range(i + 1, m + 1):
-            room[j] = -_INF
-        for k in range(1, n_buckets + 1):
-            if live[k]:
-                a = best[k - 1, i]
-                for j in range(i + 1, m + 1):
-                    room[j] = max(room[j], reach[k, j] - a)
         _lower_costs(i, data, bounds, is_end, low)
         for j in range(i + 1, m + 1):
             need[j] = low[j] <= room[j]

@@ -25,7 +25,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from analysis.optimize._budget import _SLACK, _Bounds, _least_sum, _lower_costs
+from analysis.optimize._budget import _SLACK, _Bounds, _least_sum, _live_room, _lower_costs, _reach
 from analysis.optimize._costs import _INF, _Arrays
 from analysis.optimize._exact import _LOW_SLACK, _exact_row, _lower_row, _Short, _short_ratio
 from analysis.optimize._layers import _layers, _push
@@ -193,35 +193,15 @@ def _solve_exact(
             total += costs[j]
             i = j
         upper[k] = total * (1.0 + _SLACK)
-    # reach[k, j]: the most a path may spend on its first k buckets up to j and still be optimal
-    reach = np.full((n_buckets + 1, m + 1), -_INF)
-    for k in range(1, n_buckets + 1):
-        for total_k in range(k, n_buckets + 1):
-            if upper[total_k] < _INF:
-                for j in range(m + 1):
-                    reach[k, j] = max(reach[k, j], upper[total_k] - back[total_k - k, j])
+    reach = _reach(back, upper)
     # 3. forwards, exact costs where a bucket may be on an optimal plan
     need = np.zeros(m + 1, np.bool_)
     room = np.empty(m + 1)
     live = np.zeros(n_buckets + 1, np.bool_)
     for r in range(rows.size):
         i = rows[r]
-        any_live = False
-        for k in range(1, n_buckets + 1):
-            a = best[k - 1, i]
-            live[k] = False
-            for total_k in range(k, n_buckets + 1):
-                live[k] = live[k] or (a < _INF and a + back[total_k - k + 1, i] <= upper[total_k])
-            any_live = any_live or live[k]
-        if not any_live:
+        if not _live_room(i, best, back, upper, reach, live, room):
             continue
-        for j in range(i + 1, m + 1):
-            room[j] = -_INF
-        for k in range(1, n_buckets + 1):
-            if live[k]:
-                a = best[k - 1, i]
-                for j in range(i + 1, m + 1):
-                    room[j] = max(room[j], reach[k, j] - a)
         _low_costs(i, data, short, bounds, is_end, ratio, low)
         for j in range(i + 1, m + 1):
             need[j] = low[j] <= room[j]
