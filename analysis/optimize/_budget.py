@@ -96,23 +96,23 @@ def _lower_costs(
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _least_sum(a: np.ndarray, b: np.ndarray) -> float:  # pragma: no cover - compiled
-    """``min(a + b)`` (inf when empty), four lanes of selects: no branch to mispredict."""
-    m0 = m1 = m2 = m3 = _INF
-    n = a.size // 4 * 4
-    for j in range(0, n, 4):
-        v0 = a[j] + b[j]
-        v1 = a[j + 1] + b[j + 1]
-        v2 = a[j + 2] + b[j + 2]
-        v3 = a[j + 3] + b[j + 3]
-        m0 = v0 if v0 < m0 else m0
-        m1 = v1 if v1 < m1 else m1
-        m2 = v2 if v2 < m2 else m2
-        m3 = v3 if v3 < m3 else m3
-    for j in range(n, a.size):
-        v = a[j] + b[j]
-        m0 = v if v < m0 else m0
-    return min(min(m0, m1), min(m2, m3))
+def _back_column(i: int, low: np.ndarray, back_t: np.ndarray) -> None:  # pragma: no cover - compiled
+    """``back_t[i, k] = min over j > i of low[j] + back_t[j, k - 1]`` for every ``k >= 1``
+    (``back_t``: the backward table transposed, a row per end), every layer in one sweep over
+    the row of bounds: the layers side by side (vectorised), the minima of the same sums
+    as layer by layer."""
+    layers = back_t.shape[1]
+    acc = np.full(layers, _INF)
+    for j in range(i + 1, low.size):
+        lj = low[j]
+        if lj == _INF:
+            continue
+        prev = back_t[j]
+        for k in range(1, layers):
+            v = lj + prev[k - 1]
+            acc[k] = v if v < acc[k] else acc[k]
+    for k in range(1, layers):
+        back_t[i, k] = acc[k]
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", parallel=True)
@@ -195,13 +195,13 @@ def _solve_pruned(
     low = np.empty(m + 1)
     # 1. backwards over the lower bounds: back[k, i] <= the least objective of k buckets
     #    covering (i, m]
-    back = np.full((n_buckets + 1, m + 1), _INF)
-    back[0, m] = 0.0
+    back_t = np.full((m + 1, n_buckets + 1), _INF)
+    back_t[m, 0] = 0.0
     for r in range(rows.size - 1, -1, -1):
         i = rows[r]
         _lower_costs(i, data, bounds, is_end, low)
-        for k in range(1, n_buckets + 1):
-            back[k, i] = _least_sum(low[i + 1 :], back[k - 1, i + 1 :])
+        _back_column(i, low, back_t)
+    back = np.ascontiguousarray(back_t.T)
     # 2. an upper bound for each bucket count: the exact objective of the plan the bounds chose
     costs = np.empty(m + 1)
     one = np.zeros(m + 1, np.bool_)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from analysis.optimize._budget import _SLACK, _Bounds, _least_sum, _live_room, _lower_costs, _reach
+from analysis.optimize._budget import _SLACK, _back_column, _Bounds, _live_room, _lower_costs, _reach
 from analysis.optimize._costs import _INF, _Arrays
 from analysis.optimize._exact import _LOW_SLACK, _exact_row, _lower_row, _Short, _short_ratio
 from analysis.optimize._layers import _layers, _push
@@ -167,13 +167,13 @@ def _solve_exact(
     low = np.empty(m + 1)
     ratio = np.empty(m + 1)
     # 1. backwards over the lower bounds
-    back = np.full((n_buckets + 1, m + 1), _INF)
-    back[0, m] = 0.0
+    back_t = np.full((m + 1, n_buckets + 1), _INF)
+    back_t[m, 0] = 0.0
     for r in range(rows.size - 1, -1, -1):
         i = rows[r]
         _low_costs(i, data, short, bounds, is_end, ratio, low)
-        for k in range(1, n_buckets + 1):
-            back[k, i] = _least_sum(low[i + 1 :], back[k - 1, i + 1 :])
+        _back_column(i, low, back_t)
+    back = np.ascontiguousarray(back_t.T)
     # 2. an upper bound for each bucket count: the exact objective of the plan the bounds chose
     one = np.zeros(m + 1, np.bool_)
     upper = np.full(n_buckets + 1, _INF)
