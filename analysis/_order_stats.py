@@ -245,24 +245,35 @@ def padded_values(lengths: np.ndarray, pad_to_multiple_of: int) -> np.ndarray:
 
 
 def bucket_waste(
-    lengths: np.ndarray, counts: np.ndarray, batch_size: int, pad_to_multiple_of: int
+    lengths: np.ndarray,
+    counts: np.ndarray,
+    batch_size: int,
+    pad_to_multiple_of: int,
+    sums: tuple[int, int, int] | None = None,
 ) -> tuple[int, float]:
     """Expected padding of one shuffled bucket (distinct ``lengths`` ascending, ``counts``),
     as ``(exact, excess)``: ``exact`` (a Python int) is the rounding waste
     ``sum count * (round_up(L) - L)`` plus, when the bucket is one batch, its whole padding;
     ``excess`` (a float >= 0) is ``full * B * E[excess_B] + r * E[excess_r]``
-    (:func:`expected_excess`), 0.0 when the padding is deterministic."""
-    lens, cnts = lengths.tolist(), counts.tolist()
+    (:func:`expected_excess`), 0.0 when the padding is deterministic.  ``sums``: the bucket's
+    exact ``(samples, tokens, rounding waste)`` when the caller has them (from prefix sums),
+    else they are summed here in Python ints."""
     m = pad_to_multiple_of
-    padded = lens if m == 1 else [-(-v // m) * m for v in lens]  # exact, never wraps
-    n = sum(cnts)
-    exact = sum(c * (p - v) for v, c, p in zip(lens, cnts, padded))
-    if len(lens) == 1 or batch_size == 1:
+    if sums is None:
+        lens, cnts = lengths.tolist(), counts.tolist()
+        padded = lens if m == 1 else [-(-v // m) * m for v in lens]  # exact, never wraps
+        n = sum(cnts)
+        tokens = sum(c * v for v, c in zip(lens, cnts))
+        exact = sum(c * (p - v) for v, c, p in zip(lens, cnts, padded))
+    else:
+        n, tokens, exact = sums
+    if lengths.size == 1 or batch_size == 1:
         return exact, 0.0
     if n <= batch_size:  # one batch: every sample pads to the longest
-        return n * padded[-1] - sum(c * v for v, c in zip(lens, cnts)), 0.0
-    g = np.asarray(padded, dtype=float)
-    cum = np.cumsum(counts) if n < 2**63 else np.array(exact_cumsum(cnts), dtype=object)
+        top = int(lengths[-1])
+        return n * (-(-top // m) * m) - tokens, 0.0
+    g = padded_values(lengths, m)
+    cum = np.cumsum(counts) if n < 2**63 else np.array(exact_cumsum(counts.tolist()), dtype=object)
     full, rest = divmod(n, batch_size)
     excess = full * batch_size * expected_excess(g, cum, batch_size)
     if rest > 1:

@@ -25,7 +25,7 @@ import pandas as pd
 
 from analysis._order_stats import bucket_waste, exact_cumsum
 from analysis._validate import known_name
-from analysis.batching import BatchRule, as_rule, bucket_bounds, check_edges
+from analysis.batching import BatchRule, as_rule, bucket_bounds, check_edges, round_up
 from analysis.lengths import LengthHistogram
 
 __all__ = [
@@ -138,11 +138,26 @@ def _efficiency(useful: int, waste: int | float) -> float:
     return 1.0 / (1.0 + waste / useful) if useful else float("nan")
 
 
+def _prefix_sums(hist: LengthHistogram, pad_to_multiple_of: int) -> tuple[np.ndarray, ...] | None:
+    """int64 prefix sums of samples, tokens and rounding waste over the distinct lengths (a
+    leading 0), when every sum fits (padded tokens below ``2**62``); else None."""
+    padded = round_up(hist.lengths, pad_to_multiple_of)
+    if hist.n_samples * int(padded[-1]) >= 2**62:
+        return None
+    out = []
+    for values in (hist.counts, hist.counts * hist.lengths, hist.counts * (padded - hist.lengths)):
+        prefix = np.zeros(values.size + 1, np.int64)
+        np.cumsum(values, out=prefix[1:])
+        out.append(prefix)
+    return tuple(out)
+
+
 def bucketed_estimate(
     hist: LengthHistogram, edges: list[int], rule: BatchRule, strategy: str = "bucketed"
 ) -> WasteEstimate:
     """:func:`expected_padding` without validation (``edges`` already cover ``hist``)."""
     batch_sizes = rule.batch_sizes(edges)
+    prefix = _prefix_sums(hist, rule.pad_to_multiple_of)
     samples: list[int] = []
     tokens: list[int] = []
     batches: list[int] = []
@@ -152,11 +167,17 @@ def bucketed_estimate(
             for column in (samples, tokens, batches, waste):
                 column.append(0)
             continue
-        n = sum(hist.counts[lo:hi].tolist())
+        if prefix is None:
+            n, t, sums = sum(hist.counts[lo:hi].tolist()), _bucket_tokens(hist, lo, hi), None
+        else:
+            n, t, r = (int(p[hi] - p[lo]) for p in prefix)
+            sums = (n, t, r)
         samples.append(n)
-        tokens.append(_bucket_tokens(hist, lo, hi))
+        tokens.append(t)
         batches.append(-(-n // size))
-        exact, excess = bucket_waste(hist.lengths[lo:hi], hist.counts[lo:hi], size, rule.pad_to_multiple_of)
+        exact, excess = bucket_waste(
+            hist.lengths[lo:hi], hist.counts[lo:hi], size, rule.pad_to_multiple_of, sums
+        )
         waste.append(exact + excess if excess else exact)
     floats = [w for w in waste if isinstance(w, float)]
     total: int | float = sum(w for w in waste if isinstance(w, int))

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import hypergeom
 
+import analysis.waste as waste_module
 from analysis._order_stats import expected_batch_max
 from analysis.batching import BatchRule, bucket_index
 from analysis.case import CASE_BATCH_SIZE, CASE_EDGES
@@ -529,3 +530,18 @@ def test_expected_strategies_checks_the_edges():
     hist = LengthHistogram.from_lengths([1, 5, 9])
     with pytest.raises(ValueError, match="below the longest length 9"):
         expected_strategies(hist, [0, 5], batch_size=2)
+
+
+@pytest.mark.parametrize(
+    "rule", [BatchRule(batch_size=4), BatchRule(max_tokens=900, pad_to_multiple_of=8)], ids=str
+)
+def test_prefix_sums_give_the_python_sums_exactly(monkeypatch, rule):
+    """The int64 prefix sums of a histogram whose sums fit equal the per-bucket Python-int sums
+    (the path of totals beyond 2**62), total for total and float for float."""
+    hist = LengthHistogram.from_lengths(np.random.default_rng(3).integers(1, 300, size=5_000))
+    edges = [0, 7, 40, 41, 120, 299]
+    fast = expected_padding(hist, edges, rule)
+    monkeypatch.setattr(waste_module, "_prefix_sums", lambda hist, multiple: None)
+    slow = expected_padding(hist, edges, rule)
+    assert fast.bucket_samples == slow.bucket_samples and fast.bucket_tokens == slow.bucket_tokens
+    assert fast.bucket_waste_tokens == slow.bucket_waste_tokens and fast.padded_tokens == slow.padded_tokens
