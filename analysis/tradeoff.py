@@ -4,9 +4,10 @@ mixing, for every strategy and knob, and the Pareto set a team picks a point fro
 :func:`frontier` puts on one plane:
 
 - ``bucketed``, optimal edges for ``K = 1..n_buckets`` (the exact padding optimum, one DP
-  pass), and frontier edges: for each ``lambda`` of a geometric sweep the plans minimising
-  ``padded - lambda * mixing`` for every ``K`` (one DP pass per ``lambda``:
-  :func:`analysis.optimize.frontier_plans`), each Pareto-optimal among all ``K``-bucket
+  pass: :func:`analysis.optimize.optimal_plans`, on a second thread), and frontier edges: for
+  each ``lambda`` of a geometric sweep the plans minimising ``padded - lambda * mixing`` for
+  every ``K`` (one DP pass per ``lambda`` over matrices of bucket costs built once:
+  :func:`analysis.optimize.frontier_sweep`), each Pareto-optimal among all ``K``-bucket
   plans.  Exact (:mod:`analysis.waste`, :mod:`analysis.mixing`).
 - ``sorted`` and ``random``: exact efficiency and mixing.
 - ``length_grouped`` (the Hugging Face Trainer's) for several ``gradient_accumulation_steps``
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,9 +41,8 @@ from analysis.mixing import random_mixing, sorted_mixing
 from analysis.optimize import (
     BucketPlan,
     evaluate_edges,
-    frontier_lambdas,
-    frontier_plans,
-    sweep_bucket_counts,
+    frontier_sweep,
+    optimal_plans,
 )
 from analysis.simulation import simulate
 from analysis.step_time import StepTimeModel
@@ -215,6 +216,63 @@ def _pareto(axis: np.ndarray, mixing: np.ndarray) -> np.ndarray:
     return out
 
 
+def _simulated_rows(
+    hist: LengthHistogram,
+    rule: BatchRule,
+    rng: np.random.Generator,
+    epochs: int,
+    model: StepTimeModel | None,
+    simulate_strategies: bool,
+    simulate_samples: int | None,
+    gradient_accumulation_steps: Sequence[int],
+    padding_noises: Sequence[float],
+) -> tuple[list[dict[str, Any]], int]:
+    """The simulated rows (``length_grouped`` by accumulation steps, ``token_budget`` by
+    noise, ``packing``) on a uniform subsample of ``simulate_samples``, and the samples they
+    ran on (0: none)."""
+    if not simulate_strategies:
+        return [], 0
+    sim = hist
+    if simulate_samples is not None and hist.n_samples > simulate_samples:
+        picked = rng.choice(
+            hist.n_samples, size=positive_int(simulate_samples, "simulate_samples"), replace=False
+        )
+        sim = LengthHistogram.from_lengths(
+            hist.lengths[np.searchsorted(hist.cumulative_counts(), picked, side="right")]
+        )
+    rows = []
+    for g in gradient_accumulation_steps:
+        rows.append(
+            _simulated_row(
+                sim,
+                "length_grouped",
+                rule,
+                "gradient_accumulation_steps",
+                int(g),
+                rng,
+                epochs,
+                model,
+                gradient_accumulation_steps=int(g),
+            )
+        )
+    for noise in padding_noises:
+        rows.append(
+            _simulated_row(
+                sim,
+                "token_budget",
+                rule,
+                "padding_noise",
+                float(noise),
+                rng,
+                epochs,
+                model,
+                padding_noise=float(noise),
+            )
+        )
+    rows.append(_simulated_row(sim, "packing", rule, "", None, rng, epochs, model))
+    return rows, sim.n_samples
+
+
 def frontier(
     hist: LengthHistogram,
     rule: BatchRule | None = None,
@@ -245,7 +303,7 @@ def frontier(
     n_buckets : int, default 32
         Bucketed rows for ``K = 1..n_buckets`` (capped at the distinct lengths).
     n_lambdas : int, default 4
-        DP passes of frontier edges (:func:`analysis.optimize.frontier_lambdas`); 0: none.
+        DP passes of frontier edges (:func:`analysis.optimize.frontier_sweep`); 0: none.
     epochs : int, default 2
         Simulated epochs per simulated row (two, so ``composition_repeat`` is defined).
     gradient_accumulation_steps, padding_noises
@@ -282,6 +340,7 @@ def frontier(
     if isinstance(n_lambdas, bool) or not isinstance(n_lambdas, int) or n_lambdas < 0:
         raise ValueError(f"n_lambdas must be an integer >= 0, got {n_lambdas!r}")
     model = step_time
+    given = {name: check_edges(edges, hist) for name, edges in (edge_sets or {}).items()}
     rows = []
     for name, est, mix in (
         ("sorted", sorted_padding(hist, rule), sorted_mixing(hist, rule)),
@@ -293,66 +352,44 @@ def frontier(
                 name, "", None, name, efficiency=est.efficiency, mixing=mix, mixing_se=0.0, tokens_per_s=rate
             )
         )
-    sweep = sweep_bucket_counts(hist, range(1, k_max + 1), ["optimal"], rule)
-    plans = {}
-    for k, edges in zip(sweep["n_buckets"], sweep["edges"]):
-        plans[int(k)] = evaluate_edges(hist, edges, rule, method="optimal")
-        rows.append(_plan_row(plans[int(k)], int(k), f"optimal edges, K={k}", hist, model))
-    lambdas: list[float] = []
-    if n_lambdas and k_max > 1:
-        lambdas = frontier_lambdas(plans[k_max], plans[1], n_lambdas)
-        for lam, k, plan in frontier_plans(hist, rule, k_max, lambdas):
-            if plan.edges != plans[k].edges:
-                row = _plan_row(plan, k, f"frontier edges, K={k}", hist, model)
-                row["lambda"] = lam
-                rows.append(row)
-    for name, edges in (edge_sets or {}).items():
-        plan = evaluate_edges(hist, check_edges(edges, hist), rule, method="given")
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        # the optimal edges' DP (compiled, without the GIL) on a second core while this one
+        # runs the frontier's passes and the simulated strategies
+        optimal = pool.submit(optimal_plans, hist, range(1, k_max + 1), rule)
+        lambdas: list[float] = []
+        swept: list[tuple[float, int, BucketPlan]] = []
+        if n_lambdas and k_max > 1:
+            lambdas, swept = frontier_sweep(hist, rule, k_max, n_lambdas)
+        simulated = _simulated_rows(
+            hist,
+            rule,
+            rng,
+            epochs,
+            model,
+            simulate_strategies,
+            simulate_samples,
+            gradient_accumulation_steps,
+            padding_noises,
+        )
+        plans = optimal.result()
+    for k, plan in plans.items():
+        rows.append(_plan_row(plan, k, f"optimal edges, K={k}", hist, model))
+    for lam, k, plan in swept:
+        if plan.edges != plans[k].edges:
+            row = _plan_row(plan, k, f"frontier edges, K={k}", hist, model)
+            row["lambda"] = lam
+            rows.append(row)
+    for name, edges in given.items():
+        plan = evaluate_edges(hist, edges, rule, method="given")
         row = _plan_row(plan, plan.n_buckets, name, hist, model)
         row["knob"] = "given"
         rows.append(row)
-    sim = hist
-    if simulate_strategies and simulate_samples is not None and hist.n_samples > simulate_samples:
-        picked = rng.choice(
-            hist.n_samples, size=positive_int(simulate_samples, "simulate_samples"), replace=False
-        )
-        sim = LengthHistogram.from_lengths(
-            hist.lengths[np.searchsorted(hist.cumulative_counts(), picked, side="right")]
-        )
-    if simulate_strategies:
-        for g in gradient_accumulation_steps:
-            rows.append(
-                _simulated_row(
-                    sim,
-                    "length_grouped",
-                    rule,
-                    "gradient_accumulation_steps",
-                    int(g),
-                    rng,
-                    epochs,
-                    model,
-                    gradient_accumulation_steps=int(g),
-                )
-            )
-        for noise in padding_noises:
-            rows.append(
-                _simulated_row(
-                    sim,
-                    "token_budget",
-                    rule,
-                    "padding_noise",
-                    float(noise),
-                    rng,
-                    epochs,
-                    model,
-                    padding_noise=float(noise),
-                )
-            )
-        rows.append(_simulated_row(sim, "packing", rule, "", None, rng, epochs, model))
+    sim_rows, sim_samples = simulated
+    rows.extend(sim_rows)
     frame = pd.DataFrame(rows)
     if "lambda" not in frame:
         frame["lambda"] = math.nan
     axis = "efficiency" if model is None else "tokens_per_s"
     frame["pareto"] = _pareto(frame[axis].to_numpy(float), frame["mixing"].to_numpy(float))
     frame = frame[[*FRONTIER_COLUMNS, "lambda"]]
-    return Frontier(frame, rule, axis, tuple(lambdas), sim.n_samples if simulate_strategies else 0)
+    return Frontier(frame, rule, axis, tuple(lambdas), sim_samples)

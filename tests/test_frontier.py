@@ -126,3 +126,12 @@ def test_the_figure_marks_points_and_refuses_unknown_ones(result):
     assert any(t.startswith("HF Trainer: length_grouped G=1") for t in texts)
     with pytest.raises(ValueError, match="no row labelled 'nope'"):
         plot_frontier(result.frame, marks={"chosen": "nope"})
+
+
+def test_bad_input_is_one_error_while_the_optimal_dp_runs_beside(hist):
+    """The optimal edges' DP runs on a second thread: an error of the main thread's work (a bad
+    subsample size) still comes out as its one ValueError, and bad given edges fail first."""
+    with pytest.raises(ValueError, match="simulate_samples"):
+        frontier(hist, batch_size=4, rng=np.random.default_rng(0), n_buckets=4, simulate_samples=0)
+    with pytest.raises(ValueError, match="edges"):
+        frontier(hist, batch_size=4, rng=np.random.default_rng(0), edge_sets={"case": [0, 5, 3]})

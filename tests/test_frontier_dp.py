@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from analysis import BatchRule, LengthHistogram, evaluate_edges, optimize_edges
+from analysis.optimize import frontier_lambdas, frontier_plans, frontier_sweep, optimal_plans
 from analysis.optimize._problem import _problem, _resolve_objective
 
 frontier_dp = importlib.import_module("analysis.optimize._frontier")
@@ -138,7 +139,37 @@ def test_a_token_budget_over_many_lengths_searches_a_grid_and_proves_nothing():
     hist = LengthHistogram.from_counts(lengths, rng.integers(1, 4, size=lengths.size))
     prob = _problem(hist, BatchRule(max_tokens=4_096))
     lag = frontier_dp._lagrangian(hist, prob)
-    assert not lag.exact and lag.ends.size < prob.ends.size and lag.ends[-1] == prob.m
+    assert not lag.exact and lag.points.size - 1 < prob.ends.size and lag.points[-1] == prob.m
     plan = optimize_edges(hist, 3, max_tokens=4_096, min_mixing=0.3)
     assert plan.mixing >= 0.3 and plan.floor is not None and not plan.floor.exact
     assert plan.edges[-1] == 2_300 and plan.n_buckets == 3
+
+
+@pytest.mark.parametrize("rule", RULES, ids=str)
+def test_the_sweep_places_its_lambdas_from_its_own_optimum_and_one_bucket(rule):
+    """``frontier_sweep``: the lambdas ``frontier_lambdas`` spreads between the DP's own
+    K-bucket optimum (on exact data: ``optimize_edges``'s) and one bucket, and the plans of
+    ``frontier_plans`` for those lambdas."""
+    hist = _hist(5)
+    lambdas, plans = frontier_sweep(hist, rule, 4, 3)
+    low, high = optimize_edges(hist, 4, rule), optimize_edges(hist, 1, rule)
+    assert lambdas == frontier_lambdas(low, high, 3)
+    again = frontier_plans(hist, rule, 4, lambdas)
+    assert [(lam, k, p.edges) for lam, k, p in plans] == [(lam, k, p.edges) for lam, k, p in again]
+    with pytest.raises(ValueError, match="n_lambdas must be an integer >= 1"):
+        frontier_sweep(hist, rule, 4, 0)
+
+
+@pytest.mark.parametrize("rule", RULES, ids=str)
+def test_optimal_plans_are_optimize_edges_for_every_k(rule):
+    hist = _hist(6)
+    plans = optimal_plans(hist, [3, 1, 2], rule)
+    assert list(plans) == [1, 2, 3]
+    for k, plan in plans.items():
+        one = optimize_edges(hist, k, rule)
+        assert (plan.edges, plan.objective, plan.gap, plan.method) == (
+            one.edges,
+            one.objective,
+            one.gap,
+            "optimal",
+        )

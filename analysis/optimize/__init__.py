@@ -24,14 +24,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import pandas as pd
 
 from analysis._validate import known_name
 from analysis.batching import DEFAULT_MIN_GAIN, BatchRule, as_rule, check_edges
 from analysis.lengths import LengthHistogram
-from analysis.optimize._frontier import _floor_plan, frontier_lambdas, frontier_plans
-from analysis.optimize._problem import OBJECTIVES, StepTimeLike, _problem, _resolve_objective
+from analysis.optimize._frontier import _floor_plan, frontier_lambdas, frontier_plans, frontier_sweep
+from analysis.optimize._problem import OBJECTIVES, StepTimeLike, _Problem, _problem, _resolve_objective
 from analysis.optimize._search import (
     AUTO_CANDIDATES_ABOVE,
     _check_k,
@@ -52,6 +53,8 @@ __all__ = [
     "evaluate_edges",
     "frontier_lambdas",
     "frontier_plans",
+    "frontier_sweep",
+    "optimal_plans",
     "optimize_edges",
     "recommend_n_buckets",
     "sweep_bucket_counts",
@@ -231,6 +234,42 @@ def evaluate_edges(
     return _plan(hist, prob, edges, method, len(edges) - 1)
 
 
+def optimal_plans(
+    hist: LengthHistogram,
+    n_buckets: Iterable[int],
+    rule: BatchRule | None = None,
+    *,
+    batch_size: int | None = None,
+    max_tokens: int | None = None,
+    pad_to_multiple_of: int | None = None,
+    edge_multiple: int = 1,
+    candidates: int | str | None = "auto",
+    step_time: StepTimeLike | None = None,
+    objective: str | None = None,
+) -> dict[int, BucketPlan]:
+    """The optimal plan (as :func:`optimize_edges` places it) for every ``K`` of
+    ``n_buckets``, from one DP pass, by ``K``.
+
+    Examples
+    --------
+    >>> from analysis import LengthHistogram
+    >>> hist = LengthHistogram.from_counts([1, 2, 3, 9, 10], [5, 5, 5, 5, 5])
+    >>> {k: p.edges for k, p in optimal_plans(hist, [1, 2], batch_size=4).items()}
+    {1: [0, 10], 2: [0, 3, 10]}
+    """
+    rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens, pad_to_multiple_of=pad_to_multiple_of)
+    prob = _problem(hist, rule, edge_multiple, step_time, _resolve_objective(rule, step_time, objective))
+    ks = sorted({_check_k(prob, k) for k in n_buckets})
+    if not ks:
+        raise ValueError("n_buckets is empty")
+    return _optimal(hist, prob, ks, candidates)
+
+
+def _optimal(hist: LengthHistogram, prob: _Problem, ks: list[int], candidates: Any) -> dict[int, BucketPlan]:
+    ends, gaps = _optimal_ends(prob, ks, _use_grid(prob, candidates))
+    return {k: _plan(hist, prob, _ends_to_edges(prob, ends[k]), "optimal", k, gaps[k]) for k in ks}
+
+
 def sweep_bucket_counts(
     hist: LengthHistogram,
     n_buckets: Iterable[int] = range(1, 17),
@@ -273,15 +312,12 @@ def sweep_bucket_counts(
     methods = list(methods)
     for method in methods:
         _check_method(method)
-    optimal: dict[int, list[int]] = {}
-    gaps: dict[int, float] = {}
-    if "optimal" in methods:
-        optimal, gaps = _optimal_ends(prob, sorted(set(ks)), _use_grid(prob, candidates))
+    optimal = _optimal(hist, prob, sorted(set(ks)), candidates) if "optimal" in methods else {}
     rows = []
     for k in ks:
         for method in methods:
             if method == "optimal":
-                plan = _plan(hist, prob, _ends_to_edges(prob, optimal[k]), method, k, gaps[k])
+                plan = optimal[k]
             else:
                 plan = _plan(hist, prob, _baseline_edges(prob, method, k), method, k)
             rows.append(

@@ -2,12 +2,13 @@
 
 A bucket's mixing share (:func:`analysis.mixing.bucket_mixing`: ``w SS / ((n - 1) N S**2)``)
 is additive over buckets like its padding, so the exact DP minimises ``objective - lam *
-mixing`` as it minimises the objective: the exact rows of bucket costs
-(:func:`~analysis.optimize._exact._exact_row`, each bucket's last short batch as it is), each
-cell less ``lam`` times the bucket's share from prefix sums of ``count``, ``count * d`` and
-``count * d**2`` (``d`` the length less the mean length, so the sums stay small where a
-bucket sits far from the mean).
-One pass per ``lam`` gives every ``K`` at once.
+mixing`` as it minimises the objective.  The matrices of every bucket between two allowed
+ends are computed once per problem: its exact cost (the exact rows of
+:func:`~analysis.optimize._exact._exact_row`, each bucket's last short batch as it is) and its
+mixing sum from prefix sums of ``count``, ``count * d`` and ``count * d**2`` (``d`` the length
+less the mean length, so the sums stay small where a bucket sits far from the mean).  Each
+``lam`` is then one pass of the DP over ``costs - lam * mixing``, which gives every ``K`` at
+once (a floor's search runs tens of passes on the same matrices).
 
 For ``lam > 0`` a minimiser is Pareto-optimal among all ``K``-bucket plans (no plan has less
 objective and more mixing); sweeping ``lam`` finds the vertices of the frontier's convex hull.
@@ -28,10 +29,10 @@ import numpy as np
 from analysis.batching import BatchRule
 from analysis.lengths import LengthHistogram
 from analysis.mixing import length_variance
-from analysis.optimize._costs import _Arrays
-from analysis.optimize._exact import _exact_arrays, _exact_row, _Short
-from analysis.optimize._layers import _ROWS, _group, _layers, _push_rows
+from analysis.optimize._costs import _INF, _Arrays
+from analysis.optimize._exact import _exact_arrays
 from analysis.optimize._problem import StepTimeLike, _Problem, _problem, _resolve_objective
+from analysis.optimize._pruned import _exact_matrix
 from analysis.optimize._search import _check_k, _ends_to_edges, _grid
 from analysis.optimize.plan import BucketPlan, FloorChoice, _plan
 
@@ -45,69 +46,78 @@ _MAX_PASSES = 60
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _solve_lambda(
-    data: _Arrays,
-    short: _Short,
-    rows: np.ndarray,
-    is_end: np.ndarray,
-    n_buckets: int,
-    lam: float,
-    p1: np.ndarray,
-    p2: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
-    """``D[k, j]`` of ``objective - lam * mixing`` (``lam`` already divided by ``N S**2``)
-    and the backtracking starts: each start's row of exact bucket costs
-    (:func:`~analysis.optimize._exact._exact_row`: the last short batch as it is) less the
-    mixing term, pushed into every layer as the padding DP pushes them."""
+def _mixing_matrix(
+    data: _Arrays, points: np.ndarray, p1: np.ndarray, p2: np.ndarray
+) -> np.ndarray:  # pragma: no cover - compiled
+    """``out[c, a]`` (transposed: a column's starts side by side) = the mixing sum ``w SS /
+    (n - 1)`` of bucket ``(points[a], points[c]]`` (0 where it has fewer than two samples or
+    batches of one, or no spread; ``w = n - 1`` when the last batch holds one sample)."""
     cum, size = data.cum, data.size
-    m = cum.size - 1
-    best, arg = _layers(n_buckets, m)
-    costs = np.empty((_ROWS, m + 1))
-    tb = np.zeros(m + 1)
-    t2b = np.zeros(m + 1)
-    starts = np.empty(_ROWS, np.int64)
-    for g0 in range(0, rows.size, _ROWS):
-        g, n_sub = _group(rows, g0, starts)
-        for a in range(g):
-            i = starts[a]
-            row = costs[a]
-            _exact_row(i, data, short, is_end, row, tb, t2b)
-            if lam != 0.0:
-                for j in range(i + 1, m + 1):
-                    n = cum[j] - cum[i]
-                    b = size[j]
-                    if n < 2 or b < 2:
-                        continue
-                    w = n - 1 if n % b == 1 else n
-                    s1 = p1[j] - p1[i]
-                    ss = (p2[j] - p2[i]) - s1 * s1 / n
-                    if ss > 0.0:
-                        row[j] -= lam * (w * ss / (n - 1))
-        _push_rows(best, arg, starts, g, n_sub, costs)
+    p = points.size
+    out = np.zeros((p, p))
+    for c in range(1, p):
+        j = points[c]
+        b = size[j]
+        for a in range(c):
+            i = points[a]
+            n = cum[j] - cum[i]
+            if n < 2 or b < 2:
+                continue
+            w = n - 1 if n % b == 1 else n
+            s1 = p1[j] - p1[i]
+            ss = (p2[j] - p2[i]) - s1 * s1 / n
+            if ss > 0.0:
+                out[c, a] = w * ss / (n - 1)
+    return out
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _solve_points(costs: np.ndarray, n_buckets: int) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
+    """The DP over the points: ``best[k, c]`` = least sum of ``k`` buckets covering
+    ``(points[0], points[c]]``, ``costs[c, a]`` the cost of bucket ``(points[a], points[c]]``
+    (transposed, so a column's starts are contiguous); ``arg[k, c]`` the start's index, the
+    smallest on a tie (strict ``<`` in ascending order, as the padding DP)."""
+    p = costs.shape[0]
+    best = np.full((n_buckets + 1, p), _INF)
+    arg = np.zeros((n_buckets + 1, p), np.int64)
+    best[0, 0] = 0.0
+    for k in range(1, n_buckets + 1):
+        prev = best[k - 1]
+        for c in range(k, p):
+            row = costs[c]
+            bv = _INF
+            ba = 0
+            for a in range(k - 1, c):
+                v = prev[a] + row[a]
+                if v < bv:
+                    bv = v
+                    ba = a
+            best[k, c] = bv
+            arg[k, c] = ba
     return best, arg
 
 
 @dataclass(frozen=True)
 class _Lagrangian:
-    """What every pass of one problem shares: the kernel's arrays and the centred sums."""
+    """What every pass of one problem shares: the matrices of exact costs and mixing sums."""
 
     prob: _Problem
-    data: _Arrays
-    ends: np.ndarray
-    p1: np.ndarray
-    p2: np.ndarray
-    scale: float  # N S**2: a plan's mixing is its sum of w SS / (n - 1) over this
     exact: bool  # every allowed end searched (not a candidate grid)
-    short: _Short  # the exact rows' short-batch arrays
+    points: np.ndarray  # 0 and the ends: the DP's starts and ends
+    costs: np.ndarray  # costs[c, a]: the exact objective of bucket (points[a], points[c]]
+    mixing: np.ndarray  # mixing[c, a]: its mixing sum w SS / (n - 1) (a share once over scale)
+    scale: float  # N S**2: a plan's mixing is its sum of w SS / (n - 1) over this
 
 
 def _lagrangian(hist: LengthHistogram, prob: _Problem) -> _Lagrangian:
-    """The arrays of ``prob`` for the λ-DP (exact rows, :mod:`analysis.optimize._exact`): on a
-    candidate grid of ``_GRID`` ends above ``_EXACT_UP_TO`` ends (every row is costed whole,
-    so the pass is quadratic in the ends)."""
+    """The matrices of ``prob`` for the λ-DP, each bucket's exact cost (the exact rows of
+    :mod:`analysis.optimize._exact`) and mixing sum between every two points, computed once
+    for every pass; the points are the allowed ends, or a candidate grid of ``_GRID`` ends
+    above ``_EXACT_UP_TO`` (the matrices are quadratic in the points)."""
     data, short = _exact_arrays(prob)
     exact = prob.ends.size <= _EXACT_UP_TO
     ends = prob.ends if exact else _grid(prob, _GRID)
+    points = np.concatenate([np.zeros(1, np.int64), np.asarray(ends, np.int64)])
     counts = np.diff(prob.cum).astype(float)
     d = prob.lengths.astype(float) - hist.mean
     p1 = np.zeros(prob.m + 1)
@@ -115,28 +125,25 @@ def _lagrangian(hist: LengthHistogram, prob: _Problem) -> _Lagrangian:
     np.cumsum(counts * d, out=p1[1:])
     np.cumsum(counts * d * d, out=p2[1:])
     scale = hist.n_samples * length_variance(hist)
-    return _Lagrangian(prob, data, ends, p1, p2, scale, exact, short)
+    costs = np.ascontiguousarray(_exact_matrix(data, short, points).T)
+    return _Lagrangian(prob, exact, points, costs, _mixing_matrix(data, points, p1, p2), scale)
 
 
 def _pass(lag: _Lagrangian, k_max: int, lam: float) -> dict[int, list[int]]:
     """Bucket ends (ascending, last ``m``) minimising ``objective - lam * mixing`` for every
-    ``K <= k_max`` (one DP pass)."""
-    from analysis.optimize._kernel import _backtrack
-
-    prob = lag.prob
-    m = prob.m
-    is_end = np.zeros(m + 1, np.bool_)
-    is_end[lag.ends] = True
-    is_row = np.zeros(m + 1, np.bool_)
-    is_row[0] = True
-    is_row[lag.ends[:-1]] = True
-    rows = np.flatnonzero(is_row) if k_max > 1 else np.zeros(1, np.int64)
+    ``K <= k_max`` (one DP pass over the matrices)."""
     per = lam / lag.scale if lag.scale > 0 else 0.0
-    best, arg = _solve_lambda(lag.data, lag.short, rows, is_end, k_max, per, lag.p1, lag.p2)
+    costs = lag.costs - per * lag.mixing if per != 0.0 else lag.costs
+    best, arg = _solve_points(costs, min(k_max, lag.points.size - 1))
+    last = lag.points.size - 1
     out = {}
-    for k in range(1, k_max + 1):
-        if np.isfinite(best[k, m]):
-            out[k] = _backtrack(arg, k, m)
+    for k in range(1, min(k_max, last) + 1):
+        if np.isfinite(best[k, last]):
+            ends, c = [], last
+            for layer in range(k, 0, -1):
+                ends.append(int(lag.points[c]))
+                c = int(arg[layer, c])
+            out[k] = ends[::-1]
     return out
 
 
@@ -310,7 +317,13 @@ def frontier_plans(
         raise ValueError(f"every lambda must be a finite number > 0, got {list(lambdas)!r}")
     prob = _problem(hist, rule, edge_multiple, step_time, _resolve_objective(rule, step_time, None))
     k_max = _check_k(prob, k_max)
-    lag = _lagrangian(hist, prob)
+    return _sweep(hist, prob, _lagrangian(hist, prob), k_max, lambdas)
+
+
+def _sweep(
+    hist: LengthHistogram, prob: _Problem, lag: _Lagrangian, k_max: int, lambdas: Sequence[float]
+) -> list[tuple[float, int, BucketPlan]]:
+    """:func:`frontier_plans` on the matrices of ``lag``: each new plan once."""
     seen: dict[tuple[int, ...], BucketPlan] = {}
     out = []
     for lam in lambdas:
@@ -320,6 +333,40 @@ def frontier_plans(
                 seen[edges] = _plan(hist, prob, list(edges), "frontier", k)
                 out.append((float(lam), k, seen[edges]))
     return out
+
+
+def frontier_sweep(
+    hist: LengthHistogram,
+    rule: BatchRule,
+    k_max: int,
+    n_lambdas: int,
+    step_time: StepTimeLike | None = None,
+    edge_multiple: int = 1,
+) -> tuple[list[float], list[tuple[float, int, BucketPlan]]]:
+    """:func:`frontier_plans` for ``n_lambdas`` values of ``lam`` spread by
+    :func:`frontier_lambdas` between this DP's own ``k_max``-bucket optimum (its ``lam = 0``
+    pass: on the candidate grid of long-context data, the grid's) and one bucket, all on one
+    set of matrices; returns the lambdas and the plans.
+
+    Examples
+    --------
+    >>> hist = LengthHistogram.from_counts([1, 2, 3, 9, 10], [5, 5, 5, 5, 5])
+    >>> lambdas, plans = frontier_sweep(hist, BatchRule(4), 2, 2)
+    >>> [round(x, 2) for x in lambdas], [(k, p.edges) for _, k, p in plans]
+    ([0.08, 84.77], [(1, [0, 10]), (2, [0, 3, 10]), (2, [0, 2, 10])])
+    """
+    if isinstance(n_lambdas, bool) or not isinstance(n_lambdas, int) or n_lambdas < 1:
+        raise ValueError(f"n_lambdas must be an integer >= 1, got {n_lambdas!r}")
+    prob = _problem(hist, rule, edge_multiple, step_time, _resolve_objective(rule, step_time, None))
+    k_max = _check_k(prob, k_max)
+    lag = _lagrangian(hist, prob)
+    ends = _pass(lag, k_max, 0.0)
+    if k_max not in ends or 1 not in ends:
+        raise ValueError(f"no {k_max} non-empty buckets: the bucket costs are not finite")
+    low = _plan(hist, prob, _edges(lag, ends[k_max]), "frontier", k_max)
+    high = _plan(hist, prob, _edges(lag, ends[1]), "frontier", 1)
+    lambdas = frontier_lambdas(low, high, n_lambdas)
+    return lambdas, _sweep(hist, prob, lag, k_max, lambdas)
 
 
 def frontier_lambdas(low: BucketPlan, high: BucketPlan, count: int) -> list[float]:
