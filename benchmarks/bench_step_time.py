@@ -54,16 +54,23 @@ useful ``tokens`` and ``predicted_seconds``, to audit or redo the aggregation) t
 Clock: on the CPU with one thread the default is the process's CPU time
 (``time.process_time``): on shared cores other jobs stretch wall time by whatever they do,
 while CPU seconds are what the model and the batches cost (on a dedicated core the two
-agree).  ``--clock wall`` for wall time; a GPU run always uses the wall clock.
+agree).  ``--clock wall`` for wall time; a GPU run always uses the wall clock.  The optimiser
+(the bucketed edges) runs numba's parallel kernels on its ``workqueue`` threading layer
+(unless ``NUMBA_THREADING_LAYER`` says otherwise): on the ``omp`` layer a worker thread it
+left behind kept spinning through the torch steps, about 0.8 of a core, which the process's
+CPU clock counted into every step (and which took the second core from the steps).  The
+session prints the CPU seconds of the process's threads other than the stepping one.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import time
 from pathlib import Path
 
+import numba
 import numpy as np
 import pandas as pd
 import torch
@@ -444,6 +451,8 @@ def main(argv: list[str] | None = None) -> None:
         "random order; a batch's time is the median (default 3; 1: one timing a batch)",
     )
     args = parser.parse_args(argv)
+    if "NUMBA_THREADING_LAYER" not in os.environ:  # see Clock in the docstring
+        numba.config.THREADING_LAYER = "workqueue"  # type: ignore[attr-defined]
     torch.set_num_threads(args.threads)
     args.out.mkdir(parents=True, exist_ok=True)
     suffix = "" if args.device == "cpu" else f"_{args.device}"
@@ -534,7 +543,7 @@ def main(argv: list[str] | None = None) -> None:
     for key, batches in epochs.items():  # warm the allocator for each strategy's first shape
         run_batch(key[0], key[1], data[key[0]][0][batches[0]])
     seconds = np.zeros(order.size)
-    start = time.perf_counter()
+    start, process0, thread0 = time.perf_counter(), time.process_time(), time.thread_time()
     for t in order:
         if t < n_shape:
             begin = clock()
@@ -545,7 +554,14 @@ def main(argv: list[str] | None = None) -> None:
             begin = clock()
             run_batch(name, strategy, batch)
         seconds[t] = clock() - begin
-    print(f"session: {order.size} steps in random order, {time.perf_counter() - start:.0f} s", flush=True)
+    own = time.thread_time() - thread0
+    others = time.process_time() - process0 - own  # CPU of this process's other threads
+    print(
+        f"session: {order.size} steps in random order, {time.perf_counter() - start:.0f} s; "
+        f"CPU of the process's other threads {others:.1f} s ({others / own:.1%} of the stepping "
+        "thread's)",
+        flush=True,
+    )
     times = pd.DataFrame(
         [(*shape, 0) if len(shape) == 2 else shape for shape in shape_steps],
         columns=["batch_size", "length", "segment_length"],
