@@ -12,13 +12,17 @@ token_budget; packed: packing, packing_bfd, packing_first_fit, packing_next_fit)
 2. builds one epoch of each strategy on a subsample, every batch padded to its longest sample
    with a padding mask and a masked loss, and a second epoch of identical batches for two
    strategies (the run-to-run noise, measured the same way);
-3. times, in one seeded random order, every batch of every epoch and four more rounds of the
-   calibration shapes, each step alone (see Clock below): the machine's drift (shared cores,
-   caches, clock) falls on every strategy and on the calibration alike, instead of on
-   whichever ran last; the model of the predictions is fitted to these calibration steps,
-   for a few model forms (the residuals pick the form), and ``drift`` is how much slower the
-   session's second half ran than its first;
-4. compares each strategy's measured useful tokens/s (its tokens over the sum of its steps)
+3. times, in one seeded random order, every batch of every epoch ``--batch-repeats`` times
+   (default 3) and four more rounds of the calibration shapes (three with ``--quick``), each
+   step alone (see Clock below): the machine's drift (shared cores, caches, clock) falls on
+   every strategy and on the calibration alike, instead of on whichever ran last, and a burst
+   of noise on one timing of a batch does not move its strategy; the model of the
+   predictions is fitted to these calibration steps (each shape's median), for a few model
+   forms (the residuals pick the form), and ``drift`` is how much slower the session's
+   second half ran than its first;
+4. compares each strategy's measured useful tokens/s (its tokens over the sum of its
+   batches' times, a batch's time the median of its repeats; ``noise``: the same for the
+   second run of identical batches, from its own repeats)
    with the step-time model's a-priori prediction (:func:`analysis.predict_strategy_throughput`:
    exact for sorted/random/bucketed, over simulated epochs for the others), with the model
    applied to the very batches that ran, and with the padded-token prediction calibrated on
@@ -34,28 +38,41 @@ The tail of a row past its last sample is padding: it runs through every layer b
 nothing, and its tokens are in the loss's ignore mask.  The calibration measures packed
 shapes too (``calibration_shapes(..., packed=True)``), so the model fits ``per_segment``.
 
-Run from the repository root (CPU: about 7 minutes with one thread on a quiet machine)::
+Run from the repository root (CPU, one thread: about 0.35 s a step; ``--scale 0.3
+--calibration-lengths 5`` times about 2,000 steps with the default 3 batch repeats, full size
+about 5,800)::
 
     .venv/bin/python benchmarks/bench_step_time.py --threads 1 --out data
     python benchmarks/bench_step_time.py --device cuda --quick --out OUT_DIR
 
-Writes ``step_times_{device}.csv`` (the calibration) and ``step_time_validation.csv``
-(``_cuda`` suffix on a GPU) to ``--out``.
+Writes ``step_times_{device}.csv`` (the calibration), ``step_time_validation.csv`` (one row
+per distribution and strategy; ``batch_spread``: the median over its batches of the std /
+mean of their repeats) and ``step_time_batches.csv`` (every timed batch step: distribution,
+strategy, run, batch, repeat, position in the session, seconds, and the batch's shape:
+``samples`` and ``longest`` when padded, ``segments`` and ``square_sum`` when packed, its
+useful ``tokens`` and ``predicted_seconds``, to audit or redo the aggregation) to ``--out``
+(``_cuda`` suffix on a GPU for the last two).
 
 Clock: on the CPU with one thread the default is the process's CPU time
 (``time.process_time``): on shared cores other jobs stretch wall time by whatever they do,
 while CPU seconds are what the model and the batches cost (on a dedicated core the two
-agree).  ``--clock wall`` for wall time; a GPU run always uses the wall clock.
+agree).  ``--clock wall`` for wall time; a GPU run always uses the wall clock.  The optimiser
+(the bucketed edges) runs numba's parallel kernels on its ``workqueue`` threading layer
+(unless ``NUMBA_THREADING_LAYER`` says otherwise): on the ``omp`` layer a worker thread it
+left behind kept spinning through the torch steps, about 0.8 of a core, which the process's
+CPU clock counted into every step (and which took the second core from the steps).  The
+session prints the CPU seconds of the process's threads other than the stepping one.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import sys
+import os
 import time
 from pathlib import Path
 
+import numba
 import numpy as np
 import pandas as pd
 import torch
@@ -118,7 +135,8 @@ class Block(nn.Module):
             else packed_attention(q, k, v, segments, mask)
         )
         x = x + self.out(a.transpose(1, 2).reshape(b, n, w))
-        return x + self.down(F.gelu(self.up(self.ln2(x))))
+        y: torch.Tensor = x + self.down(F.gelu(self.up(self.ln2(x))))
+        return y
 
 
 def flash_varlen() -> object | None:
@@ -127,7 +145,8 @@ def flash_varlen() -> object | None:
         from flash_attn import flash_attn_varlen_func  # type: ignore[import-not-found]
     except ImportError:
         return None
-    return flash_attn_varlen_func
+    func: object = flash_attn_varlen_func
+    return func
 
 
 def block_diagonal_mask(segments: list[int], n: int, device: torch.device) -> torch.Tensor:
@@ -195,7 +214,8 @@ class Decoder(nn.Module):
         mask = (causal[None] & valid[:, None, :])[:, None]  # (B, 1, L, L): causal and not padding
         for block in self.blocks:
             x = block(x, mask)
-        return self.ln(x) @ self.tok.weight.T
+        logits: torch.Tensor = self.ln(x) @ self.tok.weight.T
+        return logits
 
     def forward_packed(
         self, ids: torch.Tensor, position_ids: torch.Tensor, segments: list[int]
@@ -208,7 +228,8 @@ class Decoder(nn.Module):
             mask = block_diagonal_mask(segments, ids.shape[1], ids.device)
         for block in self.blocks:
             x = block(x, mask, segments)
-        return self.ln(x) @ self.tok.weight.T
+        logits: torch.Tensor = self.ln(x) @ self.tok.weight.T
+        return logits
 
 
 class Trainer:
@@ -233,7 +254,7 @@ class Trainer:
     def _update(self, logits: torch.Tensor, targets: torch.Tensor) -> None:
         loss = F.cross_entropy(logits.reshape(-1, VOCAB).float(), targets.reshape(-1), ignore_index=-100)
         self.opt.zero_grad(set_to_none=True)
-        self.scaler.scale(loss).backward()
+        self.scaler.scale(loss).backward()  # type: ignore[no-untyped-call]
         self.scaler.step(self.opt)
         self.scaler.update()
         if self.device.type == "cuda":
@@ -319,6 +340,73 @@ def add_anchored(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def positive_int_arg(text: str) -> int:
+    """An argparse type: an integer >= 1 (else argparse's one-line message and exit 2)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}")
+    return value
+
+
+def relative_spread(timings: np.ndarray) -> np.ndarray:
+    """Per row of ``timings`` (one row per batch, one column per repeat): std / mean of its
+    repeats (``ddof=1``: the measure :meth:`StepTimeModel.residuals` calls ``spread``); NaN
+    with one repeat."""
+    if timings.shape[1] < 2:
+        return np.full(timings.shape[0], np.nan)
+    return np.asarray(timings.std(axis=1, ddof=1) / timings.mean(axis=1))
+
+
+def batch_table(
+    keys: list[tuple[str, str, int, int]],
+    timings: np.ndarray,
+    positions: np.ndarray,
+    features: dict[tuple[str, str], pd.DataFrame],
+) -> pd.DataFrame:
+    """One row per timed batch step (``keys[i]`` repeated ``timings.shape[1]`` times): its
+    distribution, strategy, run, batch index, repeat, position in the session, seconds, and
+    the batch's shape from ``features`` (padded: ``samples``, ``longest``; packed:
+    ``segments``, ``square_sum``; both: ``tokens``, ``predicted_seconds``)."""
+    n_rep = timings.shape[1]
+    frame = pd.DataFrame(
+        np.repeat(np.array(keys, dtype=object), n_rep, axis=0),
+        columns=["distribution", "strategy", "run", "batch"],
+    ).astype({"run": np.int64, "batch": np.int64})
+    frame["repeat"] = np.tile(np.arange(n_rep), len(keys))
+    frame["position"] = positions
+    frame["seconds"] = timings.reshape(-1)
+    shape = pd.concat(
+        [features[name, strategy].iloc[[b]] for name, strategy, _, b in keys], ignore_index=True
+    )
+    shape = shape.loc[shape.index.repeat(n_rep)].reset_index(drop=True)
+    return pd.concat([frame, shape], axis=1)
+
+
+def epoch_features(
+    sub: np.ndarray, batches: list[np.ndarray], packed: bool, budget: int, model: StepTimeModel
+) -> pd.DataFrame:
+    """Per batch of one epoch: what the model prices (padded: ``samples`` padded to
+    ``longest``; packed: ``segments`` whose squares sum to ``square_sum`` in one row of
+    ``budget`` tokens), its useful ``tokens`` and the model's ``predicted_seconds``."""
+    sizes = np.array([b.size for b in batches], dtype=np.int64)
+    tokens = np.array([int(sub[b].sum()) for b in batches], dtype=np.int64)
+    missing = pd.array([pd.NA] * len(batches), dtype="Int64")
+    if packed:
+        squares = np.array([int((sub[b].astype(np.int64) ** 2).sum()) for b in batches], dtype=np.int64)
+        predicted = np.asarray(model.predict_packed(sizes, squares.astype(float), budget))
+        cols = {"samples": missing, "longest": missing, "segments": sizes, "square_sum": squares}
+    else:
+        longest = np.array([int(sub[b].max()) for b in batches], dtype=np.int64)
+        predicted = np.asarray(model.predict(sizes, longest))
+        cols = {"samples": sizes, "longest": longest, "segments": missing, "square_sum": missing}
+    return pd.DataFrame({**cols, "tokens": tokens, "predicted_seconds": predicted}).astype(
+        {k: "Int64" for k in cols}
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
@@ -357,7 +445,16 @@ def main(argv: list[str] | None = None) -> None:
         default=None,
         help="lengths per distribution in the calibration design (default 7, quick 5)",
     )
+    parser.add_argument(
+        "--batch-repeats",
+        type=positive_int_arg,
+        default=3,
+        help="times each batch of each epoch is timed, each at its own place in the session's "
+        "random order; a batch's time is the median (default 3; 1: one timing a batch)",
+    )
     args = parser.parse_args(argv)
+    if "NUMBA_THREADING_LAYER" not in os.environ:  # see Clock in the docstring
+        numba.config.THREADING_LAYER = "workqueue"  # type: ignore[attr-defined]
     torch.set_num_threads(args.threads)
     args.out.mkdir(parents=True, exist_ok=True)
     suffix = "" if args.device == "cpu" else f"_{args.device}"
@@ -367,7 +464,7 @@ def main(argv: list[str] | None = None) -> None:
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
 
     # (name, file, batch rule, samples in the CPU run, on the GPU, quick fraction)
-    samples = {"cpu": (2000, 1000), "cuda": (8792, 20000)}[args.device]
+    samples: tuple[int, ...] = {"cpu": (2000, 1000), "cuda": (8792, 20000)}[args.device]
     if args.quick:
         samples = tuple(s // 4 for s in samples)
     samples = tuple(max(20, int(s * args.scale)) for s in samples)
@@ -427,12 +524,14 @@ def main(argv: list[str] | None = None) -> None:
     #    random order, each timed alone, so the machine's drift falls on all alike
     repeats = 3 if args.quick else 4
     shape_steps = [shape for _ in range(repeats) for shape in shapes]  # then the batches:
-    batch_steps = [
+    batch_keys = [
         (name, strategy, run, b)
         for (name, strategy), batches in epochs.items()
         for run in range(2 if strategy in REPEATED else 1)
         for b in range(len(batches))
     ]
+    n_rep = args.batch_repeats
+    batch_steps = [key for key in batch_keys for _ in range(n_rep)]  # a batch's repeats adjacent
     n_shape = len(shape_steps)
     order = rng.permutation(n_shape + len(batch_steps))
     budgets = {name: rule.token_budget(int(sub.max())) for name, (sub, rule) in data.items()}
@@ -446,7 +545,7 @@ def main(argv: list[str] | None = None) -> None:
     for key, batches in epochs.items():  # warm the allocator for each strategy's first shape
         run_batch(key[0], key[1], data[key[0]][0][batches[0]])
     seconds = np.zeros(order.size)
-    start = time.perf_counter()
+    start, process0, thread0 = time.perf_counter(), time.process_time(), time.thread_time()
     for t in order:
         if t < n_shape:
             begin = clock()
@@ -457,7 +556,14 @@ def main(argv: list[str] | None = None) -> None:
             begin = clock()
             run_batch(name, strategy, batch)
         seconds[t] = clock() - begin
-    print(f"session: {order.size} steps in random order, {time.perf_counter() - start:.0f} s", flush=True)
+    own = time.thread_time() - thread0
+    others = time.process_time() - process0 - own  # CPU of this process's other threads
+    print(
+        f"session: {order.size} steps in random order, {time.perf_counter() - start:.0f} s; "
+        f"CPU of the process's other threads {others:.1f} s ({others / own:.1%} of the stepping "
+        "thread's)",
+        flush=True,
+    )
     times = pd.DataFrame(
         [(*shape, 0) if len(shape) == 2 else shape for shape in shape_steps],
         columns=["batch_size", "length", "segment_length"],
@@ -480,10 +586,28 @@ def main(argv: list[str] | None = None) -> None:
     drift = float(np.median(ratio[late]) / np.median(ratio[~late]))
     print(f"drift: calibration steps in the session's second half take {drift:.3f} x its first half")
 
-    # 4. measured tokens/s against the predictions
-    run_seconds: dict[tuple[str, str, int], float] = {}
-    for (name, strategy, run, _), spent in zip(batch_steps, seconds[n_shape:], strict=True):
-        run_seconds[name, strategy, run] = run_seconds.get((name, strategy, run), 0.0) + spent
+    # 4. a batch's time: the median of its repeats; a run's: the sum of its batches' medians
+    timings = seconds[n_shape:].reshape(len(batch_keys), n_rep)
+    features = {
+        (name, strategy): epoch_features(data[name][0], batches, strategy in PACKED, budgets[name], model)
+        for (name, strategy), batches in epochs.items()
+    }
+    per_step = batch_table(batch_keys, timings, position[n_shape:], features)
+    per_step.to_csv(args.out / f"step_time_batches{suffix}.csv", index=False, float_format="%.6g")
+    per_batch = pd.DataFrame(batch_keys, columns=["distribution", "strategy", "run", "batch"])
+    per_batch["seconds"] = np.median(timings, axis=1)
+    per_batch["spread"] = relative_spread(timings)
+    run_seconds = per_batch.groupby(["distribution", "strategy", "run"])["seconds"].sum().to_dict()
+    batch_spread = per_batch.groupby(["distribution", "strategy"])["spread"].median().to_dict()
+    family = np.where(per_batch["strategy"].isin(PACKED), "packed", "padded")
+    spreads = per_batch.groupby(family)["spread"].median()
+    print(
+        f"median spread of batch repeats ({n_rep} a batch; calibration {noise:.4f}): "
+        + ", ".join(f"{fam} {value:.4f}" for fam, value in spreads.items()),
+        flush=True,
+    )
+
+    # 5. measured tokens/s against the predictions
     rows = []
     for name, (sub, rule) in data.items():
         hist = LengthHistogram.from_lengths(sub)
@@ -491,18 +615,18 @@ def main(argv: list[str] | None = None) -> None:
         measured, epoch_pred, batch_info = {}, {}, {}
         for strategy in run_strategies:
             batches = epochs[name, strategy]
-            longest = np.array([sub[b].max() for b in batches])
-            sizes = np.array([b.size for b in batches])
+            feats = features[name, strategy]
             measured[strategy] = [
-                run_seconds[name, strategy, r] for r in range(2 if strategy in REPEATED else 1)
+                float(run_seconds[name, strategy, r]) for r in range(2 if strategy in REPEATED else 1)
             ]
+            epoch_pred[strategy] = float(feats["predicted_seconds"].sum())
             if strategy in PACKED:  # rows of the budget, attention within each sample
-                squares = np.array([float((sub[b].astype(float) ** 2).sum()) for b in batches])
-                epoch_pred[strategy] = float(np.sum(model.predict_packed(sizes, squares, budgets[name])))
                 batch_info[strategy] = (len(batches), len(batches) * budgets[name])
             else:
-                epoch_pred[strategy] = float(np.sum(model.predict(sizes, longest)))
-                batch_info[strategy] = (len(batches), int(np.sum(sizes * longest)))
+                padded_tokens = (
+                    feats["samples"].to_numpy(np.int64) * feats["longest"].to_numpy(np.int64)
+                ).sum()
+                batch_info[strategy] = (len(batches), int(padded_tokens))
             print(
                 f"{name} {strategy}: {len(batches)} batches, {measured[strategy][0]:.1f} s, "
                 f"{hist.total_tokens / measured[strategy][0]:,.0f} tok/s",
@@ -522,8 +646,8 @@ def main(argv: list[str] | None = None) -> None:
         for strategy in run_strategies:
             runs = measured[strategy]
             tps = hist.total_tokens / runs[0]
-            pred = float(table.loc[strategy, "tokens_per_s"])
-            padded = float(table.loc[strategy, "padded_tokens_per_s"])
+            pred = float(table["tokens_per_s"].astype(float)[strategy])
+            padded = float(table["padded_tokens_per_s"].astype(float)[strategy])
             this_epoch = hist.total_tokens / epoch_pred[strategy]
             repeat = hist.total_tokens / runs[1] if len(runs) > 1 else float("nan")
             rows.append(
@@ -550,6 +674,8 @@ def main(argv: list[str] | None = None) -> None:
                     "padded_error": padded / tps - 1,
                     "prediction_exact": bool(table.loc[strategy, "exact"]),
                     "edges": " ".join(map(str, edges)) if strategy == "bucketed" else "",
+                    "batch_repeats": n_rep,
+                    "batch_spread": float(batch_spread[name, strategy]),
                 }
             )
     frame = add_anchored(pd.DataFrame(rows))
@@ -567,10 +693,11 @@ def main(argv: list[str] | None = None) -> None:
             "padded_tokens_per_s",
             "padded_error",
             "noise",
+            "batch_spread",
         ]
     ]
     print(show.to_string(index=False, float_format=lambda v: f"{v:.3f}" if abs(v) < 10 else f"{v:,.0f}"))
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
