@@ -185,6 +185,21 @@ def _live_room(
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
+def _needed(
+    i: int, low: np.ndarray, room: np.ndarray, need: np.ndarray
+) -> tuple[int, int]:  # pragma: no cover - compiled
+    """``need[j]``: whether bucket ``(i, j]`` may lie on an optimal plan (its bound within the
+    room), for every ``j > i``; returns the first and last such ``j`` (``last == i``: none)."""
+    m = low.size - 1
+    first, last = m + 1, i
+    for j in range(i + 1, m + 1):
+        need[j] = low[j] <= room[j]
+        first = j if need[j] and first > m else first
+        last = j if need[j] else last
+    return first, last
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _solve_pruned(
     data: _Arrays, bounds: _Bounds, rows: np.ndarray, is_end: np.ndarray, n_buckets: int
 ) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
@@ -235,12 +250,14 @@ def _solve_pruned(
         if not _live_room(i, best, back, upper, reach, live, room):
             continue
         _lower_costs(i, data, bounds, is_end, low)
-        for j in range(i + 1, m + 1):
-            need[j] = low[j] <= room[j]
+        first, last = _needed(i, low, room, need)
+        if last == i:
+            continue
         _row_costs(i, data, need, costs)
+        cells = slice(first, last + 1)  # (the other cells' costs are inf: they win nothing)
         for k in range(1, n_buckets + 1):
             if live[k]:
-                _push(best[k, i + 1 :], arg[k, i + 1 :], costs[i + 1 :], best[k - 1, i], i)
+                _push(best[k, cells], arg[k, cells], costs[cells], best[k - 1, i], i)
     return best, arg
 
 

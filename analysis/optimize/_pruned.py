@@ -25,7 +25,15 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from analysis.optimize._budget import _SLACK, _back_column, _Bounds, _live_room, _lower_costs, _reach
+from analysis.optimize._budget import (
+    _SLACK,
+    _back_column,
+    _Bounds,
+    _live_room,
+    _lower_costs,
+    _needed,
+    _reach,
+)
 from analysis.optimize._costs import _INF, _Arrays
 from analysis.optimize._exact import _LOW_SLACK, _exact_row, _lower_row, _Short, _short_ratio
 from analysis.optimize._layers import _layers, _push
@@ -203,12 +211,14 @@ def _solve_exact(
         if not _live_room(i, best, back, upper, reach, live, room):
             continue
         _low_costs(i, data, short, bounds, is_end, ratio, low)
-        for j in range(i + 1, m + 1):
-            need[j] = low[j] <= room[j]
+        first, last = _needed(i, low, room, need)
+        if last == i:
+            continue
         _exact_row(i, data, short, need, costs, tb, t2b)
+        cells = slice(first, last + 1)  # (the other cells' costs are inf: they win nothing)
         for k in range(1, n_buckets + 1):
             if live[k]:
-                _push(best[k, i + 1 :], arg[k, i + 1 :], costs[i + 1 :], best[k - 1, i], i)
+                _push(best[k, cells], arg[k, cells], costs[cells], best[k - 1, i], i)
     return best, arg
 
 
