@@ -12,8 +12,8 @@ prints medians (3 runs after a warm-up) of:
   DP runs on a second thread beside the frontier's passes and the simulations, so on two free
   cores the wall time is below the CPU time);
 - its parts: the optimal edges for K = 1..32 (one pruned exact DP pass and the 32 plans), the
-  frontier's matrices (every bucket's exact cost and mixing sum between the 1,025 points of
-  its candidate grid, built once) and one lambda pass over them (every K at once);
+  frontier's matrices (every bucket's exact cost and mixing sum between the points of its
+  candidate grid, 952 here, built once) and one lambda pass over them (every K at once);
 - the DP passes one ``frontier`` call runs (one per lambda, plus the lambda = 0 pass that
   places them: no per-K rerun);
 - a floor search (``optimize_edges(K=6, min_efficiency=0.9)``) with its passes.

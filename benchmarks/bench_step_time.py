@@ -31,7 +31,8 @@ token_budget; packed: packing, packing_bfd, packing_first_fit, packing_next_fit)
 
 A packed step is one row of the token budget holding whole samples, with position ids
 restarting in each and attention restricted to each sample (block-diagonal and causal): on
-the CPU a loop of ``scaled_dot_product_attention(..., is_causal=True)`` over the samples; on
+the CPU a loop of ``scaled_dot_product_attention(..., is_causal=True)`` over the samples (the
+row's q, k and v split once into them); on
 a GPU FlashAttention's ``flash_attn_varlen_func`` when ``flash_attn`` imports, else one SDPA
 call with a block-diagonal causal mask, under bf16 autocast (fp16 where bf16 is missing).
 The tail of a row past its last sample is padding: it runs through every layer but attends
@@ -184,17 +185,17 @@ def packed_attention(
         )  # type: ignore[operator]
         out[0, :, :end] = packed.transpose(0, 1)
         return out
-    parts, start = [], 0
-    for length in segments:
-        stop = start + length
-        parts.append(
-            F.scaled_dot_product_attention(
-                q[:, :, start:stop], k[:, :, start:stop], v[:, :, start:stop], is_causal=True
-            )
-        )
-        start = stop
-    if start < q.shape[2]:
-        parts.append(torch.zeros_like(q[:, :, start:]))
+    # one split per tensor, not a slice per sample: a slice's backward writes a zero gradient
+    # of the whole row, so a loop of slices costs (samples x row) in the backward pass, while a
+    # split's backward is one concatenation of the samples' gradients
+    n, used = q.shape[2], sum(segments)
+    sizes = [*segments, n - used] if used < n else list(segments)
+    qs, ks, vs = (torch.split(t, sizes, dim=2) for t in (q, k, v))
+    parts = [
+        F.scaled_dot_product_attention(qs[s], ks[s], vs[s], is_causal=True) for s in range(len(segments))
+    ]
+    if used < n:
+        parts.append(torch.zeros_like(qs[-1]))
     return torch.cat(parts, dim=2)
 
 
