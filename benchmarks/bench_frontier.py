@@ -10,7 +10,7 @@ prints medians (3 runs after a warm-up) of:
 - ``analysis.frontier`` whole (with its simulated strategies) and exact only
   (``simulate_strategies=False``): wall time, and the process's CPU time (the optimal edges'
   DP runs on a second thread beside the frontier's passes and the simulations, so on two free
-  cores the wall time is below the CPU time);
+  cores the wall time is below the CPU time), and whole again pinned to one core;
 - its parts: the optimal edges for K = 1..32 (one pruned exact DP pass and the 32 plans), the
   frontier's matrices (every bucket's exact cost and mixing sum between the points of its
   candidate grid, 952 here, built once) and one lambda pass over them (every K at once);
@@ -24,6 +24,7 @@ Goal: ``frontier`` <= 3 s.
 from __future__ import annotations
 
 import importlib
+import os
 import time
 
 import numpy as np
@@ -69,6 +70,12 @@ def main() -> None:
         wall = median_seconds(fn, runs=RUNS)
         cpu = median_seconds(fn, runs=RUNS, clock=time.process_time)
         print(f"frontier(), K <= {K}, {name:<16} median {wall:5.2f} s wall, {cpu:5.2f} s CPU (goal: <= 3 s)")
+    cores = os.sched_getaffinity(0)
+    if len(cores) > 1:  # the same call with every thread on one core
+        os.sched_setaffinity(0, {min(cores)})
+        one = median_seconds(whole, runs=RUNS)
+        os.sched_setaffinity(0, cores)
+        print(f"frontier(), K <= {K}, every strategy, pinned to one core: median {one:5.2f} s wall")
     t_opt = median_seconds(lambda: optimal_plans(hist, range(1, K + 1), rule), runs=RUNS)
     t_lag = median_seconds(lambda: frontier_dp._lagrangian(hist, prob), runs=RUNS)
     t_pass = median_seconds(lambda: frontier_dp._pass(lag, K, 1e8), runs=RUNS)
