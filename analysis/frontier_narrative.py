@@ -19,9 +19,9 @@ __all__ = ["floor_sentence", "frontier_sentence", "TRAINER_LABEL"]
 TRAINER_LABEL = "length_grouped G=1"
 
 
-def _best_bucketed(frame: pd.DataFrame, efficiency: float) -> pd.Series | None:
-    rows = frame[(frame["strategy"] == "bucketed") & (frame["efficiency"] >= efficiency)]
-    return None if rows.empty else rows.sort_values(["mixing", "efficiency"]).iloc[-1]
+def _best_bucketed(frame: pd.DataFrame, measure: str, floor: float) -> pd.Series | None:
+    rows = frame[(frame["strategy"] == "bucketed") & (frame[measure] >= floor)]
+    return None if rows.empty else rows.sort_values(["mixing", measure]).iloc[-1]
 
 
 def frontier_sentence(
@@ -29,10 +29,12 @@ def frontier_sentence(
 ) -> str:
     """ "At X % efficiency, the best plan keeps Y % of the mixing; the Trainer's length grouping
     keeps Z %": ``X`` is ``min_efficiency``, or else the Trainer's own efficiency (so both
-    plans pad alike); the best plan is the bucketed plan of the frontier with the most mixing
-    at that efficiency or more, or, given the data ``hist``, the better of it and the floor
-    search of :func:`analysis.optimize_edges` at the frontier's largest K (exact, with the
-    bound it proves: the sweep's few lambdas can miss the hull vertex next to a floor).
+    plans pad alike); under a token budget every efficiency here is the steps' budget fill
+    (the frontier's axis, what the edges are placed for, and what the floor reads); the best
+    plan is the bucketed plan of the frontier with the most mixing at that efficiency or more,
+    or, given the data ``hist``, the better of it and the floor search of
+    :func:`analysis.optimize_edges` at the frontier's largest K (exact, with the bound it
+    proves: the sweep's few lambdas can miss the hull vertex next to a floor).
 
     Examples
     --------
@@ -47,34 +49,35 @@ def frontier_sentence(
     mixing (mixing: the share of the data's length variance a batch keeps).
     """
     frame = result.frame
+    fill = result.axis == "budget_fill"
+    measure, word = ("budget_fill", "budget fill") if fill else ("efficiency", "efficiency")
     trainer = frame[frame["label"] == TRAINER_LABEL]
     target = min_efficiency
     if target is None:
         if trainer.empty:
             raise ValueError("give min_efficiency: the frontier has no length_grouped row to compare with")
-        target = float(trainer["efficiency"].iloc[0])
-    best = _best_bucketed(frame, target)
-    found = (
-        None if best is None else (int(best["n_buckets"]), float(best["efficiency"]), float(best["mixing"]))
-    )
+        target = float(trainer[measure].iloc[0])
+    best = _best_bucketed(frame, measure, target)
+    found = None if best is None else (int(best["n_buckets"]), float(best[measure]), float(best["mixing"]))
     bound = ""
     if hist is not None and best is not None:
         k_max = int(frame["n_buckets"].max())
         try:
             plan: BucketPlan | None = optimize_edges(hist, k_max, result.rule, min_efficiency=target)
-        except ValueError:  # under a token budget the floor reads the steps' fill, below efficiency
+        except ValueError:  # the floor is out of reach at K = k_max (the sweep's plan stands)
             plan = None
         if plan is not None and plan.floor is not None and plan.mixing >= found[2]:  # type: ignore[index]
-            found = (plan.n_buckets, plan.efficiency, plan.mixing)
+            reached = plan.budget_fill if fill and plan.budget_fill is not None else plan.efficiency
+            found = (plan.n_buckets, reached, plan.mixing)
             if not plan.floor.exact:
                 bound = f", at most {format_percent(plan.floor.bound, 1)} possible"
     x = format_percent(target, 1)
     if found is None:
-        text = f"No bucketed plan reaches {x} efficiency"
+        text = f"No bucketed plan reaches {x} {word}"
     else:
         k, eff, mix = found
         text = (
-            f"At {x} efficiency or more, the best bucketed plan (K = {k}, {format_percent(eff, 1)}) "
+            f"At {x} {word} or more, the best bucketed plan (K = {k}, {format_percent(eff, 1)}) "
             f"keeps {format_percent(mix, 1)} of the mixing{bound}"
         )
     if not trainer.empty:
@@ -83,7 +86,7 @@ def frontier_sentence(
         err = "" if not math.isfinite(se) else f" ± {format_percent(se, 1)}"
         text += (
             f"; the Trainer's length grouping keeps {format_percent(t['mixing'], 1)}{err} at "
-            f"{format_percent(t['efficiency'], 1)} (lag-1 autocorrelation {t['lag1_autocorr']:.2f})"
+            f"{format_percent(t[measure], 1)} (lag-1 autocorrelation {t['lag1_autocorr']:.2f})"
         )
     else:
         text += " (mixing: the share of the data's length variance a batch keeps)"

@@ -57,7 +57,7 @@ ColumnKind = Literal["ratio", "count", "float"]
 CellValue = int | float | str | np.generic | Sequence[int] | Sequence[float] | np.ndarray | None
 
 #: Columns (or row labels) holding a ratio in [0, 1] (``efficiency_se`` too: a share's error).
-_RATIO_WORDS = ("efficiency", "share", "composition_repeat", "mixing")
+_RATIO_WORDS = ("efficiency", "share", "composition_repeat", "mixing", "budget_fill")
 #: Columns holding counts of samples, tokens, batches, steps or lengths (floats when averaged or
 #: expected): every name the CLI prints as a count (``samples_clipped``, ``lower_edge``,
 #: ``distinct_lengths``, ``predicted_tokens_per_s``, ``expected_padded_tokens``...) holds one.

@@ -46,7 +46,7 @@ from analysis.optimize import (
 )
 from analysis.simulation import simulate
 from analysis.step_time import StepTimeModel
-from analysis.waste import random_padding, sorted_padding
+from analysis.waste import random_padding, sorted_padding, step_tokens
 
 __all__ = ["FRONTIER_COLUMNS", "Frontier", "frontier"]
 
@@ -57,6 +57,7 @@ FRONTIER_COLUMNS = (
     "knob_value",
     "label",
     "efficiency",
+    "budget_fill",
     "mixing",
     "mixing_se",
     "lag1_autocorr",
@@ -82,7 +83,9 @@ class Frontier:
 
     ``frame`` has one row per point (columns :data:`FRONTIER_COLUMNS`; ``pareto`` marks the
     points no other point beats on both ``axis`` and ``mixing``); ``axis`` is
-    ``"tokens_per_s"`` when a step-time model was given, else ``"efficiency"``;
+    ``"tokens_per_s"`` when a step-time model was given, else ``"budget_fill"`` under a token
+    budget (useful tokens over the steps' tokens: what a token budget's edges are placed for),
+    else ``"efficiency"``;
     ``simulated_samples``: the samples the simulated rows ran on (0: none simulated).
     """
 
@@ -151,6 +154,7 @@ def _plan_row(
         knob_value,
         label,
         efficiency=plan.efficiency,
+        budget_fill=math.nan if plan.budget_fill is None else plan.budget_fill,
         mixing=plan.mixing,
         mixing_se=0.0,
         tokens_per_s=rate,
@@ -186,12 +190,17 @@ def _simulated_row(
             )
         rate = res.useful_tokens / float(np.sum(seconds))
     label = strategy if knob == "" else f"{strategy} {_SHORT.get(knob, knob)}={value}"
+    fill = math.nan
+    if rule.max_tokens is not None:  # a step holds the budget, or a lone sample beyond it
+        steps = np.maximum(res.batches["padded"].to_numpy(float), float(rule.max_tokens))
+        fill = float(res.batches["useful"].sum()) / float(steps.sum())
     return _row(
         strategy,
         knob,
         value,
         label,
         efficiency=res.efficiency,
+        budget_fill=fill,
         mixing=float(e["mixing"].mean()),
         mixing_se=se,
         lag1_autocorr=float(e["lag1_autocorr"].mean()),
@@ -347,9 +356,19 @@ def frontier(
         ("random", random_padding(hist, rule), random_mixing(hist, rule)),
     ):
         rate = math.nan if model is None else hist.total_tokens / expected_epoch_time(hist, model, name, rule)
+        steps = step_tokens(hist, rule, est.n_batches)
+        fill = math.nan if steps is None else hist.total_tokens / steps
         rows.append(
             _row(
-                name, "", None, name, efficiency=est.efficiency, mixing=mix, mixing_se=0.0, tokens_per_s=rate
+                name,
+                "",
+                None,
+                name,
+                efficiency=est.efficiency,
+                budget_fill=fill,
+                mixing=mix,
+                mixing_se=0.0,
+                tokens_per_s=rate,
             )
         )
     with ThreadPoolExecutor(max_workers=1) as pool:
@@ -389,7 +408,7 @@ def frontier(
     frame = pd.DataFrame(rows)
     if "lambda" not in frame:
         frame["lambda"] = math.nan
-    axis = "efficiency" if model is None else "tokens_per_s"
+    axis = "tokens_per_s" if model is not None else "efficiency" if rule.max_tokens is None else "budget_fill"
     frame["pareto"] = _pareto(frame[axis].to_numpy(float), frame["mixing"].to_numpy(float))
     frame = frame[[*FRONTIER_COLUMNS, "lambda"]]
     return Frontier(frame, rule, axis, tuple(lambdas), sim_samples)

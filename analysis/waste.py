@@ -37,6 +37,7 @@ __all__ = [
     "EXACT_STRATEGIES",
     "exact_padding",
     "strategy_table",
+    "step_tokens",
 ]
 
 
@@ -196,6 +197,27 @@ def bucketed_estimate(
         tuple(batches),
         tuple(waste),
     )
+
+
+def step_tokens(hist: LengthHistogram, rule: BatchRule, n_batches: int) -> int | None:
+    """The tokens ``n_batches`` steps of ``hist`` hold under ``rule``'s token budget:
+    ``max_tokens`` per step plus what each sample padded beyond the budget passes it by (such a
+    sample is alone in its step); ``None`` without a token budget.  ``useful / step_tokens``
+    is the budget fill.
+
+    Examples
+    --------
+    >>> hist = LengthHistogram.from_lengths([3, 5, 12])
+    >>> step_tokens(hist, BatchRule(max_tokens=10), 3)  # three steps, the 12 passes by 2
+    32
+    """
+    budget = rule.max_tokens
+    if budget is None:
+        return None
+    padded = round_up(hist.lengths, rule.pad_to_multiple_of)
+    over = padded > budget
+    beyond = sum(map(operator.mul, (padded[over] - budget).tolist(), hist.counts[over].tolist()))
+    return int(n_batches) * budget + beyond
 
 
 def expected_padding(

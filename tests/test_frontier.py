@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import json
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
 import analysis.cli as cli
 from analysis import LengthHistogram, StepTimeModel, frontier, optimize_edges, recommend, save_histogram
 from analysis.epoch_time import expected_epoch_time
+from analysis.frontier_narrative import frontier_sentence
 from analysis.mixing import random_mixing, sorted_mixing
+from analysis.plots import plot_frontier
+from analysis.tables import format_percent
 from analysis.tradeoff import FRONTIER_COLUMNS
 
 LENGTHS = np.concatenate(
@@ -114,7 +118,6 @@ def test_cli_frontier_and_floors(tmp_path, capsys, monkeypatch, hist):
 
 
 def test_the_figure_marks_points_and_refuses_unknown_ones(result):
-    from analysis.plots import plot_frontier
 
     fig = plot_frontier(
         result.frame, marks={"chosen": "optimal edges, K=3", "HF Trainer": "length_grouped G=1"}
@@ -135,3 +138,28 @@ def test_bad_input_is_one_error_while_the_optimal_dp_runs_beside(hist):
         frontier(hist, batch_size=4, rng=np.random.default_rng(0), n_buckets=4, simulate_samples=0)
     with pytest.raises(ValueError, match="edges"):
         frontier(hist, batch_size=4, rng=np.random.default_rng(0), edge_sets={"case": [0, 5, 3]})
+
+
+def test_under_a_token_budget_the_plane_is_the_steps_budget_fill(hist):
+    """Under a token budget the edges are placed for steps, so the plane's axis is the budget
+    fill (useful tokens over ``max_tokens`` a step): sorted batches' from their one batch size,
+    the bucketed plans' the optimiser's, every share in (0, 1], the Pareto set on it."""
+    budget = 4_000
+    res = frontier(hist, max_tokens=budget, rng=np.random.default_rng(0), n_buckets=4, n_lambdas=2, epochs=1)
+    assert res.axis == "budget_fill"
+    f = res.frame.set_index("label")
+    size = budget // hist.max  # sorted batches: as many of the longest as fit
+    steps = -(-hist.n_samples // size)
+    assert f.loc["sorted", "budget_fill"] == hist.total_tokens / (steps * budget)
+    assert (
+        f.loc["optimal edges, K=3", "budget_fill"] == optimize_edges(hist, 3, max_tokens=budget).budget_fill
+    )
+    assert (f["budget_fill"] > 0).all() and (f["budget_fill"] <= 1).all()
+    packing = f.loc["packing"]
+    assert packing["budget_fill"] <= packing["efficiency"]  # a row's tail is padding too
+    fig = plot_frontier(res.frame, axis=res.axis)
+    assert fig.axes[0].get_ylabel().startswith("budget fill")
+    plt.close(fig)
+    trainer = f.loc["length_grouped G=1"]
+    text = frontier_sentence(res)
+    assert text.startswith(f"At {format_percent(trainer['budget_fill'], 1)} budget fill or more")

@@ -118,14 +118,16 @@ def cmd_frontier(args: argparse.Namespace, out: TextIO) -> None:
         )
         return
     shown = res.frame if args.all else res.pareto
+    measure = "budget fill" if res.axis == "budget_fill" else "efficiency"
     title = (
-        "Every point" if args.all else "The Pareto set (no point beats these on both efficiency and mixing)"
+        "Every point" if args.all else f"The Pareto set (no point beats these on both {measure} and mixing)"
     )
+    columns = _COLUMNS if res.axis != "budget_fill" else [*_COLUMNS[:2], "budget_fill", *_COLUMNS[2:]]
     print(
         wrap(f"{title}, {rule.text}{'' if args.max_len is None else f', max_len = {args.max_len:,}'}:"),
         file=out,
     )
-    print(frame_text(shown[_COLUMNS].set_index("label")), file=out)
+    print(frame_text(shown[columns].set_index("label")), file=out)
     print(
         wrap(
             "(mixing: the share of the data's length variance a batch keeps, exact for sorted, random "

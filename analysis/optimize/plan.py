@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import math
-import operator
 from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
 from analysis._order_stats import expected_batch_sum
-from analysis.batching import BatchRule, bucket_bounds, bucket_index, round_up
+from analysis.batching import BatchRule, bucket_bounds, bucket_index
 from analysis.lengths import LengthHistogram
 from analysis.mixing import edges_mixing
 from analysis.optimize._problem import StepTimeLike, _Problem
 from analysis.tables import format_percent
-from analysis.waste import WasteEstimate, bucketed_estimate
+from analysis.waste import WasteEstimate, bucketed_estimate, step_tokens
 
 
 @dataclass(frozen=True)
@@ -241,22 +240,10 @@ def _plan(
         prob.step_time,
         gap,
         prob.objective,
-        _step_tokens(hist, est),
+        step_tokens(hist, est.rule, est.n_batches),
         _warnings(hist, est),
         edges_mixing(hist, edges, est.batch_sizes),
     )
-
-
-def _step_tokens(hist: LengthHistogram, est: WasteEstimate) -> int | None:
-    """``max_tokens`` per batch plus what each sample padded beyond the budget passes it by
-    (such a sample is alone in its batch); ``None`` without a token budget."""
-    budget = est.rule.max_tokens
-    if budget is None:
-        return None
-    padded = round_up(hist.lengths, est.rule.pad_to_multiple_of)
-    over = padded > budget
-    beyond = sum(map(operator.mul, (padded[over] - budget).tolist(), hist.counts[over].tolist()))
-    return int(est.n_batches * budget + beyond)
 
 
 def _tokens(value: float) -> str:

@@ -44,6 +44,13 @@ def _x_floor(frame: pd.DataFrame) -> float:
     return float(max(10.0 ** (float(np.floor(np.log10(low))) - 0.3), 1e-4))
 
 
+#: The y axes that are shares, and their labels.
+_SHARE_LABELS = {
+    "efficiency": "efficiency (useful / padded)",
+    "budget_fill": "budget fill (useful / steps x max_tokens)",
+}
+
+
 def plot_frontier(
     frame: pd.DataFrame,
     *,
@@ -51,7 +58,8 @@ def plot_frontier(
     marks: Mapping[str, str] | None = None,
     title: str | None = None,
 ) -> Figure:
-    """Efficiency (``axis="tokens_per_s"``: predicted tokens/s) against mixing: a marked curve
+    """Efficiency (``axis="budget_fill"``: the steps' fill of a token budget;
+    ``"tokens_per_s"``: predicted tokens/s; :attr:`analysis.Frontier.axis`) against mixing: a marked curve
     per strategy along its knob, the frontier-edge plans as small rings, the Pareto frontier
     as a black staircase, and ``marks`` (caption -> a row's ``label``: ``{"chosen": ...,
     "case": ...}``) ringed and named (the first with a star).
@@ -156,14 +164,14 @@ def plot_frontier(
         )
         xs.append(x)
         ys.append(y)
-        value = format_percent(y) if axis == "efficiency" else format_count(y) + " tok/s"
+        value = format_count(y) + " tok/s" if axis == "tokens_per_s" else format_percent(y)
         head = name if text in name else f"{text}: {name}"
         texts.append(f"{head}\n{value}, mixing {format_percent(float(hit['mixing'].iloc[0]))}")
     ax.set_xlim(floor, 1.15)
-    if axis == "efficiency":
+    if axis in _SHARE_LABELS:
         ax.set_ylim(max(0.0, float(f[axis].min()) - 0.05), 1.0)
         ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
-        ax.set_ylabel("efficiency (useful / padded)")
+        ax.set_ylabel(_SHARE_LABELS[axis])
     else:
         ax.set_ylabel("predicted useful tokens/s")
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: format_count(v)))
