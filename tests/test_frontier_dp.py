@@ -146,14 +146,16 @@ def test_a_token_budget_over_many_lengths_searches_a_grid_and_proves_nothing():
 
 
 @pytest.mark.parametrize("rule", RULES, ids=str)
-def test_the_sweep_places_its_lambdas_from_its_own_optimum_and_one_bucket(rule):
+def test_the_sweep_places_its_lambdas_between_its_own_optimum_and_most_mixing(rule):
     """``frontier_sweep``: the lambdas ``frontier_lambdas`` spreads between the DP's own
-    K-bucket optimum (on exact data: ``optimize_edges``'s) and one bucket, and the plans of
-    ``frontier_plans`` for those lambdas."""
+    K-bucket optimum (on exact data: ``optimize_edges``'s) and the K-bucket plan with the most
+    mixing (by exhaustive search), and the plans of ``frontier_plans`` for those lambdas."""
     hist = _hist(5)
     lambdas, plans = frontier_sweep(hist, rule, 4, 3)
-    low, high = optimize_edges(hist, 4, rule), optimize_edges(hist, 1, rule)
-    assert lambdas == frontier_lambdas(low, high, 3)
+    low = optimize_edges(hist, 4, rule)
+    most = max(_every_plan(hist, 4, rule), key=lambda p: (p[1], -p[0]))
+    high = evaluate_edges(hist, most[2], rule)
+    assert lambdas == pytest.approx(frontier_lambdas(low, high, 3), rel=1e-12)
     again = frontier_plans(hist, rule, 4, lambdas)
     assert [(lam, k, p.edges) for lam, k, p in plans] == [(lam, k, p.edges) for lam, k, p in again]
     with pytest.raises(ValueError, match="n_lambdas must be an integer >= 1"):

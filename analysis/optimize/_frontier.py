@@ -345,27 +345,26 @@ def frontier_sweep(
 ) -> tuple[list[float], list[tuple[float, int, BucketPlan]]]:
     """:func:`frontier_plans` for ``n_lambdas`` values of ``lam`` spread by
     :func:`frontier_lambdas` between this DP's own ``k_max``-bucket optimum (its ``lam = 0``
-    pass: on the candidate grid of long-context data, the grid's) and one bucket, all on one
-    set of matrices; returns the lambdas and the plans.
+    pass: on the candidate grid of long-context data, the grid's) and its ``k_max``-bucket plan
+    with the most mixing (a pass at a huge ``lam``; not one bucket, whose mixing under a token
+    budget can be 0: a batch of one sample), all on one set of matrices; returns the lambdas
+    and the plans.
 
     Examples
     --------
     >>> hist = LengthHistogram.from_counts([1, 2, 3, 9, 10], [5, 5, 5, 5, 5])
     >>> lambdas, plans = frontier_sweep(hist, BatchRule(4), 2, 2)
     >>> [round(x, 2) for x in lambdas], [(k, p.edges) for _, k, p in plans]
-    ([0.08, 84.77], [(1, [0, 10]), (2, [0, 3, 10]), (2, [0, 2, 10])])
+    ([0.08, 76.7], [(1, [0, 10]), (2, [0, 3, 10]), (2, [0, 2, 10])])
     """
     if isinstance(n_lambdas, bool) or not isinstance(n_lambdas, int) or n_lambdas < 1:
         raise ValueError(f"n_lambdas must be an integer >= 1, got {n_lambdas!r}")
     prob = _problem(hist, rule, edge_multiple, step_time, _resolve_objective(rule, step_time, None))
     k_max = _check_k(prob, k_max)
     lag = _lagrangian(hist, prob)
-    ends = _pass(lag, k_max, 0.0)
-    if k_max not in ends or 1 not in ends:
-        raise ValueError(f"no {k_max} non-empty buckets: the bucket costs are not finite")
-    low = _plan(hist, prob, _edges(lag, ends[k_max]), "frontier", k_max)
-    high = _plan(hist, prob, _edges(lag, ends[1]), "frontier", 1)
-    lambdas = frontier_lambdas(low, high, n_lambdas)
+    low = _plan(hist, prob, _edges(lag, _ends_at(lag, k_max, 0.0)), "frontier", k_max)
+    most = _ends_at(lag, k_max, 1e6 * max(low.objective, 1.0))  # the most mixing (as a floor's)
+    lambdas = frontier_lambdas(low, _plan(hist, prob, _edges(lag, most), "frontier", k_max), n_lambdas)
     return lambdas, _sweep(hist, prob, lag, k_max, lambdas)
 
 
