@@ -216,7 +216,7 @@ def step_tokens(hist: LengthHistogram, rule: BatchRule, n_batches: int) -> int |
         return None
     padded = round_up(hist.lengths, rule.pad_to_multiple_of)
     over = padded > budget
-    beyond = sum(map(operator.mul, (padded[over] - budget).tolist(), hist.counts[over].tolist()))
+    beyond: int = sum(map(operator.mul, (padded[over] - budget).tolist(), hist.counts[over].tolist()))
     return int(n_batches) * budget + beyond
 
 
