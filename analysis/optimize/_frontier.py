@@ -220,6 +220,12 @@ def _ends_at(lag: _Lagrangian, k: int, lam: float) -> list[int]:
     return ends
 
 
+def _most_mixing_ends(lag: _Lagrangian, k: int, objective: float) -> list[int]:
+    """The ends of the ``k``-bucket plan with the most mixing, ties to the least objective: a
+    pass at ``lam`` a million times the padding optimum's ``objective`` (at least 1)."""
+    return _ends_at(lag, k, 1e6 * max(objective, 1.0))
+
+
 def _floor_plan(
     hist: LengthHistogram,
     prob: _Problem,
@@ -237,7 +243,7 @@ def _floor_plan(
     lo_ends = _ends_at(lag, k, 0.0)
     f0 = max(ev.point(lo_ends).objective, 1.0)
     lo = ev.point(_ends_at(lag, k, 1e-9 * f0))  # the padding optimum, ties to more mixing
-    hi = ev.point(_ends_at(lag, k, 1e6 * f0))  # the most mixing, ties to less padding
+    hi = ev.point(_most_mixing_ends(lag, k, f0))
     if lo.objective > ev.point(lo_ends).objective * (1 + 1e-9):  # pragma: no cover - float ties
         lo = ev.point(lo_ends)
     useful = hist.total_tokens
@@ -363,7 +369,7 @@ def frontier_sweep(
     k_max = _check_k(prob, k_max)
     lag = _lagrangian(hist, prob)
     low = _plan(hist, prob, _edges(lag, _ends_at(lag, k_max, 0.0)), "frontier", k_max)
-    most = _ends_at(lag, k_max, 1e6 * max(low.objective, 1.0))  # the most mixing (as a floor's)
+    most = _most_mixing_ends(lag, k_max, low.objective)
     lambdas = frontier_lambdas(low, _plan(hist, prob, _edges(lag, most), "frontier", k_max), n_lambdas)
     return lambdas, _sweep(hist, prob, lag, k_max, lambdas)
 
