@@ -96,7 +96,7 @@ benchmarks: setup  ## Print the benchmark figures (timings are not tests)
 	@for script in benchmarks/bench_*.py; do echo "== $$script"; "$(PY)" "$$script" || exit 1; done
 
 data: setup  ## Regenerate the bundled synthetic data/case_lengths.csv (deterministic)
-	"$(PY)" -c "from analysis import save_histogram; from analysis.synthetic import case_like_histogram; print(save_histogram(case_like_histogram(), '$(DATA)'))"
+	"$(PY)" -c "from analysis import save_histogram; from analysis.case.synthetic import case_like_histogram; print(save_histogram(case_like_histogram(), '$(DATA)'))"
 
 clean:  ## Remove the venv, the stamps and generated reports
 	rm -rf .venv .make reports .pytest_cache .hypothesis

@@ -11,27 +11,27 @@ One name per question (the README's table): the padding of given edges is
 K to use :func:`recommend`.  The vocabulary helpers (``check_edges``, ``cover_edges``,
 ``parse_edges``) stay in :mod:`analysis.batching`, the case's published numbers in
 :mod:`analysis.case`, the single-strategy estimates (``expected_padding``, ``random_padding``,
-``sorted_padding``) in :mod:`analysis.waste`.
+``sorted_padding``) in :mod:`analysis.padding.waste`.
 """
 
 from typing import Any
 
 from analysis._version import __version__
+from analysis.answers.frontier import frontier
+from analysis.answers.recommendation import Recommendation, case_plans, recommend
+from analysis.answers.throughput import predict_strategy_throughput, sweep_throughput
 from analysis.batching import BatchRule
-from analysis.epoch_time import predict_strategy_throughput, sweep_throughput
 from analysis.lengths import LengthHistogram
 from analysis.loaders import load_lengths, load_step_times, save_histogram
 from analysis.measure import measure_lengths
 from analysis.optimize import METHODS, BucketPlan, evaluate_edges, optimize_edges, sweep_bucket_counts
-from analysis.recommendation import Recommendation, case_plans, recommend
+from analysis.padding.waste import WasteEstimate, expected_strategies
 from analysis.sampler import BucketedBatchSampler
-from analysis.simulation import SimulationResult, compare_strategies, simulate
-from analysis.step_time import StepTimeModel, calibration_shapes, measure_step_times
-from analysis.strategies import STRATEGIES
+from analysis.simulation.epochs import SimulationResult, compare_strategies, simulate
+from analysis.simulation.strategies import STRATEGIES
 from analysis.tables import format_value, tidy
-from analysis.throughput import predict_throughput
-from analysis.tradeoff import frontier
-from analysis.waste import WasteEstimate, expected_strategies
+from analysis.timing.proportional import predict_throughput
+from analysis.timing.step_time import StepTimeModel, calibration_shapes, measure_step_times
 
 __all__ = [
     # the data

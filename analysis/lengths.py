@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -443,3 +443,14 @@ class LengthHistogram:
     def expand(self) -> np.ndarray:
         """Per-sample lengths (sorted ascending), for simulators that need samples."""
         return np.repeat(self.lengths, self.counts)
+
+
+def as_histogram(lengths: LengthHistogram | Sequence[int] | np.ndarray) -> LengthHistogram:
+    """``lengths`` as a :class:`LengthHistogram` (a histogram is returned as it is).
+
+    Examples
+    --------
+    >>> as_histogram([3, 1, 3]).counts.tolist()
+    [1, 2]
+    """
+    return lengths if isinstance(lengths, LengthHistogram) else LengthHistogram.from_lengths(lengths)

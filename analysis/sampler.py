@@ -4,12 +4,12 @@
 ``torch.utils.data.DataLoader(dataset, batch_sampler=sampler)``.  It is the case's bucketed
 shuffle: shuffle inside each bucket of ``edges``, cut batches of the bucket's batch size,
 interleave the buckets' batches in a random order.  The same code builds the simulator's
-``bucketed`` epochs (:mod:`analysis.strategies`), so the simulated batches, the expected
-padding of :func:`analysis.waste.expected_padding` and the training run agree by construction.
+``bucketed`` epochs (:mod:`analysis.simulation.strategies`), so the simulated batches, the expected
+padding of :func:`analysis.padding.waste.expected_padding` and the training run agree by construction.
 
-The epochs are those of :mod:`analysis.bucketed` (the pure core): epoch ``e`` of a sampler with
-``seed`` is :func:`~analysis.bucketed.draw_epoch` with the generator
-:func:`~analysis.bucketed.epoch_rng` ``(seed, e)``; nothing else is random, so every rank builds
+The epochs are those of :mod:`analysis.simulation.bucketed` (the pure core): epoch ``e`` of a sampler with
+``seed`` is :func:`~analysis.simulation.bucketed.draw_epoch` with the generator
+:func:`~analysis.simulation.bucketed.epoch_rng` ``(seed, e)``; nothing else is random, so every rank builds
 the same global epoch and takes its own share, without communicating.  How the global epoch is
 shared between ``world_size`` ranks, and what ``sync_buckets`` and ``drop_last`` do, is
 described there ("Data parallelism").
@@ -71,8 +71,8 @@ import numpy as np
 
 from analysis._validate import ZeroLengthError, as_length_array, positive_int
 from analysis.batching import BatchRule, as_rule, bucket_index, check_edges
-from analysis.bucketed import BucketedEpoch, bucket_layout, bucketed_epoch, draw_epoch, epoch_rng
 from analysis.lengths import LengthHistogram
+from analysis.simulation.bucketed import BucketedEpoch, bucket_layout, bucketed_epoch, draw_epoch, epoch_rng
 
 __all__ = ["BucketedBatchSampler", "BucketedEpoch", "bucketed_epoch", "epoch_rng"]
 
@@ -143,7 +143,7 @@ class BucketedBatchSampler:
     rank, world_size : int
         This process's rank and the number of data-parallel ranks.
     sync_buckets : bool, default True
-        All ranks draw from the same bucket at every step (see :mod:`analysis.bucketed`).
+        All ranks draw from the same bucket at every step (see :mod:`analysis.simulation.bucketed`).
     drop_last : bool, default False
         Complete the last steps with repeats (False) or drop what doesn't fill them (True).
 

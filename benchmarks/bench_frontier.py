@@ -32,12 +32,12 @@ from _common import case_histogram, median_seconds
 
 from analysis import frontier, optimize_edges
 from analysis.batching import BatchRule
+from analysis.optimize import _problem as problem
 from analysis.optimize import optimal_plans
 
 RUNS = 3
 K = 32
 frontier_dp = importlib.import_module("analysis.optimize._frontier")
-problem = importlib.import_module("analysis.optimize._problem")
 
 
 def _counting_passes() -> list[float]:
@@ -64,7 +64,7 @@ def main() -> None:
     def exact() -> object:
         return frontier(hist, rule, rng=np.random.default_rng(0), n_buckets=K, simulate_strategies=False)
 
-    prob = problem._problem(hist, rule)
+    prob = problem.build_problem(hist, rule)
     lag = frontier_dp._lagrangian(hist, prob)
     for name, fn in (("every strategy", whole), ("exact rows only", exact)):
         wall = median_seconds(fn, runs=RUNS)

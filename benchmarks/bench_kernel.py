@@ -23,7 +23,7 @@ targets stated as targets:
 * whether the kernels (and, at batch size 8, the reference) give the same edges for K = 1..16.
 
 "this" is the exact DP (each bucket's last short batch as it is, issue 25:
-``_kernel._solve``); the previous kernels, the reference and the edges check are of the
+``_kernel.solve_kernel``); the previous kernels, the reference and the edges check are of the
 full-batch objective they all minimise (``_kernel._full_batch_solve``, also timed: column
 "full-batch").
 """
@@ -50,19 +50,19 @@ from analysis.optimize._reference import reference_dp
 from analysis.paths import PROJECT_ROOT
 
 PREVIOUS = {"numpy": "08835f2", "1st numba": "4862e74"}
-# (``analysis.optimize._problem`` is also the name of a function in the package)
-new_problem = importlib.import_module("analysis.optimize._problem")
+from analysis.optimize import _problem as new_problem  # noqa: E402
+
 new_kernel = importlib.import_module("analysis.optimize._kernel")
 
 
 def previous_kernel(rev: str) -> tuple[types.ModuleType, types.ModuleType]:
-    """``_problem`` and ``_kernel`` of commit ``rev``, as a temporary package."""
+    """``build_problem`` and ``_kernel`` of commit ``rev``, as a temporary package."""
     root = Path(tempfile.mkdtemp(prefix="old_kernel_"))
     name_ = f"kernel_{rev}"
     pkg = root / name_
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
-    for name in ("_problem", "_kernel"):
+    for name in ("build_problem", "_kernel"):
         src = subprocess.run(
             ["git", "show", f"{rev}:analysis/optimize/{name}.py"],
             cwd=PROJECT_ROOT,
@@ -70,9 +70,9 @@ def previous_kernel(rev: str) -> tuple[types.ModuleType, types.ModuleType]:
             text=True,
             check=True,
         ).stdout
-        (pkg / f"{name}.py").write_text(src.replace("analysis.optimize._problem", f"{name_}._problem"))
+        (pkg / f"{name}.py").write_text(src.replace("analysis.optimize._problem", f"{name_}.build_problem"))
     sys.path.insert(0, str(root))
-    return importlib.import_module(f"{name_}._problem"), importlib.import_module(f"{name_}._kernel")
+    return importlib.import_module(f"{name_}.build_problem"), importlib.import_module(f"{name_}._kernel")
 
 
 def first_call(cache_dir: str, counts_file: str) -> dict[str, float]:
@@ -98,7 +98,7 @@ def first_call(cache_dir: str, counts_file: str) -> dict[str, float]:
         "t = time.perf_counter(); optimize_edges(h, 16, batch_size=8); first = time.perf_counter() - t\n"
         "peak = status('VmHWM')\n"
         "ratios = importlib.import_module('analysis.optimize._ratios')\n"
-        "ratios._comb_table.cache_clear(); ratios._log_fact_table.cache_clear()\n"
+        "ratios._comb_table.cache_clear(); ratios.log_fact_table.cache_clear()\n"
         "tracemalloc.start(); optimize_edges(h, 16, batch_size=8)\n"
         "print(first, base, peak, tracemalloc.get_traced_memory()[1])\n"
     )
@@ -128,12 +128,12 @@ def main(runs: int = 5) -> None:
     def timed(
         label: str, h: LengthHistogram, rule: BatchRule, k: int, target: str, n: int = runs, ref: bool = False
     ) -> float:
-        p_new = new_problem._problem(h, rule)
-        t_new = median_seconds(lambda: new_kernel._solve(p_new, k, p_new.ends), n, time.process_time)
+        p_new = new_problem.build_problem(h, rule)
+        t_new = median_seconds(lambda: new_kernel.solve_kernel(p_new, k, p_new.ends), n, time.process_time)
         cols = ""
         for old_problem, old_kernel in previous.values():
-            p_old = old_problem._problem(h, rule)
-            solve = functools.partial(old_kernel._solve, p_old, k, p_old.ends)
+            p_old = old_problem.build_problem(h, rule)
+            solve = functools.partial(old_kernel.solve_kernel, p_old, k, p_old.ends)
             t_old = median_seconds(solve, n, time.process_time)
             cols += f" {t_old:18.3f} {t_old / t_new:5.1f}x"
         t_full = median_seconds(
@@ -143,7 +143,7 @@ def main(runs: int = 5) -> None:
         if ref:
             points = np.r_[0, p_new.ends]
             t_ref = median_seconds(
-                lambda: reference_dp(new_kernel._full_batch_matrix(p_new, points), k), 1, time.process_time
+                lambda: reference_dp(new_kernel.full_batch_matrix(p_new, points), k), 1, time.process_time
             )
             cols += f" {t_ref:10.3f} {t_ref / t_new:5.0f}x"
         else:
@@ -182,20 +182,20 @@ def main(runs: int = 5) -> None:
 
     same = True
     for rule in (b8, BatchRule(max_tokens=65_536)):
-        p_new = new_problem._problem(hist, rule)
+        p_new = new_problem.build_problem(hist, rule)
         _, arg_new = new_kernel._full_batch_solve(p_new, 16, p_new.ends)
         if rule == b8:  # the reference DP (its argmin indexes the points 0, ends...)
             points = np.r_[0, p_new.ends]
-            _, arg_ref = reference_dp(new_kernel._full_batch_matrix(p_new, points), 16)
+            _, arg_ref = reference_dp(new_kernel.full_batch_matrix(p_new, points), 16)
             for k in range(1, 17):
-                ref_ends = [int(points[j]) for j in new_kernel._backtrack(arg_ref, k, len(points) - 1)]
-                same &= new_kernel._backtrack(arg_new, k, p_new.m) == ref_ends
+                ref_ends = [int(points[j]) for j in new_kernel.backtrack(arg_ref, k, len(points) - 1)]
+                same &= new_kernel.backtrack(arg_new, k, p_new.m) == ref_ends
         for old_problem, old_kernel in previous.values():
-            p_old = old_problem._problem(hist, rule)
-            _, arg_old = old_kernel._solve(p_old, 16, p_old.ends)
+            p_old = old_problem.build_problem(hist, rule)
+            _, arg_old = old_kernel.solve_kernel(p_old, 16, p_old.ends)
             for k in range(1, 17):
-                ends = new_kernel._backtrack(arg_new, k, p_new.m)
-                same &= ends == old_kernel._backtrack(arg_old, k, p_old.m)
+                ends = new_kernel.backtrack(arg_new, k, p_new.m)
+                same &= ends == old_kernel.backtrack(arg_old, k, p_old.m)
     label = "same full-batch edges K=1..16 (batch_size 8, max_tokens 65,536), every kernel and the reference"
     print(json.dumps({label: bool(same)}))
 

@@ -131,7 +131,7 @@ def sample_count_scaling(hist: LengthHistogram) -> None:
 
     def call(h: LengthHistogram, rule: dict[str, Any]) -> None:
         ratios._comb_table.cache_clear()
-        ratios._log_fact_table.cache_clear()
+        ratios.log_fact_table.cache_clear()
         fresh = LengthHistogram.from_counts(h.lengths, h.counts)  # a new data set: no cache
         optimize_edges(fresh, 6, candidates=None, **rule)
 

@@ -35,7 +35,7 @@ from _common import case_histogram, paired_seconds, previous_analysis
 import analysis
 from analysis.case import CASE_BATCH_SIZE, CASE_MAX_LENGTH
 from analysis.paths import BUNDLED_DATA
-from analysis.strategies import STRATEGIES
+from analysis.simulation.strategies import STRATEGIES
 
 #: The last commit before issue 14's simulation work.
 PREVIOUS = "08835f2"

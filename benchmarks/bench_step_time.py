@@ -90,7 +90,7 @@ from analysis import (
     optimize_edges,
     predict_strategy_throughput,
 )
-from analysis.strategies import build_epoch
+from analysis.simulation.strategies import build_epoch
 
 PADDED = ("sorted", "random", "bucketed", "length_grouped", "token_budget")
 PACKED = ("packing", "packing_bfd", "packing_first_fit", "packing_next_fit")

@@ -16,8 +16,8 @@ from _common import SHARED_DATA, case_histogram, median_seconds, shared_histogra
 
 from analysis.case import CASE_BATCH_SIZE, CASE_EDGES, CASE_MAX_LENGTH
 from analysis.lengths import LengthHistogram
+from analysis.padding.waste import expected_padding
 from analysis.paths import BUNDLED_DATA, PROJECT_ROOT
-from analysis.waste import expected_padding
 
 RUNS = 25
 

@@ -2,7 +2,7 @@
 
 The case measured three rates on the same data and batch size 8: sorted ~32, random ~12 and
 its 6-bucket shuffle 25.1 Ktok/s.  Every term of :class:`analysis.StepTimeModel` has an exact
-expected epoch time for these three strategies (:func:`analysis.epoch_time.expected_epoch_time`),
+expected epoch time for these three strategies (:func:`analysis.timing.epoch.expected_epoch_time`),
 so for each pair of terms this fits the pair to the sorted and random rates exactly and prints
 what it predicts for the bucketed run, then the best non-negative fit of all terms to all
 three rates.  With one batch size for every batch, ``working_set * (B T)**2`` is ``8 *
@@ -22,6 +22,7 @@ from _common import case_histogram
 from scipy.optimize import nnls
 
 from analysis import StepTimeModel
+from analysis.answers.throughput import simulated_epoch_times
 from analysis.case import (
     CASE_BATCH_SIZE,
     CASE_BUCKETED_TOKENS_PER_S,
@@ -29,7 +30,7 @@ from analysis.case import (
     CASE_RANDOM_TOKENS_PER_S,
     CASE_SORTED_TOKENS_PER_S,
 )
-from analysis.epoch_time import expected_epoch_time, simulated_epoch_times
+from analysis.timing.epoch import expected_epoch_time
 
 TERMS = ("per_step", "per_token", "attention", "working_set")
 RUNS = (("sorted", None), ("random", None), ("bucketed", list(CASE_EDGES)))

@@ -1,4 +1,4 @@
-"""Check: the exact mixing (analysis.mixing) against simulated epochs on real length files.
+"""Check: the exact mixing (analysis.padding.mixing) against simulated epochs on real length files.
 
 Run from the repository root::
 
@@ -18,7 +18,7 @@ from _common import SHARED_DATA, case_histogram, shared_histogram
 
 from analysis import optimize_edges, simulate
 from analysis.lengths import LengthHistogram
-from analysis.mixing import bucketed_mixing, random_mixing
+from analysis.padding.mixing import bucketed_mixing, random_mixing
 
 EPOCHS = 4
 

@@ -31,9 +31,10 @@ import numpy as np
 from _common import case_histogram
 
 from analysis import BatchRule
+from analysis.optimize import _problem as problem
 
 kernel = importlib.import_module("analysis.optimize._kernel")
-problem = importlib.import_module("analysis.optimize._problem")
+
 ratios = importlib.import_module("analysis.optimize._ratios")
 K = 6
 
@@ -41,9 +42,9 @@ K = 6
 def near_best_share(max_tokens: int, stride: int, deltas: tuple[float, ...]) -> list[float]:
     """Share of the cells that need a running sum (``n >= B``) within each ``delta`` of the
     best at some layer."""
-    prob = problem._problem(case_histogram(), BatchRule(max_tokens=max_tokens), 1)
+    prob = problem.build_problem(case_histogram(), BatchRule(max_tokens=max_tokens), 1)
     points = np.r_[0, np.arange(stride, prob.m, stride), prob.m]
-    cost = kernel._cost_matrix(prob, points)
+    cost = kernel.cost_matrix(prob, points)
     best = np.full((K + 1, points.size), np.inf)
     best[0, 0] = 0.0
     for k in range(1, K + 1):
@@ -107,7 +108,7 @@ def _table_costs(
 
 
 def table_pass(max_tokens: int, runs: int = 3) -> None:
-    prob = problem._problem(case_histogram(), BatchRule(max_tokens=max_tokens), 1)
+    prob = problem.build_problem(case_histogram(), BatchRule(max_tokens=max_tokens), 1)
     starts = np.flatnonzero(np.r_[True, prob.size[2:] != prob.size[1:-1]]) + 1  # segments' first ends
     ends = np.r_[starts[1:], prob.m + 1]
     n = int(prob.cum[-1])
@@ -124,7 +125,7 @@ def table_pass(max_tokens: int, runs: int = 3) -> None:
     for s in range(0, lo.size, max(1, lo.size // 4)):  # a few segments' restarts against the kernel
         rows = np.flatnonzero(np.isfinite(first[s]))[::97]
         points = np.unique(np.r_[rows, lo[s]])
-        want = kernel._cost_matrix(prob, points)[:-1, -1]
+        want = kernel.cost_matrix(prob, points)[:-1, -1]
         worst = max(worst, float(np.max(np.abs(first[s, points[:-1]] / want - 1))))
     print(
         f"  max_tokens {max_tokens:>9,}: {fits.sum()} of {fits.size} segments take a table; their restarts "

@@ -25,9 +25,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's 
 
 import analysis  # noqa: E402
 from analysis import plots  # noqa: E402
+from analysis.answers.recommendation import compare_edge_sets  # noqa: E402
 from analysis.optimize import recommend_n_buckets  # noqa: E402
-from analysis.recommendation import compare_edge_sets  # noqa: E402
-from analysis.waste import sorted_padding  # noqa: E402
+from analysis.padding.waste import sorted_padding  # noqa: E402
 
 HEAVY_TAIL_MAX = 423_350
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import analysis
 from analysis.batching import cover_edges
 from analysis.case import CASE_EDGES
-from analysis.waste import expected_padding
+from analysis.padding.waste import expected_padding
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 METHODS = ["optimal", "geometric", "equal_count", "equal_tokens", "greedy"]

@@ -13,14 +13,14 @@ import numpy as np
 import pytest
 
 from analysis import LengthHistogram, StepTimeModel, evaluate_edges, optimize_edges, sweep_bucket_counts
+from analysis.answers.recommendation import recommend
 from analysis.cli import main
 from analysis.narrative import describe_recommendation
+from analysis.optimize import _problem as problem
 from analysis.optimize import recommend_n_buckets, sweep_measure
 from analysis.optimize._reference import reference_dp
-from analysis.recommendation import recommend
 
 kernel = importlib.import_module("analysis.optimize._kernel")
-problem = importlib.import_module("analysis.optimize._problem")
 
 
 # ------------------------------------------------------------- the objective, independently
@@ -79,9 +79,9 @@ def test_the_pruned_dp_and_the_candidate_grid_reach_the_steps_optimum(seed):
     counts = np.where(rng.random(700) < 0.3, 1, rng.integers(1, 300, 700))
     hist = LengthHistogram.from_counts(lengths, counts)
     max_tokens = int(lengths[-1] * [1, 3, 20][seed])
-    prob = problem._problem(hist, optimize_edges(hist, 1, max_tokens=max_tokens).rule, 1, None, "steps")
+    prob = problem.build_problem(hist, optimize_edges(hist, 1, max_tokens=max_tokens).rule, 1, None, "steps")
     points = np.r_[0, prob.ends]
-    best, _ = reference_dp(kernel._cost_matrix(prob, points), 5)
+    best, _ = reference_dp(kernel.cost_matrix(prob, points), 5)
     for k in range(1, 6):
         plan = optimize_edges(hist, k, max_tokens=max_tokens, candidates=None)
         assert plan.objective == pytest.approx(best[k, -1], rel=1e-12)
@@ -112,7 +112,7 @@ def test_with_a_step_time_model_the_time_objective_is_unchanged():
     model = StepTimeModel(per_step=0.5, per_token=1e-3, attention=1e-5)
     plan = optimize_edges(hist, 2, max_tokens=1_600, step_time=model)
     assert plan.objective_kind == "time"
-    prob = problem._problem(hist, plan.rule, 1, model)  # the time problem as it was built before
+    prob = problem.build_problem(hist, plan.rule, 1, model)  # the time problem as it was built before
     assert prob.per_batch == 0.5 and prob.objective == "time"
     given = evaluate_edges(hist, plan.edges, plan.rule, step_time=model)
     assert given.objective == plan.objective

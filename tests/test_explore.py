@@ -13,9 +13,9 @@ import pytest
 import analysis.explorer._plans as _plans  # the plan cache: the optimiser calls a test counts or holds
 from analysis import BatchRule, LengthHistogram, evaluate_edges, explorer, optimize_edges
 from analysis.explorer import Explorer, ExplorerView, explore, explore_figure, explore_view
+from analysis.padding.waste import expected_padding
 from analysis.plots import EdgesOnHistogram, plot_edges_on_histogram
 from analysis.tables import format_bound, format_count
-from analysis.waste import expected_padding
 
 HIST = LengthHistogram.from_lengths(np.random.default_rng(5).integers(10, 2_000, size=4_000))
 

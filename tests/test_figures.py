@@ -22,9 +22,9 @@ from matplotlib.text import Text
 
 import analysis
 from analysis import LengthHistogram, plots
+from analysis.answers.recommendation import compare_edge_sets
 from analysis.optimize import recommend_n_buckets
 from analysis.plots._common import OKABE_ITO, _segment_hits_box
-from analysis.recommendation import compare_edge_sets
 
 HEAVY_MAX = 423_350
 ALLOWED_CMAPS = {"viridis", "cividis"}

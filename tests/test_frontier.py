@@ -11,12 +11,12 @@ import pytest
 
 import analysis.cli as cli
 from analysis import LengthHistogram, StepTimeModel, frontier, optimize_edges, recommend, save_histogram
-from analysis.epoch_time import expected_epoch_time
-from analysis.frontier_narrative import frontier_sentence
-from analysis.mixing import random_mixing, sorted_mixing
+from analysis.answers.frontier import FRONTIER_COLUMNS
+from analysis.narrative.frontier import frontier_sentence
+from analysis.padding.mixing import random_mixing, sorted_mixing
 from analysis.plots import plot_frontier
 from analysis.tables import format_percent
-from analysis.tradeoff import FRONTIER_COLUMNS
+from analysis.timing.epoch import expected_epoch_time
 
 LENGTHS = np.concatenate(
     [np.random.default_rng(7).integers(5, 200, size=2_000), np.random.default_rng(8).integers(300, 2000, 400)]

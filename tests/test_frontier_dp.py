@@ -12,7 +12,7 @@ import pytest
 
 from analysis import BatchRule, LengthHistogram, evaluate_edges, optimize_edges
 from analysis.optimize import frontier_lambdas, frontier_plans, frontier_sweep, optimal_plans
-from analysis.optimize._problem import _problem, _resolve_objective
+from analysis.optimize._problem import build_problem, resolve_objective
 
 frontier_dp = importlib.import_module("analysis.optimize._frontier")
 
@@ -53,7 +53,7 @@ def _dominated(f: float, g: float, plans: list[tuple[float, float, list[int]]]) 
 @pytest.mark.parametrize("rule", RULES, ids=str)
 def test_every_lambda_gives_pareto_optimal_plans_for_every_k(seed, rule):
     hist = _hist(seed)
-    prob = _problem(hist, rule, objective=_resolve_objective(rule, None, None))
+    prob = build_problem(hist, rule, objective=resolve_objective(rule, None, None))
     lag = frontier_dp._lagrangian(hist, prob)
     everything = {k: _every_plan(hist, k, rule) for k in (2, 3, 4)}
     for lam in (1e-3, 10.0, 100.0, 1e3, 1e5):
@@ -137,7 +137,7 @@ def test_a_token_budget_over_many_lengths_searches_a_grid_and_proves_nothing():
     rng = np.random.default_rng(4)
     lengths = np.arange(1, 2_301)
     hist = LengthHistogram.from_counts(lengths, rng.integers(1, 4, size=lengths.size))
-    prob = _problem(hist, BatchRule(max_tokens=4_096))
+    prob = build_problem(hist, BatchRule(max_tokens=4_096))
     lag = frontier_dp._lagrangian(hist, prob)
     assert not lag.exact and lag.points.size - 1 < prob.ends.size and lag.points[-1] == prob.m
     plan = optimize_edges(hist, 3, max_tokens=4_096, min_mixing=0.3)

@@ -215,7 +215,7 @@ def test_token_share_curve_brute_force() -> None:
 
 
 def test_token_share_curve_matches_tail_token_share() -> None:
-    from analysis.synthetic import case_like_histogram
+    from analysis.case.synthetic import case_like_histogram
 
     case = case_like_histogram()
     x, y = case.token_share_curve()

@@ -18,8 +18,13 @@ from analysis import LengthHistogram, load_lengths
 from analysis.batching import MAX_RULE_VALUE, BatchRule
 from analysis.cli import main
 from analysis.optimize import evaluate_edges, optimize_edges
-from analysis.simulation import SIMULATION_SAMPLE_LIMIT, SIMULATION_SUBSAMPLE, compare_strategies, simulate
-from analysis.waste import expected_padding, expected_strategies, sorted_padding
+from analysis.padding.waste import expected_padding, expected_strategies, sorted_padding
+from analysis.simulation.epochs import (
+    SIMULATION_SAMPLE_LIMIT,
+    SIMULATION_SUBSAMPLE,
+    compare_strategies,
+    simulate,
+)
 
 
 def _exhaustive_best(hist: LengthHistogram, k: int, **rule: int) -> float:

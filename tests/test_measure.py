@@ -240,7 +240,7 @@ def test_jsonl_byte_ranges_keep_source_order_and_line_numbers(
 ) -> None:
     monkeypatch.setattr(_sources, "_SPLIT_BYTES", 1000)
     path = write_jsonl(tmp_path / "docs.jsonl", [{"text": t} for t in texts])
-    plan, _ = _sources._plan_paths(path, "text", False, hashing=True)
+    plan, _ = _sources.plan_paths(path, "text", False, hashing=True)
     ranges = list(plan.pieces)
     assert len(ranges) > 5
     assert [r.first_line for r in ranges] == [1 + path.read_bytes()[: r.start].count(b"\n") for r in ranges]
@@ -439,13 +439,13 @@ def test_cache_hits_without_tokenizing_and_invalidates_on_change(
     bpe.save(str(tmp_path / "tokenizer.json"))
     tok = tmp_path / "tokenizer.json"
     calls: list[int] = []
-    real = _tokenizer._Encoder.texts
+    real = _tokenizer.Encoder.texts
 
     def counting(self: Any, batch: list[str]) -> np.ndarray:
         calls.append(len(batch))
         return real(self, batch)
 
-    monkeypatch.setattr(_tokenizer._Encoder, "texts", counting)
+    monkeypatch.setattr(_tokenizer.Encoder, "texts", counting)
 
     def run(**kw: Any) -> LengthHistogram:
         calls.clear()
@@ -481,8 +481,8 @@ def test_cache_hits_without_tokenizing_and_invalidates_on_change(
         for line in (tmp_path / "data" / f"{i}.jsonl").read_text().splitlines()
     ]
     assert changed == LengthHistogram.from_lengths(want, allow_zero=True)
-    assert _tokenizer._spec(word_count, add_special_tokens=True, chat=False).digest is not None
-    assert _tokenizer._spec(lambda t: t, add_special_tokens=True, chat=False).digest is None
+    assert _tokenizer.tokenizer_spec(word_count, add_special_tokens=True, chat=False).digest is not None
+    assert _tokenizer.tokenizer_spec(lambda t: t, add_special_tokens=True, chat=False).digest is None
 
 
 def test_progress_wrapper_sees_every_piece(bpe: Tokenizer, texts: list[str], expected: np.ndarray) -> None:
@@ -534,7 +534,7 @@ def test_out_folder_has_one_file_per_shard_in_source_order(
     def no_tokenizing(self: Any, batch: list[str]) -> np.ndarray:
         raise AssertionError("tokenized on a cache hit")
 
-    monkeypatch.setattr(_tokenizer._Encoder, "texts", no_tokenizing)
+    monkeypatch.setattr(_tokenizer.Encoder, "texts", no_tokenizing)
     again = str(tmp_path / "again") + "/"  # a trailing separator: a folder
     assert measure_lengths(jsonl, bpe, field="text", out=again, cache_dir=cache_dir) == hist
     assert folder_files(tmp_path / "again") == folder_files(out)  # file for file, from the cache
@@ -596,7 +596,7 @@ def test_dask_workers_write_an_out_folder_per_shard(
     def not_here(path: str, lengths: np.ndarray) -> None:
         raise AssertionError("a shard saved by the client, not by its worker")
 
-    monkeypatch.setattr(_out, "_save_shard", not_here)  # this process only, not the workers
+    monkeypatch.setattr(_out, "save_shard", not_here)  # this process only, not the workers
     hist = measure_lengths(jsonl, bpe, field="text", out=tmp_path / "shards", client=client, cache=False)
     assert hist == here
     assert len(check_folder(tmp_path / "shards", hist, expected)) > 10
@@ -607,8 +607,8 @@ def test_dask_workers_write_an_out_folder_per_shard(
 
 
 def test_spec_pickles_for_workers(hf: PreTrainedTokenizerFast, texts: list[str]) -> None:
-    spec = _tokenizer._spec(hf, add_special_tokens=True, chat=True)
-    encoder = _tokenizer._Encoder(pickle.loads(pickle.dumps(spec)))
+    spec = _tokenizer.tokenizer_spec(hf, add_special_tokens=True, chat=True)
+    encoder = _tokenizer.Encoder(pickle.loads(pickle.dumps(spec)))
     assert encoder.texts(texts[:5]).tolist() == [len(hf.encode(t)) for t in texts[:5]]
 
 
@@ -769,13 +769,13 @@ def test_processes_are_capped_by_the_work_and_the_machine(
     from analysis.measure import _run
 
     started: list[int] = []
-    real = _run._run_local
+    real = _run.run_local
 
     def spy(plan: Any, job: Any, processes: int) -> Any:
         started.append(processes)
         return real(plan, job, processes)
 
-    monkeypatch.setattr(measure, "_run_local", spy)
+    monkeypatch.setattr(measure, "run_local", spy)
     src = write_jsonl(tmp_path / "a.jsonl", [{"text": t} for t in texts])  # ~50 kB: one piece
     assert measure_lengths(src, bpe, processes=1000, cache=False).n_samples == len(texts)
     assert started == [1]

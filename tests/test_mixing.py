@@ -1,4 +1,4 @@
-"""The exact mixing (analysis.mixing) against brute force over every shuffle, against an
+"""The exact mixing (analysis.padding.mixing) against brute force over every shuffle, against an
 independent formula, and against simulated epochs within their standard errors."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from analysis import LengthHistogram, simulate
-from analysis.mixing import (
+from analysis.padding.mixing import (
     batch_mixing,
     bucketed_mixing,
     length_variance,

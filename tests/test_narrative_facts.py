@@ -9,9 +9,10 @@ import nbformat
 import numpy as np
 import pandas as pd
 
-from analysis import LengthHistogram, compare_strategies, narrative, narrative_strategies, optimize_edges
+from analysis import LengthHistogram, compare_strategies, narrative, optimize_edges
+from analysis.narrative import strategies as narrative_strategies
 from analysis.paths import NOTEBOOKS_DIR
-from analysis.simulation import SIMULATION_SUBSAMPLE, simulation_sample
+from analysis.simulation.epochs import SIMULATION_SUBSAMPLE, simulation_sample
 
 
 def _code(name: str) -> list[str]:
@@ -90,12 +91,12 @@ def test_notebook_03_never_expands_a_huge_histogram_for_its_sampler():
 
 
 def test_the_summary_page_says_its_mixing_was_simulated_on_a_subsample():
-    from analysis.recommendation import recommend
+    from analysis.answers.recommendation import recommend
     from analysis.report._index import Source, _mixing_html, summary_facts
 
     huge = LengthHistogram([16, 300, 4_096], [6 * 10**11, 3 * 10**11, 10**11])
     facts = summary_facts(Source("huge.csv", ()), recommend(huge, 2, batch_size=8), huge, seed=0)
-    from analysis.tradeoff import DEFAULT_SIMULATED_SAMPLES
+    from analysis.answers.frontier import DEFAULT_SIMULATED_SAMPLES
 
     expected = f"on a uniform subsample of {DEFAULT_SIMULATED_SAMPLES:,} of the 1,000,000,000,000 samples"
     assert expected in _mixing_html(facts)

@@ -29,12 +29,13 @@ from analysis import (
     sweep_bucket_counts,
 )
 from analysis.case import CASE_GEOMETRIC_EDGES
+from analysis.optimize import _problem as problem
 from analysis.optimize import recommend_n_buckets
 from analysis.optimize._reference import reference_dp
 
 # the private modules (``analysis.optimize._problem`` is also the name of a function there)
 kernel = importlib.import_module("analysis.optimize._kernel")
-problem = importlib.import_module("analysis.optimize._problem")
+
 ratio_tables = importlib.import_module("analysis.optimize._ratios")
 costs_module = importlib.import_module("analysis.optimize._costs")
 budget = importlib.import_module("analysis.optimize._budget")
@@ -185,20 +186,20 @@ def test_the_three_ways_to_ratios_agree_on_every_dp_cell(seed, monkeypatch):
     lengths = np.sort(rng.choice(np.arange(1, 400), 90, replace=False))
     counts = np.where(rng.random(90) < 0.4, 1, rng.integers(1, 40, 90))
     hist = LengthHistogram.from_counts(lengths, counts)
-    prob = problem._problem(hist, BatchRule(batch_size=int(rng.integers(1, 12))), 1)
-    assert ratio_tables._ratio_tables(prob)[0].size  # the binomial table
+    prob = problem.build_problem(hist, BatchRule(batch_size=int(rng.integers(1, 12))), 1)
+    assert ratio_tables.build_ratio_tables(prob)[0].size  # the binomial table
     best, arg = kernel._full_batch_solve(prob, 4, prob.ends)
     for table_max in (ratio_tables._TABLE_MAX, 3):
         monkeypatch.setattr(ratio_tables, "_LINEAR_LOG_LIMIT", -1.0)
         monkeypatch.setattr(ratio_tables, "_TABLE_MAX", table_max)
-        assert ratio_tables._ratio_tables(prob)[0].size == 0
+        assert ratio_tables.build_ratio_tables(prob)[0].size == 0
         got_best, got_arg = kernel._full_batch_solve(prob, 4, prob.ends)
         finite = np.isfinite(best)
         assert np.array_equal(np.isfinite(got_best), finite)
         # Stirling's series for log(b!/a!) (huge histograms only) is good to ~1e-11
         np.testing.assert_allclose(got_best[finite], best[finite], rtol=1e-12 if table_max > 3 else 1e-10)
         for k in range(1, 5):  # each path's plan has the optimal objective (ties may differ)
-            edges = [0, *(int(prob.upper[j]) for j in kernel._backtrack(got_arg, k, prob.m))]
+            edges = [0, *(int(prob.upper[j]) for j in kernel.backtrack(got_arg, k, prob.m))]
             got = float(
                 full_batch_objective(
                     lengths.tolist(), counts.tolist(), edges, batch_size=prob.rule.batch_size
@@ -219,9 +220,9 @@ def test_token_budget_costs_equal_exact_rationals_on_many_lengths(seed):
     counts = rng.integers(1, 400, lengths.size)
     hist = LengthHistogram.from_counts(lengths, counts)
     rule = BatchRule(max_tokens=int(rng.integers(600, 1200)))
-    prob = problem._problem(hist, rule, 1)
+    prob = problem.build_problem(hist, rule, 1)
     points = np.r_[0, np.sort(rng.choice(np.arange(1, prob.m), 11, replace=False)), prob.m]
-    mat = kernel._full_batch_matrix(prob, points)
+    mat = kernel.full_batch_matrix(prob, points)
     ls, cs = lengths.tolist(), counts.tolist()
     for a, b in itertools.combinations(range(points.size), 2):
         lo = 0 if points[a] == 0 else ls[points[a] - 1]
@@ -244,10 +245,10 @@ def test_the_threaded_dp_runs_from_two_python_threads_at_once():
         import numpy as np
         from analysis import BatchRule, LengthHistogram
         kernel = importlib.import_module("analysis.optimize._kernel")
-        problem = importlib.import_module("analysis.optimize._problem")
+        from analysis.optimize import _problem as problem
         kernel._THREADS_ABOVE = 0
         hist = LengthHistogram.from_lengths(np.random.default_rng(5).integers(1, 3_000, 40_000))
-        prob = problem._problem(hist, BatchRule(batch_size=8), 1)
+        prob = problem.build_problem(hist, BatchRule(batch_size=8), 1)
         want = kernel._full_batch_solve(prob, 6, prob.ends)
         got = []
         solve = lambda: got.append(kernel._full_batch_solve(prob, 6, prob.ends))
@@ -276,7 +277,7 @@ def test_the_threaded_dp_runs_from_two_python_threads_at_once():
         ({"batch_size": 1}, 1_030, 1, False),  # no padding at all: every cell ties
         ({"batch_size": 1}, 1_030, 1, True),
         ({"batch_size": 3}, 1_500, 7, False),  # candidate ends only (every 7th): 7 passes, the last short
-        ({"max_tokens": 4_000}, 1_100, 1, False),  # row by row (_row_costs), pushed in the same tiles
+        ({"max_tokens": 4_000}, 1_100, 1, False),  # row by row (row_costs), pushed in the same tiles
         ({"max_tokens": 4_000}, 1_100, 1, True),  # its rows of costs on every thread
         ({"max_tokens": 4_000, "step_time": True}, 1_100, 1, True),  # time, with a working set
     ],
@@ -300,8 +301,8 @@ def test_grouped_tiled_dp_equals_the_dp_over_the_cost_matrix(batch, n_lengths, s
     if "batch_size" in batch and batch["batch_size"] == 1:
         counts[:] = 1
     hist = LengthHistogram.from_counts(lengths, counts)
-    prob = problem._problem(hist, BatchRule(**batch), 1, step_time)
-    assert bool(ratio_tables._ratio_tables(prob)[0].size) == ("batch_size" in batch)
+    prob = problem.build_problem(hist, BatchRule(**batch), 1, step_time)
+    assert bool(ratio_tables.build_ratio_tables(prob)[0].size) == ("batch_size" in batch)
     assert prob.weight2.any() == (step_time is not None)
     ends = prob.ends[stride - 1 :: stride] if stride > 1 else prob.ends
     ends = np.unique(np.r_[ends, prob.m])
@@ -310,7 +311,7 @@ def test_grouped_tiled_dp_equals_the_dp_over_the_cost_matrix(batch, n_lengths, s
     best, arg = kernel._full_batch_solve(
         prob, k_max, ends, dense=True
     )  # every cell (token budgets prune by default)
-    ref_best, ref_arg = reference_dp(kernel._full_batch_matrix(prob, points), k_max)
+    ref_best, ref_arg = reference_dp(kernel.full_batch_matrix(prob, points), k_max)
     for k in range(1, k_max + 1):
         got = best[k, points]
         want = ref_best[k]
@@ -331,7 +332,7 @@ def _token_problem(seed: int, n_lengths: int, time: bool, multiple: int = 1):
     hist = LengthHistogram.from_counts(lengths, counts)
     max_tokens = int(lengths[-1] * rng.choice([2, 7, 40, 300]))
     model = StepTimeModel(per_step=0.05, per_token=1e-3, attention=1e-7, working_set=1e-11) if time else None
-    return problem._problem(hist, BatchRule(max_tokens=max_tokens), multiple, model)
+    return problem.build_problem(hist, BatchRule(max_tokens=max_tokens), multiple, model)
 
 
 @pytest.mark.parametrize(
@@ -351,22 +352,22 @@ def test_pruned_bounds_never_exceed_a_bucket_cost(seed, n_lengths, time, multipl
     cost; they are also close (within 2 % on buckets of many batches), or nothing would be
     pruned."""
     prob = _token_problem(seed, n_lengths, time, multiple)
-    data = costs_module._arrays(prob)
+    data = costs_module.cost_arrays(prob)
     two = bool(prob.weight2.any())
     assert two == time
     t_up, t2_up = budget._bound_table(data, budget._rungs(prob.size), stride, two)
     assert t2_up.shape[0] == (t_up.shape[0] if two else 0)
     points = np.arange(prob.m + 1)
-    exact = kernel._full_batch_matrix(prob, points)
+    exact = kernel.full_batch_matrix(prob, points)
     is_end = np.ones(prob.m + 1, np.bool_)  # every end, as the matrix has them
     low = np.empty(prob.m + 1)
     count, batch = prob.cum.astype(float), prob.size.astype(float)
-    bounds = budget._Bounds(count, batch, t_up, t2_up, stride)
-    built = budget._bounds(data, stride)  # what the pruned DP builds: the same bounds
+    bounds = budget.BudgetBounds(count, batch, t_up, t2_up, stride)
+    built = budget.budget_bounds(data, stride)  # what the pruned DP builds: the same bounds
     assert built.stride == stride and all(np.array_equal(a, b) for a, b in zip(built[:4], bounds[:4]))
     close = []
     for i in range(prob.m):
-        budget._lower_costs(i, data, bounds, is_end, low)
+        budget.lower_costs(i, data, bounds, is_end, low)
         row = exact[i, i + 1 :]
         bound = low[i + 1 :]
         assert np.array_equal(np.isfinite(bound), np.isfinite(row))
@@ -399,13 +400,13 @@ def test_pruned_token_dp_gives_the_dense_optimum_bit_for_bit(
     float, and its plan the same ends (the same smallest start on ties)."""
     prob = _token_problem(seed, n_lengths, time, multiple)
     ends = np.unique(np.r_[prob.ends[every - 1 :: every], prob.m])
-    monkeypatch.setattr(budget, "_BOUND_STRIDE", stride)
+    monkeypatch.setattr(budget, "BOUND_STRIDE", stride)
     monkeypatch.setattr(kernel, "_PRUNE_ABOVE", 0)
     dense_best, dense_arg = kernel._full_batch_solve(prob, 8, ends, dense=True)
     best, arg = kernel._full_batch_solve(prob, 8, ends)
     for k in range(1, 9):
         assert best[k, prob.m] == dense_best[k, prob.m]
-        assert kernel._backtrack(arg, k, prob.m) == kernel._backtrack(dense_arg, k, prob.m)
+        assert kernel.backtrack(arg, k, prob.m) == kernel.backtrack(dense_arg, k, prob.m)
 
 
 @settings(max_examples=60, deadline=None)
@@ -419,17 +420,19 @@ def test_pruned_token_dp_equals_the_dense_dp_on_random_histograms(data):
     lengths = sorted(data.draw(st.sets(st.integers(1, 10**6), min_size=m, max_size=m)))
     counts = data.draw(st.lists(st.integers(1, 10**7), min_size=m, max_size=m))
     max_tokens = lengths[-1] * data.draw(st.integers(1, 10**5))
-    prob = problem._problem(LengthHistogram.from_counts(lengths, counts), BatchRule(max_tokens=max_tokens))
-    saved = kernel._PRUNE_ABOVE, budget._BOUND_STRIDE
-    kernel._PRUNE_ABOVE, budget._BOUND_STRIDE = 0, data.draw(st.sampled_from([1, 2, 16]))
+    prob = problem.build_problem(
+        LengthHistogram.from_counts(lengths, counts), BatchRule(max_tokens=max_tokens)
+    )
+    saved = kernel._PRUNE_ABOVE, budget.BOUND_STRIDE
+    kernel._PRUNE_ABOVE, budget.BOUND_STRIDE = 0, data.draw(st.sampled_from([1, 2, 16]))
     try:
         best, arg = kernel._full_batch_solve(prob, 6, prob.ends)
     finally:
-        kernel._PRUNE_ABOVE, budget._BOUND_STRIDE = saved
+        kernel._PRUNE_ABOVE, budget.BOUND_STRIDE = saved
     dense_best, dense_arg = kernel._full_batch_solve(prob, 6, prob.ends, dense=True)
     for k in range(1, min(6, m) + 1):
         assert best[k, prob.m] == dense_best[k, prob.m]
-        assert kernel._backtrack(arg, k, prob.m) == kernel._backtrack(dense_arg, k, prob.m)
+        assert kernel.backtrack(arg, k, prob.m) == kernel.backtrack(dense_arg, k, prob.m)
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -437,7 +440,7 @@ def test_pruned_token_dp_equals_exhaustive_search(seed, monkeypatch):
     """Pruning forced on small histograms (with every start a bound row, and one in 3):
     still the exhaustive optimum of a token budget for every K up to 4."""
     monkeypatch.setattr(kernel, "_PRUNE_ABOVE", 0)
-    monkeypatch.setattr(budget, "_BOUND_STRIDE", 1 + 2 * (seed % 2))
+    monkeypatch.setattr(budget, "BOUND_STRIDE", 1 + 2 * (seed % 2))
     rng = np.random.default_rng(500 + seed)
     lengths, counts = random_hist(rng, max_distinct=9, max_count=30)
     assert_optimal_as_exhaustive_search(lengths, counts, max_tokens=int(rng.integers(10, 200)))
@@ -456,18 +459,20 @@ def test_more_samples_than_the_table_holds_give_the_tables_dp_bit_for_bit(batch_
     rng = np.random.default_rng(batch_size)
     lengths = np.sort(rng.choice(np.arange(1, 9_000), 2_300, replace=False))
     counts = rng.integers(1, 12, lengths.size)
-    prob = problem._problem(LengthHistogram.from_counts(lengths, counts), BatchRule(batch_size=batch_size))
-    assert ratio_tables._ratio_tables(prob)[0].size and not ratio_tables._comb_computed(prob)
+    prob = problem.build_problem(
+        LengthHistogram.from_counts(lengths, counts), BatchRule(batch_size=batch_size)
+    )
+    assert ratio_tables.build_ratio_tables(prob)[0].size and not ratio_tables.comb_computed(prob)
     table_best, table_arg = kernel._full_batch_solve(prob, 6, prob.ends)
-    exact_best, exact_arg = kernel._solve(prob, 6, prob.ends)
+    exact_best, exact_arg = kernel.solve_kernel(prob, 6, prob.ends)
     monkeypatch.setattr(ratio_tables, "_TABLE_MAX", 1_000)
-    assert ratio_tables._comb_computed(prob) and ratio_tables._ratio_tables(prob)[0].size == 0
+    assert ratio_tables.comb_computed(prob) and ratio_tables.build_ratio_tables(prob)[0].size == 0
     best, arg = kernel._full_batch_solve(prob, 6, prob.ends)
     assert np.array_equal(best, table_best) and np.array_equal(arg, table_arg)
-    best, arg = kernel._solve(prob, 6, prob.ends)  # the exact DP: its ratios as products past the table
+    best, arg = kernel.solve_kernel(prob, 6, prob.ends)  # the exact DP: its ratios as products past the table
     np.testing.assert_allclose(best[1:, -1], exact_best[1:, -1], rtol=1e-12)
     assert all(
-        kernel._backtrack(arg, k, prob.m) == kernel._backtrack(exact_arg, k, prob.m) for k in range(1, 7)
+        kernel.backtrack(arg, k, prob.m) == kernel.backtrack(exact_arg, k, prob.m) for k in range(1, 7)
     )
 
 
@@ -477,7 +482,9 @@ def test_large_batch_uses_log_space_and_matches_small_block_linear(monkeypatch):
     rng = np.random.default_rng(7)
     hist = LengthHistogram.from_lengths(rng.integers(10, 400, 20_000))
     plan = optimize_edges(hist, 3, batch_size=200)
-    assert ratio_tables._ratio_tables(problem._problem(hist, BatchRule(batch_size=200)))[0].size == 0
+    assert (
+        ratio_tables.build_ratio_tables(problem.build_problem(hist, BatchRule(batch_size=200)))[0].size == 0
+    )
     for method in BASELINES:
         other = optimize_edges(hist, 3, batch_size=200, method=method)
         assert plan.objective <= other.objective * (1 + 1e-12)
@@ -712,15 +719,15 @@ def test_the_dp_over_cells_bounds_the_optimum_from_below_and_meets_it_on_single_
     lengths = rng.lognormal(5, 0.9, 3_000).astype(int) + 1
     hist = LengthHistogram.from_lengths(lengths)
     rule = BatchRule(batch_size=int(rng.integers(1, 30))) if seed % 2 else BatchRule(max_tokens=2_048)
-    prob = problem._problem(hist, rule, [1, 8][seed % 4 == 0])
-    best, _ = kernel._solve(prob, 6, prob.ends)
+    prob = problem.build_problem(hist, rule, [1, 8][seed % 4 == 0])
+    best, _ = kernel.solve_kernel(prob, 6, prob.ends)
     starts = np.r_[0, prob.ends[:-1]]
     cells = np.unique(np.r_[0, rng.choice(starts, 40), prob.m])
-    bound, _ = cells_module._cell_dp(prob, cells, 6)
+    bound, _ = cells_module.cell_dp(prob, cells, 6)
     for k in range(1, 7):
         assert bound[k, -1] <= best[k, prob.m] * (1 + 1e-12)
         assert bound[k, -1] >= best[k, prob.m] * 0.5
-    fine, _ = cells_module._cell_dp(prob, np.r_[starts, prob.m], 6)
+    fine, _ = cells_module.cell_dp(prob, np.r_[starts, prob.m], 6)
     np.testing.assert_array_equal(fine[1:, -1], best[1:, prob.m])
 
 

@@ -21,11 +21,12 @@ from analysis import (
     optimize_edges,
     sweep_bucket_counts,
 )
-from analysis.epoch_time import expected_epoch_time
-from analysis.waste import expected_padding
+from analysis.optimize import _problem as problem
+from analysis.padding.waste import expected_padding
+from analysis.timing.epoch import expected_epoch_time
 
 kernel = importlib.import_module("analysis.optimize._kernel")
-problem = importlib.import_module("analysis.optimize._problem")
+
 budget = importlib.import_module("analysis.optimize._budget")
 
 
@@ -110,7 +111,7 @@ def all_edge_sets(lengths, k, allowed=None):
 
 @pytest.mark.parametrize("seed", range(40))
 def test_the_exact_objective_is_the_sampler_by_brute_force(seed):
-    """The rational objective and ``analysis.waste`` agree with every order of every bucket's
+    """The rational objective and ``analysis.padding.waste`` agree with every order of every bucket's
     samples cut into batches (short last batches included), both rules, with padding."""
     rng = np.random.default_rng(seed)
     samples = sorted(rng.integers(1, 12, int(rng.integers(1, 8))).tolist())
@@ -236,13 +237,13 @@ def test_the_pruned_dp_is_the_dense_exact_dp_bit_for_bit(seed, rule, monkeypatch
     lengths = np.sort(rng.choice(np.arange(1, 3000), n, replace=False))
     counts = np.where(rng.random(n) < 0.3, 1, rng.integers(1, 60, n))
     hist = LengthHistogram.from_counts(lengths, counts)
-    monkeypatch.setattr(budget, "_BOUND_STRIDE", [1, 8, 32][seed % 3])
-    prob = problem._problem(hist, rule, 1)
-    dense_best, dense_arg = kernel._solve(prob, 8, prob.ends, dense=True)
-    best, arg = kernel._solve(prob, 8, prob.ends)
+    monkeypatch.setattr(budget, "BOUND_STRIDE", [1, 8, 32][seed % 3])
+    prob = problem.build_problem(hist, rule, 1)
+    dense_best, dense_arg = kernel.solve_kernel(prob, 8, prob.ends, dense=True)
+    best, arg = kernel.solve_kernel(prob, 8, prob.ends)
     for k in range(1, 9):
         assert best[k, prob.m] == dense_best[k, prob.m]
-        assert kernel._backtrack(arg, k, prob.m) == kernel._backtrack(dense_arg, k, prob.m)
+        assert kernel.backtrack(arg, k, prob.m) == kernel.backtrack(dense_arg, k, prob.m)
 
 
 def test_a_bucket_count_whose_tables_would_not_fit_is_refused_before_allocating():

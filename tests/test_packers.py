@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from analysis import LengthHistogram, simulate
-from analysis.strategies import (
+from analysis.simulation.strategies import (
     MULTIPACK_GROUP,
     PACKED_STRATEGIES,
     TRL_MAP_BATCH,
@@ -129,9 +129,9 @@ def test_packers_refuse_a_sample_longer_than_the_budget(strategy):
 
 def test_pack_or_pad_sweep_prices_packing_exactly_and_finds_the_flip():
     from analysis import StepTimeModel
-    from analysis.epoch_time import simulated_epoch_times
-    from analysis.narrative_packing import describe_pack_or_pad
-    from analysis.pack_or_pad import pack_or_pad, packed_epoch_seconds
+    from analysis.answers.pack_or_pad import pack_or_pad, packed_epoch_seconds
+    from analysis.answers.throughput import simulated_epoch_times
+    from analysis.narrative.packing import describe_pack_or_pad
 
     lengths = np.random.default_rng(11).integers(10, 500, size=600)
     # a large per-step cost makes big packed rows pay; attention makes small padded batches pay
@@ -162,7 +162,7 @@ def test_pack_or_pad_sweep_prices_packing_exactly_and_finds_the_flip():
 
 def test_pack_or_pad_figure_hatches_the_packers():
     from analysis import StepTimeModel
-    from analysis.pack_or_pad import pack_or_pad
+    from analysis.answers.pack_or_pad import pack_or_pad
     from analysis.plots import plot_pack_or_pad
 
     lengths = np.random.default_rng(12).integers(10, 500, size=300)
@@ -179,7 +179,7 @@ def test_pack_or_pad_figure_hatches_the_packers():
 
 def test_compare_strategies_measures_the_packers_like_any_strategy():
     from analysis import compare_strategies
-    from analysis.strategies import FIELD_PACKERS
+    from analysis.simulation.strategies import FIELD_PACKERS
 
     lengths = np.random.default_rng(13).integers(10, 400, size=1500)
     table = compare_strategies(

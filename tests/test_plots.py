@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from matplotlib.figure import Figure
 
 from analysis import LengthHistogram
+from analysis.case.synthetic import case_like_histogram
 from analysis.plots import (
     plot_clipping,
     plot_length_cdf,
@@ -19,7 +20,6 @@ from analysis.plots import (
     plot_token_share,
     save_figure,
 )
-from analysis.synthetic import case_like_histogram
 
 matplotlib.use("Agg")
 

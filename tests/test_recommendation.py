@@ -25,9 +25,9 @@ from analysis import (
     sweep_bucket_counts,
     sweep_throughput,
 )
+from analysis.answers.recommendation import compare_edge_sets, recommend_for_time
 from analysis.batching import cover_edges
 from analysis.case import CASE_EDGES, CASE_GEOMETRIC_EDGES
-from analysis.recommendation import compare_edge_sets, recommend_for_time
 
 SAMPLES = [1, 2, 3, 4, 50, 60, 70, 80]
 HIST = LengthHistogram.from_lengths(SAMPLES)

@@ -35,7 +35,7 @@ for _ in range(int(10 * float(os.environ.get("SLOW", "0")))):
 """
 
 
-def _notebooks(folder: Path) -> Path:
+def notebooks_in(folder: Path) -> Path:
     folder.mkdir()
     nb = nbformat.v4.new_notebook()
     cell = nbformat.v4.new_code_cell("data_path = 'x.csv'\nbatch_size = 1")
@@ -56,7 +56,7 @@ def _snapshot(folder: Path) -> dict[str, bytes]:
 
 
 def test_a_folder_the_report_did_not_write_is_refused_and_left_alone(tmp_path, monkeypatch, capsys):
-    _use(monkeypatch, _notebooks(tmp_path / "nbs"))
+    _use(monkeypatch, notebooks_in(tmp_path / "nbs"))
     own = tmp_path / "own"
     (own / "data").mkdir(parents=True)
     user_file = own / "data" / "lengths.csv"
@@ -71,7 +71,7 @@ def test_a_folder_the_report_did_not_write_is_refused_and_left_alone(tmp_path, m
 
 
 def test_a_file_as_the_output_folder_is_refused(tmp_path, monkeypatch, capsys):
-    _use(monkeypatch, _notebooks(tmp_path / "nbs"))
+    _use(monkeypatch, notebooks_in(tmp_path / "nbs"))
     src = save_histogram(LengthHistogram.from_lengths(LENGTHS), tmp_path / "in.csv")
     code = cli.main(["--quiet", "report", str(src), "--out", str(src)])
     assert code == 2 and "is not a folder" in capsys.readouterr().err
@@ -79,7 +79,7 @@ def test_a_file_as_the_output_folder_is_refused(tmp_path, monkeypatch, capsys):
 
 
 def test_output_paths_are_literal_reruns_replace_and_globs_skip_reports(tmp_path, monkeypatch, capsys):
-    _use(monkeypatch, _notebooks(tmp_path / "nbs"))
+    _use(monkeypatch, notebooks_in(tmp_path / "nbs"))
     runs = tmp_path / "runs"
     for name, seed in (("a", 1), ("b", 2)):
         (runs / name).mkdir(parents=True)
@@ -147,7 +147,7 @@ def test_an_interrupted_rerun_leaves_the_earlier_report_as_it_was(tmp_path):
     """SIGTERM, SIGINT (even where it was ignored at start, as a shell leaves it for a
     background job: the report ran on to the end and exited 0) and SIGKILL, each while a
     notebook of a rerun runs: the earlier, complete report stays every byte as it was."""
-    nbs = _notebooks(tmp_path / "nbs")
+    nbs = notebooks_in(tmp_path / "nbs")
     src = save_histogram(LengthHistogram.from_lengths(LENGTHS), tmp_path / "in.csv")
     out = tmp_path / "report"
     _run(_start(nbs, src, out, {}))
@@ -185,7 +185,7 @@ def test_raw_data_is_measured_beside_the_folder_and_moved_into_the_report(tmp_pa
     pytest.importorskip("tokenizers")
     from test_measure import make_texts, train_tokenizer
 
-    _use(monkeypatch, _notebooks(tmp_path / "nbs"))
+    _use(monkeypatch, notebooks_in(tmp_path / "nbs"))
     tokenizer = tmp_path / "tokenizer.json"
     train_tokenizer(vocab_size=300).save(str(tokenizer))
     (tmp_path / "src").mkdir()
@@ -205,7 +205,7 @@ def test_raw_data_is_measured_beside_the_folder_and_moved_into_the_report(tmp_pa
 
 
 def test_a_report_written_before_the_marker_is_replaced(tmp_path, monkeypatch):
-    _use(monkeypatch, _notebooks(tmp_path / "nbs"))
+    _use(monkeypatch, notebooks_in(tmp_path / "nbs"))
     src = save_histogram(LengthHistogram.from_lengths(LENGTHS), tmp_path / "in.csv")
     old = tmp_path / "reports"
     (old / "figures").mkdir(parents=True)

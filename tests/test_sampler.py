@@ -28,9 +28,9 @@ from analysis import (
     simulate,
 )
 from analysis.batching import bucket_index
-from analysis.bucketed import bucketed_epoch, epoch_rng
-from analysis.strategies import build_epoch, epoch_builder
-from analysis.waste import expected_padding
+from analysis.padding.waste import expected_padding
+from analysis.simulation.bucketed import bucketed_epoch, epoch_rng
+from analysis.simulation.strategies import build_epoch, epoch_builder
 from tests.index_dataset import IndexDataset
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -225,7 +225,7 @@ def test_bucketed_epoch_matches_the_loop_reference(seed, n, k, world_size, sync,
 )
 def test_gather_matches_the_loop_reference(seed, m, uniform, repeats, through_index):
     """Both paths of gather_batches: whole rows (nearly every batch the longest) and per sample."""
-    from analysis.bucketed import gather_batches
+    from analysis.simulation.bucketed import gather_batches
 
     gen = np.random.default_rng(seed)
     sizes = gen.integers(1, 9, size=m)

@@ -17,8 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from analysis import BatchRule, LengthHistogram, compare_strategies, simulate
-from analysis.strategies import STRATEGIES, TOKEN_STRATEGIES, build_epoch, epoch_builder
-from analysis.waste import expected_padding, sorted_padding
+from analysis.padding.waste import expected_padding, sorted_padding
+from analysis.simulation.strategies import STRATEGIES, TOKEN_STRATEGIES, build_epoch, epoch_builder
 
 
 def _rule(strategy: str, batch_size: int, max_tokens: int) -> dict[str, int]:
@@ -222,7 +222,7 @@ def _splitmix64(value: int) -> int:
 @given(seed=st.integers(0, 2**32 - 1), m=st.integers(1, 60), block=st.sampled_from([1, 4, 16, 1 << 14]))
 def test_batch_sums_match_the_loop(seed, m, block):
     """The per-batch sums computed block by block against one Python step per sample."""
-    import analysis.epoch_metrics as epoch_metrics
+    import analysis.simulation.metrics as epoch_metrics
 
     gen = np.random.default_rng(seed)
     sizes = gen.integers(1, 12, size=m)

@@ -1,4 +1,4 @@
-"""Tests for analysis.step_time and optimize_edges(step_time=...): the fit recovers known
+"""Tests for analysis.timing.step_time and optimize_edges(step_time=...): the fit recovers known
 coefficients, the exact expected epoch time agrees with simulated epochs, the time-optimal
 edges agree with exhaustive search in exact arithmetic, and bad input gets a clear error."""
 
@@ -26,15 +26,17 @@ from analysis import (
     predict_strategy_throughput,
     sweep_bucket_counts,
 )
-from analysis._order_stats import expected_batch_sum
-from analysis.epoch_time import expected_epoch_time, simulated_epoch_times, sweep_throughput
+from analysis.answers.throughput import simulated_epoch_times, sweep_throughput
 from analysis.loaders import load_step_times
-from analysis.step_time import STEP_TIME_TERMS, check_step_times
-from analysis.strategies import ALL_STRATEGIES, PACKED_STRATEGIES
+from analysis.optimize import _problem as problem
+from analysis.padding.order_stats import expected_batch_sum
+from analysis.simulation.strategies import ALL_STRATEGIES, PACKED_STRATEGIES
+from analysis.timing.epoch import expected_epoch_time
+from analysis.timing.step_time import STEP_TIME_TERMS, check_step_times
 
 # the modules (``analysis.optimize._problem`` is also the name of a function there)
 kernel = importlib.import_module("analysis.optimize._kernel")
-problem = importlib.import_module("analysis.optimize._problem")
+
 ratio_tables = importlib.import_module("analysis.optimize._ratios")
 
 TRUTH = StepTimeModel(per_step=0.02, per_sample=4e-4, per_token=3e-6, attention=2e-9)
@@ -447,10 +449,10 @@ def test_token_budget_time_costs_with_a_working_set_equal_exact_rationals(seed):
     model = StepTimeModel(
         per_step=0.2, per_token=1e-3, attention=2e-6, working_set=3e-8, tile=[1, 4][seed % 2]
     )
-    prob = problem._problem(hist, BatchRule(max_tokens=max_tokens), 1, model)
+    prob = problem.build_problem(hist, BatchRule(max_tokens=max_tokens), 1, model)
     assert prob.weight2.any()
     points = np.r_[0, np.sort(rng.choice(np.arange(1, prob.m), 9, replace=False)), prob.m]
-    mat = kernel._cost_matrix(prob, points)
+    mat = kernel.cost_matrix(prob, points)
     ls, cs = lengths.tolist(), counts.tolist()
     for a, b in itertools.combinations(range(points.size), 2):
         lo = 0 if points[a] == 0 else ls[points[a] - 1]

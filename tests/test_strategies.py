@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from analysis import LengthHistogram
 from analysis.batching import BatchRule
-from analysis.strategies import (
+from analysis.simulation.strategies import (
     PACKED_STRATEGIES,
     PADDING_NOISE,
     STRATEGIES,
@@ -241,7 +241,7 @@ def _loop_budget_starts(lengths: list[int], max_tokens: int) -> list[int]:
 def test_token_budget_starts_match_the_loop(seed, n, top, max_tokens, block, table, wide):
     """The batch ends without a loop over samples (any order of lengths, samples over the
     budget, block edges; table 0: the per-batch path for huge batches)."""
-    import analysis.strategies._token as token
+    import analysis.simulation.strategies._token as token
 
     lengths = np.random.default_rng(seed).integers(1, top + 1, size=n)
     saved = token._BUDGET_BLOCK, token._BUDGET_TABLE
@@ -257,7 +257,7 @@ def test_token_budget_starts_match_the_loop(seed, n, top, max_tokens, block, tab
 @settings(max_examples=100, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), n=st.integers(0, 400), ties=st.sampled_from(["none", "some", "all"]))
 def test_stable_argsort_of_keys_is_numpys(seed, n, ties):
-    from analysis.strategies._token import _stable_argsort_keys
+    from analysis.simulation.strategies._token import _stable_argsort_keys
 
     gen = np.random.default_rng(seed)
     keys = gen.integers(1, 60, size=n) * (1.0 + gen.uniform(-PADDING_NOISE, PADDING_NOISE, size=n))

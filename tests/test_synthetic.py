@@ -16,8 +16,7 @@ from analysis.case import (
     CASE_N_SAMPLES,
     CASE_TOTAL_TOKENS,
 )
-from analysis.paths import BUNDLED_DATA
-from analysis.synthetic import (
+from analysis.case.synthetic import (
     CASE_LIKE_MIXTURE,
     LengthMixture,
     LogNormalMode,
@@ -25,7 +24,8 @@ from analysis.synthetic import (
     largest_remainder,
     mixture_histogram,
 )
-from analysis.waste import expected_padding
+from analysis.padding.waste import expected_padding
+from analysis.paths import BUNDLED_DATA
 
 
 @pytest.fixture(scope="module")

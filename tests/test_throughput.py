@@ -1,4 +1,4 @@
-"""The throughput model (analysis.throughput): the case's arithmetic, and a prediction from
+"""The throughput model (analysis.timing.proportional): the case's arithmetic, and a prediction from
 expected padding against time proportional to padded tokens."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import pytest
 
 from analysis.case import CASE_BATCH_SIZE, CASE_BUCKETED_TOKENS_PER_S, CASE_SORTED_TOKENS_PER_S
 from analysis.lengths import LengthHistogram
-from analysis.throughput import predict_throughput
-from analysis.waste import expected_padding
+from analysis.padding.waste import expected_padding
+from analysis.timing.proportional import predict_throughput
 
 
 def test_case_arithmetic():

@@ -1,4 +1,4 @@
-"""The exact expected padding model (analysis.waste) against brute force, exact rational
+"""The exact expected padding model (analysis.padding.waste) against brute force, exact rational
 arithmetic, an independent hypergeometric formula and a Monte-Carlo bucketed shuffle."""
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import hypergeom
 
-import analysis.waste as waste_module
-from analysis._order_stats import expected_batch_max
+import analysis.padding.waste as waste_module
 from analysis.batching import BatchRule, bucket_index
 from analysis.case import CASE_BATCH_SIZE, CASE_EDGES
 from analysis.lengths import LengthHistogram
-from analysis.waste import (
+from analysis.padding.order_stats import expected_batch_max
+from analysis.padding.waste import (
     WasteEstimate,
     expected_padding,
     expected_strategies,

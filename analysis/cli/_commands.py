@@ -21,6 +21,7 @@ from typing import Any, TextIO
 import numpy as np
 import pandas as pd
 
+from analysis.answers.recommendation import Recommendation, recommend
 from analysis.batching import DEFAULT_N_BUCKETS, BatchRule, check_budget, check_edges
 from analysis.cli._frontier import floor_of, floor_sentence
 from analysis.cli._layout import frame_text, wrap
@@ -37,8 +38,7 @@ from analysis.cli._options import (
 )
 from analysis.lengths import LengthHistogram
 from analysis.optimize import evaluate_edges, optimize_edges, sweep_measure
-from analysis.recommendation import Recommendation, recommend
-from analysis.simulation import compare_strategies
+from analysis.simulation.epochs import compare_strategies
 from analysis.tables import column_kind, format_bound, format_count, format_value
 
 __all__ = ["cmd_compare", "cmd_optimize", "cmd_report", "cmd_summary"]

@@ -10,6 +10,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from analysis.answers.frontier import frontier
 from analysis.batching import DEFAULT_SEED
 from analysis.cli._layout import frame_text, wrap
 from analysis.cli._options import (
@@ -21,8 +22,7 @@ from analysis.cli._options import (
     non_negative,
     positive,
 )
-from analysis.frontier_narrative import floor_sentence
-from analysis.tradeoff import frontier
+from analysis.narrative.frontier import floor_sentence
 
 __all__ = ["add_floors", "add_frontier_subcommand", "cmd_frontier", "floor_of", "floor_sentence", "floors"]
 

@@ -7,7 +7,7 @@ efficiency and padded tokens, the per-bucket table, and the histogram with the e
 
 Changing K, the method or the batch rule places new edges with
 :func:`analysis.optimize_edges` and writes them into the edges box; editing the box (press
-Enter) evaluates exactly those edges with :func:`analysis.waste.expected_padding`, so you can try
+Enter) evaluates exactly those edges with :func:`analysis.padding.waste.expected_padding`, so you can try
 "what if the second edge were 1024?" and compare with the optimum.
 
 The logic is pure and testable without a browser: :func:`explore_view` takes the control

@@ -19,8 +19,8 @@ from analysis.batching import (
     BatchRule,
     parse_rule_value,
 )
-from analysis.explorer._plans import STAND_IN_METHOD, _Job, _Plans
-from analysis.explorer._view import ExplorerView, HistogramInput, _edited_view, _title, as_histogram
+from analysis.explorer._plans import STAND_IN_METHOD, Job, Plans
+from analysis.explorer._view import ExplorerView, HistogramInput, as_histogram, edited_view, view_title
 from analysis.optimize import METHODS, evaluate_edges
 
 if TYPE_CHECKING:
@@ -85,7 +85,7 @@ class Explorer:
         self.view: ExplorerView | None = None
         self.error: str | None = None
         self._busy = False  # the panel is setting a widget itself: its observer must not act
-        self._plans = _Plans(self.hist, k_max)
+        self._plans = Plans(self.hist, k_max)
         # one re-entrant lock around every state change and display (a display sets the edges
         # box, whose observer takes the lock again in the same thread); the condition tells
         # wait() that a pass ended
@@ -165,7 +165,7 @@ class Explorer:
         with self._lock:
             self._waiting_for = None  # typed edges stay on show when a pending pass ends
             try:
-                view = _edited_view(self.hist, text, self._rule())
+                view = edited_view(self.hist, text, self._rule())
             except ValueError as exc:
                 self._show_error(str(exc))
                 return
@@ -226,10 +226,10 @@ class Explorer:
         self._pending[rule] = thread
         thread.start()
 
-    def _work(self, rule: BatchRule, job: _Job) -> None:
+    def _work(self, rule: BatchRule, job: Job) -> None:
         """The worker thread: run ``job`` without the lock, store and show its result under it,
         and go on while the panel asks for a K of ``rule`` still missing (a failed sweep)."""
-        next_job: _Job | None = job
+        next_job: Job | None = job
         try:
             while next_job is not None:
                 store = next_job()
@@ -330,7 +330,7 @@ class Explorer:
         )
         with pd.option_context("display.precision", 4):
             self.table.value = view.to_frame().to_html(float_format=lambda x: f"{x:,.4f}")
-        self.plot.show(view.plan, title=_title(view))
+        self.plot.show(view.plan, title=view_title(view))
         self.image.value = self.plot.png()
 
     def _show_error(self, message: str) -> None:

@@ -1,6 +1,6 @@
 """The plans the edges explorer has placed, kept by (method, batch rule) and K so that each is
 placed once, and the optimiser passes it still lacks, handed out as jobs a worker thread may run
-(:class:`_Plans`, the panel's cache; see :mod:`analysis.explorer`)."""
+(:class:`Plans`, the panel's cache; see :mod:`analysis.explorer`)."""
 
 from __future__ import annotations
 
@@ -21,10 +21,10 @@ STAND_IN_METHOD = "equal_tokens"
 
 #: An optimiser run for the panel: called without the panel's lock, it runs the optimiser
 #: and touches no shared state; the function it returns stores the result (under the lock).
-_Job = Callable[[], Callable[[], None]]
+Job = Callable[[], Callable[[], None]]
 
 
-class _Plans:
+class Plans:
     """The plans the panel has placed, by (method, batch rule) and K: each placed once.
 
     ``"optimal"`` edges for every K up to ``k_max`` come from one
@@ -35,7 +35,7 @@ class _Plans:
     last ``keep`` (method, rule) pairs are kept.
 
     :meth:`cached` never runs the optimiser (it answers ``None`` where an optimal plan needs
-    a pass); :meth:`claim` hands out the missing pass as a :data:`_Job`, which a caller may
+    a pass); :meth:`claim` hands out the missing pass as a :data:`Job`, which a caller may
     run in another thread; :meth:`plan` runs the passes here.  The object itself holds no
     lock: the panel calls :meth:`cached`, :meth:`claim` and a job's store under its own.
     """
@@ -89,7 +89,7 @@ class _Plans:
         # the pass's proven gap ("auto" candidates above AUTO_CANDIDATES_ABOVE distinct lengths)
         return replace(plan, n_buckets_requested=n_buckets, gap=gap)
 
-    def claim(self, rule: BatchRule, n_buckets: int | None) -> _Job | None:
+    def claim(self, rule: BatchRule, n_buckets: int | None) -> Job | None:
         """The optimiser pass the optimal plans of ``rule`` still lack, or ``None``: the sweep
         over every K the first time ``rule`` is asked for; after a sweep that failed (some K
         has no finite optimum), ``n_buckets`` alone (``None``: none asked for)."""

@@ -150,10 +150,10 @@ def explore_view(
     if edges is None:
         plan = optimize_edges(histogram, n_buckets, rule, method=method)
         return ExplorerView(plan, plan.method)
-    return _edited_view(histogram, edges, rule)
+    return edited_view(histogram, edges, rule)
 
 
-def _edited_view(hist: LengthHistogram, edges: EdgesInput, rule: BatchRule) -> ExplorerView:
+def edited_view(hist: LengthHistogram, edges: EdgesInput, rule: BatchRule) -> ExplorerView:
     """The view of edges typed by hand (text or a list): the padding model only, no optimiser."""
     chosen = parse_edges(edges) if isinstance(edges, str) else edges
     return ExplorerView(evaluate_edges(hist, chosen, rule, method="edited"), "edited")
@@ -173,10 +173,10 @@ def explore_figure(hist: HistogramInput, view: ExplorerView) -> Figure:
     """
     from analysis.plots import plot_edges_on_histogram
 
-    return plot_edges_on_histogram(as_histogram(hist), view.plan, title=_title(view))
+    return plot_edges_on_histogram(as_histogram(hist), view.plan, title=view_title(view))
 
 
-def _title(view: ExplorerView) -> str:
+def view_title(view: ExplorerView) -> str:
     """The figure's title for ``view``."""
     efficiency = format_percent(view.efficiency, 1)
     title = f"{view.source} edges, {view.n_buckets} buckets: expected efficiency {efficiency}"

@@ -42,9 +42,9 @@ import pandas as pd
 from analysis.counting import LengthCounter
 from analysis.lengths import LengthHistogram
 from analysis.loaders._dask import DaskClient, load_lengths_distributed
-from analysis.loaders._formats import SUPPORTED_EXTENSIONS, _read_file
+from analysis.loaders._formats import SUPPORTED_EXTENSIONS, read_file
 from analysis.loaders._paths import expand_paths, pick_column
-from analysis.step_time import check_step_times
+from analysis.timing.step_time import check_step_times
 
 __all__ = [
     "SUPPORTED_EXTENSIONS",
@@ -189,7 +189,7 @@ def load_lengths(
 def load_step_times(path: str | os.PathLike[str]) -> pd.DataFrame:
     """Read a CSV of step times (columns ``batch_size, length, seconds``: one row per timed
     step, as :func:`analysis.measure_step_times` returns), validated by
-    :func:`analysis.step_time.check_step_times` (errors name the file and the row).
+    :func:`analysis.timing.step_time.check_step_times` (errors name the file and the row).
 
     Examples
     --------
@@ -224,6 +224,6 @@ def _load_paths(
     text, paths = expand_paths(source)
     counter = LengthCounter()
     for p in progress(paths, "loading") if progress is not None and len(paths) > 1 else paths:
-        if _read_file(p, counter, column=column, field=field, allow_zero=allow_zero) == 0:
+        if read_file(p, counter, column=column, field=field, allow_zero=allow_zero) == 0:
             raise ValueError(f"{p}: empty file, no lengths")
     return counter.histogram(text)

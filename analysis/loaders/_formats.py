@@ -1,7 +1,7 @@
 """The length-file formats: each file read in chunks into a running :class:`LengthCounter`.
 
 One reader per format (``.npy``; ``.txt``; ``.csv``/``.tsv``, per-sample or the
-``length,count`` histogram; Parquet; JSONL), chosen by extension by :func:`_read_file`.
+``length,count`` histogram; Parquet; JSONL), chosen by extension by :func:`read_file`.
 Memory is one chunk plus the distinct lengths; errors name the file and the ``line`` (1-based,
 as an editor shows it) or ``row`` (0-based, as ``arr[N]``).
 """
@@ -46,7 +46,7 @@ _INT64_MAX = np.iinfo(np.int64).max
 def load_file(path: Path, *, column: str | None, field: str | None, allow_zero: bool) -> LengthHistogram:
     """The histogram of one length file (what a Dask worker computes for its file)."""
     counter = LengthCounter()
-    if _read_file(path, counter, column=column, field=field, allow_zero=allow_zero) == 0:
+    if read_file(path, counter, column=column, field=field, allow_zero=allow_zero) == 0:
         raise ValueError(f"{path}: empty file, no lengths")
     return counter.histogram(str(path))
 
@@ -62,7 +62,7 @@ def _extension(path: Path) -> str:
     return max(matches, key=len)
 
 
-def _read_file(
+def read_file(
     path: Path, counter: LengthCounter, *, column: str | None, field: str | None, allow_zero: bool
 ) -> int:
     """Count one file's lengths into ``counter``; return the number of rows read."""

@@ -37,13 +37,13 @@ from typing import Any
 from analysis.counting import LengthCounter
 from analysis.lengths import LengthHistogram
 from analysis.loaders import DaskClient, load_lengths_distributed
-from analysis.measure._cache import CacheWarning, _cache_key, _cache_read, _cache_write
-from analysis.measure._out import _check_not_input, _check_out, _is_folder, _open_out, _ShardFolder
-from analysis.measure._pieces import MeasuredPiece, _Job
+from analysis.measure._cache import CacheWarning, cache_key, cache_read, cache_write
+from analysis.measure._out import ShardFolder, check_not_input, check_out, is_folder, open_out
+from analysis.measure._pieces import Job, MeasuredPiece
 from analysis.measure._records import MAX_RECORD_BYTES
-from analysis.measure._run import _Progress, _run_dask, _run_local, _worker_count
-from analysis.measure._sources import _plan_paths, _plan_records
-from analysis.measure._tokenizer import TEMPLATE_SECONDS, TokenizerLike, _pickle_or_none, _spec
+from analysis.measure._run import Progress, run_dask, run_local, worker_count
+from analysis.measure._sources import plan_paths, plan_records
+from analysis.measure._tokenizer import TEMPLATE_SECONDS, TokenizerLike, pickle_or_none, tokenizer_spec
 
 __all__ = [
     "DEFAULT_CACHE_DIR",
@@ -72,7 +72,7 @@ def measure_lengths(
     client: DaskClient | None = None,
     cache: bool = True,
     cache_dir: str | os.PathLike[str] | None = None,
-    progress: _Progress | None = None,
+    progress: Progress | None = None,
 ) -> LengthHistogram:
     """Exact histogram of the token lengths of raw text or chats, as the trainer sees them.
 
@@ -170,29 +170,29 @@ def measure_lengths(
         raise ValueError(f"processes must be a positive integer, got {processes!r}")
     chat = chat_field is not None
     name = chat_field if chat else field
-    spec = _spec(tokenizer, add_special_tokens=add_special_tokens, chat=chat)
+    spec = tokenizer_spec(tokenizer, add_special_tokens=add_special_tokens, chat=chat)
     out_path = None if out is None else Path(os.path.expanduser(os.fspath(out)))
-    folder = out is not None and _is_folder(out)
+    folder = out is not None and is_folder(out)
     if isinstance(source, str | os.PathLike):
-        plan, name = _plan_paths(source, name, chat, hashing=cache)
+        plan, name = plan_paths(source, name, chat, hashing=cache)
     else:
-        plan = _plan_records(source, name)
+        plan = plan_records(source, name)
     if out_path is not None:
-        _check_not_input(out_path, folder, plan.files)
-        _check_out(out_path, folder)
-    job = _Job(spec, name, chat, want_lengths=out_path is not None)
+        check_not_input(out_path, folder, plan.files)
+        check_out(out_path, folder)
+    job = Job(spec, name, chat, want_lengths=out_path is not None)
 
-    key = _cache_key(plan, job) if cache else None
+    key = cache_key(plan, job) if cache else None
     store = Path(os.path.expanduser(os.fspath(cache_dir or DEFAULT_CACHE_DIR)))
     if key is not None:
-        hit = _cache_read(store, key, out_path, folder)
+        hit = cache_read(store, key, out_path, folder)
         if hit is not None:
             return hit
 
     n = (os.cpu_count() or 1) if processes is None else processes
     if plan.small and processes is None:
         n = 1
-    if client is None and n > 1 and _pickle_or_none(job) is None:
+    if client is None and n > 1 and pickle_or_none(job) is None:
         if processes is not None:
             raise ValueError(
                 "tokenizer: cannot be sent to worker processes (it cannot be "
@@ -200,13 +200,13 @@ def measure_lengths(
                 "function"
             )
         n = 1
-    n = _worker_count(n, len(plan.pieces) if isinstance(plan.pieces, list) else None)
-    writer = _open_out(out_path, folder) if out_path is not None else None
+    n = worker_count(n, len(plan.pieces) if isinstance(plan.pieces, list) else None)
+    writer = open_out(out_path, folder) if out_path is not None else None
     if client is not None:  # with an out folder, each worker saves the lengths it measured
-        shard_path = writer.path if isinstance(writer, _ShardFolder) else None
-        pieces = _run_dask(plan, job, client, shard_path)
+        shard_path = writer.path if isinstance(writer, ShardFolder) else None
+        pieces = run_dask(plan, job, client, shard_path)
     else:
-        pieces = _run_local(plan, job, n)
+        pieces = run_local(plan, job, n)
     counter = LengthCounter()
     try:
         stream = progress(pieces) if progress is not None else pieces
@@ -225,5 +225,5 @@ def measure_lengths(
         if writer is not None:
             writer.abort()
     if key is not None:
-        _cache_write(store, key, hist, out_path, folder)
+        cache_write(store, key, hist, out_path, folder)
     return hist

@@ -21,10 +21,10 @@ from pathlib import Path
 import numpy as np
 
 from analysis.lengths import LengthHistogram
-from analysis.measure._out import _INDEX, _open_out, _OutWriter, _ShardFolder, _temp_file
-from analysis.measure._pieces import _Job
-from analysis.measure._sources import _format, _Plan
-from analysis.measure._tokenizer import _sha
+from analysis.measure._out import INDEX, OutWriter, ShardFolder, open_out, temp_file
+from analysis.measure._pieces import Job
+from analysis.measure._sources import SourcePlan, source_format
+from analysis.measure._tokenizer import sha
 
 _CACHE_VERSION = "measure-2"
 
@@ -33,7 +33,7 @@ class CacheWarning(UserWarning):
     """The cache folder could not store a result (the result itself is fine)."""
 
 
-def _cache_key(plan: _Plan, job: _Job) -> str | None:
+def cache_key(plan: SourcePlan, job: Job) -> str | None:
     if plan.shards is None or job.spec.digest is None:
         return None
     options = {
@@ -43,14 +43,14 @@ def _cache_key(plan: _Plan, job: _Job) -> str | None:
         "add_special_tokens": job.spec.add_special_tokens,
         "tokenizer": job.spec.digest,
         "shards": [
-            (_format(plan.kind, path), size, mtime, digest) for path, size, mtime, digest in plan.shards
+            (source_format(plan.kind, path), size, mtime, digest) for path, size, mtime, digest in plan.shards
         ],
     }
-    return _sha(json.dumps(options, sort_keys=True))
+    return sha(json.dumps(options, sort_keys=True))
 
 
 def _atomic_save(path: Path, save: Callable[[io.BufferedWriter], None]) -> None:
-    fd, tmp = _temp_file(path)
+    fd, tmp = temp_file(path)
     try:
         with os.fdopen(fd, "wb") as handle:
             save(handle)
@@ -64,7 +64,7 @@ def _entry_files(cache_dir: Path, key: str) -> tuple[Path, Path, Path]:
     return cache_dir / f"{key}.npz", cache_dir / f"{key}.lengths.npy", cache_dir / f"{key}.shards.json"
 
 
-def _cache_read(cache_dir: Path, key: str, out: Path | None, folder: bool = False) -> LengthHistogram | None:
+def cache_read(cache_dir: Path, key: str, out: Path | None, folder: bool = False) -> LengthHistogram | None:
     """The stored result, replayed into ``out``; ``None`` on a miss.  An entry that cannot be
     read back whole (truncated, corrupt, inconsistent) is discarded: a miss, measured again."""
     hist_path, samples_path, shards_path = _entry_files(cache_dir, key)
@@ -88,8 +88,8 @@ def _cache_read(cache_dir: Path, key: str, out: Path | None, folder: bool = Fals
             entries = json.loads(shards_path.read_text(encoding="utf-8")) if folder else None
             if entries is not None and sum(int(e["n_samples"]) for e in entries) != hist.n_samples:
                 raise ValueError("the stored listing does not match the stored histogram")
-            writer = _open_out(out, folder)
-            if isinstance(writer, _ShardFolder):
+            writer = open_out(out, folder)
+            if isinstance(writer, ShardFolder):
                 assert entries is not None
                 writer.replay(entries, samples)
             else:
@@ -108,7 +108,7 @@ def _cache_read(cache_dir: Path, key: str, out: Path | None, folder: bool = Fals
     return hist
 
 
-def _cache_write(
+def cache_write(
     cache_dir: Path, key: str, hist: LengthHistogram, out: Path | None, folder: bool = False
 ) -> None:
     """Store the result; where the cache folder cannot take it, warn in one line and go on."""
@@ -126,8 +126,8 @@ def _cache_write(
 def _store(cache_dir: Path, key: str, hist: LengthHistogram, out: Path | None, folder: bool) -> None:
     cache_dir.mkdir(parents=True, exist_ok=True)
     if out is not None and folder:  # the shards' lengths as one array, and where each starts
-        files = json.loads((out / _INDEX).read_text(encoding="utf-8"))["files"]
-        writer = _OutWriter(cache_dir / f"{key}.lengths.npy")
+        files = json.loads((out / INDEX).read_text(encoding="utf-8"))["files"]
+        writer = OutWriter(cache_dir / f"{key}.lengths.npy")
         try:
             for entry in files:
                 writer.write(np.load(out / entry["file"]))

@@ -27,18 +27,18 @@ from analysis.measure._pieces import MeasuredPiece
 #: that the sorted file names are in source order).
 _SHARD_DIGITS = 5
 #: The listing of an ``out`` folder: its files, with their sample counts, in source order.
-_INDEX = "index.json"
+INDEX = "index.json"
 _SHARD_FILE = re.compile(r"[0-9]+\.npy")
 
 
-def _is_folder(out: str | os.PathLike[str]) -> bool:
+def is_folder(out: str | os.PathLike[str]) -> bool:
     """``out`` names a folder: an existing one, a path ending in a separator, or no suffix."""
     text = os.fspath(out)
     path = Path(os.path.expanduser(text))
     return path.is_dir() or text.endswith(("/", os.sep)) or not path.suffix
 
 
-def _check_out(out: Path, folder: bool = False) -> None:
+def check_out(out: Path, folder: bool = False) -> None:
     if not folder and not out.name.lower().endswith((".npy", ".parquet")):
         raise ValueError(f"{out}: out= must end in .npy or .parquet, or name a folder")
     if not out.parent.is_dir():
@@ -50,7 +50,7 @@ def _check_out(out: Path, folder: bool = False) -> None:
                 "files, a .npy or .parquet file one ordered file"
             )
         others = sorted(
-            p.name for p in out.iterdir() if p.name != _INDEX and not _SHARD_FILE.fullmatch(p.name)
+            p.name for p in out.iterdir() if p.name != INDEX and not _SHARD_FILE.fullmatch(p.name)
         )
         if others:
             raise ValueError(
@@ -59,7 +59,7 @@ def _check_out(out: Path, folder: bool = False) -> None:
             )
 
 
-def _check_not_input(out: Path, folder: bool, inputs: tuple[str, ...]) -> None:
+def check_not_input(out: Path, folder: bool, inputs: tuple[str, ...]) -> None:
     """Refuse an ``out`` that is one of the input files, or (a folder) holds one."""
     target = out.resolve()
     for name in inputs:
@@ -72,7 +72,7 @@ def _check_not_input(out: Path, folder: bool, inputs: tuple[str, ...]) -> None:
             )
 
 
-def _temp_file(path: Path) -> tuple[int, str]:
+def temp_file(path: Path) -> tuple[int, str]:
     """A new hidden temporary file beside ``path`` (fd, name), with the permissions a plain
     ``open`` gives (0666 less the umask), where ``tempfile.mkstemp`` gives 0600."""
     while True:
@@ -83,20 +83,20 @@ def _temp_file(path: Path) -> tuple[int, str]:
             continue
 
 
-def _save_shard(path: str, lengths: np.ndarray) -> None:
+def save_shard(path: str, lengths: np.ndarray) -> None:
     """One shard's lengths as ``.npy`` int32 (on a Dask worker, or here)."""
     np.save(path, lengths.astype("<i4", copy=False))
 
 
-def _open_out(out: Path, folder: bool) -> _OutWriter | _ShardFolder:
-    return _ShardFolder(out) if folder else _OutWriter(out)
+def open_out(out: Path, folder: bool) -> OutWriter | ShardFolder:
+    return ShardFolder(out) if folder else OutWriter(out)
 
 
-class _ShardFolder:
+class ShardFolder:
     """Per-shard length files and their ``index.json``, built beside ``out``, swapped in."""
 
     def __init__(self, out: Path) -> None:
-        _check_out(out, folder=True)
+        check_out(out, folder=True)
         self.out = out
         self.tmp = out.parent / f".{out.name}.{uuid.uuid4().hex[:12]}.tmp"
         self.tmp.mkdir()  # not mkdtemp: the folder keeps the umask's permissions
@@ -115,14 +115,14 @@ class _ShardFolder:
         if piece.n_samples == 0:  # no file: load_lengths refuses an empty one
             return
         if piece._lengths is not None:
-            _save_shard(path, piece._lengths)
+            save_shard(path, piece._lengths)
         self._list(Path(path).name, piece.where, piece.n_samples)
 
     def replay(self, entries: list[dict[str, Any]], lengths: np.ndarray) -> None:
         """Write a stored run again: its ``index.json`` entries and all their lengths."""
         for entry in entries:
             start = int(entry["first_sample"])
-            _save_shard(
+            save_shard(
                 str(self.tmp / entry["file"]), np.asarray(lengths[start : start + int(entry["n_samples"])])
             )
             self._list(entry["file"], entry["where"], int(entry["n_samples"]))
@@ -141,7 +141,7 @@ class _ShardFolder:
                 os.replace(self.tmp / entry["file"], self.tmp / name)
                 entry["file"] = name
         entries = ",\n".join(" " + json.dumps(entry, ensure_ascii=False) for entry in self.files)
-        (self.tmp / _INDEX).write_text(  # one line per file
+        (self.tmp / INDEX).write_text(  # one line per file
             f'{{"n_samples": {self.n_samples}, "n_files": {len(self.files)}, "files": [\n{entries}\n]}}\n',
             encoding="utf-8",
         )
@@ -157,14 +157,14 @@ class _ShardFolder:
         shutil.rmtree(self.tmp, ignore_errors=True)  # a worker may still be writing into it
 
 
-class _OutWriter:
+class OutWriter:
     """Per-sample lengths streamed to a temporary file beside ``out``, renamed at the end."""
 
     def __init__(self, out: Path) -> None:
-        _check_out(out)
+        check_out(out)
         self.out = out
         self.parquet = out.name.lower().endswith(".parquet")
-        fd, tmp = _temp_file(out)
+        fd, tmp = temp_file(out)
         self.tmp = Path(tmp)
         self.handle: Any = os.fdopen(fd, "wb")
         self.n = 0
@@ -202,7 +202,7 @@ class _OutWriter:
             self.handle.close()
         else:
             self.handle.close()
-            fd, final = _temp_file(self.out)
+            fd, final = temp_file(self.out)
             with os.fdopen(fd, "wb") as dest, open(self.tmp, "rb") as raw:
                 np.lib.format.write_array_header_1_0(
                     dest, {"descr": "<i4", "fortran_order": False, "shape": (self.n,)}

@@ -5,7 +5,7 @@ a whole ``.jsonl.gz``/CSV file or saved-dataset shard, a group of plain-text fil
 of an in-memory iterable.  Each yields lists of samples (strings, or conversations for
 ``chat_field``) checked on the way: an error names the file and the line or row.
 
-The records of the work: :class:`_Job` (what every piece needs), the pieces, and
+The records of the work: :class:`Job` (what every piece needs), the pieces, and
 :class:`MeasuredPiece` (a piece once measured, what comes back in source order).
 """
 
@@ -26,31 +26,31 @@ import numpy as np
 
 from analysis._validate import where_prefix
 from analysis.measure._records import (
-    _BATCH,
+    BATCH,
     MAX_RECORD_BYTES,
-    _arrow_values,
-    _check_unicode,
-    _check_value,
-    _describe,
-    _field_of,
-    _too_large,
+    arrow_values,
+    check_unicode,
+    check_value,
+    describe,
+    field_of,
+    too_large,
 )
-from analysis.measure._tokenizer import _Spec
+from analysis.measure._tokenizer import Spec
 
 
 # ---------------------------------------------------------------------------- pieces
 @dataclass(frozen=True)
-class _Job:
+class Job:
     """What every piece needs besides its own data."""
 
-    spec: _Spec
+    spec: Spec
     name: str | None  # the field/column holding the sample
     chat: bool
     want_lengths: bool
 
 
 @dataclass(frozen=True)
-class _JsonlRange:
+class JsonlRange:
     path: str
     start: int
     stop: int | None  # None: to the end (and the only way to read a .jsonl.gz)
@@ -63,7 +63,7 @@ class _JsonlRange:
             else f"{self.path} [lines from {self.first_line}]"
         )
 
-    def batches(self, job: _Job) -> Iterator[list[Any]]:
+    def batches(self, job: Job) -> Iterator[list[Any]]:
         gz = self.path.lower().endswith(".gz")
         number = self.first_line
         try:
@@ -71,7 +71,7 @@ class _JsonlRange:
                 handle: io.BufferedIOBase = raw
                 handle.seek(self.start)
                 lines = _lines_until(handle, self.start, self.stop, self.path, number)
-                while block := list(itertools.islice(lines, _BATCH)):
+                while block := list(itertools.islice(lines, BATCH)):
                     yield _jsonl_values(block, job, self.path, number, bom=number == 1)
                     number += len(block)
         except (EOFError, zlib.error, gzip.BadGzipFile) as err:
@@ -91,7 +91,7 @@ def _lines_until(
         if not line:
             return
         if len(line) > MAX_RECORD_BYTES:
-            raise _too_large(f"{path}: line {number}: ", _line_size(handle, len(line)), "line")
+            raise too_large(f"{path}: line {number}: ", _line_size(handle, len(line)), "line")
         pos += len(line)
         number += 1
         yield line
@@ -106,7 +106,7 @@ def _line_size(handle: io.BufferedIOBase, read: int) -> int:
     return read
 
 
-def _jsonl_values(block: list[bytes], job: _Job, path: str, first: int, bom: bool) -> list[Any]:
+def _jsonl_values(block: list[bytes], job: Job, path: str, first: int, bom: bool) -> list[Any]:
     """The samples of a block of JSONL lines, each line parsed on its own (so that lines that
     are not one JSON value each are never joined into one), each checked."""
     try:
@@ -119,15 +119,15 @@ def _jsonl_values(block: list[bytes], job: _Job, path: str, first: int, bom: boo
     if job.name is not None and not job.chat and all(type(o) is dict for o in objects):
         values = [o.get(job.name) for o in objects]
         if all(type(v) is str for v in values):
-            _check_unicode(values, lambda i: f"{path}: line {first + i}: ")
+            check_unicode(values, lambda i: f"{path}: line {first + i}: ")
             return values
     checked = []
     for number, obj in enumerate(objects, start=first):
         where = f"{path}: line {number}: "
         if not isinstance(obj, dict):
-            raise ValueError(f"{where}expected a JSON object, got {_describe(obj)}")
-        checked.append(_check_value(_field_of(obj, job.name, where), job.chat, where, job.name))
-    _check_unicode(checked, lambda i: f"{path}: line {first + i}: ")
+            raise ValueError(f"{where}expected a JSON object, got {describe(obj)}")
+        checked.append(check_value(field_of(obj, job.name, where), job.chat, where, job.name))
+    check_unicode(checked, lambda i: f"{path}: line {first + i}: ")
     return checked
 
 
@@ -150,7 +150,7 @@ def _json_line(line: bytes, path: str, number: int) -> Any:
 
 
 @dataclass(frozen=True)
-class _ParquetGroup:
+class ParquetGroup:
     path: str
     group: int
     first_row: int
@@ -158,18 +158,18 @@ class _ParquetGroup:
     def label(self) -> str:
         return f"{self.path} [row group {self.group}]"
 
-    def batches(self, job: _Job) -> Iterator[list[Any]]:
+    def batches(self, job: Job) -> Iterator[list[Any]]:
         import pyarrow.parquet as pq
 
         assert job.name is not None
         file = pq.ParquetFile(self.path, pre_buffer=False)
         row = self.first_row
-        for batch in file.iter_batches(batch_size=_BATCH, row_groups=[self.group], columns=[job.name]):
-            yield _column_values(_arrow_values(batch.column(0), self.path, row), job, self.path, row)
+        for batch in file.iter_batches(batch_size=BATCH, row_groups=[self.group], columns=[job.name]):
+            yield _column_values(arrow_values(batch.column(0), self.path, row), job, self.path, row)
             row += batch.num_rows
 
 
-def _column_values(values: list[Any], job: _Job, path: str, first_row: int) -> list[Any]:
+def _column_values(values: list[Any], job: Job, path: str, first_row: int) -> list[Any]:
     """Check a column's values (from Parquet, Arrow or CSV); errors name the row."""
     if not job.chat and all(type(v) is str for v in values):
         return values
@@ -177,12 +177,12 @@ def _column_values(values: list[Any], job: _Job, path: str, first_row: int) -> l
         where = f"{path}: row {first_row + i}: "
         if v is None:
             raise ValueError(f"{where}missing value (null) in {job.name!r}")
-        _check_value(v, job.chat, where, job.name)
+        check_value(v, job.chat, where, job.name)
     return values
 
 
 @dataclass(frozen=True)
-class _ArrowFile:
+class ArrowFile:
     """One ``data-NNNNN-of-MMMMM.arrow`` shard of a dataset saved with ``save_to_disk``."""
 
     path: str
@@ -191,30 +191,30 @@ class _ArrowFile:
     def label(self) -> str:
         return self.path
 
-    def batches(self, job: _Job) -> Iterator[list[Any]]:
+    def batches(self, job: Job) -> Iterator[list[Any]]:
         import pyarrow as pa
 
         with pa.memory_map(self.path) as source:
             table = pa.ipc.open_stream(source).read_all().select([job.name])
             row = self.first_row
-            for batch in table.to_batches(max_chunksize=_BATCH):
-                yield _column_values(_arrow_values(batch.column(0), self.path, row), job, self.path, row)
+            for batch in table.to_batches(max_chunksize=BATCH):
+                yield _column_values(arrow_values(batch.column(0), self.path, row), job, self.path, row)
                 row += batch.num_rows
 
 
 @dataclass(frozen=True)
-class _CsvFile:
+class CsvFile:
     path: str
 
     def label(self) -> str:
         return self.path
 
-    def batches(self, job: _Job) -> Iterator[list[Any]]:
+    def batches(self, job: Job) -> Iterator[list[Any]]:
         assert job.name is not None
         line = 1
         try:
-            with _open_csv(self.path) as handle:
-                reader = csv.reader(handle, delimiter=_csv_sep(self.path), strict=True)
+            with open_csv(self.path) as handle:
+                reader = csv.reader(handle, delimiter=csv_sep(self.path), strict=True)
                 header = next(reader, [])
                 column, width = header.index(job.name), len(header)
                 line = reader.line_num + 1
@@ -230,16 +230,16 @@ class _CsvFile:
                         )
                     value = record[column]
                     if len(value) > MAX_RECORD_BYTES // 4 and len(value.encode()) > MAX_RECORD_BYTES:
-                        raise _too_large(f"{self.path}: line {start}: ", len(value.encode()), "field")
+                        raise too_large(f"{self.path}: line {start}: ", len(value.encode()), "field")
                     batch.append(value)
-                    if len(batch) == _BATCH:
+                    if len(batch) == BATCH:
                         yield batch
                         batch = []
                 if batch:
                     yield batch
         except csv.Error as err:
             if "field limit" in str(err):
-                raise _too_large(f"{self.path}: line {line}: ", MAX_RECORD_BYTES + 1, "field") from None
+                raise too_large(f"{self.path}: line {line}: ", MAX_RECORD_BYTES + 1, "field") from None
             raise ValueError(f"{self.path}: line {line}: {' '.join(str(err).split())}") from None
         except UnicodeDecodeError as err:
             raise ValueError(f"{self.path}: near line {line}: not UTF-8 (byte {err.start})") from None
@@ -249,7 +249,7 @@ class _CsvFile:
             ) from None
 
 
-def _open_csv(path: str) -> IO[str]:
+def open_csv(path: str) -> IO[str]:
     """A CSV/TSV file (``.gz`` too) as text, the BOM dropped, no field over the limit."""
     csv.field_size_limit(max(csv.field_size_limit(), MAX_RECORD_BYTES))
     if path.lower().endswith(".gz"):
@@ -257,12 +257,12 @@ def _open_csv(path: str) -> IO[str]:
     return open(path, encoding="utf-8-sig", newline="")
 
 
-def _csv_sep(path: str) -> str:
+def csv_sep(path: str) -> str:
     return "\t" if path.lower().removesuffix(".gz").endswith(".tsv") else ","
 
 
 @dataclass(frozen=True)
-class _TextFiles:
+class TextFiles:
     """Plain-text files, each one sample."""
 
     paths: tuple[str, ...]
@@ -271,13 +271,13 @@ class _TextFiles:
         more = len(self.paths) - 1
         return self.paths[0] if not more else f"{self.paths[0]} (+{more} files)"
 
-    def batches(self, job: _Job) -> Iterator[list[Any]]:
-        for start in range(0, len(self.paths), _BATCH):
+    def batches(self, job: Job) -> Iterator[list[Any]]:
+        for start in range(0, len(self.paths), BATCH):
             texts = []
-            for path in self.paths[start : start + _BATCH]:
+            for path in self.paths[start : start + BATCH]:
                 size = Path(path).stat().st_size
                 if size > MAX_RECORD_BYTES:
-                    raise _too_large(f"{path}: ", size, "file")
+                    raise too_large(f"{path}: ", size, "file")
                 data = Path(path).read_bytes()
                 try:
                     texts.append(data.decode("utf-8"))
@@ -287,7 +287,7 @@ class _TextFiles:
 
 
 @dataclass(frozen=True)
-class _Records:
+class RecordsPiece:
     """A batch of an in-memory source (strings, records, or a dataset column's values)."""
 
     values: list[Any]
@@ -297,25 +297,25 @@ class _Records:
     def label(self) -> str:
         return ""
 
-    def batches(self, job: _Job) -> Iterator[list[Any]]:
-        for start in range(0, len(self.values), _BATCH):
+    def batches(self, job: Job) -> Iterator[list[Any]]:
+        for start in range(0, len(self.values), BATCH):
             out = []
-            for i, v in enumerate(self.values[start : start + _BATCH], start=self.first_row + start):
+            for i, v in enumerate(self.values[start : start + BATCH], start=self.first_row + start):
                 where = where_prefix(None, i)
                 if not self.extracted:
-                    v = _field_of(v, job.name, where)
+                    v = field_of(v, job.name, where)
                 elif v is None:
                     raise ValueError(f"{where}missing value (null) in {job.name!r}")
-                v = _check_value(v, job.chat, where, job.name)
+                v = check_value(v, job.chat, where, job.name)
                 if type(v) is str and len(v) > MAX_RECORD_BYTES:
-                    raise _too_large(where, len(v.encode("utf-8", "replace")), "sample")
+                    raise too_large(where, len(v.encode("utf-8", "replace")), "sample")
                 out.append(v)
             first = self.first_row + start
 
             def row_of(i: int, first: int = first) -> str:
                 return where_prefix(None, first + i)
 
-            _check_unicode(out, row_of)
+            check_unicode(out, row_of)
             yield out
 
 
@@ -340,4 +340,4 @@ class MeasuredPiece:
     _hist: tuple[np.ndarray, np.ndarray]  # (distinct lengths, counts)
 
 
-_Piece = _JsonlRange | _ParquetGroup | _ArrowFile | _CsvFile | _TextFiles | _Records
+Piece = JsonlRange | ParquetGroup | ArrowFile | CsvFile | TextFiles | RecordsPiece

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 #: Samples encoded per call of the tokenizer's batch API.
-_BATCH = 1024
+BATCH = 1024
 #: The largest record read: a JSONL line, a CSV/TSV record, a plain-text file, a Parquet or
 #: dataset value (bytes; characters for an in-memory string), or a rendered conversation.
 #: Tokenizing text takes over 100 times its size in memory (the tokenizer's per-token
@@ -23,14 +23,14 @@ _BATCH = 1024
 MAX_RECORD_BYTES = 8 << 20
 
 
-def _too_large(where: str, size: int, what: str = "record") -> ValueError:
+def too_large(where: str, size: int, what: str = "record") -> ValueError:
     return ValueError(
         f"{where}a {what} of {size:,} bytes, over the {MAX_RECORD_BYTES:,}-byte limit "
         "(MAX_RECORD_BYTES); split it or leave it out"
     )
 
 
-def _check_unicode(values: list[Any], where: Callable[[int], str]) -> None:
+def check_unicode(values: list[Any], where: Callable[[int], str]) -> None:
     """Refuse strings the tokenizer cannot take: a lone surrogate (JSON's ``"\\ud800"``)."""
     texts = [v for v in values if type(v) is str]
     try:
@@ -49,21 +49,21 @@ def _check_unicode(values: list[Any], where: Callable[[int], str]) -> None:
 
 
 # ---------------------------------------------------------------------------- one sample
-def _check_value(value: Any, chat: bool, where: str, name: str | None) -> Any:
+def check_value(value: Any, chat: bool, where: str, name: str | None) -> Any:
     """A sample's text (a ``str``) or conversation (a list of role/content messages)."""
     label = "the sample" if name is None else f"field {name!r}"
     if not chat:
         if isinstance(value, str):
             return value
-        raise ValueError(f"{where}{label} is {_describe(value)}; expected a string")
+        raise ValueError(f"{where}{label} is {describe(value)}; expected a string")
     if not isinstance(value, list):
         raise ValueError(
-            f"{where}{label} is {_describe(value)}; expected a list of {{'role', 'content'}} messages"
+            f"{where}{label} is {describe(value)}; expected a list of {{'role', 'content'}} messages"
         )
     for i, message in enumerate(value):
         if not isinstance(message, dict):
             raise ValueError(
-                f"{where}message {i} of {label} is {_describe(message)}; expected "
+                f"{where}message {i} of {label} is {describe(message)}; expected "
                 "an object with 'role' and 'content'"
             )
         for key in ("role", "content"):
@@ -72,7 +72,7 @@ def _check_value(value: Any, chat: bool, where: str, name: str | None) -> Any:
     return value
 
 
-def _describe(value: Any) -> str:
+def describe(value: Any) -> str:
     try:
         shown = json.dumps(value, default=repr)
     except (RecursionError, ValueError):
@@ -90,7 +90,7 @@ def _describe(value: Any) -> str:
     return f"{kind} ({shown})"
 
 
-def _field_of(obj: Any, name: str | None, where: str) -> Any:
+def field_of(obj: Any, name: str | None, where: str) -> Any:
     """``obj[name]`` of a record; with ``name=None`` a string itself or a one-field record."""
     if name is None:
         if isinstance(obj, dict):
@@ -102,14 +102,14 @@ def _field_of(obj: Any, name: str | None, where: str) -> Any:
             )
         return obj
     if not isinstance(obj, dict):
-        raise ValueError(f"{where}expected a record with field {name!r}, got {_describe(obj)}")
+        raise ValueError(f"{where}expected a record with field {name!r}, got {describe(obj)}")
     try:
         return obj[name]
     except KeyError:
         raise ValueError(f"{where}no field {name!r}; fields: {', '.join(map(str, obj))}") from None
 
 
-def _arrow_values(column: Any, path: str, first_row: int) -> list[Any]:
+def arrow_values(column: Any, path: str, first_row: int) -> list[Any]:
     """An Arrow column's values as Python objects (dictionary-encoded ones decoded), every
     string value (a text or a message's content) checked against :data:`MAX_RECORD_BYTES`
     before it is copied out."""
@@ -136,5 +136,5 @@ def _arrow_values(column: Any, path: str, first_row: int) -> list[Any]:
             i = int(np.argmax(sizes.fill_null(0).to_numpy()))
             row = first_row + i if values is column else first_row
             where = f"{path}: row {row}: " if values is column else f"{path}: near row {row}: "
-            raise _too_large(where, int(sizes[i].as_py()), "value")
+            raise too_large(where, int(sizes[i].as_py()), "value")
     return list(column.to_pylist())

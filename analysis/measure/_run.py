@@ -22,20 +22,20 @@ from typing import Any, Protocol, TypeVar
 import numpy as np
 
 from analysis.loaders import DaskClient
-from analysis.measure._out import _save_shard
-from analysis.measure._pieces import MeasuredPiece, _Job, _Piece
-from analysis.measure._sources import _Plan
-from analysis.measure._tokenizer import _Encoder
+from analysis.measure._out import save_shard
+from analysis.measure._pieces import Job, MeasuredPiece, Piece
+from analysis.measure._sources import SourcePlan
+from analysis.measure._tokenizer import Encoder
 
 _INT32_MAX = np.iinfo(np.int32).max
 _T = TypeVar("_T")
 
 
-class _Progress(Protocol):
+class Progress(Protocol):
     def __call__(self, pieces: Iterable[MeasuredPiece], /) -> Iterable[MeasuredPiece]: ...
 
 
-def _measure_piece(piece: _Piece, job: _Job, encoder: _Encoder) -> MeasuredPiece:
+def _measure_piece(piece: Piece, job: Job, encoder: Encoder) -> MeasuredPiece:
     """Tokenize one piece: its per-sample lengths (if asked) and its histogram."""
     parts = []
     label = piece.label()
@@ -74,17 +74,17 @@ def _measure_piece(piece: _Piece, job: _Job, encoder: _Encoder) -> MeasuredPiece
 
 
 # Worker processes (spawned): the job and its encoder, built once per process.
-_WORKER: tuple[_Job, _Encoder] | None = None
+_WORKER: tuple[Job, Encoder] | None = None
 # Dask workers: encoders by tokenizer digest, built once per worker process.
-_DASK_ENCODERS: dict[str, _Encoder] = {}
+_DASK_ENCODERS: dict[str, Encoder] = {}
 
 
-def _init_worker(job: _Job, parent: int) -> None:
+def _init_worker(job: Job, parent: int) -> None:
     global _WORKER
     _die_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it stops the workers
     os.environ["TOKENIZERS_PARALLELISM"] = "false"  # the processes are the parallelism
-    _WORKER = (job, _Encoder(job.spec))
+    _WORKER = (job, Encoder(job.spec))
 
 
 def _die_with_parent(parent: int) -> None:
@@ -105,23 +105,23 @@ def _die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
-def _worker_measure(piece: _Piece) -> MeasuredPiece:
+def _worker_measure(piece: Piece) -> MeasuredPiece:
     assert _WORKER is not None
     return _measure_piece(piece, *_WORKER)
 
 
-def _dask_measure(piece: _Piece, job: _Job, shard_path: str | None = None) -> MeasuredPiece:
+def _dask_measure(piece: Piece, job: Job, shard_path: str | None = None) -> MeasuredPiece:
     """Measure ``piece`` on a Dask worker; with ``shard_path``, save its lengths there (an
     ``out`` folder) instead of sending them back."""
     key = job.spec.digest or str(id(job.spec))
     encoder = _DASK_ENCODERS.get(key)
     if encoder is None:
-        encoder = _DASK_ENCODERS[key] = _Encoder(job.spec)
+        encoder = _DASK_ENCODERS[key] = Encoder(job.spec)
     measured = _measure_piece(piece, job, encoder)
     if shard_path is None or measured._lengths is None:
         return measured
     if measured.n_samples:
-        _save_shard(shard_path, measured._lengths)
+        save_shard(shard_path, measured._lengths)
     return dataclasses.replace(measured, _lengths=None)
 
 
@@ -131,7 +131,7 @@ def _dask_measure(piece: _Piece, job: _Job, shard_path: str | None = None) -> Me
 _WORKER_BYTES = 1 << 30
 
 
-def _worker_count(requested: int, n_pieces: int | None) -> int:
+def worker_count(requested: int, n_pieces: int | None) -> int:
     """``requested`` worker processes, at most one per piece, per usable core and per
     :data:`_WORKER_BYTES` of available memory."""
     try:
@@ -163,9 +163,9 @@ def _ordered(submit: Callable[[_T], Any], items: Iterable[_T], window: int) -> I
             future.cancel()
 
 
-def _run_local(plan: _Plan, job: _Job, processes: int) -> Iterator[MeasuredPiece]:
+def run_local(plan: SourcePlan, job: Job, processes: int) -> Iterator[MeasuredPiece]:
     if processes <= 1:
-        encoder = _Encoder(job.spec)
+        encoder = Encoder(job.spec)
         for piece in plan.pieces:
             yield _measure_piece(piece, job, encoder)
         return
@@ -196,15 +196,15 @@ def _stop_workers(pool: ProcessPoolExecutor) -> None:
             process.kill()
 
 
-def _run_dask(
-    plan: _Plan, job: _Job, client: DaskClient, shard_path: Callable[[int], str] | None = None
+def run_dask(
+    plan: SourcePlan, job: Job, client: DaskClient, shard_path: Callable[[int], str] | None = None
 ) -> Iterator[MeasuredPiece]:
     """Pieces measured on ``client``'s workers; with ``shard_path`` (an ``out`` folder), each
     worker saves piece ``i``'s lengths at ``shard_path(i)`` and sends back only its histogram."""
     [job_future] = client.scatter([job], broadcast=True, hash=False)
     n_threads = sum(client.nthreads().values()) or 1
 
-    def submit(item: tuple[int, _Piece]) -> Any:
+    def submit(item: tuple[int, Piece]) -> Any:
         index, piece = item
         path = None if shard_path is None else shard_path(index)
         return client.submit(_dask_measure, piece, job_future, path, pure=False)

@@ -22,17 +22,17 @@ from typing import Any
 
 from analysis.loaders import expand_paths, pick_column
 from analysis.measure._pieces import (
-    _ArrowFile,
-    _csv_sep,
-    _CsvFile,
-    _JsonlRange,
-    _open_csv,
-    _ParquetGroup,
-    _Piece,
-    _Records,
-    _TextFiles,
+    ArrowFile,
+    CsvFile,
+    JsonlRange,
+    ParquetGroup,
+    Piece,
+    RecordsPiece,
+    TextFiles,
+    csv_sep,
+    open_csv,
 )
-from analysis.measure._tokenizer import _is_instance
+from analysis.measure._tokenizer import is_instance
 
 #: Records of an in-memory source sent to a worker at a time.
 _RECORDS_PER_PIECE = 8192
@@ -49,8 +49,8 @@ _JSONL, _PARQUET, _CSV = (".jsonl", ".jsonl.gz"), (".parquet",), (".csv", ".csv.
 
 
 @dataclass
-class _Plan:
-    pieces: Iterable[_Piece]
+class SourcePlan:
+    pieces: Iterable[Piece]
     where: str  # names the whole source in messages
     n_bytes: int | None  # None: an in-memory source of unknown size
     shards: list[tuple[str, int, int, str]] | None  # (path, size, mtime_ns, hash); None: no cache
@@ -95,10 +95,10 @@ def _kind(path: Path) -> str:
     return "text"
 
 
-def _format(kind: str, path: str) -> str:
+def source_format(kind: str, path: str) -> str:
     """How a file of a plan of ``kind`` is parsed, for the cache key: format, compression,
     separator."""
-    sep = {"csv": f" sep={_csv_sep(path)!r}"}.get(kind, "")
+    sep = {"csv": f" sep={csv_sep(path)!r}"}.get(kind, "")
     return f"{kind}{' gz' if path.lower().endswith('.gz') else ''}{sep}"
 
 
@@ -106,9 +106,9 @@ def _is_saved_dataset(path: Path) -> bool:
     return path.is_dir() and (path / "state.json").is_file() and (path / "dataset_info.json").is_file()
 
 
-def _plan_paths(
+def plan_paths(
     source: str | os.PathLike[str], name: str | None, chat: bool, hashing: bool
-) -> tuple[_Plan, str | None]:
+) -> tuple[SourcePlan, str | None]:
     """Plan a path source; also return the field name resolved from a table's schema."""
     root = Path(os.path.expanduser(os.fspath(source)))
     if root.is_dir() and (root / "dataset_dict.json").is_file():
@@ -137,7 +137,7 @@ def _plan_paths(
             f"{text}: chat_field= needs JSONL, Parquet or a dataset (a CSV cell "
             "holds text, not a list of messages)"
         )
-    pieces: list[_Piece] = []
+    pieces: list[Piece] = []
     shards: list[tuple[str, int, int, str]] = []
     n_bytes = 0
     row = 0
@@ -154,31 +154,31 @@ def _plan_paths(
         if kind == "jsonl":
             stops: list[int | None] = [s for s, _ in starts[1:]]
             pieces += [
-                _JsonlRange(str(path), s, stop, line)
+                JsonlRange(str(path), s, stop, line)
                 for (s, line), stop in zip(starts, [*stops, None], strict=True)
             ]
         elif kind == "parquet":
             name, sizes = _parquet_groups(path, name, chat)
             for g, n in enumerate(sizes):
-                pieces.append(_ParquetGroup(str(path), g, row))
+                pieces.append(ParquetGroup(str(path), g, row))
                 row += n
             row = 0
         elif kind == "arrow":
             name, n = _arrow_rows(path, name, chat)
-            pieces.append(_ArrowFile(str(path), row))
+            pieces.append(ArrowFile(str(path), row))
             row += n
         elif kind == "csv":
             name = _csv_column(path, name)
-            pieces.append(_CsvFile(str(path)))
+            pieces.append(CsvFile(str(path)))
         else:
             group.append(str(path))
             group_bytes += stat.st_size
             if group_bytes >= _TEXT_PIECE_BYTES or len(group) >= _TEXT_PIECE_FILES:
-                pieces.append(_TextFiles(tuple(group)))
+                pieces.append(TextFiles(tuple(group)))
                 group, group_bytes = [], 0
     if group:
-        pieces.append(_TextFiles(tuple(group)))
-    plan = _Plan(
+        pieces.append(TextFiles(tuple(group)))
+    plan = SourcePlan(
         pieces,
         text,
         n_bytes,
@@ -247,8 +247,8 @@ def _arrow_rows(path: Path, name: str | None, chat: bool) -> tuple[str, int]:
 
 def _csv_column(path: Path, name: str | None) -> str:
     try:
-        with _open_csv(str(path)) as handle:
-            columns = next(csv.reader(handle, delimiter=_csv_sep(str(path)), strict=True), None)
+        with open_csv(str(path)) as handle:
+            columns = next(csv.reader(handle, delimiter=csv_sep(str(path)), strict=True), None)
     except (EOFError, zlib.error, gzip.BadGzipFile) as err:
         raise ValueError(f"{path}: corrupt gzip data ({' '.join(str(err).split())})") from None
     except (csv.Error, UnicodeDecodeError, OSError) as err:
@@ -258,18 +258,20 @@ def _csv_column(path: Path, name: str | None) -> str:
     return _pick_name(columns, name, str(path))
 
 
-def _plan_records(source: Iterable[Any], name: str | None) -> _Plan:
+def plan_records(source: Iterable[Any], name: str | None) -> SourcePlan:
     """An in-memory source: a ``datasets.Dataset`` (read by columns) or any iterable."""
-    if _is_instance(source, "datasets", "Dataset"):
+    if is_instance(source, "datasets", "Dataset"):
         dataset: Any = source  # a datasets.Dataset: sized, indexable, with column_names
         column = _pick_name(list(dataset.column_names), name, "the dataset")
 
-        def dataset_pieces() -> Iterator[_Piece]:
+        def dataset_pieces() -> Iterator[Piece]:
             for start in range(0, len(dataset), _RECORDS_PER_PIECE):
                 batch = dataset[start : start + _RECORDS_PER_PIECE][column]
-                yield _Records(list(batch), start, extracted=True)
+                yield RecordsPiece(list(batch), start, extracted=True)
 
-        return _Plan(dataset_pieces(), "the dataset", None, None, small=len(dataset) <= _RECORDS_PER_PIECE)
+        return SourcePlan(
+            dataset_pieces(), "the dataset", None, None, small=len(dataset) <= _RECORDS_PER_PIECE
+        )
     if isinstance(source, str | bytes | dict):
         raise ValueError(
             f"source: expected a path, a dataset or an iterable of samples, got a "
@@ -278,11 +280,11 @@ def _plan_records(source: Iterable[Any], name: str | None) -> _Plan:
     iterator = iter(source)
     first = list(itertools.islice(iterator, _RECORDS_PER_PIECE))
 
-    def record_pieces() -> Iterator[_Piece]:
+    def record_pieces() -> Iterator[Piece]:
         start, batch = 0, first
         while batch:
-            yield _Records(batch, start, extracted=False)
+            yield RecordsPiece(batch, start, extracted=False)
             start += len(batch)
             batch = list(itertools.islice(iterator, _RECORDS_PER_PIECE))
 
-    return _Plan(record_pieces(), "the input", None, None, small=len(first) < _RECORDS_PER_PIECE)
+    return SourcePlan(record_pieces(), "the input", None, None, small=len(first) < _RECORDS_PER_PIECE)

@@ -1,9 +1,9 @@
 """The tokenizer adapters: whatever the user passes, as a spec that travels and an encoder.
 
-:func:`_spec` recognises a ``tokenizer.json`` path or a local Hugging Face folder (loaded
+:func:`tokenizer_spec` recognises a ``tokenizer.json`` path or a local Hugging Face folder (loaded
 offline), a ``tokenizers.Tokenizer``, a ``transformers`` tokenizer (with its chat template), an
 object with tiktoken's ``encode_ordinary_batch`` or a callable, and reduces it to a picklable
-:class:`_Spec` with a content digest for the cache; :class:`_Encoder` counts tokens of batches
+:class:`Spec` with a content digest for the cache; :class:`Encoder` counts tokens of batches
 with it, through the Rust batch API where there is one.
 """
 
@@ -42,7 +42,7 @@ TokenizerLike: TypeAlias = str | os.PathLike[str] | Encodes | Callable[[str], Se
 
 
 @dataclass(frozen=True)
-class _Spec:
+class Spec:
     """A tokenizer in a form that can travel to a worker process or a Dask worker."""
 
     kind: str  # "tokenizers" (obj: its JSON), "transformers", "tiktoken", "callable"
@@ -51,7 +51,7 @@ class _Spec:
     digest: str | None  # content hash for the cache; None: not cacheable
 
 
-def _sha(*parts: bytes | str) -> str:
+def sha(*parts: bytes | str) -> str:
     h = hashlib.sha256()
     for part in parts:
         data = part.encode() if isinstance(part, str) else part
@@ -60,7 +60,7 @@ def _sha(*parts: bytes | str) -> str:
     return h.hexdigest()
 
 
-def _is_instance(obj: Any, module: str, name: str) -> bool:
+def is_instance(obj: Any, module: str, name: str) -> bool:
     """``isinstance(obj, module.name)`` without importing ``module`` if nobody has."""
     mod = sys.modules.get(module)
     cls = getattr(mod, name, None) if mod is not None else None
@@ -106,11 +106,11 @@ def _load_tokenizer(path: Path) -> Any:
         raise ValueError(f"{path}: cannot load a tokenizer: {' '.join(str(err).split())}") from None
 
 
-def _spec(tokenizer: Any, *, add_special_tokens: bool, chat: bool) -> _Spec:
+def tokenizer_spec(tokenizer: Any, *, add_special_tokens: bool, chat: bool) -> Spec:
     """Recognise the tokenizer kind and check that it can do what is asked."""
     if isinstance(tokenizer, str | os.PathLike):
         tokenizer = _load_tokenizer(Path(os.path.expanduser(os.fspath(tokenizer))))
-    is_transformers = _is_instance(tokenizer, "transformers", "PreTrainedTokenizerBase")
+    is_transformers = is_instance(tokenizer, "transformers", "PreTrainedTokenizerBase")
     if chat:
         if not is_transformers:
             raise ValueError(
@@ -122,19 +122,17 @@ def _spec(tokenizer: Any, *, add_special_tokens: bool, chat: bool) -> _Spec:
                 "tokenizer: has no chat template, which chat_field= needs (set "
                 "tokenizer.chat_template or pass field= for plain text)"
             )
-    if _is_instance(tokenizer, "tokenizers", "Tokenizer"):
+    if is_instance(tokenizer, "tokenizers", "Tokenizer"):
         text = tokenizer.to_str()
-        return _Spec(
-            "tokenizers", text, add_special_tokens, _sha("tokenizers", _versions("tokenizers"), text)
-        )
+        return Spec("tokenizers", text, add_special_tokens, sha("tokenizers", _versions("tokenizers"), text))
     if is_transformers:
         backend = getattr(tokenizer, "backend_tokenizer", None)
-        state = backend.to_str() if backend is not None else _pickle_or_none(tokenizer)
+        state = backend.to_str() if backend is not None else pickle_or_none(tokenizer)
         special = json.dumps(getattr(tokenizer, "special_tokens_map", {}), sort_keys=True, default=str)
         digest = (
             None
             if state is None
-            else _sha(
+            else sha(
                 "transformers",
                 _versions("tokenizers", "transformers"),
                 type(tokenizer).__qualname__,
@@ -143,23 +141,23 @@ def _spec(tokenizer: Any, *, add_special_tokens: bool, chat: bool) -> _Spec:
                 special,
             )
         )
-        return _Spec("transformers", tokenizer, add_special_tokens, digest)
+        return Spec("transformers", tokenizer, add_special_tokens, digest)
     if callable(getattr(tokenizer, "encode_ordinary_batch", None)):
-        state = _pickle_or_none(tokenizer)
-        return _Spec(
-            "tiktoken", tokenizer, add_special_tokens, None if state is None else _sha("tiktoken", state)
+        state = pickle_or_none(tokenizer)
+        return Spec(
+            "tiktoken", tokenizer, add_special_tokens, None if state is None else sha("tiktoken", state)
         )
     if callable(tokenizer):
-        state = _pickle_or_none(tokenizer)
+        state = pickle_or_none(tokenizer)
         try:
             body = None if state is None else _code_digest(tokenizer)
         except RecursionError:  # code reaching too far to walk: measured, never cached
             body = None
-        return _Spec(
+        return Spec(
             "callable",
             tokenizer,
             add_special_tokens,
-            None if state is None or body is None else _sha("callable", state, body),
+            None if state is None or body is None else sha("callable", state, body),
         )
     raise ValueError(
         f"tokenizer: expected a path, a tokenizers.Tokenizer, a transformers "
@@ -254,20 +252,20 @@ def _code_digest(tokenizer: Any) -> str:
                 visit(func)
 
     visit(tokenizer)
-    return _sha(*parts)
+    return sha(*parts)
 
 
-def _pickle_or_none(obj: Any) -> bytes | None:
+def pickle_or_none(obj: Any) -> bytes | None:
     try:
         return pickle.dumps(obj)
     except Exception:  # noqa: BLE001 - lambdas, closures, objects holding handles
         return None
 
 
-class _Encoder:
-    """Counts tokens of batches of texts or conversations with one :class:`_Spec`."""
+class Encoder:
+    """Counts tokens of batches of texts or conversations with one :class:`Spec`."""
 
-    def __init__(self, spec: _Spec) -> None:
+    def __init__(self, spec: Spec) -> None:
         self.spec = spec
         self.backend: Any = None
         if spec.kind == "tokenizers":

@@ -2,7 +2,7 @@
 
 :func:`optimize_edges` places ``K`` edges by ``method``: ``"optimal"`` is the exact global
 minimiser of the expected padded tokens, each bucket's last short batch as it is (``floor(n /
-B)`` full batches and one of ``n mod B``: what :func:`analysis.waste.expected_padding` and the
+B)`` full batches and one of ``n mod B``: what :func:`analysis.padding.waste.expected_padding` and the
 sampler count), by a DP over the distinct lengths (:mod:`analysis.optimize._kernel`; why it is
 exact: :mod:`analysis.optimize._pruned`); the others are the rules the field ships
 (:mod:`analysis.optimize.rules`).  :func:`sweep_bucket_counts` gives every K in one DP pass
@@ -31,17 +31,23 @@ import pandas as pd
 from analysis._validate import known_name
 from analysis.batching import DEFAULT_MIN_GAIN, BatchRule, as_rule, check_edges
 from analysis.lengths import LengthHistogram
-from analysis.optimize._frontier import _floor_plan, frontier_lambdas, frontier_plans, frontier_sweep
-from analysis.optimize._problem import OBJECTIVES, StepTimeLike, _Problem, _problem, _resolve_objective
+from analysis.optimize._frontier import floor_plan, frontier_lambdas, frontier_plans, frontier_sweep
+from analysis.optimize._problem import (
+    OBJECTIVES,
+    Problem,
+    StepTimeLike,
+    build_problem,
+    resolve_objective,
+)
 from analysis.optimize._search import (
     AUTO_CANDIDATES_ABOVE,
-    _check_k,
-    _ends_to_edges,
-    _optimal_ends,
-    _use_grid,
+    check_k,
+    ends_to_edges,
+    optimal_ends,
+    use_grid,
 )
-from analysis.optimize.plan import BucketPlan, FloorChoice, _plan
-from analysis.optimize.rules import RULES, _baseline_edges
+from analysis.optimize.plan import BucketPlan, FloorChoice, make_plan
+from analysis.optimize.rules import RULES, baseline_edges
 
 __all__ = [
     "AUTO_CANDIDATES_ABOVE",
@@ -193,15 +199,15 @@ def optimize_edges(
     ([0, 2, 10], 0.429, 'min_mixing', False)
     """
     rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens, pad_to_multiple_of=pad_to_multiple_of)
-    prob = _problem(hist, rule, edge_multiple, step_time, _resolve_objective(rule, step_time, objective))
+    prob = build_problem(hist, rule, edge_multiple, step_time, resolve_objective(rule, step_time, objective))
     _check_method(method)
-    k = _check_k(prob, n_buckets)
+    k = check_k(prob, n_buckets)
     if _check_floors(min_efficiency, min_mixing, method, step_time):
-        return _floor_plan(hist, prob, k, min_efficiency, min_mixing)
+        return floor_plan(hist, prob, k, min_efficiency, min_mixing)
     if method == "optimal":
-        ends, gaps = _optimal_ends(prob, [k], _use_grid(prob, candidates))
-        return _plan(hist, prob, _ends_to_edges(prob, ends[k]), method, k, gaps[k])
-    return _plan(hist, prob, _baseline_edges(prob, method, k), method, k)
+        ends, gaps = optimal_ends(prob, [k], use_grid(prob, candidates))
+        return make_plan(hist, prob, ends_to_edges(prob, ends[k]), method, k, gaps[k])
+    return make_plan(hist, prob, baseline_edges(prob, method, k), method, k)
 
 
 def evaluate_edges(
@@ -229,9 +235,9 @@ def evaluate_edges(
     ('given', 2, 125)
     """
     rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens, pad_to_multiple_of=pad_to_multiple_of)
-    prob = _problem(hist, rule, 1, step_time, _resolve_objective(rule, step_time, objective))
+    prob = build_problem(hist, rule, 1, step_time, resolve_objective(rule, step_time, objective))
     edges = check_edges(edges, hist)
-    return _plan(hist, prob, edges, method, len(edges) - 1)
+    return make_plan(hist, prob, edges, method, len(edges) - 1)
 
 
 def optimal_plans(
@@ -258,16 +264,16 @@ def optimal_plans(
     {1: [0, 10], 2: [0, 3, 10]}
     """
     rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens, pad_to_multiple_of=pad_to_multiple_of)
-    prob = _problem(hist, rule, edge_multiple, step_time, _resolve_objective(rule, step_time, objective))
-    ks = sorted({_check_k(prob, k) for k in n_buckets})
+    prob = build_problem(hist, rule, edge_multiple, step_time, resolve_objective(rule, step_time, objective))
+    ks = sorted({check_k(prob, k) for k in n_buckets})
     if not ks:
         raise ValueError("n_buckets is empty")
     return _optimal(hist, prob, ks, candidates)
 
 
-def _optimal(hist: LengthHistogram, prob: _Problem, ks: list[int], candidates: Any) -> dict[int, BucketPlan]:
-    ends, gaps = _optimal_ends(prob, ks, _use_grid(prob, candidates))
-    return {k: _plan(hist, prob, _ends_to_edges(prob, ends[k]), "optimal", k, gaps[k]) for k in ks}
+def _optimal(hist: LengthHistogram, prob: Problem, ks: list[int], candidates: Any) -> dict[int, BucketPlan]:
+    ends, gaps = optimal_ends(prob, ks, use_grid(prob, candidates))
+    return {k: make_plan(hist, prob, ends_to_edges(prob, ends[k]), "optimal", k, gaps[k]) for k in ks}
 
 
 def sweep_bucket_counts(
@@ -305,8 +311,8 @@ def sweep_bucket_counts(
     3          2  geometric    0.882657  [0, 3, 10]
     """
     rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens, pad_to_multiple_of=pad_to_multiple_of)
-    prob = _problem(hist, rule, edge_multiple, step_time, _resolve_objective(rule, step_time, objective))
-    ks = [_check_k(prob, k) for k in n_buckets]
+    prob = build_problem(hist, rule, edge_multiple, step_time, resolve_objective(rule, step_time, objective))
+    ks = [check_k(prob, k) for k in n_buckets]
     if not ks:
         raise ValueError("n_buckets is empty")
     methods = list(methods)
@@ -319,7 +325,7 @@ def sweep_bucket_counts(
             if method == "optimal":
                 plan = optimal[k]
             else:
-                plan = _plan(hist, prob, _baseline_edges(prob, method, k), method, k)
+                plan = make_plan(hist, prob, baseline_edges(prob, method, k), method, k)
             rows.append(
                 {
                     "n_buckets": k,

@@ -8,15 +8,15 @@ DP is pruned (:func:`_solve_pruned`), exactly:
 
 1. *Bounds, restart-free.*  ``T`` only grows when the bucket's start moves down (more short
    samples: every ``P(max <= v)`` grows) and when ``B`` falls (fewer draws).  So the sums of
-   the start at or below ``i`` that is a multiple of ``_BOUND_STRIDE``, under batch sizes
+   the start at or below ``i`` that is a multiple of ``BOUND_STRIDE``, under batch sizes
    lowered to rungs ``_RUNG`` apart (``_bound_table``: a restart per rung, not per end, and
-   one row per ``_BOUND_STRIDE`` starts), bound ``T`` from above and every bucket's cost
-   from below (``_lower_costs``), with a margin ``_SLACK`` far above the sums' rounding.
+   one row per ``BOUND_STRIDE`` starts), bound ``T`` from above and every bucket's cost
+   from below (``lower_costs``), with a margin ``SLACK`` far above the sums' rounding.
 2. *Backwards over the bounds*: ``back[k, i]``, at most the cost of ``k`` buckets covering
    ``(i, m]``; the plan it picks, costed exactly, bounds each optimum from above.
 3. *Forwards, exact*: a start is followed for its ``k``-th bucket only when the exact best
    ``k - 1`` buckets up to it plus ``back`` fit under an upper bound, and a bucket from it
-   is costed exactly (lazily: ``_row_sums``) only when its bound fits too.  Every bucket of
+   is costed exactly (lazily: ``row_sums``) only when its bound fits too.  Every bucket of
    an optimal plan passes both tests, so the optimum and its path are the dense DP's, the
    same floats; on the bundled data at most 0.3 % of the buckets are costed exactly.
 """
@@ -29,19 +29,19 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from analysis.optimize._compile import _threads_lock
-from analysis.optimize._costs import _INF, _Arrays, _row_costs, _row_sums
-from analysis.optimize._layers import _layers, _push
+from analysis.optimize._compile import threads_lock
+from analysis.optimize._costs import INF, Arrays, row_costs, row_sums
+from analysis.optimize._layers import push, run_layers
 
 # The bounds' running sums: one row per this many starts, batch sizes within this factor
 # share a restart, and this relative margin (far above the rounding of the sums) on each.
-_BOUND_STRIDE = 32
-_BOUND_BYTES = 64 << 20
+BOUND_STRIDE = 32
+BOUND_BYTES = 64 << 20
 _RUNG = 1.05
-_SLACK = 1e-8
+SLACK = 1e-8
 
 
-class _Bounds(NamedTuple):
+class BudgetBounds(NamedTuple):
     """The table of bounds' sums (``t_up``, ``t2_up``: :func:`_bound_table`, a row per
     ``stride`` starts) with ``cum`` and ``size`` as floats."""
 
@@ -53,8 +53,8 @@ class _Bounds(NamedTuple):
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _lower_costs(
-    i: int, data: _Arrays, bounds: _Bounds, is_end: np.ndarray, out: np.ndarray
+def lower_costs(
+    i: int, data: Arrays, bounds: BudgetBounds, is_end: np.ndarray, out: np.ndarray
 ) -> None:  # pragma: no cover - compiled
     """``out[j]``: a lower bound on the objective of bucket ``(i, j]`` for every ``j > i``
     (inf where ``j`` may not end a bucket), from the row of ``_bound_table``'s sums at or
@@ -76,9 +76,9 @@ def _lower_costs(
             n = count[j] - ci
             w = weight[j]
             # T(i, j) <= w_j - w_{i+1}: the longest sample drawn is at least the shortest
-            tu = min(t_row[j], w - w_first) + _SLACK * w
+            tu = min(t_row[j], w - w_first) + SLACK * w
             c = n * w if n < batch[j] else n * (w - tu)
-            out[j] = c if is_end[j] else _INF
+            out[j] = c if is_end[j] else INF
     else:
         t2_row = t2_up[i // stride]
         for j in range(i + 1, m + 1):
@@ -86,26 +86,26 @@ def _lower_costs(
             b = batch[j]
             w = weight[j]
             w2 = weight2[j]
-            tu = min(t_row[j], w - w_first) + _SLACK * w
-            tu2 = min(t2_row[j], w2 - w2_first) + _SLACK * w2
+            tu = min(t_row[j], w - w_first) + SLACK * w
+            tu2 = min(t2_row[j], w2 - w2_first) + SLACK * w2
             c = n * (w + b * w2) if n < b else n * ((w - tu) + b * (w2 - tu2))
-            out[j] = c if is_end[j] else _INF
+            out[j] = c if is_end[j] else INF
     if per_batch != 0.0:
         for j in range(i + 1, m + 1):
             out[j] += per_batch * math.ceil((count[j] - ci) / batch[j])
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _back_column(i: int, low: np.ndarray, back_t: np.ndarray) -> None:  # pragma: no cover - compiled
+def back_column(i: int, low: np.ndarray, back_t: np.ndarray) -> None:  # pragma: no cover - compiled
     """``back_t[i, k] = min over j > i of low[j] + back_t[j, k - 1]`` for every ``k >= 1``
     (``back_t``: the backward table transposed, a row per end), every layer in one sweep over
     the row of bounds: the layers side by side (vectorised), the minima of the same sums
     as layer by layer."""
     layers = back_t.shape[1]
-    acc = np.full(layers, _INF)
+    acc = np.full(layers, INF)
     for j in range(i + 1, low.size):
         lj = low[j]
-        if lj == _INF:
+        if lj == INF:
             continue
         prev = back_t[j]
         for k in range(1, layers):
@@ -117,7 +117,7 @@ def _back_column(i: int, low: np.ndarray, back_t: np.ndarray) -> None:  # pragma
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", parallel=True)
 def _bound_table(
-    data: _Arrays, rung: np.ndarray, stride: int, two: bool
+    data: Arrays, rung: np.ndarray, stride: int, two: bool
 ) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
     """``T(g, j)`` (and the second sum, if ``two``) for every start ``g`` that is a multiple
     of ``stride`` and every ``j > g``, for batches of ``rung[j]``, the rows on every thread:
@@ -130,28 +130,28 @@ def _bound_table(
     t2_up = np.zeros((n_rows if two else 0, m + 1))
     for r in numba.prange(n_rows):
         second = t2_up[r] if two else np.empty(m + 1)
-        _row_sums(r * stride, data, rung, every, False, t_up[r], second)
+        row_sums(r * stride, data, rung, every, False, t_up[r], second)
     return t_up, t2_up
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _reach(back: np.ndarray, upper: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
+def reach_table(back: np.ndarray, upper: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
     """``reach[k, j]``: the most a path may spend on its first ``k`` buckets up to ``j`` and
     still be optimal for some bucket count (its rest costs at least ``back``; ``upper[K]`` an
     upper bound on the optimum of ``K`` buckets)."""
     n_buckets = back.shape[0] - 1
     m = back.shape[1] - 1
-    reach = np.full((n_buckets + 1, m + 1), -_INF)
+    reach = np.full((n_buckets + 1, m + 1), -INF)
     for k in range(1, n_buckets + 1):
         for total_k in range(k, n_buckets + 1):
-            if upper[total_k] < _INF:
+            if upper[total_k] < INF:
                 for j in range(m + 1):
                     reach[k, j] = max(reach[k, j], upper[total_k] - back[total_k - k, j])
     return reach
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _live_room(
+def live_room(
     i: int,
     best: np.ndarray,
     back: np.ndarray,
@@ -170,12 +170,12 @@ def _live_room(
         a = best[k - 1, i]
         live[k] = False
         for total_k in range(k, n_buckets + 1):
-            live[k] = live[k] or (a < _INF and a + back[total_k - k + 1, i] <= upper[total_k])
+            live[k] = live[k] or (a < INF and a + back[total_k - k + 1, i] <= upper[total_k])
         any_live = any_live or live[k]
     if not any_live:
         return False
     for j in range(i + 1, m + 1):
-        room[j] = -_INF
+        room[j] = -INF
     for k in range(1, n_buckets + 1):
         if live[k]:
             a = best[k - 1, i]
@@ -185,7 +185,7 @@ def _live_room(
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _needed(
+def needed(
     i: int, low: np.ndarray, room: np.ndarray, need: np.ndarray
 ) -> tuple[int, int]:  # pragma: no cover - compiled
     """``need[j]``: whether bucket ``(i, j]`` may lie on an optimal plan (its bound within the
@@ -201,7 +201,7 @@ def _needed(
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _solve_pruned(
-    data: _Arrays, bounds: _Bounds, rows: np.ndarray, is_end: np.ndarray, n_buckets: int
+    data: Arrays, bounds: BudgetBounds, rows: np.ndarray, is_end: np.ndarray, n_buckets: int
 ) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
     """The DP of a token budget with the exact bucket costs only where bounds cannot rule a
     bucket out of every optimal plan (the module docstring): the optimum and its path for every
@@ -210,54 +210,54 @@ def _solve_pruned(
     low = np.empty(m + 1)
     # 1. backwards over the lower bounds: back[k, i] <= the least objective of k buckets
     #    covering (i, m]
-    back_t = np.full((m + 1, n_buckets + 1), _INF)
+    back_t = np.full((m + 1, n_buckets + 1), INF)
     back_t[m, 0] = 0.0
     for r in range(rows.size - 1, -1, -1):
         i = rows[r]
-        _lower_costs(i, data, bounds, is_end, low)
-        _back_column(i, low, back_t)
+        lower_costs(i, data, bounds, is_end, low)
+        back_column(i, low, back_t)
     back = np.ascontiguousarray(back_t.T)
     # 2. an upper bound for each bucket count: the exact objective of the plan the bounds chose
     costs = np.empty(m + 1)
     one = np.zeros(m + 1, np.bool_)
-    upper = np.full(n_buckets + 1, _INF)
+    upper = np.full(n_buckets + 1, INF)
     for k in range(1, n_buckets + 1):
-        if back[k, 0] == _INF:
+        if back[k, 0] == INF:
             continue
         total = 0.0
         i = 0
         for layer in range(k, 0, -1):  # the end of a first bucket that gives back[layer, i]
-            _lower_costs(i, data, bounds, is_end, low)
+            lower_costs(i, data, bounds, is_end, low)
             j = i + 1
             while j < m and low[j] + back[layer - 1, j] != back[layer, i]:  # (the same sums)
                 j += 1
             one[j] = True
-            _row_costs(i, data, one, costs)
+            row_costs(i, data, one, costs)
             one[j] = False
             total += costs[j]
             i = j
-        upper[k] = total * (1.0 + _SLACK)
-    reach = _reach(back, upper)
+        upper[k] = total * (1.0 + SLACK)
+    reach = reach_table(back, upper)
     # 3. forwards, exact costs where a bucket may be on an optimal plan: a start is live for
     #    its k-th bucket when the best k - 1 buckets up to it plus a bound on the rest stay
     #    within an upper bound, and a bucket from it where that plus its own bound does
-    best, arg = _layers(n_buckets, m)
+    best, arg = run_layers(n_buckets, m)
     need = np.zeros(m + 1, np.bool_)
     room = np.empty(m + 1)
     live = np.zeros(n_buckets + 1, np.bool_)
     for r in range(rows.size):
         i = rows[r]
-        if not _live_room(i, best, back, upper, reach, live, room):
+        if not live_room(i, best, back, upper, reach, live, room):
             continue
-        _lower_costs(i, data, bounds, is_end, low)
-        first, last = _needed(i, low, room, need)
+        lower_costs(i, data, bounds, is_end, low)
+        first, last = needed(i, low, room, need)
         if last == i:
             continue
-        _row_costs(i, data, need, costs)
+        row_costs(i, data, need, costs)
         cells = slice(first, last + 1)  # (the other cells' costs are inf: they win nothing)
         for k in range(1, n_buckets + 1):
             if live[k]:
-                _push(best[k, cells], arg[k, cells], costs[cells], best[k - 1, i], i)
+                push(best[k, cells], arg[k, cells], costs[cells], best[k - 1, i], i)
     return best, arg
 
 
@@ -279,21 +279,21 @@ def _rungs(size: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
     return out
 
 
-def _bounds(data: _Arrays, stride: int) -> _Bounds:
+def budget_bounds(data: Arrays, stride: int) -> BudgetBounds:
     """The bounds of a token budget's bucket costs, their rows ``stride`` starts apart."""
     t_up, t2_up = _bound_table(data, _rungs(data.size), stride, bool(data.weight2.any()))
-    return _Bounds(data.cum.astype(np.float64), data.size.astype(np.float64), t_up, t2_up, stride)
+    return BudgetBounds(data.cum.astype(np.float64), data.size.astype(np.float64), t_up, t2_up, stride)
 
 
-def _solve_token_pruned(
-    data: _Arrays, n_buckets: int, rows: np.ndarray, is_end: np.ndarray
+def solve_token_pruned(
+    data: Arrays, n_buckets: int, rows: np.ndarray, is_end: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """``_solve_pruned`` for a token budget: the table of bounds' sums on every thread, its
-    rows ``_BOUND_STRIDE`` starts apart, or further where the table would pass
-    ``_BOUND_BYTES``."""
+    rows ``BOUND_STRIDE`` starts apart, or further where the table would pass
+    ``BOUND_BYTES``."""
     m = data.cum.size - 1
     per_row = (m + 1) * 8 * (2 if data.weight2.any() else 1)
-    stride = max(_BOUND_STRIDE, -(-m * per_row // _BOUND_BYTES))
-    with _threads_lock(numba.get_num_threads() > 1):
-        bounds = _bounds(data, stride)
+    stride = max(BOUND_STRIDE, -(-m * per_row // BOUND_BYTES))
+    with threads_lock(numba.get_num_threads() > 1):
+        bounds = budget_bounds(data, stride)
     return _solve_pruned(data, bounds, rows, is_end, n_buckets)

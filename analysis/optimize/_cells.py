@@ -1,5 +1,5 @@
 """The candidate grid's proof, compiled: a DP over cells of lengths whose value is a lower
-bound on the exact optimum (:func:`_cell_dp`; the grid search, :mod:`analysis.optimize._search`,
+bound on the exact optimum (:func:`cell_dp`; the grid search, :mod:`analysis.optimize._search`,
 splits the cells where its own optimum needs them)."""
 
 from __future__ import annotations
@@ -7,16 +7,16 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from analysis.optimize._costs import _INF, _Arrays, _arrays, _row_costs
-from analysis.optimize._exact import _exact_arrays, _exact_row, _Short
-from analysis.optimize._problem import _Problem
+from analysis.optimize._costs import INF, Arrays, cost_arrays, row_costs
+from analysis.optimize._exact import Short, exact_arrays, exact_row
+from analysis.optimize._problem import Problem
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _cell_dp_compiled(
-    data: _Arrays,
-    short: _Short,
-    full: _Arrays,
+    data: Arrays,
+    short: Short,
+    full: Arrays,
     points: np.ndarray,
     last_start: np.ndarray,
     single: np.ndarray,
@@ -54,7 +54,7 @@ def _cell_dp_compiled(
         mass[t] = mass[t - 1] + (cum[t] - cum[t - 1]) * (short.base[t] + short.q[t])
     tb = np.zeros(m + 1)
     t2b = np.zeros(m + 1)
-    best = np.full((n_buckets + 1, p), _INF)
+    best = np.full((n_buckets + 1, p), INF)
     arg = np.zeros((n_buckets + 1, p), np.int64)
     best[0, 0] = mass[last_start[0]] if last_start[0] >= 0 else 0.0
     costs = np.empty(m + 1)
@@ -67,25 +67,25 @@ def _cell_dp_compiled(
             if inner and best[k - 1, a] < best[k, a]:
                 best[k, a] = best[k - 1, a]
                 arg[k, a] = a
-            live = live or best[k - 1, a] < _INF
+            live = live or best[k - 1, a] < INF
         if last_start[a] < 0 or not live:
             continue
         if single[a]:
-            _exact_row(last_start[a], data, short, is_end, costs, tb, t2b)
+            exact_row(last_start[a], data, short, is_end, costs, tb, t2b)
         else:
-            _row_costs(last_start[a], full, is_end, costs)
+            row_costs(last_start[a], full, is_end, costs)
             first = points[a] + 1
             g1 = short.base[first] + short.q[first]
             for j in range(first, m + 1):
-                if costs[j] < _INF:
+                if costs[j] < INF:
                     slack = (size[j] - 1) * max(0.0, weight[j] + size[j] * weight2[j] - g1)
                     costs[j] = costs[j] * (1.0 - 1e-9) - slack * (1.0 + 1e-9)  # (other arithmetic: a margin)
         for b in range(a + 1, p):
-            least = _INF
+            least = INF
             if b + 1 < p:
                 rest = mass[last_start[b]] if last_start[b] >= 0 else 0.0
                 for j in range(points[b], points[b + 1]):
-                    if costs[j] < _INF:
+                    if costs[j] < INF:
                         least = min(least, costs[j] + (rest - mass[j]))
             else:
                 least = costs[m]
@@ -97,7 +97,7 @@ def _cell_dp_compiled(
     return best, arg
 
 
-def _cell_dp(prob: _Problem, points: np.ndarray, n_buckets: int) -> tuple[np.ndarray, np.ndarray]:
+def cell_dp(prob: Problem, points: np.ndarray, n_buckets: int) -> tuple[np.ndarray, np.ndarray]:
     """``_cell_dp_compiled`` for ``prob``: ``points`` ascending from 0 to ``m``; the possible
     starts are 0 and every allowed end but the last."""
     points = np.asarray(points, np.int64)
@@ -110,8 +110,8 @@ def _cell_dp(prob: _Problem, points: np.ndarray, n_buckets: int) -> tuple[np.nda
     last_start = np.where(last_start >= points[:-1], last_start, -1)
     first = np.searchsorted(starts, points[:-1], side="left")  # the cell's possible starts: first..at
     single = (at - first) == 0
-    data, short = _exact_arrays(prob)
+    data, short = exact_arrays(prob)
     out: tuple[np.ndarray, np.ndarray] = _cell_dp_compiled(
-        data, short, _arrays(prob), points, last_start.astype(np.int64), single, is_end, n_buckets
+        data, short, cost_arrays(prob), points, last_start.astype(np.int64), single, is_end, n_buckets
     )
     return out

@@ -21,12 +21,12 @@ import numba
 _THREADS_LOCK = threading.Lock()
 
 
-def _threads_lock(threaded: bool) -> contextlib.AbstractContextManager[Any]:
+def threads_lock(threaded: bool) -> contextlib.AbstractContextManager[Any]:
     """``_THREADS_LOCK`` around a threaded kernel's call, nothing around a serial one."""
     return _THREADS_LOCK if threaded else contextlib.nullcontext()
 
 
-def _serial_and_threaded(body: Callable[..., Any]) -> tuple[Any, Any]:
+def serial_and_threaded(body: Callable[..., Any]) -> tuple[Any, Any]:
     """``body`` (its parallel loops written with ``numba.prange``) compiled serial and on every
     thread, each cached on disk.  numba's cache file is named after the function's qualified
     name, so the threaded one is compiled from a copy named ``<name>_threads``: two compilations

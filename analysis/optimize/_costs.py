@@ -29,7 +29,7 @@ The time objective (``step_time``) has ``w`` in seconds and adds
 term a sample weighs ``w + B w2`` in a bucket whose batches hold ``B``, so a second running
 sum over the steps of ``w2`` goes beside ``T``, with the same ratios and restarts.
 
-The compiled functions read the problem as one value, :class:`_Arrays`.
+The compiled functions read the problem as one value, :class:`Arrays`.
 """
 
 from __future__ import annotations
@@ -40,25 +40,25 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from analysis.optimize._problem import _Problem
+from analysis.optimize._problem import Problem
 from analysis.optimize._ratios import (
-    _PRODUCT_RATIO,
-    _comb_at,
-    _log_fact_pair,
-    _product_ratio,
-    _ratio,
-    _ratio_tables,
+    PRODUCT_RATIO,
+    build_ratio_tables,
+    comb_at,
+    log_fact_pair,
+    product_ratio,
+    ratio_at,
 )
 
-_INF = math.inf
+INF = math.inf
 # Starts whose rows of costs are computed (and pushed into the DP) together.
-_GROUP = 4
+GROUP = 4
 
 
-class _Arrays(NamedTuple):
-    """The problem as the compiled kernel reads it (one numba argument): :class:`_Problem`'s
+class Arrays(NamedTuple):
+    """The problem as the compiled kernel reads it (one numba argument): :class:`Problem`'s
     arrays, the per-batch seconds, whether ``B`` follows the end (a token budget), and the
-    ratio tables of :func:`_ratio_tables` (``comb``, ``hi``, ``lo``; empty where not used)."""
+    ratio tables of :func:`build_ratio_tables` (``comb``, ``hi``, ``lo``; empty where not used)."""
 
     cum: np.ndarray
     weight: np.ndarray
@@ -73,10 +73,10 @@ class _Arrays(NamedTuple):
     lo: np.ndarray
 
 
-def _arrays(prob: _Problem, tables: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> _Arrays:
-    """``prob`` for the kernel, with ``tables`` (default: :func:`_ratio_tables` of ``prob``)."""
-    comb, hi, lo = _ratio_tables(prob) if tables is None else tables
-    return _Arrays(
+def cost_arrays(prob: Problem, tables: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> Arrays:
+    """``prob`` for the kernel, with ``tables`` (default: :func:`build_ratio_tables` of ``prob``)."""
+    comb, hi, lo = build_ratio_tables(prob) if tables is None else tables
+    return Arrays(
         prob.cum,
         prob.weight,
         prob.step,
@@ -92,7 +92,7 @@ def _arrays(prob: _Problem, tables: tuple[np.ndarray, np.ndarray, np.ndarray] | 
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _restart(i: int, j: int, size: int, data: _Arrays) -> tuple[float, float]:  # pragma: no cover - compiled
+def _restart(i: int, j: int, size: int, data: Arrays) -> tuple[float, float]:  # pragma: no cover - compiled
     """``T(i, j)`` for batches of ``size`` from the running sum started at the first ``k``
     whose ``x_k`` exceeds ``n 2**(-70/size)``: every term below it has
     ``C(x_k, B) / C(n, B) <= (x_k / n)**B <= 2**-70``, and they sum to at most that times
@@ -108,20 +108,20 @@ def _restart(i: int, j: int, size: int, data: _Arrays) -> tuple[float, float]:  
     total2 = 0.0
     if n >= hi.size:  # beyond the table: Stirling's series
         for kk in range(first, j):
-            ratio = _ratio(cum[kk] - ci, cum[kk + 1] - ci, size, hi[:0], hi, lo)
+            ratio = ratio_at(cum[kk] - ci, cum[kk + 1] - ci, size, hi[:0], hi, lo)
             total = (total + step[kk]) * ratio
             total2 = (total2 + step2[kk]) * ratio
         return total, total2
     # log C(a, B) - log C(b, B) from log x! at b and b - B, those at a carried from the last term
     a = cum[first] - ci
-    a_hi, a_lo, s_hi, s_lo = _log_fact_pair(a, size, hi, lo)
+    a_hi, a_lo, s_hi, s_lo = log_fact_pair(a, size, hi, lo)
     for kk in range(first, j):
         b = cum[kk + 1] - ci
-        b_hi, b_lo, t_hi, t_lo = _log_fact_pair(b, size, hi, lo)
+        b_hi, b_lo, t_hi, t_lo = log_fact_pair(b, size, hi, lo)
         if a < size:
             ratio = 0.0
-        elif b - a <= _PRODUCT_RATIO:
-            ratio = _product_ratio(a, b, size)
+        elif b - a <= PRODUCT_RATIO:
+            ratio = product_ratio(a, b, size)
         else:
             ratio = math.exp(((t_hi - s_hi) + (t_lo - s_lo)) - ((b_hi - a_hi) + (b_lo - a_lo)))
         total = (total + step[kk]) * ratio
@@ -131,9 +131,9 @@ def _restart(i: int, j: int, size: int, data: _Arrays) -> tuple[float, float]:  
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _row_sums(
+def row_sums(
     i: int,
-    data: _Arrays,
+    data: Arrays,
     size: np.ndarray,
     need: np.ndarray,
     as_costs: bool,
@@ -170,7 +170,7 @@ def _row_sums(
             seg = j
         if not need[j]:
             if as_costs:
-                t_out[j] = _INF
+                t_out[j] = INF
             continue
         if seg > at:  # the sums held another B: restart at the stretch's first end
             t, t2 = _restart(i, seg, b, data)
@@ -185,18 +185,18 @@ def _row_sums(
                 t2 = 0.0
                 known = False
                 continue
-            if n - below <= _PRODUCT_RATIO:
-                ratio = _product_ratio(below, n, b)
+            if n - below <= PRODUCT_RATIO:
+                ratio = product_ratio(below, n, b)
                 known = False
             elif table:
                 if not known:
-                    b_hi, b_lo, s_hi, s_lo = _log_fact_pair(below, b, hi, lo)
-                n_hi, n_lo, t_hi, t_lo = _log_fact_pair(n, b, hi, lo)
+                    b_hi, b_lo, s_hi, s_lo = log_fact_pair(below, b, hi, lo)
+                n_hi, n_lo, t_hi, t_lo = log_fact_pair(n, b, hi, lo)
                 ratio = math.exp(((t_hi - s_hi) + (t_lo - s_lo)) - ((n_hi - b_hi) + (n_lo - b_lo)))
                 b_hi, b_lo, s_hi, s_lo = n_hi, n_lo, t_hi, t_lo
                 known = True
             else:
-                ratio = _ratio(below, n, b, hi[:0], hi, lo)
+                ratio = ratio_at(below, n, b, hi[:0], hi, lo)
             t = (t + step[at - 1]) * ratio
             t2 = (t2 + step2[at - 1]) * ratio
         if as_costs:
@@ -210,8 +210,8 @@ def _row_sums(
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _row_costs(
-    i: int, data: _Arrays, is_end: np.ndarray, out: np.ndarray
+def row_costs(
+    i: int, data: Arrays, is_end: np.ndarray, out: np.ndarray
 ) -> None:  # pragma: no cover - compiled
     """``out[j]`` = objective of bucket ``(i, j]`` for every ``j > i`` (inf where ``j`` may
     not end a bucket).  A bucket ending
@@ -224,13 +224,13 @@ def _row_costs(
     ci = cum[i]
     if not data.token and size[i + 1] > cum[m] - ci:  # a fixed B above every bucket: one short batch
         for j in range(i + 1, m + 1):
-            out[j] = (cum[j] - ci) * (weight[j] + size[j] * weight2[j]) if is_end[j] else _INF
+            out[j] = (cum[j] - ci) * (weight[j] + size[j] * weight2[j]) if is_end[j] else INF
     elif not comb.size:  # log x! (a token budget, or a B whose C(N, B) overflows float64)
-        _row_sums(i, data, size, is_end, True, out, out)
+        row_sums(i, data, size, is_end, True, out, out)
     else:  # one B, C(x, B) tabulated (the hot loop: one table read per cell)
         b = size[i + 1]
         t = 0.0
-        out[i + 1] = (cum[i + 1] - ci) * weight[i + 1] if is_end[i + 1] else _INF  # one length
+        out[i + 1] = (cum[i + 1] - ci) * weight[i + 1] if is_end[i + 1] else INF  # one length
         below = comb[cum[i + 1] - ci]  # C(x_{j-1}, B)
         for j in range(i + 2, m + 1):
             n = cum[j] - ci
@@ -239,7 +239,7 @@ def _row_costs(
             below = here
             w = weight[j]
             cost = n * w if n < b else n * (w - t)
-            out[j] = cost if is_end[j] else _INF
+            out[j] = cost if is_end[j] else INF
     if per_batch != 0.0:  # the time objective: per_batch for each of ceil(n / B) batches
         for j in range(i + 1, m + 1):
             n = cum[j] - ci
@@ -247,54 +247,54 @@ def _row_costs(
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _comb_heads(
-    starts: np.ndarray, data: _Arrays, is_end: np.ndarray, out: np.ndarray, t: np.ndarray
+def comb_heads(
+    starts: np.ndarray, data: Arrays, is_end: np.ndarray, out: np.ndarray, t: np.ndarray
 ) -> None:  # pragma: no cover - compiled
     """``out[a, j]`` = padding of bucket ``(starts[a], j]`` for ``j`` up to the last start + 1
-    and one tabulated ``B``, start by start (the arithmetic of ``_row_costs``); ``t[a]`` is the
-    running sum there, where ``_comb_tile`` goes on."""
+    and one tabulated ``B``, start by start (the arithmetic of ``row_costs``); ``t[a]`` is the
+    running sum there, where ``comb_tile`` goes on."""
     cum, weight, step, size, comb = data.cum, data.weight, data.step, data.size[0], data.comb
     last = starts[starts.size - 1]
     for a in range(starts.size):
         i = starts[a]
         ci = cum[i]
-        out[a, i + 1] = (cum[i + 1] - ci) * weight[i + 1] if is_end[i + 1] else _INF
-        below = _comb_at(comb, cum[i + 1] - ci, size)
+        out[a, i + 1] = (cum[i + 1] - ci) * weight[i + 1] if is_end[i + 1] else INF
+        below = comb_at(comb, cum[i + 1] - ci, size)
         ta = 0.0
         for j in range(i + 2, last + 2):
             n = cum[j] - ci
-            here = _comb_at(comb, n, size)
+            here = comb_at(comb, n, size)
             ta = (ta + step[j - 1]) * (below / here) if n >= size else 0.0
             below = here
             w = weight[j]
             cost = n * w if n < size else n * (w - ta)
-            out[a, j] = cost if is_end[j] else _INF
+            out[a, j] = cost if is_end[j] else INF
         t[a] = ta
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _comb_tile(
+def comb_tile(
     starts: np.ndarray,
     j0: int,
     j1: int,
-    data: _Arrays,
+    data: Arrays,
     is_end: np.ndarray,
     out: np.ndarray,
     t: np.ndarray,
     ratio: np.ndarray,
     table: np.ndarray,
 ) -> None:  # pragma: no cover - compiled
-    """``out[a, j]`` for ``j0 <= j < j1`` (after the last start + 1) and the ``_GROUP`` starts,
+    """``out[a, j]`` for ``j0 <= j < j1`` (after the last start + 1) and the ``GROUP`` starts,
     the running sums ``t`` carried in and out: first each start's ratios
     ``C(x_{j-1}, B) / C(x_j, B)`` (table reads, or the same values computed where the
     table would be too long, then divisions with nothing carried: a vectorised loop), then
-    the ``_GROUP`` sums side by side (independent chains, so the cell does not wait on the
-    latency of the one before), with the arithmetic of ``_row_costs``."""
+    the ``GROUP`` sums side by side (independent chains, so the cell does not wait on the
+    latency of the one before), with the arithmetic of ``row_costs``."""
     cum, weight, step, size, comb = data.cum, data.weight, data.step, data.size[0], data.comb
     n_j = j1 - j0
     if n_j <= 0:
         return
-    for a in range(_GROUP):
+    for a in range(GROUP):
         ci = cum[starts[a]]
         c = cum[j0 - 1 : j1]
         tab = table[: n_j + 1]
@@ -337,19 +337,19 @@ def _comb_tile(
             r0[j], r1[j], r2[j], r3[j] = t0, t1, t2, t3
     # the costs n (w - T), n w below a full batch (vectorised)
     w_, e_ = weight[j0:j1], is_end[j0:j1]
-    for a in range(_GROUP):
+    for a in range(GROUP):
         ci = cum[starts[a]]
         ta = ratio[a, :n_j]
         o = out[a, j0:j1]
         for j in range(n_j):
             n = cj_[j] - ci
             w = w_[j]
-            o[j] = (n * w if n < size else n * (w - ta[j])) if e_[j] else _INF
+            o[j] = (n * w if n < size else n * (w - ta[j])) if e_[j] else INF
     t[0], t[1], t[2], t[3] = t0, t1, t2, t3
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _costs_compiled(data: _Arrays, points: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
+def costs_compiled(data: Arrays, points: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
     """``out[a, c]`` = objective of bucket ``(points[a], points[c]]`` (inf when ``a >= c``)."""
     m = data.cum.size - 1
     p = points.size
@@ -357,9 +357,9 @@ def _costs_compiled(data: _Arrays, points: np.ndarray) -> np.ndarray:  # pragma:
     for a in range(p):
         is_end[points[a]] = True
     costs = np.empty(m + 1)
-    out = np.full((p, p), _INF)
+    out = np.full((p, p), INF)
     for a in range(p - 1):
-        _row_costs(points[a], data, is_end, costs)
+        row_costs(points[a], data, is_end, costs)
         for c in range(a + 1, p):
             out[a, c] = costs[points[c]]
     return out

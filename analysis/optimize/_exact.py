@@ -12,12 +12,12 @@ weight).  ``E[g(max of s)] = g(v_j) - T_s(i, j)`` with ``T_s`` the running sum o
 :mod:`analysis.optimize._costs` for subsets of ``s``; ``T_B`` follows the row as there, but
 ``r`` changes from end to end, so ``T_r`` has no recursion along a row.  Here:
 
-* :func:`_exact_row`: the exact costs of the ends a row needs, ``T_B`` by the row's running
+* :func:`exact_row`: the exact costs of the ends a row needs, ``T_B`` by the row's running
   sum and each ``T_r`` by a running sum of its own residue ``r`` (carried along the row
   from the start for ``r <= _CARRY_MAX``, each computed from where its terms pass
   ``2**-70`` above): every value is a function of ``(i, j)`` alone, whatever else the row
   needs;
-* :func:`_lower_row`: ``O(1)`` lower bounds from the full-batch cost ``n E_B``.  For a
+* :func:`lower_row`: ``O(1)`` lower bounds from the full-batch cost ``n E_B``.  For a
   fixed weight ``h`` the chance that a random ``s``-subset holds a sample above a level is
   concave in ``s`` (its increments shrink by ``(x - s) / (n - s - 1) <= 1``), so
   ``E_s[h] >= h_first + (s / B) (E_B[h] - h_first)`` (the chord from ``s = 0``, where the
@@ -35,18 +35,18 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from analysis.optimize._costs import _INF, _Arrays, _arrays, _row_sums
-from analysis.optimize._problem import _Problem
+from analysis.optimize._costs import INF, Arrays, cost_arrays, row_sums
+from analysis.optimize._problem import Problem
 from analysis.optimize._ratios import (
-    _EMPTY,
-    _LOG_TABLE_MAX,
-    _PRODUCT_RATIO,
-    _comb_applies,
-    _log_fact_ratio,
-    _log_fact_table,
-    _product_ratio,
-    _ratio,
-    _ratio_tables,
+    EMPTY,
+    LOG_TABLE_MAX,
+    PRODUCT_RATIO,
+    build_ratio_tables,
+    comb_applies,
+    log_fact_ratio,
+    log_fact_table,
+    product_ratio,
+    ratio_at,
 )
 
 # Residues up to this carry one running sum along the row (from its start); above, each
@@ -55,10 +55,10 @@ _CARRY_MAX = 64
 # Subsets up to this size take their ratio C(a, s) / C(b, s) as a product of s factors.
 _SMALL_SIZE = 16
 # Relative margin of the lower bounds (far above the rounding of the costs).
-_LOW_SLACK = 1e-9
+LOW_SLACK = 1e-9
 
 
-class _Short(NamedTuple):
+class Short(NamedTuple):
     """What the short batches read: ``base`` and ``q`` (``g_s = base + s q``) with their
     steps, whether ``q`` is nonzero, a table of ``log x!`` (``hi + lo``) for the ratios, and
     the prefix counts as floats."""
@@ -74,9 +74,9 @@ class _Short(NamedTuple):
     product: bool  # one fixed B whose C(N, B) fits float64: C(x, B) by the product formula
 
 
-def _short(prob: _Problem, hi: np.ndarray | None = None, lo: np.ndarray | None = None) -> _Short:
+def _short(prob: Problem, hi: np.ndarray | None = None, lo: np.ndarray | None = None) -> Short:
     """The short batches' arrays of ``prob``: ``g_s = weight + B weight2 - (B - s) member``;
-    ``hi, lo`` a table of ``log x!`` to read (default: one of at most ``_LOG_TABLE_MAX``
+    ``hi, lo`` a table of ``log x!`` to read (default: one of at most ``LOG_TABLE_MAX``
     samples, Stirling's series above)."""
     m = prob.m
     q = prob.weight2 if prob.rule.batch_size is None else prob.member
@@ -88,26 +88,26 @@ def _short(prob: _Problem, hi: np.ndarray | None = None, lo: np.ndarray | None =
     steps[0, 1:m] = np.diff(base[1:])
     steps[1, 1:m] = np.diff(q[1:])
     if hi is None or lo is None or not hi.size:
-        hi, lo = _log_fact_table(min(int(prob.cum[-1]), _LOG_TABLE_MAX))
-    product = prob.rule.batch_size is not None and _comb_applies(prob)
-    return _Short(base, steps[0], q, steps[1], bool(q.any()), hi, lo, prob.cum.astype(np.float64), product)
+        hi, lo = log_fact_table(min(int(prob.cum[-1]), LOG_TABLE_MAX))
+    product = prob.rule.batch_size is not None and comb_applies(prob)
+    return Short(base, steps[0], q, steps[1], bool(q.any()), hi, lo, prob.cum.astype(np.float64), product)
 
 
-def _exact_arrays(prob: _Problem) -> tuple[_Arrays, _Short]:
+def exact_arrays(prob: Problem) -> tuple[Arrays, Short]:
     """The kernel's arrays for the exact costs: a fixed ``B`` whose ``C(N, B)`` fits float64
     computes ``C(x, B)`` by the product formula where it reads it (no table: time and memory
     do not grow with the sample count; the short batches' ``log x!`` table is of fixed size),
-    any other rule reads the tables of :func:`_ratio_tables` (``log x!`` up to
-    ``_LOG_TABLE_MAX`` samples, Stirling's series above)."""
-    if prob.rule.batch_size is None or not _comb_applies(prob):
-        tables = _ratio_tables(prob)
+    any other rule reads the tables of :func:`build_ratio_tables` (``log x!`` up to
+    ``LOG_TABLE_MAX`` samples, Stirling's series above)."""
+    if prob.rule.batch_size is None or not comb_applies(prob):
+        tables = build_ratio_tables(prob)
     else:  # C(x, B) computed where read (:func:`_short`): no table of the sample count's size
-        tables = (_EMPTY, _EMPTY, _EMPTY)
-    return _arrays(prob, tables), _short(prob, tables[1], tables[2])
+        tables = (EMPTY, EMPTY, EMPTY)
+    return cost_arrays(prob, tables), _short(prob, tables[1], tables[2])
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _short_ratio(a: int, b: int, s: int, hi: np.ndarray, lo: np.ndarray) -> float:  # pragma: no cover
+def short_ratio(a: int, b: int, s: int, hi: np.ndarray, lo: np.ndarray) -> float:  # pragma: no cover
     """``C(a, s) / C(b, s)`` for ``a <= b``, ``s <= b`` (0 when ``a < s``)."""
     if a < s:
         return 0.0
@@ -116,9 +116,9 @@ def _short_ratio(a: int, b: int, s: int, hi: np.ndarray, lo: np.ndarray) -> floa
         for t in range(s):
             out *= (a - t) / (b - t)
         return out
-    if b - a <= _PRODUCT_RATIO:
-        return _product_ratio(a, b, s)
-    return math.exp(_log_fact_ratio(a - s, b - s, hi, lo) - _log_fact_ratio(a, b, hi, lo))
+    if b - a <= PRODUCT_RATIO:
+        return product_ratio(a, b, s)
+    return math.exp(log_fact_ratio(a - s, b - s, hi, lo) - log_fact_ratio(a, b, hi, lo))
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -130,9 +130,9 @@ def _advance(
     j: int,
     s: int,
     cum: np.ndarray,
-    short: _Short,
+    short: Short,
     full: bool,
-    data: _Arrays,
+    data: Arrays,
 ) -> tuple[int, float, float]:  # pragma: no cover - compiled
     """The running sums for subsets of ``s`` carried from end ``at`` to ``j``: over the steps of
     ``weight`` (and ``weight2``) with the full batches' ratios (``full``: the table of
@@ -147,24 +147,24 @@ def _advance(
             continue
         if full:
             ratio = (
-                _ratio(below, n, s, data.comb, short.hi, short.lo)
+                ratio_at(below, n, s, data.comb, short.hi, short.lo)
                 if data.comb.size
-                else (_short_ratio(below, n, s, short.hi, short.lo))
+                else (short_ratio(below, n, s, short.hi, short.lo))
             )
             t = (t + data.step[at - 1]) * ratio
             t2 = (t2 + data.step2[at - 1]) * ratio
         else:
-            ratio = _short_ratio(below, n, s, short.hi, short.lo)
+            ratio = short_ratio(below, n, s, short.hi, short.lo)
             t = (t + short.base_step[at - 1]) * ratio
             t2 = (t2 + short.q_step[at - 1]) * ratio
     return at, t, t2
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _exact_row(
+def exact_row(
     i: int,
-    data: _Arrays,
-    short: _Short,
+    data: Arrays,
+    short: Short,
     need: np.ndarray,
     out: np.ndarray,
     tb: np.ndarray,
@@ -176,7 +176,7 @@ def _exact_row(
     m = cum.size - 1
     ci = cum[i]
     if data.token:
-        _row_sums(i, data, size, need, False, tb, t2b)  # T_B with its restarts, lazily
+        row_sums(i, data, size, need, False, tb, t2b)  # T_B with its restarts, lazily
     else:
         at, t, t2 = i + 1, 0.0, 0.0
         b = size[i + 1]
@@ -190,7 +190,7 @@ def _exact_row(
     carry_t2 = np.zeros(_CARRY_MAX + 1)
     for j in range(i + 1, m + 1):
         if not need[j]:
-            out[j] = _INF
+            out[j] = INF
             continue
         n = cum[j] - ci
         b = size[j]
@@ -217,7 +217,7 @@ def _exact_row(
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _lower_row(i: int, data: _Arrays, short: _Short, row: np.ndarray) -> None:  # pragma: no cover
+def lower_row(i: int, data: Arrays, short: Short, row: np.ndarray) -> None:  # pragma: no cover
     """``row[j]`` (a full-batch cost ``n E_B + per_batch ceil(n / B)``, or a lower bound on it,
     inf where not an end) becomes a lower bound on the exact cost of ``(i, j]``: exact below a
     full batch, else ``full B E_B + r (g_r(first) + f (E_B - g_B(first)))`` with
@@ -244,5 +244,5 @@ def _lower_row(i: int, data: _Arrays, short: _Short, row: np.ndarray) -> None:  
         r_first = base_first + r * q_first
         low = full * b * eb + r * (r_first + f * max(0.0, eb - g_first))
         alone = n * (short.base[j] + n * short.q[j]) + per_batch  # one batch of n samples: exact
-        low = alone if n < b else low * (1.0 - _LOW_SLACK) + steps
-        row[j] = c if c == _INF else low
+        low = alone if n < b else low * (1.0 - LOW_SLACK) + steps
+        row[j] = c if c == INF else low

@@ -1,6 +1,6 @@
 """Padding against mixing: the Lagrangian DP, its hull and the floors.
 
-A bucket's mixing share (:func:`analysis.mixing.bucket_mixing`: ``w SS / ((n - 1) N S**2)``)
+A bucket's mixing share (:func:`analysis.padding.mixing.bucket_mixing`: ``w SS / ((n - 1) N S**2)``)
 is additive over buckets like its padding, so the exact DP minimises ``objective - lam *
 mixing`` as it minimises the objective.  The matrices of every bucket between two allowed
 ends are computed once per problem: its exact cost (the exact rows of
@@ -28,13 +28,13 @@ import numpy as np
 
 from analysis.batching import BatchRule
 from analysis.lengths import LengthHistogram
-from analysis.mixing import length_variance
-from analysis.optimize._costs import _INF, _Arrays
-from analysis.optimize._exact import _exact_arrays
-from analysis.optimize._problem import StepTimeLike, _Problem, _problem, _resolve_objective
-from analysis.optimize._pruned import _exact_matrix
-from analysis.optimize._search import _check_k, _ends_to_edges, _grid
-from analysis.optimize.plan import BucketPlan, FloorChoice, _plan
+from analysis.optimize._costs import INF, Arrays
+from analysis.optimize._exact import exact_arrays
+from analysis.optimize._problem import Problem, StepTimeLike, build_problem, resolve_objective
+from analysis.optimize._pruned import exact_matrix
+from analysis.optimize._search import candidate_grid, check_k, ends_to_edges
+from analysis.optimize.plan import BucketPlan, FloorChoice, make_plan
+from analysis.padding.mixing import length_variance
 
 # Above this many allowed ends the frontier's DP runs on a candidate grid of _GRID ends.
 _EXACT_UP_TO = 2_048
@@ -47,7 +47,7 @@ _MAX_PASSES = 60
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _mixing_matrix(
-    data: _Arrays, points: np.ndarray, p1: np.ndarray, p2: np.ndarray
+    data: Arrays, points: np.ndarray, p1: np.ndarray, p2: np.ndarray
 ) -> np.ndarray:  # pragma: no cover - compiled
     """``out[c, a]`` (transposed: a column's starts side by side) = the mixing sum ``w SS /
     (n - 1)`` of bucket ``(points[a], points[c]]`` (0 where it has fewer than two samples or
@@ -78,14 +78,14 @@ def _solve_points(costs: np.ndarray, n_buckets: int) -> tuple[np.ndarray, np.nda
     (transposed, so a column's starts are contiguous); ``arg[k, c]`` the start's index, the
     smallest on a tie (strict ``<`` in ascending order, as the padding DP)."""
     p = costs.shape[0]
-    best = np.full((n_buckets + 1, p), _INF)
+    best = np.full((n_buckets + 1, p), INF)
     arg = np.zeros((n_buckets + 1, p), np.int64)
     best[0, 0] = 0.0
     for k in range(1, n_buckets + 1):
         prev = best[k - 1]
         for c in range(k, p):
             row = costs[c]
-            bv = _INF
+            bv = INF
             ba = 0
             for a in range(k - 1, c):
                 v = prev[a] + row[a]
@@ -101,7 +101,7 @@ def _solve_points(costs: np.ndarray, n_buckets: int) -> tuple[np.ndarray, np.nda
 class _Lagrangian:
     """What every pass of one problem shares: the matrices of exact costs and mixing sums."""
 
-    prob: _Problem
+    prob: Problem
     exact: bool  # every allowed end searched (not a candidate grid)
     points: np.ndarray  # 0 and the ends: the DP's starts and ends
     costs: np.ndarray  # costs[c, a]: the exact objective of bucket (points[a], points[c]]
@@ -109,14 +109,14 @@ class _Lagrangian:
     scale: float  # N S**2: a plan's mixing is its sum of w SS / (n - 1) over this
 
 
-def _lagrangian(hist: LengthHistogram, prob: _Problem) -> _Lagrangian:
+def _lagrangian(hist: LengthHistogram, prob: Problem) -> _Lagrangian:
     """The matrices of ``prob`` for the λ-DP, each bucket's exact cost (the exact rows of
     :mod:`analysis.optimize._exact`) and mixing sum between every two points, computed once
     for every pass; the points are the allowed ends, or a candidate grid of ``_GRID`` ends
     above ``_EXACT_UP_TO`` (the matrices are quadratic in the points)."""
-    data, short = _exact_arrays(prob)
+    data, short = exact_arrays(prob)
     exact = prob.ends.size <= _EXACT_UP_TO
-    ends = prob.ends if exact else _grid(prob, _GRID)
+    ends = prob.ends if exact else candidate_grid(prob, _GRID)
     points = np.concatenate([np.zeros(1, np.int64), np.asarray(ends, np.int64)])
     counts = np.diff(prob.cum).astype(float)
     d = prob.lengths.astype(float) - hist.mean
@@ -125,7 +125,7 @@ def _lagrangian(hist: LengthHistogram, prob: _Problem) -> _Lagrangian:
     np.cumsum(counts * d, out=p1[1:])
     np.cumsum(counts * d * d, out=p2[1:])
     scale = hist.n_samples * length_variance(hist)
-    costs = np.ascontiguousarray(_exact_matrix(data, short, points).T)
+    costs = np.ascontiguousarray(exact_matrix(data, short, points).T)
     return _Lagrangian(prob, exact, points, costs, _mixing_matrix(data, points, p1, p2), scale)
 
 
@@ -148,7 +148,7 @@ def _pass(lag: _Lagrangian, k_max: int, lam: float) -> dict[int, list[int]]:
 
 
 def _edges(lag: _Lagrangian, ends: list[int]) -> list[int]:
-    return _ends_to_edges(lag.prob, ends)
+    return ends_to_edges(lag.prob, ends)
 
 
 @dataclass(frozen=True)
@@ -205,7 +205,7 @@ class _Evaluator:
     def plan(self, ends: list[int]) -> BucketPlan:
         edges = tuple(_edges(self.lag, ends))
         if edges not in self.plans:
-            self.plans[edges] = _plan(self.hist, self.lag.prob, list(edges), "frontier", self.k)
+            self.plans[edges] = make_plan(self.hist, self.lag.prob, list(edges), "frontier", self.k)
         return self.plans[edges]
 
     def point(self, ends: list[int]) -> _Point:
@@ -226,9 +226,9 @@ def _most_mixing_ends(lag: _Lagrangian, k: int, objective: float) -> list[int]:
     return _ends_at(lag, k, 1e6 * max(objective, 1.0))
 
 
-def _floor_plan(
+def floor_plan(
     hist: LengthHistogram,
-    prob: _Problem,
+    prob: Problem,
     k: int,
     min_efficiency: float | None,
     min_mixing: float | None,
@@ -321,13 +321,13 @@ def frontier_plans(
     """
     if any(not (isinstance(x, int | float) and math.isfinite(x) and x > 0) for x in lambdas):
         raise ValueError(f"every lambda must be a finite number > 0, got {list(lambdas)!r}")
-    prob = _problem(hist, rule, edge_multiple, step_time, _resolve_objective(rule, step_time, None))
-    k_max = _check_k(prob, k_max)
+    prob = build_problem(hist, rule, edge_multiple, step_time, resolve_objective(rule, step_time, None))
+    k_max = check_k(prob, k_max)
     return _sweep(hist, prob, _lagrangian(hist, prob), k_max, lambdas)
 
 
 def _sweep(
-    hist: LengthHistogram, prob: _Problem, lag: _Lagrangian, k_max: int, lambdas: Sequence[float]
+    hist: LengthHistogram, prob: Problem, lag: _Lagrangian, k_max: int, lambdas: Sequence[float]
 ) -> list[tuple[float, int, BucketPlan]]:
     """:func:`frontier_plans` on the matrices of ``lag``: each new plan once."""
     seen: dict[tuple[int, ...], BucketPlan] = {}
@@ -336,7 +336,7 @@ def _sweep(
         for k, ends in _pass(lag, k_max, float(lam)).items():
             edges = tuple(_edges(lag, ends))
             if edges not in seen:
-                seen[edges] = _plan(hist, prob, list(edges), "frontier", k)
+                seen[edges] = make_plan(hist, prob, list(edges), "frontier", k)
                 out.append((float(lam), k, seen[edges]))
     return out
 
@@ -365,12 +365,12 @@ def frontier_sweep(
     """
     if isinstance(n_lambdas, bool) or not isinstance(n_lambdas, int) or n_lambdas < 1:
         raise ValueError(f"n_lambdas must be an integer >= 1, got {n_lambdas!r}")
-    prob = _problem(hist, rule, edge_multiple, step_time, _resolve_objective(rule, step_time, None))
-    k_max = _check_k(prob, k_max)
+    prob = build_problem(hist, rule, edge_multiple, step_time, resolve_objective(rule, step_time, None))
+    k_max = check_k(prob, k_max)
     lag = _lagrangian(hist, prob)
-    low = _plan(hist, prob, _edges(lag, _ends_at(lag, k_max, 0.0)), "frontier", k_max)
+    low = make_plan(hist, prob, _edges(lag, _ends_at(lag, k_max, 0.0)), "frontier", k_max)
     most = _most_mixing_ends(lag, k_max, low.objective)
-    lambdas = frontier_lambdas(low, _plan(hist, prob, _edges(lag, most), "frontier", k_max), n_lambdas)
+    lambdas = frontier_lambdas(low, make_plan(hist, prob, _edges(lag, most), "frontier", k_max), n_lambdas)
     return lambdas, _sweep(hist, prob, lag, k_max, lambdas)
 
 

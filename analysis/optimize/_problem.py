@@ -35,7 +35,7 @@ class StepTimeLike(Protocol):
 
 
 @dataclass(frozen=True)
-class _Problem:
+class Problem:
     """Arrays the optimiser works on (index ``t = 1..m`` is the t-th distinct length)."""
 
     lengths: np.ndarray  # (m,) int64
@@ -64,13 +64,13 @@ class _Problem:
         return int(self.lengths.size)
 
 
-def _problem(
+def build_problem(
     hist: LengthHistogram,
     rule: BatchRule,
     edge_multiple: Any = 1,
     step_time: StepTimeLike | None = None,
     objective: str = "padding",
-) -> _Problem:
+) -> Problem:
     """The arrays of ``hist`` under ``rule`` (edges at multiples of ``edge_multiple``).
 
     The per-sample weight ``g`` is the padded length, or with ``step_time`` the seconds a
@@ -130,7 +130,7 @@ def _problem(
     ends = np.flatnonzero(np.r_[False, upper[1:m] < lengths[1:], True])
     per_batch = float(rule.max_tokens or 0) if steps else 0.0 if step_time is None else step_time.per_step
     kind = "time" if step_time is not None else objective
-    return _Problem(
+    return Problem(
         lengths,
         cum,
         weight,
@@ -153,14 +153,14 @@ def _problem(
 OBJECTIVES = ("padding", "steps")
 
 
-def _resolve_objective(rule: BatchRule, step_time: StepTimeLike | None, objective: str | None) -> str:
+def resolve_objective(rule: BatchRule, step_time: StepTimeLike | None, objective: str | None) -> str:
     """The objective of a public call: ``objective`` checked, or by default ``"steps"`` under a
     token budget and ``"padding"`` under a batch size (``step_time``: the time objective, which
     takes no ``objective``)."""
     if step_time is not None:
         if objective is not None:
             raise ValueError(f"objective={objective!r} and step_time: give one (step_time minimises time)")
-        return "padding"  # _problem makes it the time objective
+        return "padding"  # build_problem makes it the time objective
     if objective is None:
         return "padding" if rule.max_tokens is None else "steps"
     known_name(objective, OBJECTIVES, "objective")

@@ -5,7 +5,7 @@ so the DP costs exactly only the buckets that lower bounds cannot rule out of ev
 plan (the scheme of :mod:`analysis.optimize._budget`, for every rule):
 
 1. *Backwards over lower bounds* (``O(1)`` per bucket from the full-batch cost ``n E_B``,
-   :func:`~analysis.optimize._exact._lower_row`; with a token budget from ``_budget``'s
+   :func:`~analysis.optimize._exact.lower_row`; with a token budget from ``_budget``'s
    restart-free bounds on ``E_B``): ``back[k, i]``, at most the least exact objective of
    ``k`` buckets covering ``(i, m]``.
 2. *Upper bounds*: for every bucket count, the plan the bounds chose, costed exactly.
@@ -26,26 +26,26 @@ import numba
 import numpy as np
 
 from analysis.optimize._budget import (
-    _SLACK,
-    _back_column,
-    _Bounds,
-    _live_room,
-    _lower_costs,
-    _needed,
-    _reach,
+    SLACK,
+    BudgetBounds,
+    back_column,
+    live_room,
+    lower_costs,
+    needed,
+    reach_table,
 )
-from analysis.optimize._costs import _INF, _Arrays
-from analysis.optimize._exact import _LOW_SLACK, _exact_row, _lower_row, _Short, _short_ratio
-from analysis.optimize._layers import _layers, _push
+from analysis.optimize._costs import INF, Arrays
+from analysis.optimize._exact import LOW_SLACK, Short, exact_row, lower_row, short_ratio
+from analysis.optimize._layers import push, run_layers
 
 _ROUND = 2.0**52  # x + 2**52 - 2**52 rounds 0 <= x < 2**52 to the nearest integer
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _fixed_lower_row(
-    i: int, data: _Arrays, short: _Short, is_end: np.ndarray, ratio: np.ndarray, out: np.ndarray
+    i: int, data: Arrays, short: Short, is_end: np.ndarray, ratio: np.ndarray, out: np.ndarray
 ) -> None:  # pragma: no cover - compiled
-    """``out[j]``: the lower bound of :func:`~analysis.optimize._exact._lower_row` on the exact
+    """``out[j]``: the lower bound of :func:`~analysis.optimize._exact.lower_row` on the exact
     cost of ``(i, j]`` for one fixed ``B``, every ``j > i`` (inf where not an end), straight
     from the row's running sum ``T_B`` (``E_B = w_j - T_B``): first the ratios
     ``C(x_{j-1}, B) / C(x_j, B)`` (the table of ``C(x, B)``, or products, or ``log x!``; no
@@ -83,14 +83,14 @@ def _fixed_lower_row(
             ratio[j] = out[j - 1] / out[j] if ok else 0.0  # (0 below a full batch)
     else:
         for j in range(i + 2, m + 1):
-            ratio[j] = _short_ratio(cum[j - 1] - ci, cum[j] - ci, b, short.hi, short.lo)
+            ratio[j] = short_ratio(cum[j - 1] - ci, cum[j] - ci, b, short.hi, short.lo)
     g_first = weight[i + 1]  # (a fixed B: weight2 is 0)
     base_first = base[i + 1]
     q_first = q[i + 1]
     count = short.cum_float
     c_i = count[i]
     out[i + 1] = (count[i + 1] - c_i) * (base[i + 1] + (count[i + 1] - c_i) * q[i + 1]) + per_batch
-    out[i + 1] = out[i + 1] if is_end[i + 1] else _INF  # one length: one batch, or full ones of it
+    out[i + 1] = out[i + 1] if is_end[i + 1] else INF  # one length: one batch, or full ones of it
     if count[i + 1] - c_i >= bf:
         _fixed_one_length(i, data, short, is_end, out)
     t = 0.0
@@ -109,13 +109,13 @@ def _fixed_lower_row(
         low = (n - r) * eb + r * ((base_first + r * q_first) + f * d)
         steps = per_batch * (full + (1.0 if r > 0.0 else 0.0))
         alone = n * (base[j] + n * q[j]) + per_batch  # one batch of n samples: exact
-        low = alone if n < bf else low * (1.0 - _LOW_SLACK) + steps
-        out[j] = low if is_end[j] else _INF
+        low = alone if n < bf else low * (1.0 - LOW_SLACK) + steps
+        out[j] = low if is_end[j] else INF
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _fixed_one_length(
-    i: int, data: _Arrays, short: _Short, is_end: np.ndarray, out: np.ndarray
+    i: int, data: Arrays, short: Short, is_end: np.ndarray, out: np.ndarray
 ) -> None:  # pragma: no cover - compiled
     """``out[i + 1]`` for a bucket of one length holding a full batch: ``E_B = w`` exactly, so
     its bound is the chord's at ``T = 0`` (the general formula, once)."""
@@ -126,32 +126,32 @@ def _fixed_one_length(
     w = data.weight[i + 1]
     low = (n - r) * w + r * (short.base[i + 1] + r * short.q[i + 1])
     steps = data.per_batch * (full + (1.0 if r > 0.0 else 0.0))
-    out[i + 1] = low * (1.0 - _LOW_SLACK) + steps if is_end[i + 1] else _INF
+    out[i + 1] = low * (1.0 - LOW_SLACK) + steps if is_end[i + 1] else INF
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _low_costs(
     i: int,
-    data: _Arrays,
-    short: _Short,
-    bounds: _Bounds,
+    data: Arrays,
+    short: Short,
+    bounds: BudgetBounds,
     is_end: np.ndarray,
     ratio: np.ndarray,
     out: np.ndarray,
 ) -> None:  # pragma: no cover - compiled
     """Lower bounds on the exact cost of every bucket ``(i, j]`` (inf where not an end)."""
     if data.token:
-        _lower_costs(i, data, bounds, is_end, out)
-        _lower_row(i, data, short, out)
+        lower_costs(i, data, bounds, is_end, out)
+        lower_row(i, data, short, out)
     else:
         _fixed_lower_row(i, data, short, is_end, ratio, out)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _solve_exact(
-    data: _Arrays,
-    short: _Short,
-    bounds: _Bounds,
+def solve_exact(
+    data: Arrays,
+    short: Short,
+    bounds: BudgetBounds,
     rows: np.ndarray,
     is_end: np.ndarray,
     n_buckets: int,
@@ -163,30 +163,30 @@ def _solve_exact(
     tb = np.zeros(m + 1)
     t2b = np.zeros(m + 1)
     costs = np.empty(m + 1)
-    best, arg = _layers(n_buckets, m)
+    best, arg = run_layers(n_buckets, m)
     if dense:
         for r in range(rows.size):
             i = rows[r]
-            _exact_row(i, data, short, is_end, costs, tb, t2b)
+            exact_row(i, data, short, is_end, costs, tb, t2b)
             for k in range(1, n_buckets + 1):
-                if best[k - 1, i] < _INF:
-                    _push(best[k, i + 1 :], arg[k, i + 1 :], costs[i + 1 :], best[k - 1, i], i)
+                if best[k - 1, i] < INF:
+                    push(best[k, i + 1 :], arg[k, i + 1 :], costs[i + 1 :], best[k - 1, i], i)
         return best, arg
     low = np.empty(m + 1)
     ratio = np.empty(m + 1)
     # 1. backwards over the lower bounds
-    back_t = np.full((m + 1, n_buckets + 1), _INF)
+    back_t = np.full((m + 1, n_buckets + 1), INF)
     back_t[m, 0] = 0.0
     for r in range(rows.size - 1, -1, -1):
         i = rows[r]
         _low_costs(i, data, short, bounds, is_end, ratio, low)
-        _back_column(i, low, back_t)
+        back_column(i, low, back_t)
     back = np.ascontiguousarray(back_t.T)
     # 2. an upper bound for each bucket count: the exact objective of the plan the bounds chose
     one = np.zeros(m + 1, np.bool_)
-    upper = np.full(n_buckets + 1, _INF)
+    upper = np.full(n_buckets + 1, INF)
     for k in range(1, n_buckets + 1):
-        if back[k, 0] == _INF:
+        if back[k, 0] == INF:
             continue
         total = 0.0
         i = 0
@@ -196,36 +196,34 @@ def _solve_exact(
             while j < m and low[j] + back[layer - 1, j] != back[layer, i]:  # (the same sums)
                 j += 1
             one[j] = True
-            _exact_row(i, data, short, one, costs, tb, t2b)
+            exact_row(i, data, short, one, costs, tb, t2b)
             one[j] = False
             total += costs[j]
             i = j
-        upper[k] = total * (1.0 + _SLACK)
-    reach = _reach(back, upper)
+        upper[k] = total * (1.0 + SLACK)
+    reach = reach_table(back, upper)
     # 3. forwards, exact costs where a bucket may be on an optimal plan
     need = np.zeros(m + 1, np.bool_)
     room = np.empty(m + 1)
     live = np.zeros(n_buckets + 1, np.bool_)
     for r in range(rows.size):
         i = rows[r]
-        if not _live_room(i, best, back, upper, reach, live, room):
+        if not live_room(i, best, back, upper, reach, live, room):
             continue
         _low_costs(i, data, short, bounds, is_end, ratio, low)
-        first, last = _needed(i, low, room, need)
+        first, last = needed(i, low, room, need)
         if last == i:
             continue
-        _exact_row(i, data, short, need, costs, tb, t2b)
+        exact_row(i, data, short, need, costs, tb, t2b)
         cells = slice(first, last + 1)  # (the other cells' costs are inf: they win nothing)
         for k in range(1, n_buckets + 1):
             if live[k]:
-                _push(best[k, cells], arg[k, cells], costs[cells], best[k - 1, i], i)
+                push(best[k, cells], arg[k, cells], costs[cells], best[k - 1, i], i)
     return best, arg
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _exact_matrix(
-    data: _Arrays, short: _Short, points: np.ndarray
-) -> np.ndarray:  # pragma: no cover - compiled
+def exact_matrix(data: Arrays, short: Short, points: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
     """``out[a, c]`` = exact objective of bucket ``(points[a], points[c]]`` (inf when ``a >= c``)."""
     m = data.cum.size - 1
     p = points.size
@@ -235,9 +233,9 @@ def _exact_matrix(
     costs = np.empty(m + 1)
     tb = np.zeros(m + 1)
     t2b = np.zeros(m + 1)
-    out = np.full((p, p), _INF)
+    out = np.full((p, p), INF)
     for a in range(p - 1):
-        _exact_row(points[a], data, short, is_end, costs, tb, t2b)
+        exact_row(points[a], data, short, is_end, costs, tb, t2b)
         for c in range(a + 1, p):
             out[a, c] = costs[points[c]]
     return out

@@ -4,9 +4,9 @@ helpers that read them.
 The ratio is read from a table of ``C(x, B)`` (a fixed ``B <= _PRODUCT_MAX`` whose ``C(N, B)``
 fits float64: the product formula; past ``_TABLE_MAX`` samples the tabulated DP computes those
 values where it reads them, :func:`_comb_value`), or is the product
-``prod_{a < y <= b} (y - B) / y`` when ``b - a <= _PRODUCT_RATIO``, or
+``prod_{a < y <= b} (y - B) / y`` when ``b - a <= PRODUCT_RATIO``, or
 ``exp(log((b-B)!/(a-B)!) - log(b!/a!))`` from a double-double table of ``log x!`` (any ``B``;
-beyond ``_LOG_TABLE_MAX`` samples, Stirling's series with the large terms paired).
+beyond ``LOG_TABLE_MAX`` samples, Stirling's series with the large terms paired).
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ import math
 import numba
 import numpy as np
 
-from analysis._order_stats import stirling_series
-from analysis.optimize._problem import _Problem
+from analysis.optimize._problem import Problem
+from analysis.padding.order_stats import stirling_series
 
 # Ratios over at most this many samples are products (exact to a few ulps, no table read).
-_PRODUCT_RATIO = 8
+PRODUCT_RATIO = 8
 # Largest log C(N, B) for which the kernel reads ratios from a table of C(x, B).
 _LINEAR_LOG_LIMIT = 600.0
 # Batch sizes up to this may use that table (the product formula is O(B) per value).
@@ -30,7 +30,7 @@ _PRODUCT_MAX = 64
 _TABLE_MAX = 1 << 22
 # Samples up to which log x! is tabulated (two float64 per sample, 2 MiB); Stirling's series
 # above, so that a token budget's time and memory do not grow with the sample count.
-_LOG_TABLE_MAX = 1 << 17
+LOG_TABLE_MAX = 1 << 17
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -55,7 +55,7 @@ _stirlerr = numba.njit(cache=True, nogil=True, error_model="numpy")(stirling_ser
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _log_fact_ratio(a: int, b: int, hi: np.ndarray, lo: np.ndarray) -> float:  # pragma: no cover - compiled
+def log_fact_ratio(a: int, b: int, hi: np.ndarray, lo: np.ndarray) -> float:  # pragma: no cover - compiled
     """``log(b! / a!)`` for ``0 <= a <= b``: the double-double table, or Stirling's series
     (``x log1p(d/x) + d log b - d + log1p(d/x)/2`` plus the series remainders)."""
     if b < hi.size:
@@ -71,7 +71,7 @@ def _log_fact_ratio(a: int, b: int, hi: np.ndarray, lo: np.ndarray) -> float:  #
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _ratio(
+def ratio_at(
     a: int, b: int, size: int, comb: np.ndarray, hi: np.ndarray, lo: np.ndarray
 ) -> float:  # pragma: no cover - compiled
     """``C(a, size) / C(b, size)`` for ``a <= b`` and ``b >= size`` (0 when ``a < size``):
@@ -81,9 +81,9 @@ def _ratio(
         return 0.0
     if comb.size:
         return float(comb[a] / comb[b])
-    if b - a <= _PRODUCT_RATIO:
-        return _product_ratio(a, b, size)
-    return math.exp(_log_fact_ratio(a - size, b - size, hi, lo) - _log_fact_ratio(a, b, hi, lo))
+    if b - a <= PRODUCT_RATIO:
+        return product_ratio(a, b, size)
+    return math.exp(log_fact_ratio(a - size, b - size, hi, lo) - log_fact_ratio(a, b, hi, lo))
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
@@ -100,13 +100,13 @@ def _comb_value(x: int, size: int) -> float:  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _comb_at(comb: np.ndarray, x: int, size: int) -> float:  # pragma: no cover - compiled
+def comb_at(comb: np.ndarray, x: int, size: int) -> float:  # pragma: no cover - compiled
     """``C(x, size)``: the table's entry, or (an empty table) computed."""
     return float(comb[x]) if comb.size else _comb_value(x, size)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _log_fact_pair(
+def log_fact_pair(
     x: int, size: int, hi: np.ndarray, lo: np.ndarray
 ) -> tuple[float, float, float, float]:  # pragma: no cover - compiled
     """``log x!`` and ``log (x - size)!`` from the table (``x < hi.size``), as ``hi, lo`` each."""
@@ -116,7 +116,7 @@ def _log_fact_pair(
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _product_ratio(a: int, b: int, size: int) -> float:  # pragma: no cover - compiled
+def product_ratio(a: int, b: int, size: int) -> float:  # pragma: no cover - compiled
     """``C(a, size) / C(b, size) = prod_{a < y <= b} (y - size) / y`` (``size <= a <= b``)."""
     num = 1.0
     den = 1.0
@@ -127,23 +127,23 @@ def _product_ratio(a: int, b: int, size: int) -> float:  # pragma: no cover - co
 
 
 # ------------------------------------------------------------------------- ratio tables
-def _ratio_tables(prob: _Problem) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def build_ratio_tables(prob: Problem) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(comb, log_fact_hi, log_fact_lo)`` for the kernel's ratios ``C(a, B) / C(b, B)``.
 
     A fixed ``B <= _PRODUCT_MAX`` whose ``C(N, B)`` fits float64 gets ``comb``, the table of
     ``C(x, B)`` for ``x = 0..N`` (product formula) up to ``N = _TABLE_MAX`` (above it the
-    tabulated DP computes those values, :func:`_comb_computed`); otherwise ``comb`` is empty
-    and the ratios come from ``log x!`` as a double-double table for ``x <= _LOG_TABLE_MAX``
+    tabulated DP computes those values, :func:`comb_computed`); otherwise ``comb`` is empty
+    and the ratios come from ``log x!`` as a double-double table for ``x <= LOG_TABLE_MAX``
     (Stirling above)."""
     n_max = int(prob.cum[-1])
     size = prob.rule.batch_size
-    if _comb_applies(prob) and n_max <= _TABLE_MAX:
-        return _comb_table(n_max, int(size or 0)), _EMPTY, _EMPTY
-    hi, lo = _log_fact_table(min(n_max, _TABLE_MAX, _LOG_TABLE_MAX))
-    return _EMPTY, hi, lo
+    if comb_applies(prob) and n_max <= _TABLE_MAX:
+        return _comb_table(n_max, int(size or 0)), EMPTY, EMPTY
+    hi, lo = log_fact_table(min(n_max, _TABLE_MAX, LOG_TABLE_MAX))
+    return EMPTY, hi, lo
 
 
-def _comb_applies(prob: _Problem) -> bool:
+def comb_applies(prob: Problem) -> bool:
     """One ``B <= _PRODUCT_MAX`` whose ``C(N, B)`` fits float64: ratios of ``C(x, B)``."""
     n_max = int(prob.cum[-1])
     size = prob.rule.batch_size
@@ -152,15 +152,15 @@ def _comb_applies(prob: _Problem) -> bool:
     return n_max < size or _log_comb_top(n_max, size) <= _LINEAR_LOG_LIMIT
 
 
-def _comb_computed(prob: _Problem) -> bool:
+def comb_computed(prob: Problem) -> bool:
     """``C(x, B)`` applies but the table would pass ``_TABLE_MAX`` entries: the kernel computes
     each value where it reads it (the table's arithmetic, so the same floats), and its time
     and memory do not grow with the sample count."""
-    return _comb_applies(prob) and int(prob.cum[-1]) > _TABLE_MAX
+    return comb_applies(prob) and int(prob.cum[-1]) > _TABLE_MAX
 
 
-_EMPTY = np.zeros(0)
-_EMPTY.flags.writeable = False
+EMPTY = np.zeros(0)
+EMPTY.flags.writeable = False
 
 
 def _log_comb_top(n: int, size: int) -> float:
@@ -182,7 +182,7 @@ def _comb_table(n_max: int, size: int) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=1)
-def _log_fact_table(n_max: int) -> tuple[np.ndarray, np.ndarray]:
+def log_fact_table(n_max: int) -> tuple[np.ndarray, np.ndarray]:
     """``log x!`` for ``x = 0..n_max`` as ``hi + lo`` (a running double-double sum of
     ``log y``), so that ``log(b!/a!) = (hi[b] - hi[a]) + (lo[b] - lo[a])`` keeps the
     precision of the ``b - a`` logarithms it sums, not of ``log b!``."""

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from analysis._validate import positive_int
-from analysis.optimize._problem import _Problem
+from analysis.optimize._problem import Problem
 
 #: With ``candidates="auto"``, the exact DP runs up to this many candidate edges; above it,
 #: a grid of ``_AUTO_GRID`` candidates plus local refinement.
@@ -27,17 +27,17 @@ _DP_BYTES = 2 << 30
 _CELL_BYTES = 32
 
 
-def _ends_to_edges(prob: _Problem, ends: Sequence[int]) -> list[int]:
+def ends_to_edges(prob: Problem, ends: Sequence[int]) -> list[int]:
     return [0, *(int(prob.upper[j]) for j in ends)]
 
 
-def _edges_to_ends(prob: _Problem, edges: Sequence[int]) -> list[int]:
+def edges_to_ends(prob: Problem, edges: Sequence[int]) -> list[int]:
     """Distinct-length index ending each bucket (``j`` with ``v_j <= edge < v_{j+1}``)."""
     idx = np.searchsorted(prob.lengths, np.asarray(edges[1:], dtype=np.int64), side="right")
     return [int(i) for i in idx]
 
 
-def _check_k(prob: _Problem, n_buckets: Any) -> int:
+def check_k(prob: Problem, n_buckets: Any) -> int:
     if isinstance(n_buckets, bool) or not isinstance(n_buckets, int | np.integer):
         raise ValueError(f"n_buckets must be a positive integer, got {n_buckets!r}")
     k = int(n_buckets)
@@ -53,7 +53,7 @@ def _check_k(prob: _Problem, n_buckets: Any) -> int:
     return k
 
 
-def _check_memory(prob: _Problem, k_max: int) -> None:
+def _check_memory(prob: Problem, k_max: int) -> None:
     """Refuse, in one line, a bucket count whose DP tables would pass ``_DP_BYTES``."""
     per_k = (prob.m + 1) * _CELL_BYTES
     need = (k_max + 1) * per_k
@@ -65,7 +65,7 @@ def _check_memory(prob: _Problem, k_max: int) -> None:
         )
 
 
-def _grid(prob: _Problem, size: int) -> np.ndarray:
+def candidate_grid(prob: Problem, size: int) -> np.ndarray:
     """Candidate ends: sample quantiles and evenly spaced allowed ends (about ``size``)."""
     allowed = prob.ends
     n = int(prob.cum[-1])
@@ -76,10 +76,10 @@ def _grid(prob: _Problem, size: int) -> np.ndarray:
     return np.unique(np.r_[by_count, even, prob.m])
 
 
-def _refine(prob: _Problem, k: int, ends: list[int], grid: np.ndarray, max_rounds: int = 20) -> list[int]:
+def _refine(prob: Problem, k: int, ends: list[int], grid: np.ndarray, max_rounds: int = 20) -> list[int]:
     """Local full-resolution search: re-run the DP with every allowed end strictly between
     the grid neighbours of each current edge, until the solution stops moving."""
-    from analysis.optimize._kernel import _backtrack, _solve  # numba: imported on first use
+    from analysis.optimize._kernel import backtrack, solve_kernel  # numba: imported on first use
 
     allowed = prob.ends
     gridpos = np.searchsorted(allowed, grid)
@@ -93,8 +93,8 @@ def _refine(prob: _Problem, k: int, ends: list[int], grid: np.ndarray, max_round
             half = max(p - lo, hi - p, 1)
             keep.extend(allowed[max(0, p - half) : min(allowed.size, p + half + 1)].tolist())
         window = np.unique(np.array(keep, dtype=np.int64))
-        best, arg = _solve(prob, k, window)
-        new = _backtrack(arg, k, prob.m)
+        best, arg = solve_kernel(prob, k, window)
+        new = backtrack(arg, k, prob.m)
         if new == ends:
             break
         ends = new
@@ -107,7 +107,7 @@ def _refine(prob: _Problem, k: int, ends: list[int], grid: np.ndarray, max_round
     return ends
 
 
-def _use_grid(prob: _Problem, candidates: Any) -> int | None:
+def use_grid(prob: Problem, candidates: Any) -> int | None:
     """Grid size to use, or None for the exact DP."""
     if candidates is None:
         return None
@@ -119,34 +119,34 @@ def _use_grid(prob: _Problem, candidates: Any) -> int | None:
     return size if size < prob.ends.size else None
 
 
-def _optimal_ends(
-    prob: _Problem, ks: Sequence[int], grid_size: int | None
+def optimal_ends(
+    prob: Problem, ks: Sequence[int], grid_size: int | None
 ) -> tuple[dict[int, list[int]], dict[int, float]]:
     """Optimal bucket ends for each ``k`` in ``ks`` (one DP pass), and for each a proven bound
     on how far its objective can be above the exact optimum (relative; 0: proven optimal)."""
-    from analysis.optimize._kernel import _backtrack, _solve  # numba: imported on first use
+    from analysis.optimize._kernel import backtrack, solve_kernel  # numba: imported on first use
 
     k_max = max(ks)
     _check_memory(prob, k_max)
     if grid_size is None:
-        best, arg = _solve(prob, k_max, prob.ends)
+        best, arg = solve_kernel(prob, k_max, prob.ends)
         out = {}
         for k in ks:
             if not np.isfinite(best[k, prob.m]):
                 raise ValueError(f"no {k} non-empty buckets: the bucket costs are not finite")
-            out[k] = _backtrack(arg, k, prob.m)
+            out[k] = backtrack(arg, k, prob.m)
         return out, dict.fromkeys(ks, 0.0)
-    grid = _grid(prob, grid_size)
-    best, arg = _solve(prob, k_max, grid)
+    grid = candidate_grid(prob, grid_size)
+    best, arg = solve_kernel(prob, k_max, grid)
     out = {}
     for k in ks:
         if not np.isfinite(best[k, prob.m]):
             raise ValueError(f"no {k} non-empty buckets on the candidate grid")
-        out[k] = _refine(prob, k, _backtrack(arg, k, prob.m), grid)
+        out[k] = _refine(prob, k, backtrack(arg, k, prob.m), grid)
     return _prove(prob, out, grid)
 
 
-def _near(prob: _Problem, ends: list[int]) -> np.ndarray:
+def _near(prob: Problem, ends: list[int]) -> np.ndarray:
     """The allowed ends within ``_PROOF_NEAR`` places of each of ``ends``."""
     pos = np.searchsorted(prob.ends, np.asarray(ends, np.int64))
     at = (pos[:, None] + np.arange(-_PROOF_NEAR, _PROOF_NEAR + 1)).ravel()
@@ -154,13 +154,13 @@ def _near(prob: _Problem, ends: list[int]) -> np.ndarray:
 
 
 def _prove(
-    prob: _Problem, ends: dict[int, list[int]], grid: np.ndarray
+    prob: Problem, ends: dict[int, list[int]], grid: np.ndarray
 ) -> tuple[dict[int, list[int]], dict[int, float]]:
     """Bound how far the candidate search's ends are from the exact optimum, and tighten the
     bound until it proves them (or finds better ends) where it can.
 
     The DP over cells between ``points`` with each bucket's cost replaced by a lower bound
-    from its cells (:func:`analysis.optimize._cells._cell_dp`) gives ``LB[k] <= OPT[k]``.
+    from its cells (:func:`analysis.optimize._cells.cell_dp`) gives ``LB[k] <= OPT[k]``.
     ``points`` start as the grid and the allowed ends next to the candidate edges.  Where the
     bound's own optimum passes through a cell with more than one possible start, that cell
     is split into all of them, and the DP runs again (``_PROOF_ROUNDS`` passes, up to
@@ -169,13 +169,13 @@ def _prove(
     it is optimal.
     The relative gap ``(UB - LB) / UB`` is reported for each ``k`` (``UB``: the objective of
     the ends returned)."""
-    from analysis.optimize._cells import _cell_dp  # numba: imported on first use
-    from analysis.optimize._kernel import _cost_matrix
+    from analysis.optimize._cells import cell_dp  # numba: imported on first use
+    from analysis.optimize._kernel import cost_matrix
 
     starts = np.r_[0, prob.ends[:-1]]
     ub = {}
     for k, e in ends.items():
-        mat = _cost_matrix(prob, np.array([0, *e], np.int64))
+        mat = cost_matrix(prob, np.array([0, *e], np.int64))
         ub[k] = float(sum(mat[t, t + 1] for t in range(k)))  # left to right, as the DPs add
     near = np.concatenate([_near(prob, e) for e in ends.values()])
     points = np.unique(np.r_[0, near, grid, prob.m])  # every point but m is a possible start
@@ -184,7 +184,7 @@ def _prove(
     lower = dict.fromkeys(ends, 0.0)
     out = dict(ends)
     for _ in range(_PROOF_ROUNDS):
-        best, arg = _cell_dp(prob, points, k_max)
+        best, arg = cell_dp(prob, points, k_max)
         split: list[np.ndarray] = []
         for k in ends:
             lower[k] = float(best[k, -1])

@@ -8,13 +8,13 @@ from typing import Any
 
 import pandas as pd
 
-from analysis._order_stats import expected_batch_sum
 from analysis.batching import BatchRule, bucket_bounds, bucket_index
 from analysis.lengths import LengthHistogram
-from analysis.mixing import edges_mixing
-from analysis.optimize._problem import StepTimeLike, _Problem
+from analysis.optimize._problem import Problem, StepTimeLike
+from analysis.padding.mixing import edges_mixing
+from analysis.padding.order_stats import expected_batch_sum
+from analysis.padding.waste import WasteEstimate, bucketed_estimate, step_tokens
 from analysis.tables import format_percent
-from analysis.waste import WasteEstimate, bucketed_estimate, step_tokens
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ class FloorChoice:
 class BucketPlan:
     """Bucket edges with their batch rule and their exact expected padding.
 
-    The plan holds its :class:`~analysis.waste.WasteEstimate` (``estimate``) and exposes its
+    The plan holds its :class:`~analysis.padding.waste.WasteEstimate` (``estimate``) and exposes its
     numbers as properties: ``edges`` (``[e0, ..., eK]``, bucket ``i`` holds
     ``e_i < L <= e_{i+1}``), ``batch_sizes``, ``efficiency``, ``padded_tokens``... ``objective``
     is what the optimiser minimises, named by ``objective_kind``: ``"padding"``, expected
@@ -66,7 +66,7 @@ class BucketPlan:
     lone sample padded beyond the budget adds what it passes by: ``step_tokens``), plus the
     padding scaled far below one step to break ties (:func:`~analysis.optimize_edges`);
     ``"time"`` (``step_time``, a :class:`~analysis.StepTimeModel`), the expected seconds of
-    :func:`~analysis.epoch_time.expected_epoch_time` without the ``per_sample`` term, which no
+    :func:`~analysis.timing.epoch.expected_epoch_time` without the ``per_sample`` term, which no
     edge changes.  Under a token
     budget ``budget_fill`` is the share of the steps' tokens that are real (useful over
     ``step_tokens``) beside ``efficiency`` (useful over padded), and ``warnings`` name, one
@@ -75,7 +75,7 @@ class BucketPlan:
     objective is above the exact optimum (relative: ``(objective - optimum) / objective <=
     gap``; 0 for the exact DP, and for a candidate-grid search whose lower bound met it),
     ``exact`` whether the optimum is proven (``gap == 0``).  ``mixing`` is the exact share of
-    the data's length variance a batch keeps (:mod:`analysis.mixing`); ``floor`` says how a
+    the data's length variance a batch keeps (:mod:`analysis.padding.mixing`); ``floor`` says how a
     frontier search picked the plan (:class:`FloorChoice`; None otherwise).
 
     Examples
@@ -197,10 +197,10 @@ class BucketPlan:
         }
 
 
-def _objective(prob: _Problem, edges: list[int], batch_sizes: list[int]) -> float:
+def _objective(prob: Problem, edges: list[int], batch_sizes: list[int]) -> float:
     """The optimiser's objective for any ``edges``, exact: per bucket of ``n`` samples
     ``floor(n / B) * B * E[g_B(max of B)] + r * E[g_r(max of r)]`` (``r = n mod B``, the last,
-    short batch as it is: :func:`~analysis._order_stats.expected_batch_sum`), plus
+    short batch as it is: :func:`~analysis.padding.order_stats.expected_batch_sum`), plus
     ``per_batch * ceil(n / B)`` (the time objective's per-step seconds); ``g_s`` is the
     per-sample weight in a batch of ``s`` (``weight + B * weight2`` for a full one; see
     :func:`_problem`)."""
@@ -225,8 +225,8 @@ def _objective(prob: _Problem, edges: list[int], batch_sizes: list[int]) -> floa
     return math.fsum(total)
 
 
-def _plan(
-    hist: LengthHistogram, prob: _Problem, edges: list[int], method: str, requested: int, gap: float = 0.0
+def make_plan(
+    hist: LengthHistogram, prob: Problem, edges: list[int], method: str, requested: int, gap: float = 0.0
 ) -> BucketPlan:
     """The plan of validated ``edges`` (covering ``hist``); ``gap``: the proven bound on its
     distance to the optimum (0: optimal)."""

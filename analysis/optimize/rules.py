@@ -32,15 +32,15 @@ from collections.abc import Iterable
 import numpy as np
 
 from analysis.batching import round_up
-from analysis.optimize._problem import _Problem
-from analysis.optimize._search import _edges_to_ends, _ends_to_edges
+from analysis.optimize._problem import Problem
+from analysis.optimize._search import edges_to_ends, ends_to_edges
 
 #: Every rule :func:`analysis.optimize_edges` knows besides ``"optimal"``.
 RULES = ("geometric", "equal_count", "equal_tokens", "greedy")
 _GREEDY_CANDIDATES = 290
 
 
-def _finish_edges(prob: _Problem, interior: Iterable[int]) -> list[int]:
+def _finish_edges(prob: Problem, interior: Iterable[int]) -> list[int]:
     """``[0, interior..., top]`` with interior edges rounded up to ``edge_multiple``, kept only
     strictly inside ``(0, top)`` and deduplicated (repeated edges collapse)."""
     top = int(prob.upper[-1])
@@ -52,12 +52,12 @@ def _finish_edges(prob: _Problem, interior: Iterable[int]) -> list[int]:
     return [0, *(e for e in vals if 0 < e < top), top]
 
 
-def _geometric_edges(prob: _Problem, k: int) -> list[int]:
+def _geometric_edges(prob: Problem, k: int) -> list[int]:
     lo, hi = float(prob.lengths[0]), float(prob.lengths[-1])
     return _finish_edges(prob, (math.floor(lo * (hi / lo) ** (t / k)) for t in range(1, k)))
 
 
-def _equal_count_edges(prob: _Problem, k: int) -> list[int]:
+def _equal_count_edges(prob: Problem, k: int) -> list[int]:
     # np.percentile(sizes, q, method="lower") = sorted_sizes[floor((n - 1) * q / 100)]
     n = int(prob.cum[-1])
     q = np.linspace(0, 100, k + 1)[1:]
@@ -66,7 +66,7 @@ def _equal_count_edges(prob: _Problem, k: int) -> list[int]:
     return _finish_edges(prob, picks.tolist())
 
 
-def _equal_tokens_edges(prob: _Problem, k: int) -> list[int]:
+def _equal_tokens_edges(prob: Problem, k: int) -> list[int]:
     lengths = prob.lengths.tolist()
     counts = np.diff(prob.cum).tolist()
     total = sum(v * c for v, c in zip(lengths, counts))
@@ -87,9 +87,9 @@ def _equal_tokens_edges(prob: _Problem, k: int) -> list[int]:
     return _finish_edges(prob, (s - 1 for s in starts if s - 1 >= first))
 
 
-def _greedy_ends(prob: _Problem, k: int) -> list[int]:
+def _greedy_ends(prob: Problem, k: int) -> list[int]:
     m = prob.m
-    start = _edges_to_ends(prob, _geometric_edges(prob, k))
+    start = edges_to_ends(prob, _geometric_edges(prob, k))
     start = [j for j in start if 0 < j < m]
     # snap to allowed ends (the first allowed end at or after j)
     allowed = prob.ends
@@ -105,7 +105,7 @@ def _greedy_ends(prob: _Problem, k: int) -> list[int]:
     cand = [j for j in snap(found.tolist()) if j < m]
     points = np.array(sorted({0, m, *start, *cand}), dtype=np.int64)
     # numba: imported on first use
-    from analysis.optimize._kernel import _cost_matrix, _full_batch_matrix
+    from analysis.optimize._kernel import cost_matrix, full_batch_matrix
 
     pos = {int(p): i for i, p in enumerate(points)}
     cand_pos = np.array(sorted(pos[j] for j in cand), dtype=np.int64)
@@ -113,7 +113,7 @@ def _greedy_ends(prob: _Problem, k: int) -> list[int]:
     # the field's descent on the classic objective (each last short batch counted as full),
     # then on to the exact objective from where it stopped: each exact move lowers the exact
     # objective, so the plan is never worse than the classic descent's by the exact padding
-    for mat in (_full_batch_matrix(prob, points), _cost_matrix(prob, points)):
+    for mat in (full_batch_matrix(prob, points), cost_matrix(prob, points)):
         cur = _descend(mat, cur, cand_pos)
     return [int(points[p]) for p in cur[1:]]
 
@@ -140,7 +140,7 @@ def _descend(mat: np.ndarray, cur: list[int], cand_pos: np.ndarray) -> list[int]
     return cur
 
 
-def _baseline_edges(prob: _Problem, method: str, k: int) -> list[int]:
+def baseline_edges(prob: Problem, method: str, k: int) -> list[int]:
     if method == "geometric":
         return _geometric_edges(prob, k)
     if method == "equal_count":
@@ -148,5 +148,5 @@ def _baseline_edges(prob: _Problem, method: str, k: int) -> list[int]:
     if method == "equal_tokens":
         return _equal_tokens_edges(prob, k)
     if method == "greedy":
-        return _ends_to_edges(prob, _greedy_ends(prob, k))
+        return ends_to_edges(prob, _greedy_ends(prob, k))
     raise ValueError(f"unknown method {method!r}; choose one of optimal, {', '.join(RULES)}")

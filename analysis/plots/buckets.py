@@ -22,7 +22,7 @@ from analysis.plots._common import (
     length_axis,
     wants_log_axis,
 )
-from analysis.plots.edges import _PERCENT, _colorbar, _efficiency_colors
+from analysis.plots.edges import PERCENT, colorbar, efficiency_colors
 
 __all__ = ["METHOD_COLORS", "plot_efficiency_vs_buckets", "plot_edge_sets"]
 
@@ -153,7 +153,7 @@ def plot_efficiency_vs_buckets(
         else "expected efficiency (useful / padded tokens)"
     )
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.yaxis.set_major_formatter(_PERCENT)
+    ax.yaxis.set_major_formatter(PERCENT)
     ax.grid(alpha=0.3)
     ax.set_axisbelow(True)
     # the legend beside the axes: it covers no line
@@ -195,7 +195,7 @@ def plot_edge_sets(
     left = lo * 0.8 if log else 0.0
     fig = Figure(figsize=(9, 0.55 * len(names) + 1.6), layout="constrained")
     ax = fig.add_subplot()
-    cmap, norm = _efficiency_colors()
+    cmap, norm = efficiency_colors()
     right = blended_transform_factory(ax.transAxes, ax.transData)
     for row, name in enumerate(names):
         plan = plans[name]
@@ -215,7 +215,7 @@ def plot_edge_sets(
         ax.text(1.01, y, format_percent(plan.efficiency), transform=right, va="center", fontsize=9)
     ax.set_yticks(range(len(names)), names[::-1], fontsize=9)
     length_axis(ax, left, top * (1.05 if log else 1.0), log=log, label="length (tokens)")
-    _colorbar(fig, cmap, norm, ax, pad=0.07, fraction=0.03)
+    colorbar(fig, cmap, norm, ax, pad=0.07, fraction=0.03)
     note = "bars are buckets, coloured by their expected efficiency; the plan's at the right"
     ax.set_title(f"{title}\n{note}" if title else note, fontsize=10)
     return fig

@@ -43,19 +43,19 @@ from analysis.tables import format_length
 
 __all__ = ["plot_edges_on_histogram", "EdgesOnHistogram"]
 
-_PERCENT = PercentFormatter(1.0, decimals=0)
+PERCENT = PercentFormatter(1.0, decimals=0)
 
 
-def _efficiency_colors() -> tuple[Colormap, Normalize]:
+def efficiency_colors() -> tuple[Colormap, Normalize]:
     """The efficiency colour map (viridis) on its fixed scale, :data:`EFFICIENCY_RANGE`: the
     same colour is the same efficiency in every figure and every report."""
     return colormaps[EFFICIENCY_CMAP], Normalize(*EFFICIENCY_RANGE)
 
 
-def _colorbar(fig: Figure, cmap: Colormap, norm: Normalize, ax: Axes, **kw: Any) -> Colorbar:
+def colorbar(fig: Figure, cmap: Colormap, norm: Normalize, ax: Axes, **kw: Any) -> Colorbar:
     bar = fig.colorbar(ScalarMappable(norm=norm, cmap=cmap), ax=ax, **kw)
     bar.set_label("bucket efficiency")
-    bar.ax.yaxis.set_major_formatter(_PERCENT)
+    bar.ax.yaxis.set_major_formatter(PERCENT)
     return bar
 
 
@@ -229,8 +229,8 @@ class EdgesOnHistogram:
             )
         self._lo, self._hi = grid[0] * (0.95 if log else 1), grid[-1] * (1.03 if log else 1)
         _histogram_axes(ax, self._lo, self._hi, per_bin, log)
-        cmap, norm = _efficiency_colors()
-        self._colorbar = _colorbar(self.figure, cmap, norm, ax, pad=0.01, fraction=0.04)
+        cmap, norm = efficiency_colors()
+        self.colorbar = colorbar(self.figure, cmap, norm, ax, pad=0.01, fraction=0.04)
         self._where = blended_transform_factory(ax.transData, ax.transAxes)
         self._lines: list[Line2D] = []
         self._labels: list[Text] = []
@@ -282,7 +282,7 @@ class EdgesOnHistogram:
         edges = list(plan.edges)
         k = len(edges) - 1
         effs = frame["efficiency"].to_numpy(dtype=float)
-        cmap, norm = _efficiency_colors()
+        cmap, norm = efficiency_colors()
         colors = _bin_colors(self._centers, edges, effs, cmap, norm)
         if self.live:
             self._bars[0].set(facecolor=colors)

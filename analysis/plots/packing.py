@@ -1,4 +1,4 @@
-"""Pack or pad in one figure (from :func:`analysis.pack_or_pad.pack_or_pad`'s ``table`` and
+"""Pack or pad in one figure (from :func:`analysis.answers.pack_or_pad.pack_or_pad`'s ``table`` and
 ``sweep``): predicted tokens/s and seconds per epoch of every padded and packed strategy, and
 the best of each side against the batch size.  No computation here beyond picking columns."""
 
@@ -25,7 +25,7 @@ def plot_pack_or_pad(
     FFD packing against the batch size (or token budget) of the sweep, log axes, yours marked.
 
     ``table`` needs ``packed``, ``tokens_per_s`` and ``seconds``; ``sweep`` the columns of
-    :class:`~analysis.pack_or_pad.PackOrPad`'s sweep.
+    :class:`~analysis.answers.pack_or_pad.PackOrPad`'s sweep.
     """
     fig = Figure(figsize=(11, max(3.6, 0.42 * len(table) + 1.6)), layout="constrained")
     left, right = fig.subplots(1, 2, width_ratios=[1.25, 1])

@@ -19,7 +19,7 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator, PercentFormatter
 from analysis.plots._common import GREY, OKABE_ITO, format_count, format_percent, place_labels
 
 if TYPE_CHECKING:
-    from analysis.simulation import SimulationResult
+    from analysis.simulation.epochs import SimulationResult
 
 __all__ = ["plot_strategy_bars", "plot_randomness", "plot_tradeoff", "plot_padded_per_step"]
 

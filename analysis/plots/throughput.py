@@ -1,6 +1,6 @@
 """Figures for the step-time model and the throughput it predicts (from
 :class:`analysis.StepTimeModel`, :func:`analysis.predict_strategy_throughput`,
-:func:`analysis.epoch_time.sweep_throughput` and the benchmark's validation table).  Every
+:func:`analysis.answers.throughput.sweep_throughput` and the benchmark's validation table).  Every
 function returns a ``Figure``; no computation here beyond picking columns."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator, PercentFormatter
 
 from analysis.plots._common import GREY, OKABE_ITO, format_count, format_percent, length_axis
-from analysis.step_time import StepTimeModel
+from analysis.timing.step_time import StepTimeModel
 
 __all__ = [
     "plot_step_time_fit",
@@ -148,7 +148,7 @@ def plot_predicted_throughput(table: pd.DataFrame, *, title: str | None = None) 
 def plot_time_vs_padding_edges(sweep: pd.DataFrame, *, title: str | None = None) -> Figure:
     """Edges optimised for padding against edges optimised for time, over ``K``.
 
-    ``sweep`` is a :func:`~analysis.epoch_time.sweep_throughput` frame.  Left: predicted
+    ``sweep`` is a :func:`~analysis.answers.throughput.sweep_throughput` frame.  Left: predicted
     tokens/s against the number of buckets; right: the efficiency of the same edges (at most
     100 %).
 

@@ -11,13 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from analysis._version import __version__
+from analysis.answers.recommendation import DEFAULT_TIME_EPOCHS, DEFAULT_TIME_MAX_K
 from analysis.batching import BatchRule
 from analysis.exports import export_all
 from analysis.lengths import LengthHistogram
 from analysis.loaders import LengthSource
 from analysis.optimize import BucketPlan
 from analysis.paths import BUNDLED_DATA
-from analysis.recommendation import DEFAULT_TIME_EPOCHS, DEFAULT_TIME_MAX_K
 from analysis.report._notebooks import STEP_TIMES_PARAMETER, Page
 from analysis.report._record import clean, default_command, summary_dict
 
@@ -25,7 +25,7 @@ _FIGURE_FORMATS = ["png", "svg"]
 
 
 @dataclass(frozen=True)
-class _Settings:
+class Settings:
     """The report's settings, defaults resolved (as ``recommendation.json`` records them)."""
 
     n_buckets: int  # the K used (the suggested one for "auto")
@@ -65,7 +65,7 @@ class _Settings:
 
 
 @dataclass(frozen=True)
-class _Data:
+class ReportData:
     """The lengths a report is about: where they came from, their histogram (zero lengths
     dropped when asked), and where the report put them and its figures."""
 
@@ -77,7 +77,7 @@ class _Data:
 
 
 @dataclass(frozen=True)
-class _Run:
+class ReportRun:
     """Where a report reads and writes, and what it runs (:func:`_resolve_inputs`): ``out``
     is the folder written now (the staging folder while the report runs), ``final`` the folder
     the report is moved to when complete."""
@@ -91,7 +91,7 @@ class _Run:
 
 
 @dataclass(frozen=True)
-class _PageContext:
+class PageContext:
     """What every notebook page names: the source, the batch rule, the pages in order."""
 
     source: str
@@ -99,7 +99,7 @@ class _PageContext:
     pages: list[Page]
 
 
-def _offered(settings: _Settings, run: _Run, data: _Data, edges: list[int]) -> dict[str, Any]:
+def offered_choices(settings: Settings, run: ReportRun, data: ReportData, edges: list[int]) -> dict[str, Any]:
     """The parameters offered to every notebook (each gets those its parameters cell defines)."""
     rule, src = settings.rule, data.src
     return {
@@ -130,10 +130,10 @@ def _offered(settings: _Settings, run: _Run, data: _Data, edges: list[int]) -> d
     }
 
 
-def _recommendation(
-    settings: _Settings,
-    run: _Run,
-    data: _Data,
+def recommendation_for(
+    settings: Settings,
+    run: ReportRun,
+    data: ReportData,
     command: str | None,
     rec_dict: dict[str, Any],
     plan: BucketPlan,

@@ -23,15 +23,15 @@ from pathlib import Path
 from analysis.lengths import LengthHistogram
 from analysis.loaders import LengthSource, expand_paths, load_step_times, save_histogram
 from analysis.paths import NOTEBOOKS_DIR, REPORT_FIGURES, REPORT_HISTOGRAM, REPORT_MARKER
-from analysis.report._context import _Run
-from analysis.report._notebooks import NotebookFailed, _notebooks, report_notebooks
+from analysis.report._context import ReportRun
+from analysis.report._notebooks import NotebookFailed, notebooks_in, report_notebooks
 
 
-def _resolve_inputs(
+def resolve_inputs(
     out_dir: str | os.PathLike[str],
     notebooks_dir: str | os.PathLike[str] | None,
     step_times: str | os.PathLike[str] | None,
-) -> _Run:
+) -> ReportRun:
     """Absolute folders, the step-time file checked, the notebooks to run and those skipped."""
     out = Path(out_dir).resolve()
     nb_dir = Path(notebooks_dir if notebooks_dir is not None else NOTEBOOKS_DIR).resolve()
@@ -39,7 +39,7 @@ def _resolve_inputs(
     if step_times is not None:
         times_path = Path(step_times).resolve()
         load_step_times(times_path)  # a bad file fails here, in one line, not in a notebook
-    notebooks = _notebooks(nb_dir, times_path is not None)
+    notebooks = notebooks_in(nb_dir, times_path is not None)
     skipped = [p.name for p in report_notebooks(nb_dir, step_times=True) if p not in notebooks]
     if out == nb_dir or nb_dir.is_relative_to(out):
         raise ValueError(
@@ -47,7 +47,7 @@ def _resolve_inputs(
             "the reference notebooks (choose another --out)"
         )
     check_output_folder(out)
-    return _Run(out, nb_dir, notebooks, skipped, times_path, out)
+    return ReportRun(out, nb_dir, notebooks, skipped, times_path, out)
 
 
 def check_output_folder(out: Path) -> None:
@@ -150,7 +150,7 @@ def relocate_file(path: Path, stage: Path, out: Path) -> None:
     path.write_text(text, encoding="utf-8")
 
 
-def _prepare_output(out: Path, raw: LengthHistogram) -> tuple[Path, Path]:
+def prepare_output(out: Path, raw: LengthHistogram) -> tuple[Path, Path]:
     """Create ``out`` and its figures folder, and write the histogram every notebook reads:
     the figures folder and the CSV."""
     out.mkdir(parents=True, exist_ok=True)
@@ -160,6 +160,6 @@ def _prepare_output(out: Path, raw: LengthHistogram) -> tuple[Path, Path]:
     return figures, save_histogram(raw, out / REPORT_HISTOGRAM)
 
 
-def _new_figures(figures: Path) -> list[Path]:
+def new_figures(figures: Path) -> list[Path]:
     """The figures written (sorted; the staging folder starts empty, so all are this run's)."""
     return sorted(p for p in figures.iterdir() if p.is_file())

@@ -19,18 +19,18 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.epoch_time import predict_strategy_throughput
-from analysis.frontier_narrative import floor_sentence, frontier_sentence
+from analysis.answers.frontier import frontier
+from analysis.answers.recommendation import Recommendation
+from analysis.answers.throughput import predict_strategy_throughput
 from analysis.lengths import LengthHistogram
 from analysis.loaders import LengthSource, expand_paths
-from analysis.mixing import random_mixing, sorted_mixing
 from analysis.narrative import describe_recommendation
+from analysis.narrative.frontier import floor_sentence, frontier_sentence
 from analysis.optimize import sweep_measure
-from analysis.recommendation import Recommendation
+from analysis.padding.mixing import random_mixing, sorted_mixing
 from analysis.report._notebooks import REPORT_CSS, Page
-from analysis.step_time import StepTimeModel
 from analysis.tables import format_count, format_percent, format_value, tidy
-from analysis.tradeoff import frontier
+from analysis.timing.step_time import StepTimeModel
 
 __all__ = ["SourceFile", "Source", "Speed", "SummaryFacts", "describe_source", "summary_facts", "index_html"]
 
@@ -112,8 +112,8 @@ class SummaryFacts:
 
     source: Source
     rec: Recommendation
-    mixing: pd.Series  # exact mixing by strategy (analysis.mixing)
-    frontier_text: str  # the computed trade-off sentence (analysis.frontier_narrative)
+    mixing: pd.Series  # exact mixing by strategy (analysis.padding.mixing)
+    frontier_text: str  # the computed trade-off sentence (analysis.narrative.frontier)
     seed: int
     speed: Speed
 
@@ -175,13 +175,13 @@ def summary_facts(
     calibration: tuple[float, str] | None = None,
 ) -> SummaryFacts:
     """What the summary page states about ``hist`` under ``rec`` (its plan and rule): the
-    exact mixing (:mod:`analysis.mixing`), the trade-off sentence from the frontier of every
+    exact mixing (:mod:`analysis.padding.mixing`), the trade-off sentence from the frontier of every
     strategy (:func:`analysis.frontier`, simulated from ``seed``) and the expected speed-up
     (:class:`Speed`).
 
     Examples
     --------
-    >>> from analysis.recommendation import recommend
+    >>> from analysis.answers.recommendation import recommend
     >>> h = LengthHistogram.from_lengths(np.random.default_rng(0).integers(1, 500, 400))
     >>> facts = summary_facts(Source("x", ()), recommend(h, 3, batch_size=4), h, seed=0)
     >>> facts.speed.unit, round(facts.speed.ratio, 3)
@@ -361,7 +361,7 @@ def index_html(
 
     Examples
     --------
-    >>> from analysis.recommendation import recommend
+    >>> from analysis.answers.recommendation import recommend
     >>> h = LengthHistogram.from_lengths(np.random.default_rng(0).integers(1, 500, 400))
     >>> facts = summary_facts(Source("<a&b>.csv", ()), recommend(h, 3, batch_size=4), h, seed=0)
     >>> page = index_html(facts, [Page("01_x.ipynb", "01 · X")])

@@ -97,7 +97,7 @@ def report_notebooks(
     return [p for p in found if STEP_TIMES_PARAMETER not in notebook_parameters(p)]
 
 
-def _notebooks(folder: Path, step_times: bool) -> list[Path]:
+def notebooks_in(folder: Path, step_times: bool) -> list[Path]:
     found = report_notebooks(folder, step_times=step_times)
     if not found:
         raise ValueError(f"{folder}: no notebooks to run (expected NN_name.ipynb files)")
@@ -105,7 +105,7 @@ def _notebooks(folder: Path, step_times: bool) -> list[Path]:
 
 
 @contextlib.contextmanager
-def _environ(values: Mapping[str, str]) -> Iterator[None]:
+def environ(values: Mapping[str, str]) -> Iterator[None]:
     """Set environment variables for the kernels papermill starts, then restore them."""
     old = {k: os.environ.get(k) for k in values}
     os.environ.update(values)
@@ -128,7 +128,7 @@ c.IPKernelApp.log_level = "CRITICAL"
 """
 
 
-def _kernel_environ(ipython_dir: Path) -> dict[str, str]:
+def kernel_environ(ipython_dir: Path) -> dict[str, str]:
     """Environment of the report's kernels: a fresh IPython profile (no user startup files)
     and the inline figure backend."""
     profile = ipython_dir / "profile_default"
@@ -143,9 +143,7 @@ def _literal(path: Path) -> str:
     return str(path).replace("{", "{{").replace("}", "}}")
 
 
-def _run_notebook(
-    src: Path, dst: Path, parameters: dict[str, Any], *, cwd: Path, show_progress: bool
-) -> None:
+def run_notebook(src: Path, dst: Path, parameters: dict[str, Any], *, cwd: Path, show_progress: bool) -> None:
     """Execute ``src`` into ``dst`` with papermill, in a worker thread: the main thread only
     waits, so a signal (Ctrl-C, SIGTERM) reaches the caller's handlers at once (nbclient
     replaces a main thread's SIGINT and SIGTERM handlers while it runs, and swallows them).  An
@@ -280,7 +278,7 @@ def _static_notebook(nb: Any, pages: Sequence[Page], title: str) -> None:
             output.get("data", {}).pop(_WIDGET_VIEW, None)
 
 
-def _to_html(notebook: Path, pages: Sequence[Page], *, source: str, rule: str) -> Path:
+def to_html(notebook: Path, pages: Sequence[Page], *, source: str, rule: str) -> Path:
     """Write ``notebook``'s page (beside it, ``.html``): offline, titled with the notebook's
     title and ``source``, the bar naming ``source`` and ``rule``, linking to the summary and
     to the next page of ``pages`` (the last page links to the summary)."""

@@ -13,18 +13,18 @@ from typing import Any
 
 import numpy as np
 
-from analysis.batching import BatchRule
-from analysis.lengths import LengthHistogram
-from analysis.loaders import load_step_times
-from analysis.recommendation import (
+from analysis.answers.recommendation import (
     DEFAULT_TIME_EPOCHS,
     DEFAULT_TIME_MAX_K,
     Recommendation,
     TimeRecommendation,
     recommend_for_time,
 )
-from analysis.step_time import StepTimeModel
-from analysis.throughput import THROUGHPUT_RULE
+from analysis.batching import BatchRule
+from analysis.lengths import LengthHistogram
+from analysis.loaders import load_step_times
+from analysis.timing.proportional import THROUGHPUT_RULE
+from analysis.timing.step_time import StepTimeModel
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from analysis._validate import positive_int
+from analysis.answers.recommendation import Recommendation, TimeRecommendation, floors, recommend
 from analysis.batching import (
     DEFAULT_MAX_BUCKETS,
     DEFAULT_METHOD,
@@ -26,35 +27,34 @@ from analysis.lengths import LengthHistogram
 from analysis.loaders import LengthSource, load_lengths
 from analysis.narrative import describe_clipping
 from analysis.progress import bar
-from analysis.recommendation import Recommendation, TimeRecommendation, floors, recommend
 from analysis.report._context import (
-    _Data,
-    _offered,
-    _PageContext,
-    _recommendation,
-    _Run,
-    _Settings,
+    PageContext,
+    ReportData,
+    ReportRun,
+    Settings,
+    offered_choices,
+    recommendation_for,
 )
 from analysis.report._folder import (
-    _new_figures,
-    _prepare_output,
-    _resolve_inputs,
     check_inputs,
+    new_figures,
+    prepare_output,
     publish,
     relocate,
     relocate_file,
+    resolve_inputs,
     staging,
 )
 from analysis.report._index import Source, describe_source, index_html, summary_facts
 from analysis.report._notebooks import (
     INDEX_HTML,
     Page,
-    _environ,
-    _kernel_environ,
-    _run_notebook,
-    _to_html,
+    environ,
+    kernel_environ,
     notebook_parameters,
     notebook_title,
+    run_notebook,
+    to_html,
 )
 from analysis.report._record import ReportResult, throughput_record, time_results, write_json
 
@@ -146,7 +146,7 @@ def run_report(
     if isinstance(n_buckets, str) and n_buckets != "auto":
         raise ValueError(f"n_buckets must be a positive integer or 'auto', got {n_buckets!r}")
     auto = isinstance(n_buckets, str)
-    settings = _Settings(
+    settings = Settings(
         n_buckets=DEFAULT_N_BUCKETS if isinstance(n_buckets, str) else n_buckets,  # auto: resolved below
         n_buckets_asked=n_buckets,
         max_buckets=positive_int(max_buckets, "max_buckets"),
@@ -167,7 +167,7 @@ def run_report(
     if keep_source and not isinstance(src, str | os.PathLike):
         raise ValueError("keep_source needs src to be a file, the one written for this report")
     kept = Path(src) if keep_source and isinstance(src, str | os.PathLike) else None
-    run = _resolve_inputs(out_dir, notebooks_dir, step_times)
+    run = resolve_inputs(out_dir, notebooks_dir, step_times)
     check_inputs(run.out, src, [run.step_times])
     progress = bar(enabled=False if quiet else None)
     raw = load_lengths(src, column=column, field=field, allow_zero=drop_zero, progress=progress)
@@ -194,17 +194,21 @@ def run_report(
     )
     rec_dict["step_time"] = None if step_time is None else step_time.to_dict()
     source = describe_source(src)
-    pages = _PageContext(
+    pages = PageContext(
         source.name, settings.rule.text, [Page(nb.name, notebook_title(nb)) for nb in run.notebooks]
     )
     with staging(run.final) as stage:  # written beside the folder, moved into place when complete
         run = replace(run, out=stage)
         if kept is not None:
             src, source = _adopt(kept, source, run)
-        data = _Data(src, raw, zero_dropped, *_prepare_output(run.out, raw))
-        runs, executed = _run_notebooks(run, _offered(settings, run, data, rec.plan.edges), progress, pages)
-        figure_files = _new_figures(data.figures)
-        recommendation = _recommendation(settings, run, data, command, rec_dict, rec.plan, runs, figure_files)
+        data = ReportData(src, raw, zero_dropped, *prepare_output(run.out, raw))
+        runs, executed = _run_notebooks(
+            run, offered_choices(settings, run, data, rec.plan.edges), progress, pages
+        )
+        figure_files = new_figures(data.figures)
+        recommendation = recommendation_for(
+            settings, run, data, command, rec_dict, rec.plan, runs, figure_files
+        )
         rec_path = write_json(run.out / "recommendation.json", recommendation)
         command_line = str(recommendation["command"])
         index = _write_index(run, settings, source, rec, hist, raw, step_time, pages, command_line)
@@ -217,26 +221,26 @@ def run_report(
 
 
 def _run_notebooks(
-    run: _Run,
+    run: ReportRun,
     offered: dict[str, Any],
     progress: Callable[..., Iterable[Any]] | None,
-    pages: _PageContext,
+    pages: PageContext,
 ) -> tuple[list[dict[str, Any]], list[Path]]:
     """Execute each notebook with the offered parameters it defines, then write its offline
     HTML page: what each run was given (for ``recommendation.json``), and the files written."""
     runs, written = [], []
     with (
         tempfile.TemporaryDirectory(prefix="padding-report-") as ipython_dir,
-        _environ(_kernel_environ(Path(ipython_dir))),
+        environ(kernel_environ(Path(ipython_dir))),
     ):
         for nb in progress(run.notebooks, "report notebooks") if progress else run.notebooks:
             defined = notebook_parameters(nb)
             # every offered name the notebook defines, None included (the rule's other half)
             params = {k: v for k, v in offered.items() if k in defined}
             dst = run.out / nb.name
-            _run_notebook(nb, dst, params, cwd=run.notebooks_dir, show_progress=progress is not None)
+            run_notebook(nb, dst, params, cwd=run.notebooks_dir, show_progress=progress is not None)
             relocate_file(dst, run.out, run.final)  # paths into the staging folder name the final one
-            html = _to_html(dst, pages.pages, source=pages.source, rule=pages.rule)
+            html = to_html(dst, pages.pages, source=pages.source, rule=pages.rule)
             written += [dst, html]
             runs.append(
                 {
@@ -253,14 +257,14 @@ def _run_notebooks(
 
 
 def _write_index(
-    run: _Run,
-    settings: _Settings,
+    run: ReportRun,
+    settings: Settings,
     source: Source,
     rec: Recommendation,
     hist: LengthHistogram,
     raw: LengthHistogram,
     step_time: TimeRecommendation | None,
-    pages: _PageContext,
+    pages: PageContext,
     command: str,
 ) -> Path:
     """Write ``index.html`` from the engine's facts about ``hist`` (``raw``: before ``max_len``;
@@ -284,7 +288,7 @@ def _write_index(
     return path
 
 
-def _adopt(src: Path, source: Source, run: _Run) -> tuple[Path, Source]:
+def _adopt(src: Path, source: Source, run: ReportRun) -> tuple[Path, Source]:
     """Move ``src``, a file written for this report, into the staging folder: the path it will
     have in the report, and ``source`` naming it there."""
     shutil.move(src, run.out / src.name)

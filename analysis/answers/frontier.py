@@ -8,7 +8,7 @@ mixing, for every strategy and knob, and the Pareto set a team picks a point fro
   each ``lambda`` of a geometric sweep the plans minimising ``padded - lambda * mixing`` for
   every ``K`` (one DP pass per ``lambda`` over matrices of bucket costs built once:
   :func:`analysis.optimize.frontier_sweep`), each Pareto-optimal among all ``K``-bucket
-  plans.  Exact (:mod:`analysis.waste`, :mod:`analysis.mixing`).
+  plans.  Exact (:mod:`analysis.padding.waste`, :mod:`analysis.padding.mixing`).
 - ``sorted`` and ``random``: exact efficiency and mixing.
 - ``length_grouped`` (the Hugging Face Trainer's) for several ``gradient_accumulation_steps``
   (its megabatch is ``min(n // (4 B G), 50) * B * G`` samples), ``token_budget`` for several
@@ -17,7 +17,7 @@ mixing, for every strategy and knob, and the Pareto set a team picks a point fro
 ``lag1_autocorr`` and ``composition_repeat`` come from the simulated epochs (NaN for the
 bucketed rows, which are not simulated one by one: their batch order is a uniform interleave
 and their compositions are fresh draws each epoch).  With a fitted ``step_time`` model every row
-gets its predicted useful tokens/s (:mod:`analysis.epoch_time`: exact for sorted, random and
+gets its predicted useful tokens/s (:mod:`analysis.answers.throughput`: exact for sorted, random and
 bucketed; priced batch by batch for the simulated ones) and the Pareto set is taken on
 tokens/s, else on efficiency.
 """
@@ -35,18 +35,18 @@ import pandas as pd
 
 from analysis._validate import check_rng, positive_int
 from analysis.batching import BatchRule, as_rule, check_edges, round_up
-from analysis.epoch_time import expected_epoch_time
 from analysis.lengths import LengthHistogram
-from analysis.mixing import random_mixing, sorted_mixing
 from analysis.optimize import (
     BucketPlan,
     evaluate_edges,
     frontier_sweep,
     optimal_plans,
 )
-from analysis.simulation import simulate
-from analysis.step_time import StepTimeModel
-from analysis.waste import random_padding, sorted_padding, step_tokens
+from analysis.padding.mixing import random_mixing, sorted_mixing
+from analysis.padding.waste import random_padding, sorted_padding, step_tokens
+from analysis.simulation.epochs import simulate
+from analysis.timing.epoch import expected_epoch_time
+from analysis.timing.step_time import StepTimeModel
 
 __all__ = ["FRONTIER_COLUMNS", "Frontier", "frontier"]
 

@@ -1,17 +1,18 @@
-"""Every step-time prediction: the expected and simulated seconds of an epoch, and tokens/s.
+"""Tokens/s of every strategy on your hardware: exact epochs and simulated ones, priced by a
+fitted step-time model.
 
-A fitted :class:`~analysis.step_time.StepTimeModel` is linear in its coefficients, so the
+A fitted :class:`~analysis.timing.step_time.StepTimeModel` is linear in its coefficients, so the
 expected time of an epoch is exact from the same order statistics as
-:func:`analysis.waste.expected_padding`: a bucket of ``n`` samples cut into batches of ``B`` costs
+:func:`analysis.padding.waste.expected_padding`: a bucket of ``n`` samples cut into batches of ``B`` costs
 ``per_step * ceil(n / B) + per_sample * n + E[sum over batches of B * g_B(longest)]`` with
 ``g_B(L) = per_token * T(L) + (attention + working_set * B) * T(L)**2``
-(:meth:`~analysis.step_time.StepTimeModel.sample_seconds`)
+(:meth:`~analysis.timing.step_time.StepTimeModel.sample_seconds`)
 (:func:`expected_epoch_time`, for ``sorted``, ``random`` and ``bucketed``).  Other strategies
 are priced batch by batch over simulated epochs (:func:`simulated_epoch_times`; a packed
 row of the ``packing*`` strategies as a packed step: attention within each sample); with
 ``world_size > 1`` a step lasts as long as its slowest rank.
 :func:`predict_strategy_throughput` puts both beside the padded-token prediction
-(:mod:`analysis.throughput`), and :func:`sweep_throughput` prices the optimal edges of both
+(:mod:`analysis.timing.proportional`), and :func:`sweep_throughput` prices the optimal edges of both
 objectives (padding, and time: ``optimize_edges(..., step_time=model)``) for every K.
 
 Nothing here reads a file or imports torch.
@@ -26,19 +27,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis._order_stats import expected_batch_sum
 from analysis._validate import known_name, positive_int
 from analysis.batching import BatchRule, as_rule, bucket_bounds, check_edges, round_up
-from analysis.lengths import LengthHistogram
+from analysis.lengths import LengthHistogram, as_histogram
 from analysis.optimize import sweep_bucket_counts
-from analysis.simulation import simulate
-from analysis.step_time import StepTimeModel
-from analysis.strategies import ALL_STRATEGIES, PACKED_STRATEGIES, strategy_rule
-from analysis.throughput import predict_from_reference
-from analysis.waste import EXACT_STRATEGIES, exact_padding
+from analysis.padding.waste import EXACT_STRATEGIES, exact_padding
+from analysis.simulation.epochs import simulate
+from analysis.simulation.strategies import ALL_STRATEGIES, PACKED_STRATEGIES, strategy_rule
+from analysis.timing.epoch import expected_epoch_time
+from analysis.timing.proportional import predict_from_reference
+from analysis.timing.step_time import StepTimeModel, check_model
 
 __all__ = [
-    "expected_epoch_time",
     "simulated_epoch_times",
     "predict_strategy_throughput",
     "sweep_throughput",
@@ -47,43 +47,6 @@ __all__ = [
 
 #: The strategies predicted when none are named: every padded one and every packer.
 DEFAULT_STRATEGIES = ALL_STRATEGIES
-
-
-def _check_model(model: object) -> StepTimeModel:
-    if not isinstance(model, StepTimeModel):
-        raise ValueError(f"model must be a StepTimeModel, got {type(model).__name__}")
-    return model
-
-
-def _as_hist(lengths: LengthHistogram | Sequence[int] | np.ndarray) -> LengthHistogram:
-    return lengths if isinstance(lengths, LengthHistogram) else LengthHistogram.from_lengths(lengths)
-
-
-def _sorted_batches(hist: LengthHistogram, size: int) -> tuple[np.ndarray, np.ndarray]:
-    """Sizes and longest samples of the ``sorted`` strategy's batches (deterministic)."""
-    n = hist.n_samples
-    n_batches = -(-n // size)
-    last = np.minimum(np.arange(1, n_batches + 1, dtype=np.int64) * size, n) - 1
-    longest = hist.lengths[np.searchsorted(hist.cumulative_counts(), last, side="right")]
-    sizes = np.full(n_batches, size, dtype=np.int64)
-    sizes[-1] = n - size * (n_batches - 1)
-    return sizes, longest
-
-
-def _bucketed_seconds(
-    hist: LengthHistogram, model: StepTimeModel, edges: list[int], rule: BatchRule
-) -> float:
-    """Exact expected seconds of a bucketed shuffle on validated ``edges`` (one rank)."""
-    alone, per_b = model.sample_seconds_parts(round_up(hist.lengths, rule.pad_to_multiple_of))
-    total = []
-    for lo, hi, size in zip(*bucket_bounds(hist.lengths, edges), rule.batch_sizes(edges), strict=True):
-        if lo == hi:
-            continue
-        cum = np.cumsum(hist.counts[lo:hi])
-        n = int(cum[-1])
-        total.append(model.per_step * -(-n // size) + model.per_sample * n)
-        total.append(expected_batch_sum(alone[lo:hi], cum, size, per_b[lo:hi]))
-    return math.fsum(total)
 
 
 def _exact_step_sizes(
@@ -103,55 +66,6 @@ def _exact_step_sizes(
     mean = hist.n_samples / steps
     cv = math.sqrt(max(squares / steps - mean * mean, 0.0)) / mean
     return {"rows_per_step": mean, "samples_per_step": mean, "samples_per_step_cv": cv}
-
-
-def expected_epoch_time(
-    hist: LengthHistogram | Sequence[int] | np.ndarray,
-    model: StepTimeModel,
-    strategy: str = "bucketed",
-    rule: BatchRule | None = None,
-    *,
-    edges: Sequence[int] | None = None,
-    batch_size: int | None = None,
-    max_tokens: int | None = None,
-    pad_to_multiple_of: int | None = None,
-) -> float:
-    """Exact expected seconds of one epoch of ``sorted``, ``random`` or ``bucketed`` (one rank).
-
-    ``bucketed`` (needs ``edges``): per bucket of ``n`` samples and batch size ``B`` (from the
-    rule), ``per_step * ceil(n/B) + per_sample * n`` plus the expected sum over its batches of
-    ``B * g_B(longest)`` (:meth:`StepTimeModel.sample_seconds`; order statistics of a
-    shuffle: full batches and the partial one, as in :func:`~analysis.waste.expected_padding`; ``T``
-    rounds the longest up to ``pad_to_multiple_of`` and then to the model's ``tile``).
-    ``random`` is one bucket; ``sorted`` is deterministic.  Both use one batch size for the
-    epoch (``rule.fixed_batch_size``).
-
-    Examples
-    --------
-    >>> model = StepTimeModel(per_step=1.0, per_token=0.1)
-    >>> round(expected_epoch_time([1, 1, 3], model, "random", batch_size=2), 12)  # 2 + 0.1 * 19/3
-    2.633333333333
-    >>> round(expected_epoch_time([1, 1, 3], model, "sorted", batch_size=2), 12)  # {1,1} {3}: 2 + 0.1 * 5
-    2.5
-    """
-    model = _check_model(model)
-    hist = _as_hist(hist)
-    rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens, pad_to_multiple_of=pad_to_multiple_of)
-    if strategy not in EXACT_STRATEGIES:
-        raise ValueError(
-            f"no exact expected time for {strategy!r}; choose one of "
-            f"{', '.join(EXACT_STRATEGIES)} (or use simulated_epoch_times)"
-        )
-    if strategy == "bucketed":
-        if edges is None:
-            raise ValueError("strategy 'bucketed' needs edges")
-        return _bucketed_seconds(hist, model, check_edges(edges, hist), rule)
-    fixed = BatchRule(rule.fixed_batch_size(hist.max), None, rule.pad_to_multiple_of)
-    if strategy == "random":
-        return _bucketed_seconds(hist, model, [hist.min - 1, hist.max], fixed)
-    assert fixed.batch_size is not None
-    sizes, longest = _sorted_batches(hist, fixed.batch_size)
-    return math.fsum(model.predict(sizes, round_up(longest, rule.pad_to_multiple_of)).tolist())
 
 
 def simulated_epoch_times(
@@ -190,7 +104,7 @@ def simulated_epoch_times(
     >>> out["seconds"].round(12).tolist()  # 2 steps + 0.1 * (2 * 2 + 2 * 4)
     [3.2, 3.2]
     """
-    model = _check_model(model)
+    model = check_model(model)
     rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens, pad_to_multiple_of=pad_to_multiple_of)
     res = simulate(
         lengths,
@@ -204,7 +118,7 @@ def simulated_epoch_times(
     )
     batches = res.batches
     if strategy in PACKED_STRATEGIES:
-        budget = rule.token_budget(_as_hist(lengths).max)  # as the simulated builder's
+        budget = rule.token_budget(as_histogram(lengths).max)  # as the simulated builder's
         seconds = model.predict_packed(batches["size"], batches["square_sum"], budget)
     else:
         padded = round_up(batches["longest"].to_numpy(), rule.pad_to_multiple_of)
@@ -284,8 +198,8 @@ def predict_strategy_throughput(
     random     True       20660.0              16060.0
     bucketed   True       24010.0              21420.0
     """
-    model = _check_model(model)
-    hist = _as_hist(lengths)
+    model = check_model(model)
+    hist = as_histogram(lengths)
     rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens, pad_to_multiple_of=pad_to_multiple_of)
     edges = check_edges(edges, hist)
     world_size = positive_int(world_size, "world_size")
@@ -390,7 +304,7 @@ def sweep_throughput(
     2          2   padding   [0, 20, 400]
     3          2      time  [0, 200, 400]
     """
-    model = _check_model(model)
+    model = check_model(model)
     rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens, pad_to_multiple_of=pad_to_multiple_of)
     ks = list(n_buckets)
     sweeps = {

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from analysis.bucketed import gather_batches
-from analysis.strategies._epoch import Epoch, _no_buckets, _Setup
+from analysis.simulation.bucketed import gather_batches
+from analysis.simulation.strategies._epoch import Epoch, Setup, no_buckets
 
 #: Samples per ``datasets.map`` batch of TRL's ``pack_dataset`` (``datasets``' default).
 TRL_MAP_BATCH = 1000
@@ -220,7 +220,7 @@ class FixedRowsState:
     def epoch(self, rng: np.random.Generator) -> Epoch:
         perm = rng.permutation(self.offsets.size - 1)
         indices, offsets = gather_batches(self.indices, self.offsets, perm)
-        return Epoch(indices, offsets, _no_buckets(perm.size), self.strategy)
+        return Epoch(indices, offsets, no_buckets(perm.size), self.strategy)
 
 
 @dataclass(frozen=True, eq=False)
@@ -233,20 +233,20 @@ class FirstFitState:
     def epoch(self, rng: np.random.Generator) -> Epoch:
         order = rng.permutation(self.lengths.size).astype(np.int64, copy=False)
         indices, offsets = pack_first_fit(self.lengths, self.max_tokens, order)
-        return Epoch(indices, offsets, _no_buckets(offsets.size - 1), "packing_first_fit")
+        return Epoch(indices, offsets, no_buckets(offsets.size - 1), "packing_first_fit")
 
 
-def _prepare_bfd(b: _Setup) -> FixedRowsState:
+def prepare_bfd(b: Setup) -> FixedRowsState:
     assert b.max_tokens is not None  # the token strategies always get a budget
     return FixedRowsState(*pack_bfd(b.lengths, b.max_tokens), "packing_bfd")
 
 
-def _prepare_next_fit(b: _Setup) -> FixedRowsState:
+def prepare_next_fit(b: Setup) -> FixedRowsState:
     assert b.max_tokens is not None
     return FixedRowsState(*pack_next_fit(b.lengths, b.max_tokens), "packing_next_fit")
 
 
-def _prepare_first_fit(b: _Setup) -> FirstFitState:
+def prepare_first_fit(b: Setup) -> FirstFitState:
     assert b.max_tokens is not None
     _check_fits(b.lengths, b.max_tokens, "packing_first_fit")
     return FirstFitState(b.lengths, b.max_tokens)

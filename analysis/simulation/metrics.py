@@ -1,6 +1,6 @@
 """Measure simulated epochs: every batch, the metrics of each epoch, and the
 :class:`SimulationResult` that holds them (:func:`simulate_epochs`, which
-:func:`analysis.simulation.simulate` and :func:`~analysis.simulation.compare_strategies` run).
+:func:`analysis.simulation.epochs.simulate` and :func:`~analysis.simulation.epochs.compare_strategies` run).
 
 Metrics of one epoch (columns of ``SimulationResult.epochs``):
 
@@ -15,7 +15,8 @@ Metrics of one epoch (columns of ``SimulationResult.epochs``):
 - ``within_batch_cv``: the mean over batches of the coefficient of variation of the lengths
   inside a batch (population std / mean; 0 for a one-sample batch).  Low = batches of
   look-alike samples.
-- ``mixing``, ``mixing_se``: the share of the data's length variance a batch sees (:mod:`analysis.mixing`).
+- ``mixing``, ``mixing_se``: the share of the data's length variance a batch sees
+  (:mod:`analysis.padding.mixing`).
 - ``lag1_autocorr``: Pearson correlation between successive optimizer steps' mean lengths
   (one batch per step with one rank; all ranks' batches of the step with several), in order
   (NaN when undefined).  Near 0 = the order of steps carries no length pattern.
@@ -38,22 +39,71 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.batch_stats import (
-    coefficient_of_variation,
-    int64_squares,
-    lag1_autocorr,
-    share_seen,
-    within_batch_cv,
-    within_cv,
-)
 from analysis.batching import round_up
-from analysis.mixing import batch_mixing, length_variance
-from analysis.strategies import PACKED_STRATEGIES, Epoch, EpochBuilder
+from analysis.padding.mixing import batch_mixing, length_variance
+from analysis.simulation.strategies import PACKED_STRATEGIES, Epoch, EpochBuilder
 
 #: A progress wrapper a face may pass: takes an iterable (and a description), yields its items.
 Progress = Callable[..., Iterable[Any]]
 
 __all__ = ["EPOCH_METRICS", "Progress", "SimulationResult", "simulate_epochs"]
+
+
+# -- statistics of simulated batches (per-batch sums in, one number out) --
+
+
+def share_seen(queries: np.ndarray, seen: np.ndarray) -> float:
+    """Share of the sorted ``queries`` present in the sorted array ``seen``."""
+    if seen.size == 0:
+        return 0.0
+    at = np.minimum(np.searchsorted(seen, queries), seen.size - 1)
+    return float(np.mean(seen[at] == queries))
+
+
+def coefficient_of_variation(x: np.ndarray) -> float:
+    """Population coefficient of variation (NaN when the mean is 0)."""
+    mean = float(x.mean())
+    return float(x.std()) / mean if mean else float("nan")
+
+
+def int64_squares(size: np.ndarray, longest: int) -> bool:
+    """Whether ``size * sum(L**2)`` of every batch fits ``int64`` (``longest``: the longest
+    length, or a bound on it)."""
+    return int(size.max()) ** 2 * longest * longest < 2**62
+
+
+def within_cv(square_sums: np.ndarray, size: np.ndarray, useful: np.ndarray) -> float:
+    """Mean over batches of std/mean of the lengths in the batch (population std), from the
+    batches' exact ``int64`` sums of squares and sums:
+    ``std / mean = sqrt(size * sum(L**2) - sum(L)**2) / sum(L)``."""
+    spread = (size * square_sums - useful * useful).astype(float)
+    return float(np.mean(np.sqrt(spread) / useful))
+
+
+def within_batch_cv(
+    lengths: np.ndarray, starts: np.ndarray, size: np.ndarray, useful: np.ndarray, longest: np.ndarray
+) -> float:
+    """:func:`within_cv` from the samples' ``lengths`` (the batches starting at ``starts``);
+    ``useful`` and ``longest`` are the batches' sums and maxima.  Exact in ``int64`` when it
+    cannot overflow, else in floats."""
+    if int64_squares(size, int(longest.max())):
+        return within_cv(np.add.reduceat(lengths * lengths, starts), size, useful)
+    lf = lengths.astype(float)  # batches of more than ~10^4 samples of ~10^5 tokens
+    sq = np.add.reduceat(lf * lf, starts)
+    spread = np.maximum(size * sq - useful.astype(float) ** 2, 0.0)
+    return float(np.mean(np.sqrt(spread) / useful))
+
+
+def lag1_autocorr(x: np.ndarray) -> float:
+    """Pearson correlation of ``x[:-1]`` and ``x[1:]`` (NaN when undefined)."""
+    if x.size < 3:
+        return float("nan")
+    a, b = x[:-1] - x[:-1].mean(), x[1:] - x[1:].mean()
+    # elementwise sums, not BLAS dot products: on shared cores a multi-threaded dot of a
+    # 100k-vector costs more than it saves
+    den = math.sqrt(float(np.sum(a * a)) * float(np.sum(b * b)))
+    return float(np.sum(a * b)) / den if den > 0 else float("nan")
+
 
 #: Columns of ``SimulationResult.epochs`` that are averaged over epochs in summaries.
 EPOCH_METRICS = (
@@ -84,14 +134,14 @@ class SimulationResult:
         ``square_sum`` (sum of squared lengths, a packed row's attention; float64 if huge).
     epochs : pandas.DataFrame
         One row per epoch (index ``epoch``, from 1): the metrics described in
-        :mod:`analysis.simulation` (``straggler_factor`` only when ``world_size > 1``).
+        :mod:`analysis.simulation.epochs` (``straggler_factor`` only when ``world_size > 1``).
     world_size, pad_to_multiple_of : int
     batch_sizes : tuple of int
         Samples per batch used (one per bucket for ``bucketed``; empty for
         ``token_budget`` and ``packing``).
     n_samples, population_samples : int
         Samples simulated, and samples of the data they stand for: equal, unless the data
-        were a histogram over :data:`~analysis.simulation.SIMULATION_SAMPLE_LIMIT` samples,
+        were a histogram over :data:`~analysis.simulation.epochs.SIMULATION_SAMPLE_LIMIT` samples,
         simulated through a uniform subsample (see :attr:`subsampled`, :attr:`efficiency_se`).
     """
 
@@ -173,7 +223,7 @@ class SimulationResult:
         Examples
         --------
         >>> import numpy as np
-        >>> from analysis.strategies import epoch_builder
+        >>> from analysis.simulation.strategies import epoch_builder
         >>> builder = epoch_builder([1, 2, 9, 10], "bucketed", batch_size=2, edges=[0, 5, 10])
         >>> res = simulate_epochs(builder, np.random.default_rng(0), 1, 1, None)
         >>> res.by_bucket()
@@ -210,7 +260,7 @@ def simulate_epochs(
     Examples
     --------
     >>> import numpy as np
-    >>> from analysis.strategies import epoch_builder
+    >>> from analysis.simulation.strategies import epoch_builder
     >>> builder = epoch_builder([1, 2, 3, 4], "sorted", batch_size=2)
     >>> res = simulate_epochs(builder, np.random.default_rng(0), 2, 1, None)
     >>> res.padded_tokens, res.epochs["composition_repeat"].tolist()  # 2 + 2 + 4 + 4, twice

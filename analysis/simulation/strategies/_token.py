@@ -2,7 +2,7 @@
 ``packing`` (first-fit-decreasing bins, :func:`ffd_plan`).
 
 Each is a ``prepare`` function (the per-dataset work, once) returning a frozen state whose
-``epoch`` method draws one epoch (see :mod:`analysis.strategies` for what each one does).
+``epoch`` method draws one epoch (see :mod:`analysis.simulation.strategies` for what each one does).
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from analysis._validate import positive_int
-from analysis.bucketed import gather_batches, small_keys
 from analysis.lengths import LengthHistogram
-from analysis.strategies._epoch import Epoch, _no_buckets, _Setup
+from analysis.simulation.bucketed import gather_batches, small_keys
+from analysis.simulation.strategies._epoch import Epoch, Setup, no_buckets
 
 #: AllenNLP's relative noise on the token_budget sort key.
 PADDING_NOISE = 0.1
@@ -132,10 +132,10 @@ class TokenBudgetState:
         offsets = np.append(starts, np.int64(n))
         perm = rng.permutation(offsets.size - 1)
         indices, new_offsets = gather_batches(order, offsets, perm)
-        return Epoch(indices, new_offsets, _no_buckets(perm.size), "token_budget")
+        return Epoch(indices, new_offsets, no_buckets(perm.size), "token_budget")
 
 
-def _prepare_token_budget(b: _Setup) -> TokenBudgetState:
+def prepare_token_budget(b: Setup) -> TokenBudgetState:
     assert b.max_tokens is not None  # the token strategies always get a budget
     return TokenBudgetState(b.lengths, small_keys(b.lengths), b.max_tokens, b.padding_noise)
 
@@ -232,10 +232,10 @@ class PackingState:
         offsets = self.offsets
         order = rng.permutation(offsets.size - 1)
         indices, new_offsets = gather_batches(flat, offsets, order)
-        return Epoch(indices, new_offsets, _no_buckets(order.size), "packing")
+        return Epoch(indices, new_offsets, no_buckets(order.size), "packing")
 
 
-def _prepare_packing(b: _Setup) -> PackingState:
+def prepare_packing(b: Setup) -> PackingState:
     assert b.max_tokens is not None  # the token strategies always get a budget
     ev_bin, _, ev_cnt = ffd_plan(b.hist, b.max_tokens)
     # Slots in event order (= length descending) -> flat position in a bin-major layout.

@@ -17,6 +17,7 @@ from typing import Any, Literal, TypedDict
 import numpy as np
 import pandas as pd
 
+from analysis.answers.throughput import predict_strategy_throughput, sweep_throughput
 from analysis.batching import (
     DEFAULT_MAX_BUCKETS,
     DEFAULT_METHOD,
@@ -28,7 +29,6 @@ from analysis.batching import (
     cover_edges,
 )
 from analysis.case import CASE_EDGES, CASE_GEOMETRIC_EDGES
-from analysis.epoch_time import predict_strategy_throughput, sweep_throughput
 from analysis.lengths import LengthHistogram
 from analysis.optimize import (
     BucketPlan,
@@ -38,9 +38,9 @@ from analysis.optimize import (
     recommend_n_buckets,
     sweep_bucket_counts,
 )
-from analysis.step_time import STEP_TIME_TERMS, StepTimeModel
-from analysis.throughput import predict_from_reference
-from analysis.waste import WasteEstimate, random_padding, sorted_padding, strategy_table
+from analysis.padding.waste import WasteEstimate, random_padding, sorted_padding, strategy_table
+from analysis.timing.proportional import predict_from_reference
+from analysis.timing.step_time import STEP_TIME_TERMS, StepTimeModel
 
 __all__ = [
     "Recommendation",
@@ -87,7 +87,7 @@ class Recommendation:
 
     def predicted_tokens_per_s(self, tokens_per_s: float, reference_strategy: str) -> dict[str, float]:
         """Useful tokens/s of each strategy, given ``reference_strategy`` measured at
-        ``tokens_per_s`` (:func:`analysis.throughput.predict_from_reference`)."""
+        ``tokens_per_s`` (:func:`analysis.timing.proportional.predict_from_reference`)."""
         names = list(self.strategies)
         rates = predict_from_reference(
             names,

@@ -1,6 +1,6 @@
 """Order statistics of a uniformly random subset drawn without replacement from a histogram.
 
-The numerics behind :func:`analysis.waste.expected_padding`: ``E[g(max)]`` of a random
+The numerics behind :func:`analysis.padding.waste.expected_padding`: ``E[g(max)]`` of a random
 ``size``-subset, computed to near machine precision for any subset size and sample count as a
 sum of non-negative terms (nothing cancels).  The building blocks take validated arrays and
 check nothing; :func:`expected_batch_max` is the one validated entry (the expected longest of

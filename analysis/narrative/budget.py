@@ -8,8 +8,8 @@ waste is 0 and "what the buckets recover" is 0 / 0); the steps and the budget fi
 from __future__ import annotations
 
 from analysis.optimize import BucketPlan
+from analysis.padding.waste import WasteEstimate
 from analysis.tables import format_percent
-from analysis.waste import WasteEstimate
 
 __all__ = ["describe_steps"]
 
@@ -21,13 +21,13 @@ def _steps(n: int) -> str:
 def describe_steps(plan: BucketPlan, shuffle: WasteEstimate, shuffle_fill: float | None = None) -> str:
     """The steps of an epoch under ``plan`` and how full they are (``budget_fill``), its padding
     efficiency beside, against a full shuffle (``shuffle``, one batch size for every sample:
-    :func:`analysis.waste.random_padding`; ``shuffle_fill``, its budget fill, when known), and
+    :func:`analysis.padding.waste.random_padding`; ``shuffle_fill``, its budget fill, when known), and
     why the buckets save no step when they save none.
 
     Examples
     --------
     >>> from analysis import LengthHistogram, optimize_edges
-    >>> from analysis.waste import random_padding
+    >>> from analysis.padding.waste import random_padding
     >>> h = LengthHistogram.from_lengths([1, 2, 3, 4, 50, 60, 70, 80])
     >>> plan = optimize_edges(h, 2, max_tokens=160)
     >>> print(describe_steps(plan, random_padding(h, plan.rule)))

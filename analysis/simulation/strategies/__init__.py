@@ -14,7 +14,7 @@ strategy           what it does (and who does it)
 ``random``         a random permutation cut into batches (PyTorch ``DataLoader(shuffle=True)``).
 ``bucketed``       the case's bucketed shuffle: shuffle inside each bucket of ``edges``, cut
                    batches of that bucket's batch size, interleave all buckets' batches in a
-                   random order.  Built by :mod:`analysis.bucketed`, the core of
+                   random order.  Built by :mod:`analysis.simulation.bucketed`, the core of
                    :class:`~analysis.sampler.BucketedBatchSampler`: with ``world_size``
                    and ``sync_buckets`` the epoch is the sampler's global epoch (batch ``b``
                    is step ``b // world_size`` of rank ``b % world_size``), and
@@ -46,8 +46,8 @@ fit``              the next sample does not fit); fixed rows, shuffled each epoc
 
 The four ``packing*`` strategies (:data:`PACKED_STRATEGIES`) put several samples in one row of
 the token budget, a step being one row; their attention is restricted to each sample (a
-variable-length kernel), which is how :mod:`analysis.epoch_time` prices them.  The packers
-are in :mod:`analysis.strategies._packers`.
+variable-length kernel), which is how :mod:`analysis.answers.throughput` prices them.  The packers
+are in :mod:`analysis.simulation.strategies._packers`.
 
 The batch rule is a :class:`~analysis.batching.BatchRule`: ``bucketed`` takes its
 per-bucket sizes (``rule.batch_sizes(edges)``), the other fixed-size strategies one size for
@@ -63,19 +63,20 @@ epochs, which is how :func:`analysis.simulate` uses it.
 
 One table (:class:`Strategy` records, by name) says what each strategy is; each one's
 ``prepare`` returns a typed, frozen state whose ``epoch`` method draws an epoch.  The sample-count
-strategies live in :mod:`analysis.strategies._fixed`, the token strategies and :func:`ffd_plan`
-in :mod:`analysis.strategies._token`.
+strategies live in :mod:`analysis.simulation.strategies._fixed`, the token strategies and :func:`ffd_plan`
+in :mod:`analysis.simulation.strategies._token`.
 """
 
-from analysis.strategies._epoch import Epoch, StrategyState
-from analysis.strategies._packers import (
+from analysis.padding.waste import EXACT_STRATEGIES
+from analysis.simulation.strategies._epoch import Epoch, StrategyState
+from analysis.simulation.strategies._packers import (
     MULTIPACK_GROUP,
     TRL_MAP_BATCH,
     pack_bfd,
     pack_first_fit,
     pack_next_fit,
 )
-from analysis.strategies._table import (
+from analysis.simulation.strategies._table import (
     ALL_STRATEGIES,
     FIELD_PACKERS,
     PACKED_STRATEGIES,
@@ -88,8 +89,7 @@ from analysis.strategies._table import (
     epoch_builder,
     strategy_rule,
 )
-from analysis.strategies._token import PADDING_NOISE, ffd_plan
-from analysis.waste import EXACT_STRATEGIES
+from analysis.simulation.strategies._token import PADDING_NOISE, ffd_plan
 
 __all__ = [
     "ALL_STRATEGIES",

@@ -4,8 +4,8 @@ global epoch of index batches out.
 This is the case's bucketed shuffle: shuffle inside each bucket, cut batches of the bucket's
 batch size, interleave the buckets' batches in a random order.  The training sampler
 (:class:`analysis.sampler.BucketedBatchSampler`) and the simulator's ``bucketed`` epochs
-(:mod:`analysis.strategies`) both draw their epochs here, so the simulated batches, the
-expected padding of :func:`analysis.waste.expected_padding` and the training run agree by
+(:mod:`analysis.simulation.strategies`) both draw their epochs here, so the simulated batches, the
+expected padding of :func:`analysis.padding.waste.expected_padding` and the training run agree by
 construction.
 
 :func:`bucketed_epoch` is the whole core (a :class:`BucketedEpoch` of flat indices, batch
@@ -39,7 +39,7 @@ every epoch, so no rank waits forever at the end of an epoch.
 A repeat is one sample in a batch of its own: the fewest samples that give every rank of the
 last step a batch (each needs one) while the bucket's own batches stay as cut, so at most
 ``W - 1`` a bucket (``sync_buckets``) or an epoch, whatever the batch size, and the own batches
-are those of :func:`analysis.waste.expected_padding` (``floor(n / B)`` full ones and one of
+are those of :func:`analysis.padding.waste.expected_padding` (``floor(n / B)`` full ones and one of
 ``n mod B``).  (Re-cutting the own batches could spare a few more repeats, at the price of that
 model.)
 

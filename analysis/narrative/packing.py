@@ -1,4 +1,4 @@
-"""Pack or pad, in sentences computed from a :class:`~analysis.pack_or_pad.PackOrPad`: which
+"""Pack or pad, in sentences computed from a :class:`~analysis.answers.pack_or_pad.PackOrPad`: which
 wins on your hardware and by how much, and when the answer flips (notebook 04, the report).
 Pure: a result in, a short Markdown string out; no number of the bundled data in fixed prose.
 """
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.pack_or_pad import PackOrPad
+from analysis.answers.pack_or_pad import PackOrPad
 from analysis.tables import format_count
 
 __all__ = ["describe_pack_or_pad"]

@@ -1,6 +1,6 @@
 """Step times measured on your model and hardware, and the step-time model fitted to them.
 
-The padded-token model (:mod:`analysis.throughput`) says a step costs time proportional to
+The padded-token model (:mod:`analysis.timing.proportional`) says a step costs time proportional to
 ``batch_size * longest``.  Real steps also pay a fixed cost (optimizer, launch, data), a cost
 per sample, attention grows with the square of each row's span, and a batch whose
 activations outgrow the caches pays more per token.  Here a handful of measured steps fit
@@ -8,7 +8,7 @@ activations outgrow the caches pays more per token.  Here a handful of measured 
     seconds = per_step + per_sample * S + per_token * N + attention * sum(span**2)
               + working_set * N**2 + per_segment * P
 
-over the step's rows (:mod:`analysis.step_shapes`): ``S`` samples, ``N`` tokens of the
+over the step's rows (:mod:`analysis.timing.shapes`): ``S`` samples, ``N`` tokens of the
 tensor (real plus padding), each padded row spanning ``T(L)`` (its padded length ``L``
 rounded up to the kernel ``tile``; 1: no rounding), each packed segment its own length, and
 ``P`` packed samples.  For a padded batch of ``B`` samples padded to ``L`` that is
@@ -22,7 +22,7 @@ ran 3.1 to 6.8 % slower than the best model without it, and the shapes of 4,096 
 tokens -3.2 to +1.8 %; with it, -0.6 to +5.0 %.
 
 What the model predicts (the expected and simulated time of an epoch, tokens/s per
-strategy) is in :mod:`analysis.epoch_time`; ``optimize_edges(..., step_time=model)`` places
+strategy) is in :mod:`analysis.answers.throughput`; ``optimize_edges(..., step_time=model)`` places
 edges for time.
 
 Nothing here imports torch (:func:`measure_step_times` calls the user's own ``step``) and
@@ -45,7 +45,7 @@ import pandas as pd
 from analysis._validate import positive_int
 from analysis.batching import BatchRule, as_rule, round_up
 from analysis.lengths import LengthHistogram
-from analysis.step_shapes import (
+from analysis.timing.shapes import (
     SEGMENT_COLUMN,
     SEGMENT_TERMS,
     STEP_TIME_COLUMNS,
@@ -94,7 +94,7 @@ def measure_step_times(
     each shape once per round, so slow drift (thermal, other jobs) spreads over all shapes
     instead of biasing one.
 
-    :mod:`analysis.step_shapes` shows a PyTorch ``step`` that builds a packed step as
+    :mod:`analysis.timing.shapes` shows a PyTorch ``step`` that builds a packed step as
     transformers' ``DataCollatorWithFlattening`` does.
 
     Returns
@@ -221,7 +221,7 @@ class StepTimeModel:
     working_set * (B * T(L))**2`` with ``T(L)`` = ``L`` rounded up to ``tile``; a packed step
     of ``S`` samples, ``N`` tokens and spans ``l_i`` pays ``per_step + (per_sample +
     per_segment) * S + per_token * N + attention * sum(l_i**2) + working_set * N**2``
-    (:mod:`analysis.step_shapes`).  Build it with :meth:`fit`; ``measurements`` keeps the
+    (:mod:`analysis.timing.shapes`).  Build it with :meth:`fit`; ``measurements`` keeps the
     per-shape table of the fit (see :meth:`residuals`).
 
     Examples
@@ -435,3 +435,10 @@ class StepTimeModel:
         if self.measurements is None:
             return float("nan")
         return float(np.sqrt(np.mean(self.measurements["relative_residual"] ** 2)))
+
+
+def check_model(model: object) -> StepTimeModel:
+    """``model`` itself, or a one-line ValueError when it is no :class:`StepTimeModel`."""
+    if not isinstance(model, StepTimeModel):
+        raise ValueError(f"model must be a StepTimeModel, got {type(model).__name__}")
+    return model

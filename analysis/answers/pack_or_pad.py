@@ -8,7 +8,7 @@ powers of two around yours: at each size, the best exact padded strategy (``sort
 first-fit-decreasing packing into rows of that size's token budget, priced exactly from its
 row count (one rank: a packed epoch costs ``per_step * rows + (per_sample + per_segment) * n
 + (per_token * T(C) + working_set * T(C)**2) * rows + attention * sum(l**2)``, whatever
-packs the rows).  :mod:`analysis.narrative_packing` says it in a sentence.
+packs the rows).  :mod:`analysis.narrative.packing` says it in a sentence.
 """
 
 from __future__ import annotations
@@ -21,12 +21,13 @@ import numpy as np
 import pandas as pd
 
 from analysis._validate import check_rng
+from analysis.answers.throughput import DEFAULT_STRATEGIES, predict_strategy_throughput
 from analysis.batching import BatchRule, as_rule, round_up
-from analysis.epoch_time import DEFAULT_STRATEGIES, expected_epoch_time, predict_strategy_throughput
 from analysis.lengths import LengthHistogram
-from analysis.step_time import StepTimeModel
-from analysis.strategies import PACKED_STRATEGIES, ffd_plan
-from analysis.waste import EXACT_STRATEGIES
+from analysis.padding.waste import EXACT_STRATEGIES
+from analysis.simulation.strategies import PACKED_STRATEGIES, ffd_plan
+from analysis.timing.epoch import expected_epoch_time
+from analysis.timing.step_time import StepTimeModel
 
 __all__ = ["PackOrPad", "pack_or_pad", "packed_epoch_seconds"]
 

@@ -4,7 +4,7 @@ A batch costs ``padded = size * longest`` (the longest rounded up to the rule's
 ``pad_to_multiple_of``); ``useful`` is the sum of its lengths; ``efficiency = useful /
 padded``.  Every function here is a pure function of a
 :class:`~analysis.lengths.LengthHistogram` and runs in O(distinct lengths), whatever the
-number of samples; the order statistics behind it live in :mod:`analysis._order_stats`.
+number of samples; the order statistics behind it live in :mod:`analysis.padding.order_stats`.
 
 Each public function takes its batch rule the same way, as ``rule`` or as the keywords
 ``batch_size=`` / ``max_tokens=`` / ``pad_to_multiple_of=`` (see :func:`analysis.batching.as_rule`):
@@ -23,10 +23,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis._order_stats import bucket_waste, exact_cumsum
 from analysis._validate import known_name
 from analysis.batching import BatchRule, as_rule, bucket_bounds, check_edges, round_up
 from analysis.lengths import LengthHistogram
+from analysis.padding.order_stats import bucket_waste, exact_cumsum
 
 __all__ = [
     "WasteEstimate",
@@ -236,7 +236,7 @@ def expected_padding(
     ``B``-subset of the bucket and the last partial batch (``r = n mod B`` samples) a uniformly
     random ``r``-subset.  So a bucket's expected padded tokens are
     ``floor(n / B) * B * E[max_B] + r * E[max_r]``, with ``E[max]`` from order statistics
-    without replacement (:func:`analysis._order_stats.expected_batch_max`).  One bucket is the
+    without replacement (:func:`analysis.padding.order_stats.expected_batch_max`).  One bucket is the
     full random shuffle; a bucket per distinct length is waste-free.
 
     Parameters

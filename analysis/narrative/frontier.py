@@ -8,10 +8,10 @@ import math
 
 import pandas as pd
 
+from analysis.answers.frontier import Frontier
 from analysis.lengths import LengthHistogram
 from analysis.optimize import BucketPlan, optimize_edges
 from analysis.tables import format_percent
-from analysis.tradeoff import Frontier
 
 __all__ = ["floor_sentence", "frontier_sentence", "TRAINER_LABEL"]
 

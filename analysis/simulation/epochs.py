@@ -1,11 +1,11 @@
 """Simulate epochs of a batching strategy and measure them: padding, steps, randomness.
 
-:func:`simulate` builds real epochs with :mod:`analysis.strategies` and records every batch;
+:func:`simulate` builds real epochs with :mod:`analysis.simulation.strategies` and records every batch;
 :func:`compare_strategies` runs several strategies on the same data and puts the simulated
-metrics beside the exact expectation from :func:`analysis.waste.expected_padding` where one
+metrics beside the exact expectation from :func:`analysis.padding.waste.expected_padding` where one
 exists.
 
-Every batch is measured by :mod:`analysis.epoch_metrics` (its docstring lists the metrics of
+Every batch is measured by :mod:`analysis.simulation.metrics` (its docstring lists the metrics of
 one epoch, the columns of ``SimulationResult.epochs``).
 """
 
@@ -18,9 +18,10 @@ import pandas as pd
 
 from analysis._validate import check_rng, known_name, positive_int
 from analysis.batching import BatchRule, as_rule, check_edges, round_up
-from analysis.epoch_metrics import EPOCH_METRICS, Progress, SimulationResult, simulate_epochs
 from analysis.lengths import LengthHistogram
-from analysis.strategies import (
+from analysis.padding.waste import EXACT_STRATEGIES, exact_padding
+from analysis.simulation.metrics import EPOCH_METRICS, Progress, SimulationResult, simulate_epochs
+from analysis.simulation.strategies import (
     ALL_STRATEGIES,
     PADDING_NOISE,
     STRATEGIES,
@@ -28,8 +29,7 @@ from analysis.strategies import (
     epoch_builder,
     strategy_rule,
 )
-from analysis.throughput import predict_from_reference
-from analysis.waste import EXACT_STRATEGIES, exact_padding
+from analysis.timing.proportional import predict_from_reference
 
 #: What the simulation reads: per-sample lengths, or a histogram of them.
 Lengths = LengthHistogram | Sequence[int] | np.ndarray
@@ -77,15 +77,15 @@ def simulate(
     lengths : LengthHistogram or array of int
         Per-sample lengths, or a histogram (expanded: sample ``i`` is the ``i``-th shortest).
     strategy : str
-        One of :data:`analysis.strategies.ALL_STRATEGIES`.
+        One of :data:`analysis.simulation.strategies.ALL_STRATEGIES`.
     rule : BatchRule, optional
         The batch rule (or ``batch_size=`` / ``max_tokens=`` and ``pad_to_multiple_of=``),
-        used by each strategy as :mod:`analysis.strategies` says.
+        used by each strategy as :mod:`analysis.simulation.strategies` says.
     rng : numpy.random.Generator
         The only source of randomness (same seed, same result).
     epochs : int, default 1
     edges, gradient_accumulation_steps, padding_noise
-        Strategy options, as in :func:`analysis.strategies.epoch_builder`.
+        Strategy options, as in :func:`analysis.simulation.strategies.epoch_builder`.
     world_size : int, default 1
         Data-parallel ranks: consecutive batches go to ranks round-robin.  ``bucketed`` epochs
         are the :class:`~analysis.sampler.BucketedBatchSampler`'s global epochs for this many
@@ -221,14 +221,14 @@ def compare_strategies(
 ) -> pd.DataFrame:
     """Simulate several strategies on the same data under one batch rule: a row per strategy.
 
-    Each strategy reads the rule as :mod:`analysis.strategies` says (the token strategies get
+    Each strategy reads the rule as :mod:`analysis.simulation.strategies` says (the token strategies get
     ``rule.token_budget(longest)``); the ``batch_rule`` column says what each row used.
     Columns: ``batch_rule``, the epoch metrics of :func:`simulate` averaged over epochs
     (``efficiency``, ``waste_tokens``, ``batches``, ``steps``, ``tokens_per_step_mean``,
     ``tokens_per_step_cv``, ``within_batch_cv``, ``lag1_autocorr``, ``composition_repeat``,
     and ``straggler_factor`` when ``world_size > 1``), and ``expected_efficiency``: the
-    exact value where one exists (random, sorted, bucketed: :mod:`analysis.waste`), NaN
-    otherwise.  Strategies run in :data:`~analysis.strategies.STRATEGIES` order with one
+    exact value where one exists (random, sorted, bucketed: :mod:`analysis.padding.waste`), NaN
+    otherwise.  Strategies run in :data:`~analysis.simulation.strategies.STRATEGIES` order with one
     ``rng`` passed down; ``bucketed`` is built for ``world_size`` ranks with ``sync_buckets``
     (:class:`~analysis.sampler.BucketedBatchSampler`).  A histogram over
     :data:`SIMULATION_SAMPLE_LIMIT` samples is simulated through one uniform subsample of
@@ -239,7 +239,7 @@ def compare_strategies(
 
     Given a calibration (``reference_strategy`` measured at ``reference_tokens_per_s``
     useful tokens/s on your hardware), a ``predicted_tokens_per_s`` column is added:
-    :func:`~analysis.throughput.predict_from_reference` with the reference's simulated
+    :func:`~analysis.timing.proportional.predict_from_reference` with the reference's simulated
     efficiency (time proportional to padded tokens; an upper bound that ignores per-step
     overheads).
 

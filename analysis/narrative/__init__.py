@@ -12,16 +12,16 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from analysis.answers.recommendation import Recommendation
 from analysis.batching import BatchRule
 from analysis.lengths import LengthHistogram
+from analysis.narrative.budget import describe_steps
 from analysis.optimize import evaluate_edges, sweep_measure
-from analysis.recommendation import Recommendation
-from analysis.steps_text import describe_steps
+from analysis.padding.waste import random_padding, sorted_padding
 from analysis.tables import format_bound, format_percent, format_value
-from analysis.waste import random_padding, sorted_padding
 
 if TYPE_CHECKING:
-    from analysis.step_time import StepTimeModel
+    from analysis.timing.step_time import StepTimeModel
 
 __all__ = [
     "percent",
@@ -242,11 +242,11 @@ def describe_recommendation(rec: Recommendation) -> str:
     """The plan's efficiency, what it recovers of a shuffle's waste, and the K question: the
     K used, and the K the gain rule suggests when it differs (said once, here).  Under a
     token budget's steps objective the sentence is about steps and how full they are
-    (:func:`analysis.steps_text.describe_steps`), never a padding ratio of 0 / 0.
+    (:func:`analysis.narrative.budget.describe_steps`), never a padding ratio of 0 / 0.
 
     Examples
     --------
-    >>> from analysis.recommendation import recommend
+    >>> from analysis.answers.recommendation import recommend
     >>> rec = recommend(LengthHistogram.from_lengths([1, 2, 3, 4, 50, 60, 70, 80]), 2, batch_size=2)
     >>> print(describe_recommendation(rec))  # waste per useful token 0.136 vs 0.587
         With 2 optimal buckets (batch_size 2) the expected efficiency is 88.0%, against 63.0% for a
@@ -301,7 +301,7 @@ def describe_step_time_terms(model: StepTimeModel) -> str:
 
     Examples
     --------
-    >>> from analysis.step_time import StepTimeModel
+    >>> from analysis.timing.step_time import StepTimeModel
     >>> describe_step_time_terms(StepTimeModel(per_step=0.1, per_token=1e-3, attention=1e-6))
     'the fixed per-step cost and the square of the padded length weigh differently from padded tokens alone'
     >>> describe_step_time_terms(StepTimeModel(per_token=1e-3, tile=64))
@@ -325,7 +325,7 @@ def describe_step_time_fit(model: StepTimeModel, hist: LengthHistogram) -> str:
 
     Examples
     --------
-    >>> from analysis.step_time import StepTimeModel
+    >>> from analysis.timing.step_time import StepTimeModel
     >>> measured = pd.DataFrame({"batch_size": [2, 8, 2, 8], "length": [16, 16, 64, 64],
     ...                          "repeats": [3, 3, 3, 3], "spread": [0.01, 0.03, 0.02, 0.02],
     ...                          "relative_residual": [0.01, -0.01, 0.02, -0.02]})
@@ -366,7 +366,7 @@ def describe_predicted_throughput(table: pd.DataFrame, model: StepTimeModel) -> 
 
     Examples
     --------
-    >>> from analysis.step_time import StepTimeModel
+    >>> from analysis.timing.step_time import StepTimeModel
     >>> table = pd.DataFrame({"efficiency": [1.0, 0.4], "tokens_per_s": [5000.0, 1500.0],
     ...                       "padded_tokens_per_s": [5000.0, 2000.0]}, index=["sorted", "random"])
     >>> print(describe_predicted_throughput(table, StepTimeModel(per_step=0.01, per_token=1e-5)))

@@ -146,7 +146,7 @@ def describe_choice(table: pd.DataFrame) -> str:
 def describe_sampler_data(simulated: int, population: int) -> str:
     """Which samples a per-sample face (the sampler shown in notebook 03) runs on: all of them,
     or the uniform subsample a simulation of a huge histogram draws
-    (:func:`analysis.simulation.simulation_sample`).
+    (:func:`analysis.simulation.epochs.simulation_sample`).
 
     Examples
     --------

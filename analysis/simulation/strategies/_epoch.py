@@ -10,8 +10,8 @@ from typing import Protocol
 import numpy as np
 
 from analysis.batching import BatchRule
-from analysis.bucketed import small_keys
 from analysis.lengths import LengthHistogram
+from analysis.simulation.bucketed import small_keys
 
 
 @dataclass(frozen=True, eq=False)
@@ -33,7 +33,7 @@ class Epoch:
     Examples
     --------
     >>> import numpy as np
-    >>> from analysis.strategies import build_epoch
+    >>> from analysis.simulation.strategies import build_epoch
     >>> ep = build_epoch([5, 1, 4, 2, 3], "sorted", rng=np.random.default_rng(0), batch_size=2)
     >>> sorted(b.tolist() for b in ep.batches())
     [[0], [1, 3], [4, 2]]
@@ -63,9 +63,9 @@ class Epoch:
 
 
 @dataclass(frozen=True, eq=False)
-class _Setup:
+class Setup:
     """A strategy's inputs for one dataset (the public fields of
-    :class:`~analysis.strategies.EpochBuilder`, documented there)."""
+    :class:`~analysis.simulation.strategies.EpochBuilder`, documented there)."""
 
     strategy: str
     lengths: np.ndarray
@@ -88,15 +88,15 @@ class StrategyState(Protocol):
         ...
 
 
-def _even_offsets(n: int, size: int) -> np.ndarray:
+def even_offsets(n: int, size: int) -> np.ndarray:
     """Offsets cutting ``n`` samples into batches of ``size`` (last one shorter)."""
     return np.append(np.arange(0, n, size, dtype=np.int64), np.int64(n))
 
 
-def _stable_order(keys: np.ndarray) -> np.ndarray:
+def stable_order(keys: np.ndarray) -> np.ndarray:
     """Stable ascending argsort of non-negative integer ``keys`` as ``int64``."""
     return np.argsort(small_keys(keys), kind="stable").astype(np.int64, copy=False)
 
 
-def _no_buckets(n_batches: int) -> np.ndarray:
+def no_buckets(n_batches: int) -> np.ndarray:
     return np.full(n_batches, -1, dtype=np.int64)

@@ -16,7 +16,7 @@ those ``w_b`` and the ``n / (n - 1)`` factors it is ``1 - eta**2`` of the bucket
 Every term is additive over buckets, so the optimiser's DP can trade it against padding
 (:mod:`analysis.optimize._frontier`).  Sorted batching is exact too (only batches straddling
 two lengths vary); the other strategies are simulated (:func:`batch_mixing`, a column of
-:mod:`analysis.epoch_metrics`).  The simulated ``within_batch_cv`` (mean CV inside a batch),
+:mod:`analysis.simulation.metrics`).  The simulated ``within_batch_cv`` (mean CV inside a batch),
 ``lag1_autocorr`` (length pattern in the order of steps) and ``composition_repeat`` (batches
 seen again next epoch) measure other things and stay beside it.
 

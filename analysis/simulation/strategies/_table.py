@@ -11,16 +11,16 @@ import numpy as np
 from analysis._validate import as_length_array, check_rng, known_name, positive_int
 from analysis.batching import BatchRule, as_rule, check_edges
 from analysis.lengths import LengthHistogram, count_distinct
-from analysis.strategies._epoch import Epoch, StrategyState, _Setup
-from analysis.strategies._fixed import (
-    _prepare_bucketed,
-    _prepare_length_grouped,
-    _prepare_random,
-    _prepare_sorted,
+from analysis.padding.waste import EXACT_STRATEGIES
+from analysis.simulation.strategies._epoch import Epoch, Setup, StrategyState
+from analysis.simulation.strategies._fixed import (
+    prepare_bucketed,
+    prepare_length_grouped,
+    prepare_random,
+    prepare_sorted,
 )
-from analysis.strategies._packers import _prepare_bfd, _prepare_first_fit, _prepare_next_fit
-from analysis.strategies._token import PADDING_NOISE, _prepare_packing, _prepare_token_budget
-from analysis.waste import EXACT_STRATEGIES
+from analysis.simulation.strategies._packers import prepare_bfd, prepare_first_fit, prepare_next_fit
+from analysis.simulation.strategies._token import PADDING_NOISE, prepare_packing, prepare_token_budget
 
 
 @dataclass(frozen=True)
@@ -38,27 +38,27 @@ class Strategy:
     """
 
     name: str
-    prepare: Callable[[_Setup], StrategyState] = field(repr=False)
+    prepare: Callable[[Setup], StrategyState] = field(repr=False)
     token: bool = False
 
     @property
     def exact(self) -> bool:
-        """Whether the histogram gives its expected padding exactly (:mod:`analysis.waste`)."""
+        """Whether the histogram gives its expected padding exactly (:mod:`analysis.padding.waste`)."""
         return self.name in EXACT_STRATEGIES
 
 
 _TABLE = {
     s.name: s
     for s in (
-        Strategy("sorted", _prepare_sorted),
-        Strategy("random", _prepare_random),
-        Strategy("bucketed", _prepare_bucketed),
-        Strategy("length_grouped", _prepare_length_grouped),
-        Strategy("token_budget", _prepare_token_budget, token=True),
-        Strategy("packing", _prepare_packing, token=True),
-        Strategy("packing_bfd", _prepare_bfd, token=True),
-        Strategy("packing_first_fit", _prepare_first_fit, token=True),
-        Strategy("packing_next_fit", _prepare_next_fit, token=True),
+        Strategy("sorted", prepare_sorted),
+        Strategy("random", prepare_random),
+        Strategy("bucketed", prepare_bucketed),
+        Strategy("length_grouped", prepare_length_grouped),
+        Strategy("token_budget", prepare_token_budget, token=True),
+        Strategy("packing", prepare_packing, token=True),
+        Strategy("packing_bfd", prepare_bfd, token=True),
+        Strategy("packing_first_fit", prepare_first_fit, token=True),
+        Strategy("packing_next_fit", prepare_next_fit, token=True),
     )
 }
 #: Every strategy name, in table order.
@@ -66,7 +66,7 @@ ALL_STRATEGIES = tuple(_TABLE)
 #: The strategies tables and figures show when none are named, in that order (the field's
 #: packers below are priced beside them by name: ``predict_strategy_throughput``).
 STRATEGIES = ALL_STRATEGIES[:6]
-#: The field's packers, strategies of their own (:mod:`analysis.strategies._packers`).
+#: The field's packers, strategies of their own (:mod:`analysis.simulation.strategies._packers`).
 FIELD_PACKERS = ALL_STRATEGIES[6:]
 #: The strategies that fill batches up to a token budget instead of a sample count.
 TOKEN_STRATEGIES = tuple(name for name, s in _TABLE.items() if s.token)
@@ -95,7 +95,7 @@ def strategy_rule(strategy: str, rule: BatchRule, longest: int) -> BatchRule:
 
 
 @dataclass(frozen=True, eq=False)
-class EpochBuilder(_Setup):
+class EpochBuilder(Setup):
     """A strategy prepared for one dataset: call :meth:`epoch` once per epoch.
 
     Make one with :func:`epoch_builder`.  Attributes: ``strategy``, ``lengths`` (per-sample,
@@ -146,7 +146,7 @@ def epoch_builder(
         ``batch_size * gradient_accumulation_steps``.
     world_size : int, default 1
         ``bucketed`` only: ranks the epoch is built for (steps of ``world_size`` batches,
-        completed with repeats; see :mod:`analysis.bucketed`).  Other strategies ignore it.
+        completed with repeats; see :mod:`analysis.simulation.bucketed`).  Other strategies ignore it.
     sync_buckets : bool, default True
         ``bucketed`` with ``world_size > 1`` only: every step's batches come from one bucket.
     padding_noise : float, default PADDING_NOISE
@@ -197,7 +197,7 @@ def epoch_builder(
         sizes, budget = (), rule.token_budget(hist.max)
     else:
         sizes = (rule.fixed_batch_size(hist.max),)
-    setup = _Setup(
+    setup = Setup(
         strategy,
         arr,
         hist,

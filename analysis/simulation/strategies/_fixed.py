@@ -1,7 +1,7 @@
 """The sample-count strategies: ``sorted``, ``random``, ``bucketed`` and ``length_grouped``.
 
 Each is a ``prepare`` function (the per-dataset work, once) returning a frozen state whose
-``epoch`` method draws one epoch (see :mod:`analysis.strategies` for what each one does).
+``epoch`` method draws one epoch (see :mod:`analysis.simulation.strategies` for what each one does).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from analysis.batching import bucket_index
-from analysis.bucketed import BucketLayout, bucket_layout, draw_epoch, gather_batches, small_keys
-from analysis.strategies._epoch import Epoch, _even_offsets, _no_buckets, _Setup, _stable_order
+from analysis.simulation.bucketed import BucketLayout, bucket_layout, draw_epoch, gather_batches, small_keys
+from analysis.simulation.strategies._epoch import Epoch, Setup, even_offsets, no_buckets, stable_order
 
 
 @dataclass(frozen=True, eq=False)
@@ -26,12 +26,12 @@ class SortedState:
     def epoch(self, rng: np.random.Generator) -> Epoch:
         perm = rng.permutation(self.offsets.size - 1)
         indices, new_offsets = gather_batches(self.order, self.offsets, perm)
-        return Epoch(indices, new_offsets, _no_buckets(perm.size), "sorted")
+        return Epoch(indices, new_offsets, no_buckets(perm.size), "sorted")
 
 
-def _prepare_sorted(b: _Setup) -> SortedState:
-    order = _stable_order(b.lengths)
-    return SortedState(order, _even_offsets(order.size, b.batch_sizes[0]))
+def prepare_sorted(b: Setup) -> SortedState:
+    order = stable_order(b.lengths)
+    return SortedState(order, even_offsets(order.size, b.batch_sizes[0]))
 
 
 @dataclass(frozen=True, eq=False)
@@ -44,16 +44,16 @@ class RandomState:
     def epoch(self, rng: np.random.Generator) -> Epoch:
         offsets = self.offsets
         indices = rng.permutation(self.n).astype(np.int64, copy=False)
-        return Epoch(indices, offsets.copy(), _no_buckets(offsets.size - 1), "random")
+        return Epoch(indices, offsets.copy(), no_buckets(offsets.size - 1), "random")
 
 
-def _prepare_random(b: _Setup) -> RandomState:
-    return RandomState(b.lengths.size, _even_offsets(b.lengths.size, b.batch_sizes[0]))
+def prepare_random(b: Setup) -> RandomState:
+    return RandomState(b.lengths.size, even_offsets(b.lengths.size, b.batch_sizes[0]))
 
 
 @dataclass(frozen=True, eq=False)
 class BucketedState:
-    """``bucketed``: the training sampler's layout (:mod:`analysis.bucketed`), drawn as it does."""
+    """``bucketed``: the training sampler's layout (:mod:`analysis.simulation.bucketed`), drawn as it does."""
 
     layout: BucketLayout
 
@@ -62,7 +62,7 @@ class BucketedState:
         return Epoch(ep.indices, ep.offsets, ep.buckets, "bucketed")
 
 
-def _prepare_bucketed(b: _Setup) -> BucketedState:
+def prepare_bucketed(b: Setup) -> BucketedState:
     # One implementation with the training sampler: its layout (drop_last=False) and draw.
     assert b.edges is not None  # epoch_builder requires edges for bucketed
     return BucketedState(
@@ -104,13 +104,13 @@ class LengthGroupedState:
         top = int(firsts[np.argmax(self.lengths[indices[firsts]])])
         indices[0], indices[top] = indices[top], indices[0]
         offsets = self.offsets
-        return Epoch(indices, offsets.copy(), _no_buckets(offsets.size - 1), "length_grouped")
+        return Epoch(indices, offsets.copy(), no_buckets(offsets.size - 1), "length_grouped")
 
 
-def _prepare_length_grouped(b: _Setup) -> LengthGroupedState:
+def prepare_length_grouped(b: Setup) -> LengthGroupedState:
     n, size = b.lengths.size, b.batch_sizes[0]
     group = size * b.gradient_accumulation_steps  # what the Trainer passes as batch_size
     mult = max(1, min(n // (group * 4), 50))
     return LengthGroupedState(
-        b.lengths, mult * group, b.hist.max - b.hist.min + 1, _even_offsets(n, size), b.hist.max - b.lengths
+        b.lengths, mult * group, b.hist.max - b.hist.min + 1, even_offsets(n, size), b.hist.max - b.lengths
     )
