@@ -3,9 +3,9 @@
 - ``edges`` ``[e0, e1, ..., eK]``: strictly increasing integers; bucket ``i`` holds lengths
   ``e_i < L <= e_{i+1}``; ``e0`` is below the shortest length, ``eK`` at or above the longest.
 - :class:`BatchRule`: ``batch_size`` samples per batch, or a ``max_tokens`` budget (bucket
-  ``i`` then takes ``max(1, max_tokens // e_{i+1})`` samples), and ``pad_to_multiple_of``
-  (a batch's longest is rounded up to a multiple of it).  Built once where user input comes
-  in (:meth:`BatchRule.resolve`) and passed down as a value.
+  ``i`` then takes ``max(1, max_tokens // round_up(e_{i+1}, m))`` samples), and
+  ``pad_to_multiple_of`` ``m`` (a batch's longest is rounded up to a multiple of it).  Built
+  once where user input comes in (:meth:`BatchRule.resolve`) and passed down as a value.
 - The defaults (:data:`DEFAULT_BATCH_SIZE`, :data:`DEFAULT_N_BUCKETS`, ...) live here only.
 
 Each rule is written once, here; nothing else re-implements it.
@@ -278,16 +278,20 @@ class BatchRule:
     """How batches are cut: exactly one of ``batch_size`` and ``max_tokens``, plus rounding.
 
     ``batch_size``: samples per batch.  ``max_tokens``: a token budget per batch; a bucket
-    takes ``max(1, max_tokens // upper_edge)`` samples (its longest possible sample fits),
-    and a strategy without buckets takes ``max(1, max_tokens // longest)``.
-    ``pad_to_multiple_of``: a batch's longest is rounded up to a multiple of this (as
-    Hugging Face's ``DataCollatorWithPadding(pad_to_multiple_of=...)`` does).
+    takes ``max(1, max_tokens // round_up(upper_edge, m))`` samples and a strategy without
+    buckets ``max(1, max_tokens // round_up(longest, m))`` (:meth:`budget_batch_size`), so
+    a batch of its longest possible sample, padded, fits the budget; only a lone sample
+    padded beyond it passes (:meth:`may_exceed`).  ``pad_to_multiple_of`` (``m``): a batch's
+    longest is rounded up to a multiple of this (as Hugging Face's
+    ``DataCollatorWithPadding(pad_to_multiple_of=...)`` does).
 
     Examples
     --------
     >>> rule = BatchRule(max_tokens=16384)
     >>> rule.batch_sizes([0, 1000, 4000]), rule.fixed_batch_size(4000)
     ([16, 4], 4)
+    >>> BatchRule(max_tokens=8192, pad_to_multiple_of=64).batch_sizes([0, 315, 682])  # 320, 704
+    [25, 11]
     >>> BatchRule.resolve(), BatchRule.resolve(max_tokens=4096).text
     (BatchRule(batch_size=8, max_tokens=None, pad_to_multiple_of=1), 'max_tokens 4,096')
     >>> BatchRule(batch_size=8, max_tokens=4096)
@@ -325,28 +329,62 @@ class BatchRule:
             batch_size = DEFAULT_BATCH_SIZE
         return cls(batch_size, max_tokens, 1 if pad_to_multiple_of is None else pad_to_multiple_of)
 
+    def budget_batch_size(self, longest: np.ndarray) -> np.ndarray:
+        """The one rule of a token budget's batch size: ``max(1, max_tokens //
+        round_up(longest, m))`` for each longest possible length (an ``int64`` array), so
+        that many samples padded to it fit ``max_tokens``.
+
+        Examples
+        --------
+        >>> rule = BatchRule(max_tokens=100, pad_to_multiple_of=8)
+        >>> rule.budget_batch_size(np.array([10, 17, 99, 120])).tolist()  # 16, 24, 104, 120
+        [6, 4, 1, 1]
+        """
+        assert self.max_tokens is not None
+        padded = round_up(np.asarray(longest, dtype=np.int64), self.pad_to_multiple_of)
+        out: np.ndarray = np.maximum(1, self.max_tokens // np.maximum(padded, 1))
+        return out
+
     def batch_sizes(self, edges: Sequence[int]) -> list[int]:
-        """Samples per batch in each bucket of ``edges`` (validated edges)."""
+        """Samples per batch in each bucket of ``edges`` (validated edges): ``batch_size``,
+        or :meth:`budget_batch_size` at each upper edge."""
         if self.batch_size is not None:
             return [self.batch_size] * (len(edges) - 1)
-        assert self.max_tokens is not None
-        return [max(1, self.max_tokens // int(upper)) for upper in edges[1:]]
+        if self.pad_to_multiple_of == 1:  # exact for any int, however large
+            assert self.max_tokens is not None
+            return [max(1, self.max_tokens // int(upper)) for upper in edges[1:]]
+        return [int(v) for v in self.budget_batch_size(np.asarray(edges[1:], dtype=np.int64)).tolist()]
 
     def fixed_batch_size(self, longest: int) -> int:
         """One batch size for a whole epoch (sorted, random, length-grouped batching):
-        ``batch_size``, or the largest that fits ``max_tokens`` at the ``longest`` sample."""
+        ``batch_size``, or the largest that fits ``max_tokens`` at the ``longest`` sample
+        padded (:meth:`budget_batch_size`)."""
         if self.batch_size is not None:
             return self.batch_size
-        assert self.max_tokens is not None
-        return max(1, self.max_tokens // int(longest))
+        return self.batch_sizes([0, int(longest)])[0]
+
+    def may_exceed(self, longest: int) -> bool:
+        """Whether a batch of data whose longest sample is ``longest`` can pass ``max_tokens``
+        padded tokens: only a lone sample whose padded length passes it (never under
+        ``batch_size``).
+
+        Examples
+        --------
+        >>> rule = BatchRule(max_tokens=100, pad_to_multiple_of=8)
+        >>> rule.may_exceed(100), rule.may_exceed(96)  # 100 pads to 104
+        (True, False)
+        """
+        budget = self.max_tokens
+        return budget is not None and int(round_up(int(longest), self.pad_to_multiple_of)) > budget
 
     def token_budget(self, longest: int) -> int:
         """Tokens per batch of the token strategies (token_budget, packing): ``max_tokens``,
-        or the memory of a full batch of the longest sample (``batch_size * longest``)."""
+        or the memory of a full batch of the longest sample padded (``batch_size *
+        round_up(longest, pad_to_multiple_of)``)."""
         if self.max_tokens is not None:
             return self.max_tokens
         assert self.batch_size is not None
-        return self.batch_size * int(longest)
+        return self.batch_size * int(round_up(int(longest), self.pad_to_multiple_of))
 
     def kwargs(self) -> dict[str, int]:
         """The rule as keyword arguments: ``{"batch_size": B}`` or ``{"max_tokens": T}``

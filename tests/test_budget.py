@@ -25,13 +25,14 @@ kernel = importlib.import_module("analysis.optimize._kernel")
 
 # ------------------------------------------------------------- the objective, independently
 def steps_tokens(lengths, counts, edges, max_tokens, pad=1) -> int:
-    """max_tokens per step, ceil(n / B) steps per bucket (B = max(1, max_tokens // upper edge)),
-    plus what each sample padded beyond the budget passes it by (it is alone in its batch)."""
+    """max_tokens per step, ceil(n / B) steps per bucket (B = max(1, max_tokens // the upper edge
+    padded to a multiple of pad)), plus what each sample padded beyond the budget passes it by
+    (it is alone in its batch)."""
     total = 0
     for lo, hi in zip(edges[:-1], edges[1:], strict=True):
         n = sum(c for v, c in zip(lengths, counts, strict=True) if lo < v <= hi)
         if n:
-            total += -(-n // max(1, max_tokens // hi)) * max_tokens
+            total += -(-n // max(1, max_tokens // (-(-hi // pad) * pad))) * max_tokens
     return total + sum(
         c * max(0, -(-v // pad) * pad - max_tokens) for v, c in zip(lengths, counts, strict=True)
     )

@@ -60,7 +60,7 @@ def full_batch_objective(lengths, counts, edges, *, batch_size=None, max_tokens=
         inside = [(v, c) for v, c in zip(lengths, counts, strict=False) if lo < v <= hi]
         if not inside:
             continue
-        b = batch_size if batch_size is not None else max(1, max_tokens // hi)
+        b = batch_size if batch_size is not None else max(1, max_tokens // (-(-hi // pad) * pad))
 
         def g(v):
             return Fraction(-(-v // pad) * pad)
@@ -87,7 +87,7 @@ def exact_padded(lengths, counts, edges, *, batch_size=None, max_tokens=None, pa
         inside = [(v, c) for v, c in zip(lengths, counts, strict=False) if lo < v <= hi]
         if not inside:
             continue
-        b = batch_size if batch_size is not None else max(1, max_tokens // hi)
+        b = batch_size if batch_size is not None else max(1, max_tokens // (-(-hi // pad) * pad))
         n = sum(c for _, c in inside)
 
         def e_max(size, inside=inside, n=n):
@@ -529,7 +529,7 @@ def test_plan_reports_the_exact_expectation(seed):
         assert plan.to_frame()["samples"].sum() == hist.n_samples
         assert plan.rule == BatchRule(**batch, pad_to_multiple_of=8)
         assert plan.n_buckets == len(plan.edges) - 1 == k
-    assert plan.batch_sizes == [max(1, 200 // e) for e in plan.edges[1:]]
+    assert plan.batch_sizes == [max(1, 200 // (-(-e // 8) * 8)) for e in plan.edges[1:]]  # padded edges
 
 
 def test_evaluate_edges_reports_the_exact_expectation():
@@ -537,7 +537,7 @@ def test_evaluate_edges_reports_the_exact_expectation():
     hist = LengthHistogram.from_counts(lengths, counts)
     plan = evaluate_edges(hist, [0, 9, 40], max_tokens=60, pad_to_multiple_of=4, objective="padding")
     assert plan.method == "given" and plan.n_buckets_requested == 2 and plan.exact
-    assert plan.batch_sizes == [6, 1]
+    assert plan.batch_sizes == [5, 1]  # 60 // 12 (the edge 9 padded to a multiple of 4), 60 // 40
     want = exact_padded(lengths, counts, [0, 9, 40], max_tokens=60, pad=4)
     assert plan.padded_tokens == pytest.approx(float(want), rel=1e-12)
     assert plan.objective == pytest.approx(

@@ -306,8 +306,9 @@ def test_metrics_match_a_direct_computation(strategy):
         pad_to_multiple_of=multiple,
         **rule,
     )
-    builder = epoch_builder(lengths, strategy, edges=edges, world_size=world_size, **rule)
-    assert builder.rule == BatchRule(**rule)
+    given = BatchRule(**rule, pad_to_multiple_of=multiple)  # token_budget fills by padded length
+    builder = epoch_builder(lengths, strategy, given, edges=edges, world_size=world_size)
+    assert builder.rule == given
     rng = np.random.default_rng(6)
     seen: set[frozenset[int]] = set()
     L = lengths.tolist()

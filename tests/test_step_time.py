@@ -376,7 +376,7 @@ def exact_time_objective(
         inside = [(v, c) for v, c in zip(lengths, counts, strict=True) if lo < v <= hi]
         if not inside:
             continue
-        b = batch_size if batch_size is not None else max(1, max_tokens // hi)
+        b = batch_size if batch_size is not None else max(1, max_tokens // (-(-hi // pad) * pad))
         n = sum(c for _, c in inside)
         total += c0 * -(-n // b)
 

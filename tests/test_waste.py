@@ -459,7 +459,7 @@ def test_sorted_padding_on_random_histograms_matches_brute_force(data, batch_siz
         if max_tokens
         else BatchRule(batch_size=batch_size, pad_to_multiple_of=m)
     )
-    size = max(1, max_tokens // hist.max) if max_tokens else batch_size
+    size = max(1, max_tokens // (-(-hist.max // m) * m)) if max_tokens else batch_size
     est = sorted_padding(hist, rule)
     assert est.padded_tokens == brute_force_sorted(samples, size, m)
     assert est.batch_sizes == (size,) and est.rule == BatchRule(size, None, m)

@@ -34,7 +34,8 @@ import numpy as np
 import pandas as pd
 
 from analysis._validate import check_rng, positive_int
-from analysis.batching import BatchRule, as_rule, check_edges, round_up
+from analysis.answers.throughput import batch_seconds
+from analysis.batching import BatchRule, as_rule, check_edges
 from analysis.lengths import LengthHistogram
 from analysis.optimize import (
     BucketPlan,
@@ -43,7 +44,7 @@ from analysis.optimize import (
     optimal_plans,
 )
 from analysis.padding.mixing import random_mixing, sorted_mixing
-from analysis.padding.waste import random_padding, sorted_padding, step_tokens
+from analysis.padding.waste import batch_step_tokens, budget_fill, random_padding, sorted_padding, step_tokens
 from analysis.simulation.epochs import simulate
 from analysis.timing.epoch import expected_epoch_time
 from analysis.timing.step_time import StepTimeModel
@@ -179,21 +180,14 @@ def _simulated_row(
     se = math.sqrt(float((e["mixing_se"] ** 2).mean()) / len(e))
     later = e["composition_repeat"].iloc[1:]
     rate = math.nan
-    if model is not None:
-        b = res.batches
-        if strategy == "packing":
-            budget = rule.token_budget(hist.max)
-            seconds = model.predict(np.ones(len(b)), np.full(len(b), budget))
-        else:
-            seconds = model.predict(
-                b["size"].to_numpy(), round_up(b["longest"].to_numpy(), rule.pad_to_multiple_of)
-            )
-        rate = res.useful_tokens / float(np.sum(seconds))
+    if model is not None:  # every batch priced as throughput prices it (packed rows as packed)
+        seconds = batch_seconds(model, res.batches, strategy, rule, hist.max)
+        rate = res.useful_tokens / math.fsum(seconds.tolist())
     label = strategy if knob == "" else f"{strategy} {_SHORT.get(knob, knob)}={value}"
     fill = math.nan
     if rule.max_tokens is not None:  # a step holds the budget, or a lone sample beyond it
-        steps = np.maximum(res.batches["padded"].to_numpy(float), float(rule.max_tokens))
-        fill = float(res.batches["useful"].sum()) / float(steps.sum())
+        steps = batch_step_tokens(res.batches["padded"].to_numpy(), rule.max_tokens)
+        fill = float(budget_fill(res.useful_tokens, steps) or math.nan)
     return _row(
         strategy,
         knob,
@@ -356,8 +350,7 @@ def frontier(
         ("random", random_padding(hist, rule), random_mixing(hist, rule)),
     ):
         rate = math.nan if model is None else hist.total_tokens / expected_epoch_time(hist, model, name, rule)
-        steps = step_tokens(hist, rule, est.n_batches)
-        fill = math.nan if steps is None else hist.total_tokens / steps
+        fill = budget_fill(hist.total_tokens, step_tokens(hist, rule, est.n_batches))
         rows.append(
             _row(
                 name,
@@ -365,7 +358,7 @@ def frontier(
                 None,
                 name,
                 efficiency=est.efficiency,
-                budget_fill=fill,
+                budget_fill=math.nan if fill is None else fill,
                 mixing=mix,
                 mixing_se=0.0,
                 tokens_per_s=rate,

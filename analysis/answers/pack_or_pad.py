@@ -6,9 +6,10 @@ strategies (one table: tokens/s, seconds per epoch) and sweeps the batch rule's 
 powers of two around yours: at each size, the best exact padded strategy (``sorted``,
 ``random``, ``bucketed`` on your edges, :func:`~analysis.expected_epoch_time`) against
 first-fit-decreasing packing into rows of that size's token budget, priced exactly from its
-row count (one rank: a packed epoch costs ``per_step * rows + (per_sample + per_segment) * n
-+ (per_token * T(C) + working_set * T(C)**2) * rows + attention * sum(l**2)``, whatever
-packs the rows).  :mod:`analysis.narrative.packing` says it in a sentence.
+row count (one rank: each row priced by :func:`analysis.timing.price.step_seconds`, so a packed
+epoch costs ``per_step * rows + (per_sample + per_segment) * n + (per_token * T(C) +
+working_set * T(C)**2) * rows + attention * sum(l**2)``, whatever packs the rows).
+:mod:`analysis.narrative.packing` says it in a sentence.
 """
 
 from __future__ import annotations
@@ -22,11 +23,12 @@ import pandas as pd
 
 from analysis._validate import check_rng
 from analysis.answers.throughput import DEFAULT_STRATEGIES, predict_strategy_throughput
-from analysis.batching import BatchRule, as_rule, round_up
+from analysis.batching import BatchRule, as_rule
 from analysis.lengths import LengthHistogram
 from analysis.padding.waste import EXACT_STRATEGIES
 from analysis.simulation.strategies import PACKED_STRATEGIES, ffd_plan
 from analysis.timing.epoch import expected_epoch_time
+from analysis.timing.price import step_seconds
 from analysis.timing.step_time import StepTimeModel
 
 __all__ = ["PackOrPad", "pack_or_pad", "packed_epoch_seconds"]
@@ -45,16 +47,13 @@ def packed_epoch_seconds(hist: LengthHistogram, model: StepTimeModel, max_tokens
     >>> packed_epoch_seconds(hist, StepTimeModel(per_step=1.0, attention=0.01), 10)  # 2 rows
     (2.9, 2)
     """
-    bins, _, _ = ffd_plan(hist, max_tokens)
+    bins, lengths, counts = ffd_plan(hist, max_tokens)
     rows = int(bins.max()) + 1
-    n = hist.n_samples
-    capacity = float(round_up(max_tokens, model.tile))
-    squares = float(np.dot(hist.counts.astype(float), hist.lengths.astype(float) ** 2))
-    per_row = model.per_step + model.per_token * capacity + model.working_set * capacity**2
-    seconds = math.fsum(
-        [per_row * rows, (model.per_sample + model.per_segment) * n, model.attention * squares]
-    )
-    return seconds, rows
+    samples = np.bincount(bins, weights=counts, minlength=rows)
+    squares = np.bincount(bins, weights=counts * lengths.astype(float) ** 2, minlength=rows)
+    rule = BatchRule(max_tokens=max_tokens)
+    seconds = step_seconds(model, samples, 0, rule, square_sum=squares, row_tokens=max_tokens)
+    return math.fsum(seconds.tolist()), rows
 
 
 def _scaled(rule: BatchRule, factor: float) -> BatchRule | None:

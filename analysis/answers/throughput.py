@@ -28,13 +28,14 @@ import numpy as np
 import pandas as pd
 
 from analysis._validate import known_name, positive_int
-from analysis.batching import BatchRule, as_rule, bucket_bounds, check_edges, round_up
+from analysis.batching import BatchRule, as_rule, bucket_bounds, check_edges
 from analysis.lengths import LengthHistogram, as_histogram
 from analysis.optimize import sweep_bucket_counts
 from analysis.padding.waste import EXACT_STRATEGIES, exact_padding
 from analysis.simulation.epochs import simulate
 from analysis.simulation.strategies import ALL_STRATEGIES, PACKED_STRATEGIES, strategy_rule
 from analysis.timing.epoch import expected_epoch_time
+from analysis.timing.price import step_seconds
 from analysis.timing.proportional import predict_from_reference
 from analysis.timing.step_time import StepTimeModel, check_model
 
@@ -66,6 +67,31 @@ def _exact_step_sizes(
     mean = hist.n_samples / steps
     cv = math.sqrt(max(squares / steps - mean * mean, 0.0)) / mean
     return {"rows_per_step": mean, "samples_per_step": mean, "samples_per_step_cv": cv}
+
+
+def batch_seconds(
+    model: StepTimeModel, batches: pd.DataFrame, strategy: str, rule: BatchRule, longest: int
+) -> np.ndarray:
+    """The seconds of each batch of a simulated epoch (``SimulationResult.batches``) of
+    ``strategy`` under ``rule`` on data whose longest sample is ``longest``: a padded batch
+    as its size and longest, a packed row (the ``packing*`` strategies) as a row of the token
+    budget holding its samples as segments (:func:`analysis.timing.price.step_seconds`).
+
+    Examples
+    --------
+    >>> frame = pd.DataFrame({"size": [2, 3], "longest": [10, 4], "square_sum": [136.0, 48.0]})
+    >>> batch_seconds(StepTimeModel(per_token=0.1), frame, "sorted", BatchRule(batch_size=2), 10).tolist()
+    [2.0, 1.2000000000000002]
+    >>> batch_seconds(StepTimeModel(per_token=0.1), frame, "packing", BatchRule(max_tokens=20), 10).tolist()
+    [2.0, 2.0]
+    """
+    size = batches["size"].to_numpy()
+    if strategy in PACKED_STRATEGIES:
+        budget = rule.token_budget(longest)  # as the simulated builder's
+        return step_seconds(
+            model, size, 0, rule, square_sum=batches["square_sum"].to_numpy(), row_tokens=budget
+        )
+    return step_seconds(model, size, batches["longest"].to_numpy(), rule)
 
 
 def simulated_epoch_times(
@@ -117,12 +143,7 @@ def simulated_epoch_times(
         sync_buckets=sync_buckets,
     )
     batches = res.batches
-    if strategy in PACKED_STRATEGIES:
-        budget = rule.token_budget(as_histogram(lengths).max)  # as the simulated builder's
-        seconds = model.predict_packed(batches["size"], batches["square_sum"], budget)
-    else:
-        padded = round_up(batches["longest"].to_numpy(), rule.pad_to_multiple_of)
-        seconds = model.predict(batches["size"].to_numpy(), padded)
+    seconds = batch_seconds(model, batches, strategy, rule, as_histogram(lengths).max)
     steps = pd.DataFrame({"epoch": batches["epoch"], "step": batches["step"], "seconds": seconds})
     per_step = steps.groupby(["epoch", "step"])["seconds"].max()
     samples = batches.groupby(["epoch", "step"])["size"].sum().astype(float).groupby(level="epoch")

@@ -125,7 +125,7 @@ def build_problem(
     if rule.batch_size is not None:
         size = np.full(m + 1, rule.batch_size, np.int64)
     else:
-        size = np.maximum(1, rule.max_tokens // np.maximum(upper, 1))
+        size = rule.budget_batch_size(upper)  # the one rule (upper[0] = 0 is never a bucket's end)
     # A bucket may end at t when its edge (upper[t]) separates v_t from v_{t+1}.
     ends = np.flatnonzero(np.r_[False, upper[1:m] < lengths[1:], True])
     per_batch = float(rule.max_tokens or 0) if steps else 0.0 if step_time is None else step_time.per_step

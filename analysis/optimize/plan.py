@@ -6,14 +6,15 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
-from analysis.batching import BatchRule, bucket_bounds, bucket_index
+from analysis.batching import BatchRule, bucket_bounds, bucket_index, round_up
 from analysis.lengths import LengthHistogram
 from analysis.optimize._problem import Problem, StepTimeLike
 from analysis.padding.mixing import edges_mixing
 from analysis.padding.order_stats import expected_batch_sum
-from analysis.padding.waste import WasteEstimate, bucketed_estimate, step_tokens
+from analysis.padding.waste import WasteEstimate, bucketed_estimate, budget_fill, step_tokens
 from analysis.tables import format_percent
 
 
@@ -156,9 +157,9 @@ class BucketPlan:
     @property
     def budget_fill(self) -> float | None:
         """Under a token budget, useful tokens over ``step_tokens`` (``max_tokens`` per step, a
-        lone sample beyond the budget counting as it is padded): in ``(0, 1]``; ``None`` under
-        a batch size."""
-        return None if self.step_tokens is None else self.useful_tokens / self.step_tokens
+        lone sample padded beyond the budget counting as it is padded:
+        :func:`~analysis.padding.waste.budget_fill`): in ``(0, 1]``; ``None`` under a batch size."""
+        return budget_fill(self.useful_tokens, self.step_tokens)
 
     @property
     def waste_tokens(self) -> float:
@@ -260,26 +261,38 @@ def _bucket_names(est: WasteEstimate, which: list[int]) -> str:
 
 def _warnings(hist: LengthHistogram, est: WasteEstimate) -> tuple[str, ...]:
     """One line per degenerate trait of a token budget's plan: buckets of batch size 1, samples
-    longer than half the budget (no two share a batch), samples longer than the budget."""
+    longer than half the budget (no two share a batch), samples longer than the budget (each a
+    batch over it: the one way a plan of :meth:`BatchRule.batch_sizes` passes the budget).
+    With ``pad_to_multiple_of`` ``m`` the lengths are the padded ones."""
     budget = est.rule.max_tokens
     if budget is None:
         return ()
+    m = est.rule.pad_to_multiple_of
+    padded = round_up(hist.lengths, m)
+    longer, upper = (
+        ("longer than", "upper edge")
+        if m == 1
+        else (f"padded to a multiple of {m:,} longer than", f"upper edge padded to a multiple of {m:,}")
+    )
     out = []
     ones = [i for i, (b, n) in enumerate(zip(est.batch_sizes, est.bucket_samples)) if b == 1 and n]
     if ones:
         n = sum(est.bucket_samples[i] for i in ones)
-        tokens = sum(est.bucket_tokens[i] for i in ones)
+        inside = bucket_index(hist.lengths, list(est.edges))
+        alone = LengthHistogram.from_counts(
+            hist.lengths[np.isin(inside, ones)], hist.counts[np.isin(inside, ones)]
+        )
         steps = sum(est.bucket_batches[i] for i in ones)
-        fill = format_percent(min(1.0, tokens / (steps * budget)), 1)
+        fill = format_percent(budget_fill(alone.total_tokens, step_tokens(alone, est.rule, steps)) or 0.0, 1)
         its = "its" if len(ones) == 1 else "their"
         out.append(
             f"batch size 1 in {len(ones)} of {est.n_buckets} bucket{'s' if est.n_buckets != 1 else ''} "
-            f"{_bucket_names(est, ones)} (upper edge above max_tokens / 2 = {_tokens(budget / 2)}): "
+            f"{_bucket_names(est, ones)} ({upper} above max_tokens / 2 = {_tokens(budget / 2)}): "
             f"{its} {n:,} sample{'s' if n != 1 else ''} take{'s' if n == 1 else ''} a step each, "
             f"filling {fill} of the {budget:,}-token budget"
         )
     for limit, what in ((budget / 2, "half of max_tokens"), (budget, "max_tokens")):
-        long = hist.lengths > limit
+        long = padded > limit
         if not long.any():
             continue
         count = sum(hist.counts[long].tolist())
@@ -290,9 +303,10 @@ def _warnings(hist: LengthHistogram, est: WasteEstimate) -> tuple[str, ...]:
             if limit < budget
             else "each is a batch over the budget (clip them with max_len or raise max_tokens)"
         )
+        top = f"has {hist.max:,}" if m == 1 else f"pads to {int(padded[-1]):,}"
         out.append(
-            f"{count:,} sample{plural} longer than {what} {budget:,} ({_tokens(limit)} tokens; the "
-            f"longest has {hist.max:,}), in bucket{'s' if len(where) != 1 else ''} "
+            f"{count:,} sample{plural} {longer} {what} {budget:,} ({_tokens(limit)} tokens; the "
+            f"longest {top}), in bucket{'s' if len(where) != 1 else ''} "
             f"{_bucket_names(est, where)}: {consequence}"
         )
     return tuple(out)

@@ -38,6 +38,8 @@ __all__ = [
     "exact_padding",
     "strategy_table",
     "step_tokens",
+    "batch_step_tokens",
+    "budget_fill",
 ]
 
 
@@ -200,16 +202,20 @@ def bucketed_estimate(
 
 
 def step_tokens(hist: LengthHistogram, rule: BatchRule, n_batches: int) -> int | None:
-    """The tokens ``n_batches`` steps of ``hist`` hold under ``rule``'s token budget:
-    ``max_tokens`` per step plus what each sample padded beyond the budget passes it by (such a
-    sample is alone in its step); ``None`` without a token budget.  ``useful / step_tokens``
-    is the budget fill.
+    """The tokens ``n_batches`` steps of ``hist`` take under ``rule``'s token budget: each step
+    takes ``max_tokens``, or its padded tokens where it passes the budget, which under
+    :meth:`~analysis.batching.BatchRule.batch_sizes` only a lone sample padded beyond the budget
+    does (:func:`batch_step_tokens` per batch; the plans, shuffles and sorted batches of the
+    rule, whose step count is fixed, take exactly this in every epoch); ``None`` without a
+    token budget.  ``useful / step_tokens`` is the budget fill (:func:`budget_fill`).
 
     Examples
     --------
     >>> hist = LengthHistogram.from_lengths([3, 5, 12])
     >>> step_tokens(hist, BatchRule(max_tokens=10), 3)  # three steps, the 12 passes by 2
     32
+    >>> step_tokens(hist, BatchRule(max_tokens=12, pad_to_multiple_of=8), 3)  # the 12 pads to 16
+    40
     """
     budget = rule.max_tokens
     if budget is None:
@@ -218,6 +224,33 @@ def step_tokens(hist: LengthHistogram, rule: BatchRule, n_batches: int) -> int |
     over = padded > budget
     beyond: int = sum(map(operator.mul, (padded[over] - budget).tolist(), hist.counts[over].tolist()))
     return int(n_batches) * budget + beyond
+
+
+def batch_step_tokens(padded: np.ndarray, max_tokens: int) -> int:
+    """The tokens steps of ``padded`` tokens each take under a budget of ``max_tokens``: each
+    ``max(max_tokens, padded)`` (a step reserves the budget; one that passes it takes what it
+    holds), summed exactly: the steps of :func:`step_tokens`, batch by batch.
+
+    Examples
+    --------
+    >>> batch_step_tokens(np.array([6, 10, 12]), 10)
+    32
+    """
+    over = padded[padded > max_tokens]
+    return int(padded.size - over.size) * int(max_tokens) + sum(int(v) for v in over.tolist())
+
+
+def budget_fill(useful_tokens: int, steps_tokens: int | None) -> float | None:
+    """The budget fill: useful tokens over the steps' tokens (:func:`step_tokens`,
+    :func:`batch_step_tokens`), in ``(0, 1]``; ``None`` without a token budget (``steps_tokens``
+    None).  The one definition every face shows.
+
+    Examples
+    --------
+    >>> budget_fill(20, 32), budget_fill(20, None)
+    (0.625, None)
+    """
+    return None if steps_tokens is None else useful_tokens / steps_tokens
 
 
 def expected_padding(

@@ -1,5 +1,6 @@
 """What a step costs in seconds: the shape of a training step (:mod:`~analysis.timing.shapes`),
-the step-time model fitted to measured steps (:mod:`~analysis.timing.step_time`), the
+the step-time model fitted to measured steps (:mod:`~analysis.timing.step_time`), the one
+price of a batch, padded or packed, that every prediction uses (:mod:`~analysis.timing.price`), the
 proportional rule that scales a measured tokens/s by efficiency
 (:mod:`~analysis.timing.proportional`) and the exact expected seconds of a closed-form epoch
 (:mod:`~analysis.timing.epoch`).

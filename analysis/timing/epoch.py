@@ -1,5 +1,7 @@
 """The exact expected seconds of an epoch: a fitted step-time model applied to the
-closed-form strategies (``sorted``, ``random``, ``bucketed``), from the histogram alone.
+closed-form strategies (``sorted``, ``random``, ``bucketed``), from the histogram alone, each
+batch priced as :func:`analysis.timing.price.step_seconds` prices it (a shuffle's expectation
+from the same per-sample parts, :meth:`StepTimeModel.sample_seconds_parts`).
 
 The simulated strategies' seconds (every batch of simulated epochs priced by the same model)
 and the tokens/s tables built on both are :mod:`analysis.answers.throughput`'s.
@@ -16,6 +18,7 @@ from analysis.batching import BatchRule, as_rule, bucket_bounds, check_edges, ro
 from analysis.lengths import LengthHistogram, as_histogram
 from analysis.padding.order_stats import expected_batch_sum
 from analysis.padding.waste import EXACT_STRATEGIES
+from analysis.timing.price import step_seconds
 from analysis.timing.step_time import StepTimeModel, check_model
 
 __all__ = ["expected_epoch_time"]
@@ -94,4 +97,4 @@ def expected_epoch_time(
         return _bucketed_seconds(hist, model, [hist.min - 1, hist.max], fixed)
     assert fixed.batch_size is not None
     sizes, longest = _sorted_batches(hist, fixed.batch_size)
-    return math.fsum(model.predict(sizes, round_up(longest, rule.pad_to_multiple_of)).tolist())
+    return math.fsum(step_seconds(model, sizes, longest, rule).tolist())

@@ -30,8 +30,9 @@ strategy           what it does (and who does it)
                    batches of ``batch_size``.  This replicates ``get_length_grouped_indices``.
 ``token_budget``   AllenNLP-style: sort by ``length * (1 + U(-0.1, 0.1))``
                    (fresh noise each epoch), fill each batch while
-                   ``(size + 1) * longest <= max_tokens``, shuffle batch order.  Needs
-                   ``max_tokens``; a sample longer than ``max_tokens`` goes alone in its batch.
+                   ``(size + 1) * longest <= max_tokens``, ``longest`` rounded up to
+                   ``pad_to_multiple_of`` (the batch's padded tokens), shuffle batch order.
+                   Needs ``max_tokens``; a sample padded beyond ``max_tokens`` goes alone.
 ``packing``        first-fit-decreasing packing into bins of ``max_tokens`` (no padding inside
                    a bin, a bin costs ``max_tokens``).  Needs ``max_tokens``; which samples of
                    a given length fill which bin, and the order of bins, are random per epoch.
@@ -52,8 +53,8 @@ are in :mod:`analysis.simulation.strategies._packers`.
 The batch rule is a :class:`~analysis.batching.BatchRule`: ``bucketed`` takes its
 per-bucket sizes (``rule.batch_sizes(edges)``), the other fixed-size strategies one size for
 the epoch (``rule.fixed_batch_size(longest)``), the token strategies a token budget
-(``rule.token_budget(longest)``: ``max_tokens``, or ``batch_size`` full batches of the
-longest sample, the same activation memory).
+(``rule.token_budget(longest)``: ``max_tokens``, or ``batch_size`` samples of the
+longest padded, the same activation memory).
 
 An epoch is stored flat (:class:`Epoch`: ``indices`` plus batch ``offsets``), built with a
 handful of vectorised NumPy calls; ``Epoch.batches()`` gives the list of arrays.

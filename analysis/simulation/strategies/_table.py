@@ -78,7 +78,8 @@ def strategy_rule(strategy: str, rule: BatchRule, longest: int) -> BatchRule:
     """The batch rule ``strategy`` actually runs with on data whose longest sample is ``longest``.
 
     ``bucketed`` runs ``rule`` itself; the token strategies fill batches up to
-    ``rule.token_budget(longest)``; the others take one batch size for the epoch
+    ``rule.token_budget(longest)`` (``token_budget`` by padded length, rounded to
+    ``pad_to_multiple_of``; the packers' rows hold no padding); the others take one batch size for the epoch
     (``rule.fixed_batch_size(longest)``).
 
     Examples
@@ -87,8 +88,10 @@ def strategy_rule(strategy: str, rule: BatchRule, longest: int) -> BatchRule:
     >>> [strategy_rule(name, rule, 1000).text for name in ("bucketed", "packing", "sorted")]
     ['max_tokens 4,096', 'max_tokens 4,096', 'batch_size 4']
     """
-    if strategy in TOKEN_STRATEGIES:
+    if strategy in PACKED_STRATEGIES:  # a packed row holds no padding
         return BatchRule(max_tokens=rule.token_budget(longest))
+    if strategy in TOKEN_STRATEGIES:  # token_budget pads its batches as the rule says
+        return BatchRule(None, rule.token_budget(longest), rule.pad_to_multiple_of)
     if strategy == "bucketed":
         return rule
     return BatchRule(rule.fixed_batch_size(longest), None, rule.pad_to_multiple_of)

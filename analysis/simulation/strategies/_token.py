@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from analysis._validate import positive_int
+from analysis.batching import round_up
 from analysis.lengths import LengthHistogram
 from analysis.simulation.bucketed import gather_batches, small_keys
 from analysis.simulation.strategies._epoch import Epoch, Setup, no_buckets
@@ -120,7 +121,7 @@ class TokenBudgetState:
     """``token_budget``: the lengths (and a narrow copy for random gathers), the budget."""
 
     lengths: np.ndarray
-    narrow: np.ndarray  # random gathers of the lengths read a narrow copy (fewer cache misses)
+    narrow: np.ndarray  # the padded lengths, narrow: random gathers read it (fewer cache misses)
     max_tokens: int
     noise: float = PADDING_NOISE
 
@@ -137,7 +138,10 @@ class TokenBudgetState:
 
 def prepare_token_budget(b: Setup) -> TokenBudgetState:
     assert b.max_tokens is not None  # the token strategies always get a budget
-    return TokenBudgetState(b.lengths, small_keys(b.lengths), b.max_tokens, b.padding_noise)
+    # a batch is filled by padded length (its longest rounded up to pad_to_multiple_of), so
+    # its padded tokens stay within the budget; the noisy sort key stays the raw length
+    padded = round_up(b.lengths, b.rule.pad_to_multiple_of)
+    return TokenBudgetState(b.lengths, small_keys(padded), b.max_tokens, b.padding_noise)
 
 
 def ffd_plan(hist: LengthHistogram, max_tokens: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
