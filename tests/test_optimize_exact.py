@@ -30,10 +30,12 @@ kernel = importlib.import_module("analysis.optimize._kernel")
 budget = importlib.import_module("analysis.optimize._budget")
 
 
-def batch_size_of(rule: dict, upper: int, edge_multiple: int = 1) -> int:
+def batch_size_of(rule: dict, upper: int, edge_multiple: int = 1, pad: int = 1) -> int:
+    """``batch_size``, or ``max_tokens`` over the upper edge (at its multiple) padded to ``pad``."""
     if "batch_size" in rule:
         return rule["batch_size"]
-    return max(1, rule["max_tokens"] // (-(-upper // edge_multiple) * edge_multiple))
+    edge = -(-upper // edge_multiple) * edge_multiple
+    return max(1, rule["max_tokens"] // (-(-edge // pad) * pad))
 
 
 def e_max(values: list[Fraction], counts: list[int], size: int) -> Fraction:
@@ -59,7 +61,7 @@ def exact_cost(lengths, counts, edges, rule, *, pad=1, model=None, edge_multiple
         inside = [(v, c) for v, c in zip(lengths, counts, strict=True) if lo < v <= hi]
         if not inside:
             continue
-        b = batch_size_of(rule, hi, edge_multiple)
+        b = batch_size_of(rule, hi, edge_multiple, pad)
         n = sum(c for _, c in inside)
         cs = [c for _, c in inside]
         padded = [-(-v // pad) * pad for v, _ in inside]
@@ -91,7 +93,7 @@ def brute_force_padded(samples: list[int], edges: list[int], rule: dict, pad: in
         inside = [v for v in samples if lo < v <= hi]
         if not inside:
             continue
-        b = batch_size_of(rule, hi)
+        b = batch_size_of(rule, hi, 1, pad)
         orders = list(itertools.permutations(inside))
         acc = 0
         for order in orders:

@@ -10,7 +10,14 @@ import math
 import numpy as np
 import pytest
 
-from analysis import BatchRule, LengthHistogram, StepTimeModel, frontier, predict_strategy_throughput
+from analysis import (
+    BatchRule,
+    LengthHistogram,
+    StepTimeModel,
+    frontier,
+    optimize_edges,
+    predict_strategy_throughput,
+)
 from analysis.answers.pack_or_pad import pack_or_pad, packed_epoch_seconds
 from analysis.simulation.strategies import ffd_plan
 from analysis.timing.epoch import expected_epoch_time
@@ -121,3 +128,15 @@ def test_the_exact_epochs_are_their_batches_priced_one_by_one():
     )
     seconds, n_rows = packed_epoch_seconds(hist, RICH_MODEL, 2048)
     assert n_rows == len(rows) and seconds == pytest.approx(by_hand, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "rule", [BatchRule(batch_size=6, pad_to_multiple_of=8), BatchRule(max_tokens=6000, pad_to_multiple_of=64)]
+)
+def test_the_optimisers_time_objective_is_the_epochs_price(rule):
+    """The optimiser's compiled objective (per-sample weights from the same parts) is the exact
+    expected epoch of the priced batches, less the ``per_sample`` seconds no edge changes."""
+    hist = LengthHistogram.from_lengths(np.random.default_rng(9).integers(1, 3000, 2_000))
+    plan = optimize_edges(hist, 3, rule, step_time=RICH_MODEL)
+    seconds = expected_epoch_time(hist, RICH_MODEL, "bucketed", rule, edges=plan.edges)
+    assert plan.objective + RICH_MODEL.per_sample * hist.n_samples == pytest.approx(seconds, rel=1e-9)

@@ -8,8 +8,9 @@ expected time of an epoch is exact from the same order statistics as
 ``g_B(L) = per_token * T(L) + (attention + working_set * B) * T(L)**2``
 (:meth:`~analysis.timing.step_time.StepTimeModel.sample_seconds`)
 (:func:`expected_epoch_time`, for ``sorted``, ``random`` and ``bucketed``).  Other strategies
-are priced batch by batch over simulated epochs (:func:`simulated_epoch_times`; a packed
-row of the ``packing*`` strategies as a packed step: attention within each sample); with
+are priced batch by batch over simulated epochs (:func:`simulated_epoch_times`, each batch by
+:func:`analysis.timing.price.step_seconds`; a packed row of the ``packing*`` strategies as a
+packed step: attention within each sample); with
 ``world_size > 1`` a step lasts as long as its slowest rank.
 :func:`predict_strategy_throughput` puts both beside the padded-token prediction
 (:mod:`analysis.timing.proportional`), and :func:`sweep_throughput` prices the optimal edges of both

@@ -21,9 +21,10 @@ growing with the tokens in the batch: in the CPU calibration committed in
 ran 3.1 to 6.8 % slower than the best model without it, and the shapes of 4,096 to 7,504
 tokens -3.2 to +1.8 %; with it, -0.6 to +5.0 %.
 
-What the model predicts (the expected and simulated time of an epoch, tokens/s per
-strategy) is in :mod:`analysis.answers.throughput`; ``optimize_edges(..., step_time=model)`` places
-edges for time.
+A batch's price, padded or packed, is :func:`analysis.timing.price.step_seconds` (every
+prediction calls it); what the model predicts (the expected and simulated time of an epoch,
+tokens/s per strategy) is in :mod:`analysis.timing.epoch` and :mod:`analysis.answers.throughput`;
+``optimize_edges(..., step_time=model)`` places edges for time.
 
 Nothing here imports torch (:func:`measure_step_times` calls the user's own ``step``) and
 nothing reads a file: :func:`analysis.loaders.load_step_times` reads a CSV of step times.
