@@ -281,7 +281,7 @@ class BatchRule:
     takes ``max(1, max_tokens // round_up(upper_edge, m))`` samples and a strategy without
     buckets ``max(1, max_tokens // round_up(longest, m))`` (:meth:`budget_batch_size`), so
     a batch of its longest possible sample, padded, fits the budget; only a lone sample
-    padded beyond it passes (:meth:`may_exceed`).  ``pad_to_multiple_of`` (``m``): a batch's
+    padded beyond it passes.  ``pad_to_multiple_of`` (``m``): a batch's
     longest is rounded up to a multiple of this (as Hugging Face's
     ``DataCollatorWithPadding(pad_to_multiple_of=...)`` does).
 
@@ -362,20 +362,6 @@ class BatchRule:
         if self.batch_size is not None:
             return self.batch_size
         return self.batch_sizes([0, int(longest)])[0]
-
-    def may_exceed(self, longest: int) -> bool:
-        """Whether a batch of data whose longest sample is ``longest`` can pass ``max_tokens``
-        padded tokens: only a lone sample whose padded length passes it (never under
-        ``batch_size``).
-
-        Examples
-        --------
-        >>> rule = BatchRule(max_tokens=100, pad_to_multiple_of=8)
-        >>> rule.may_exceed(100), rule.may_exceed(96)  # 100 pads to 104
-        (True, False)
-        """
-        budget = self.max_tokens
-        return budget is not None and int(round_up(int(longest), self.pad_to_multiple_of)) > budget
 
     def token_budget(self, longest: int) -> int:
         """Tokens per batch of the token strategies (token_budget, packing): ``max_tokens``,

@@ -85,7 +85,6 @@ def test_no_batch_passes_the_budget_but_a_lone_sample_padded_beyond_it(lengths, 
     # the plan warns exactly when a sample padded passes the budget
     beyond = int(round_up(hist.max, m)) > max_tokens
     assert any("over the budget" in w for w in plan.warnings) == beyond
-    assert rule.may_exceed(hist.max) == beyond
 
 
 @pytest.mark.parametrize("m", [1, 3, 64])
