@@ -21,7 +21,8 @@ from analysis.lengths import LengthHistogram
 class StepTimeLike(Protocol):
     """What the optimiser reads of a step-time model (:class:`analysis.StepTimeModel` is one):
     the seconds a sample adds to its batch, whole or as the parts a token budget needs apart,
-    and the seconds of each step."""
+    and the seconds of each step: the parts of the one price of a padded batch
+    (:func:`analysis.timing.price.step_seconds`), so the time objective is the priced epoch."""
 
     @property
     def per_step(self) -> float:
