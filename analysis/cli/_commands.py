@@ -37,7 +37,8 @@ from analysis.cli._options import (
     progress_bar,
 )
 from analysis.lengths import LengthHistogram
-from analysis.optimize import evaluate_edges, optimize_edges, sweep_measure
+from analysis.narrative.plan import describe_warning, plan_warnings
+from analysis.optimize import PlanWarning, evaluate_edges, optimize_edges, sweep_measure
 from analysis.simulation.epochs import compare_strategies
 from analysis.tables import column_kind, format_bound, format_count, format_value
 
@@ -184,7 +185,7 @@ def cmd_optimize(args: argparse.Namespace, out: TextIO) -> None:
         print(wrap(str(floor_sentence(plan)), indent="  ", subsequent="    "), file=out)
     if plan.n_buckets != k:
         print(f"  ({k} buckets asked; the data allow {plan.n_buckets})", file=out)
-    print_warnings(plan.warnings, out)
+    print_warnings(plan_warnings(plan), out)
     print(file=out)
     print(frame_text(plan.to_frame()), file=out)
 
@@ -237,7 +238,7 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> None:
         "max_len": args.max_len,
         "n_buckets_asked": None if args.edges is not None else (args.buckets or DEFAULT_N_BUCKETS),
         "gain_rule": _gain_rule_json(auto, max_buckets),
-        "warnings": list(plan.warnings),
+        "warnings": [w.to_dict() for w in plan.warnings],
     }
     if args.json:
         rows = {str(name): {str(c): _json_value(v) for c, v in row.items()} for name, row in table.iterrows()}
@@ -263,7 +264,7 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> None:
     print(
         wrap(", ".join(map(str, edges)), indent="  edges ", subsequent=" " * 8).replace(", ", ","), file=out
     )
-    print_warnings(plan.warnings, out)
+    print_warnings(plan_warnings(plan), out)
     shown = table if args.wide else table[[c for c in _COMPARE_COLUMNS if c in table.columns]]
     print(frame_text(shown), file=out)
     if not args.wide:
@@ -312,15 +313,16 @@ def cmd_report(args: argparse.Namespace, out: TextIO, argv: Sequence[str] | None
         )
     if args.buckets == AUTO:
         print(wrap(_report_auto_line(result.recommendation)), file=out)
-    print_warnings(result.recommendation["plan"]["warnings"], out)
+    facts = result.recommendation["plan"]["warnings"]
+    print_warnings([describe_warning(PlanWarning.from_dict(w)) for w in facts], out)
     print(f"report written to {result.out_dir} ({len(result.files)} files):", file=out)
     for path in result.files:
         print(f"  {path.relative_to(result.out_dir)}", file=out)
 
 
 def print_warnings(warnings: Sequence[str], out: TextIO) -> None:
-    """A plan's warnings (:attr:`analysis.BucketPlan.warnings`), one ``warning:`` line each
-    (wrapped to the terminal, its continuation indented)."""
+    """A plan's warnings (:func:`analysis.narrative.plan.plan_warnings`), one ``warning:`` line
+    each (wrapped to the terminal, its continuation indented)."""
     for line in warnings:
         print(wrap(f"warning: {line}", indent="  ", subsequent="    "), file=out)
 
