@@ -141,7 +141,7 @@ def test_heavy_tail_is_what_it_claims(heavy):
 
 
 def test_every_figure_is_a_plain_figure(figures):
-    assert len(figures) == 12
+    assert len(figures) == 11
     assert all(type(f) is Figure for f in figures.values())
 
 

@@ -73,6 +73,7 @@ class TradeOff:
     best: BucketedPoint | None
     most_efficient: BucketedPoint
     trainer: TrainerPoint | None
+    floor: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: the answer's numbers (the frontier's rows are :meth:`Frontier.to_dict`)."""
@@ -86,6 +87,7 @@ class TradeOff:
 
         return {
             "measure": self.measure,
+            "floor": self.floor,
             "target": self.target,
             "best": point(self.best),
             "most_efficient": point(self.most_efficient),

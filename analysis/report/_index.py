@@ -35,7 +35,16 @@ from analysis.report._notebooks import REPORT_CSS, Page
 from analysis.tables import format_count, format_percent, format_value, tidy
 from analysis.timing.step_time import StepTimeModel
 
-__all__ = ["SourceFile", "Source", "Speed", "SummaryFacts", "describe_source", "summary_facts", "index_html"]
+__all__ = [
+    "SourceFile",
+    "Source",
+    "Speed",
+    "SummaryFacts",
+    "describe_source",
+    "summary_facts",
+    "summary_tradeoff",
+    "index_html",
+]
 
 #: The strategies the summary compares.
 _SHOWN = ("random", "sorted", "bucketed")
@@ -179,6 +188,15 @@ def _speed(
     return Speed(relative["bucketed"], "padded-token ratio", basis, {})
 
 
+def summary_tradeoff(rec: Recommendation, hist: LengthHistogram, *, seed: int) -> TradeOff:
+    """The trade-off the summary page states (and ``recommendation.json`` records): the frontier
+    of :func:`analysis.answers.tradeoff.tradeoff` from a generator seeded with ``seed``, read at
+    the plan's ``min_efficiency`` floor when it has one (else at the Trainer's efficiency):
+    notebook 02, given the same ``seed`` and ``min_efficiency``, computes the same."""
+    floor = rec.floor.value if rec.floor is not None and rec.floor.floor == "min_efficiency" else None
+    return tradeoff(hist, rec.rule, rng=np.random.default_rng(seed), min_efficiency=floor)
+
+
 def summary_facts(
     source: Source,
     rec: Recommendation,
@@ -189,6 +207,7 @@ def summary_facts(
     model: StepTimeModel | None = None,
     step_times_name: str | None = None,
     calibration: tuple[float, str] | None = None,
+    trade: TradeOff | None = None,
 ) -> SummaryFacts:
     """What the summary page states about ``hist`` under ``rec`` (its plan and rule): the
     exact mixing (:mod:`analysis.padding.mixing`), the trade-off from the frontier of every
@@ -213,8 +232,7 @@ def summary_facts(
             "bucketed": rec.plan.mixing,
         }
     )
-    floor = rec.floor.value if rec.floor is not None and rec.floor.floor == "min_efficiency" else None
-    trade = tradeoff(hist, rec.rule, rng=np.random.default_rng(seed), min_efficiency=floor)
+    trade = summary_tradeoff(rec, hist, seed=seed) if trade is None else trade
     simulated = trade.frontier.simulated_samples
     if 0 < simulated < hist.n_samples:  # the Trainer's row: simulated on a subsample
         mixing.attrs = {"simulated_samples": simulated, "population_samples": hist.n_samples}
