@@ -14,9 +14,15 @@ from analysis.case import CASE_BATCH_SIZE, CASE_EDGES, CASE_MAX_LENGTH, CASE_MIN
 from analysis.narrative.budget import describe_steps
 from analysis.narrative.plan import buckets_phrase
 from analysis.optimize import sweep_measure
-from analysis.tables import format_count, format_percent, format_value
+from analysis.tables import format_bound, format_count, format_percent, format_value
 
-__all__ = ["describe_recommendation", "describe_answer", "describe_case"]
+__all__ = [
+    "describe_recommendation",
+    "describe_answer",
+    "describe_case",
+    "describe_auto_k",
+    "describe_report_auto_k",
+]
 
 
 def describe_recommendation(rec: Recommendation) -> str:
@@ -161,3 +167,43 @@ def describe_case() -> str:
         f"trained with batch size {CASE_BATCH_SIZE} and published {k}-bucket edges; the defaults here "
         f"(batch_size {DEFAULT_BATCH_SIZE}, K = {DEFAULT_N_BUCKETS}) {defaults}."
     )
+
+
+def describe_auto_k(rec: Recommendation, max_buckets: int) -> str:
+    """Which K ``--buckets auto`` took, and why (the gain of one more bucket, or the largest K
+    swept: ``--max-buckets`` or the data's distinct lengths).
+
+    Examples
+    --------
+    >>> from analysis import LengthHistogram
+    >>> from analysis.answers.recommendation import recommend
+    >>> rec = recommend(LengthHistogram.from_lengths([1, 2, 3, 4, 50, 60, 70, 80]), 1, batch_size=2)
+    >>> print(describe_auto_k(rec, 16))
+        --buckets auto took K = 5: one more bucket gains 0.00 points of efficiency, less than
+    --min-gain 0.01 (the gain rule over K = 1..8)
+    """
+    k = rec.n_buckets_suggested
+    measure = sweep_measure(rec.sweep)
+    optimal = rec.sweep[rec.sweep["method"] == "optimal"].set_index("n_buckets")[measure]
+    rule = f"--min-gain {rec.min_gain:g}"
+    if k + 1 in optimal.index:
+        gain = 100 * float(optimal.loc[k + 1] - optimal.loc[k])
+        return (
+            f"--buckets auto took K = {k}: one more bucket gains {format_bound(gain, upper=False)} points "
+            f"of {measure.replace('_', ' ')}, less than {rule} (the gain rule over "
+            f"K = 1..{int(optimal.index.max())})"
+        )
+    limit = f"--max-buckets {max_buckets}" if max_buckets <= k else "the data's distinct lengths"
+    return f"--buckets auto took K = {k}: the largest K swept ({limit}), each bucket gaining at least {rule}"
+
+
+def describe_report_auto_k(n_buckets: int, min_gain: float, max_buckets: int) -> str:
+    """Which K ``report --buckets auto`` took (the settings of ``recommendation.json``).
+
+    Examples
+    --------
+    >>> describe_report_auto_k(6, 0.01, 16)
+    '--buckets auto took K = 6: the gain rule's K (--min-gain 0.01 over K = 1..16)'
+    """
+    rule = f"--min-gain {min_gain:g} over K = 1..{max_buckets}"
+    return f"--buckets auto took K = {n_buckets}: the gain rule's K ({rule})"

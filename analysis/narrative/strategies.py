@@ -13,7 +13,7 @@ import pandas as pd
 
 from analysis.tables import format_bound, format_count, format_percent
 
-__all__ = ["describe_simulation", "describe_choice", "describe_sampler_data"]
+__all__ = ["describe_simulation", "describe_subsample", "describe_choice", "describe_sampler_data"]
 
 
 def _names(names: list[str]) -> str:
@@ -80,6 +80,25 @@ def describe_simulation(table: pd.DataFrame, epochs: int) -> str:
         f"({format_percent(efficiency[worst], 'prose')})."
     )
     return " ".join(parts)
+
+
+def describe_subsample(table: pd.DataFrame) -> str:
+    """Which samples a :func:`analysis.compare_strategies` table simulated when the data were too
+    many to expand (its ``simulated_samples`` column; the population in its ``attrs``).
+
+    Examples
+    --------
+    >>> table = pd.DataFrame({"simulated_samples": [1_000_000]})
+    >>> table.attrs["population_samples"] = 10**12
+    >>> print(describe_subsample(table))
+        simulated on a uniform subsample of 1,000,000 of the 1,000,000,000,000 samples; efficiency_se
+    is the standard error this leaves; expected_efficiency is exact
+    """
+    return (
+        f"simulated on a uniform subsample of {format_count(int(table['simulated_samples'].iloc[0]))} "
+        f"of the {format_count(int(table.attrs['population_samples']))} samples; efficiency_se is the "
+        "standard error this leaves; expected_efficiency is exact"
+    )
 
 
 def describe_choice(table: pd.DataFrame) -> str:
