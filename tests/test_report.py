@@ -314,7 +314,7 @@ def test_the_summary_page_answers_for_this_file(shared_report):
     assert plan["objective_kind"] == "steps" and "fewer padded tokens" not in index
     # ... against what a team would run under a token budget (dynamic batching, packing), not a
     # shuffle whose one batch size must fit the longest sample
-    answer = index.split("<p class=\"answer\">")[1].split("</p>")[0]
+    answer = index.split('<p class="answer">')[1].split("</p>")[0]
     assert f"<b>{format_count(plan['n_batches'])}</b> steps per epoch" in answer
     assert "dynamic batching (token_budget) takes" in answer and "packing takes" in answer
     assert "full shuffle" not in answer

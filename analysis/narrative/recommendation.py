@@ -179,7 +179,7 @@ def describe_auto_k(rec: Recommendation, max_buckets: int) -> str:
     >>> from analysis.answers.recommendation import recommend
     >>> rec = recommend(LengthHistogram.from_lengths([1, 2, 3, 4, 50, 60, 70, 80]), 1, batch_size=2)
     >>> print(describe_auto_k(rec, 16))
-        --buckets auto took K = 5: one more bucket gains 0.00 points of efficiency, less than
+        --buckets auto took K = 5: one more bucket gains 0.72 points of efficiency, less than
     --min-gain 0.01 (the gain rule over K = 1..8)
     """
     k = rec.n_buckets_suggested
@@ -202,8 +202,8 @@ def describe_report_auto_k(n_buckets: int, min_gain: float, max_buckets: int) ->
 
     Examples
     --------
-    >>> describe_report_auto_k(6, 0.01, 16)
-    '--buckets auto took K = 6: the gain rule's K (--min-gain 0.01 over K = 1..16)'
+    >>> print(describe_report_auto_k(6, 0.01, 16))
+    --buckets auto took K = 6: the gain rule's K (--min-gain 0.01 over K = 1..16)
     """
     rule = f"--min-gain {min_gain:g} over K = 1..{max_buckets}"
     return f"--buckets auto took K = {n_buckets}: the gain rule's K ({rule})"
