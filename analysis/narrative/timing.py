@@ -68,7 +68,7 @@ def describe_step_time_fit(model: StepTimeModel, hist: LengthHistogram) -> str:
     >>> model = StepTimeModel(per_step=1e-3, per_token=1e-5, measurements=measured)
     >>> print(describe_step_time_fit(model, LengthHistogram.from_lengths([10, 20, 40])))
         12 timed steps of 4 shapes (batch sizes 2..8, padded lengths 16..64). The fit's RMS relative
-    residual is 1.6% against a median spread of repeats of 2.0%; the fit set per_sample, attention,
+    residual is 1.6% against a median run-to-run variation of 2.0%; the fit set per_sample, attention,
     working_set to 0. The data (10..40 tokens) lie within the measured lengths.
     >>> text = describe_step_time_fit(model, LengthHistogram.from_lengths([10, 100]))
     >>> print(text[text.index("The data") :])
@@ -82,7 +82,7 @@ def describe_step_time_fit(model: StepTimeModel, hist: LengthHistogram) -> str:
         f"{int(measured['repeats'].sum()):,} timed steps of {len(measured)} shapes (batch sizes "
         f"{measured['batch_size'].min():,}..{measured['batch_size'].max():,}, padded lengths "
         f"{measured['length'].min():,}..{longest:,}). The fit's RMS relative residual is "
-        f"{format_percent(model.rms_relative_residual, 'prose')} against a median spread of repeats of "
+        f"{format_percent(model.rms_relative_residual, 'prose')} against a median run-to-run variation of "
         f"{format_percent(measured['spread'].median(), 'prose')}"
     )
     if zero:

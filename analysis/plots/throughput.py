@@ -78,7 +78,7 @@ def plot_step_time_fit(model: StepTimeModel, *, title: str | None = None) -> Fig
         color="#BBBBBB",
         alpha=0.5,
         step="mid",
-        label="spread of repeats (noise)",
+        label="run-to-run variation of repeats (noise)",
         lw=0,
     )
     right.scatter(
