@@ -12,12 +12,13 @@ is formatted, here.  The conventions:
   (``14,096``); Python ints are exact with separators whatever the column; other floats have
   3 decimals (``0.702``, ``12,345.678``); a list reads ``[0, 7700]``; a missing value (None,
   NaN) is ``–``.
-* **Prose** (:func:`analysis.narrative.percent`): :func:`format_percent` with 1 decimal unless
-  a sentence asks for more (``36.1%``); counts as :func:`format_count`.
+* **Prose** (every sentence of :mod:`analysis.narrative`): :func:`format_percent` in the
+  ``"prose"`` style, 1 decimal (``36.1%``); a standard error in the ``"error"`` style; counts as
+  :func:`format_count`.
 * **Bounds** ("within", "at most", "up to"; :func:`format_bound`): rounded outward, so the
   bound written still holds (a gap of 0.0726 points is "within 0.08 points").
-* **Figures** (bar and bucket labels, ticks): :func:`format_percent` with ``digits=None``, the
-  digits a small share needs (``81%``, ``5.1%``, ``0.04%``), ``n/a`` when missing;
+* **Figures** (bar and bucket labels, ticks): :func:`format_percent` in the ``"figure"`` style,
+  the digits a small share needs (``81%``, ``5.1%``, ``0.04%``), ``n/a`` when missing;
   :func:`format_count` for counts and :func:`format_length` for length ticks.
 
 Nothing reads ``-0``: a value that rounds to zero is written without its sign.  Imports
@@ -35,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = [
+    "DISPLAY_NAMES",
     "MISSING",
     "CellValue",
     "ColumnKind",
@@ -44,6 +46,7 @@ __all__ = [
     "format_length",
     "format_percent",
     "format_value",
+    "PercentStyle",
     "tidy",
 ]
 
@@ -81,6 +84,9 @@ _COUNT_WORDS = (
     "p99",
     "mean",
 )
+#: How a column is named where people read it: the simulator's within-batch length CV is
+#: "spread" on every face ("mixing" is only the variance share of :mod:`analysis.padding.mixing`).
+DISPLAY_NAMES = {"within_batch_cv": "spread"}
 #: A quantile's row label (``p10``, ``p95``, ``p999``): a length.
 _QUANTILE = re.compile(r"p\d+")
 
@@ -108,30 +114,56 @@ def _unsigned_zero(text: str) -> str:
     return text[1:] if text.startswith("-") and not text.strip("-0.,%") else text
 
 
-def format_percent(share: float, digits: int | None = 2, *, missing: str = MISSING) -> str:
-    """A share (``0.3612``) as a percentage: ``digits`` decimals, or with ``digits=None`` the
-    digits a small share needs (figures: whole percents from 10%, one decimal from 1%, two
-    significant digits below).  A non-finite share reads ``missing``.  A share that is not 0
+#: The named styles of :func:`format_percent`: how many decimals each kind of text shows.
+PercentStyle = Literal["table", "prose", "figure", "error"]
+#: Decimals by style (``None``: the digits a small share needs).
+PERCENT_DIGITS: dict[str, int | None] = {"table": 2, "prose": 1, "figure": None, "error": None}
+
+
+def format_percent(share: float, style: PercentStyle | int = "table", *, missing: str | None = None) -> str:
+    """A share (``0.3612``) as a percentage, in one of the named styles:
+
+    * ``"table"`` (the default): 2 decimals (``90.99%``), as every table shows a ratio;
+    * ``"prose"``: 1 decimal (``36.1%``), as every sentence writes a share;
+    * ``"figure"``: the digits a small share needs (whole percents from 10%, one decimal from
+      1%, two significant digits below: ``81%``, ``5.1%``, ``0.04%``), ``n/a`` when missing;
+    * ``"error"``: a standard error after ``±``, with the digits it needs (``0.04%``), so a
+      small error is written as its value, never as ``<0.1%``;
+    * an int: that many decimals (a sentence quoting a proven bound, say).
+
+    A non-finite share reads ``missing`` (``–``; ``n/a`` in figures).  A share that is not 0
     never reads ``0.0%`` and one below 1 never reads ``100.0%``: they read ``<0.1%`` and
     ``>99.9%`` (at the decimals shown).
 
     Examples
     --------
-    >>> format_percent(0.90994), format_percent(0.3612, 1), format_percent(-1e-12, 1)
+    >>> format_percent(0.90994), format_percent(0.3612, "prose"), format_percent(-1e-12, "prose")
     ('90.99%', '36.1%', '0.0%')
-    >>> format_percent(0.0004, 1), format_percent(0.99996, 1), format_percent(1.0, 1)
+    >>> format_percent(0.0004, "prose"), format_percent(0.99996, "prose"), format_percent(1.0, 1)
     ('<0.1%', '>99.9%', '100.0%')
-    >>> [format_percent(x, None) for x in (0.8123, 0.0512, 0.000404, 0.0, -1e-12, 1.0)]
+    >>> [format_percent(x, "figure") for x in (0.8123, 0.0512, 0.000404, 0.0, -1e-12, 1.0)]
     ['81%', '5.1%', '0.04%', '0%', '0%', '100%']
-    >>> [format_percent(x, None) for x in (0.00001, 0.996, 0.99996)]
+    >>> [format_percent(x, "figure") for x in (0.00001, 0.996, 0.99996)]
     ['<0.01%', '99.6%', '>99.9%']
-    >>> format_percent(float("nan")), format_percent(float("nan"), None, missing="n/a")
+    >>> format_percent(0.00042, "error"), format_percent(0.0123, "error")
+    ('0.042%', '1.2%')
+    >>> format_percent(float("nan")), format_percent(float("nan"), "figure")
     ('–', 'n/a')
     """
+    if isinstance(style, str):
+        if style not in PERCENT_DIGITS:
+            raise ValueError(
+                f"style must be one of {sorted(PERCENT_DIGITS)} or a number of decimals, got {style!r}"
+            )
+        digits = PERCENT_DIGITS[style]
+    else:
+        digits = style
     if not np.isfinite(share):
-        return missing
+        return missing if missing is not None else ("n/a" if style == "figure" else MISSING)
     pct = 100 * share
     if digits is None:
+        if style == "error" and 0 < abs(pct) < 1:
+            return _unsigned_zero(f"{pct:.2g}%")
         if 0 < pct < 0.005:
             return "<0.01%"
         if abs(pct) < 0.005:
@@ -221,7 +253,7 @@ def format_value(value: CellValue, kind: ColumnKind = "float") -> str:
         if math.isnan(v):
             return MISSING
         if kind == "ratio":
-            return format_percent(v, 2)
+            return format_percent(v, "table")
         if kind == "count" or (v.is_integer() and abs(v) >= 1000):
             return format_count(v)
         return _unsigned_zero(f"{v:,.3f}")
@@ -231,7 +263,9 @@ def format_value(value: CellValue, kind: ColumnKind = "float") -> str:
 
 
 def tidy(obj: pd.DataFrame | pd.Series) -> pd.DataFrame:
-    """``obj`` with every cell formatted for reading (see the module docstring).
+    """``obj`` with every cell formatted for reading (see the module docstring), its columns (a
+    Series: its rows) named as people read them (:data:`DISPLAY_NAMES`: ``within_batch_cv`` is
+    ``spread``).
 
     A frame is formatted column by column (the column name says ratio or count); a Series
     (e.g. :meth:`analysis.LengthHistogram.summary`) row by row, as a one-column frame.
@@ -239,17 +273,18 @@ def tidy(obj: pd.DataFrame | pd.Series) -> pd.DataFrame:
     Examples
     --------
     >>> frame = pd.DataFrame({"efficiency": [0.9099, 0.38], "steps": [14096.0, 3849.0],
-    ...                       "lag1_autocorr": [-0.00001, 0.8]}, index=["bucketed", "random"])
+    ...                       "within_batch_cv": [-0.00001, 0.8]}, index=["bucketed", "random"])
     >>> tidy(frame)
-             efficiency   steps lag1_autocorr
-    bucketed     90.99%  14,096         0.000
-    random       38.00%   3,849         0.800
+             efficiency   steps spread
+    bucketed     90.99%  14,096  0.000
+    random       38.00%   3,849  0.800
     """
     if isinstance(obj, pd.Series):
         values = [format_value(v, column_kind(str(k))) for k, v in obj.items()]
-        return pd.DataFrame({obj.name if obj.name is not None else "value": values}, index=obj.index)
+        index = obj.index.map(lambda k: DISPLAY_NAMES.get(str(k), k))
+        return pd.DataFrame({obj.name if obj.name is not None else "value": values}, index=index)
     out = pd.DataFrame(index=obj.index)
     for col in obj.columns:
         kind = column_kind(str(col))
-        out[col] = [format_value(v, kind) for v in obj[col].tolist()]
+        out[DISPLAY_NAMES.get(str(col), col)] = [format_value(v, kind) for v in obj[col].tolist()]
     return out

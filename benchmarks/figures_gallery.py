@@ -86,7 +86,6 @@ def render(
         "01_clipping": plots.plot_clipping(hist, clip_at),
         "02_strategy_bars": plots.plot_strategy_bars(table),
         "02_randomness": plots.plot_randomness(table),
-        "02_tradeoff": plots.plot_tradeoff(table),
         "02_padded_per_step": plots.plot_padded_per_step(results),
         "03_efficiency_vs_buckets": plots.plot_efficiency_vs_buckets(
             sweep,

@@ -95,7 +95,6 @@ LONG_FUNCTIONS = {
     "explorer._panel:__init__": "the widgets, declared in display order",
     "optimize._problem:build_problem": "the prefix arrays of every objective",
     "simulation.bucketed:bucket_layout": "the layout of the bucketed shuffle",
-    "cli._commands:cmd_compare": "the compare subcommand, table and JSON",
 }
 
 

@@ -15,9 +15,9 @@ import pytest
 from analysis import LengthHistogram, StepTimeModel, evaluate_edges, optimize_edges, sweep_bucket_counts
 from analysis.answers.recommendation import recommend
 from analysis.cli import main
-from analysis.narrative import describe_recommendation
+from analysis.narrative import describe_recommendation, describe_warning, plan_warnings
+from analysis.optimize import PlanWarning, recommend_n_buckets, sweep_measure
 from analysis.optimize import _problem as problem
-from analysis.optimize import recommend_n_buckets, sweep_measure
 from analysis.optimize._reference import reference_dp
 
 kernel = importlib.import_module("analysis.optimize._kernel")
@@ -136,20 +136,24 @@ def test_padding_alone_isolates_long_samples_and_the_warnings_name_the_buckets()
     assert plan.budget_fill > bare.budget_fill
     ones = [i for i, b in enumerate(plan.batch_sizes) if b == 1]
     lo, hi = plan.edges[ones[0]], plan.edges[ones[-1] + 1]
-    assert plan.warnings[0].startswith(f"batch size 1 in {len(ones)} of 6 buckets ({lo:,}, {hi:,}]")
-    assert "(upper edge above max_tokens / 2 = 4,096)" in plan.warnings[0]
-    assert plan.warnings[1].startswith(
+    lines = plan_warnings(plan)
+    assert lines[0].startswith(f"batch size 1 in {len(ones)} of 6 buckets ({lo:,}, {hi:,}]")
+    assert "(upper edge above max_tokens / 2 = 4,096)" in lines[0]
+    assert lines[1].startswith(
         "2 samples are longer than half of max_tokens 8,192 (4,096 tokens; the longest has 4,353)"
     )
-    assert len(plan.warnings) == 2 and all("\n" not in w for w in plan.warnings)
-    assert plan.to_dict()["warnings"] == list(plan.warnings)
+    assert len(lines) == 2 and all("\n" not in w for w in lines)
+    # the engine keeps facts, the words are the narrative's: one fact per line, read back whole
+    assert [w.kind for w in plan.warnings] == ["batch_size_one", "longer_than_half_budget"]
+    assert plan.warnings[1].samples == 2 and plan.warnings[1].longest == 4_353
+    assert [PlanWarning.from_dict(w) for w in plan.to_dict()["warnings"]] == list(plan.warnings)
     json.dumps(plan.to_dict(), allow_nan=False)
 
 
 def test_a_sample_longer_than_the_budget_is_named():
     hist = LengthHistogram.from_lengths([5, 6, 7, 30, 31])
     plan = optimize_edges(hist, 2, max_tokens=20)
-    assert plan.warnings[-1] == (
+    assert describe_warning(plan.warnings[-1]) == (
         "2 samples are longer than max_tokens 20 (20 tokens; the longest has 31), in bucket (6, 31]: "
         "each is a batch over the budget (clip them with max_len or raise max_tokens)"
     )
@@ -235,14 +239,15 @@ def test_clipped_at_max_len_they_accept_it_and_show_the_warnings(command, long_f
     argv = [command, str(long_file), "--max-tokens", "800", "--max-len", "800", "--buckets", "3", "--quiet"]
     assert main([*argv, "--json"]) == 0
     value = json.loads(capsys.readouterr().out)
-    warnings = value["warnings"]
-    assert warnings and warnings[0].startswith("batch size 1 in 1 of 3 buckets")
-    assert warnings[1].startswith("3 samples are longer than half of max_tokens 800 (400 tokens")
+    warnings = [PlanWarning.from_dict(w) for w in value["warnings"]]
+    assert [w.kind for w in warnings] == ["batch_size_one", "longer_than_half_budget"]
+    assert warnings[1].samples == 3 and warnings[1].budget == 800
     if command == "optimize":
         assert value["objective_kind"] == "steps" and 0 < value["budget_fill"] <= 1
     assert main(argv) == 0
     text = capsys.readouterr().out
-    assert text.count("  warning: ") == 2
+    assert text.count("  warning: ") == 2 and "warning: batch size 1 in 1 of 3 buckets" in text
+    assert "3 samples are longer than half of max_tokens 800 (400 tokens" in text.replace("\n    ", " ")
 
 
 def test_the_summary_page_and_the_explorer_show_the_warnings():
@@ -253,11 +258,11 @@ def test_the_summary_page_and_the_explorer_show_the_warnings():
     rec = recommend(hist, 6, max_tokens=8_192)
     page = index_html(summary_facts(Source("x", ()), rec, hist, seed=0), [])
     assert page.count("warning: ") == 2 and "<dt>budget fill</dt>" in page
-    assert "fewer padded tokens" not in page and "(step ratio)" in page
-    assert rec.to_dict()["plan"]["warnings"] == list(rec.plan.warnings)
+    assert "fewer padded tokens" not in page and "step ratio" in page
+    assert rec.to_dict()["plan"]["warnings"] == [w.to_dict() for w in rec.plan.warnings]
     assert rec.to_dict()["optimal_budget_fill_by_n_buckets"]["6"] == pytest.approx(rec.plan.budget_fill)
     view = explore_view(hist, n_buckets=6, max_tokens=8_192)
-    assert view.warnings == rec.plan.warnings and "budget fill" in view.status()
+    assert view.warnings == plan_warnings(rec.plan) and "budget fill" in view.status()
     panel = explore(hist, n_buckets=6, max_tokens=8_192, background=False)
     assert panel.status.value.count("warning: ") == 2
     assert math.isclose(panel.view.plan.budget_fill, rec.plan.budget_fill)
@@ -265,10 +270,11 @@ def test_the_summary_page_and_the_explorer_show_the_warnings():
 
 def test_the_distribution_sentence_says_how_full_a_shuffles_steps_are():
     from analysis import BatchRule
+    from analysis.answers.distribution import distribution_facts
     from analysis.narrative import describe_distribution
 
     hist = LengthHistogram.from_lengths([40, 50, 60])
-    text = describe_distribution(hist, BatchRule(max_tokens=100))
+    text = describe_distribution(distribution_facts(hist, BatchRule(max_tokens=100)))
     assert text.endswith(
         "Both take one batch size, 1 (the longest sample must fit the budget): "
         "their steps are 50.0% real tokens."

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from analysis import BatchRule, BucketedBatchSampler, LengthHistogram, optimize_edges, simulate
 from analysis.batching import round_up
+from analysis.narrative import plan_warnings
 from analysis.padding.waste import EXACT_STRATEGIES, batch_step_tokens, exact_padding, step_tokens
 from analysis.simulation.strategies import build_epoch
 
@@ -84,7 +85,8 @@ def test_no_batch_passes_the_budget_but_a_lone_sample_padded_beyond_it(lengths, 
     assert plan.step_tokens == step_tokens(hist, rule, plan.n_batches)
     # the plan warns exactly when a sample padded passes the budget
     beyond = int(round_up(hist.max, m)) > max_tokens
-    assert any("over the budget" in w for w in plan.warnings) == beyond
+    assert any("over the budget" in w for w in plan_warnings(plan)) == beyond
+    assert any(w.kind == "longer_than_budget" for w in plan.warnings) == beyond
 
 
 @pytest.mark.parametrize("m", [1, 3, 64])
@@ -139,7 +141,9 @@ def test_the_cli_warns_of_a_sample_padded_beyond_the_budget(command, tmp_path, c
         "--quiet",
     ]
     assert main([*argv, "--json"]) == 0
-    assert sum(map(_beyond_line, json.loads(capsys.readouterr().out)["warnings"])) == 1
+    facts = json.loads(capsys.readouterr().out)["warnings"]  # --json keeps the facts
+    beyond = [w for w in facts if w["kind"] == "longer_than_budget"]
+    assert [(w["samples"], w["multiple"], w["longest"]) for w in beyond] == [(1, 64, 8_128)]
     assert main(argv) == 0
     text = " ".join(capsys.readouterr().out.split())  # the text face wraps a warning's line
     assert text.count("warning: ") == 3
@@ -153,9 +157,9 @@ def test_the_summary_page_and_the_explorer_warn_of_a_sample_padded_beyond_the_bu
 
     hist = LengthHistogram.from_lengths(BEYOND)
     rec = recommend(hist, 3, max_tokens=8_100, pad_to_multiple_of=64)
-    assert sum(map(_beyond_line, rec.plan.warnings)) == 1
+    assert sum(map(_beyond_line, plan_warnings(rec.plan))) == 1
     assert rec.plan.step_tokens == rec.plan.n_batches * 8_100 + 28  # 8,128 passes it by 28
     page = index_html(summary_facts(Source("x", ()), rec, hist, seed=0), [])
     assert "1 sample is padded to a multiple of 64 longer than max_tokens 8,100" in page
     view = explore_view(hist, n_buckets=3, max_tokens=8_100, pad_to_multiple_of=64)
-    assert view.warnings == rec.plan.warnings
+    assert view.warnings == plan_warnings(rec.plan)

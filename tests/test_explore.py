@@ -31,7 +31,7 @@ def test_view_is_a_plan_and_where_it_came_from():
     assert view.efficiency == pytest.approx(16 / (52 / 3), rel=1e-12)
     assert view.to_frame()["samples"].tolist() == [3, 1]
     assert view.status() == (
-        "optimal, 2 buckets: efficiency 0.9231, padded tokens 17 for 16 useful (waste 1)"
+        "optimal, 2 buckets: efficiency 92.31%, padded tokens 17 for 16 useful (waste 1)"
     )
 
 
@@ -159,12 +159,12 @@ def _expected_display(source, est, provisional=None):
     words for the edges shown while the optimal ones are computed)."""
     plural = "" if est.n_buckets == 1 else "s"
     numbers = (
-        f"{est.n_buckets} bucket{plural}: efficiency {est.efficiency:.4f}, padded tokens "
+        f"{est.n_buckets} bucket{plural}: efficiency {100 * est.efficiency:.2f}%, padded tokens "
         f"{format_count(est.padded_tokens)} for {est.useful_tokens:,} useful "
         f"(waste {format_count(est.waste_tokens)})"
     )
     if est.rule.max_tokens is not None:  # no sample beyond the budget here: max_tokens per step
-        numbers += f", budget fill {est.useful_tokens / (est.n_batches * est.rule.max_tokens):.4f} in "
+        numbers += f", budget fill {100 * est.useful_tokens / (est.n_batches * est.rule.max_tokens):.2f}% in "
         numbers += f"{est.n_batches:,} steps"
     title = f"{source} edges, {est.n_buckets} buckets: expected efficiency {est.efficiency:.1%}"
     if provisional is None:
@@ -182,7 +182,7 @@ def _check_display(panel, source, est, provisional=None):
     assert shown_status == status
     assert drawn == interior
     assert shown_title.startswith(title + "\n")
-    effs = [f"{x:,.4f}" for x in est.to_frame()["efficiency"]]
+    effs = [f"{100 * x:.2f}%" for x in est.to_frame()["efficiency"]]  # as every table: tables.tidy
     cells = [table.index(f"<td>{e}</td>") for e in effs]  # every bucket's efficiency, in order
     assert cells == sorted(cells) and table.count("<tr>") == 1 + est.n_buckets
 

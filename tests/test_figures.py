@@ -73,7 +73,6 @@ def all_figures(hist: LengthHistogram, n_buckets: int = 6) -> dict[str, Figure]:
         "clipping": plots.plot_clipping(hist, int(hist.quantile(0.99))),
         "strategy_bars": plots.plot_strategy_bars(table),
         "randomness": plots.plot_randomness(table),
-        "tradeoff": plots.plot_tradeoff(table),
         "padded_per_step": plots.plot_padded_per_step(results),
         "efficiency_vs_buckets": plots.plot_efficiency_vs_buckets(
             sweep,
@@ -142,7 +141,7 @@ def test_heavy_tail_is_what_it_claims(heavy):
 
 
 def test_every_figure_is_a_plain_figure(figures):
-    assert len(figures) == 12
+    assert len(figures) == 11
     assert all(type(f) is Figure for f in figures.values())
 
 
@@ -216,7 +215,6 @@ def test_heavy_tail_length_ticks_reach_the_tail(heavy_figures):
 
 def test_efficiency_axes_stop_at_100_percent(figures):
     assert figures["efficiency_vs_buckets"].axes[0].get_ylim()[1] <= 1.0
-    assert figures["tradeoff"].axes[0].get_ylim()[1] <= 1.0
     bars = figures["strategy_bars"].axes[0]
     assert "efficiency" in bars.get_xlabel() and bars.get_xlim()[1] <= 1.0
     for name in ("optimal_edges", "edge_sets"):
@@ -289,7 +287,6 @@ def test_category_colours_are_okabe_ito(figures):
         "clipping",
         "strategy_bars",
         "randomness",
-        "tradeoff",
         "padded_per_step",
         "efficiency_vs_buckets",
     ):
@@ -422,27 +419,6 @@ def test_narrow_buckets_get_a_table():
     cells = tables[0].get_celld()
     assert max(r for r, _ in cells) == plan.n_buckets  # a header and a row per bucket
     assert cells[plan.n_buckets, 0].get_text().get_text() == f"#{plan.n_buckets}"
-
-
-def test_tradeoff_points_are_labelled_directly(figures):
-    fig = figures["tradeoff"]
-    ax = fig.axes[0]
-    renderer = fig.canvas.get_renderer()
-    assert ax.get_legend() is None
-    names = [t.get_text() for t in ax.texts]
-    assert sorted(names) == sorted(
-        ["sorted", "random", "bucketed", "length_grouped", "token_budget", "packing"]
-    )
-    label_boxes = boxes(ax.texts, renderer)
-    assert_disjoint(label_boxes, "trade-off labels")
-    points = ax.transData.transform(
-        np.column_stack(
-            [[c.get_offsets()[0][0] for c in ax.collections], [c.get_offsets()[0][1] for c in ax.collections]]
-        )
-    )
-    for box in label_boxes:
-        assert not any(box.contains(x, y) for x, y in points)
-        assert ax.bbox.x0 <= box.x0 and box.x1 <= ax.bbox.x1
 
 
 def test_padding_per_step_compares_like_with_like(figures):

@@ -1,5 +1,5 @@
 """Computed prose only: the sentences that state a fact about the data are computed (notebook
-02's trade-off and conclusion, notebook 03's sampler data), and bounds are rounded outward."""
+02's conclusion, notebook 03's sampler data), and bounds are rounded outward."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from analysis import LengthHistogram, compare_strategies, narrative, optimize_ed
 from analysis.narrative import strategies as narrative_strategies
 from analysis.paths import NOTEBOOKS_DIR
 from analysis.simulation.epochs import SIMULATION_SUBSAMPLE, simulation_sample
+from analysis.tables import format_percent
 
 
 def _code(name: str) -> list[str]:
@@ -38,8 +39,10 @@ def test_notebook_02_states_no_fact_of_the_bundled_data_in_fixed_prose():
     assert "look-alike lengths" not in prose.replace("\n", " ")  # false where packing mixes more
     assert "packing removes the padding" not in prose.replace("\n", " ")  # it is 99.6% on some data
     code = "\n".join(_code("02_strategies.ipynb"))
-    assert "narrative_strategies.describe_tradeoff(table)" in code
     assert "narrative_strategies.describe_choice(table)" in code
+    # one trade-off: the frontier's (mixing, the variance share), not a second one on the CV
+    assert "describe_tradeoff" not in code and "plot_tradeoff" not in code
+    assert "narrative.frontier_sentence(answer)" in code
 
 
 def _table(lengths: np.ndarray) -> pd.DataFrame:
@@ -48,29 +51,17 @@ def _table(lengths: np.ndarray) -> pd.DataFrame:
     return compare_strategies(hist, rng=np.random.default_rng(0), edges=edges, epochs=1, batch_size=8)
 
 
-def test_the_trade_off_sentence_says_what_the_table_says():
+def test_the_choice_sentence_says_what_the_table_says():
     rng = np.random.default_rng(4)
     for lengths in (
         rng.integers(10, 2_000, 4_000),
         np.r_[rng.integers(5, 40, 3_000), rng.integers(1_500, 1_600, 300)],
     ):
         table = _table(lengths)
-        text = narrative_strategies.describe_tradeoff(table)
-        eff, cv = table["efficiency"], table["within_batch_cv"]
-        beats = [
-            s
-            for s in table.index
-            if s != "bucketed"
-            and eff[s] >= eff["bucketed"]
-            and cv[s] >= cv["bucketed"]
-            and (eff[s] > eff["bucketed"] or cv[s] > cv["bucketed"])
-        ]
-        assert ("both more efficient and more mixed than it" in text) == bool(beats)
-        for s in beats:
-            assert s in text.split("sorting;")[1]
-        assert f"the most efficient, {eff.idxmax()} " in text or f"{eff.idxmax()} is best on both" in text
+        eff = table["efficiency"]
         choice = narrative_strategies.describe_choice(table)
-        assert f"({narrative.percent(eff['packing'])} efficient)" in choice
+        assert f"({format_percent(eff['packing'], 'prose')} efficient)" in choice
+        assert f"pads {format_percent(1 - eff['bucketed'], 'prose')} of its tokens" in choice
 
 
 def test_notebook_03_never_expands_a_huge_histogram_for_its_sampler():

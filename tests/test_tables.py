@@ -15,7 +15,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from analysis import narrative
 from analysis.plots import _common
 from analysis.tables import (
     MISSING,
@@ -135,11 +134,14 @@ def test_the_cli_floats_stay_floats(name):
 @given(finite, st.integers(0, 4))
 def test_prose_percent_is_what_the_narrative_wrote(share, digits):
     if digits == 0 and 100 * share == -0.5:  # the one exact tie: the old rule wrote "-0%"
-        assert narrative.percent(share, digits) == "0%"
+        assert format_percent(share, digits) == "0%"
         return
     expected = honest(share, digits, old_narrative_percent(share, digits))
-    assert narrative.percent(share, digits) == expected
     assert format_percent(share, digits) == expected
+    if digits == 1:
+        assert format_percent(share, "prose") == expected
+    if digits == 2:
+        assert format_percent(share, "table") == format_percent(share) == expected
 
 
 @given(finite)
@@ -150,7 +152,7 @@ def test_table_ratio_is_what_the_notebooks_showed(share):
 @given(finite | st.sampled_from([math.nan, math.inf]))
 def test_figure_percent_is_what_the_figures_wrote(share):
     expected = honest(share, None, old_figure_percent(share)) if np.isfinite(share) else "n/a"
-    assert _common.format_percent(share) == expected
+    assert format_percent(share, "figure") == expected
 
 
 @pytest.mark.parametrize(
@@ -184,7 +186,7 @@ def test_counts_are_what_tokens_text_and_the_figures_wrote(value):
 
 def test_no_format_writes_minus_zero():
     assert format_count(-0.0) == format_count(-0.4) == "0"
-    assert format_percent(-1e-9) == "0.00%" and format_percent(-1e-9, None) == "0%"
+    assert format_percent(-1e-9) == "0.00%" and format_percent(-1e-9, "figure") == "0%"
     assert format_value(-1e-9) == "0.000" and format_length(-0.01) == "0.0"
 
 
@@ -204,3 +206,29 @@ def test_thousands_separators_everywhere():
 def test_tidy_formats_a_series_row_by_row():
     summary = pd.Series({"samples": 1234, "mean": 56.7, "p95": 812.0, "share_x": 0.5}, dtype=object)
     assert tidy(summary)["value"].tolist() == ["1,234", "57", "812", "50.00%"]
+
+
+def test_one_percent_formatter_with_named_styles():
+    """Three formatters with three defaults were one too many: the narrative's ``percent``, the
+    strategies' ``_pct`` and the figures' ``format_percent`` are gone; every style is named."""
+    import ast
+    from pathlib import Path
+
+    import analysis
+
+    defined = []
+    for path in Path(analysis.__file__).parent.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef) and ("percent" in node.name or node.name == "_pct"):
+                defined.append(f"{path.name}:{node.name}")
+    assert defined == ["tables.py:format_percent"]
+    share = 0.123456
+    assert [format_percent(share, s) for s in ("table", "prose", "figure", "error")] == [
+        "12.35%",
+        "12.3%",
+        "12%",
+        "12%",
+    ]
+    assert format_percent(0.00042, "error") == "0.042%"  # "± 0.042%", never "± <0.1%"
+    with pytest.raises(ValueError, match="style must be one of"):
+        format_percent(0.5, "bold")  # type: ignore[arg-type]

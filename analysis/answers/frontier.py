@@ -74,6 +74,13 @@ DEFAULT_ACCUMULATION = (1, 4, 16)
 DEFAULT_NOISES = (0.05, 0.1, 0.3)
 #: Samples the simulated strategies run on at most (a uniform subsample of bigger data).
 DEFAULT_SIMULATED_SAMPLES = 200_000
+#: The frontier's one set of settings (the summary page, notebook 02, the CLI's ``frontier`` and
+#: ``recommendation.json`` read the same computation: :func:`analysis.answers.tradeoff.tradeoff`):
+#: bucketed K = 1..DEFAULT_MAX_BUCKETS, DEFAULT_LAMBDAS DP passes of frontier edges,
+#: DEFAULT_EPOCHS simulated epochs per simulated row.
+DEFAULT_MAX_BUCKETS = 32
+DEFAULT_LAMBDAS = 4
+DEFAULT_EPOCHS = 2
 #: How a knob reads in a row's ``label``.
 _SHORT = {"gradient_accumulation_steps": "G", "padding_noise": "noise"}
 
@@ -284,9 +291,9 @@ def frontier(
     batch_size: int | None = None,
     max_tokens: int | None = None,
     pad_to_multiple_of: int | None = None,
-    n_buckets: int = 32,
-    n_lambdas: int = 4,
-    epochs: int = 2,
+    n_buckets: int = DEFAULT_MAX_BUCKETS,
+    n_lambdas: int = DEFAULT_LAMBDAS,
+    epochs: int = DEFAULT_EPOCHS,
     gradient_accumulation_steps: Sequence[int] = DEFAULT_ACCUMULATION,
     padding_noises: Sequence[float] = DEFAULT_NOISES,
     step_time: StepTimeModel | None = None,

@@ -37,9 +37,12 @@ from analysis.cli._options import (
     progress_bar,
 )
 from analysis.lengths import LengthHistogram
-from analysis.optimize import evaluate_edges, optimize_edges, sweep_measure
+from analysis.narrative.plan import describe_warning, plan_warnings
+from analysis.narrative.recommendation import describe_auto_k, describe_report_auto_k
+from analysis.narrative.strategies import describe_subsample
+from analysis.optimize import PlanWarning, evaluate_edges, optimize_edges
 from analysis.simulation.epochs import compare_strategies
-from analysis.tables import column_kind, format_bound, format_count, format_value
+from analysis.tables import column_kind, format_count, format_value
 
 __all__ = ["cmd_compare", "cmd_optimize", "cmd_report", "cmd_summary"]
 
@@ -98,23 +101,6 @@ def _gain_rule_json(rec: Recommendation | None, max_buckets: int) -> dict[str, A
     }
 
 
-def _auto_line(rec: Recommendation, max_buckets: int) -> str:
-    """Which K ``--buckets auto`` took, and why (the gain of one more bucket)."""
-    k = rec.n_buckets_suggested
-    measure = sweep_measure(rec.sweep)
-    optimal = rec.sweep[rec.sweep["method"] == "optimal"].set_index("n_buckets")[measure]
-    rule = f"--min-gain {rec.min_gain:g}"
-    if k + 1 in optimal.index:
-        gain = 100 * float(optimal.loc[k + 1] - optimal.loc[k])
-        return (
-            f"--buckets auto took K = {k}: one more bucket gains {format_bound(gain, upper=False)} points of "
-            f"{measure.replace('_', ' ')}, less than {rule} (the gain rule over "
-            f"K = 1..{int(optimal.index.max())})"
-        )
-    limit = f"--max-buckets {max_buckets}" if max_buckets <= k else "the data's distinct lengths"
-    return f"--buckets auto took K = {k}: the largest K swept ({limit}), each bucket gaining at least {rule}"
-
-
 def _buckets(
     args: argparse.Namespace, hist: LengthHistogram, rule: BatchRule
 ) -> tuple[int, Recommendation | None, int]:
@@ -162,7 +148,7 @@ def cmd_optimize(args: argparse.Namespace, out: TextIO) -> None:
         file=out,
     )
     if auto is not None:
-        print(wrap(_auto_line(auto, max_buckets), indent="  ", subsequent="    "), file=out)
+        print(wrap(describe_auto_k(auto, max_buckets), indent="  ", subsequent="    "), file=out)
     print(wrap(", ".join(map(str, plan.edges)), indent="  edges        ", subsequent=" " * 15), file=out)
     print(
         wrap(", ".join(map(str, plan.batch_sizes)), indent="  batch sizes  ", subsequent=" " * 15), file=out
@@ -184,7 +170,7 @@ def cmd_optimize(args: argparse.Namespace, out: TextIO) -> None:
         print(wrap(str(floor_sentence(plan)), indent="  ", subsequent="    "), file=out)
     if plan.n_buckets != k:
         print(f"  ({k} buckets asked; the data allow {plan.n_buckets})", file=out)
-    print_warnings(plan.warnings, out)
+    print_warnings(plan_warnings(plan), out)
     print(file=out)
     print(frame_text(plan.to_frame()), file=out)
 
@@ -237,7 +223,7 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> None:
         "max_len": args.max_len,
         "n_buckets_asked": None if args.edges is not None else (args.buckets or DEFAULT_N_BUCKETS),
         "gain_rule": _gain_rule_json(auto, max_buckets),
-        "warnings": list(plan.warnings),
+        "warnings": [w.to_dict() for w in plan.warnings],
     }
     if args.json:
         rows = {str(name): {str(c): _json_value(v) for c, v in row.items()} for name, row in table.iterrows()}
@@ -251,19 +237,14 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> None:
         file=out,
     )
     if auto is not None:
-        print(wrap(_auto_line(auto, max_buckets), indent="  ", subsequent="    "), file=out)
+        print(wrap(describe_auto_k(auto, max_buckets), indent="  ", subsequent="    "), file=out)
     if "simulated_samples" in table.columns:
-        text = (
-            f"(simulated on a uniform subsample of {int(table['simulated_samples'].iloc[0]):,} "
-            f"of the {table.attrs['population_samples']:,} samples; efficiency_se is the "
-            "standard error this leaves; expected_efficiency is exact)"
-        )
-        print(wrap(text, indent="  ", subsequent="   "), file=out)
+        print(wrap(f"({describe_subsample(table)})", indent="  ", subsequent="   "), file=out)
     # as --edges takes them (comma-separated, copy-pasteable), wrapped at commas if long
     print(
         wrap(", ".join(map(str, edges)), indent="  edges ", subsequent=" " * 8).replace(", ", ","), file=out
     )
-    print_warnings(plan.warnings, out)
+    print_warnings(plan_warnings(plan), out)
     shown = table if args.wide else table[[c for c in _COMPARE_COLUMNS if c in table.columns]]
     print(frame_text(shown), file=out)
     if not args.wide:
@@ -311,27 +292,21 @@ def cmd_report(args: argparse.Namespace, out: TextIO, argv: Sequence[str] | None
             floor=floor_of(args),
         )
     if args.buckets == AUTO:
-        print(wrap(_report_auto_line(result.recommendation)), file=out)
-    print_warnings(result.recommendation["plan"]["warnings"], out)
+        settings = result.recommendation["settings"]
+        line = describe_report_auto_k(settings["n_buckets"], settings["min_gain"], settings["max_buckets"])
+        print(wrap(line), file=out)
+    facts = result.recommendation["plan"]["warnings"]
+    print_warnings([describe_warning(PlanWarning.from_dict(w)) for w in facts], out)
     print(f"report written to {result.out_dir} ({len(result.files)} files):", file=out)
     for path in result.files:
         print(f"  {path.relative_to(result.out_dir)}", file=out)
 
 
 def print_warnings(warnings: Sequence[str], out: TextIO) -> None:
-    """A plan's warnings (:attr:`analysis.BucketPlan.warnings`), one ``warning:`` line each
-    (wrapped to the terminal, its continuation indented)."""
+    """A plan's warnings (:func:`analysis.narrative.plan.plan_warnings`), one ``warning:`` line
+    each (wrapped to the terminal, its continuation indented)."""
     for line in warnings:
         print(wrap(f"warning: {line}", indent="  ", subsequent="    "), file=out)
-
-
-def _report_auto_line(recommendation: dict[str, Any]) -> str:
-    """Which K ``report --buckets auto`` took (``recommendation.json``'s settings)."""
-    settings = recommendation["settings"]
-    return (
-        f"--buckets auto took K = {settings['n_buckets']}: the gain rule's K "
-        f"(--min-gain {settings['min_gain']:g} over K = 1..{settings['max_buckets']})"
-    )
 
 
 def _command_line(argv: Sequence[str] | None) -> str:

@@ -10,7 +10,8 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from analysis.answers.frontier import frontier
+from analysis.answers.frontier import DEFAULT_EPOCHS, DEFAULT_LAMBDAS, DEFAULT_MAX_BUCKETS, frontier
+from analysis.answers.tradeoff import TRAINER_LABEL, read_tradeoff
 from analysis.batching import DEFAULT_SEED
 from analysis.cli._layout import frame_text, wrap
 from analysis.cli._options import (
@@ -22,7 +23,7 @@ from analysis.cli._options import (
     non_negative,
     positive,
 )
-from analysis.narrative.frontier import floor_sentence
+from analysis.narrative.frontier import floor_sentence, frontier_sentence
 
 __all__ = ["add_floors", "add_frontier_subcommand", "cmd_frontier", "floor_of", "floor_sentence", "floors"]
 
@@ -92,9 +93,19 @@ def add_frontier_subcommand(sub: Any, formatter_class: type[argparse.HelpFormatt
     add_source(p)
     add_batch_rule(p)
     add_max_len(p)
-    p.add_argument("--max-buckets", metavar="N", type=positive, default=32, help="bucketed K = 1..N")
-    p.add_argument("--lambdas", metavar="L", type=non_negative, default=4, help="DP passes of frontier edges")
-    p.add_argument("--epochs", metavar="E", type=positive, default=2, help="simulated epochs per strategy")
+    p.add_argument(
+        "--max-buckets", metavar="N", type=positive, default=DEFAULT_MAX_BUCKETS, help="bucketed K = 1..N"
+    )
+    p.add_argument(
+        "--lambdas",
+        metavar="L",
+        type=non_negative,
+        default=DEFAULT_LAMBDAS,
+        help="DP passes of frontier edges",
+    )
+    p.add_argument(
+        "--epochs", metavar="E", type=positive, default=DEFAULT_EPOCHS, help="simulated epochs per strategy"
+    )
     p.add_argument("--seed", metavar="S", type=non_negative, default=DEFAULT_SEED, help="simulation seed")
     p.add_argument("--all", action="store_true", help="print every point, not only the Pareto set")
     p.add_argument("--json", action="store_true", help="print one JSON object (every row) instead")
@@ -135,3 +146,6 @@ def cmd_frontier(args: argparse.Namespace, out: TextIO) -> None:
         ),
         file=out,
     )
+    if (res.frame["label"] == TRAINER_LABEL).any():  # the trade-off, as the report and notebook 02 say it
+        print(file=out)
+        print(wrap(frontier_sentence(read_tradeoff(res, hist))), file=out)

@@ -8,8 +8,6 @@ import html
 import threading
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
-import pandas as pd
-
 from analysis._validate import known_name
 from analysis.batching import (
     DEFAULT_MAX_BUCKETS,
@@ -22,6 +20,7 @@ from analysis.batching import (
 from analysis.explorer._plans import STAND_IN_METHOD, Job, Plans
 from analysis.explorer._view import ExplorerView, HistogramInput, as_histogram, edited_view, view_title
 from analysis.optimize import METHODS, evaluate_edges
+from analysis.tables import tidy
 
 if TYPE_CHECKING:
     from analysis.plots import EdgesOnHistogram
@@ -328,8 +327,7 @@ class Explorer:
         self.status.value = f"<b>{html.escape(view.status())}</b>" + "".join(
             f"<br><span style='color:#a60'>warning: {html.escape(line)}</span>" for line in view.warnings
         )
-        with pd.option_context("display.precision", 4):
-            self.table.value = view.to_frame().to_html(float_format=lambda x: f"{x:,.4f}")
+        self.table.value = tidy(view.to_frame()).to_html()
         self.plot.show(view.plan, title=view_title(view))
         self.image.value = self.plot.png()
 

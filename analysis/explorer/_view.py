@@ -14,8 +14,9 @@ from matplotlib.figure import Figure
 
 from analysis.batching import DEFAULT_METHOD, DEFAULT_N_BUCKETS, BatchRule, parse_edges
 from analysis.lengths import LengthHistogram
+from analysis.narrative.plan import describe_plan_status, plan_warnings
 from analysis.optimize import BucketPlan, evaluate_edges, optimize_edges
-from analysis.tables import format_bound, format_count, format_percent
+from analysis.tables import format_percent
 
 __all__ = ["ExplorerView", "explore_view", "explore_figure", "HistogramInput", "EdgesInput"]
 
@@ -68,10 +69,10 @@ class ExplorerView:
         return self.plan.to_frame()
 
     @property
-    def warnings(self) -> tuple[str, ...]:
-        """The plan's warnings (:attr:`analysis.BucketPlan.warnings`), shown one line each
-        under the status line."""
-        return self.plan.warnings
+    def warnings(self) -> list[str]:
+        """The plan's warnings (:attr:`analysis.BucketPlan.warnings`), one line each
+        (:func:`analysis.narrative.plan.plan_warnings`), shown under the status line."""
+        return plan_warnings(self.plan)
 
     def edges_text(self) -> str:
         """The edges as the text box shows them (``"0, 770, 1216"``)."""
@@ -81,42 +82,20 @@ class ExplorerView:
         """One line: efficiency, padded and useful tokens (the proven bound on the distance to
         the optimum when a candidate search could not prove its plan optimal; for a
         provisional view, that the optimal edges are being computed and which edges are shown
-        meanwhile).
+        meanwhile): :func:`analysis.narrative.plan.describe_plan_status`.
 
         Examples
         --------
         >>> v = explore_view([1, 2, 3, 10], n_buckets=1, batch_size=2)
         >>> v.status()
-        'optimal, 1 bucket: efficiency 0.6316, padded tokens 25 for 16 useful (waste 9)'
+        'optimal, 1 bucket: efficiency 63.16%, padded tokens 25 for 16 useful (waste 9)'
         >>> ExplorerView(v.plan, "previous", provisional="optimal, batch_size 4").status()
         ... # doctest: +NORMALIZE_WHITESPACE
         'computing the optimal edges for batch_size 2 in the background; shown meanwhile,
-        under that rule: previous edges (optimal, batch_size 4), 1 bucket: efficiency 0.6316,
+        under that rule: previous edges (optimal, batch_size 4), 1 bucket: efficiency 63.16%,
         padded tokens 25 for 16 useful (waste 9)'
         """
-        plural = "" if self.n_buckets == 1 else "s"
-        plan = self.plan
-        bound = (
-            ""
-            if plan.exact
-            else f"; at most {format_bound(100 * plan.gap)}% above the optimum (proven bound)"
-        )
-        fill = (
-            ""
-            if plan.budget_fill is None
-            else f", budget fill {plan.budget_fill:.4f} in {plan.n_batches:,} steps"
-        )
-        numbers = (
-            f"{self.n_buckets} bucket{plural}: efficiency "
-            f"{plan.efficiency:.4f}, padded tokens {format_count(plan.padded_tokens)} for "
-            f"{plan.useful_tokens:,} useful (waste {format_count(plan.waste_tokens)}){fill}{bound}"
-        )
-        if self.provisional is None:
-            return f"{self.source}, {numbers}"
-        return (
-            f"computing the optimal edges for {plan.rule.text} in the background; shown meanwhile, "
-            f"under that rule: {self.source} edges ({self.provisional}), {numbers}"
-        )
+        return describe_plan_status(self.plan, self.source, self.provisional)
 
 
 def explore_view(
@@ -178,6 +157,6 @@ def explore_figure(hist: HistogramInput, view: ExplorerView) -> Figure:
 
 def view_title(view: ExplorerView) -> str:
     """The figure's title for ``view``."""
-    efficiency = format_percent(view.efficiency, 1)
+    efficiency = format_percent(view.efficiency, "prose")
     title = f"{view.source} edges, {view.n_buckets} buckets: expected efficiency {efficiency}"
     return title if view.provisional is None else f"{title} (optimal edges being computed)"

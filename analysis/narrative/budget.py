@@ -1,5 +1,5 @@
-"""The sentence about a token budget's plan under the steps objective (its home beside
-:mod:`analysis.narrative`, which says it: the steps of an epoch and how full they are).
+"""Sentences about a token budget: a plan's steps of an epoch and how full they are, under the
+steps objective.
 
 A plan of one sample per batch pads nothing, so padding ratios say nothing there (a shuffle's
 waste is 0 and "what the buckets recover" is 0 / 0); the steps and the budget fill do.
@@ -7,6 +7,7 @@ waste is 0 and "what the buckets recover" is 0 / 0); the steps and the budget fi
 
 from __future__ import annotations
 
+from analysis.narrative.plan import buckets_phrase
 from analysis.optimize import BucketPlan
 from analysis.padding.waste import WasteEstimate
 from analysis.tables import format_percent
@@ -42,9 +43,11 @@ def describe_steps(plan: BucketPlan, shuffle: WasteEstimate, shuffle_fill: float
     batch size (1) must fit the longest sample: the buckets save no step, since every sample is
     longer than half the budget and no two share a batch whatever the edges.
     """
-    fill = "" if shuffle_fill is None else f" ({format_percent(shuffle_fill, 1)})"
+    fill = "" if shuffle_fill is None else f" ({format_percent(shuffle_fill, 'prose')})"
     if plan.n_batches < shuffle.n_batches:
-        saved = f"the buckets take {format_percent(1 - plan.n_batches / shuffle.n_batches, 1)} fewer steps"
+        saved = (
+            f"the buckets take {format_percent(1 - plan.n_batches / shuffle.n_batches, 'prose')} fewer steps"
+        )
     elif max(plan.batch_sizes) == 1:
         saved = (
             "the buckets save no step, since every sample is longer than half the budget and no "
@@ -53,9 +56,9 @@ def describe_steps(plan: BucketPlan, shuffle: WasteEstimate, shuffle_fill: float
     else:
         saved = "the buckets save no step: no split of these lengths lets a batch hold more samples"
     return (
-        f"With {plan.n_buckets} {plan.method} bucket{'s' if plan.n_buckets != 1 else ''} "
-        f"({plan.rule.text}) an epoch takes {_steps(plan.n_batches)} whose tokens are "
-        f"{format_percent(plan.budget_fill or 0.0, 1)} real (budget fill; padding efficiency "
-        f"{format_percent(plan.efficiency, 1)}), against {_steps(shuffle.n_batches)}{fill} for a full "
+        f"With {buckets_phrase(plan)} ({plan.rule.text}) an epoch takes {_steps(plan.n_batches)} "
+        "whose tokens are "
+        f"{format_percent(plan.budget_fill or 0.0, 'prose')} real (budget fill; padding efficiency "
+        f"{format_percent(plan.efficiency, 'prose')}), against {_steps(shuffle.n_batches)}{fill} for a full "
         f"shuffle, whose one batch size ({shuffle.batch_sizes[0]:,}) must fit the longest sample: {saved}."
     )

@@ -1,101 +1,86 @@
-"""The computed sentence of the padding-mixing trade-off (notebook 02 and the report's summary
-page say it the same way): what the best bucketed plan keeps at an efficiency, beside the
-Hugging Face Trainer's length grouping."""
+"""Sentences about the padding-mixing trade-off (notebook 02, the report's summary page and the
+CLI say it the same way): what the best bucketed plan keeps at an efficiency, beside the Hugging
+Face Trainer's length grouping, and what a floor chose.  They read results
+(:class:`analysis.answers.tradeoff.TradeOff`, a plan's :class:`~analysis.optimize.FloorChoice`)
+and compute nothing.
+
+"Mixing" is the share of the data's length variance a batch keeps
+(:mod:`analysis.padding.mixing`); the within-batch CV of the simulator is "spread".
+"""
 
 from __future__ import annotations
 
 import math
 
-import pandas as pd
-
-from analysis.answers.frontier import Frontier
-from analysis.lengths import LengthHistogram
-from analysis.optimize import BucketPlan, optimize_edges
+from analysis.answers.tradeoff import TradeOff
+from analysis.optimize import BucketPlan
 from analysis.tables import format_percent
 
-__all__ = ["floor_sentence", "frontier_sentence", "TRAINER_LABEL"]
+__all__ = ["frontier_sentence", "floor_sentence"]
 
-#: The row of the Trainer's default (``group_by_length`` without gradient accumulation).
-TRAINER_LABEL = "length_grouped G=1"
-
-
-def _best_bucketed(frame: pd.DataFrame, measure: str, floor: float) -> pd.Series | None:
-    rows = frame[(frame["strategy"] == "bucketed") & (frame[measure] >= floor)]
-    return None if rows.empty else rows.sort_values(["mixing", measure]).iloc[-1]
+#: What "mixing" means, said where no Trainer row carries the sentence.
+MIXING = "mixing: the share of the data's length variance a batch keeps"
 
 
-def frontier_sentence(
-    result: Frontier, min_efficiency: float | None = None, hist: LengthHistogram | None = None
-) -> str:
+def frontier_sentence(trade: TradeOff) -> str:
     """ "At X % efficiency, the best plan keeps Y % of the mixing; the Trainer's length grouping
-    keeps Z %": ``X`` is ``min_efficiency``, or else the Trainer's own efficiency (so both
-    plans pad alike); under a token budget every efficiency here is the steps' budget fill
-    (the frontier's axis, what the edges are placed for, and what the floor reads); the best
-    plan is the bucketed plan of the frontier with the most mixing at that efficiency or more,
-    or, given the data ``hist``, the better of it and the floor search of
-    :func:`analysis.optimize_edges` at the frontier's largest K (exact, with the bound it
-    proves: the sweep's few lambdas can miss the hull vertex next to a floor).
+    keeps Z %": ``X`` is the trade-off's target (a floor, or the Trainer's own efficiency, so both
+    plans pad alike); under a token budget every efficiency is the steps' budget fill.  When a
+    full shuffle (K = 1) already reaches ``X``, the sentence says so, and what the most efficient
+    bucketed plan gives instead (a sentence that a full shuffle "keeps 100%" would say nothing).
 
     Examples
     --------
     >>> import textwrap
     >>> import numpy as np
     >>> from analysis import LengthHistogram, frontier
+    >>> from analysis.answers.tradeoff import read_tradeoff
     >>> hist = LengthHistogram.from_lengths(np.random.default_rng(0).integers(1, 300, 600))
     >>> res = frontier(hist, batch_size=4, rng=np.random.default_rng(0), n_buckets=4, n_lambdas=2,
     ...                simulate_strategies=False)
-    >>> print(textwrap.fill(frontier_sentence(res, 0.8), 90))
+    >>> print(textwrap.fill(frontier_sentence(read_tradeoff(res, min_efficiency=0.8)), 90))
     At 80.0% efficiency or more, the best bucketed plan (K = 3, 83.8%) keeps 10.8% of the
     mixing (mixing: the share of the data's length variance a batch keeps).
+    >>> print(textwrap.fill(frontier_sentence(read_tradeoff(res, min_efficiency=0.2)), 90))
+    A full shuffle (K = 1, 63.3%) already reaches 20.0% efficiency and keeps all the mixing;
+    the most efficient bucketed plan (K = 4, 87.4%) keeps 6.1% (mixing: the share of the
+    data's length variance a batch keeps).
     """
-    frame = result.frame
-    fill = result.axis == "budget_fill"
-    measure, word = ("budget_fill", "budget fill") if fill else ("efficiency", "efficiency")
-    trainer = frame[frame["label"] == TRAINER_LABEL]
-    target = min_efficiency
-    if target is None:
-        if trainer.empty:
-            raise ValueError("give min_efficiency: the frontier has no length_grouped row to compare with")
-        target = float(trainer[measure].iloc[0])
-    best = _best_bucketed(frame, measure, target)
-    found = None if best is None else (int(best["n_buckets"]), float(best[measure]), float(best["mixing"]))
-    bound = ""
-    if hist is not None and best is not None:
-        k_max = int(frame["n_buckets"].max())
-        try:
-            plan: BucketPlan | None = optimize_edges(hist, k_max, result.rule, min_efficiency=target)
-        except ValueError:  # the floor is out of reach at K = k_max (the sweep's plan stands)
-            plan = None
-        if plan is not None and plan.floor is not None and plan.mixing >= found[2]:  # type: ignore[index]
-            reached = plan.budget_fill if fill and plan.budget_fill is not None else plan.efficiency
-            found = (plan.n_buckets, reached, plan.mixing)
-            if not plan.floor.exact:
-                bound = f", at most {format_percent(plan.floor.bound, 1)} possible"
-    x = format_percent(target, 1)
-    if found is None:
+    word = "budget fill" if trade.measure == "budget_fill" else "efficiency"
+    x = format_percent(trade.target, "prose")
+    best, top = trade.best, trade.most_efficient
+    if best is None:
         text = f"No bucketed plan reaches {x} {word}"
-    else:
-        k, eff, mix = found
+    elif best.n_buckets == 1:
         text = (
-            f"At {x} {word} or more, the best bucketed plan (K = {k}, {format_percent(eff, 1)}) "
-            f"keeps {format_percent(mix, 1)} of the mixing{bound}"
-        )
-    if not trainer.empty:
-        t = trainer.iloc[0]
-        se = float(t["mixing_se"])
-        err = "" if not math.isfinite(se) else f" ± {format_percent(se, 1)}"
-        text += (
-            f"; the Trainer's length grouping keeps {format_percent(t['mixing'], 1)}{err} at "
-            f"{format_percent(t[measure], 1)} (lag-1 autocorrelation {t['lag1_autocorr']:.2f})"
+            f"A full shuffle (K = 1, {format_percent(best.reached, 'prose')}) already reaches {x} {word} "
+            f"and keeps all the mixing; the most efficient bucketed plan (K = {top.n_buckets}, "
+            f"{format_percent(top.reached, 'prose')}) keeps {format_percent(top.mixing, 'prose')}"
         )
     else:
-        text += " (mixing: the share of the data's length variance a batch keeps)"
-    return text + "."
+        bound = "" if best.bound is None else f", at most {format_percent(best.bound, 'prose')} possible"
+        text = (
+            f"At {x} {word} or more, the best bucketed plan (K = {best.n_buckets}, "
+            f"{format_percent(best.reached, 'prose')}) keeps {format_percent(best.mixing, 'prose')} of the "
+            f"mixing{bound}"
+        )
+    t = trade.trainer
+    if t is None:
+        return f"{text} ({MIXING})."
+    err = "" if not math.isfinite(t.mixing_se) else f" ± {format_percent(t.mixing_se, 'error')}"
+    return (
+        f"{text}; the Trainer's length grouping keeps {format_percent(t.mixing, 'prose')}{err} at "
+        f"{format_percent(t.reached, 'prose')} (lag-1 autocorrelation {t.lag1_autocorr:.2f})."
+    )
+
+
+def _same(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    return all(math.isclose(x, y, rel_tol=1e-12, abs_tol=1e-15) for x, y in zip(a, b, strict=True))
 
 
 def floor_sentence(plan: BucketPlan) -> str | None:
-    """What a frontier floor chose, what it proves and what the next frontier point would cost
-    or gain (None for a plan placed without a floor).
+    """What a frontier floor chose, what it proves, and the next frontier point beyond it (what
+    it would cost or gain), or that there is none (None for a plan placed without a floor).
 
     Examples
     --------
@@ -103,23 +88,38 @@ def floor_sentence(plan: BucketPlan) -> str | None:
     >>> from analysis import LengthHistogram, optimize_edges
     >>> hist = LengthHistogram.from_counts([1, 2, 3, 9, 10], [5, 5, 5, 5, 5])
     >>> print(textwrap.fill(floor_sentence(optimize_edges(hist, 2, batch_size=4, min_efficiency=0.7)), 90))
-    --min-efficiency 70 %: mixing 42.88 % (at most 55.93 % is possible); the next frontier
-    point keeps 72.18 % at 64.39 % efficiency
+    --min-efficiency 70%: mixing 42.88% (at most 55.93% is possible); the next frontier point
+    keeps 72.18% at 64.39% efficiency.
+
+    When the plan with the most mixing already meets the floor, there is no point beyond it:
+
+    >>> print(textwrap.fill(floor_sentence(optimize_edges(hist, 2, batch_size=4, min_efficiency=0.1)), 90))
+    --min-efficiency 10%: mixing 72.18% (the most any plan meeting it keeps); no frontier point
+    keeps more mixing.
     """
     f = plan.floor
     if f is None:
         return None
+    point = (plan.efficiency, plan.mixing)
     other = f.above if f.floor == "min_efficiency" else f.below
+    eff, mix = format_percent(other[0]), format_percent(other[1])
+    value = f"{100 * f.value:g}%"  # the floor as the user gave it
     if f.floor == "min_efficiency":
         proof = (
-            "the most any plan meeting it keeps" if f.exact else f"at most {100 * f.bound:.2f} % is possible"
+            "the most any plan meeting it keeps"
+            if f.exact
+            else f"at most {format_percent(f.bound)} is possible"
         )
-        return (
-            f"--min-efficiency {100 * f.value:g} %: mixing {100 * plan.mixing:.2f} % ({proof}); the next "
-            f"frontier point keeps {100 * other[1]:.2f} % at {100 * other[0]:.2f} % efficiency"
+        beyond = (
+            "no frontier point keeps more mixing"
+            if _same(other, point)
+            else f"the next frontier point keeps {mix} at {eff} efficiency"
         )
+        return f"--min-efficiency {value}: mixing {format_percent(plan.mixing)} ({proof}); {beyond}."
     proof = "proven best" if f.exact else f"the best plan pads at least {f.bound:,.0f}"
-    return (
-        f"--min-mixing {100 * f.value:g} %: efficiency {100 * plan.efficiency:.2f} % ({proof}); the "
-        f"next frontier point reaches {100 * other[0]:.2f} % efficiency keeping {100 * other[1]:.2f} %"
+    beyond = (
+        "no frontier point is more efficient"
+        if _same(other, point)
+        else f"the next frontier point reaches {eff} efficiency keeping {mix}"
     )
+    return f"--min-mixing {value}: efficiency {format_percent(plan.efficiency)} ({proof}); {beyond}."

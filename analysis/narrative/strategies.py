@@ -1,34 +1,24 @@
-"""Computed sentences about the strategies of notebook 02 (and the sampler of notebook 03):
-what the trade-off between padding and mixing is on *these* data, and which batching to use.
+"""Sentences about the strategies of notebook 02 (and the sampler of notebook 03): how close the
+simulation is to the exact expectations, which strategy pads least, and which batching to use.
 
-Every sentence that states a fact about the data is computed here from a
-:func:`analysis.compare_strategies` table, so a notebook re-run on other data never states a
-fact of the bundled data ("the efficient ones keep batches of look-alike lengths" is false
-where packing is 99.6% efficient and mixes more than buckets).  Mixing is the within-batch
-length CV (``within_batch_cv``: 0 for look-alike lengths, more for mixed batches).  Numbers
-are written by :mod:`analysis.tables`.
+Every sentence that states a fact about the data reads a :func:`analysis.compare_strategies`
+table, so a notebook re-run on other data never states a fact of the bundled data.  The
+trade-off between padding and mixing (the share of the length variance a batch keeps) is told
+once, by :mod:`analysis.narrative.frontier`.  Numbers are written by :mod:`analysis.tables`.
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
-from analysis.tables import format_count, format_percent, format_value
+from analysis.tables import format_bound, format_count, format_percent
 
-__all__ = ["describe_tradeoff", "describe_choice", "describe_sampler_data"]
+__all__ = ["describe_simulation", "describe_subsample", "describe_choice", "describe_sampler_data"]
 
 
-def _and(names: list[str]) -> str:
+def _names(names: list[str]) -> str:
     """``a``, ``a and b``, ``a, b and c``."""
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-
-
-def _pct(share: float) -> str:
-    return format_percent(share, 1)
-
-
-def _cv(value: float) -> str:
-    return format_value(value)
 
 
 def _column(table: pd.DataFrame, name: str) -> dict[str, float]:
@@ -36,70 +26,79 @@ def _column(table: pd.DataFrame, name: str) -> dict[str, float]:
     return {str(k): float(v) for k, v in table[name].astype(float).items()}
 
 
-def _dominates(eff: dict[str, float], cv: dict[str, float], a: str, b: str) -> bool:
-    """Whether ``a`` is at least as efficient and as mixed as ``b``, and more of one."""
-    return eff[a] >= eff[b] and cv[a] >= cv[b] and (eff[a] > eff[b] or cv[a] > cv[b])
-
-
-def describe_tradeoff(table: pd.DataFrame) -> str:
-    """Padding against mixing on these data: whether one strategy is best on both, where the
-    bucketed shuffle stands, and which strategies beat it on both.
-
-    Parameters
-    ----------
-    table : pandas.DataFrame
-        A :func:`analysis.compare_strategies` table (``efficiency``, ``within_batch_cv``,
-        ``lag1_autocorr``, ``composition_repeat``, one row per strategy).
+def describe_simulation(table: pd.DataFrame, epochs: int) -> str:
+    """How far the simulated efficiency is from the exact expectation (a
+    :func:`analysis.compare_strategies` table), and which strategies waste least.
 
     Examples
     --------
-    >>> table = pd.DataFrame(
-    ...     {"efficiency": [0.999, 0.38, 0.91, 0.996], "within_batch_cv": [0.01, 0.8, 0.2, 0.6],
-    ...      "lag1_autocorr": [0.99, 0.0, 0.001, 0.0], "composition_repeat": [1.0, 0.0, 0.0, 0.0]},
-    ...     index=["sorted", "random", "bucketed", "packing"])
-    >>> print(describe_tradeoff(table))  # doctest: +NORMALIZE_WHITESPACE
-    No strategy is best on both axes here: the most efficient, sorted (99.9%), mixes lengths
-    least (within-batch CV 0.010), and the most mixed, random (CV 0.800), is 38.0% efficient.
-    The bucketed shuffle is 91.0% efficient with within-batch CV 0.200, less efficient than
-    sorting; packing is both more efficient and more mixed than it here. Its batches follow
-    each other with a lag-1 length autocorrelation of 0.001 (sorted: 0.990), and 0.0% of its
-    batch compositions repeat an earlier epoch's.
+    >>> table = pd.DataFrame({"efficiency": [0.99, 0.6, 0.9], "expected_efficiency":
+    ...                       [0.99, 0.61, float("nan")]}, index=["sorted", "random", "packing"])
+    >>> print(describe_simulation(table, 3))
+        Over 3 simulated epochs, the simulated efficiency is within 1.00 points of the exact
+    expectation for sorted and random. Least padding: sorted (99.0%); most: random (60.0%).
+    >>> table["batch_rule"] = ["batch_size 5", "batch_size 5", "max_tokens 4,096"]
+    >>> text = describe_simulation(table, 3)
+    >>> print(text[text.index("The strategies") :])
+    The strategies ran under different batch rules (the `batch_rule` column): batch_size 5 for
+    sorted and random; max_tokens 4,096 for packing. A step holds a different number of samples
+    under each, so steps per epoch compare the rules as much as the padding; efficiency compares
+    them like with like. Least padding: sorted (99.0%); most: random (60.0%).
     """
-    eff, cv = _column(table, "efficiency"), _column(table, "within_batch_cv")
-    best, mixed = max(eff, key=eff.__getitem__), max(cv, key=cv.__getitem__)
-    if all(_dominates(eff, cv, best, s) for s in eff if s != best):
-        parts = [
-            f"{best} is best on both axes here: the most efficient ({_pct(eff[best])}) and the "
-            f"most mixed (within-batch CV {_cv(cv[best])})."
-        ]
-    else:
-        word = "least" if cv[best] == min(cv.values()) else "less"
-        parts = [
-            f"No strategy is best on both axes here: the most efficient, {best} "
-            f"({_pct(eff[best])}), mixes lengths {word} (within-batch CV {_cv(cv[best])}), and "
-            f"the most mixed, {mixed} (CV {_cv(cv[mixed])}), is {_pct(eff[mixed])} efficient."
-        ]
-    if "bucketed" in eff:
-        b = "bucketed"
-        text = f"The bucketed shuffle is {_pct(eff[b])} efficient with within-batch CV {_cv(cv[b])}"
-        if "sorted" in eff:
-            text += ", less efficient than sorting" if eff[b] < eff["sorted"] else ", as efficient as sorting"
-        better = [s for s in eff if s != b and _dominates(eff, cv, s, b)]
-        if better:
-            verb = "is" if len(better) == 1 else "are"
-            text += f"; {_and(better)} {verb} both more efficient and more mixed than it here."
-        else:
-            text += "; no strategy here is both more efficient and more mixed."
-        parts.append(text)
-        if {"lag1_autocorr", "composition_repeat"} <= set(table.columns):
-            lags, repeats = _column(table, "lag1_autocorr"), _column(table, "composition_repeat")
-            lag = _cv(lags[b]) + (f" (sorted: {_cv(lags['sorted'])})" if "sorted" in lags else "")
-            parts.append(
-                f"Its batches follow each other with a lag-1 length autocorrelation of {lag}, and "
-                f"{_pct(repeats[b])} of its batch compositions repeat an "
-                "earlier epoch's."
-            )
+    both = table.dropna(subset=["expected_efficiency"])
+    parts = []
+    if len(both):
+        gap = float((both["efficiency"] - both["expected_efficiency"]).abs().max())
+        names = " and ".join(
+            [", ".join(both.index[:-1]), both.index[-1]] if len(both) > 1 else list(both.index)
+        )
+        parts.append(
+            f"Over {epochs} simulated epoch{'s' if epochs != 1 else ''}, the simulated "
+            f"efficiency is within {format_bound(100 * gap)} points of the exact expectation for "
+            f"{names}."
+        )
+    if "simulated_samples" in table.columns:
+        parts.append(
+            f"The data hold {table.attrs.get('population_samples', 0):,} samples: each "
+            f"strategy was simulated on a uniform subsample of "
+            f"{int(table['simulated_samples'].iloc[0]):,}, which leaves a standard error "
+            f"of up to {format_bound(100 * float(table['efficiency_se'].max()))} points on the "
+            f"simulated efficiency (the exact expectations are for the full data)."
+        )
+    if "batch_rule" in table.columns and table["batch_rule"].nunique() > 1:
+        by_rule = table.groupby("batch_rule", sort=False).groups
+        rules = "; ".join(f"{rule} for {_names(list(map(str, names)))}" for rule, names in by_rule.items())
+        parts.append(
+            f"The strategies ran under different batch rules (the `batch_rule` column): {rules}. "
+            "A step holds a different number of samples under each, so steps per epoch compare "
+            "the rules as much as the padding; efficiency compares them like with like."
+        )
+    efficiency = dict(zip(map(str, table.index), table["efficiency"].astype(float), strict=True))
+    best, worst = max(efficiency, key=efficiency.__getitem__), min(efficiency, key=efficiency.__getitem__)
+    parts.append(
+        f"Least padding: {best} ({format_percent(efficiency[best], 'prose')}); most: {worst} "
+        f"({format_percent(efficiency[worst], 'prose')})."
+    )
     return " ".join(parts)
+
+
+def describe_subsample(table: pd.DataFrame) -> str:
+    """Which samples a :func:`analysis.compare_strategies` table simulated when the data were too
+    many to expand (its ``simulated_samples`` column; the population in its ``attrs``).
+
+    Examples
+    --------
+    >>> table = pd.DataFrame({"simulated_samples": [1_000_000]})
+    >>> table.attrs["population_samples"] = 10**12
+    >>> print(describe_subsample(table))
+        simulated on a uniform subsample of 1,000,000 of the 1,000,000,000,000 samples; efficiency_se
+    is the standard error this leaves; expected_efficiency is exact
+    """
+    return (
+        f"simulated on a uniform subsample of {format_count(int(table['simulated_samples'].iloc[0]))} "
+        f"of the {format_count(int(table.attrs['population_samples']))} samples; efficiency_se is the "
+        "standard error this leaves; expected_efficiency is exact"
+    )
 
 
 def describe_choice(table: pd.DataFrame) -> str:
@@ -121,23 +120,24 @@ def describe_choice(table: pd.DataFrame) -> str:
     parts = []
     if "packing" in eff:
         pad = 1 - eff["packing"]
-        padded = f"pads {_pct(pad)} of its tokens" if pad > 0 else "pads nothing"
+        padded = f"pads {format_percent(pad, 'prose')} of its tokens" if pad > 0 else "pads nothing"
         parts.append(
             "If your model can train on packed sequences (attention kept within each sample), "
-            f"packing {padded} here ({_pct(eff['packing'])} efficient)."
+            f"packing {padded} here ({format_percent(eff['packing'], 'prose')} efficient)."
         )
     if "bucketed" in eff:
         text = (
             f"{'Otherwise a' if parts else 'A'} bucketed shuffle with edges fitted to your "
-            f"histogram pads {_pct(1 - eff['bucketed'])} of its tokens"
+            f"histogram pads {format_percent(1 - eff['bucketed'], 'prose')} of its tokens"
         )
         if "random" in eff:
             waste_b, waste_r = 1 / eff["bucketed"] - 1, 1 / eff["random"] - 1
-            text += f", against {_pct(1 - eff['random'])} for a full shuffle"
+            text += f", against {format_percent(1 - eff['random'], 'prose')} for a full shuffle"
             if waste_r > 0:
-                text += f" ({_pct(waste_b / waste_r)} of the full shuffle's padding per useful token)"
+                share = format_percent(waste_b / waste_r, "prose")
+                text += f" ({share} of the full shuffle's padding per useful token)"
         if "composition_repeat" in table.columns:
-            repeat = _pct(_column(table, "composition_repeat")["bucketed"])
+            repeat = format_percent(_column(table, "composition_repeat")["bucketed"], "prose")
             text += f", and draws new batches every epoch ({repeat} of its compositions repeat)"
         parts.append(text + ".")
     return " ".join(parts)

@@ -46,7 +46,7 @@ from analysis.optimize._search import (
     optimal_ends,
     use_grid,
 )
-from analysis.optimize.plan import BucketPlan, FloorChoice, make_plan
+from analysis.optimize.plan import BucketPlan, FloorChoice, PlanWarning, make_plan
 from analysis.optimize.rules import RULES, baseline_edges
 
 __all__ = [
@@ -55,6 +55,7 @@ __all__ = [
     "OBJECTIVES",
     "BucketPlan",
     "FloorChoice",
+    "PlanWarning",
     "StepTimeLike",
     "evaluate_edges",
     "frontier_lambdas",
@@ -185,9 +186,9 @@ def optimize_edges(
     >>> plan = optimize_edges(hist, 2, max_tokens=16)
     >>> plan.edges, plan.batch_sizes, round(plan.efficiency, 3), plan.n_batches, round(plan.budget_fill, 3)
     ([0, 3, 10], [5, 1], 0.901, 13, 0.601)
-    >>> print(plan.warnings[0])
-    batch size 1 in 1 of 2 buckets (3, 10] (upper edge above max_tokens / 2 = 8): its 10
-    samples take a step each, filling 59.4% of the 16-token budget
+    >>> w = plan.warnings[0]  # the sentence: analysis.narrative.plan.describe_warning
+    >>> w.kind, w.buckets, w.samples, w.steps
+    ('batch_size_one', ((3, 10),), 10, 10)
     >>> optimize_edges(hist, 2, batch_size=4, method="equal_count").edges
     [0, 3, 10]
     >>> optimize_edges(hist, 6, batch_size=4)

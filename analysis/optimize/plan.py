@@ -15,7 +15,6 @@ from analysis.optimize._problem import Problem, StepTimeLike
 from analysis.padding.mixing import edges_mixing
 from analysis.padding.order_stats import expected_batch_sum
 from analysis.padding.waste import WasteEstimate, bucketed_estimate, budget_fill, step_tokens
-from analysis.tables import format_percent
 
 
 @dataclass(frozen=True)
@@ -54,6 +53,65 @@ class FloorChoice:
         }
 
 
+#: The kinds of :class:`PlanWarning`.
+WARNING_KINDS = ("batch_size_one", "longer_than_half_budget", "longer_than_budget")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlanWarning:
+    """One degenerate trait of a token budget's plan, as facts (the engine writes no prose: the
+    sentence is :func:`analysis.narrative.plan.describe_warning`).
+
+    ``kind`` is one of :data:`WARNING_KINDS`: ``"batch_size_one"``, buckets whose upper edge is
+    above half of ``budget`` (``max_tokens``), so each of their ``samples`` (``tokens`` in all)
+    takes a step of its own (``steps``); ``"longer_than_half_budget"``, ``samples`` longer than
+    half the budget (no two share a batch, whatever the edges); ``"longer_than_budget"``,
+    ``samples`` longer than the budget (each a batch over it).  ``buckets``: the ``(lower,
+    upper]`` edges of the buckets concerned, of the plan's ``n_buckets``; ``longest``: the data's
+    longest sample, padded to ``multiple`` (the rule's ``pad_to_multiple_of``; lengths are
+    compared padded); ``fill``: the budget fill of the ``"batch_size_one"`` buckets' steps.
+    """
+
+    kind: str
+    budget: int
+    n_buckets: int
+    buckets: tuple[tuple[int, int], ...]
+    samples: int
+    multiple: int = 1
+    tokens: int = 0
+    steps: int = 0
+    fill: float = 0.0
+    longest: int = 0
+
+    @property
+    def limit(self) -> float:
+        """The length the samples of this warning exceed (``budget / 2`` or ``budget``; 0 for
+        ``"batch_size_one"``)."""
+        return {"longer_than_half_budget": self.budget / 2, "longer_than_budget": float(self.budget)}.get(
+            self.kind, 0.0
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready."""
+        return {
+            "kind": self.kind,
+            "budget": self.budget,
+            "n_buckets": self.n_buckets,
+            "buckets": [list(b) for b in self.buckets],
+            "samples": self.samples,
+            "multiple": self.multiple,
+            "tokens": self.tokens,
+            "steps": self.steps,
+            "fill": self.fill,
+            "longest": self.longest,
+        }
+
+    @classmethod
+    def from_dict(cls, value: dict[str, Any]) -> PlanWarning:
+        """The warning of :meth:`to_dict`'s ``value``."""
+        return cls(**{**value, "buckets": tuple(tuple(b) for b in value["buckets"])})
+
+
 @dataclass(frozen=True)
 class BucketPlan:
     """Bucket edges with their batch rule and their exact expected padding.
@@ -70,9 +128,10 @@ class BucketPlan:
     :func:`~analysis.timing.epoch.expected_epoch_time` without the ``per_sample`` term, which no
     edge changes.  Under a token
     budget ``budget_fill`` is the share of the steps' tokens that are real (useful over
-    ``step_tokens``) beside ``efficiency`` (useful over padded), and ``warnings`` name, one
-    line each, the buckets of batch size 1 and the samples longer than half the budget (a
-    plan of such buckets pads nothing yet wastes its steps).  ``gap`` a proven bound on how far the
+    ``step_tokens``) beside ``efficiency`` (useful over padded), and ``warnings``
+    (:class:`PlanWarning`, facts; the faces word them) name the buckets of batch size 1 and
+    the samples longer than half the budget (a plan of such buckets pads nothing yet wastes
+    its steps).  ``gap`` a proven bound on how far the
     objective is above the exact optimum (relative: ``(objective - optimum) / objective <=
     gap``; 0 for the exact DP, and for a candidate-grid search whose lower bound met it),
     ``exact`` whether the optimum is proven (``gap == 0``).  ``mixing`` is the exact share of
@@ -105,7 +164,7 @@ class BucketPlan:
     gap: float = field(default=0.0, compare=False)
     objective_kind: str = "padding"
     step_tokens: int | None = None
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[PlanWarning, ...] = ()
     mixing: float = field(default=math.nan, compare=False)
     floor: FloorChoice | None = field(default=None, compare=False)
 
@@ -190,7 +249,7 @@ class BucketPlan:
             "n_batches": int(self.n_batches),
             "step_tokens": self.step_tokens,
             "budget_fill": self.budget_fill,
-            "warnings": list(self.warnings),
+            "warnings": [w.to_dict() for w in self.warnings],
             "exact": bool(self.exact),
             "gap": float(self.gap),
             "mixing": float(self.mixing),
@@ -247,66 +306,55 @@ def make_plan(
     )
 
 
-def _tokens(value: float) -> str:
-    """A token count that may be a half (``max_tokens / 2``): ``4,096`` or ``4,095.5``."""
-    return f"{value:,.0f}" if value == int(value) else f"{value:,.1f}"
-
-
-def _bucket_names(est: WasteEstimate, which: list[int]) -> str:
-    """``(lo, hi]`` of the buckets ``which`` (the first four, then how many more)."""
-    names = [f"({est.edges[i]:,}, {est.edges[i + 1]:,}]" for i in which[:4]]
-    more = f" and {len(which) - 4} more" if len(which) > 4 else ""
-    return ", ".join(names) + more
-
-
-def _warnings(hist: LengthHistogram, est: WasteEstimate) -> tuple[str, ...]:
-    """One line per degenerate trait of a token budget's plan: buckets of batch size 1, samples
+def _warnings(hist: LengthHistogram, est: WasteEstimate) -> tuple[PlanWarning, ...]:
+    """One fact per degenerate trait of a token budget's plan: buckets of batch size 1, samples
     longer than half the budget (no two share a batch), samples longer than the budget (each a
-    batch over it: the one way a plan of :meth:`BatchRule.batch_sizes` passes the budget).
-    With ``pad_to_multiple_of`` ``m`` the lengths are the padded ones."""
+    batch over it: the one way a plan of :meth:`BatchRule.batch_sizes` passes the budget).  With
+    ``pad_to_multiple_of`` ``m`` the lengths are the padded ones (the sentences:
+    :func:`analysis.narrative.plan.describe_warning`)."""
     budget = est.rule.max_tokens
     if budget is None:
         return ()
     m = est.rule.pad_to_multiple_of
     padded = round_up(hist.lengths, m)
-    longer, upper = (
-        ("longer than", "upper edge")
-        if m == 1
-        else (f"padded to a multiple of {m:,} longer than", f"upper edge padded to a multiple of {m:,}")
-    )
     out = []
+
+    def buckets(which: list[int]) -> tuple[tuple[int, int], ...]:
+        return tuple((int(est.edges[i]), int(est.edges[i + 1])) for i in which)
+
     ones = [i for i, (b, n) in enumerate(zip(est.batch_sizes, est.bucket_samples)) if b == 1 and n]
     if ones:
-        n = sum(est.bucket_samples[i] for i in ones)
-        inside = bucket_index(hist.lengths, list(est.edges))
-        alone = LengthHistogram.from_counts(
-            hist.lengths[np.isin(inside, ones)], hist.counts[np.isin(inside, ones)]
-        )
-        steps = sum(est.bucket_batches[i] for i in ones)
-        fill = format_percent(budget_fill(alone.total_tokens, step_tokens(alone, est.rule, steps)) or 0.0, 1)
-        its = "its" if len(ones) == 1 else "their"
+        inside = np.isin(bucket_index(hist.lengths, list(est.edges)), ones)
+        alone = LengthHistogram.from_counts(hist.lengths[inside], hist.counts[inside])
+        steps = int(sum(est.bucket_batches[i] for i in ones))
         out.append(
-            f"batch size 1 in {len(ones)} of {est.n_buckets} bucket{'s' if est.n_buckets != 1 else ''} "
-            f"{_bucket_names(est, ones)} ({upper} above max_tokens / 2 = {_tokens(budget / 2)}): "
-            f"{its} {n:,} sample{'s' if n != 1 else ''} take{'s' if n == 1 else ''} a step each, "
-            f"filling {fill} of the {budget:,}-token budget"
+            PlanWarning(
+                kind="batch_size_one",
+                budget=budget,
+                multiple=m,
+                n_buckets=est.n_buckets,
+                buckets=buckets(ones),
+                samples=int(sum(est.bucket_samples[i] for i in ones)),
+                tokens=int(sum(est.bucket_tokens[i] for i in ones)),
+                steps=steps,
+                fill=budget_fill(alone.total_tokens, step_tokens(alone, est.rule, steps)) or 0.0,
+                longest=int(padded[-1]),
+            )
         )
-    for limit, what in ((budget / 2, "half of max_tokens"), (budget, "max_tokens")):
+    for kind, limit in (("longer_than_half_budget", budget / 2), ("longer_than_budget", float(budget))):
         long = padded > limit
         if not long.any():
             continue
-        count = sum(hist.counts[long].tolist())
         where = sorted(set(bucket_index(hist.lengths[long], list(est.edges)).tolist()))
-        plural = "s are" if count != 1 else " is"
-        consequence = (
-            "no two fit one batch, so whatever the edges they train one per step"
-            if limit < budget
-            else "each is a batch over the budget (clip them with max_len or raise max_tokens)"
-        )
-        top = f"has {hist.max:,}" if m == 1 else f"pads to {int(padded[-1]):,}"
         out.append(
-            f"{count:,} sample{plural} {longer} {what} {budget:,} ({_tokens(limit)} tokens; the "
-            f"longest {top}), in bucket{'s' if len(where) != 1 else ''} "
-            f"{_bucket_names(est, where)}: {consequence}"
+            PlanWarning(
+                kind=kind,
+                budget=budget,
+                multiple=m,
+                n_buckets=est.n_buckets,
+                buckets=buckets(where),
+                samples=int(sum(hist.counts[long].tolist())),
+                longest=int(padded[-1]),
+            )
         )
     return tuple(out)

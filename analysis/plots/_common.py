@@ -1,7 +1,7 @@
 """Shared figure helpers: saving, the colour-blind-safe palette, length axes whose ticks
 never collide, direct labels that never overlap, and the figures' number formats
-(:func:`format_percent`, :func:`format_count`, length ticks), which are
-:mod:`analysis.tables`' rules: thousands separators, percentages, never ``-0``."""
+(:func:`analysis.tables.format_percent` in its ``"figure"`` style, :func:`format_count`,
+length ticks), which are :mod:`analysis.tables`' rules: thousands separators, percentages, never ``-0``."""
 
 from __future__ import annotations
 
@@ -23,7 +23,6 @@ from matplotlib.ticker import FuncFormatter, Locator, MaxNLocator, NullLocator
 
 from analysis.tables import format_count as format_count  # re-exported: the figures' counts
 from analysis.tables import format_length
-from analysis.tables import format_percent as tables_percent
 
 __all__ = ["save_figure", "OKABE_ITO", "EFFICIENCY_CMAP", "EFFICIENCY_RANGE", "LOG_SPAN", "wants_log_axis"]
 
@@ -109,18 +108,6 @@ def wants_log_axis(lo: float, hi: float) -> bool:
     (False, True, False)
     """
     return hi / max(lo, 1.0) > LOG_SPAN
-
-
-def format_percent(share: float) -> str:
-    """A share on a figure: :func:`analysis.tables.format_percent` with the digits a small
-    share needs, ``n/a`` when missing (the figures' convention, see :mod:`analysis.tables`).
-
-    Examples
-    --------
-    >>> [format_percent(x) for x in (0.8123, 0.0512, 0.000404, 0.0, -1e-12, 1.0)]
-    ['81%', '5.1%', '0.04%', '0%', '0%', '100%']
-    """
-    return tables_percent(share, None, missing="n/a")
 
 
 def bin_edges(lo: int, hi: int, bins: int, log: bool) -> np.ndarray:

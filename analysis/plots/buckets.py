@@ -18,11 +18,11 @@ from analysis.lengths import LengthHistogram
 from analysis.optimize import BucketPlan, sweep_measure
 from analysis.plots._common import (
     OKABE_ITO,
-    format_percent,
     length_axis,
     wants_log_axis,
 )
 from analysis.plots.edges import PERCENT, colorbar, efficiency_colors
+from analysis.tables import format_percent
 
 __all__ = ["METHOD_COLORS", "plot_efficiency_vs_buckets", "plot_edge_sets"]
 
@@ -111,7 +111,7 @@ def plot_efficiency_vs_buckets(
         ),
     ):
         if value is not None:
-            label = f"{what}: {format_percent(value)}"
+            label = f"{what}: {format_percent(value, 'figure')}"
             ax.axhline(value, color="black", lw=1, ls=style, zorder=1, label=label)
     optimal = sweep[sweep["method"] == "optimal"]
     marks = [(chosen, "this report: K = {k} ({eff})", "-")]
@@ -121,7 +121,7 @@ def plot_efficiency_vs_buckets(
         if k is None:
             continue
         row = optimal[optimal["n_buckets"] == k]
-        eff = format_percent(float(row[measure].iloc[0])) if len(row) else "n/a"
+        eff = format_percent(float(row[measure].iloc[0]), "figure") if len(row) else "n/a"
         ax.axvline(
             k,
             color=METHOD_COLORS["optimal"],
@@ -212,7 +212,7 @@ def plot_edge_sets(
                 edgecolor="black",
                 lw=0.6,
             )
-        ax.text(1.01, y, format_percent(plan.efficiency), transform=right, va="center", fontsize=9)
+        ax.text(1.01, y, format_percent(plan.efficiency, "figure"), transform=right, va="center", fontsize=9)
     ax.set_yticks(range(len(names)), names[::-1], fontsize=9)
     length_axis(ax, left, top * (1.05 if log else 1.0), log=log, label="length (tokens)")
     colorbar(fig, cmap, norm, ax, pad=0.07, fraction=0.03)

@@ -20,7 +20,7 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator, PercentFormatter
 
 from analysis.lengths import LengthHistogram
 from analysis.plots._common import GREY, OKABE_ITO, bin_edges, format_count, length_axis, wants_log_axis
-from analysis.tables import format_percent as tables_percent
+from analysis.tables import format_percent
 
 __all__ = ["plot_length_histogram", "plot_length_cdf", "plot_token_share", "plot_clipping"]
 
@@ -116,10 +116,10 @@ def plot_length_histogram(
     ax.axvline(hist.mean, color=GREY, linestyle=":", linewidth=1.2, label=f"mean {hist.mean:,.0f}")
     at_max = int(hist.counts[-1])
     if at_max >= 0.01 * hist.n_samples and hist.n_distinct > 1:  # a spike at a length limit
-        share = tables_percent(at_max / hist.n_samples, 1)
+        share = format_percent(at_max / hist.n_samples, "prose")
         text = f"{at_max:,} samples ({share})\nat the max length {hist.max:,}"
         if weight == "tokens":
-            text += f"\nhold {tables_percent(at_max * hist.max / hist.total_tokens, 1)} of tokens"
+            text += f"\nhold {format_percent(at_max * hist.max / hist.total_tokens, 'prose')} of tokens"
         ax.plot([], [], ls="none", label=text)  # a legend entry without a mark: no text on the bars
     ax.legend(loc="best", framealpha=0.9, fontsize=9)
     scale = "log-spaced bins" if log_x else "equal-width bins"
@@ -213,7 +213,7 @@ def plot_token_share(
     ax.fill_between(x, x, y, color=_ORANGE, alpha=0.12, linewidth=0)
     for f, marker in zip(marks, itertools.cycle("osD^v")):
         share = hist.tail_token_share(f)
-        label = f"longest {100 * f:g}% hold {tables_percent(share, 1)} of tokens"
+        label = f"longest {100 * f:g}% hold {format_percent(share, 'prose')} of tokens"
         ax.plot([f], [share], marker, color=_RED, markersize=6, label=label)
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1.02)
@@ -278,9 +278,9 @@ def plot_clipping(
     ax.grid(alpha=0.3)
     text = (
         f"max_len = {max_len:,}:\n{summary['samples_clipped']:,} samples clipped "
-        f"({tables_percent(summary['share_samples_clipped'], 1)})\n"
+        f"({format_percent(summary['share_samples_clipped'], 'prose')})\n"
         f"{summary['tokens_removed']:,} tokens removed "
-        f"({tables_percent(summary['share_tokens_removed'], 1)})"
+        f"({format_percent(summary['share_tokens_removed'], 'prose')})"
     )
     ax.axvline(max_len, color=_RED, linestyle="--", linewidth=1.2, label=text)
     # beside the axes, from their top down: under the title, which a long second line may widen

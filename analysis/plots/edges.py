@@ -34,12 +34,11 @@ from analysis.plots._common import (
     EFFICIENCY_RANGE,
     bin_edges,
     format_count,
-    format_percent,
     length_axis,
     text_size_pt,
     wants_log_axis,
 )
-from analysis.tables import format_length
+from analysis.tables import format_length, format_percent
 
 __all__ = ["plot_edges_on_histogram", "EdgesOnHistogram"]
 
@@ -98,8 +97,8 @@ def plot_edges_on_histogram(
 
 def _bucket_label(number: int, row: pd.Series, n: int) -> str:
     return (
-        f"#{number}\nB={int(row['batch_size']):,}\n{format_percent(row['samples'] / n)}"
-        f"\n{format_percent(row['efficiency'])}"
+        f"#{number}\nB={int(row['batch_size']):,}\n{format_percent(row['samples'] / n, 'figure')}"
+        f"\n{format_percent(row['efficiency'], 'figure')}"
     )
 
 
@@ -118,7 +117,7 @@ def _edges_title(plan: BucketPlan | None, title: str | None) -> str:
         assert plan is not None  # the live figure's first title is a placeholder
         title = (
             f"{plan.method} edges, {plan.n_buckets} buckets: expected efficiency "
-            f"{format_percent(plan.efficiency)}"
+            f"{format_percent(plan.efficiency, 'figure')}"
         )
     return (
         title + "\nper bucket: number, batch size, share of samples, expected efficiency; "
@@ -407,8 +406,8 @@ def _bucket_table(ax: Axes, frame: pd.DataFrame, n: int) -> None:
             f"{int(r['lower_edge']) + 1:,} to {int(r['upper_edge']):,}",
             f"{int(r['batch_size']):,}",
             f"{int(r['samples']):,}",
-            format_percent(r["samples"] / n),
-            format_percent(r["efficiency"]),
+            format_percent(r["samples"] / n, "figure"),
+            format_percent(r["efficiency"], "figure"),
         ]
         for b, (_, r) in enumerate(frame.iterrows())
     ]

@@ -15,8 +15,9 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, PercentFormatter
 
-from analysis.plots._common import GREY, format_count, format_percent, place_labels
+from analysis.plots._common import GREY, format_count, place_labels
 from analysis.plots.strategies import STRATEGY_COLORS
+from analysis.tables import format_percent
 
 __all__ = ["plot_frontier"]
 
@@ -127,7 +128,7 @@ def plot_frontier(
         )
         label = _NAMES.get(str(name), str(name))
         if str(name) == "sorted" and float(g["mixing"].min()) < floor:
-            label += f" (mixing {format_percent(float(g['mixing'].min()))}: on the left edge)"
+            label += f" (mixing {format_percent(float(g['mixing'].min()), 'figure')}: on the left edge)"
         handles.append(Line2D([], [], color=color, marker=marker, mec="black", mew=0.4, label=label))
     pareto = f[f["pareto"]].sort_values("mixing")
     if not pareto.empty:
@@ -164,9 +165,9 @@ def plot_frontier(
         )
         xs.append(x)
         ys.append(y)
-        value = format_count(y) + " tok/s" if axis == "tokens_per_s" else format_percent(y)
+        value = format_count(y) + " tok/s" if axis == "tokens_per_s" else format_percent(y, "figure")
         head = name if text in name else f"{text}: {name}"
-        texts.append(f"{head}\n{value}, mixing {format_percent(float(hit['mixing'].iloc[0]))}")
+        texts.append(f"{head}\n{value}, mixing {format_percent(float(hit['mixing'].iloc[0]), 'figure')}")
     ax.set_xlim(floor, 1.15)
     if axis in _SHARE_LABELS:
         ax.set_ylim(max(0.0, float(f[axis].min()) - 0.05), 1.0)
@@ -175,7 +176,7 @@ def plot_frontier(
     else:
         ax.set_ylabel("predicted useful tokens/s")
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: format_count(v)))
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_percent(v)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_percent(v, "figure")))
     ax.set_xlabel("mixing: share of the data's length variance a batch keeps (log)")
     ax.grid(alpha=0.3, which="both")
     fig.legend(handles=handles, loc="outside lower center", ncols=2, fontsize=8, frameon=False)

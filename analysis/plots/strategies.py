@@ -16,12 +16,13 @@ from matplotlib.figure import Figure
 from matplotlib.layout_engine import ConstrainedLayoutEngine
 from matplotlib.ticker import FuncFormatter, MaxNLocator, PercentFormatter
 
-from analysis.plots._common import GREY, OKABE_ITO, format_count, format_percent, place_labels
+from analysis.plots._common import GREY, OKABE_ITO, format_count
+from analysis.tables import format_percent
 
 if TYPE_CHECKING:
     from analysis.simulation.epochs import SimulationResult
 
-__all__ = ["plot_strategy_bars", "plot_randomness", "plot_tradeoff", "plot_padded_per_step"]
+__all__ = ["plot_strategy_bars", "plot_randomness", "plot_padded_per_step"]
 
 #: One colour per strategy (Okabe–Ito), the same in every figure.
 STRATEGY_COLORS = {
@@ -41,7 +42,7 @@ _LABELS = {
     "efficiency": "efficiency (useful / padded)",
     "steps": "optimizer steps per epoch",
     "predicted_tokens_per_s": "predicted useful tokens/s",
-    "within_batch_cv": "length CV inside a batch\n(higher = more mixed batches)",
+    "within_batch_cv": "spread: length CV inside a batch\n(higher = more varied lengths)",
     "lag1_autocorr": "lag-1 autocorrelation of step\nmean length (0 = no order pattern)",
     "composition_repeat": "batches repeated from earlier\nepochs (0 = fresh batches)",
     "tokens_per_step_cv": "CV of useful tokens per step",
@@ -58,7 +59,7 @@ def _value_text(column: str, value: float) -> str:
     if not np.isfinite(value):
         return "n/a"
     if column in _SHARES:
-        return format_percent(value)
+        return format_percent(value, "figure")
     if column in ("steps", "predicted_tokens_per_s", "batches"):
         return format_count(value)
     text = f"{value:.3f}"
@@ -174,7 +175,8 @@ def plot_randomness(
 ) -> Figure:
     """The randomness metrics of a :func:`~analysis.compare_strategies` table, one panel each.
 
-    What a strategy gives up for its padding: similar-length batches (low within-batch CV),
+    What a strategy gives up for its padding: similar-length batches (low spread, the length CV
+    inside a batch),
     a length pattern in the batch order (autocorrelation), the same batches every epoch.
 
     Examples
@@ -190,58 +192,6 @@ def plot_randomness(
     for ax, _ in panels:
         ax.axvline(0, color="black", lw=0.8)
     fig.suptitle(title or "What each strategy keeps of a random shuffle")
-    return fig
-
-
-def plot_tradeoff(
-    table: pd.DataFrame, *, randomness: str = "within_batch_cv", title: str | None = None
-) -> Figure:
-    """Efficiency against one randomness metric, a labelled point per strategy.
-
-    Up and right is better on both counts; the strategies trace the trade-off.  Each point
-    is labelled with its strategy's name beside it (labels never overlap; a thin line joins a
-    label placed further off); the efficiency axis stops at 100 %.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from analysis import compare_strategies
-    >>> rng = np.random.default_rng(0)
-    >>> table = compare_strategies(rng.integers(1, 100, 400), rng=np.random.default_rng(0),
-    ...                            edges=[0, 50, 99], batch_size=4, epochs=1)
-    >>> plot_tradeoff(table).axes[0].get_ylabel()
-    'efficiency (useful / padded)'
-    """
-    for column in ("efficiency", randomness):
-        if column not in table.columns:
-            raise ValueError(f"the table has no {column!r} column")
-    fig = Figure(figsize=(6.8, 4.6), layout="constrained")
-    ax = fig.subplots()
-    markers = "osD^vP*X"
-    xs = table[randomness].to_numpy(dtype=float)
-    ys = table["efficiency"].to_numpy(dtype=float)
-    for i, name in enumerate(table.index):
-        ax.scatter(
-            xs[i],
-            ys[i],
-            s=70,
-            color=_color(str(name)),
-            marker=markers[i % len(markers)],
-            zorder=3,
-            edgecolors="black",
-            linewidths=0.5,
-            clip_on=False,
-        )
-    span = float(np.nanmax(xs) - np.nanmin(xs)) or 1.0
-    ax.set_xlim(min(0.0, float(np.nanmin(xs))) - 0.08 * span, float(np.nanmax(xs)) + 0.45 * span)
-    ax.set_ylim(max(0.0, min(0.0, float(np.nanmin(ys)) - 0.05)), 1.0)
-    ax.set_xlabel(_LABELS.get(randomness, randomness).replace("\n", " "))
-    ax.set_ylabel("efficiency (useful / padded)")
-    ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{round(v, 6) + 0:g}"))
-    ax.grid(alpha=0.3)
-    ax.set_title(title or "Padding against randomness")
-    place_labels(ax, xs, ys, [str(n) for n in table.index], fontsize=9)
     return fig
 
 
@@ -312,7 +262,7 @@ def plot_padded_per_step(
             ls="--",
             color="black",
             lw=1,
-            label=f"epoch {epoch}: {format_percent(epoch_share)} padding (1 − efficiency)",
+            label=f"epoch {epoch}: {format_percent(epoch_share, 'figure')} padding (1 − efficiency)",
         )
         merged = f", {merge:,} steps per segment" if merge > 1 else ""
         ax.set_title(

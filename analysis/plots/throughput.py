@@ -13,7 +13,8 @@ from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator, PercentFormatter
 
-from analysis.plots._common import GREY, OKABE_ITO, format_count, format_percent, length_axis
+from analysis.plots._common import GREY, OKABE_ITO, format_count, length_axis
+from analysis.tables import format_percent
 from analysis.timing.step_time import StepTimeModel
 
 __all__ = [
@@ -77,7 +78,7 @@ def plot_step_time_fit(model: StepTimeModel, *, title: str | None = None) -> Fig
         color="#BBBBBB",
         alpha=0.5,
         step="mid",
-        label="spread of repeats (noise)",
+        label="run-to-run variation of repeats (noise)",
         lw=0,
     )
     right.scatter(
@@ -88,7 +89,9 @@ def plot_step_time_fit(model: StepTimeModel, *, title: str | None = None) -> Fig
     right.yaxis.set_major_formatter(_PERCENT)
     right.set_ylabel("(measured − model) / measured")
     right.legend(fontsize=8, loc="best")
-    right.set_title(f"RMS relative residual {format_percent(model.rms_relative_residual)}", fontsize=10)
+    right.set_title(
+        f"RMS relative residual {format_percent(model.rms_relative_residual, 'figure')}", fontsize=10
+    )
     if title:
         fig.suptitle(title)
     return fig
@@ -135,7 +138,13 @@ def plot_predicted_throughput(table: pd.DataFrame, *, title: str | None = None) 
     eff_ax.barh(y, eff, 0.6, color="#999999")
     for yi, e in zip(y, eff, strict=True):
         eff_ax.text(
-            min(e, 1.0) - 0.02, yi, format_percent(e), va="center", ha="right", fontsize=8, color="white"
+            min(e, 1.0) - 0.02,
+            yi,
+            format_percent(e, "figure"),
+            va="center",
+            ha="right",
+            fontsize=8,
+            color="white",
         )
     eff_ax.set_xlim(0, 1)
     eff_ax.xaxis.set_major_formatter(_PERCENT)

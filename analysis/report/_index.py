@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import html
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,23 +20,32 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.answers.frontier import frontier
+from analysis.answers.baselines import budget_baselines
 from analysis.answers.recommendation import Recommendation
 from analysis.answers.throughput import predict_strategy_throughput
+from analysis.answers.tradeoff import TradeOff, tradeoff
 from analysis.lengths import LengthHistogram
 from analysis.loaders import LengthSource, expand_paths
-from analysis.narrative import describe_recommendation
 from analysis.narrative.frontier import floor_sentence, frontier_sentence
+from analysis.narrative.plan import plan_warnings
+from analysis.narrative.recommendation import describe_answer, describe_case, describe_recommendation
 from analysis.optimize import sweep_measure
 from analysis.padding.mixing import random_mixing, sorted_mixing
 from analysis.report._notebooks import REPORT_CSS, Page
 from analysis.tables import format_count, format_percent, format_value, tidy
 from analysis.timing.step_time import StepTimeModel
 
-__all__ = ["SourceFile", "Source", "Speed", "SummaryFacts", "describe_source", "summary_facts", "index_html"]
+__all__ = [
+    "SourceFile",
+    "Source",
+    "Speed",
+    "SummaryFacts",
+    "describe_source",
+    "summary_facts",
+    "summary_tradeoff",
+    "index_html",
+]
 
-#: Bucket counts of the summary page's frontier (its sentence).
-FRONTIER_K = 16
 #: The strategies the summary compares.
 _SHOWN = ("random", "sorted", "bucketed")
 
@@ -96,14 +106,16 @@ def _sha256(path: Path) -> str:
 
 @dataclass(frozen=True)
 class Speed:
-    """The expected speed-up of the plan over a full shuffle, and how it was obtained:
-    ``unit`` ``"tokens/s"`` (``tokens_per_s`` by strategy) or ``"padded-token ratio"``;
-    ``basis`` says in words what the numbers assume."""
+    """The expected speed-up of the plan over ``against`` (a full shuffle; dynamic batching under
+    a token budget), and how it was obtained: ``unit`` ``"tokens/s"`` (``tokens_per_s`` by
+    strategy), ``"padded-token ratio"`` or ``"step ratio"``; ``basis`` says in words what the
+    numbers assume."""
 
     ratio: float
     unit: str
     basis: str
     tokens_per_s: dict[str, float]
+    against: str = "a full shuffle"
 
 
 @dataclass(frozen=True)
@@ -113,9 +125,16 @@ class SummaryFacts:
     source: Source
     rec: Recommendation
     mixing: pd.Series  # exact mixing by strategy (analysis.padding.mixing)
-    frontier_text: str  # the computed trade-off sentence (analysis.narrative.frontier)
+    tradeoff: TradeOff  # the frontier read at the floor or the Trainer's efficiency
     seed: int
     speed: Speed
+    baselines: pd.DataFrame | None = None  # token_budget and packing, under a token budget
+
+    @property
+    def frontier_text(self) -> str:
+        """The trade-off sentence (:func:`analysis.narrative.frontier.frontier_sentence`): the
+        one notebook 02 writes, from the same computation."""
+        return frontier_sentence(self.tradeoff)
 
 
 def _speed(
@@ -127,6 +146,7 @@ def _speed(
     calibration: tuple[float, str] | None,
     world_size: int,
     seed: int,
+    baselines: pd.DataFrame | None = None,
 ) -> Speed:
     """Tokens/s under the step-time ``model`` (fitted to the file ``step_times_name``) when
     given (the padded-token prediction from a measured ``calibration`` otherwise, else the
@@ -157,10 +177,24 @@ def _speed(
         return Speed(rates["bucketed"] / rates["random"], "tokens/s", basis, rates)
     if rec.plan.objective_kind == "steps":  # a token budget: every step is sized for the budget
         basis = "step ratio: the speed-up if every step, sized for the whole token budget, takes as long"
+        if baselines is not None and "token_budget" in baselines.index:  # what a team would run
+            steps = float(baselines["steps"].astype(float)["token_budget"])
+            return Speed(
+                steps / rec.plan.n_batches, "step ratio", basis, {}, "dynamic batching (token_budget)"
+            )
         return Speed(rec.strategies["random"].n_batches / rec.plan.n_batches, "step ratio", basis, {})
     relative = rec.predicted_tokens_per_s(1.0, "random")
     basis = "padded-token ratio: the speed-up if step time is proportional to padded tokens"
     return Speed(relative["bucketed"], "padded-token ratio", basis, {})
+
+
+def summary_tradeoff(rec: Recommendation, hist: LengthHistogram, *, seed: int) -> TradeOff:
+    """The trade-off the summary page states (and ``recommendation.json`` records): the frontier
+    of :func:`analysis.answers.tradeoff.tradeoff` from a generator seeded with ``seed``, read at
+    the plan's ``min_efficiency`` floor when it has one (else at the Trainer's efficiency):
+    notebook 02, given the same ``seed`` and ``min_efficiency``, computes the same."""
+    floor = rec.floor.value if rec.floor is not None and rec.floor.floor == "min_efficiency" else None
+    return tradeoff(hist, rec.rule, rng=np.random.default_rng(seed), min_efficiency=floor)
 
 
 def summary_facts(
@@ -173,11 +207,13 @@ def summary_facts(
     model: StepTimeModel | None = None,
     step_times_name: str | None = None,
     calibration: tuple[float, str] | None = None,
+    trade: TradeOff | None = None,
 ) -> SummaryFacts:
     """What the summary page states about ``hist`` under ``rec`` (its plan and rule): the
-    exact mixing (:mod:`analysis.padding.mixing`), the trade-off sentence from the frontier of every
-    strategy (:func:`analysis.frontier`, simulated from ``seed``) and the expected speed-up
-    (:class:`Speed`).
+    exact mixing (:mod:`analysis.padding.mixing`), the trade-off from the frontier of every
+    strategy (:func:`analysis.answers.tradeoff.tradeoff`, simulated from ``seed``: what notebook
+    02 computes), the expected speed-up (:class:`Speed`) and, under a token budget, what dynamic
+    batching and packing take (:func:`analysis.answers.baselines.budget_baselines`).
 
     Examples
     --------
@@ -187,7 +223,7 @@ def summary_facts(
     >>> facts.speed.unit, round(facts.speed.ratio, 3)
     ('padded-token ratio', 1.322)
     >>> bool(facts.mixing["bucketed"] < facts.mixing["random"]), facts.frontier_text[:30]
-    (True, 'No bucketed plan reaches 97.2%')
+    (True, 'At 97.2% efficiency or more, t')
     """
     mixing = pd.Series(
         {
@@ -196,20 +232,22 @@ def summary_facts(
             "bucketed": rec.plan.mixing,
         }
     )
-    trade = frontier(hist, rec.rule, rng=np.random.default_rng(seed), n_buckets=FRONTIER_K, n_lambdas=2)
-    floor = rec.floor.value if rec.floor is not None and rec.floor.floor == "min_efficiency" else None
-    if 0 < trade.simulated_samples < hist.n_samples:  # the Trainer's row: simulated on a subsample
-        mixing.attrs = {"simulated_samples": trade.simulated_samples, "population_samples": hist.n_samples}
+    trade = summary_tradeoff(rec, hist, seed=seed) if trade is None else trade
+    simulated = trade.frontier.simulated_samples
+    if 0 < simulated < hist.n_samples:  # the Trainer's row: simulated on a subsample
+        mixing.attrs = {"simulated_samples": simulated, "population_samples": hist.n_samples}
+    baselines = budget_baselines(hist, rec.rule, rng=np.random.default_rng(seed))
     speed = _speed(
         rec,
         hist,
+        baselines=baselines,
         model=model,
         step_times_name=step_times_name,
         calibration=calibration,
         world_size=world_size,
         seed=seed,
     )
-    return SummaryFacts(source, rec, mixing, frontier_sentence(trade, floor, hist), seed, speed)
+    return SummaryFacts(source, rec, mixing, trade, seed, speed, baselines)
 
 
 def _e(value: object) -> str:
@@ -243,34 +281,18 @@ def _source_html(source: Source) -> str:
     )
 
 
+def _markdown(text: str) -> str:
+    """A sentence of :mod:`analysis.narrative` as HTML: escaped, its ``**bold**`` in ``<b>``."""
+    return re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", _e(text))
+
+
 def _answer(facts: SummaryFacts) -> str:
-    rec, speed = facts.rec, facts.speed
-    plan, random = rec.plan, rec.strategies["random"]
-    fewer = random.padded_tokens - plan.padded_tokens
-    if plan.objective_kind == "steps":
-        return (
-            f"Use <b>{plan.n_buckets} {_e(plan.method)} bucket{'s' if plan.n_buckets != 1 else ''}</b> "
-            f"with edges <b class='mono'>{_e(format_value(plan.edges))}</b> ({_e(rec.rule.text)}): "
-            f"<b>{_e(format_count(plan.n_batches))}</b> steps per epoch against "
-            f"{_e(format_count(random.n_batches))} for a full shuffle, budget fill "
-            f"<b>{_e(format_percent(plan.budget_fill or 0.0))}</b> (useful tokens / steps × budget), "
-            f"padding efficiency {_e(format_percent(plan.efficiency))}; expected speed-up "
-            f"<b>{_e(_multiple(speed.ratio))}</b> ({_e(speed.unit)})."
-        )
-    return (
-        f"Use <b>{plan.n_buckets} {_e(plan.method)} bucket{'s' if plan.n_buckets != 1 else ''}</b> "
-        f"with edges <b class='mono'>{_e(format_value(plan.edges))}</b> ({_e(rec.rule.text)}): expected "
-        f"efficiency <b>{_e(format_percent(plan.efficiency))}</b> against "
-        f"{_e(format_percent(random.efficiency))} for a full shuffle and "
-        f"{_e(format_percent(rec.strategies['sorted'].efficiency))} for sorted batches; "
-        f"<b>{_e(format_count(fewer))}</b> fewer padded tokens per epoch than a shuffle "
-        f"(<b>{_e(_multiple(random.padded_tokens / plan.padded_tokens))}</b> fewer); "
-        f"expected speed-up <b>{_e(_multiple(speed.ratio))}</b> ({_e(speed.unit)})."
-    )
+    speed = facts.speed
+    return _markdown(describe_answer(facts.rec, speed.ratio, speed.unit, facts.baselines))
 
 
 def _speed_html(speed: Speed) -> str:
-    text = f"<b>{_e(_multiple(speed.ratio))}</b> over a full shuffle ({_e(speed.basis)})"
+    text = f"<b>{_e(_multiple(speed.ratio))}</b> over {_e(speed.against)} ({_e(speed.basis)})"
     if speed.tokens_per_s:
         text += "; " + ", ".join(
             f"{_e(name)} {_e(format_count(rate))} tokens/s" for name, rate in speed.tokens_per_s.items()
@@ -293,8 +315,8 @@ def _mixing_html(facts: SummaryFacts) -> str:
     return (
         "<dd>the share of the data's length variance a batch keeps (expected within-batch sample "
         "variance over the data's; 100% for a full shuffle, exact): "
-        f"bucketed <b>{_e(format_percent(mix['bucketed'], 1))}</b>, "
-        f"random {_e(format_percent(mix['random'], 1))}, sorted {_e(format_percent(mix['sorted'], 1))}. "
+        f"bucketed <b>{_e(format_percent(mix['bucketed']))}</b>, "
+        f"random {_e(format_percent(mix['random']))}, sorted {_e(format_percent(mix['sorted']))}. "
         f"{_e(facts.frontier_text)} {_e(floor_sentence(facts.rec.plan) or '')} "
         f"<span class='note'>(The length grouping is simulated{_e(_subsample(mix))}. "
         "Notebook 02 draws every strategy and knob on this plane; "
@@ -314,7 +336,10 @@ def _k_html(rec: Recommendation) -> str:
             f"({_e(format_percent(float(optimal.loc[suggested])))}): "
             "rerun with <code>--buckets auto</code> to take it"
         )
-    return f"<dd>{text}.<br><span class='note'>{_e(describe_recommendation(rec))}</span></dd>"
+    return (
+        f"<dd>{text}.<br><span class='note'>{_e(describe_recommendation(rec))}</span>"
+        f"<br><span class='note'>{_e(describe_case())}</span></dd>"
+    )
 
 
 def _budget_html(rec: Recommendation) -> str:
@@ -329,7 +354,7 @@ def _budget_html(rec: Recommendation) -> str:
             f"steps × {_e(rec.rule.text)}: the objective under a token budget)</dd>"
         )
     if plan.warnings:
-        lines = "<br>".join(f"warning: {_e(line)}" for line in plan.warnings)
+        lines = "<br>".join(f"warning: {_e(line)}" for line in plan_warnings(plan))
         text += f"<dt>warnings</dt><dd class='warnings'>{lines}</dd>"
     return text
 

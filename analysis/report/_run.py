@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from analysis._validate import positive_int
 from analysis.answers.recommendation import Recommendation, TimeRecommendation, floors, recommend
+from analysis.answers.tradeoff import TradeOff
 from analysis.batching import (
     DEFAULT_MAX_BUCKETS,
     DEFAULT_METHOD,
@@ -25,7 +26,7 @@ from analysis.batching import (
 )
 from analysis.lengths import LengthHistogram
 from analysis.loaders import LengthSource, load_lengths
-from analysis.narrative import describe_clipping
+from analysis.narrative import describe_clipping, frontier_sentence
 from analysis.progress import bar
 from analysis.report._context import (
     PageContext,
@@ -45,7 +46,7 @@ from analysis.report._folder import (
     resolve_inputs,
     staging,
 )
-from analysis.report._index import Source, describe_source, index_html, summary_facts
+from analysis.report._index import Source, describe_source, index_html, summary_facts, summary_tradeoff
 from analysis.report._notebooks import (
     INDEX_HTML,
     Page,
@@ -193,6 +194,8 @@ def run_report(
         rec, settings.tokens_per_s, settings.reference_strategy, step_time
     )
     rec_dict["step_time"] = None if step_time is None else step_time.to_dict()
+    trade = summary_tradeoff(rec, hist, seed=settings.seed)  # the summary page's and notebook 02's
+    rec_dict["tradeoff"] = {**trade.to_dict(), "sentence": frontier_sentence(trade)}
     source = describe_source(src)
     pages = PageContext(
         source.name, settings.rule.text, [Page(nb.name, notebook_title(nb)) for nb in run.notebooks]
@@ -202,16 +205,15 @@ def run_report(
         if kept is not None:
             src, source = _adopt(kept, source, run)
         data = ReportData(src, raw, zero_dropped, *prepare_output(run.out, raw))
-        runs, executed = _run_notebooks(
-            run, offered_choices(settings, run, data, rec.plan.edges), progress, pages
-        )
+        offered = {**offered_choices(settings, run, data, rec.plan.edges), "min_efficiency": trade.floor}
+        runs, executed = _run_notebooks(run, offered, progress, pages)
         figure_files = new_figures(data.figures)
         recommendation = recommendation_for(
             settings, run, data, command, rec_dict, rec.plan, runs, figure_files
         )
         rec_path = write_json(run.out / "recommendation.json", recommendation)
         command_line = str(recommendation["command"])
-        index = _write_index(run, settings, source, rec, hist, raw, step_time, pages, command_line)
+        index = _write_index(run, settings, source, rec, hist, raw, step_time, pages, command_line, trade)
         written = [data.csv, *executed, rec_path, index, *figure_files]
         if kept is not None:
             written.append(run.out / kept.name)
@@ -266,6 +268,7 @@ def _write_index(
     step_time: TimeRecommendation | None,
     pages: PageContext,
     command: str,
+    trade: TradeOff,
 ) -> Path:
     """Write ``index.html`` from the engine's facts about ``hist`` (``raw``: before ``max_len``;
     the speed-up priced with ``step_time``'s model, the one notebook 04 fitted)."""
@@ -280,6 +283,7 @@ def _write_index(
         calibration=None
         if settings.tokens_per_s is None
         else (settings.tokens_per_s, str(settings.reference_strategy)),
+        trade=trade,
     )
     path = run.out / INDEX_HTML
     clipping = "" if settings.max_len is None else describe_clipping(raw, settings.max_len)

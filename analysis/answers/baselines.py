@@ -1,0 +1,44 @@
+"""What a team would otherwise run under a token budget: dynamic batching (``token_budget``) and
+packing, each with its steps per epoch and the mixing it keeps; the honest baselines of a
+bucketed plan under ``max_tokens`` (a full shuffle's one batch size must fit the longest sample,
+which nobody runs under a token budget)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from analysis.batching import BatchRule
+from analysis.lengths import LengthHistogram
+from analysis.simulation.epochs import compare_strategies
+
+__all__ = ["BUDGET_BASELINES", "budget_baselines"]
+
+#: The strategies a bucketed plan under a token budget is compared with.
+BUDGET_BASELINES = ("token_budget", "packing")
+
+
+def budget_baselines(
+    hist: LengthHistogram, rule: BatchRule, *, rng: np.random.Generator, epochs: int = 2
+) -> pd.DataFrame | None:
+    """Dynamic batching and packing under ``rule``'s token budget, simulated for ``epochs``
+    epochs (:func:`analysis.compare_strategies`): a row per strategy with its ``steps``,
+    ``efficiency`` and ``mixing``; None without a token budget.
+
+    Examples
+    --------
+    >>> h = LengthHistogram.from_lengths(np.random.default_rng(0).integers(1, 100, 300))
+    >>> base = budget_baselines(h, BatchRule(max_tokens=400), rng=np.random.default_rng(0))
+    >>> list(base.index), list(base.columns)
+    (['token_budget', 'packing'], ['steps', 'efficiency', 'mixing'])
+    >>> bool(base.loc["packing", "steps"] <= base.loc["token_budget", "steps"])
+    True
+    >>> budget_baselines(h, BatchRule(8), rng=np.random.default_rng(0)) is None
+    True
+    """
+    if rule.max_tokens is None:
+        return None
+    table = compare_strategies(
+        hist, rule, rng=rng, edges=[0, hist.max], epochs=epochs, strategies=BUDGET_BASELINES
+    )
+    return table.loc[list(BUDGET_BASELINES), ["steps", "efficiency", "mixing"]]
