@@ -1,0 +1,188 @@
+"""Every strategy priced in gradient noise: simulated epochs, each batch's (and each window of
+consecutive batches') expected error from a :class:`~analysis.timing.noise.GradientNoise`
+model's bin means and noise.
+
+The closed-form plans (``random``, ``sorted``, ``bucketed``) are priced exactly per step by
+:func:`analysis.timing.noise.plan_noise`; here every strategy of
+:mod:`analysis.simulation.strategies` is simulated, and the **window noise** is measured:
+the mean squared error of the *sum* of ``W`` consecutive batch gradients, per step
+(``E|Σ_t (g_t - G)|**2 / W``).  For independent steps it equals the per-step variance
+whatever ``W``; where a strategy's order makes consecutive errors point the same way (the
+Trainer's length grouping sorts each megabatch by length, so a run of steps sees the same
+lengths) it grows with ``W``: the noise that gradient accumulation (``W`` = its steps) and an
+optimiser's momentum average over.
+
+Each simulated batch is a set of samples whose bins are known; its samples are taken as a
+random subset of their bins (the model's exchangeability), so a window's expected error is
+exact given its composition (:func:`analysis.timing.noise.composition_error`), and the only
+simulation noise is which compositions the epochs drew.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from analysis._validate import check_rng, positive_int
+from analysis.batching import BatchRule, as_rule
+from analysis.lengths import LengthHistogram
+from analysis.simulation.epochs import simulation_sample
+from analysis.simulation.strategies import STRATEGIES, Epoch, epoch_builder
+from analysis.timing.noise import NOISE_WINDOWS, GradientNoise, check_noise, composition_error, jackknife
+
+__all__ = ["NOISE_COLUMNS", "strategy_noise", "window_compositions"]
+
+#: The columns of :func:`strategy_noise`'s frame.
+NOISE_COLUMNS = ("strategy", "window", "variance", "se", "model_se", "ratio", "ratio_se")
+
+
+def window_compositions(
+    epoch: Epoch, bins: np.ndarray, n_bins: int, window: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per window of ``window`` consecutive batches of ``epoch`` (the last, incomplete one
+    dropped): per bin, the sum of its samples' weights ``1 / s_t`` in their batch's mean
+    and the sum of the squared weights (rows: windows).
+
+    Examples
+    --------
+    >>> ep = Epoch(indices=np.array([0, 1, 2]), offsets=np.array([0, 2, 3]),
+    ...            buckets=np.array([-1, -1]), strategy="random")
+    >>> a, q = window_compositions(ep, np.array([0, 1, 1]), 2, 2)
+    >>> a.tolist(), q.tolist()
+    ([[0.5, 1.5]], [[0.25, 1.25]])
+    """
+    sizes = epoch.sizes
+    n_windows = sizes.size // window
+    used = int(epoch.offsets[n_windows * window])
+    of_batch = np.repeat(np.arange(sizes.size) // window, sizes)[:used]
+    weight = np.repeat(1.0 / sizes, sizes)[:used]
+    key = of_batch * n_bins + bins[epoch.indices[:used]]
+    a = np.bincount(key, weights=weight, minlength=n_windows * n_bins).reshape(n_windows, n_bins)
+    q = np.bincount(key, weights=weight * weight, minlength=n_windows * n_bins).reshape(n_windows, n_bins)
+    return a, q
+
+
+def _draw(
+    lengths: np.ndarray,
+    strategies: Sequence[str],
+    rule: BatchRule,
+    edges: Sequence[int] | None,
+    epochs: int,
+    rng: np.random.Generator,
+    gradient_accumulation_steps: int,
+) -> dict[str, list[Epoch]]:
+    out = {}
+    for name in strategies:
+        builder = epoch_builder(
+            lengths,
+            name,
+            rule,
+            edges=edges if name == "bucketed" else None,
+            gradient_accumulation_steps=gradient_accumulation_steps,
+        )
+        out[name] = [builder.epoch(rng) for _ in range(epochs)]
+    return out
+
+
+def strategy_noise(
+    model: GradientNoise,
+    lengths: LengthHistogram | Sequence[int] | np.ndarray,
+    strategies: Sequence[str] = STRATEGIES,
+    rule: BatchRule | None = None,
+    *,
+    rng: np.random.Generator,
+    edges: Sequence[int] | None = None,
+    windows: Sequence[int] = NOISE_WINDOWS,
+    epochs: int = 8,
+    batch_size: int | None = None,
+    max_tokens: int | None = None,
+    gradient_accumulation_steps: int = 1,
+) -> pd.DataFrame:
+    """Simulated gradient noise of each strategy per window of consecutive steps.
+
+    Parameters
+    ----------
+    model : GradientNoise
+        The fitted noise model.
+    lengths : LengthHistogram or array of int
+        The dataset (a histogram over the simulation limit is subsampled, as :func:`simulate`
+        does, and priced as that subsample).
+    strategies : sequence of str
+        Strategies of :mod:`analysis.simulation.strategies` (``random`` is added: the ratios
+        are against it); ``bucketed`` needs ``edges``.
+    rule, batch_size, max_tokens, gradient_accumulation_steps
+        The batch rule and the ``length_grouped`` option, as in :func:`analysis.simulate`.
+    rng : numpy.random.Generator
+        The epochs' only source of randomness.
+    windows : sequence of int, default (1, 4, 16)
+        ``W``: consecutive steps whose summed error is measured.
+    epochs : int, default 8
+        Simulated epochs per strategy (at least 2: the simulation's standard error is the
+        spread between epochs).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per strategy and window: ``variance`` (``E|Σ_t (g_t - G)|**2 / W``), ``se``
+        (its simulation standard error), ``model_se`` (the model's jackknife), ``ratio`` (over
+        ``random``'s at the same ``W``) and ``ratio_se`` (jackknife and simulation together).
+
+    Examples
+    --------
+    >>> from analysis.timing.noise import toy_model
+    >>> lengths = np.repeat(np.arange(1, 101), 20)
+    >>> frame = strategy_noise(toy_model(), lengths, ["length_grouped"], rng=np.random.default_rng(0),
+    ...                        batch_size=8, windows=[1, 16], epochs=3)
+    >>> frame[["strategy", "window"]].values.tolist()
+    [['random', 1], ['random', 16], ['length_grouped', 1], ['length_grouped', 16]]
+    >>> bool(frame["ratio"].iloc[3] > frame["ratio"].iloc[2])  # runs of one length add up
+    True
+    """
+    check_noise(model)
+    check_rng(rng)
+    rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens)
+    epochs = positive_int(epochs, "epochs")
+    if epochs < 2:
+        raise ValueError(f"epochs must be at least 2 (the standard error is their spread), got {epochs}")
+    ws = [positive_int(w, "window") for w in windows]
+    if not ws:
+        raise ValueError("windows must name at least one window")
+    names = ["random", *[s for s in dict.fromkeys(strategies) if s != "random"]]
+    data, _ = simulation_sample(lengths if isinstance(lengths, LengthHistogram) else np.asarray(lengths), rng)
+    arr = data.expand() if isinstance(data, LengthHistogram) else np.asarray(data)
+    bins = model.bin_of(arr)
+    n = np.bincount(bins, minlength=model.n_bins)
+    drawn = _draw(arr, names, rule, edges, epochs, rng, gradient_accumulation_steps)
+    parts = {
+        (name, w): [window_compositions(ep, bins, model.n_bins, w) for ep in drawn[name]]
+        for name in names
+        for w in ws
+    }
+    keys = list(parts)
+
+    def per_epoch(gram: np.ndarray, within: np.ndarray) -> np.ndarray:
+        """``(keys, epochs)``: each epoch's mean window error per step."""
+        out = np.empty((len(keys), epochs))
+        for k, (_, w) in enumerate(keys):
+            for e, (a, q) in enumerate(parts[keys[k]]):
+                out[k, e] = composition_error(gram, within, n, a, q, w).mean() / w if len(a) else math.nan
+        return out
+
+    def stats(gram: np.ndarray, within: np.ndarray) -> tuple[float, ...]:
+        means = per_epoch(gram, within).mean(axis=1)
+        ref = {w: means[keys.index(("random", w))] for w in ws}
+        return (*means, *[m / ref[w] for m, (_, w) in zip(means, keys)])
+
+    figures = jackknife(model, stats)
+    spread = per_epoch(model.gram, model.within)
+    rows = []
+    for k, (name, w) in enumerate(keys):
+        ref = spread[keys.index(("random", w))]
+        sim_se = float(spread[k].std(ddof=1) / math.sqrt(epochs))
+        ratio_sim = float((spread[k] / ref).std(ddof=1) / math.sqrt(epochs)) if name != "random" else 0.0
+        value, ratio = figures[k], figures[len(keys) + k]
+        rows.append((name, w, value.value, sim_se, value.se, ratio.value, math.hypot(ratio.se, ratio_sim)))
+    return pd.DataFrame(rows, columns=list(NOISE_COLUMNS))
