@@ -259,3 +259,37 @@ def test_the_model_file_round_trips_and_bad_files_are_one_line(tmp_path: object,
         load_gradient_noise(folder / "other.npz")
     with pytest.raises(ValueError, match="no such file"):
         load_gradient_noise(folder / "absent.npz")
+
+
+def test_compare_with_noise_prints_the_plan_and_the_windows(
+    tmp_path: object, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+    from pathlib import Path
+
+    from analysis import cli
+    from analysis.loaders import save_gradient_noise
+
+    folder = Path(str(tmp_path))
+    rng = np.random.default_rng(4)
+    lengths, grads = _population(1_200, rng)
+    model = measure_gradient_noise(lambda i: grads[i].mean(0), lengths, n_bins=8, groups_per_bin=6, rng=rng)
+    save_gradient_noise(model, folder / "noise.npz")
+    (folder / "lengths.txt").write_text("\n".join(map(str, lengths)) + "\n")
+    argv = ["compare", str(folder / "lengths.txt"), "--buckets", "3", "--epochs", "2", "--quiet"]
+    assert cli.main([*argv, "--noise", str(folder / "noise.npz"), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    edges = result["edges"]
+    expected = plan_noise(model, lengths, edges=edges, batch_size=8)
+    figures = result["gradient_noise"]["bucketed_plan"]
+    assert figures["effective_batch"]["value"] == pytest.approx(expected.effective_batch.value, rel=1e-12)
+    assert {r["strategy"] for r in result["gradient_noise"]["strategies"]} >= {
+        "random",
+        "bucketed",
+        "length_grouped",
+    }
+    assert cli.main([*argv, "--noise", str(folder / "noise.npz")]) == 0
+    assert "trains like a shuffle of" in capsys.readouterr().out
+    assert cli.main([*argv, "--noise", str(folder / "lengths.txt")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "not a gradient-noise file" in err

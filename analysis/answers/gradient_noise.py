@@ -14,7 +14,8 @@ optimiser's momentum average over.
 
 Each simulated batch is a set of samples whose bins are known; its samples are taken as a
 random subset of their bins (the model's exchangeability), so a window's expected error is
-exact given its composition (:func:`analysis.timing.noise.composition_error`), and the only
+exact given its composition (:func:`analysis.timing.noise.composition_error`; averaged over
+windows by :func:`analysis.timing.noise.mean_composition_error`), and the only
 simulation noise is which compositions the epochs drew.
 """
 
@@ -31,7 +32,13 @@ from analysis.batching import BatchRule, as_rule
 from analysis.lengths import LengthHistogram
 from analysis.simulation.epochs import simulation_sample
 from analysis.simulation.strategies import STRATEGIES, Epoch, epoch_builder
-from analysis.timing.noise import NOISE_WINDOWS, GradientNoise, check_noise, composition_error, jackknife
+from analysis.timing.noise import (
+    NOISE_WINDOWS,
+    GradientNoise,
+    check_noise,
+    jackknife_figures,
+    mean_composition_error,
+)
 
 __all__ = ["NOISE_COLUMNS", "strategy_noise", "window_compositions"]
 
@@ -63,28 +70,6 @@ def window_compositions(
     a = np.bincount(key, weights=weight, minlength=n_windows * n_bins).reshape(n_windows, n_bins)
     q = np.bincount(key, weights=weight * weight, minlength=n_windows * n_bins).reshape(n_windows, n_bins)
     return a, q
-
-
-def _draw(
-    lengths: np.ndarray,
-    strategies: Sequence[str],
-    rule: BatchRule,
-    edges: Sequence[int] | None,
-    epochs: int,
-    rng: np.random.Generator,
-    gradient_accumulation_steps: int,
-) -> dict[str, list[Epoch]]:
-    out = {}
-    for name in strategies:
-        builder = epoch_builder(
-            lengths,
-            name,
-            rule,
-            edges=edges if name == "bucketed" else None,
-            gradient_accumulation_steps=gradient_accumulation_steps,
-        )
-        out[name] = [builder.epoch(rng) for _ in range(epochs)]
-    return out
 
 
 def strategy_noise(
@@ -155,34 +140,36 @@ def strategy_noise(
     arr = data.expand() if isinstance(data, LengthHistogram) else np.asarray(data)
     bins = model.bin_of(arr)
     n = np.bincount(bins, minlength=model.n_bins)
-    drawn = _draw(arr, names, rule, edges, epochs, rng, gradient_accumulation_steps)
-    parts = {
-        (name, w): [window_compositions(ep, bins, model.n_bins, w) for ep in drawn[name]]
-        for name in names
-        for w in ws
-    }
-    keys = list(parts)
-
-    def per_epoch(gram: np.ndarray, within: np.ndarray) -> np.ndarray:
-        """``(keys, epochs)``: each epoch's mean window error per step."""
-        out = np.empty((len(keys), epochs))
-        for k, (_, w) in enumerate(keys):
-            for e, (a, q) in enumerate(parts[keys[k]]):
-                out[k, e] = composition_error(gram, within, n, a, q, w).mean() / w if len(a) else math.nan
-        return out
-
-    def stats(gram: np.ndarray, within: np.ndarray) -> tuple[float, ...]:
-        means = per_epoch(gram, within).mean(axis=1)
-        ref = {w: means[keys.index(("random", w))] for w in ws}
-        return (*means, *[m / ref[w] for m, (_, w) in zip(means, keys)])
-
-    figures = jackknife(model, stats)
-    spread = per_epoch(model.gram, model.within)
+    keys = [(name, w) for name in names for w in ws]
+    # values[m, k, e]: epoch e's mean window error per step of key k under model m (0: the
+    # fitted model, then each jackknife replicate); compositions are dropped once priced
+    models = [(model.gram, model.within), *model.replicates()]
+    values = np.full((len(models), len(keys), epochs), math.nan)
+    for name in names:
+        builder = epoch_builder(
+            arr,
+            name,
+            rule,
+            edges=edges if name == "bucketed" else None,
+            gradient_accumulation_steps=gradient_accumulation_steps,
+        )
+        for e in range(epochs):
+            epoch = builder.epoch(rng)
+            for w in ws:
+                a, q = window_compositions(epoch, bins, model.n_bins, w)
+                if len(a):
+                    k = keys.index((name, w))
+                    values[:, k, e] = mean_composition_error(models, n, a, q, w) / w
+    means = values.mean(axis=2)  # (models, keys)
+    ref = np.stack([means[:, keys.index(("random", w))] for _, w in keys], axis=1)
+    figures = jackknife_figures(means[0], means[1:])
+    ratios = jackknife_figures(means[0] / ref[0], means[1:] / ref[1:])
     rows = []
     for k, (name, w) in enumerate(keys):
-        ref = spread[keys.index(("random", w))]
-        sim_se = float(spread[k].std(ddof=1) / math.sqrt(epochs))
-        ratio_sim = float((spread[k] / ref).std(ddof=1) / math.sqrt(epochs)) if name != "random" else 0.0
-        value, ratio = figures[k], figures[len(keys) + k]
+        spread = values[0, k]
+        base = values[0, keys.index(("random", w))]
+        sim_se = float(spread.std(ddof=1) / math.sqrt(epochs))
+        ratio_sim = float((spread / base).std(ddof=1) / math.sqrt(epochs)) if name != "random" else 0.0
+        value, ratio = figures[k], ratios[k]
         rows.append((name, w, value.value, sim_se, value.se, ratio.value, math.hypot(ratio.se, ratio_sim)))
     return pd.DataFrame(rows, columns=list(NOISE_COLUMNS))

@@ -21,6 +21,7 @@ from typing import Any, TextIO
 import numpy as np
 import pandas as pd
 
+from analysis.answers.gradient_noise import strategy_noise
 from analysis.answers.recommendation import Recommendation, recommend
 from analysis.batching import DEFAULT_N_BUCKETS, BatchRule, check_budget, check_edges
 from analysis.cli._frontier import floor_of, floor_sentence
@@ -37,9 +38,12 @@ from analysis.cli._options import (
     progress_bar,
 )
 from analysis.lengths import LengthHistogram
+from analysis.loaders import load_gradient_noise
 from analysis.optimize import evaluate_edges, optimize_edges, sweep_measure
 from analysis.simulation.epochs import compare_strategies
+from analysis.simulation.strategies import ALL_STRATEGIES
 from analysis.tables import column_kind, format_bound, format_count, format_value
+from analysis.timing.noise import GradientNoise, PlanNoise, plan_noise
 
 __all__ = ["cmd_compare", "cmd_optimize", "cmd_report", "cmd_summary"]
 
@@ -204,6 +208,7 @@ _COMPARE_COLUMNS = [
 
 def cmd_compare(args: argparse.Namespace, out: TextIO) -> None:
     check_calibration(args)
+    noise = load_gradient_noise(args.noise) if args.noise is not None else None
     hist = load(args)
     rule = batch_rule(args)
     check_budget(hist, rule)
@@ -239,9 +244,11 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> None:
         "gain_rule": _gain_rule_json(auto, max_buckets),
         "warnings": list(plan.warnings),
     }
+    priced = _gradient_noise(args, noise, hist, rule, edges, [str(s) for s in table.index])
     if args.json:
         rows = {str(name): {str(c): _json_value(v) for c, v in row.items()} for name, row in table.iterrows()}
-        print(json.dumps({**settings, "strategies": rows}, allow_nan=False), file=out)
+        extra = {} if priced is None else {"gradient_noise": _noise_json(*priced)}
+        print(json.dumps({**settings, "strategies": rows, **extra}, allow_nan=False), file=out)
         return
     print(
         wrap(
@@ -268,6 +275,57 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> None:
     print(frame_text(shown), file=out)
     if not args.wide:
         print("(more columns with --wide or --json)", file=out)
+    if priced is not None:
+        _print_noise(*priced, out)
+
+
+def _gradient_noise(
+    args: argparse.Namespace,
+    noise: GradientNoise | None,
+    hist: LengthHistogram,
+    rule: BatchRule,
+    edges: Sequence[int],
+    strategies: list[str],
+) -> tuple[PlanNoise, pd.DataFrame] | None:
+    """The plan's exact gradient noise and every strategy's simulated window noise (``--noise``)."""
+    if noise is None:
+        return None
+    plan = plan_noise(noise, hist, "bucketed", rule, edges=edges)
+    names = [s for s in strategies if s in ALL_STRATEGIES]
+    frame = strategy_noise(
+        noise,
+        hist,
+        names,
+        rule,
+        rng=np.random.default_rng(args.seed),
+        edges=edges,
+        epochs=max(2, args.epochs),
+    )
+    return plan, frame
+
+
+def _noise_json(plan: PlanNoise, frame: pd.DataFrame) -> dict[str, Any]:
+    figures = {
+        name: {"value": _json_value(r["value"]), "se": _json_value(r["se"])}
+        for name, r in plan.to_frame().iterrows()
+    }
+    rows = [{str(c): _json_value(v) for c, v in row.items()} for _, row in frame.iterrows()]
+    return {"bucketed_plan": figures, "strategies": rows}
+
+
+def _print_noise(plan: PlanNoise, frame: pd.DataFrame, out: TextIO) -> None:
+    b, scale = format_value(plan.batch_size, "float"), plan.noise_scale
+    text = (
+        f"Gradient noise (the --noise model; B_noise = {scale.value:,.1f} ± {scale.se:,.1f}): "
+        f"the bucketed plan trains like a shuffle of {plan.effective_batch.value:.2f} ± "
+        f"{plan.effective_batch.se:.2f} samples per step (of {b}; rho = {plan.between_share.value:.4f}), "
+        f"predicted steps to the same loss x{plan.steps_ratio.value:.3f} a shuffle's. Per-step noise of the "
+        "sum of W consecutive batch gradients, over a shuffle's at the same W:"
+    )
+    print(wrap(text), file=out)
+    table = frame.pivot(index="strategy", columns="window", values="ratio").loc[frame["strategy"].unique()]
+    table.columns = [f"W={w}" for w in table.columns]
+    print(frame_text(table), file=out)
 
 
 def cmd_report(args: argparse.Namespace, out: TextIO, argv: Sequence[str] | None) -> None:

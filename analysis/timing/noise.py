@@ -116,6 +116,7 @@ __all__ = [
     "GradientNoise",
     "PlanNoise",
     "composition_error",
+    "mean_composition_error",
     "measure_gradient_noise",
     "plan_noise",
 ]
@@ -305,7 +306,18 @@ def jackknife(
 ) -> list[NoiseFigure]:
     """``stat(gram, within)`` on the model, each with its delete-a-fold jackknife standard error."""
     full = np.asarray(stat(model.gram, model.within), dtype=float)
-    reps = np.array([stat(g, w) for g, w in model.replicates()], dtype=float)
+    return jackknife_figures(full, np.array([stat(g, w) for g, w in model.replicates()], dtype=float))
+
+
+def jackknife_figures(full: np.ndarray, reps: np.ndarray) -> list[NoiseFigure]:
+    """Figures ``full`` with the standard errors of their replicates ``reps`` (one row per
+    fold left out).
+
+    Examples
+    --------
+    >>> [(f.value, round(f.se, 4)) for f in jackknife_figures(np.array([2.0]), np.array([[1.9], [2.1]]))]
+    [(2.0, 0.1)]
+    """
     f = reps.shape[0]
     with np.errstate(invalid="ignore"):
         se = np.sqrt((f - 1) / f * ((reps - reps.mean(axis=0)) ** 2).sum(axis=0))
@@ -512,6 +524,33 @@ def composition_error(
     with np.errstate(divide="ignore", invalid="ignore"):
         spread = np.where(n > 0, q - a * a / np.maximum(n, 1), 0.0)
     return np.asarray(_quad(a - window * w, gram) + spread @ within)
+
+
+def mean_composition_error(
+    models: Sequence[tuple[np.ndarray, np.ndarray]],
+    n: np.ndarray,
+    a: np.ndarray,
+    q: np.ndarray,
+    window: int = 1,
+) -> np.ndarray:
+    """The mean over rows of :func:`composition_error` under each ``(gram, within)`` of
+    ``models`` at once: the rows' second-moment matrix is formed once, so each model costs
+    ``J**2``, not one quadratic form per row.
+
+    Examples
+    --------
+    >>> gram, within, n = np.array([[1.0, 0], [0, 4]]), np.array([2.0, 2]), np.array([4, 4])
+    >>> a, q = np.array([[1.0, 0], [0, 1]]), np.array([[0.5, 0], [0, 0.5]])
+    >>> mean_composition_error([(gram, within)], n, a, q).tolist()
+    [1.75]
+    >>> composition_error(gram, within, n, a, q).tolist()
+    [1.75, 1.75]
+    """
+    x = a - window * n / n.sum()
+    moment = x.T @ x / x.shape[0]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        spread = np.where(n > 0, q - a * a / np.maximum(n, 1), 0.0).mean(axis=0)
+    return np.array([float((gram * moment).sum() + spread @ within) for gram, within in models])
 
 
 def pool_error(
