@@ -293,3 +293,36 @@ def test_compare_with_noise_prints_the_plan_and_the_windows(
     assert cli.main([*argv, "--noise", str(folder / "lengths.txt")]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "not a gradient-noise file" in err
+
+
+def test_the_report_records_the_noise_model_in_recommendation_json(tmp_path: object) -> None:
+    """``report --noise``: recommendation.json carries the model's figures, the recommended
+    plan priced exactly, and every strategy's window noise (a one-notebook report)."""
+    from pathlib import Path
+
+    from test_report_folder import notebooks_in
+
+    from analysis.loaders import save_gradient_noise, save_histogram
+    from analysis.report import run_report
+
+    folder = Path(str(tmp_path))
+    rng = np.random.default_rng(6)
+    lengths, grads = _population(1_000, rng)
+    model = measure_gradient_noise(lambda i: grads[i].mean(0), lengths, n_bins=8, groups_per_bin=6, rng=rng)
+    npz = save_gradient_noise(model, folder / "noise.npz")
+    src = save_histogram(LengthHistogram.from_lengths(lengths), folder / "in.csv")
+    result = run_report(
+        src, folder / "report", notebooks_dir=notebooks_in(folder / "nbs"), noise=npz, quiet=True
+    )
+    record = result.recommendation["gradient_noise"]
+    edges = result.recommendation["plan"]["edges"]
+    expected = plan_noise(model, lengths, edges=edges, batch_size=8)
+    assert record["plan"]["effective_batch"]["value"] == pytest.approx(
+        expected.effective_batch.value, rel=1e-12
+    )
+    assert record["model"]["noise_scale"]["value"] == pytest.approx(
+        model.figures(lengths)["noise_scale"].value
+    )
+    assert {row["strategy"] for row in record["strategies"]} >= {"random", "bucketed", "length_grouped"}
+    with pytest.raises(ValueError, match="not a gradient-noise file"):
+        run_report(src, folder / "again", notebooks_dir=folder / "nbs", noise=src, quiet=True)

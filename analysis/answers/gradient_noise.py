@@ -38,9 +38,10 @@ from analysis.timing.noise import (
     check_noise,
     jackknife_figures,
     mean_composition_error,
+    plan_noise,
 )
 
-__all__ = ["NOISE_COLUMNS", "strategy_noise", "window_compositions"]
+__all__ = ["NOISE_COLUMNS", "gradient_noise_record", "strategy_noise", "window_compositions"]
 
 #: The columns of :func:`strategy_noise`'s frame.
 NOISE_COLUMNS = ("strategy", "window", "variance", "se", "model_se", "ratio", "ratio_se")
@@ -173,3 +174,48 @@ def strategy_noise(
         value, ratio = figures[k], ratios[k]
         rows.append((name, w, value.value, sim_se, value.se, ratio.value, math.hypot(ratio.se, ratio_sim)))
     return pd.DataFrame(rows, columns=list(NOISE_COLUMNS))
+
+
+def gradient_noise_record(
+    model: GradientNoise,
+    hist: LengthHistogram,
+    edges: Sequence[int],
+    rule: BatchRule,
+    *,
+    rng: np.random.Generator,
+    epochs: int = 3,
+) -> dict[str, object]:
+    """What ``recommendation.json`` records of a gradient-noise model (JSON-ready): the
+    model's figures on ``hist`` (each ``{"value", "se"}``), the plan of ``edges`` priced
+    exactly (:func:`analysis.timing.noise.plan_noise`) and every strategy's window noise
+    (:func:`strategy_noise`, rows as dicts).
+
+    Examples
+    --------
+    >>> from analysis.timing.noise import toy_model
+    >>> hist = LengthHistogram.from_lengths(np.repeat([5, 50], 40))
+    >>> record = gradient_noise_record(toy_model(), hist, [0, 10, 50], BatchRule(batch_size=4),
+    ...                                rng=np.random.default_rng(0), epochs=2)
+    >>> sorted(record), record["model"]["bins"], round(record["plan"]["effective_batch"]["value"], 2)
+    (['model', 'plan', 'strategies'], 2, 3.91)
+    """
+    check_noise(model)
+    figures = {name: {"value": f.value, "se": f.se} for name, f in model.figures(hist).items()}
+    priced = plan_noise(model, hist, "bucketed", rule, edges=edges).to_frame()
+    table = strategy_noise(model, hist, STRATEGIES, rule, rng=rng, edges=edges, epochs=epochs)
+    return {
+        "model": {
+            "bins": model.n_bins,
+            "backward_passes": model.backward_passes,
+            "group_size": model.group_size,
+            "sketch_dimension": model.dimension,
+            **figures,
+        },
+        "plan": {
+            "edges": list(edges),
+            **{
+                str(name): {"value": float(r["value"]), "se": float(r["se"])} for name, r in priced.iterrows()
+            },
+        },
+        "strategies": [{str(c): v for c, v in row.items()} for row in table.to_dict("records")],
+    }

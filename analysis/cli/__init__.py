@@ -15,7 +15,7 @@ Four subcommands, each a thin face over the engine::
                                [--max-len N] [--world-size N] [--drop-zero]
                                [--max-buckets M] [--min-gain X]
                                [--tokens-per-s X --reference-strategy S]
-                               [--step-times FILE.csv]
+                               [--step-times FILE.csv] [--noise FILE.npz]
 
 ``SRC`` is anything :func:`analysis.load_lengths` reads (a file, a folder or a glob).
 ``--quiet`` goes before or after the subcommand.  ``--buckets auto`` takes the K the gain
@@ -223,6 +223,13 @@ def build_parser() -> Parser:
     )
     add_world_size(p)
     add_calibration(p)
+    p.add_argument(
+        "--noise",
+        metavar="FILE.npz",
+        default=None,
+        help="a gradient-noise model of your model (analysis.loaders.save_gradient_noise): "
+        "recommendation.json records the plan's and every strategy's gradient noise (default: none)",
+    )
     p.add_argument(
         "--step-times",
         metavar="FILE.csv",

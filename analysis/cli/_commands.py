@@ -364,6 +364,7 @@ def cmd_report(args: argparse.Namespace, out: TextIO, argv: Sequence[str] | None
             world_size=args.world_size,
             drop_zero=args.drop_zero,
             step_times=args.step_times,
+            noise=args.noise,
             command=_command_line(argv),
             keep_source=args.tokenizer is not None,
             floor=floor_of(args),
