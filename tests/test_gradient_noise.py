@@ -326,3 +326,29 @@ def test_the_report_records_the_noise_model_in_recommendation_json(tmp_path: obj
     assert {row["strategy"] for row in record["strategies"]} >= {"random", "bucketed", "length_grouped"}
     with pytest.raises(ValueError, match="not a gradient-noise file"):
         run_report(src, folder / "again", notebooks_dir=folder / "nbs", noise=src, quiet=True)
+
+
+def test_time_to_quality_from_brute_force_variances(grads: np.ndarray) -> None:
+    """Steps to the same loss scale as 1 + B_noise / B_eff: rebuilt from every batch of the tiny
+    dataset and the step-time model's epoch seconds."""
+    from analysis.timing.epoch import expected_epoch_time
+    from analysis.timing.noise import time_to_quality
+    from analysis.timing.step_time import StepTimeModel
+
+    model = _exact_model(grads, LENGTHS)
+    clock = StepTimeModel(per_step=0.05, per_token=0.01)
+    edges, n, full = [0, 1, 3], LENGTHS.size, grads.mean(0)
+    trace = float(np.sum((grads - full) ** 2)) / (n - 1)
+    scale = trace / float(full @ full)
+
+    def b_eff(variance: float) -> float:
+        return 1 / (variance / trace + 1 / n)
+
+    plan = b_eff(_brute_bucketed(grads, LENGTHS, edges, [3, 3]))
+    shuffle = b_eff(_brute_bucketed(grads, LENGTHS, [0, 3], [3]))
+    steps = (1 + scale / plan) / (1 + scale / shuffle)
+    epoch = expected_epoch_time(LENGTHS, clock, edges=edges, batch_size=3) / expected_epoch_time(
+        LENGTHS, clock, "random", batch_size=3
+    )
+    t, s, e = time_to_quality(model, clock, LENGTHS, edges=edges, batch_size=3)
+    assert (t.value, s.value, e) == pytest.approx((epoch * steps, steps, epoch), rel=1e-10)

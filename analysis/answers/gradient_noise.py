@@ -29,7 +29,9 @@ import pandas as pd
 
 from analysis._validate import check_rng, positive_int
 from analysis.batching import BatchRule, as_rule
-from analysis.lengths import LengthHistogram
+from analysis.lengths import LengthHistogram, as_histogram
+from analysis.optimize import optimize_edges
+from analysis.padding.waste import sorted_padding
 from analysis.simulation.epochs import simulation_sample
 from analysis.simulation.strategies import STRATEGIES, Epoch, epoch_builder
 from analysis.timing.noise import (
@@ -39,9 +41,11 @@ from analysis.timing.noise import (
     jackknife_figures,
     mean_composition_error,
     plan_noise,
+    time_to_quality,
 )
+from analysis.timing.step_time import StepTimeModel
 
-__all__ = ["NOISE_COLUMNS", "gradient_noise_record", "strategy_noise", "window_compositions"]
+__all__ = ["NOISE_COLUMNS", "gradient_noise_record", "quality_sweep", "strategy_noise", "window_compositions"]
 
 #: The columns of :func:`strategy_noise`'s frame.
 NOISE_COLUMNS = ("strategy", "window", "variance", "se", "model_se", "ratio", "ratio_se")
@@ -219,3 +223,51 @@ def gradient_noise_record(
         },
         "strategies": [{str(c): v for c, v in row.items()} for row in table.to_dict("records")],
     }
+
+
+def quality_sweep(
+    model: GradientNoise,
+    step_time: StepTimeModel,
+    hist: LengthHistogram | Sequence[int] | np.ndarray,
+    rule: BatchRule | None = None,
+    *,
+    max_buckets: int = 16,
+    batch_size: int | None = None,
+    max_tokens: int | None = None,
+) -> pd.DataFrame:
+    """Time to the same loss of the time-optimal edges for K = 1..``max_buckets`` and of
+    sorted batching, over a shuffle's (:func:`analysis.timing.noise.time_to_quality`).
+
+    Each K's edges minimise the expected epoch time (``optimize_edges(..., step_time=)``) and
+    are then priced in gradient noise: the edges are not placed for the noise (the row with
+    the smallest ``time_ratio`` is the best of these plans, not a proven optimum over all
+    edges).  Columns: ``plan``, ``n_buckets``, ``efficiency``, ``epoch_ratio`` (epoch seconds
+    over a shuffle's), ``effective_batch``, ``steps_ratio`` (steps to the same loss over a
+    shuffle's) with ``steps_ratio_se``, ``time_ratio`` with ``time_ratio_se``.
+
+    Examples
+    --------
+    >>> from analysis.timing.noise import toy_model
+    >>> clock = StepTimeModel(per_step=0.01, per_token=1e-3)
+    >>> hist = LengthHistogram.from_counts([5, 50], [40, 40])
+    >>> sweep = quality_sweep(toy_model(), clock, hist, batch_size=4, max_buckets=2)
+    >>> sweep[["plan", "epoch_ratio", "time_ratio"]].round(3).values.tolist()
+    [['K=1', 1.0, 1.0], ['K=2', 0.601, 0.604], ['sorted', 0.601, 0.604]]
+    """
+    check_noise(model)
+    hist = as_histogram(hist)
+    rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens)
+    rows: list[tuple[str, int | None, float, str, list[int] | None]] = []
+    for k in range(1, positive_int(max_buckets, "max_buckets") + 1):
+        plan = optimize_edges(hist, k, rule, step_time=step_time)
+        if plan.n_buckets < k:
+            break
+        rows.append((f"K={k}", k, plan.efficiency, "bucketed", plan.edges))
+    rows.append(("sorted", None, sorted_padding(hist, rule).efficiency, "sorted", None))
+    out = []
+    for label, n_buckets, efficiency, strategy, edges in rows:
+        t, steps, epoch = time_to_quality(model, step_time, hist, strategy, rule, edges=edges)
+        b_eff = plan_noise(model, hist, strategy, rule, edges=edges).effective_batch.value
+        out.append((label, n_buckets, efficiency, epoch, b_eff, steps.value, steps.se, t.value, t.se))
+    columns = ["plan", "n_buckets", "efficiency", "epoch_ratio", "effective_batch", "steps_ratio"]
+    return pd.DataFrame(out, columns=[*columns, "steps_ratio_se", "time_ratio", "time_ratio_se"])

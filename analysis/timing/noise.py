@@ -119,6 +119,7 @@ __all__ = [
     "mean_composition_error",
     "measure_gradient_noise",
     "plan_noise",
+    "time_to_quality",
 ]
 
 #: Consecutive steps whose summed error the window noise measures by default (1: one step;
@@ -774,3 +775,41 @@ def toy_model() -> GradientNoise:
         replicate_gram=np.array([gram, gram * 1.01, gram * 0.99]),
         replicate_within=np.array([within, within * 1.02, within * 0.98]),
     )
+
+
+def time_to_quality(
+    model: GradientNoise,
+    step_time: Any,
+    hist: LengthHistogram | Sequence[int] | np.ndarray,
+    strategy: str = "bucketed",
+    rule: BatchRule | None = None,
+    *,
+    edges: Sequence[int] | None = None,
+    batch_size: int | None = None,
+    max_tokens: int | None = None,
+) -> tuple[NoiseFigure, NoiseFigure, float]:
+    """Predicted time to the same loss over a shuffle's: ``(time_ratio, steps_ratio,
+    epoch_ratio)``.  The steps to a given loss scale as ``1 + B_noise / B_eff``
+    (:func:`plan_noise`), each step costing what the step-time model prices, so time to the
+    loss is the plan's epoch seconds (:func:`analysis.timing.epoch.expected_epoch_time`) times
+    ``(1 + B_noise / B_eff) / (1 + B_noise / B_shuffle)``, over a shuffle's epoch seconds.
+    The two ratios carry the noise model's standard errors; ``epoch_ratio`` is exact.
+
+    Examples
+    --------
+    >>> from analysis.timing.step_time import StepTimeModel
+    >>> hist = LengthHistogram.from_counts([5, 50], [40, 40])
+    >>> clock = StepTimeModel(per_step=0.01, per_token=1e-3)
+    >>> t, steps, epoch = time_to_quality(toy_model(), clock, hist, edges=[0, 10, 50], batch_size=4)
+    >>> round(epoch, 3), round(steps.value, 4), round(t.value, 3)
+    (0.601, 1.0039, 0.604)
+    """
+    from analysis.timing.epoch import expected_epoch_time
+
+    hist = as_histogram(hist)
+    rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens)
+    priced = plan_noise(model, hist, strategy, rule, edges=edges)
+    seconds = expected_epoch_time(hist, step_time, strategy, rule, edges=edges)
+    epoch = seconds / expected_epoch_time(hist, step_time, "random", rule)
+    steps = priced.steps_ratio
+    return NoiseFigure(value=epoch * steps.value, se=epoch * steps.se), steps, epoch
