@@ -314,13 +314,13 @@ def _noise_json(plan: PlanNoise, frame: pd.DataFrame) -> dict[str, Any]:
 
 
 def _print_noise(plan: PlanNoise, frame: pd.DataFrame, out: TextIO) -> None:
-    b, scale = format_value(plan.batch_size, "float"), plan.noise_scale
+    scale, b_eff = plan.noise_scale, plan.effective_batch
     text = (
         f"Gradient noise (the --noise model; B_noise = {scale.value:,.1f} ± {scale.se:,.1f}): "
-        f"the bucketed plan trains like a shuffle of {plan.effective_batch.value:.2f} ± "
-        f"{plan.effective_batch.se:.2f} samples per step (of {b}; rho = {plan.between_share.value:.4f}), "
-        f"predicted steps to the same loss x{plan.steps_ratio.value:.3f} a shuffle's. Per-step noise of the "
-        "sum of W consecutive batch gradients, over a shuffle's at the same W:"
+        f"the bucketed plan ({plan.batch_size:.2f} samples per step on average) trains like a shuffle "
+        f"of {b_eff.value:.2f} ± {b_eff.se:.2f} (rho = {plan.between_share.value:.4f}); predicted steps "
+        f"to the same loss x{plan.steps_ratio.value:.3f} a shuffle's. Per-step noise of the sum of W "
+        "consecutive batch gradients, over a shuffle's at the same W:"
     )
     print(wrap(text), file=out)
     table = frame.pivot(index="strategy", columns="window", values="ratio").loc[frame["strategy"].unique()]
