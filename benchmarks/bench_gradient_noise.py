@@ -24,7 +24,8 @@ length_grouped, several seeds each, from the same initialisation at the same lea
 against the ratio the model predicts.
 
 Writes ``data/gradient_noise_validation.csv`` (and ``data/gradient_noise_training.csv``) and
-prints both tables.  Runs on one CPU thread in minutes:
+prints both tables.  One CPU thread: about 12 minutes for the variance table and 20 more for
+the training runs, on 2 cores shared with other jobs:
 
     python benchmarks/bench_gradient_noise.py            # from the repository root
 """
