@@ -51,10 +51,9 @@ from analysis.simulation.strategies import epoch_builder
 from analysis.timing.noise import GradientNoise, measure_gradient_noise, plan_noise
 
 ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "data" / "gradient_noise_validation.csv"
-OUT_TRAINING = ROOT / "data" / "gradient_noise_training.csv"
-OUT_MODEL = ROOT / "data" / "gradient_noise_model.npz"
-OUT_LENGTHS = ROOT / "data" / "gradient_noise_lengths.csv"
+#: The files written, under --out-dir (default data/).
+OUT, OUT_TRAINING = "gradient_noise_validation.csv", "gradient_noise_training.csv"
+OUT_MODEL, OUT_LENGTHS = "gradient_noise_model.npz", "gradient_noise_lengths.csv"
 BATCH = 8
 WINDOWS = (1, 4, 16)
 SKETCH = 4096
@@ -285,8 +284,8 @@ def validation(
                     "steps_ratio": exact.steps_ratio.value if exact is not None else math.nan,
                 }
             )
-    save_gradient_noise(noise, OUT_MODEL)
-    save_histogram(hist, OUT_LENGTHS)
+    save_gradient_noise(noise, args.out_dir / OUT_MODEL)
+    save_histogram(hist, args.out_dir / OUT_LENGTHS)
     return pd.DataFrame(rows), noise
 
 
@@ -358,6 +357,7 @@ def steps_to_loss(args: argparse.Namespace, seqs: list[np.ndarray], noise: Gradi
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out-dir", type=Path, default=ROOT / "data", help="where the files go")
     parser.add_argument("--train", type=int, default=4000, help="snippets to train on")
     parser.add_argument("--probe", type=int, default=1500, help="snippets the probe fits on")
     parser.add_argument("--measure", type=int, default=1600, help="snippets measured")
@@ -392,7 +392,7 @@ def main() -> None:
     train(model, seqs, [order[i : i + BATCH] for i in range(0, order.size, BATCH)], args.lr)
     print(f"after {args.steps} steps: held-out loss {held_out_loss(model, seqs[-args.held_out :]):.3f}")
     frame, noise = validation(args, seqs, model)
-    frame.to_csv(OUT, index=False, float_format="%.6g")
+    frame.to_csv(args.out_dir / OUT, index=False, float_format="%.6g")
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(
             frame[
@@ -417,7 +417,7 @@ def main() -> None:
         )
     if not args.no_train:
         runs = steps_to_loss(args, seqs, noise)
-        runs.to_csv(OUT_TRAINING, index=False, float_format="%.6g")
+        runs.to_csv(args.out_dir / OUT_TRAINING, index=False, float_format="%.6g")
         summary = runs.groupby("plan").agg(
             steps_mean=("steps", "mean"),
             steps_sd=("steps", "std"),
