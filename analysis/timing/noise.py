@@ -23,8 +23,8 @@ trace ``S_j**2`` and the variance of the estimate of ``μ_j``.  Everything a pla
 needs is the Gram matrix ``μ_j . μ_k`` and the ``S_j**2``; the Gram matrix is
 **unbiased**: each bin mean's own estimation noise is subtracted from its diagonal (a
 one-way random-effects ANOVA), so ``|μ_b - G|**2`` of any bucket or batch is estimated
-without the upward bias of squaring a noisy mean (with 1,200 probed samples that bias
-overstates ``ρ`` by 20-60 %).  Given the bins, every formula here is exact (tests check them
+without the upward bias of squaring a noisy mean (which overstates ``ρ``, the more so the
+fewer samples a bin has).  Given the bins, every formula here is exact (tests check them
 against every batch of small datasets); where a bucket edge splits a bin, the bin's samples
 on either side are taken as a random split, which is why the bins should be fine (quantile
 bins; the default 32 leaves a bucket edge in the middle of a bin of ~3 % of the data).
@@ -34,8 +34,8 @@ gradient of the mean loss over those samples at one fixed checkpoint (no optimis
 flattened and sketched to a vector of a fixed dimension.  Per bin it draws
 ``groups_per_bin`` disjoint groups of ``group_size`` samples.  **Cost**: one call per group,
 ``n_bins * groups_per_bin`` backward passes of ``group_size`` samples each (32 x 16 = 512
-single-sample passes by default: the cost of 64 training steps of 8 samples, plus no
-optimiser).  Larger groups cost more per pass and estimate ``S_j**2`` from fewer degrees of
+single-sample passes by default: the backward passes of 64 training steps of 8 samples,
+without the optimiser).  Larger groups cost more per pass and estimate ``S_j**2`` from fewer degrees of
 freedom; ``group_size=1`` (per-sample gradients) is the most informative per sample.
 **The checkpoint**: take one from the phase of training you are planning for, after the
 first few hundred steps (at initialisation ``|G|**2`` is dominated by learning the unigram
