@@ -27,7 +27,10 @@ without the upward bias of squaring a noisy mean (which overstates ``ρ``, the m
 fewer samples a bin has).  Given the bins, every formula here is exact (tests check them
 against every batch of small datasets); where a bucket edge splits a bin, the bin's samples
 on either side are taken as a random split, which is why the bins should be fine (quantile
-bins; the default 32 leaves a bucket edge in the middle of a bin of ~3 % of the data).
+bins; the default 32 leaves a bucket edge in the middle of a bin of ~3 % of the data).  Sorted
+batching, whose batches hold neighbouring lengths, sees structure finer than any bin: on the
+benchmark (``data/README.md``) 32 bins priced it 9 % low against a shuffle, 96 bins of the
+same probe budget 4 % high, while every bucketed plan came within 1 % either way.
 
 **The probe** (:func:`measure_gradient_noise`) calls your ``gradient(indices)``: the
 gradient of the mean loss over those samples at one fixed checkpoint (no optimiser step),
