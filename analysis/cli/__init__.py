@@ -8,13 +8,14 @@ Four subcommands, each a thin face over the engine::
                                [--max-buckets M] [--min-gain X]
     padding-workbench compare  SRC [--edges E0,E1,... | --buckets K|auto] [--batch-size B | ...]
                                [--epochs N] [--seed S] [--world-size N] [--drop-zero]
-                               [--tokens-per-s X --reference-strategy S] [--wide | --json]
+                               [--tokens-per-s X --reference-strategy S] [--noise FILE.npz]
+                               [--wide | --json]
                                [--max-buckets M] [--min-gain X]
     padding-workbench report   SRC --out DIR [--buckets K|auto] [--batch-size B | --max-tokens T]
                                [--max-len N] [--world-size N] [--drop-zero]
                                [--max-buckets M] [--min-gain X]
                                [--tokens-per-s X --reference-strategy S]
-                               [--step-times FILE.csv]
+                               [--step-times FILE.csv] [--noise FILE.npz]
 
 ``SRC`` is anything :func:`analysis.load_lengths` reads (a file, a folder or a glob).
 ``--quiet`` goes before or after the subcommand.  ``--buckets auto`` takes the K the gain
@@ -172,6 +173,14 @@ def build_parser() -> Parser:
     )
     add_world_size(p)
     add_calibration(p)
+    p.add_argument(
+        "--noise",
+        metavar="FILE.npz",
+        default=None,
+        help="a gradient-noise model of your model (analysis.timing.noise.measure_gradient_noise, "
+        "saved by analysis.loaders.save_gradient_noise): adds each strategy's gradient noise "
+        "against a shuffle's per 1, 4 and 16 steps, and the plan's effective batch (default: none)",
+    )
     out = p.add_mutually_exclusive_group()
     out.add_argument(
         "--wide",
@@ -214,6 +223,13 @@ def build_parser() -> Parser:
     )
     add_world_size(p)
     add_calibration(p)
+    p.add_argument(
+        "--noise",
+        metavar="FILE.npz",
+        default=None,
+        help="a gradient-noise model of your model (analysis.loaders.save_gradient_noise): "
+        "recommendation.json records the plan's and every strategy's gradient noise (default: none)",
+    )
     p.add_argument(
         "--step-times",
         metavar="FILE.csv",

@@ -21,6 +21,7 @@ from typing import Any, TextIO
 import numpy as np
 import pandas as pd
 
+from analysis.answers.gradient_noise import strategy_noise
 from analysis.answers.recommendation import Recommendation, recommend
 from analysis.batching import DEFAULT_N_BUCKETS, BatchRule, check_budget, check_edges
 from analysis.cli._frontier import floor_of, floor_sentence
@@ -37,12 +38,15 @@ from analysis.cli._options import (
     progress_bar,
 )
 from analysis.lengths import LengthHistogram
+from analysis.loaders import load_gradient_noise
 from analysis.narrative.plan import describe_warning, plan_warnings
 from analysis.narrative.recommendation import describe_auto_k, describe_report_auto_k
 from analysis.narrative.strategies import describe_subsample
-from analysis.optimize import PlanWarning, evaluate_edges, optimize_edges
+from analysis.optimize import BucketPlan, PlanWarning, evaluate_edges, optimize_edges
 from analysis.simulation.epochs import compare_strategies
+from analysis.simulation.strategies import ALL_STRATEGIES
 from analysis.tables import column_kind, format_count, format_value
+from analysis.timing.noise import GradientNoise, PlanNoise, plan_noise
 
 __all__ = ["cmd_compare", "cmd_optimize", "cmd_report", "cmd_summary"]
 
@@ -188,20 +192,27 @@ _COMPARE_COLUMNS = [
 ]
 
 
+def _compare_plan(
+    args: argparse.Namespace, hist: LengthHistogram, rule: BatchRule, k: int
+) -> tuple[BucketPlan, str]:
+    """The plan ``compare`` puts beside the strategies, and where its edges came from."""
+    if args.edges is not None:
+        return evaluate_edges(hist, check_edges(args.edges, hist), rule), "the given edges"
+    plan = optimize_edges(hist, k, rule, min_efficiency=args.min_efficiency, min_mixing=args.min_mixing)
+    return (
+        plan,
+        f"the {'frontier' if floor_of(args) else 'optimal'} edges for {k} bucket{'' if k == 1 else 's'}",
+    )
+
+
 def cmd_compare(args: argparse.Namespace, out: TextIO) -> None:
     check_calibration(args)
+    noise = load_gradient_noise(args.noise) if args.noise is not None else None
     hist = load(args)
     rule = batch_rule(args)
     check_budget(hist, rule)
     k, auto, max_buckets = _buckets(args, hist, rule)
-    if args.edges is None:
-        plan = optimize_edges(hist, k, rule, min_efficiency=args.min_efficiency, min_mixing=args.min_mixing)
-        source = (
-            f"the {'frontier' if floor_of(args) else 'optimal'} edges for {k} bucket{'' if k == 1 else 's'}"
-        )
-    else:
-        plan = evaluate_edges(hist, check_edges(args.edges, hist), rule)
-        source = "the given edges"
+    plan, source = _compare_plan(args, hist, rule, k)
     edges = plan.edges
     table = compare_strategies(
         hist,
@@ -225,9 +236,11 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> None:
         "gain_rule": _gain_rule_json(auto, max_buckets),
         "warnings": [w.to_dict() for w in plan.warnings],
     }
+    priced = _gradient_noise(args, noise, hist, rule, edges, [str(s) for s in table.index])
     if args.json:
         rows = {str(name): {str(c): _json_value(v) for c, v in row.items()} for name, row in table.iterrows()}
-        print(json.dumps({**settings, "strategies": rows}, allow_nan=False), file=out)
+        extra = {} if priced is None else {"gradient_noise": _noise_json(*priced)}
+        print(json.dumps({**settings, "strategies": rows, **extra}, allow_nan=False), file=out)
         return
     print(
         wrap(
@@ -249,6 +262,57 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> None:
     print(frame_text(shown), file=out)
     if not args.wide:
         print("(more columns with --wide or --json)", file=out)
+    if priced is not None:
+        _print_noise(*priced, out)
+
+
+def _gradient_noise(
+    args: argparse.Namespace,
+    noise: GradientNoise | None,
+    hist: LengthHistogram,
+    rule: BatchRule,
+    edges: Sequence[int],
+    strategies: list[str],
+) -> tuple[PlanNoise, pd.DataFrame] | None:
+    """The plan's exact gradient noise and every strategy's simulated window noise (``--noise``)."""
+    if noise is None:
+        return None
+    plan = plan_noise(noise, hist, "bucketed", rule, edges=edges)
+    names = [s for s in strategies if s in ALL_STRATEGIES]
+    frame = strategy_noise(
+        noise,
+        hist,
+        names,
+        rule,
+        rng=np.random.default_rng(args.seed),
+        edges=edges,
+        epochs=max(2, args.epochs),
+    )
+    return plan, frame
+
+
+def _noise_json(plan: PlanNoise, frame: pd.DataFrame) -> dict[str, Any]:
+    figures = {
+        name: {"value": _json_value(r["value"]), "se": _json_value(r["se"])}
+        for name, r in plan.to_frame().iterrows()
+    }
+    rows = [{str(c): _json_value(v) for c, v in row.items()} for _, row in frame.iterrows()]
+    return {"bucketed_plan": figures, "strategies": rows}
+
+
+def _print_noise(plan: PlanNoise, frame: pd.DataFrame, out: TextIO) -> None:
+    scale, b_eff = plan.noise_scale, plan.effective_batch
+    text = (
+        f"Gradient noise (the --noise model; B_noise = {scale.value:,.1f} ± {scale.se:,.1f}): "
+        f"the bucketed plan ({plan.batch_size:.2f} samples per step on average) trains like a shuffle "
+        f"of {b_eff.value:.2f} ± {b_eff.se:.2f} (rho = {plan.between_share.value:.4f}); predicted steps "
+        f"to the same loss x{plan.steps_ratio.value:.3f} a shuffle's. Per-step noise of the sum of W "
+        "consecutive batch gradients, over a shuffle's at the same W:"
+    )
+    print(wrap(text), file=out)
+    table = frame.pivot(index="strategy", columns="window", values="ratio").loc[frame["strategy"].unique()]
+    table.columns = [f"W={w}" for w in table.columns]
+    print(frame_text(table), file=out)
 
 
 def cmd_report(args: argparse.Namespace, out: TextIO, argv: Sequence[str] | None) -> None:
@@ -287,6 +351,7 @@ def cmd_report(args: argparse.Namespace, out: TextIO, argv: Sequence[str] | None
             world_size=args.world_size,
             drop_zero=args.drop_zero,
             step_times=args.step_times,
+            noise=args.noise,
             command=_command_line(argv),
             keep_source=args.tokenizer is not None,
             floor=floor_of(args),

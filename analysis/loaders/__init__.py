@@ -1,5 +1,6 @@
 """Files and arrays in, :class:`~analysis.lengths.LengthHistogram` out (and step times in,
-a validated frame out: :func:`load_step_times`).
+a validated frame out: :func:`load_step_times`; a gradient-noise model in and out:
+:func:`load_gradient_noise`, :func:`save_gradient_noise`).
 
 This package reads the length files (:mod:`analysis.measure` the raw text, through the
 path expander and column picker here).  Files are read in chunks and counted into a running
@@ -26,7 +27,8 @@ folder of shards) or a glob (:func:`expand_paths`, the one expander of the packa
 :mod:`analysis.measure` uses too); the lengths column of a table is :func:`pick_column`'s.
 
 Modules: ``_paths`` (which files, which column), ``_formats`` (one reader per format),
-``_dask`` (the per-file map-reduce on a cluster); here, the public loaders.
+``_dask`` (the per-file map-reduce on a cluster), ``_noise`` (the gradient-noise model's
+``.npz``); here, the public loaders.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from analysis.counting import LengthCounter
 from analysis.lengths import LengthHistogram
 from analysis.loaders._dask import DaskClient, load_lengths_distributed
 from analysis.loaders._formats import SUPPORTED_EXTENSIONS, read_file
+from analysis.loaders._noise import load_gradient_noise, save_gradient_noise
 from analysis.loaders._paths import expand_paths, pick_column
 from analysis.timing.step_time import check_step_times
 
@@ -53,8 +56,10 @@ __all__ = [
     "expand_paths",
     "load_lengths",
     "load_lengths_distributed",
+    "load_gradient_noise",
     "load_step_times",
     "pick_column",
+    "save_gradient_noise",
     "save_histogram",
 ]
 

@@ -12,7 +12,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
+
 from analysis._validate import positive_int
+from analysis.answers.gradient_noise import gradient_noise_record
 from analysis.answers.recommendation import Recommendation, TimeRecommendation, floors, recommend
 from analysis.answers.tradeoff import TradeOff
 from analysis.batching import (
@@ -25,7 +28,7 @@ from analysis.batching import (
     check_budget,
 )
 from analysis.lengths import LengthHistogram
-from analysis.loaders import LengthSource, load_lengths
+from analysis.loaders import LengthSource, load_gradient_noise, load_lengths
 from analysis.narrative import describe_clipping, frontier_sentence
 from analysis.progress import bar
 from analysis.report._context import (
@@ -86,6 +89,7 @@ def run_report(
     command: str | None = None,
     floor: tuple[str, float] | None = None,
     keep_source: bool = False,
+    noise: str | os.PathLike[str] | None = None,
 ) -> ReportResult:
     """Run every notebook on ``src`` into ``out_dir`` and write ``recommendation.json``.
 
@@ -140,10 +144,18 @@ def run_report(
         data into one, outside ``out_dir``): it is moved into the report, under its name, and
         recorded there.
 
+    noise : path, optional
+        A gradient-noise model of your model (:func:`analysis.timing.noise.measure_gradient_noise`,
+        saved by :func:`analysis.loaders.save_gradient_noise`; read before anything runs):
+        ``recommendation.json`` then records its figures, the recommended plan's gradient noise
+        and every strategy's window noise (``gradient_noise``;
+        :func:`analysis.answers.gradient_noise.gradient_noise_record`).
+
     Returns
     -------
     ReportResult
     """
+    noise_model = load_gradient_noise(noise) if noise is not None else None
     if isinstance(n_buckets, str) and n_buckets != "auto":
         raise ValueError(f"n_buckets must be a positive integer or 'auto', got {n_buckets!r}")
     auto = isinstance(n_buckets, str)
@@ -196,6 +208,11 @@ def run_report(
     rec_dict["step_time"] = None if step_time is None else step_time.to_dict()
     trade = summary_tradeoff(rec, hist, seed=settings.seed)  # the summary page's and notebook 02's
     rec_dict["tradeoff"] = {**trade.to_dict(), "sentence": frontier_sentence(trade)}
+    if noise_model is not None:
+        rng = np.random.default_rng(settings.seed)
+        rec_dict["gradient_noise"] = gradient_noise_record(
+            noise_model, hist, rec.plan.edges, settings.rule, rng=rng
+        )
     source = describe_source(src)
     pages = PageContext(
         source.name, settings.rule.text, [Page(nb.name, notebook_title(nb)) for nb in run.notebooks]

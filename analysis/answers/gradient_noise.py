@@ -1,0 +1,273 @@
+"""Every strategy priced in gradient noise: simulated epochs, each batch's (and each window of
+consecutive batches') expected error from a :class:`~analysis.timing.noise.GradientNoise`
+model's bin means and noise.
+
+The closed-form plans (``random``, ``sorted``, ``bucketed``) are priced exactly per step by
+:func:`analysis.timing.noise.plan_noise`; here every strategy of
+:mod:`analysis.simulation.strategies` is simulated, and the **window noise** is measured:
+the mean squared error of the *sum* of ``W`` consecutive batch gradients, per step
+(``E|Σ_t (g_t - G)|**2 / W``).  For independent steps it equals the per-step variance
+whatever ``W``; where a strategy's order makes consecutive errors point the same way (the
+Trainer's length grouping sorts each megabatch by length, so a run of steps sees the same
+lengths) it grows with ``W``: the noise that gradient accumulation (``W`` = its steps) and an
+optimiser's momentum average over.
+
+Each simulated batch is a set of samples whose bins are known; its samples are taken as a
+random subset of their bins (the model's exchangeability), so a window's expected error is
+exact given its composition (:func:`analysis.timing.noise.composition_error`; averaged over
+windows by :func:`analysis.timing.noise.mean_composition_error`), and the only
+simulation noise is which compositions the epochs drew.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from analysis._validate import check_rng, positive_int
+from analysis.batching import BatchRule, as_rule
+from analysis.lengths import LengthHistogram, as_histogram
+from analysis.optimize import optimize_edges
+from analysis.padding.waste import sorted_padding
+from analysis.simulation.epochs import simulation_sample
+from analysis.simulation.strategies import STRATEGIES, Epoch, epoch_builder
+from analysis.timing.noise import (
+    NOISE_WINDOWS,
+    GradientNoise,
+    check_noise,
+    jackknife_figures,
+    mean_composition_error,
+    plan_noise,
+    time_to_quality,
+)
+from analysis.timing.step_time import StepTimeModel
+
+__all__ = ["NOISE_COLUMNS", "gradient_noise_record", "quality_sweep", "strategy_noise", "window_compositions"]
+
+#: The columns of :func:`strategy_noise`'s frame.
+NOISE_COLUMNS = ("strategy", "window", "variance", "se", "model_se", "ratio", "ratio_se")
+
+
+def window_compositions(
+    epoch: Epoch, bins: np.ndarray, n_bins: int, window: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per window of ``window`` consecutive batches of ``epoch`` (the last, incomplete one
+    dropped): per bin, the sum of its samples' weights ``1 / s_t`` in their batch's mean
+    and the sum of the squared weights (rows: windows).
+
+    Examples
+    --------
+    >>> ep = Epoch(indices=np.array([0, 1, 2]), offsets=np.array([0, 2, 3]),
+    ...            buckets=np.array([-1, -1]), strategy="random")
+    >>> a, q = window_compositions(ep, np.array([0, 1, 1]), 2, 2)
+    >>> a.tolist(), q.tolist()
+    ([[0.5, 1.5]], [[0.25, 1.25]])
+    """
+    sizes = epoch.sizes
+    n_windows = sizes.size // window
+    used = int(epoch.offsets[n_windows * window])
+    of_batch = np.repeat(np.arange(sizes.size) // window, sizes)[:used]
+    weight = np.repeat(1.0 / sizes, sizes)[:used]
+    key = of_batch * n_bins + bins[epoch.indices[:used]]
+    a = np.bincount(key, weights=weight, minlength=n_windows * n_bins).reshape(n_windows, n_bins)
+    q = np.bincount(key, weights=weight * weight, minlength=n_windows * n_bins).reshape(n_windows, n_bins)
+    return a, q
+
+
+def strategy_noise(
+    model: GradientNoise,
+    lengths: LengthHistogram | Sequence[int] | np.ndarray,
+    strategies: Sequence[str] = STRATEGIES,
+    rule: BatchRule | None = None,
+    *,
+    rng: np.random.Generator,
+    edges: Sequence[int] | None = None,
+    windows: Sequence[int] = NOISE_WINDOWS,
+    epochs: int = 8,
+    batch_size: int | None = None,
+    max_tokens: int | None = None,
+    gradient_accumulation_steps: int = 1,
+) -> pd.DataFrame:
+    """Simulated gradient noise of each strategy per window of consecutive steps.
+
+    Parameters
+    ----------
+    model : GradientNoise
+        The fitted noise model.
+    lengths : LengthHistogram or array of int
+        The dataset (a histogram over the simulation limit is subsampled, as :func:`simulate`
+        does, and priced as that subsample).
+    strategies : sequence of str
+        Strategies of :mod:`analysis.simulation.strategies` (``random`` is added: the ratios
+        are against it); ``bucketed`` needs ``edges``.
+    rule, batch_size, max_tokens, gradient_accumulation_steps
+        The batch rule and the ``length_grouped`` option, as in :func:`analysis.simulate`.
+    rng : numpy.random.Generator
+        The epochs' only source of randomness.
+    windows : sequence of int, default (1, 4, 16)
+        ``W``: consecutive steps whose summed error is measured.
+    epochs : int, default 8
+        Simulated epochs per strategy (at least 2: the simulation's standard error is the
+        spread between epochs).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per strategy and window: ``variance`` (``E|Σ_t (g_t - G)|**2 / W``), ``se``
+        (its simulation standard error), ``model_se`` (the model's jackknife), ``ratio`` (over
+        ``random``'s at the same ``W``) and ``ratio_se`` (jackknife and simulation together).
+
+    Examples
+    --------
+    >>> from analysis.timing.noise import toy_model
+    >>> lengths = np.repeat(np.arange(1, 101), 20)
+    >>> frame = strategy_noise(toy_model(), lengths, ["length_grouped"], rng=np.random.default_rng(0),
+    ...                        batch_size=8, windows=[1, 16], epochs=3)
+    >>> frame[["strategy", "window"]].values.tolist()
+    [['random', 1], ['random', 16], ['length_grouped', 1], ['length_grouped', 16]]
+    >>> bool(frame["ratio"].iloc[3] > frame["ratio"].iloc[2])  # runs of one length add up
+    True
+    """
+    check_noise(model)
+    check_rng(rng)
+    rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens)
+    epochs = positive_int(epochs, "epochs")
+    if epochs < 2:
+        raise ValueError(f"epochs must be at least 2 (the standard error is their spread), got {epochs}")
+    ws = [positive_int(w, "window") for w in windows]
+    if not ws:
+        raise ValueError("windows must name at least one window")
+    names = ["random", *[s for s in dict.fromkeys(strategies) if s != "random"]]
+    data, _ = simulation_sample(lengths if isinstance(lengths, LengthHistogram) else np.asarray(lengths), rng)
+    arr = data.expand() if isinstance(data, LengthHistogram) else np.asarray(data)
+    bins = model.bin_of(arr)
+    n = np.bincount(bins, minlength=model.n_bins)
+    keys = [(name, w) for name in names for w in ws]
+    # values[m, k, e]: epoch e's mean window error per step of key k under model m (0: the
+    # fitted model, then each jackknife replicate); compositions are dropped once priced
+    models = [(model.gram, model.within), *model.replicates()]
+    values = np.full((len(models), len(keys), epochs), math.nan)
+    for name in names:
+        builder = epoch_builder(
+            arr,
+            name,
+            rule,
+            edges=edges if name == "bucketed" else None,
+            gradient_accumulation_steps=gradient_accumulation_steps,
+        )
+        for e in range(epochs):
+            epoch = builder.epoch(rng)
+            for w in ws:
+                a, q = window_compositions(epoch, bins, model.n_bins, w)
+                if len(a):
+                    k = keys.index((name, w))
+                    values[:, k, e] = mean_composition_error(models, n, a, q, w) / w
+    means = values.mean(axis=2)  # (models, keys)
+    ref = np.stack([means[:, keys.index(("random", w))] for _, w in keys], axis=1)
+    figures = jackknife_figures(means[0], means[1:])
+    ratios = jackknife_figures(means[0] / ref[0], means[1:] / ref[1:])
+    rows = []
+    for k, (name, w) in enumerate(keys):
+        spread = values[0, k]
+        base = values[0, keys.index(("random", w))]
+        sim_se = float(spread.std(ddof=1) / math.sqrt(epochs))
+        ratio_sim = float((spread / base).std(ddof=1) / math.sqrt(epochs)) if name != "random" else 0.0
+        value, ratio = figures[k], ratios[k]
+        rows.append((name, w, value.value, sim_se, value.se, ratio.value, math.hypot(ratio.se, ratio_sim)))
+    return pd.DataFrame(rows, columns=list(NOISE_COLUMNS))
+
+
+def gradient_noise_record(
+    model: GradientNoise,
+    hist: LengthHistogram,
+    edges: Sequence[int],
+    rule: BatchRule,
+    *,
+    rng: np.random.Generator,
+    epochs: int = 3,
+) -> dict[str, object]:
+    """What ``recommendation.json`` records of a gradient-noise model (JSON-ready): the
+    model's figures on ``hist`` (each ``{"value", "se"}``), the plan of ``edges`` priced
+    exactly (:func:`analysis.timing.noise.plan_noise`) and every strategy's window noise
+    (:func:`strategy_noise`, rows as dicts).
+
+    Examples
+    --------
+    >>> from analysis.timing.noise import toy_model
+    >>> hist = LengthHistogram.from_lengths(np.repeat([5, 50], 40))
+    >>> record = gradient_noise_record(toy_model(), hist, [0, 10, 50], BatchRule(batch_size=4),
+    ...                                rng=np.random.default_rng(0), epochs=2)
+    >>> sorted(record), record["model"]["bins"], round(record["plan"]["effective_batch"]["value"], 2)
+    (['model', 'plan', 'strategies'], 2, 3.91)
+    """
+    check_noise(model)
+    figures = {name: {"value": f.value, "se": f.se} for name, f in model.figures(hist).items()}
+    priced = plan_noise(model, hist, "bucketed", rule, edges=edges).to_frame()
+    table = strategy_noise(model, hist, STRATEGIES, rule, rng=rng, edges=edges, epochs=epochs)
+    return {
+        "model": {
+            "bins": model.n_bins,
+            "backward_passes": model.backward_passes,
+            "group_size": model.group_size,
+            "sketch_dimension": model.dimension,
+            **figures,
+        },
+        "plan": {
+            "edges": list(edges),
+            **{
+                str(name): {"value": float(r["value"]), "se": float(r["se"])} for name, r in priced.iterrows()
+            },
+        },
+        "strategies": [{str(c): v for c, v in row.items()} for row in table.to_dict("records")],
+    }
+
+
+def quality_sweep(
+    model: GradientNoise,
+    step_time: StepTimeModel,
+    hist: LengthHistogram | Sequence[int] | np.ndarray,
+    rule: BatchRule | None = None,
+    *,
+    max_buckets: int = 16,
+    batch_size: int | None = None,
+    max_tokens: int | None = None,
+) -> pd.DataFrame:
+    """Time to the same loss of the time-optimal edges for K = 1..``max_buckets`` and of
+    sorted batching, over a shuffle's (:func:`analysis.timing.noise.time_to_quality`).
+
+    Each K's edges minimise the expected epoch time (``optimize_edges(..., step_time=)``) and
+    are then priced in gradient noise: the edges are not placed for the noise (the row with
+    the smallest ``time_ratio`` is the best of these plans, not a proven optimum over all
+    edges).  Columns: ``plan``, ``n_buckets``, ``efficiency``, ``epoch_ratio`` (epoch seconds
+    over a shuffle's), ``effective_batch``, ``steps_ratio`` (steps to the same loss over a
+    shuffle's) with ``steps_ratio_se``, ``time_ratio`` with ``time_ratio_se``.
+
+    Examples
+    --------
+    >>> from analysis.timing.noise import toy_model
+    >>> clock = StepTimeModel(per_step=0.01, per_token=1e-3)
+    >>> hist = LengthHistogram.from_counts([5, 50], [40, 40])
+    >>> sweep = quality_sweep(toy_model(), clock, hist, batch_size=4, max_buckets=2)
+    >>> sweep[["plan", "epoch_ratio", "time_ratio"]].round(3).values.tolist()
+    [['K=1', 1.0, 1.0], ['K=2', 0.601, 0.604], ['sorted', 0.601, 0.604]]
+    """
+    check_noise(model)
+    hist = as_histogram(hist)
+    rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens)
+    rows: list[tuple[str, int | None, float, str, list[int] | None]] = []
+    for k in range(1, positive_int(max_buckets, "max_buckets") + 1):
+        plan = optimize_edges(hist, k, rule, step_time=step_time)
+        if plan.n_buckets < k:
+            break
+        rows.append((f"K={k}", k, plan.efficiency, "bucketed", plan.edges))
+    rows.append(("sorted", None, sorted_padding(hist, rule).efficiency, "sorted", None))
+    out = []
+    for label, n_buckets, efficiency, strategy, edges in rows:
+        t, steps, epoch = time_to_quality(model, step_time, hist, strategy, rule, edges=edges)
+        b_eff = plan_noise(model, hist, strategy, rule, edges=edges).effective_batch.value
+        out.append((label, n_buckets, efficiency, epoch, b_eff, steps.value, steps.se, t.value, t.se))
+    columns = ["plan", "n_buckets", "efficiency", "epoch_ratio", "effective_batch", "steps_ratio"]
+    return pd.DataFrame(out, columns=[*columns, "steps_ratio_se", "time_ratio", "time_ratio_se"])
