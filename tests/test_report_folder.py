@@ -62,7 +62,8 @@ def test_a_folder_the_report_did_not_write_is_refused_and_left_alone(tmp_path, m
     user_file = own / "data" / "lengths.csv"
     user_file.write_text("length\n" + "\n".join(map(str, LENGTHS)) + "\n")
     before = _snapshot(own)
-    code = cli.main(["--quiet", "report", str(user_file), "--column", "length", "--out", str(own)])
+    src = save_histogram(LengthHistogram.from_lengths(LENGTHS), tmp_path / "in.csv")
+    code = cli.main(["--quiet", "report", str(src), "--out", str(own)])
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "a report did not write" in err
@@ -91,12 +92,16 @@ def test_output_paths_are_literal_reruns_replace_and_globs_skip_reports(tmp_path
     first = json.loads((out / "recommendation.json").read_text())
     assert sorted(p.name for p in runs.iterdir()) == ["a", "b", "rep_{batch_size}"]  # no rep_8
     assert (out / REPORT_MARKER).is_file()
-    stale = out / "figures" / "from_an_older_run.png"
-    stale.write_bytes(b"old")
+    stale = out / "figures" / "not_the_reports.png"
+    stale.write_bytes(b"mine")
+    assert cli.main(argv) == 2  # a file the earlier report did not write: never deleted
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "figures/not_the_reports.png" in err
+    assert stale.read_bytes() == b"mine"
+    stale.unlink()
     assert cli.main(argv) == 0  # the glob now also matches the report's data/lengths.csv
     second = json.loads((out / "recommendation.json").read_text())
     assert first["data"]["summary"]["samples"] == second["data"]["summary"]["samples"] == 4_000
-    assert not stale.exists()  # the earlier report was replaced whole
     executed = (out / "01_tiny.ipynb").read_text()
     assert ".partial-" not in executed and str(out / "data" / "lengths.csv") in executed
     assert second["notebooks"][0]["parameters"]["data_path"] == str(out / "data" / "lengths.csv")
@@ -213,3 +218,66 @@ def test_a_report_written_before_the_marker_is_replaced(tmp_path, monkeypatch):
     (old / "recommendation.json").write_text(json.dumps({"created_by": "padding-workbench report"}))
     assert cli.main(["--quiet", "report", str(src), "--out", str(old)]) == 0
     assert (old / REPORT_MARKER).is_file() and not (old / "figures" / "stale.png").exists()
+
+
+def test_a_rerun_never_deletes_what_the_report_did_not_write_and_dot_stays(tmp_path, monkeypatch, capsys):
+    """``--out .`` from inside an empty folder writes there (the folder and the shell's working
+    directory stay the same inode) and so does its rerun; the marker lists what was written;
+    a rerun refuses, in one line naming them, a folder holding the user's notes.md and
+    mydata/, and leaves them."""
+    _use(monkeypatch, notebooks_in(tmp_path / "nbs"))
+    src = save_histogram(LengthHistogram.from_lengths(LENGTHS), tmp_path / "in.csv")
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    inode = here.stat().st_ino
+    for _ in range(2):
+        assert cli.main(["--quiet", "report", str(src), "--out", "."]) == 0
+        assert os.path.samefile(os.getcwd(), here) and here.stat().st_ino == inode
+    listed = json.loads((here / REPORT_MARKER).read_text())["files"]
+    assert sorted(listed) == sorted(str(p.relative_to(here)) for p in here.rglob("*") if p.is_file())
+    assert "recommendation.json" in listed and "data/lengths.csv" in listed
+    (here / "notes.md").write_text("my notes")
+    (here / "mydata").mkdir()
+    (here / "mydata" / "x.csv").write_text("1\n")
+    before = _snapshot(here)
+    capsys.readouterr()
+    assert cli.main(["--quiet", "report", str(src), "--out", str(here)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "mydata/, notes.md" in err[0], err
+    assert _snapshot(here) == before
+
+
+def test_inputs_inside_the_output_folder_are_refused_before_measuring(tmp_path, monkeypatch, capsys):
+    """Raw data and the tokenizer inside an earlier report's folder (and a step-time file):
+    refused in one line before measuring, where the report once replaced the folder with them
+    in it (exit 0)."""
+    pytest.importorskip("tokenizers")
+    from test_measure import make_texts, train_tokenizer
+
+    _use(monkeypatch, notebooks_in(tmp_path / "nbs"))
+    out = tmp_path / "report"
+    src = save_histogram(LengthHistogram.from_lengths(LENGTHS), tmp_path / "in.csv")
+    assert cli.main(["--quiet", "report", str(src), "--out", str(out)]) == 0
+    (out / "raw").mkdir()
+    for i, text in enumerate(make_texts(20, seed=6)):
+        (out / "raw" / f"{i}.txt").write_text(text)
+    tokenizer = out / "tokenizer.json"
+    train_tokenizer(vocab_size=300).save(str(tokenizer))
+    outside = tmp_path / "tokenizer.json"
+    train_tokenizer(vocab_size=300).save(str(outside))
+    (out / "times.csv").write_text("batch_size,length,seconds\n1,10,0.1\n")
+    before = _snapshot(out)
+    raw = ["--quiet", "report", str(out / "raw"), "--no-cache"]
+    cases = [
+        ([*raw, "--tokenizer", str(tokenizer)], out / "raw"),
+        (["--quiet", "report", str(src), "--tokenizer", str(tokenizer)], tokenizer),
+        (["--quiet", "report", str(src), "--step-times", str(out / "times.csv")], out / "times.csv"),
+    ]
+    for argv, named in cases:
+        capsys.readouterr()
+        assert cli.main([*argv, "--out", str(out)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and f"{named}: an input inside the output folder" in err[0], err
+        assert _snapshot(out) == before
+        assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # nothing measured

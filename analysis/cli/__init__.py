@@ -198,8 +198,9 @@ def build_parser() -> Parser:
         "--out",
         metavar="DIR",
         required=True,
-        help="output folder, taken literally: new, empty or an earlier report's (replaced whole "
-        "once the new one is complete; Ctrl-C leaves it as it was)",
+        help="output folder, taken literally: new, empty or an earlier report's (its files "
+        "replaced once the new one is complete, a file it did not write never deleted: refused "
+        "instead; Ctrl-C leaves it as it was)",
     )
     add_buckets(p)
     add_gain_rule(p, report=True)

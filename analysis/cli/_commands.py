@@ -273,16 +273,18 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> None:
 def cmd_report(args: argparse.Namespace, out: TextIO, argv: Sequence[str] | None) -> None:
     import tempfile
 
-    from analysis.report import check_output_folder, run_report
+    from analysis.report import check_inputs, check_output_folder, run_report
 
     check_calibration(args)
     max_buckets, min_gain = gain_rule(args)
     rule = batch_rule(args)
     folder = Path(args.out).resolve()
+    inputs = [p for p in (args.tokenizer, args.step_times) if p is not None]
+    check_inputs(folder, args.src, inputs)  # before anything is measured or read: no input in DIR,
+    check_output_folder(folder)  # nor a folder the report may not replace
     with contextlib.ExitStack() as stack:
         src, column, field = args.src, args.column, args.field
         if args.tokenizer is not None:  # raw data: measured beside the folder, moved into it
-            check_output_folder(folder)  # before measuring: a folder the report may not replace
             folder.parent.mkdir(parents=True, exist_ok=True)
             beside = stack.enter_context(
                 tempfile.TemporaryDirectory(prefix=f".{folder.name}.lengths-", dir=folder.parent)
@@ -308,6 +310,7 @@ def cmd_report(args: argparse.Namespace, out: TextIO, argv: Sequence[str] | None
             step_times=args.step_times,
             command=_command_line(argv),
             keep_source=args.tokenizer is not None,
+            inputs=[] if args.tokenizer is None else [args.tokenizer],
             floor=floor_of(args),
         )
     if args.buckets == AUTO:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
@@ -26,6 +26,7 @@ from analysis.batching import (
 from analysis.lengths import LengthHistogram
 from analysis.loaders import LengthSource, load_lengths
 from analysis.narrative import describe_clipping
+from analysis.paths import REPORT_MARKER
 from analysis.progress import bar
 from analysis.report._context import (
     PageContext,
@@ -37,6 +38,7 @@ from analysis.report._context import (
 )
 from analysis.report._folder import (
     check_inputs,
+    check_output_folder,
     new_figures,
     prepare_output,
     publish,
@@ -85,6 +87,7 @@ def run_report(
     command: str | None = None,
     floor: tuple[str, float] | None = None,
     keep_source: bool = False,
+    inputs: Sequence[str | os.PathLike[str]] = (),
 ) -> ReportResult:
     """Run every notebook on ``src`` into ``out_dir`` and write ``recommendation.json``.
 
@@ -138,6 +141,9 @@ def run_report(
         ``src`` is a file written for this report (``report --tokenizer`` measures the raw
         data into one, outside ``out_dir``): it is moved into the report, under its name, and
         recorded there.
+    inputs : paths, optional
+        Other inputs the report was made from (``report --tokenizer``'s tokenizer), refused
+        like ``src`` when they lie inside ``out_dir``.
 
     Returns
     -------
@@ -168,7 +174,8 @@ def run_report(
         raise ValueError("keep_source needs src to be a file, the one written for this report")
     kept = Path(src) if keep_source and isinstance(src, str | os.PathLike) else None
     run = resolve_inputs(out_dir, notebooks_dir, step_times)
-    check_inputs(run.out, src, [run.step_times])
+    check_inputs(run.out, src, [run.step_times, *inputs])
+    check_output_folder(run.out)
     progress = bar(enabled=False if quiet else None)
     raw = load_lengths(src, column=column, field=field, allow_zero=drop_zero, progress=progress)
     raw, zero_dropped = raw.drop_zero() if drop_zero else (raw, 0)
@@ -215,7 +222,7 @@ def run_report(
         written = [data.csv, *executed, rec_path, index, *figure_files]
         if kept is not None:
             written.append(run.out / kept.name)
-        publish(stage, run.final)
+        publish(stage, run.final, [*written, run.out / REPORT_MARKER])
     files = tuple(sorted({run.final / p.relative_to(stage) for p in written}))
     return ReportResult(out_dir=run.final, files=files, recommendation=recommendation)
 
