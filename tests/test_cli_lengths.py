@@ -309,3 +309,33 @@ def test_sigterm_ends_the_workers_and_removes_the_temporary_files(
         for pid in seen:
             if alive(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("name", ["lengths.npy", "lengths.parquet"])
+def test_an_existing_file_is_replaced_only_if_an_earlier_run_wrote_it_or_with_force(
+    tokenizer_json: Path, tmp_path: Path, name: str
+) -> None:
+    """``--out existing.npy``: the user's unrelated file (float embeddings, a table of other
+    columns) is refused in one line and kept; an earlier run's output is replaced; ``--force``
+    replaces anything."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    src = tmp_path / "docs.jsonl"
+    texts = make_texts(30, seed=2)
+    src.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
+    out = tmp_path / name
+    if name.endswith(".npy"):
+        np.save(out, np.linspace(0.0, 1.0, 7))
+    else:
+        pq.write_table(pa.table({"id": [1, 2], "score": [0.5, 0.25]}), out)
+    mine = out.read_bytes()
+    argv = ["lengths", str(src), "--tokenizer", str(tokenizer_json), "--out", str(out), "--no-cache"]
+    args = parser().parse_args(argv)
+    assert not args.force
+    with pytest.raises(ValueError, match="not a lengths file written by an earlier run.*--force"):
+        run_lengths_command(args, io.StringIO())
+    assert out.read_bytes() == mine
+    assert run_lengths_command(parser().parse_args([*argv, "--force"]), io.StringIO()).n_samples == 30
+    assert load_lengths(out, column=None if name.endswith(".npy") else "length").n_samples == 30
+    assert run_lengths_command(parser().parse_args(argv), io.StringIO()).n_samples == 30  # its own

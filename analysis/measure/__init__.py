@@ -38,7 +38,14 @@ from analysis.counting import LengthCounter
 from analysis.lengths import LengthHistogram
 from analysis.loaders import DaskClient, load_lengths_distributed
 from analysis.measure._cache import CacheWarning, cache_key, cache_read, cache_write
-from analysis.measure._out import ShardFolder, check_not_input, check_out, is_folder, open_out
+from analysis.measure._out import (
+    ShardFolder,
+    check_not_input,
+    check_out,
+    check_overwrite,
+    is_folder,
+    open_out,
+)
 from analysis.measure._pieces import Job, MeasuredPiece
 from analysis.measure._records import MAX_RECORD_BYTES
 from analysis.measure._run import Progress, run_dask, run_local, worker_count
@@ -73,6 +80,7 @@ def measure_lengths(
     cache: bool = True,
     cache_dir: str | os.PathLike[str] | None = None,
     progress: Progress | None = None,
+    overwrite: bool = False,
 ) -> LengthHistogram:
     """Exact histogram of the token lengths of raw text or chats, as the trainer sees them.
 
@@ -131,6 +139,10 @@ def measure_lengths(
     progress : callable, optional
         Wraps the iterable of :class:`MeasuredPiece` (each with ``where``, ``n_samples`` and
         ``n_tokens``) and yields them unchanged, e.g. a tqdm bar.  The engine draws nothing.
+    overwrite : bool, default False
+        Replace an existing ``out`` file that holds something else than lengths as ``out=``
+        writes them (a 1-D int32 ``.npy``, a Parquet file of ``sample_id`` and ``length``);
+        without it such a file is refused (an earlier run's output is replaced).
 
     Returns
     -------
@@ -180,6 +192,7 @@ def measure_lengths(
     if out_path is not None:
         check_not_input(out_path, folder, plan.files)
         check_out(out_path, folder)
+        check_overwrite(out_path, folder, overwrite)
     job = Job(spec, name, chat, want_lengths=out_path is not None)
 
     key = cache_key(plan, job) if cache else None
