@@ -65,7 +65,7 @@ def is_lengths_file(path: Path) -> bool:
     try:
         if path.name.lower().endswith(".npy"):
             array = np.load(path, mmap_mode="r", allow_pickle=False)
-            return array.ndim == 1 and array.dtype == np.dtype("<i4")
+            return bool(array.ndim == 1 and array.dtype == np.dtype("<i4"))
         import pyarrow.parquet as pq
 
         return list(pq.read_schema(path).names) == ["sample_id", "length"]
