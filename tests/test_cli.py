@@ -605,7 +605,10 @@ def test_gain_rule_without_auto_is_a_mistake(capsys, data, argv, message):
             ["optimize", "x.csv", "--buckets", "zero"],
             "argument --buckets: expected a positive integer or auto, got 'zero'",
         ),
-        (["optimize", "x.csv", "--min-gain", "-1"], "argument --min-gain: expected a number >= 0, got '-1'"),
+        (
+            ["optimize", "x.csv", "--min-gain", "-1"],
+            "argument --min-gain: expected a number in [0, 1] (0.01 = one percentage point), got '-1'",
+        ),
         (
             ["report", "x.csv", "--out", "r", "--max-buckets", "0"],
             "argument --max-buckets: expected a positive integer, got '0'",

@@ -50,6 +50,7 @@ from analysis.cli._frontier import add_floors, add_frontier_subcommand, cmd_fron
 from analysis.cli._lengths import add_lengths_subcommand, add_raw_data_options, run_lengths_command
 from analysis.cli._options import (
     BUCKETS_AUTO_HELP,
+    MAX_EPOCHS,
     PROG,
     CLIError,
     Formatter,
@@ -61,6 +62,7 @@ from analysis.cli._options import (
     add_quiet,
     add_source,
     add_world_size,
+    at_most,
     bucket_count,
     edge_list,
     non_negative,
@@ -165,7 +167,11 @@ def build_parser() -> Parser:
     add_batch_rule(p)
     add_max_len(p)
     p.add_argument(
-        "--epochs", metavar="N", type=positive, default=DEFAULT_EPOCHS, help="simulated epochs per strategy"
+        "--epochs",
+        metavar="N",
+        type=at_most(MAX_EPOCHS, "epochs"),
+        default=DEFAULT_EPOCHS,
+        help=f"simulated epochs per strategy, at most {MAX_EPOCHS:,}",
     )
     p.add_argument(
         "--seed", metavar="S", type=non_negative, default=DEFAULT_SEED, help="seed of the random generator"

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.answers.recommendation import Recommendation, recommend
-from analysis.batching import DEFAULT_N_BUCKETS, BatchRule, check_budget, check_edges
+from analysis.batching import DEFAULT_N_BUCKETS, BatchRule, check_edges
 from analysis.cli._frontier import floor_of, floor_sentence
 from analysis.cli._layout import frame_text, wrap
 from analysis.cli._lengths import measure_for_report
@@ -31,6 +31,7 @@ from analysis.cli._options import (
     PROG,
     batch_rule,
     check_calibration,
+    check_rule,
     gain_rule,
     load,
     load_raw,
@@ -132,7 +133,7 @@ def cmd_optimize(args: argparse.Namespace, out: TextIO) -> None:
 
     hist = load(args)
     rule = batch_rule(args)
-    check_budget(hist, rule)
+    check_rule(hist, rule)
     k, auto, max_buckets = _buckets(args, hist, rule)
     plan = optimize_edges(
         hist,
@@ -206,7 +207,7 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> None:
     check_calibration(args)
     hist = load(args)
     rule = batch_rule(args)
-    check_budget(hist, rule)
+    check_rule(hist, rule, args.world_size)
     k, auto, max_buckets = _buckets(args, hist, rule)
     if args.edges is None:
         plan = optimize_edges(hist, k, rule, min_efficiency=args.min_efficiency, min_mixing=args.min_mixing)

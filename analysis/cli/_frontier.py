@@ -14,10 +14,14 @@ from analysis.answers.frontier import frontier
 from analysis.batching import DEFAULT_SEED
 from analysis.cli._layout import frame_text, wrap
 from analysis.cli._options import (
+    MAX_EPOCHS,
+    MAX_LAMBDAS,
     add_batch_rule,
     add_max_len,
     add_source,
+    at_most,
     batch_rule,
+    check_rule,
     load,
     non_negative,
     positive,
@@ -93,8 +97,20 @@ def add_frontier_subcommand(sub: Any, formatter_class: type[argparse.HelpFormatt
     add_batch_rule(p)
     add_max_len(p)
     p.add_argument("--max-buckets", metavar="N", type=positive, default=32, help="bucketed K = 1..N")
-    p.add_argument("--lambdas", metavar="L", type=non_negative, default=4, help="DP passes of frontier edges")
-    p.add_argument("--epochs", metavar="E", type=positive, default=2, help="simulated epochs per strategy")
+    p.add_argument(
+        "--lambdas",
+        metavar="L",
+        type=at_most(MAX_LAMBDAS, "passes", zero=True),
+        default=4,
+        help=f"DP passes of frontier edges, at most {MAX_LAMBDAS:,}",
+    )
+    p.add_argument(
+        "--epochs",
+        metavar="E",
+        type=at_most(MAX_EPOCHS, "epochs"),
+        default=2,
+        help=f"simulated epochs per strategy, at most {MAX_EPOCHS:,}",
+    )
     p.add_argument("--seed", metavar="S", type=non_negative, default=DEFAULT_SEED, help="simulation seed")
     p.add_argument("--all", action="store_true", help="print every point, not only the Pareto set")
     p.add_argument("--json", action="store_true", help="print one JSON object (every row) instead")
@@ -103,6 +119,7 @@ def add_frontier_subcommand(sub: Any, formatter_class: type[argparse.HelpFormatt
 def cmd_frontier(args: argparse.Namespace, out: TextIO) -> None:
     hist = load(args)
     rule = batch_rule(args)
+    check_rule(hist, rule)
     res = frontier(
         hist,
         rule,

@@ -45,11 +45,6 @@ def resolve_inputs(
         load_step_times(times_path)  # a bad file fails here, in one line, not in a notebook
     notebooks = notebooks_in(nb_dir, times_path is not None)
     skipped = [p.name for p in report_notebooks(nb_dir, step_times=True) if p not in notebooks]
-    if out == nb_dir or nb_dir.is_relative_to(out):
-        raise ValueError(
-            f"{out}: the output folder holds the notebooks folder; the report would replace "
-            "the reference notebooks (choose another --out)"
-        )
     return ReportRun(out, nb_dir, notebooks, skipped, times_path, out)
 
 
@@ -141,10 +136,21 @@ def foreign_files(folder: Path) -> list[str]:
     return sorted(found)
 
 
-def check_inputs(out: Path, src: LengthSource, extra: Sequence[str | os.PathLike[str] | None] = ()) -> None:
-    """Refuse inputs inside the output folder (``src`` and its files, the tokenizer, the
-    step-time file): the report replaces that folder, its inputs with it.  Called before
-    anything is measured or read."""
+def check_inputs(
+    out: Path,
+    src: LengthSource,
+    extra: Sequence[str | os.PathLike[str] | None] = (),
+    notebooks_dir: str | os.PathLike[str] | None = None,
+) -> None:
+    """Refuse inputs inside the output folder (the notebooks, ``src`` and its files, the
+    tokenizer, the step-time file): the report replaces that folder, its inputs with it.
+    Called before anything is measured or read."""
+    nb_dir = Path(notebooks_dir if notebooks_dir is not None else NOTEBOOKS_DIR).resolve()
+    if out == nb_dir or nb_dir.is_relative_to(out):
+        raise ValueError(
+            f"{out}: the output folder holds the notebooks folder; the report would replace "
+            "the reference notebooks (choose another --out)"
+        )
     _not_a_file(out)
     paths: list[Path] = []
     if isinstance(src, str | os.PathLike):

@@ -59,6 +59,7 @@ from analysis.report._notebooks import (
     to_html,
 )
 from analysis.report._record import ReportResult, throughput_record, time_results, write_json
+from analysis.simulation.epochs import check_batch_tokens
 
 __all__ = ["ReportResult", "run_report"]
 
@@ -174,13 +175,14 @@ def run_report(
         raise ValueError("keep_source needs src to be a file, the one written for this report")
     kept = Path(src) if keep_source and isinstance(src, str | os.PathLike) else None
     run = resolve_inputs(out_dir, notebooks_dir, step_times)
-    check_inputs(run.out, src, [run.step_times, *inputs])
+    check_inputs(run.out, src, [run.step_times, *inputs], run.notebooks_dir)
     check_output_folder(run.out)
     progress = bar(enabled=False if quiet else None)
     raw = load_lengths(src, column=column, field=field, allow_zero=drop_zero, progress=progress)
     raw, zero_dropped = raw.drop_zero() if drop_zero else (raw, 0)
     hist = raw.clip(max_len) if max_len is not None else raw
     check_budget(hist, settings.rule)
+    check_batch_tokens(hist, settings.rule, settings.world_size)
     kw = floors(floor)
     rec = recommend(
         hist, n_buckets, settings.rule, method=method, max_buckets=max_buckets, min_gain=min_gain, **kw

@@ -42,6 +42,7 @@ __all__ = [
     "SIMULATION_SAMPLE_LIMIT",
     "SIMULATION_SUBSAMPLE",
     "simulation_sample",
+    "check_batch_tokens",
 ]
 
 #: A histogram with more samples than this is not expanded: the simulation runs on a
@@ -181,6 +182,38 @@ def _cover(edges: Sequence[int] | None, full: Lengths, data: Lengths) -> Sequenc
         return edges
     hist = full if isinstance(full, LengthHistogram) else LengthHistogram.from_lengths(full)
     return check_edges(edges, hist)
+
+
+def check_batch_tokens(hist: LengthHistogram, rule: BatchRule, world_size: int = 1) -> None:
+    """Refuse, in one line, a rule whose batches hold more tokens than an int64 counts
+    (``2**63 - 1``, a step of ``world_size`` batches): the tokens of a full batch of the
+    longest sample, padded (the budget of the token strategies, :meth:`BatchRule.token_budget`).
+    No trainer runs such a batch, and the simulation's and sampler's totals would wrap.  The
+    one check the CLI's ``optimize``, ``compare``, ``frontier`` and ``report`` run, so that each
+    refuses such a rule with this same line.
+
+    Examples
+    --------
+    >>> hist = LengthHistogram.from_lengths([3, 9, 12])
+    >>> check_batch_tokens(hist, BatchRule(batch_size=2**58))
+    >>> check_batch_tokens(hist, BatchRule(batch_size=2**62))
+    Traceback (most recent call last):
+    ...
+    ValueError: batches of up to 55,340,232,221,128,654,848 tokens (batch_size
+    4,611,686,018,427,387,904 x the longest, 12 tokens, x world_size 1) are more than an int64
+    counts (2**63 - 1): lower the batch rule or world_size, or clip the lengths at max_len
+    (--batch-size, --max-tokens, --pad-to-multiple-of, --world-size, --max-len)
+    """
+    longest = round_up(hist.max, rule.pad_to_multiple_of)
+    budget = rule.token_budget(longest)
+    if max(budget, longest) * world_size > _INT64_MAX:
+        size = rule.batch_size
+        what = f"batch_size {size:,} x the longest, {longest:,} tokens, " if size is not None else ""
+        raise ValueError(
+            f"batches of up to {max(budget, longest):,} tokens ({what}x world_size {world_size:,}) are "
+            "more than an int64 counts (2**63 - 1): lower the batch rule or world_size, or clip the "
+            "lengths at max_len (--batch-size, --max-tokens, --pad-to-multiple-of, --world-size, --max-len)"
+        )
 
 
 def _check_int64(builder: EpochBuilder, world_size: int) -> None:
