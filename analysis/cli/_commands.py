@@ -256,8 +256,9 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> None:
     if "simulated_samples" in table.columns:
         text = (
             f"(simulated on a uniform subsample of {int(table['simulated_samples'].iloc[0]):,} "
-            f"of the {table.attrs['population_samples']:,} samples; efficiency_se is the "
-            "standard error this leaves; expected_efficiency is exact)"
+            f"of the {table.attrs['population_samples']:,} samples, its batches, steps and "
+            "waste_tokens scaled to the data's epoch; efficiency_se is the standard error this "
+            "leaves; expected_efficiency is exact)"
         )
         print(wrap(text, indent="  ", subsequent="   "), file=out)
     # as --edges takes them (comma-separated, copy-pasteable), wrapped at commas if long

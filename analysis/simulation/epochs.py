@@ -49,6 +49,8 @@ __all__ = [
 #: uniform subsample (without replacement) of :data:`SIMULATION_SUBSAMPLE` samples, and says
 #: so (``SimulationResult.population_samples``, ``efficiency_se``).
 SIMULATION_SAMPLE_LIMIT = 10_000_000
+#: The per-epoch counts of a table that a subsample's epoch scales to the data's epoch.
+_SCALED = ("batches", "steps", "waste_tokens")
 #: Samples simulated when a histogram is over :data:`SIMULATION_SAMPLE_LIMIT`.
 SIMULATION_SUBSAMPLE = 1_000_000
 _INT64_MAX = 2**63 - 1
@@ -267,8 +269,10 @@ def compare_strategies(
     :data:`SIMULATION_SAMPLE_LIMIT` samples is simulated through one uniform subsample of
     :data:`SIMULATION_SUBSAMPLE` samples (never expanded); the table then has
     ``simulated_samples`` and ``efficiency_se`` (the standard error of the simulated efficiency
-    as an estimate of the full data's) columns, and ``table.attrs["population_samples"]`` holds
-    the full count.
+    as an estimate of the full data's) columns, ``table.attrs["population_samples"]`` holds
+    the full count, and ``batches``, ``steps`` and ``waste_tokens`` are the subsample's epoch
+    scaled to the data's (times ``population_samples / simulated_samples``), so that every
+    count in the table is of one epoch of the data.
 
     Given a calibration (``reference_strategy`` measured at ``reference_tokens_per_s``
     useful tokens/s on your hardware), a ``predicted_tokens_per_s`` column is added:
@@ -314,7 +318,9 @@ def compare_strategies(
         row = pd.concat([pd.Series({"batch_rule": used.text}, dtype=object), row])
         exact = exact_padding(hist, name, rule, edges) if name in EXACT_STRATEGIES else None
         row["expected_efficiency"] = float("nan") if exact is None else exact.efficiency
-        if res.subsampled:
+        if res.subsampled:  # counts of the subsample's epoch, scaled to the data's epoch
+            for col in _SCALED:
+                row[col] = float(row[col]) * population / res.n_samples
             row["simulated_samples"], row["efficiency_se"] = res.n_samples, res.efficiency_se
         rows.append(row.rename(name))
     table = pd.DataFrame(rows)
