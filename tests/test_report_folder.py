@@ -5,6 +5,7 @@ SIGTERM or ``kill -9`` leave an earlier report as it was (real processes and sig
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -200,7 +201,20 @@ def test_raw_data_is_measured_beside_the_folder_and_moved_into_the_report(tmp_pa
     argv = ["--quiet", "report", str(tmp_path / "src"), "--tokenizer", str(tokenizer), "--no-cache"]
     assert cli.main([*argv, "--out", str(out)]) == 0
     rec = json.loads((out / "recommendation.json").read_text())
-    assert rec["source"] == str(out / "lengths.npy") and load_lengths(out / "lengths.npy").n_samples == 20
+    # provenance: the raw data and the tokenizer (path and hash), not the intermediate lengths file
+    assert rec["source"] == str(tmp_path / "src") and load_lengths(out / "lengths.npy").n_samples == 20
+    digest = hashlib.sha256(b"tokenizer.json\0" + tokenizer.read_bytes()).hexdigest()
+    assert rec["measured"] == {
+        "source": str(tmp_path / "src"),
+        "tokenizer": str(tokenizer),
+        "tokenizer_sha256": digest,
+        "field": None,
+        "chat_field": None,
+        "lengths_file": str(out / "lengths.npy"),
+    }
+    page = (out / "index.html").read_text()
+    assert f"Bucketed batching for {tmp_path / 'src'}</h1>" in page and digest[:12] in page
+    assert f"measured with the tokenizer {tokenizer}" in page
     assert "lengths.npy" in capsys.readouterr().out  # listed among the files written
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
     (tmp_path / "own").mkdir()
@@ -281,3 +295,34 @@ def test_inputs_inside_the_output_folder_are_refused_before_measuring(tmp_path, 
         assert len(err) == 1 and f"{named}: an input inside the output folder" in err[0], err
         assert _snapshot(out) == before
         assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # nothing measured
+
+
+def test_a_default_k_never_fails_and_a_given_one_says_how_to_fix_it(tmp_path, monkeypatch, capsys):
+    """``report FILE`` on data of one distinct length once failed with "n_buckets = 6 exceeds
+    the 1 distinct lengths" (a 6 the user never typed): on the user's data the report takes the
+    gain rule's K and says so (the CLI, the summary page, recommendation.json); a given K above
+    the distinct lengths is refused in one line suggesting --buckets auto; ``optimize`` and
+    ``compare`` take every distinct length when there are fewer than their default 6."""
+    _use(monkeypatch, notebooks_in(tmp_path / "nbs"))
+    src = save_histogram(LengthHistogram.from_lengths([7] * 50), tmp_path / "same.csv")
+    out = tmp_path / "report"
+    assert cli.main(["--quiet", "report", str(src), "--out", str(out)]) == 0
+    said = capsys.readouterr().out
+    rec = json.loads((out / "recommendation.json").read_text())
+    reason = "K = 1 bucket, the gain rule suggests it (no --buckets given; --buckets K sets another)."
+    assert rec["settings"]["n_buckets"] == 1 and rec["settings"]["n_buckets_asked"] is None
+    assert rec["settings"]["n_buckets_reason"] == reason and reason in " ".join(said.split())
+    assert reason in (out / "index.html").read_text()
+    code = cli.main(["--quiet", "report", str(src), "--out", str(out), "--buckets", "6"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert (
+        code == 2
+        and len(err) == 1
+        and "exceeds the 1 distinct length" in err[0]
+        and "--buckets auto" in err[0]
+    )
+    for command in ("optimize", "compare"):
+        assert cli.main(["--quiet", command, str(src)]) == 0
+        assert "the default 6 buckets exceed the data's 1 distinct length" in capsys.readouterr().out
+        assert cli.main(["--quiet", command, str(src), "--buckets", "6"]) == 2
+        assert capsys.readouterr().err.strip().splitlines() == err

@@ -208,7 +208,7 @@ def build_parser() -> Parser:
         "replaced once the new one is complete, a file it did not write never deleted: refused "
         "instead; Ctrl-C leaves it as it was)",
     )
-    add_buckets(p)
+    add_buckets(p, report=True)
     add_gain_rule(p, report=True)
     add_floors(p)
     add_batch_rule(p)

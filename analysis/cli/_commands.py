@@ -21,6 +21,7 @@ from typing import Any, TextIO
 import numpy as np
 import pandas as pd
 
+from analysis._validate import check_bucket_count
 from analysis.answers.recommendation import Recommendation, recommend
 from analysis.batching import DEFAULT_N_BUCKETS, BatchRule, check_edges
 from analysis.cli._frontier import floor_of, floor_sentence
@@ -122,10 +123,33 @@ def _buckets(
     """The K of ``--buckets`` (the gain rule's suggestion for ``auto``), the recommendation
     that suggested it (None unless ``auto``), and ``--max-buckets``."""
     max_buckets, min_gain = gain_rule(args)
+    if args.buckets is None:  # not typed: the default K, or every distinct length when fewer
+        return min(DEFAULT_N_BUCKETS, int(hist.lengths.size)), None, max_buckets
     if args.buckets != AUTO:
-        return (args.buckets or DEFAULT_N_BUCKETS), None, max_buckets
+        check_bucket_count(args.buckets, int(hist.lengths.size))
+        return args.buckets, None, max_buckets
     rec = recommend(hist, 1, rule, max_buckets=max_buckets, min_gain=min_gain)
     return rec.n_buckets_suggested, rec, max_buckets
+
+
+def _default_k_line(args: argparse.Namespace, k: int) -> str | None:
+    """What the default K became on data with fewer distinct lengths (None otherwise)."""
+    if args.buckets is not None or k == DEFAULT_N_BUCKETS:
+        return None
+    return (
+        f"(K = {k}: the default {DEFAULT_N_BUCKETS} buckets exceed the data's {k} distinct "
+        f"length{'' if k == 1 else 's'}; --buckets auto takes the K the gain rule suggests)"
+    )
+
+
+def _print_k(
+    args: argparse.Namespace, k: int, auto: Recommendation | None, max_buckets: int, out: TextIO
+) -> None:
+    """Which K ``--buckets auto`` took, or what the default K became (nothing otherwise)."""
+    if auto is not None:
+        print(wrap(_auto_line(auto, max_buckets), indent="  ", subsequent="    "), file=out)
+    if getattr(args, "edges", None) is None and (line := _default_k_line(args, k)) is not None:
+        print(wrap(line, indent="  ", subsequent="   "), file=out)
 
 
 def cmd_optimize(args: argparse.Namespace, out: TextIO) -> None:
@@ -148,7 +172,7 @@ def cmd_optimize(args: argparse.Namespace, out: TextIO) -> None:
         value = {
             **plan.to_dict(),
             "max_len": args.max_len,
-            "n_buckets_asked": args.buckets,
+            "n_buckets_asked": args.buckets or DEFAULT_N_BUCKETS,
             "gain_rule": _gain_rule_json(auto, max_buckets),
             "exports": export_all(plan),
         }
@@ -162,8 +186,7 @@ def cmd_optimize(args: argparse.Namespace, out: TextIO) -> None:
         ),
         file=out,
     )
-    if auto is not None:
-        print(wrap(_auto_line(auto, max_buckets), indent="  ", subsequent="    "), file=out)
+    _print_k(args, k, auto, max_buckets, out)
     print(wrap(", ".join(map(str, plan.edges)), indent="  edges        ", subsequent=" " * 15), file=out)
     print(
         wrap(", ".join(map(str, plan.batch_sizes)), indent="  batch sizes  ", subsequent=" " * 15), file=out
@@ -251,8 +274,7 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> None:
         ),
         file=out,
     )
-    if auto is not None:
-        print(wrap(_auto_line(auto, max_buckets), indent="  ", subsequent="    "), file=out)
+    _print_k(args, k, auto, max_buckets, out)
     if "simulated_samples" in table.columns:
         text = (
             f"(simulated on a uniform subsample of {int(table['simulated_samples'].iloc[0]):,} "
@@ -275,7 +297,7 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> None:
 def cmd_report(args: argparse.Namespace, out: TextIO, argv: Sequence[str] | None) -> None:
     import tempfile
 
-    from analysis.report import check_inputs, check_output_folder, run_report
+    from analysis.report import Measured, check_inputs, check_output_folder, run_report, tokenizer_digest
 
     check_calibration(args)
     max_buckets, min_gain = gain_rule(args)
@@ -284,9 +306,17 @@ def cmd_report(args: argparse.Namespace, out: TextIO, argv: Sequence[str] | None
     inputs = [p for p in (args.tokenizer, args.step_times) if p is not None]
     check_inputs(folder, args.src, inputs)  # before anything is measured or read: no input in DIR,
     check_output_folder(folder)  # nor a folder the report may not replace
+    measured = None
     with contextlib.ExitStack() as stack:
         src, column, field = args.src, args.column, args.field
         if args.tokenizer is not None:  # raw data: measured beside the folder, moved into it
+            measured = Measured(
+                source=str(args.src),
+                tokenizer=str(args.tokenizer),
+                tokenizer_sha256=tokenizer_digest(args.tokenizer),
+                field=args.field,
+                chat_field=args.chat_field,
+            )
             folder.parent.mkdir(parents=True, exist_ok=True)
             beside = stack.enter_context(
                 tempfile.TemporaryDirectory(prefix=f".{folder.name}.lengths-", dir=folder.parent)
@@ -314,9 +344,12 @@ def cmd_report(args: argparse.Namespace, out: TextIO, argv: Sequence[str] | None
             keep_source=args.tokenizer is not None,
             inputs=[] if args.tokenizer is None else [args.tokenizer],
             floor=floor_of(args),
+            measured=measured,
         )
     if args.buckets == AUTO:
         print(wrap(_report_auto_line(result.recommendation)), file=out)
+    elif args.buckets is None:
+        print(wrap(str(result.recommendation["settings"]["n_buckets_reason"])), file=out)
     print_warnings(result.recommendation["plan"]["warnings"], out)
     print(f"report written to {result.out_dir} ({len(result.files)} files):", file=out)
     for path in result.files:

@@ -232,13 +232,18 @@ BUCKETS_AUTO_HELP = (
 )
 
 
-def add_buckets(p: argparse.ArgumentParser) -> None:
+def add_buckets(p: argparse.ArgumentParser, *, report: bool = False) -> None:
+    default = (
+        f"the gain rule's K on your data, {DEFAULT_N_BUCKETS} (the case's) on the bundled case data"
+        if report
+        else f"{DEFAULT_N_BUCKETS}, or the data's distinct lengths when fewer"
+    )
     p.add_argument(
         "--buckets",
         metavar="K",
         type=bucket_count,
-        default=DEFAULT_N_BUCKETS,
-        help=f"number of buckets{BUCKETS_AUTO_HELP} (default: {DEFAULT_N_BUCKETS})",
+        default=None,
+        help=f"number of buckets{BUCKETS_AUTO_HELP} (default: {default})",
     )
 
 

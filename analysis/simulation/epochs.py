@@ -319,8 +319,7 @@ def compare_strategies(
         exact = exact_padding(hist, name, rule, edges) if name in EXACT_STRATEGIES else None
         row["expected_efficiency"] = float("nan") if exact is None else exact.efficiency
         if res.subsampled:  # counts of the subsample's epoch, scaled to the data's epoch
-            for col in _SCALED:
-                row[col] = float(row[col]) * population / res.n_samples
+            row[list(_SCALED)] = [float(row[c]) * population / res.n_samples for c in _SCALED]
             row["simulated_samples"], row["efficiency_se"] = res.n_samples, res.efficiency_se
         rows.append(row.rename(name))
     table = pd.DataFrame(rows)
