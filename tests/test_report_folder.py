@@ -326,3 +326,28 @@ def test_a_default_k_never_fails_and_a_given_one_says_how_to_fix_it(tmp_path, mo
         assert "the default 6 buckets exceed the data's 1 distinct length" in capsys.readouterr().out
         assert cli.main(["--quiet", command, str(src), "--buckets", "6"]) == 2
         assert capsys.readouterr().err.strip().splitlines() == err
+
+
+def test_every_face_that_builds_batches_suggests_max_len_for_a_heavy_tail(tmp_path, monkeypatch, capsys):
+    """One sample of 200,000 tokens among 2,000 under 900 (max > 4 x p99): optimize once built
+    batches of 8 x 200,000 tokens without comment; every face now suggests --max-len p99 in
+    one line, and none does on the same data clipped there."""
+    _use(monkeypatch, notebooks_in(tmp_path / "nbs"))
+    lengths = np.r_[np.random.default_rng(9).integers(20, 900, 2_000), 200_000]
+    hist = LengthHistogram.from_lengths(lengths)
+    p99 = int(hist.quantile(0.99))
+    src = save_histogram(hist, tmp_path / "tail.csv")
+    hint = f"hint: the longest sample (200,000 tokens) is {200_000 / p99:,.1f}x the 99th percentile ({p99:,})"
+    for command in ("optimize", "compare", "frontier"):
+        argv = ["--quiet", command, str(src), "--buckets" if command != "frontier" else "--epochs", "2"]
+        assert cli.main(argv) == 0
+        said = " ".join(capsys.readouterr().out.split())
+        assert hint in said and f"try --max-len {p99:,}" in said, command
+        assert cli.main([*argv, "--max-len", str(p99)]) == 0
+        assert "--max-len" not in capsys.readouterr().out
+    out = tmp_path / "report"
+    assert cli.main(["--quiet", "report", str(src), "--out", str(out), "--buckets", "2"]) == 0
+    said = " ".join(capsys.readouterr().out.split())
+    rec = json.loads((out / "recommendation.json").read_text())
+    assert rec["tail_hint"].startswith(hint) and hint in said
+    assert f"try --max-len {p99:,}" in (out / "index.html").read_text()

@@ -37,6 +37,7 @@ from analysis.cli._options import (
     load,
     load_raw,
     progress_bar,
+    tail_hint,
 )
 from analysis.lengths import LengthHistogram
 from analysis.optimize import evaluate_edges, optimize_edges, sweep_measure
@@ -208,7 +209,7 @@ def cmd_optimize(args: argparse.Namespace, out: TextIO) -> None:
         print(wrap(str(floor_sentence(plan)), indent="  ", subsequent="    "), file=out)
     if plan.n_buckets != k:
         print(f"  ({k} buckets asked; the data allow {plan.n_buckets})", file=out)
-    print_warnings(plan.warnings, out)
+    print_warnings(plan.warnings, out, tail_hint(hist, rule))
     print(file=out)
     print(frame_text(plan.to_frame()), file=out)
 
@@ -287,7 +288,7 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> None:
     print(
         wrap(", ".join(map(str, edges)), indent="  edges ", subsequent=" " * 8).replace(", ", ","), file=out
     )
-    print_warnings(plan.warnings, out)
+    print_warnings(plan.warnings, out, tail_hint(hist, rule))
     shown = table if args.wide else table[[c for c in _COMPARE_COLUMNS if c in table.columns]]
     print(frame_text(shown), file=out)
     if not args.wide:
@@ -350,17 +351,19 @@ def cmd_report(args: argparse.Namespace, out: TextIO, argv: Sequence[str] | None
         print(wrap(_report_auto_line(result.recommendation)), file=out)
     elif args.buckets is None:
         print(wrap(str(result.recommendation["settings"]["n_buckets_reason"])), file=out)
-    print_warnings(result.recommendation["plan"]["warnings"], out)
+    print_warnings(result.recommendation["plan"]["warnings"], out, result.recommendation.get("tail_hint"))
     print(f"report written to {result.out_dir} ({len(result.files)} files):", file=out)
     for path in result.files:
         print(f"  {path.relative_to(result.out_dir)}", file=out)
 
 
-def print_warnings(warnings: Sequence[str], out: TextIO) -> None:
+def print_warnings(warnings: Sequence[str], out: TextIO, hint: str | None = None) -> None:
     """A plan's warnings (:attr:`analysis.BucketPlan.warnings`), one ``warning:`` line each
-    (wrapped to the terminal, its continuation indented)."""
+    (wrapped to the terminal, its continuation indented), then the ``--max-len`` hint."""
     for line in warnings:
         print(wrap(f"warning: {line}", indent="  ", subsequent="    "), file=out)
+    if hint is not None:
+        print(wrap(hint, indent="  ", subsequent="    "), file=out)
 
 
 def _report_auto_line(recommendation: dict[str, Any]) -> str:

@@ -25,6 +25,7 @@ from analysis.cli._options import (
     load,
     non_negative,
     positive,
+    tail_hint,
 )
 from analysis.narrative.frontier import floor_sentence
 
@@ -144,6 +145,8 @@ def cmd_frontier(args: argparse.Namespace, out: TextIO) -> None:
         wrap(f"{title}, {rule.text}{'' if args.max_len is None else f', max_len = {args.max_len:,}'}:"),
         file=out,
     )
+    if (hint := tail_hint(hist, rule)) is not None:
+        print(wrap(hint, indent="  ", subsequent="    "), file=out)
     print(frame_text(shown[columns].set_index("label")), file=out)
     print(
         wrap(

@@ -324,6 +324,16 @@ def check_rule(hist: LengthHistogram, rule: BatchRule, world_size: int = 1) -> N
     check_batch_tokens(hist, rule, world_size)
 
 
+def tail_hint(hist: LengthHistogram, rule: BatchRule) -> str | None:
+    """The one-line ``--max-len`` hint where batches are sized for a heavy tail
+    (:func:`analysis.answers.tail.heavy_tail`), prefixed as a face prints it; None otherwise."""
+    from analysis.answers.tail import heavy_tail
+    from analysis.narrative.tail import describe_heavy_tail
+
+    tail = heavy_tail(hist, rule)
+    return None if tail is None else f"hint: {describe_heavy_tail(tail)}"
+
+
 def progress_bar(args: argparse.Namespace) -> Callable[..., Iterable[Any]] | None:
     """The progress wrapper the engine accepts (none with ``--quiet`` or off a terminal)."""
     from analysis.progress import bar

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from analysis._validate import check_bucket_count, positive_int
 from analysis.answers.recommendation import Recommendation, TimeRecommendation, floors, recommend
+from analysis.answers.tail import heavy_tail
 from analysis.batching import (
     DEFAULT_MAX_BUCKETS,
     DEFAULT_METHOD,
@@ -27,6 +28,7 @@ from analysis.lengths import LengthHistogram
 from analysis.loaders import LengthSource, load_lengths
 from analysis.narrative import describe_clipping
 from analysis.narrative.provenance import describe_k_choice, describe_measurement
+from analysis.narrative.tail import describe_heavy_tail
 from analysis.paths import BUNDLED_DATA, REPORT_MARKER
 from analysis.progress import bar
 from analysis.report._context import (
@@ -239,12 +241,9 @@ def run_report(
             settings, run, data, command, rec_dict, rec.plan, runs, figure_files, measured
         )
         recommendation["settings"]["n_buckets_reason"] = k_choice
+        facts, recommendation["tail_hint"] = _page_facts(hist, settings.rule, k_choice, measured, data.src)
         rec_path = write_json(run.out / "recommendation.json", recommendation)
         command_line = str(recommendation["command"])
-        facts = [("buckets used", k_choice)]
-        if measured is not None:
-            lengths_file = Path(str(recommendation["measured"]["lengths_file"])).name
-            facts.insert(0, ("measured", _measured_sentence(measured, lengths_file)))
         index = _write_index(run, settings, source, rec, hist, raw, step_time, pages, command_line, facts)
         written = [data.csv, *executed, rec_path, index, *figure_files]
         if kept is not None:
@@ -334,6 +333,21 @@ def _adopt(src: Path, source: Source, run: ReportRun) -> tuple[Path, Source]:
 def is_case_data(src: LengthSource) -> bool:
     """Whether ``src`` is the bundled case data (:data:`analysis.paths.BUNDLED_DATA`)."""
     return isinstance(src, str | os.PathLike) and Path(src).resolve() == BUNDLED_DATA.resolve()
+
+
+def _page_facts(
+    hist: LengthHistogram, rule: BatchRule, k_choice: str, measured: Measured | None, src: LengthSource
+) -> tuple[list[tuple[str, str]], str | None]:
+    """The summary page's sentences beside the source (how the lengths were measured, the K
+    used, the heavy tail's ``--max-len`` hint), and that hint as the CLI prints it (or None)."""
+    facts = [("buckets used", k_choice)]
+    if measured is not None:
+        facts.insert(0, ("measured", _measured_sentence(measured, Path(str(src)).name)))
+    tail = heavy_tail(hist, rule)
+    if tail is None:
+        return facts, None
+    facts.append(("long tail", describe_heavy_tail(tail)))
+    return facts, f"hint: {describe_heavy_tail(tail)}"
 
 
 def _shown_name(source: str) -> str:
