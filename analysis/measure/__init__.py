@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +51,14 @@ from analysis.measure._pieces import Job, MeasuredPiece
 from analysis.measure._records import MAX_RECORD_BYTES
 from analysis.measure._run import Progress, run_dask, run_local, worker_count
 from analysis.measure._sources import plan_paths, plan_records
-from analysis.measure._tokenizer import TEMPLATE_SECONDS, TokenizerLike, pickle_or_none, tokenizer_spec
+from analysis.measure._tokenizer import (
+    TEMPLATE_SECONDS,
+    Spec,
+    TokenizerLike,
+    path_digest,
+    pickle_or_none,
+    tokenizer_spec,
+)
 
 __all__ = [
     "DEFAULT_CACHE_DIR",
@@ -182,7 +190,12 @@ def measure_lengths(
         raise ValueError(f"processes must be a positive integer, got {processes!r}")
     chat = chat_field is not None
     name = chat_field if chat else field
-    spec = tokenizer_spec(tokenizer, add_special_tokens=add_special_tokens, chat=chat)
+    # a tokenizer given as a path is keyed by its files, so a cache hit never loads it (nor
+    # imports transformers); loaded below only on a miss
+    if isinstance(tokenizer, str | os.PathLike) and cache:
+        spec = Spec("path", tokenizer, add_special_tokens, path_digest(tokenizer))
+    else:
+        spec = tokenizer_spec(tokenizer, add_special_tokens=add_special_tokens, chat=chat)
     out_path = None if out is None else Path(os.path.expanduser(os.fspath(out)))
     folder = out is not None and is_folder(out)
     if isinstance(source, str | os.PathLike):
@@ -202,6 +215,9 @@ def measure_lengths(
         if hit is not None:
             return hit
 
+    if spec.kind == "path":  # a miss: the tokenizer itself, under the key of its files
+        loaded = tokenizer_spec(tokenizer, add_special_tokens=add_special_tokens, chat=chat)
+        job = Job(replace(loaded, digest=spec.digest), name, chat, want_lengths=out_path is not None)
     n = (os.cpu_count() or 1) if processes is None else processes
     if plan.small and processes is None:
         n = 1
