@@ -9,7 +9,7 @@ which gives::
 
     padding-workbench lengths SRC --tokenizer PATH (--field F | --chat-field F) --out FILE
                               [--processes N] [--scheduler ADDRESS] [--no-special-tokens]
-                              [--no-cache]
+                              [--no-cache] [--force]
 
 For ``report SRC --tokenizer PATH ...``: :func:`add_raw_data_options` adds ``--tokenizer``,
 ``--chat-field``, ``--processes``, ``--scheduler``, ``--no-special-tokens`` and ``--no-cache``

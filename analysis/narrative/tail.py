@@ -3,7 +3,7 @@ on every face that builds batches (``optimize``, ``compare``, ``frontier``, ``re
 
 from __future__ import annotations
 
-from analysis.answers.tail import BUDGET_LIMIT, TAIL_RATIO, HeavyTail
+from analysis.answers.tail import BUDGET_LIMIT, HeavyTail
 
 __all__ = ["describe_heavy_tail"]
 
@@ -19,11 +19,13 @@ def describe_heavy_tail(tail: HeavyTail) -> str:
     for a few outliers; try --max-len 200 (summary --max-len shows what it cuts)
     """
     reasons = []
-    if tail.longest > TAIL_RATIO * tail.p99:
+    if tail.too_long:
         reasons.append(
             f"the longest sample ({tail.longest:,} tokens) is {tail.ratio:,.1f}x the 99th percentile "
             f"({tail.p99:,}): batches are sized for a few outliers"
         )
-    if tail.batch_tokens > BUDGET_LIMIT:
-        reasons.append(f"a batch holds up to {tail.batch_tokens:,} tokens, more than {BUDGET_LIMIT:,}")
+    if tail.too_large:
+        reasons.append(
+            f"a full batch of the longest sample holds {tail.batch_tokens:,} tokens (over {BUDGET_LIMIT:,})"
+        )
     return f"{'; '.join(reasons)}; try --max-len {tail.p99:,} (summary --max-len shows what it cuts)"
