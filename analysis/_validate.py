@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = [
+    "check_bucket_count",
     "ZeroLengthError",
     "as_length_array",
     "check_rng",
@@ -176,6 +177,26 @@ def positive_int(value: object, name: str) -> int:
     if value <= 0:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
     return int(value)
+
+
+def check_bucket_count(n_buckets: int, distinct: int) -> None:
+    """Refuse, in one line saying how to fix it, a K (``--buckets``) above the data's
+    ``distinct`` lengths: the one message of the CLI's commands and the report.
+
+    Examples
+    --------
+    >>> check_bucket_count(6, 1)
+    Traceback (most recent call last):
+    ...
+    ValueError: --buckets 6 (n_buckets) exceeds the 1 distinct length of the data: give
+    --buckets 1 or fewer, or --buckets auto for the K the gain rule suggests
+    """
+    if n_buckets > distinct:
+        raise ValueError(
+            f"--buckets {n_buckets} (n_buckets) exceeds the {distinct:,} distinct length"
+            f"{'' if distinct == 1 else 's'} of the data: give --buckets {distinct} or fewer, or "
+            "--buckets auto for the K the gain rule suggests"
+        )
 
 
 def check_rng(rng: object) -> np.random.Generator:

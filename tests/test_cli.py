@@ -197,7 +197,9 @@ def test_help_shows_every_default(capsys):
     for text in ("default: 6", "default: 8", "default: optimal", "default: none", "default: 1"):
         assert text in out
     code, out, _ = run(capsys, "report", "--help")
-    assert "default: 6" in out and "default: 1701" in out
+    text = " ".join(out.split())
+    assert "default: the gain rule's K on your data, 6 (the case's) on the bundled case data" in text
+    assert "default: 1701" in out
 
 
 class _TTY(io.StringIO):
@@ -606,7 +608,10 @@ def test_gain_rule_without_auto_is_a_mistake(capsys, data, argv, message):
             ["optimize", "x.csv", "--buckets", "zero"],
             "argument --buckets: expected a positive integer or auto, got 'zero'",
         ),
-        (["optimize", "x.csv", "--min-gain", "-1"], "argument --min-gain: expected a number >= 0, got '-1'"),
+        (
+            ["optimize", "x.csv", "--min-gain", "-1"],
+            "argument --min-gain: expected a number in [0, 1] (0.01 = one percentage point), got '-1'",
+        ),
         (
             ["report", "x.csv", "--out", "r", "--max-buckets", "0"],
             "argument --max-buckets: expected a positive integer, got '0'",
@@ -631,7 +636,7 @@ def test_report_passes_buckets_auto_and_the_gain_rule(tmp_path, data, monkeypatc
     assert cli.main([*argv, "--max-buckets", "9", "--min-gain", "0.002"]) == 2
     assert (seen["n_buckets"], seen["max_buckets"], seen["min_gain"]) == ("auto", 9, 0.002)
     assert cli.main([*argv[:-2]]) == 2  # the defaults
-    assert (seen["n_buckets"], seen["max_buckets"], seen["min_gain"]) == (6, 16, 0.01)
+    assert (seen["n_buckets"], seen["max_buckets"], seen["min_gain"]) == (None, 16, 0.01)  # run_report
 
 
 _TINY_NOTEBOOK_CELLS = [

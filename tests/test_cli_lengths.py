@@ -309,3 +309,67 @@ def test_sigterm_ends_the_workers_and_removes_the_temporary_files(
         for pid in seen:
             if alive(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("name", ["lengths.npy", "lengths.parquet"])
+def test_an_existing_file_is_replaced_only_if_an_earlier_run_wrote_it_or_with_force(
+    tokenizer_json: Path, tmp_path: Path, name: str
+) -> None:
+    """``--out existing.npy``: the user's unrelated file (float embeddings, a table of other
+    columns) is refused in one line and kept; an earlier run's output is replaced; ``--force``
+    replaces anything."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    src = tmp_path / "docs.jsonl"
+    texts = make_texts(30, seed=2)
+    src.write_text("".join(json.dumps({"text": t}) + "\n" for t in texts))
+    out = tmp_path / name
+    if name.endswith(".npy"):
+        np.save(out, np.linspace(0.0, 1.0, 7))
+    else:
+        pq.write_table(pa.table({"id": [1, 2], "score": [0.5, 0.25]}), out)
+    mine = out.read_bytes()
+    argv = ["lengths", str(src), "--tokenizer", str(tokenizer_json), "--out", str(out), "--no-cache"]
+    args = parser().parse_args(argv)
+    assert not args.force
+    with pytest.raises(ValueError, match="not a lengths file written by an earlier run.*--force"):
+        run_lengths_command(args, io.StringIO())
+    assert out.read_bytes() == mine
+    assert run_lengths_command(parser().parse_args([*argv, "--force"]), io.StringIO()).n_samples == 30
+    assert load_lengths(out, column=None if name.endswith(".npy") else "length").n_samples == 30
+    assert run_lengths_command(parser().parse_args(argv), io.StringIO()).n_samples == 30  # its own
+
+
+def test_a_cache_hit_with_a_tokenizer_folder_never_imports_transformers(tmp_path: Path) -> None:
+    """A cached ``lengths`` run with a Hugging Face tokenizer folder once spent ~10 s importing
+    transformers before the cache was read: the key now comes from the folder's files, so the
+    second run answers without importing it (and gives the same lengths); an edited folder is
+    another key."""
+    pytest.importorskip("transformers")
+    from transformers import PreTrainedTokenizerFast
+
+    folder = tmp_path / "tok"
+    tok = PreTrainedTokenizerFast(tokenizer_object=train_tokenizer(vocab_size=300), eos_token="</s>")
+    tok.save_pretrained(str(folder))
+    src = tmp_path / "docs.jsonl"
+    src.write_text("".join(json.dumps({"text": t}) + "\n" for t in make_texts(40, seed=8)))
+    code = (
+        "import sys, time; from analysis.cli import main; t = time.perf_counter(); "
+        "rc = main(sys.argv[1:]); print(rc, 'transformers' in sys.modules, round(time.perf_counter() - t, 2))"
+    )
+    env = {**os.environ, "HOME": str(tmp_path / "home"), "PYTHONPATH": os.getcwd()}
+
+    def run(out: str) -> list[str]:
+        argv = ["--quiet", "lengths", str(src), "--tokenizer", str(folder), "--field", "text", "--out", out]
+        done = subprocess.run([sys.executable, "-c", code, *argv], env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.split("\n")[-2].split()
+
+    first = run(str(tmp_path / "a.npy"))
+    second = run(str(tmp_path / "b.npy"))
+    assert first[:2] == ["0", "True"] and second[:2] == ["0", "False"], (first, second)
+    np.testing.assert_array_equal(np.load(tmp_path / "a.npy"), np.load(tmp_path / "b.npy"))
+    config = folder / "tokenizer_config.json"
+    config.write_text(config.read_text().replace("</s>", "<s>"))  # another tokenizer: measured again
+    assert run(str(tmp_path / "c.npy"))[:2] == ["0", "True"]

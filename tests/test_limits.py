@@ -4,6 +4,7 @@ waste, hard limits with one-line errors, memory bounded by the histogram."""
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import os
 import warnings
@@ -237,6 +238,51 @@ def test_simulation_of_a_huge_histogram_uses_a_stated_subsample():
     )
     assert (table["simulated_samples"] == SIMULATION_SUBSAMPLE).all()
     assert table.attrs["population_samples"] == hist.n_samples
+
+
+def test_a_subsample_s_counts_are_scaled_to_the_data_s_epoch(capsys, tmp_path):
+    """``compare`` on 1.4e12 samples once showed the 1,000,000-sample subsample's batches and
+    steps (250,000 at batch size 4); an epoch of the data has ceil(N / 4) batches, exactly, for
+    ``sorted`` and ``random``: the table, the CLI table and its JSON say so (within 1e-9)."""
+    hist = LengthHistogram.from_counts([10, 20, 40], [10**12, 3 * 10**11, 10**11])
+    want = -(-hist.n_samples // 4)
+    table = compare_strategies(
+        hist,
+        rng=np.random.default_rng(4),
+        edges=[0, 10, 40],
+        epochs=1,
+        batch_size=4,
+        strategies=["sorted", "random"],
+    )
+    for name in ("sorted", "random"):
+        assert table.loc[name, "batches"] == pytest.approx(want, rel=1e-9)
+        assert table.loc[name, "steps"] == pytest.approx(want, rel=1e-9)
+    path = tmp_path / "huge.csv"
+    path.write_text("length,count\n10,1000000000000\n20,300000000000\n40,100000000000\n")
+    assert (
+        main(
+            [
+                "--quiet",
+                "compare",
+                str(path),
+                "--batch-size",
+                "4",
+                "--epochs",
+                "1",
+                "--buckets",
+                "2",
+                "--json",
+            ]
+        )
+        == 0
+    )
+    rows = json.loads(capsys.readouterr().out)["strategies"]
+    assert rows["random"]["batches"] == pytest.approx(want, rel=1e-9)
+    assert (
+        main(["--quiet", "compare", str(path), "--batch-size", "4", "--epochs", "1", "--buckets", "2"]) == 0
+    )
+    printed = capsys.readouterr().out
+    assert f"{want:,}" in printed and "scaled to the data's epoch" in " ".join(printed.split())
 
 
 def test_small_data_is_simulated_in_full():

@@ -360,7 +360,7 @@ TEXT_CASES = [
     ("c.csv", "id,n\n1,4\n2,x\n", {"column": "n"}, r"line 3: cannot read 'x' as a length"),
     ("c.csv", "id,n\n1,4\n2,True\n", {"column": "n"}, r"line 3: cannot read 'True' as a length"),
     ("c.csv", "id,n\n1,4\n", {"column": "m"}, r"no column 'm'; columns: id, n"),
-    ("c.csv", "id,n\n1,4\n", {}, r"2 columns \(id, n\); pass column= naming the lengths column"),
+    ("c.csv", "id,n\n1,4\n", {}, r"2 columns \(id, n\); pass column= \(--column\) naming the lengths column"),
     ("c.tsv", "id\tn\n1\t4\n2\t0\n", {"column": "n"}, r"line 3: zero length 0"),
     ("noheader.csv", "5\n6\n", {}, r"line 1: header '5' looks like a length"),
     ("h.csv", "length,count\n5,2\n6,-1\n", {}, r"line 3: negative count -1"),
@@ -370,9 +370,19 @@ TEXT_CASES = [
     ("h.csv", "length,count\n5,0\n", {}, r"empty input, no samples \(all counts are zero\)"),
     ("j.jsonl", '{"n": 4}\n{"n": -4}\n', {}, r"line 2: negative length -4"),
     ("j.jsonl", '{"n": 4}\n{"n": 4.5}\n', {}, r"line 2: length 4.5 is not an integer"),
-    ("j.jsonl", '{"n": 4}\n{"n": true}\n', {}, r"line 2: field 'n' is a bool \(true\); expected"),
-    ("j.jsonl", '{"n": 4}\n{"n": null}\n', {}, r"line 2: field 'n' is null \(null\); expected"),
-    ("j.jsonl", '{"n": 4}\n{"n": "4"}\n', {}, r"line 2: field 'n' is a string \(\"4\"\)"),
+    (
+        "j.jsonl",
+        '{"n": 4}\n{"n": true}\n',
+        {},
+        r"line 2: field 'n' holds a bool \(true\), not a length: expected",
+    ),
+    (
+        "j.jsonl",
+        '{"n": 4}\n{"n": null}\n',
+        {},
+        r"line 2: field 'n' holds null \(null\), not a length: expected",
+    ),
+    ("j.jsonl", '{"n": 4}\n{"n": "4"}\n', {}, r"line 2: field 'n' holds a string \(\"4\"\)"),
     ("j.jsonl", '{"n": 4}\n{"n": NaN}\n', {}, r"line 2: length is nan, not a number"),
     ("j.jsonl", '{"n": 4}\n{"n": 4}\n\n', {}, r"line 3: blank line"),
     ("j.jsonl", '{"n": 4}\n{"n": 4\n', {}, r"line 2: not valid JSON \(Expecting"),
@@ -385,9 +395,14 @@ TEXT_CASES = [
     ("x.xlsx", "", {}, r"unknown file type '\.xlsx'; supported: \.npy, \.txt"),
     ("noext", "1\n", {}, r"unknown file type '\(none\)'"),
     ("binary.csv", b"\xff\xfe\x00\x81", {}, r"line 1, byte 1: b.\\xff. is not UTF-8 text"),
-    ("a.txt", "4\n", {"column": "n"}, r"column= does not apply to \.txt files"),
-    ("a.csv", "n\n4\n", {"field": "n"}, r"field= applies to \.jsonl files"),
-    ("a.jsonl", '{"n": 4}\n', {"column": "n"}, r"column= does not apply to \.jsonl files \(use field=\)"),
+    ("a.txt", "4\n", {"column": "n"}, r"column= \(--column\) does not apply to \.txt files"),
+    ("a.csv", "n\n4\n", {"field": "n"}, r"field= \(--field\) applies to \.jsonl files"),
+    (
+        "a.jsonl",
+        '{"n": 4}\n',
+        {"column": "n"},
+        r"column= \(--column\) does not apply to \.jsonl files \(use field= \(--field\)\)",
+    ),
 ]
 
 
@@ -561,3 +576,56 @@ def test_deeply_nested_json_is_one_line_error(tmp_path: Path) -> None:
     path.write_text('{"length": 1}\n{"length": ' + "[" * 100_000 + "]" * 100_000 + "}\n")
     with pytest.raises(ValueError, match=r"deep\.jsonl: line 2: JSON nested too deeply to read$"):
         load_lengths(path)
+
+
+def test_a_list_that_is_not_token_ids_is_refused_naming_the_field(tmp_path, capsys):
+    """``summary chats.jsonl --field messages`` once reported the message counts as lengths
+    (exit 0); a list of objects (or strings, lists, floats) is refused in one line naming the
+    field and what it holds, with the command that counts its tokens; lists of token ids (ints)
+    are still their lengths."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from analysis.cli import main
+
+    chats = tmp_path / "chats.jsonl"
+    message = {"role": "user", "content": "hi"}
+    chats.write_text("".join(json.dumps({"messages": [message] * n}) + "\n" for n in (1, 3, 2)))
+    code = main(["summary", str(chats), "--field", "messages"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1, err
+    assert "field 'messages' holds a list of objects" in err[0] and "--chat-field messages" in err[0]
+    for bad, what in (
+        ([["a"]], "a list of lists"),
+        (["a", "b"], "a list of strings"),
+        ([1.5], "a list of numbers"),
+    ):
+        path = tmp_path / "bad.jsonl"
+        path.write_text(json.dumps({"x": bad}) + "\n")
+        with pytest.raises(ValueError, match=f"field 'x' holds {what}"):
+            load_lengths(path)
+    ids = tmp_path / "ids.jsonl"
+    ids.write_text(json.dumps({"input_ids": [5, 6, 7]}) + "\n" + json.dumps({"input_ids": []}) + "\n")
+    assert load_lengths(ids, allow_zero=True).lengths.tolist() == [0, 3]
+    table = tmp_path / "chats.parquet"
+    pq.write_table(pa.table({"messages": [[message], [message, message]]}), table)
+    with pytest.raises(ValueError, match="column 'messages' holds lists of struct"):
+        load_lengths(table)
+
+
+def test_a_headerless_csv_is_never_read_with_a_data_row_as_its_header(tmp_path, capsys):
+    """A two-column CSV without a header: the hint once said ``pass column=`` (Python) and
+    ``--column 500`` then dropped the first row; now any header that looks like a length is
+    refused in one line, with or without --column, and hints name the CLI's options."""
+    from analysis.cli import main
+
+    path = tmp_path / "pairs.csv"
+    path.write_text("500,1\n20,2\n30,3\n")
+    for extra in ([], ["--column", "500"]):
+        assert main(["summary", str(path), *extra]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "header '500' looks like a length" in err[0], err
+    named = tmp_path / "named.csv"
+    named.write_text("id,n\n1,4\n")
+    assert main(["summary", str(named)]) == 2
+    assert "pass column= (--column)" in capsys.readouterr().err

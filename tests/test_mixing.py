@@ -131,3 +131,20 @@ def test_simulated_mixing_within_three_standard_errors(strategy):
     else:
         assert abs(got - exact) <= 3 * se, (got, exact, se)
         assert se < 0.02
+
+
+def test_mixing_se_is_zero_where_the_epochs_agree_and_the_spread_over_epochs_otherwise():
+    """Packing forms the same bins every epoch: 50 epochs of one mixing once had a
+    ``mixing_se`` of the batches' spread; it is 0.  A random strategy's SE is the epochs'
+    standard deviation over sqrt(n) (an independent formula), and one epoch keeps the
+    batch-level SE."""
+    lengths = np.random.default_rng(3).integers(1, 2_000, 3_000)
+    hist = LengthHistogram.from_lengths(lengths)
+    packed = simulate(hist, "packing", max_tokens=4_096, rng=np.random.default_rng(0), epochs=50)
+    assert np.ptp(packed.epochs["mixing"].to_numpy()) < 1e-12 and packed.mixing_se == 0.0  # sums reordered
+    shuffled = simulate(hist, "random", batch_size=8, rng=np.random.default_rng(0), epochs=20)
+    m = shuffled.epochs["mixing"].to_numpy()
+    assert shuffled.mixing_se == pytest.approx(float(np.std(m, ddof=1)) / math.sqrt(20), rel=1e-12)
+    assert shuffled.mixing_se > 0
+    one = simulate(hist, "random", batch_size=8, rng=np.random.default_rng(0), epochs=1)
+    assert one.mixing_se == float(one.epochs["mixing_se"].iloc[0]) > 0

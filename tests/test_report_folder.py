@@ -5,6 +5,7 @@ SIGTERM or ``kill -9`` leave an earlier report as it was (real processes and sig
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -62,7 +63,8 @@ def test_a_folder_the_report_did_not_write_is_refused_and_left_alone(tmp_path, m
     user_file = own / "data" / "lengths.csv"
     user_file.write_text("length\n" + "\n".join(map(str, LENGTHS)) + "\n")
     before = _snapshot(own)
-    code = cli.main(["--quiet", "report", str(user_file), "--column", "length", "--out", str(own)])
+    src = save_histogram(LengthHistogram.from_lengths(LENGTHS), tmp_path / "in.csv")
+    code = cli.main(["--quiet", "report", str(src), "--out", str(own)])
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "a report did not write" in err
@@ -91,12 +93,16 @@ def test_output_paths_are_literal_reruns_replace_and_globs_skip_reports(tmp_path
     first = json.loads((out / "recommendation.json").read_text())
     assert sorted(p.name for p in runs.iterdir()) == ["a", "b", "rep_{batch_size}"]  # no rep_8
     assert (out / REPORT_MARKER).is_file()
-    stale = out / "figures" / "from_an_older_run.png"
-    stale.write_bytes(b"old")
+    stale = out / "figures" / "not_the_reports.png"
+    stale.write_bytes(b"mine")
+    assert cli.main(argv) == 2  # a file the earlier report did not write: never deleted
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "figures/not_the_reports.png" in err
+    assert stale.read_bytes() == b"mine"
+    stale.unlink()
     assert cli.main(argv) == 0  # the glob now also matches the report's data/lengths.csv
     second = json.loads((out / "recommendation.json").read_text())
     assert first["data"]["summary"]["samples"] == second["data"]["summary"]["samples"] == 4_000
-    assert not stale.exists()  # the earlier report was replaced whole
     executed = (out / "01_tiny.ipynb").read_text()
     assert ".partial-" not in executed and str(out / "data" / "lengths.csv") in executed
     assert second["notebooks"][0]["parameters"]["data_path"] == str(out / "data" / "lengths.csv")
@@ -195,7 +201,20 @@ def test_raw_data_is_measured_beside_the_folder_and_moved_into_the_report(tmp_pa
     argv = ["--quiet", "report", str(tmp_path / "src"), "--tokenizer", str(tokenizer), "--no-cache"]
     assert cli.main([*argv, "--out", str(out)]) == 0
     rec = json.loads((out / "recommendation.json").read_text())
-    assert rec["source"] == str(out / "lengths.npy") and load_lengths(out / "lengths.npy").n_samples == 20
+    # provenance: the raw data and the tokenizer (path and hash), not the intermediate lengths file
+    assert rec["source"] == str(tmp_path / "src") and load_lengths(out / "lengths.npy").n_samples == 20
+    digest = hashlib.sha256(b"tokenizer.json\0" + tokenizer.read_bytes()).hexdigest()
+    assert rec["measured"] == {
+        "source": str(tmp_path / "src"),
+        "tokenizer": str(tokenizer),
+        "tokenizer_sha256": digest,
+        "field": None,
+        "chat_field": None,
+        "lengths_file": str(out / "lengths.npy"),
+    }
+    page = (out / "index.html").read_text()
+    assert f"Bucketed batching for {tmp_path / 'src'}</h1>" in page and digest[:12] in page
+    assert f"measured with the tokenizer {tokenizer}" in page
     assert "lengths.npy" in capsys.readouterr().out  # listed among the files written
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
     (tmp_path / "own").mkdir()
@@ -213,3 +232,122 @@ def test_a_report_written_before_the_marker_is_replaced(tmp_path, monkeypatch):
     (old / "recommendation.json").write_text(json.dumps({"created_by": "padding-workbench report"}))
     assert cli.main(["--quiet", "report", str(src), "--out", str(old)]) == 0
     assert (old / REPORT_MARKER).is_file() and not (old / "figures" / "stale.png").exists()
+
+
+def test_a_rerun_never_deletes_what_the_report_did_not_write_and_dot_stays(tmp_path, monkeypatch, capsys):
+    """``--out .`` from inside an empty folder writes there (the folder and the shell's working
+    directory stay the same inode) and so does its rerun; the marker lists what was written;
+    a rerun refuses, in one line naming them, a folder holding the user's notes.md and
+    mydata/, and leaves them."""
+    _use(monkeypatch, notebooks_in(tmp_path / "nbs"))
+    src = save_histogram(LengthHistogram.from_lengths(LENGTHS), tmp_path / "in.csv")
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    inode = here.stat().st_ino
+    for _ in range(2):
+        assert cli.main(["--quiet", "report", str(src), "--out", "."]) == 0
+        assert os.path.samefile(os.getcwd(), here) and here.stat().st_ino == inode
+    listed = json.loads((here / REPORT_MARKER).read_text())["files"]
+    assert sorted(listed) == sorted(str(p.relative_to(here)) for p in here.rglob("*") if p.is_file())
+    assert "recommendation.json" in listed and "data/lengths.csv" in listed
+    (here / "notes.md").write_text("my notes")
+    (here / "mydata").mkdir()
+    (here / "mydata" / "x.csv").write_text("1\n")
+    before = _snapshot(here)
+    capsys.readouterr()
+    assert cli.main(["--quiet", "report", str(src), "--out", str(here)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "mydata/, notes.md" in err[0], err
+    assert _snapshot(here) == before
+
+
+def test_inputs_inside_the_output_folder_are_refused_before_measuring(tmp_path, monkeypatch, capsys):
+    """Raw data and the tokenizer inside an earlier report's folder (and a step-time file):
+    refused in one line before measuring, where the report once replaced the folder with them
+    in it (exit 0)."""
+    pytest.importorskip("tokenizers")
+    from test_measure import make_texts, train_tokenizer
+
+    _use(monkeypatch, notebooks_in(tmp_path / "nbs"))
+    out = tmp_path / "report"
+    src = save_histogram(LengthHistogram.from_lengths(LENGTHS), tmp_path / "in.csv")
+    assert cli.main(["--quiet", "report", str(src), "--out", str(out)]) == 0
+    (out / "raw").mkdir()
+    for i, text in enumerate(make_texts(20, seed=6)):
+        (out / "raw" / f"{i}.txt").write_text(text)
+    tokenizer = out / "tokenizer.json"
+    train_tokenizer(vocab_size=300).save(str(tokenizer))
+    outside = tmp_path / "tokenizer.json"
+    train_tokenizer(vocab_size=300).save(str(outside))
+    (out / "times.csv").write_text("batch_size,length,seconds\n1,10,0.1\n")
+    before = _snapshot(out)
+    raw = ["--quiet", "report", str(out / "raw"), "--no-cache"]
+    cases = [
+        ([*raw, "--tokenizer", str(tokenizer)], out / "raw"),
+        (["--quiet", "report", str(src), "--tokenizer", str(tokenizer)], tokenizer),
+        (["--quiet", "report", str(src), "--step-times", str(out / "times.csv")], out / "times.csv"),
+    ]
+    for argv, named in cases:
+        capsys.readouterr()
+        assert cli.main([*argv, "--out", str(out)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and f"{named}: an input inside the output folder" in err[0], err
+        assert _snapshot(out) == before
+        assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # nothing measured
+
+
+def test_a_default_k_never_fails_and_a_given_one_says_how_to_fix_it(tmp_path, monkeypatch, capsys):
+    """``report FILE`` on data of one distinct length once failed with "n_buckets = 6 exceeds
+    the 1 distinct lengths" (a 6 the user never typed): on the user's data the report takes the
+    gain rule's K and says so (the CLI, the summary page, recommendation.json); a given K above
+    the distinct lengths is refused in one line suggesting --buckets auto; ``optimize`` and
+    ``compare`` take every distinct length when there are fewer than their default 6."""
+    _use(monkeypatch, notebooks_in(tmp_path / "nbs"))
+    src = save_histogram(LengthHistogram.from_lengths([7] * 50), tmp_path / "same.csv")
+    out = tmp_path / "report"
+    assert cli.main(["--quiet", "report", str(src), "--out", str(out)]) == 0
+    said = capsys.readouterr().out
+    rec = json.loads((out / "recommendation.json").read_text())
+    reason = "K = 1 bucket, the gain rule suggests it (no --buckets given; --buckets K sets another)."
+    assert rec["settings"]["n_buckets"] == 1 and rec["settings"]["n_buckets_asked"] is None
+    assert rec["settings"]["n_buckets_reason"] == reason and reason in " ".join(said.split())
+    assert reason in (out / "index.html").read_text()
+    code = cli.main(["--quiet", "report", str(src), "--out", str(out), "--buckets", "6"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert (
+        code == 2
+        and len(err) == 1
+        and "exceeds the 1 distinct length" in err[0]
+        and "--buckets auto" in err[0]
+    )
+    for command in ("optimize", "compare"):
+        assert cli.main(["--quiet", command, str(src)]) == 0
+        assert "the default 6 buckets exceed the data's 1 distinct length" in capsys.readouterr().out
+        assert cli.main(["--quiet", command, str(src), "--buckets", "6"]) == 2
+        assert capsys.readouterr().err.strip().splitlines() == err
+
+
+def test_every_face_that_builds_batches_suggests_max_len_for_a_heavy_tail(tmp_path, monkeypatch, capsys):
+    """One sample of 200,000 tokens among 2,000 under 900 (max > 4 x p99): optimize once built
+    batches of 8 x 200,000 tokens without comment; every face now suggests --max-len p99 in
+    one line, and none does on the same data clipped there."""
+    _use(monkeypatch, notebooks_in(tmp_path / "nbs"))
+    lengths = np.r_[np.random.default_rng(9).integers(20, 900, 2_000), 200_000]
+    hist = LengthHistogram.from_lengths(lengths)
+    p99 = int(hist.quantile(0.99))
+    src = save_histogram(hist, tmp_path / "tail.csv")
+    hint = f"hint: the longest sample (200,000 tokens) is {200_000 / p99:,.1f}x the 99th percentile ({p99:,})"
+    for command in ("optimize", "compare", "frontier"):
+        argv = ["--quiet", command, str(src), "--buckets" if command != "frontier" else "--epochs", "2"]
+        assert cli.main(argv) == 0
+        said = " ".join(capsys.readouterr().out.split())
+        assert hint in said and f"try --max-len {p99:,}" in said, command
+        assert cli.main([*argv, "--max-len", str(p99)]) == 0
+        assert "--max-len" not in capsys.readouterr().out
+    out = tmp_path / "report"
+    assert cli.main(["--quiet", "report", str(src), "--out", str(out), "--buckets", "2"]) == 0
+    said = " ".join(capsys.readouterr().out.split())
+    rec = json.loads((out / "recommendation.json").read_text())
+    assert rec["tail_hint"].startswith(hint) and hint in said
+    assert f"try --max-len {p99:,}" in (out / "index.html").read_text()

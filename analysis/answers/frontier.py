@@ -184,7 +184,7 @@ def _simulated_row(
 ) -> dict[str, Any]:
     res = simulate(hist, strategy, rule, rng=rng, epochs=epochs, **options)
     e = res.epochs
-    se = math.sqrt(float((e["mixing_se"] ** 2).mean()) / len(e))
+    se = res.mixing_se
     later = e["composition_repeat"].iloc[1:]
     rate = math.nan
     if model is not None:  # every batch priced as throughput prices it (packed rows as packed)

@@ -51,6 +51,7 @@ from analysis.cli._frontier import add_floors, add_frontier_subcommand, cmd_fron
 from analysis.cli._lengths import add_lengths_subcommand, add_raw_data_options, run_lengths_command
 from analysis.cli._options import (
     BUCKETS_AUTO_HELP,
+    MAX_EPOCHS,
     PROG,
     CLIError,
     Formatter,
@@ -62,6 +63,7 @@ from analysis.cli._options import (
     add_quiet,
     add_source,
     add_world_size,
+    at_most,
     bucket_count,
     edge_list,
     non_negative,
@@ -166,7 +168,11 @@ def build_parser() -> Parser:
     add_batch_rule(p)
     add_max_len(p)
     p.add_argument(
-        "--epochs", metavar="N", type=positive, default=DEFAULT_EPOCHS, help="simulated epochs per strategy"
+        "--epochs",
+        metavar="N",
+        type=at_most(MAX_EPOCHS, "epochs"),
+        default=DEFAULT_EPOCHS,
+        help=f"simulated epochs per strategy, at most {MAX_EPOCHS:,}",
     )
     p.add_argument(
         "--seed", metavar="S", type=non_negative, default=DEFAULT_SEED, help="seed of the random generator"
@@ -207,10 +213,11 @@ def build_parser() -> Parser:
         "--out",
         metavar="DIR",
         required=True,
-        help="output folder, taken literally: new, empty or an earlier report's (replaced whole "
-        "once the new one is complete; Ctrl-C leaves it as it was)",
+        help="output folder, taken literally: new, empty or an earlier report's (its files "
+        "replaced once the new one is complete, a file it did not write never deleted: refused "
+        "instead; Ctrl-C leaves it as it was)",
     )
-    add_buckets(p)
+    add_buckets(p, report=True)
     add_gain_rule(p, report=True)
     add_floors(p)
     add_batch_rule(p)

@@ -16,14 +16,15 @@ import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import numpy as np
 import pandas as pd
 
+from analysis._validate import check_bucket_count
 from analysis.answers.gradient_noise import strategy_noise
 from analysis.answers.recommendation import Recommendation, recommend
-from analysis.batching import DEFAULT_N_BUCKETS, BatchRule, check_budget, check_edges
+from analysis.batching import DEFAULT_N_BUCKETS, BatchRule, check_edges
 from analysis.cli._frontier import floor_of, floor_sentence
 from analysis.cli._layout import frame_text, wrap
 from analysis.cli._lengths import measure_for_report
@@ -32,14 +33,17 @@ from analysis.cli._options import (
     PROG,
     batch_rule,
     check_calibration,
+    check_rule,
     gain_rule,
     load,
     load_raw,
     progress_bar,
+    tail_hint,
 )
 from analysis.lengths import LengthHistogram
 from analysis.loaders import load_gradient_noise
 from analysis.narrative.plan import describe_warning, plan_warnings
+from analysis.narrative.provenance import describe_default_k
 from analysis.narrative.recommendation import describe_auto_k, describe_report_auto_k
 from analysis.narrative.strategies import describe_subsample
 from analysis.optimize import BucketPlan, PlanWarning, evaluate_edges, optimize_edges
@@ -47,6 +51,9 @@ from analysis.simulation.epochs import compare_strategies
 from analysis.simulation.strategies import ALL_STRATEGIES
 from analysis.tables import column_kind, format_count, format_value
 from analysis.timing.noise import GradientNoise, PlanNoise, plan_noise
+
+if TYPE_CHECKING:  # the report (papermill) is imported when `report` runs
+    from analysis.report import ReportResult
 
 __all__ = ["cmd_compare", "cmd_optimize", "cmd_report", "cmd_summary"]
 
@@ -111,10 +118,23 @@ def _buckets(
     """The K of ``--buckets`` (the gain rule's suggestion for ``auto``), the recommendation
     that suggested it (None unless ``auto``), and ``--max-buckets``."""
     max_buckets, min_gain = gain_rule(args)
+    if args.buckets is None:  # not typed: the default K, or every distinct length when fewer
+        return min(DEFAULT_N_BUCKETS, int(hist.lengths.size)), None, max_buckets
     if args.buckets != AUTO:
-        return (args.buckets or DEFAULT_N_BUCKETS), None, max_buckets
+        check_bucket_count(args.buckets, int(hist.lengths.size))
+        return args.buckets, None, max_buckets
     rec = recommend(hist, 1, rule, max_buckets=max_buckets, min_gain=min_gain)
     return rec.n_buckets_suggested, rec, max_buckets
+
+
+def _print_k(
+    args: argparse.Namespace, k: int, auto: Recommendation | None, max_buckets: int, out: TextIO
+) -> None:
+    """Which K ``--buckets auto`` took, or what the default K became (nothing otherwise)."""
+    if auto is not None:
+        print(wrap(describe_auto_k(auto, max_buckets), indent="  ", subsequent="    "), file=out)
+    if getattr(args, "edges", None) is None and args.buckets is None and k != DEFAULT_N_BUCKETS:
+        print(wrap(describe_default_k(k, DEFAULT_N_BUCKETS), indent="  ", subsequent="   "), file=out)
 
 
 def cmd_optimize(args: argparse.Namespace, out: TextIO) -> None:
@@ -122,7 +142,7 @@ def cmd_optimize(args: argparse.Namespace, out: TextIO) -> None:
 
     hist = load(args)
     rule = batch_rule(args)
-    check_budget(hist, rule)
+    check_rule(hist, rule)
     k, auto, max_buckets = _buckets(args, hist, rule)
     plan = optimize_edges(
         hist,
@@ -137,7 +157,7 @@ def cmd_optimize(args: argparse.Namespace, out: TextIO) -> None:
         value = {
             **plan.to_dict(),
             "max_len": args.max_len,
-            "n_buckets_asked": args.buckets,
+            "n_buckets_asked": args.buckets or DEFAULT_N_BUCKETS,
             "gain_rule": _gain_rule_json(auto, max_buckets),
             "exports": export_all(plan),
         }
@@ -151,8 +171,7 @@ def cmd_optimize(args: argparse.Namespace, out: TextIO) -> None:
         ),
         file=out,
     )
-    if auto is not None:
-        print(wrap(describe_auto_k(auto, max_buckets), indent="  ", subsequent="    "), file=out)
+    _print_k(args, k, auto, max_buckets, out)
     print(wrap(", ".join(map(str, plan.edges)), indent="  edges        ", subsequent=" " * 15), file=out)
     print(
         wrap(", ".join(map(str, plan.batch_sizes)), indent="  batch sizes  ", subsequent=" " * 15), file=out
@@ -174,7 +193,7 @@ def cmd_optimize(args: argparse.Namespace, out: TextIO) -> None:
         print(wrap(str(floor_sentence(plan)), indent="  ", subsequent="    "), file=out)
     if plan.n_buckets != k:
         print(f"  ({k} buckets asked; the data allow {plan.n_buckets})", file=out)
-    print_warnings(plan_warnings(plan), out)
+    print_warnings(plan_warnings(plan), out, tail_hint(hist, rule))
     print(file=out)
     print(frame_text(plan.to_frame()), file=out)
 
@@ -210,7 +229,7 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> None:
     noise = load_gradient_noise(args.noise) if args.noise is not None else None
     hist = load(args)
     rule = batch_rule(args)
-    check_budget(hist, rule)
+    check_rule(hist, rule, args.world_size)
     k, auto, max_buckets = _buckets(args, hist, rule)
     plan, source = _compare_plan(args, hist, rule, k)
     edges = plan.edges
@@ -249,15 +268,14 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> None:
         ),
         file=out,
     )
-    if auto is not None:
-        print(wrap(describe_auto_k(auto, max_buckets), indent="  ", subsequent="    "), file=out)
+    _print_k(args, k, auto, max_buckets, out)
     if "simulated_samples" in table.columns:
         print(wrap(f"({describe_subsample(table)})", indent="  ", subsequent="   "), file=out)
     # as --edges takes them (comma-separated, copy-pasteable), wrapped at commas if long
     print(
         wrap(", ".join(map(str, edges)), indent="  edges ", subsequent=" " * 8).replace(", ", ","), file=out
     )
-    print_warnings(plan_warnings(plan), out)
+    print_warnings(plan_warnings(plan), out, tail_hint(hist, rule))
     shown = table if args.wide else table[[c for c in _COMPARE_COLUMNS if c in table.columns]]
     print(frame_text(shown), file=out)
     if not args.wide:
@@ -318,16 +336,26 @@ def _print_noise(plan: PlanNoise, frame: pd.DataFrame, out: TextIO) -> None:
 def cmd_report(args: argparse.Namespace, out: TextIO, argv: Sequence[str] | None) -> None:
     import tempfile
 
-    from analysis.report import check_output_folder, run_report
+    from analysis.report import Measured, check_inputs, check_output_folder, run_report, tokenizer_digest
 
     check_calibration(args)
     max_buckets, min_gain = gain_rule(args)
     rule = batch_rule(args)
     folder = Path(args.out).resolve()
+    inputs = [p for p in (args.tokenizer, args.step_times) if p is not None]
+    check_inputs(folder, args.src, inputs)  # before anything is measured or read: no input in DIR,
+    check_output_folder(folder)  # nor a folder the report may not replace
+    measured = None
     with contextlib.ExitStack() as stack:
         src, column, field = args.src, args.column, args.field
         if args.tokenizer is not None:  # raw data: measured beside the folder, moved into it
-            check_output_folder(folder)  # before measuring: a folder the report may not replace
+            measured = Measured(
+                source=str(args.src),
+                tokenizer=str(args.tokenizer),
+                tokenizer_sha256=tokenizer_digest(args.tokenizer),
+                field=args.field,
+                chat_field=args.chat_field,
+            )
             folder.parent.mkdir(parents=True, exist_ok=True)
             beside = stack.enter_context(
                 tempfile.TemporaryDirectory(prefix=f".{folder.name}.lengths-", dir=folder.parent)
@@ -354,24 +382,36 @@ def cmd_report(args: argparse.Namespace, out: TextIO, argv: Sequence[str] | None
             noise=args.noise,
             command=_command_line(argv),
             keep_source=args.tokenizer is not None,
+            inputs=[] if args.tokenizer is None else [args.tokenizer],
             floor=floor_of(args),
+            measured=measured,
         )
+    _print_report(args, result, out)
+
+
+def _print_report(args: argparse.Namespace, result: ReportResult, out: TextIO) -> None:
+    """What ``report`` says when done: the K it took and why, the plan's warnings, the files."""
+    settings = result.recommendation["settings"]
     if args.buckets == AUTO:
-        settings = result.recommendation["settings"]
         line = describe_report_auto_k(settings["n_buckets"], settings["min_gain"], settings["max_buckets"])
         print(wrap(line), file=out)
+    elif args.buckets is None:
+        print(wrap(str(settings["n_buckets_reason"])), file=out)
     facts = result.recommendation["plan"]["warnings"]
-    print_warnings([describe_warning(PlanWarning.from_dict(w)) for w in facts], out)
+    lines = [describe_warning(PlanWarning.from_dict(w)) for w in facts]
+    print_warnings(lines, out, result.recommendation.get("tail_hint"))
     print(f"report written to {result.out_dir} ({len(result.files)} files):", file=out)
     for path in result.files:
         print(f"  {path.relative_to(result.out_dir)}", file=out)
 
 
-def print_warnings(warnings: Sequence[str], out: TextIO) -> None:
+def print_warnings(warnings: Sequence[str], out: TextIO, hint: str | None = None) -> None:
     """A plan's warnings (:func:`analysis.narrative.plan.plan_warnings`), one ``warning:`` line
-    each (wrapped to the terminal, its continuation indented)."""
+    each (wrapped to the terminal, its continuation indented), then the ``--max-len`` hint."""
     for line in warnings:
         print(wrap(f"warning: {line}", indent="  ", subsequent="    "), file=out)
+    if hint is not None:
+        print(wrap(hint, indent="  ", subsequent="    "), file=out)
 
 
 def _command_line(argv: Sequence[str] | None) -> str:

@@ -15,13 +15,18 @@ from analysis.answers.tradeoff import TRAINER_LABEL, read_tradeoff
 from analysis.batching import DEFAULT_SEED
 from analysis.cli._layout import frame_text, wrap
 from analysis.cli._options import (
+    MAX_EPOCHS,
+    MAX_LAMBDAS,
     add_batch_rule,
     add_max_len,
     add_source,
+    at_most,
     batch_rule,
+    check_rule,
     load,
     non_negative,
     positive,
+    tail_hint,
 )
 from analysis.narrative.frontier import floor_sentence, frontier_sentence
 
@@ -99,12 +104,16 @@ def add_frontier_subcommand(sub: Any, formatter_class: type[argparse.HelpFormatt
     p.add_argument(
         "--lambdas",
         metavar="L",
-        type=non_negative,
+        type=at_most(MAX_LAMBDAS, "passes", zero=True),
         default=DEFAULT_LAMBDAS,
-        help="DP passes of frontier edges",
+        help=f"DP passes of frontier edges, at most {MAX_LAMBDAS:,}",
     )
     p.add_argument(
-        "--epochs", metavar="E", type=positive, default=DEFAULT_EPOCHS, help="simulated epochs per strategy"
+        "--epochs",
+        metavar="E",
+        type=at_most(MAX_EPOCHS, "epochs"),
+        default=DEFAULT_EPOCHS,
+        help=f"simulated epochs per strategy, at most {MAX_EPOCHS:,}",
     )
     p.add_argument("--seed", metavar="S", type=non_negative, default=DEFAULT_SEED, help="simulation seed")
     p.add_argument("--all", action="store_true", help="print every point, not only the Pareto set")
@@ -114,6 +123,7 @@ def add_frontier_subcommand(sub: Any, formatter_class: type[argparse.HelpFormatt
 def cmd_frontier(args: argparse.Namespace, out: TextIO) -> None:
     hist = load(args)
     rule = batch_rule(args)
+    check_rule(hist, rule)
     res = frontier(
         hist,
         rule,
@@ -138,6 +148,8 @@ def cmd_frontier(args: argparse.Namespace, out: TextIO) -> None:
         wrap(f"{title}, {rule.text}{'' if args.max_len is None else f', max_len = {args.max_len:,}'}:"),
         file=out,
     )
+    if (hint := tail_hint(hist, rule)) is not None:
+        print(wrap(hint, indent="  ", subsequent="    "), file=out)
     print(frame_text(shown[columns].set_index("label")), file=out)
     print(
         wrap(

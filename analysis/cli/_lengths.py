@@ -9,7 +9,7 @@ which gives::
 
     padding-workbench lengths SRC --tokenizer PATH (--field F | --chat-field F) --out FILE
                               [--processes N] [--scheduler ADDRESS] [--no-special-tokens]
-                              [--no-cache]
+                              [--no-cache] [--force]
 
 For ``report SRC --tokenizer PATH ...``: :func:`add_raw_data_options` adds ``--tokenizer``,
 ``--chat-field``, ``--processes``, ``--scheduler``, ``--no-special-tokens`` and ``--no-cache``
@@ -115,7 +115,18 @@ def add_lengths_subcommand(
         help="field holding a list of {role, content} messages, counted with "
         "the tokenizer's chat template (default: none)",
     )
-    p.add_argument("--out", metavar="FILE", required=True, help="lengths file to write (.npy or .parquet)")
+    p.add_argument(
+        "--out",
+        metavar="FILE",
+        required=True,
+        help="lengths file to write (.npy or .parquet); an existing file is replaced only if it "
+        "holds lengths an earlier run wrote, or with --force",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an existing --out file whatever it holds (default: off, refused)",
+    )
     add_raw_data_options(p, tokenizer_required=True)
     return p
 
@@ -201,6 +212,7 @@ def _measure(args: argparse.Namespace, out: str | Path) -> LengthHistogram:
             client=client,
             cache=not args.no_cache,
             progress=progress_wrapper(False if getattr(args, "quiet", False) else None),
+            overwrite=getattr(args, "force", False),
         )
 
 

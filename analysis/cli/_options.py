@@ -20,11 +20,13 @@ from analysis.batching import (
     DEFAULT_MIN_GAIN,
     DEFAULT_N_BUCKETS,
     BatchRule,
+    check_budget,
     parse_edges,
     parse_rule_value,
 )
 from analysis.lengths import LengthHistogram
 from analysis.loaders import load_lengths
+from analysis.simulation.epochs import check_batch_tokens
 
 PROG = "padding-workbench"
 
@@ -50,14 +52,35 @@ def positive(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+#: The most simulated epochs (``--epochs``) and frontier passes (``--lambdas``) the CLI runs:
+#: each epoch keeps every batch in memory, each pass is an exact DP.
+MAX_EPOCHS = 10_000
+MAX_LAMBDAS = 1_000
+
+
+def at_most(limit: int, unit: str, *, zero: bool = False) -> Callable[[str], int]:
+    """An integer option type: positive (or ``>= 0`` with ``zero``) and at most ``limit``."""
+
+    def parse(text: str) -> int:
+        value = non_negative(text) if zero else positive(text)
+        if value > limit:
+            raise argparse.ArgumentTypeError(f"{value:,} {unit}: more than the {limit:,} this command runs")
+        return value
+
+    parse.__name__ = "integer"
+    return parse
+
+
 def non_negative(text: str) -> int:
+    """A non-negative integer option (a seed): ``0`` or what :func:`positive` reads."""
+    cleaned = str(text).strip().replace("_", "").replace(",", "")
+    if cleaned.isascii() and cleaned.isdigit() and int(cleaned) == 0:
+        return 0
     try:
-        value = int(text.replace("_", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
-    return value
+        return parse_rule_value(text)
+    except ValueError as exc:
+        message = str(exc).replace("a positive integer", "a non-negative integer")
+        raise argparse.ArgumentTypeError(message) from None
 
 
 def positive_float(text: str) -> float:
@@ -71,13 +94,14 @@ def positive_float(text: str) -> float:
 
 
 def gain(text: str) -> float:
-    """An efficiency gain: a finite number >= 0 (``0.01`` is one percentage point)."""
+    """An efficiency gain: a number in [0, 1] (``0.01`` is one percentage point)."""
+    message = f"expected a number in [0, 1] (0.01 = one percentage point), got {text!r}"
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}") from None
-    if not 0 <= value < float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
+        raise argparse.ArgumentTypeError(message) from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(message)
     return value
 
 
@@ -208,13 +232,18 @@ BUCKETS_AUTO_HELP = (
 )
 
 
-def add_buckets(p: argparse.ArgumentParser) -> None:
+def add_buckets(p: argparse.ArgumentParser, *, report: bool = False) -> None:
+    default = (
+        f"the gain rule's K on your data, {DEFAULT_N_BUCKETS} (the case's) on the bundled case data"
+        if report
+        else f"{DEFAULT_N_BUCKETS}, or the data's distinct lengths when fewer"
+    )
     p.add_argument(
         "--buckets",
         metavar="K",
         type=bucket_count,
-        default=DEFAULT_N_BUCKETS,
-        help=f"number of buckets{BUCKETS_AUTO_HELP} (default: {DEFAULT_N_BUCKETS})",
+        default=None,
+        help=f"number of buckets{BUCKETS_AUTO_HELP} (default: {default})",
     )
 
 
@@ -285,6 +314,24 @@ def check_calibration(args: argparse.Namespace) -> None:
 def batch_rule(args: argparse.Namespace) -> BatchRule:
     """The batch rule of ``--batch-size`` / ``--max-tokens`` / ``--pad-to-multiple-of``."""
     return BatchRule.resolve(args.batch_size, args.max_tokens, args.pad_to_multiple_of)
+
+
+def check_rule(hist: LengthHistogram, rule: BatchRule, world_size: int = 1) -> None:
+    """What every command that plans or simulates refuses first, each in the same one line:
+    samples over the token budget (:func:`analysis.batching.check_budget`), batches of more
+    tokens than an int64 counts (:func:`analysis.simulation.epochs.check_batch_tokens`)."""
+    check_budget(hist, rule)
+    check_batch_tokens(hist, rule, world_size)
+
+
+def tail_hint(hist: LengthHistogram, rule: BatchRule) -> str | None:
+    """The one-line ``--max-len`` hint where batches are sized for a heavy tail
+    (:func:`analysis.answers.tail.heavy_tail`), prefixed as a face prints it; None otherwise."""
+    from analysis.answers.tail import heavy_tail
+    from analysis.narrative.tail import describe_heavy_tail
+
+    tail = heavy_tail(hist, rule)
+    return None if tail is None else f"hint: {describe_heavy_tail(tail)}"
 
 
 def progress_bar(args: argparse.Namespace) -> Callable[..., Iterable[Any]] | None:

@@ -69,10 +69,12 @@ def read_file(
     ext = _extension(path)
     kind = ext.removesuffix(".gz")
     if field is not None and kind != ".jsonl":
-        raise ValueError(f"{path}: field= applies to .jsonl files; use column= for tables")
+        raise ValueError(
+            f"{path}: field= (--field) applies to .jsonl files; use column= (--column) for tables"
+        )
     if column is not None and kind in (".npy", ".txt", ".jsonl"):
-        hint = "use field=" if kind == ".jsonl" else "the file has a single unnamed column"
-        raise ValueError(f"{path}: column= does not apply to {kind} files ({hint})")
+        hint = "use field= (--field)" if kind == ".jsonl" else "the file has a single unnamed column"
+        raise ValueError(f"{path}: column= (--column) does not apply to {kind} files ({hint})")
     try:
         if kind == ".npy":
             return _read_npy(path, counter, allow_zero)
@@ -156,12 +158,14 @@ def _read_text_table(
             raise ValueError(f"{where}: empty file, no lengths") from None
         if column is None and sorted(names) == ["count", "length"]:
             return _read_histogram_table(path, counter, options, allow_zero)
-        name = pick_column(names, column, where)
-        if column is None and re.fullmatch(r"[+-]?\d+(\.0*)?", name.strip()):
+        numeric = [n for n in names if re.fullmatch(r"[+-]?\d+(\.\d*)?", n.strip())]
+        if numeric:  # a data row read as the header would be dropped: never read such a file
             raise ValueError(
-                f"{where}: line 1: header {name!r} looks like a length; a CSV "
-                "needs a header line (use .txt for one integer per line)"
+                f"{where}: line 1: header {numeric[0]!r} looks like a length, so the file has no "
+                "header line; add one naming the columns (e.g. length), or use .txt for one "
+                "integer per line"
             )
+        name = pick_column(names, column, where)
         reader = pd.read_csv(path, usecols=[name], chunksize=_CHUNK_ROWS, **options)
         offset = 2  # line 1 is the header; data row 0 is on line 2
     else:
@@ -255,8 +259,13 @@ def _read_parquet(path: Path, counter: LengthCounter, column: str | None, allow_
     name = pick_column(list(schema.names), column, where)
     kind = schema.field(name).type
     is_list = pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_fixed_size_list(kind)
+    if is_list and not pa.types.is_integer(kind.value_type):
+        raise ValueError(
+            f"{where}: column {name!r} holds lists of {kind.value_type}, not lengths: expected "
+            "integers or lists of token ids"
+        )
     if not (is_list or pa.types.is_integer(kind) or pa.types.is_floating(kind)):
-        raise ValueError(f"{where}: column {name!r} has type {kind}; expected integers or lists")
+        raise ValueError(f"{where}: column {name!r} has type {kind}; expected integers or lists of token ids")
     row = 0
     batches = file.iter_batches(batch_size=_CHUNK_ROWS, columns=[name])
     while True:
@@ -313,7 +322,7 @@ def _jsonl_block(block: list[str], field: str | None, where: str, first_line: in
         kinds = set(map(type, values))
         if kinds == {int}:
             return field, np.array(values, dtype=np.int64)  # OverflowError beyond int64
-        if kinds == {list}:
+        if kinds == {list} and all(not v or type(v[0]) is int for v in values):  # token ids
             return field, np.fromiter(map(len, values), dtype=np.int64, count=len(values))
     except (ValueError, TypeError, KeyError, IndexError, OverflowError, RecursionError):
         pass
@@ -350,7 +359,7 @@ def _json_object(line: str, where: str, number: int) -> dict[str, Any]:
 def _pick_field(obj: Any, where: str, number: int) -> str:
     if not isinstance(obj, dict):
         raise TypeError("not an object")  # the line-by-line pass names the line
-    hint = "pass field= naming the length field"
+    hint = "pass field= (--field) naming the length field"
     return pick_column(list(map(str, obj)), None, f"{where}: line {number}", noun="field", hint=hint)
 
 
@@ -363,7 +372,7 @@ def _json_length(value: Any, field: str, where: str, number: int) -> int:
         if value < -_INT64_MAX:
             raise ValueError(f"{where}: line {number}: negative length {value}")
         return int(value)
-    if kind is list:
+    if kind is list and (not value or type(value[0]) is int):  # token ids: one per token
         return len(value)
     if kind is float:
         if value != value or value in (float("inf"), float("-inf")):
@@ -375,7 +384,23 @@ def _json_length(value: Any, field: str, where: str, number: int) -> int:
         return int(value)
     shown = json.dumps(value)
     shown = shown if len(shown) <= 40 else shown[:37] + "..."
-    what = {bool: "a bool", type(None): "null", str: "a string", dict: "an object"}.get(kind, kind)
+    names = {bool: "a bool", type(None): "null", str: "a string", dict: "an object", list: "a list"}
+    what = names.get(kind, kind.__name__)
+    if kind is list:
+        what = f"a list of {_plural(type(value[0]))}"
+    hint = (
+        f"; to count its tokens run padding-workbench lengths SRC --tokenizer PATH "
+        f"--{'chat-field' if kind is list and type(value[0]) is dict else 'field'} {field}"
+        if kind in (str, list)
+        else ""
+    )
     raise ValueError(
-        f"{where}: line {number}: field {field!r} is {what} ({shown}); expected an integer or a list"
+        f"{where}: line {number}: field {field!r} holds {what} ({shown}), not a length: expected an "
+        f"integer or a list of token ids{hint}"
+    )
+
+
+def _plural(kind: type) -> str:
+    return {dict: "objects", str: "strings", list: "lists", float: "numbers", bool: "bools"}.get(
+        kind, f"{kind.__name__} values"
     )

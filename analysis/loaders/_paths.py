@@ -144,7 +144,7 @@ def pick_column(
     where: str,
     *,
     noun: str = "column",
-    hint: str = "pass column= naming the lengths column",
+    hint: str = "pass column= (--column) naming the lengths column",
 ) -> str:
     """The column (or field) holding the values: ``name`` if present, else the only one.
 
@@ -155,7 +155,7 @@ def pick_column(
     >>> pick_column(["id", "tokens"], None, "a.csv")
     Traceback (most recent call last):
     ...
-    ValueError: a.csv: 2 columns (id, tokens); pass column= naming the lengths column
+    ValueError: a.csv: 2 columns (id, tokens); pass column= (--column) naming the lengths column
     """
     if name is not None:
         if name not in columns:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -38,12 +39,26 @@ from analysis.counting import LengthCounter
 from analysis.lengths import LengthHistogram
 from analysis.loaders import DaskClient, load_lengths_distributed
 from analysis.measure._cache import CacheWarning, cache_key, cache_read, cache_write
-from analysis.measure._out import ShardFolder, check_not_input, check_out, is_folder, open_out
+from analysis.measure._out import (
+    ShardFolder,
+    check_not_input,
+    check_out,
+    check_overwrite,
+    is_folder,
+    open_out,
+)
 from analysis.measure._pieces import Job, MeasuredPiece
 from analysis.measure._records import MAX_RECORD_BYTES
 from analysis.measure._run import Progress, run_dask, run_local, worker_count
 from analysis.measure._sources import plan_paths, plan_records
-from analysis.measure._tokenizer import TEMPLATE_SECONDS, TokenizerLike, pickle_or_none, tokenizer_spec
+from analysis.measure._tokenizer import (
+    TEMPLATE_SECONDS,
+    Spec,
+    TokenizerLike,
+    path_digest,
+    pickle_or_none,
+    tokenizer_spec,
+)
 
 __all__ = [
     "DEFAULT_CACHE_DIR",
@@ -73,6 +88,7 @@ def measure_lengths(
     cache: bool = True,
     cache_dir: str | os.PathLike[str] | None = None,
     progress: Progress | None = None,
+    overwrite: bool = False,
 ) -> LengthHistogram:
     """Exact histogram of the token lengths of raw text or chats, as the trainer sees them.
 
@@ -131,6 +147,10 @@ def measure_lengths(
     progress : callable, optional
         Wraps the iterable of :class:`MeasuredPiece` (each with ``where``, ``n_samples`` and
         ``n_tokens``) and yields them unchanged, e.g. a tqdm bar.  The engine draws nothing.
+    overwrite : bool, default False
+        Replace an existing ``out`` file that holds something else than lengths as ``out=``
+        writes them (a 1-D int32 ``.npy``, a Parquet file of ``sample_id`` and ``length``);
+        without it such a file is refused (an earlier run's output is replaced).
 
     Returns
     -------
@@ -170,7 +190,12 @@ def measure_lengths(
         raise ValueError(f"processes must be a positive integer, got {processes!r}")
     chat = chat_field is not None
     name = chat_field if chat else field
-    spec = tokenizer_spec(tokenizer, add_special_tokens=add_special_tokens, chat=chat)
+    # a tokenizer given as a path is keyed by its files, so a cache hit never loads it (nor
+    # imports transformers); loaded below only on a miss
+    if isinstance(tokenizer, str | os.PathLike) and cache:
+        spec = Spec("path", tokenizer, add_special_tokens, path_digest(tokenizer))
+    else:
+        spec = tokenizer_spec(tokenizer, add_special_tokens=add_special_tokens, chat=chat)
     out_path = None if out is None else Path(os.path.expanduser(os.fspath(out)))
     folder = out is not None and is_folder(out)
     if isinstance(source, str | os.PathLike):
@@ -180,6 +205,7 @@ def measure_lengths(
     if out_path is not None:
         check_not_input(out_path, folder, plan.files)
         check_out(out_path, folder)
+        check_overwrite(out_path, folder, overwrite)
     job = Job(spec, name, chat, want_lengths=out_path is not None)
 
     key = cache_key(plan, job) if cache else None
@@ -189,6 +215,9 @@ def measure_lengths(
         if hit is not None:
             return hit
 
+    if spec.kind == "path":  # a miss: the tokenizer itself, under the key of its files
+        loaded = tokenizer_spec(tokenizer, add_special_tokens=add_special_tokens, chat=chat)
+        job = Job(replace(loaded, digest=spec.digest), name, chat, want_lengths=out_path is not None)
     n = (os.cpu_count() or 1) if processes is None else processes
     if plan.small and processes is None:
         n = 1

@@ -59,6 +59,32 @@ def check_out(out: Path, folder: bool = False) -> None:
             )
 
 
+def is_lengths_file(path: Path) -> bool:
+    """Whether ``path`` holds per-sample lengths as ``out=`` writes them: a 1-D int32 ``.npy``,
+    or a Parquet file whose columns are exactly ``sample_id`` and ``length`` (headers read only)."""
+    try:
+        if path.name.lower().endswith(".npy"):
+            array = np.load(path, mmap_mode="r", allow_pickle=False)
+            return bool(array.ndim == 1 and array.dtype == np.dtype("<i4"))
+        import pyarrow.parquet as pq
+
+        return list(pq.read_schema(path).names) == ["sample_id", "length"]
+    except Exception:  # unreadable, or another format: not ours
+        return False
+
+
+def check_overwrite(out: Path, folder: bool, overwrite: bool) -> None:
+    """Refuse a file ``out`` that exists and holds something other than lengths written by
+    ``out=`` (an earlier run's output is replaced), unless ``overwrite``."""
+    if overwrite or folder or not out.exists() or out.is_dir():
+        return
+    if not is_lengths_file(out):
+        raise ValueError(
+            f"{out}: exists and is not a lengths file written by an earlier run; choose another "
+            "out= or pass --force (overwrite=True) to replace it"
+        )
+
+
 def check_not_input(out: Path, folder: bool, inputs: tuple[str, ...]) -> None:
     """Refuse an ``out`` that is one of the input files, or (a folder) holds one."""
     target = out.resolve()

@@ -106,6 +106,52 @@ def _load_tokenizer(path: Path) -> Any:
         raise ValueError(f"{path}: cannot load a tokenizer: {' '.join(str(err).split())}") from None
 
 
+#: The files of a tokenizer folder whose contents are hashed (the rest by size and mtime).
+_TOKENIZER_FILES = (
+    "tokenizer",
+    "special_tokens",
+    "added_tokens",
+    "vocab",
+    "merges",
+    "chat_template",
+    "config",
+)
+
+
+def path_digest(tokenizer: str | os.PathLike[str]) -> str:
+    """A content digest of a tokenizer given as a path, without loading it (nor importing its
+    library): the file's bytes, or a folder's tokenizer files' bytes (``tokenizer*``,
+    vocabularies, merges, chat templates, configs, ``*.model``) and every other file's name,
+    size and modification time; the installed tokenizer libraries' versions.  A cache key
+    from it lets a cached run answer before ``transformers`` is imported.
+
+    Raises
+    ------
+    ValueError
+        The path does not exist (the message :func:`tokenizer_spec` gives).
+    """
+    from importlib.metadata import PackageNotFoundError, version
+
+    path = Path(os.path.expanduser(os.fspath(tokenizer)))
+    if not path.exists():
+        raise ValueError(f"{path}: no such tokenizer file or directory")
+    versions = []
+    for name in ("tokenizers", "transformers"):
+        try:
+            versions.append(f"{name}={version(name)}")
+        except PackageNotFoundError:
+            versions.append(f"{name}=none")
+    parts: list[bytes | str] = ["path", ",".join(versions)]
+    files = [path] if path.is_file() else sorted(p for p in path.iterdir() if p.is_file())
+    for file in files:
+        info = file.stat()
+        hashed = (
+            file is path or file.name.startswith(_TOKENIZER_FILES) or file.suffix in (".model", ".tiktoken")
+        )
+        parts += [file.name, file.read_bytes() if hashed else f"{info.st_size}:{info.st_mtime_ns}"]
+    return sha(*parts)
+
+
 def tokenizer_spec(tokenizer: Any, *, add_special_tokens: bool, chat: bool) -> Spec:
     """Recognise the tokenizer kind and check that it can do what is asked."""
     if isinstance(tokenizer, str | os.PathLike):

@@ -42,13 +42,17 @@ dependencies), never by the engine.
 
 from __future__ import annotations
 
-from analysis.report._folder import check_output_folder
+from analysis.report._context import Measured, tokenizer_digest
+from analysis.report._folder import check_inputs, check_output_folder
 from analysis.report._notebooks import STEP_TIMES_PARAMETER, notebook_parameters, report_notebooks
 from analysis.report._run import ReportResult, run_report
 
 __all__ = [
     "ReportResult",
     "run_report",
+    "Measured",
+    "tokenizer_digest",
+    "check_inputs",
     "check_output_folder",
     "notebook_parameters",
     "report_notebooks",

@@ -4,6 +4,7 @@ they went, the folders it reads and writes, and what it offers the notebooks and
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
 from dataclasses import dataclass
@@ -22,6 +23,62 @@ from analysis.report._notebooks import STEP_TIMES_PARAMETER, Page
 from analysis.report._record import clean, default_command, summary_dict
 
 _FIGURE_FORMATS = ["png", "svg"]
+#: The files of a tokenizer folder that make the tokenizer (not a model's weights beside it).
+_TOKENIZER_FILES = (
+    "tokenizer",
+    "special_tokens",
+    "added_tokens",
+    "vocab",
+    "merges",
+    "chat_template",
+    "spiece",
+)
+
+
+def tokenizer_digest(path: str | os.PathLike[str]) -> str:
+    """SHA-256 of a tokenizer: of the file, or of a folder's tokenizer files (``tokenizer*``,
+    vocabularies, merges, chat templates, SentencePiece models; names and contents, sorted)."""
+    root = Path(os.path.expanduser(os.fspath(path)))
+    files = (
+        [root]
+        if root.is_file()
+        else sorted(
+            p
+            for p in root.iterdir()
+            if p.is_file() and (p.name.startswith(_TOKENIZER_FILES) or p.suffix == ".model")
+        )
+    )
+    digest = hashlib.sha256()
+    for file in files:
+        digest.update(file.name.encode() + b"\0")
+        with file.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Measured:
+    """Where a report's lengths were measured from (``report SRC --tokenizer PATH``): the raw
+    source as given, the tokenizer's path and SHA-256 (:func:`tokenizer_digest`), the text
+    field or the chat field."""
+
+    source: str
+    tokenizer: str
+    tokenizer_sha256: str
+    field: str | None = None
+    chat_field: str | None = None
+
+    def to_dict(self, lengths_file: str) -> dict[str, Any]:
+        """``recommendation.json``'s ``measured``."""
+        return {
+            "source": self.source,
+            "tokenizer": self.tokenizer,
+            "tokenizer_sha256": self.tokenizer_sha256,
+            "field": self.field,
+            "chat_field": self.chat_field,
+            "lengths_file": lengths_file,
+        }
 
 
 @dataclass(frozen=True)
@@ -29,7 +86,7 @@ class Settings:
     """The report's settings, defaults resolved (as ``recommendation.json`` records them)."""
 
     n_buckets: int  # the K used (the suggested one for "auto")
-    n_buckets_asked: int | str  # as given: a K or "auto"
+    n_buckets_asked: int | str | None  # as given: a K, "auto", or None (not given)
     max_buckets: int
     min_gain: float
     rule: BatchRule
@@ -139,8 +196,10 @@ def recommendation_for(
     plan: BucketPlan,
     runs: list[dict[str, Any]],
     figure_files: list[Path],
+    measured: Measured | None = None,
 ) -> dict[str, Any]:
-    """The content of ``recommendation.json`` (JSON-ready)."""
+    """The content of ``recommendation.json`` (JSON-ready): ``source`` is the raw data for a
+    report measured from them (``measured`` then says how, with the lengths file)."""
     pngs = {p.stem for p in figure_files if p.suffix == ".png"}
     svgs = {p.stem for p in figure_files if p.suffix == ".svg"}
     max_len, src, raw = settings.max_len, data.src, data.raw
@@ -150,7 +209,10 @@ def recommendation_for(
             "version": __version__,
             "command": command if command is not None else default_command(),
             "python": sys.version.split()[0],
-            "source": str(src) if isinstance(src, str | os.PathLike) else type(src).__name__,
+            "source": measured.source
+            if measured is not None
+            else (str(src) if isinstance(src, str | os.PathLike) else type(src).__name__),
+            "measured": None if measured is None else measured.to_dict(str(src)),
             "settings": settings.to_dict(run.step_times),
             "data": {
                 "summary": summary_dict(raw.summary()),

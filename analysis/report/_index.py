@@ -379,10 +379,13 @@ def index_html(
     skipped: Sequence[str] = (),
     command: str = "",
     lengths: str = "",
+    extra: Sequence[tuple[str, str]] = (),
 ) -> str:
     """The summary page: the answer for this file, the facts behind it, the links to every
     notebook page (``pages``; ``skipped`` names notebooks not run) and to ``recommendation.json``;
-    ``lengths`` says what clipping did to the file's lengths, when it was asked for.
+    ``lengths`` says what clipping did to the file's lengths, when it was asked for; ``extra``:
+    more facts, ``(name, sentence)``, shown after the source (how the lengths were measured,
+    which K the report uses and why).
 
     Examples
     --------
@@ -405,6 +408,7 @@ def index_html(
 <h2>The answer, fact by fact</h2>
 <dl class="facts">
 <dt>source</dt>{_source_html(source)}
+{"".join(f"<dt>{_e(name)}</dt><dd>{_e(text)}</dd>" for name, text in extra)}
 {f"<dt>lengths</dt><dd>{_e(lengths)}</dd>" if lengths else ""}
 <dt>batch rule</dt><dd>{_e(rec.rule.text)}</dd>
 <dt>plan</dt><dd>K = {plan.n_buckets} ({_e(plan.method)}), edges

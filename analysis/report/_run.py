@@ -7,16 +7,17 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 
-from analysis._validate import positive_int
+from analysis._validate import check_bucket_count, positive_int
 from analysis.answers.gradient_noise import gradient_noise_record
 from analysis.answers.recommendation import Recommendation, TimeRecommendation, floors, recommend
+from analysis.answers.tail import heavy_tail
 from analysis.answers.tradeoff import TradeOff
 from analysis.batching import (
     DEFAULT_MAX_BUCKETS,
@@ -30,8 +31,12 @@ from analysis.batching import (
 from analysis.lengths import LengthHistogram
 from analysis.loaders import LengthSource, load_gradient_noise, load_lengths
 from analysis.narrative import describe_clipping, frontier_sentence
+from analysis.narrative.provenance import describe_k_choice, describe_measurement
+from analysis.narrative.tail import describe_heavy_tail
+from analysis.paths import BUNDLED_DATA, REPORT_MARKER
 from analysis.progress import bar
 from analysis.report._context import (
+    Measured,
     PageContext,
     ReportData,
     ReportRun,
@@ -41,6 +46,7 @@ from analysis.report._context import (
 )
 from analysis.report._folder import (
     check_inputs,
+    check_output_folder,
     new_figures,
     prepare_output,
     publish,
@@ -61,6 +67,7 @@ from analysis.report._notebooks import (
     to_html,
 )
 from analysis.report._record import ReportResult, throughput_record, time_results, write_json
+from analysis.simulation.epochs import check_batch_tokens
 
 __all__ = ["ReportResult", "run_report"]
 
@@ -70,7 +77,7 @@ def run_report(
     src: LengthSource,
     out_dir: str | os.PathLike[str],
     *,
-    n_buckets: int | Literal["auto"] = DEFAULT_N_BUCKETS,
+    n_buckets: int | Literal["auto"] | None = None,
     max_buckets: int = DEFAULT_MAX_BUCKETS,
     min_gain: float = DEFAULT_MIN_GAIN,
     rule: BatchRule | None = None,
@@ -90,6 +97,8 @@ def run_report(
     floor: tuple[str, float] | None = None,
     keep_source: bool = False,
     noise: str | os.PathLike[str] | None = None,
+    inputs: Sequence[str | os.PathLike[str]] = (),
+    measured: Measured | None = None,
 ) -> ReportResult:
     """Run every notebook on ``src`` into ``out_dir`` and write ``recommendation.json``.
 
@@ -102,10 +111,15 @@ def run_report(
         whole, and only once the new report is complete: it is written in a hidden staging
         folder beside it, see :mod:`analysis.report._folder`).  A folder holding other files,
         or one holding an input, is refused.
-    n_buckets : int or "auto"
+    n_buckets : int, "auto" or None
         Buckets of the recommended plan; ``"auto"`` takes the K the gain rule suggests
         (:attr:`analysis.Recommendation.n_buckets_suggested`), recorded in
         ``recommendation.json`` as ``settings.n_buckets`` beside ``settings.n_buckets_asked``.
+        ``None`` (not given): ``"auto"`` on your data, the case's K
+        (:data:`~analysis.batching.DEFAULT_N_BUCKETS`) on the bundled case data, whose pages
+        show the case's published edges beside the plan.  The summary page and
+        ``settings.n_buckets_reason`` say which, in one sentence.  A K above the data's distinct
+        lengths is refused in one line that suggests ``--buckets auto``.
     max_buckets, min_gain : int, float
         The gain rule (:func:`analysis.recommend`): K = 1..``max_buckets`` are swept (by
         notebook 03 too) and the K suggested is the smallest after which one more bucket gains
@@ -143,6 +157,13 @@ def run_report(
         ``src`` is a file written for this report (``report --tokenizer`` measures the raw
         data into one, outside ``out_dir``): it is moved into the report, under its name, and
         recorded there.
+    inputs : paths, optional
+        Other inputs the report was made from (``report --tokenizer``'s tokenizer), refused
+        like ``src`` when they lie inside ``out_dir``.
+    measured : Measured, optional
+        For lengths measured from raw data (``report --tokenizer``): the raw source, the
+        tokenizer (path and SHA-256) and the field, named by the title, ``index.html`` and
+        ``recommendation.json`` (``source``, ``measured``) instead of the lengths file.
 
     noise : path, optional
         A gradient-noise model of your model (:func:`analysis.timing.noise.measure_gradient_noise`,
@@ -158,10 +179,13 @@ def run_report(
     noise_model = load_gradient_noise(noise) if noise is not None else None
     if isinstance(n_buckets, str) and n_buckets != "auto":
         raise ValueError(f"n_buckets must be a positive integer or 'auto', got {n_buckets!r}")
+    asked, case = n_buckets, is_case_data(src)
+    if n_buckets is None:  # not given: the gain rule's K on your data, the case's on the case's
+        n_buckets = DEFAULT_N_BUCKETS if case else "auto"
     auto = isinstance(n_buckets, str)
     settings = Settings(
         n_buckets=DEFAULT_N_BUCKETS if isinstance(n_buckets, str) else n_buckets,  # auto: resolved below
-        n_buckets_asked=n_buckets,
+        n_buckets_asked=asked,
         max_buckets=positive_int(max_buckets, "max_buckets"),
         min_gain=min_gain,
         rule=BatchRule.resolve() if rule is None else rule,
@@ -181,18 +205,23 @@ def run_report(
         raise ValueError("keep_source needs src to be a file, the one written for this report")
     kept = Path(src) if keep_source and isinstance(src, str | os.PathLike) else None
     run = resolve_inputs(out_dir, notebooks_dir, step_times)
-    check_inputs(run.out, src, [run.step_times])
+    check_inputs(run.out, src, [run.step_times, *inputs], run.notebooks_dir)
+    check_output_folder(run.out)
     progress = bar(enabled=False if quiet else None)
     raw = load_lengths(src, column=column, field=field, allow_zero=drop_zero, progress=progress)
     raw, zero_dropped = raw.drop_zero() if drop_zero else (raw, 0)
     hist = raw.clip(max_len) if max_len is not None else raw
     check_budget(hist, settings.rule)
+    check_batch_tokens(hist, settings.rule, settings.world_size)
+    if isinstance(n_buckets, int):
+        check_bucket_count(n_buckets, int(hist.lengths.size))
     kw = floors(floor)
     rec = recommend(
         hist, n_buckets, settings.rule, method=method, max_buckets=max_buckets, min_gain=min_gain, **kw
     )
     if auto:  # the K the gain rule suggests, from the same sweep
         settings = replace(settings, n_buckets=rec.n_buckets_suggested)
+    k_choice = describe_k_choice(settings.n_buckets, asked, rec.n_buckets_suggested, case=case)
     rec_dict = rec.to_dict()
     step_time = time_results(
         hist,
@@ -214,6 +243,8 @@ def run_report(
             noise_model, hist, rec.plan.edges, settings.rule, rng=rng
         )
     source = describe_source(src)
+    if measured is not None:  # named by the raw data, not the lengths file measured from them
+        source = replace(source, name=_shown_name(measured.source))
     pages = PageContext(
         source.name, settings.rule.text, [Page(nb.name, notebook_title(nb)) for nb in run.notebooks]
     )
@@ -226,15 +257,19 @@ def run_report(
         runs, executed = _run_notebooks(run, offered, progress, pages)
         figure_files = new_figures(data.figures)
         recommendation = recommendation_for(
-            settings, run, data, command, rec_dict, rec.plan, runs, figure_files
+            settings, run, data, command, rec_dict, rec.plan, runs, figure_files, measured
         )
+        recommendation["settings"]["n_buckets_reason"] = k_choice
+        facts, recommendation["tail_hint"] = _page_facts(hist, settings.rule, k_choice, measured, data.src)
         rec_path = write_json(run.out / "recommendation.json", recommendation)
         command_line = str(recommendation["command"])
-        index = _write_index(run, settings, source, rec, hist, raw, step_time, pages, command_line, trade)
+        index = _write_index(
+            run, settings, source, rec, hist, raw, step_time, pages, command_line, trade, facts
+        )
         written = [data.csv, *executed, rec_path, index, *figure_files]
         if kept is not None:
             written.append(run.out / kept.name)
-        publish(stage, run.final)
+        publish(stage, run.final, [*written, run.out / REPORT_MARKER])
     files = tuple(sorted({run.final / p.relative_to(stage) for p in written}))
     return ReportResult(out_dir=run.final, files=files, recommendation=recommendation)
 
@@ -286,6 +321,7 @@ def _write_index(
     pages: PageContext,
     command: str,
     trade: TradeOff,
+    extra: Sequence[tuple[str, str]] = (),
 ) -> Path:
     """Write ``index.html`` from the engine's facts about ``hist`` (``raw``: before ``max_len``;
     the speed-up priced with ``step_time``'s model, the one notebook 04 fitted)."""
@@ -304,7 +340,7 @@ def _write_index(
     )
     path = run.out / INDEX_HTML
     clipping = "" if settings.max_len is None else describe_clipping(raw, settings.max_len)
-    page = index_html(facts, pages.pages, skipped=run.skipped, command=command, lengths=clipping)
+    page = index_html(facts, pages.pages, skipped=run.skipped, command=command, lengths=clipping, extra=extra)
     path.write_text(page, encoding="utf-8")
     return path
 
@@ -315,3 +351,40 @@ def _adopt(src: Path, source: Source, run: ReportRun) -> tuple[Path, Source]:
     shutil.move(src, run.out / src.name)
     final = run.final / src.name
     return final, replace(source, files=tuple(replace(f, path=str(final)) for f in source.files))
+
+
+def is_case_data(src: LengthSource) -> bool:
+    """Whether ``src`` is the bundled case data (:data:`analysis.paths.BUNDLED_DATA`)."""
+    return isinstance(src, str | os.PathLike) and Path(src).resolve() == BUNDLED_DATA.resolve()
+
+
+def _page_facts(
+    hist: LengthHistogram, rule: BatchRule, k_choice: str, measured: Measured | None, src: LengthSource
+) -> tuple[list[tuple[str, str]], str | None]:
+    """The summary page's sentences beside the source (how the lengths were measured, the K
+    used, the heavy tail's ``--max-len`` hint), and that hint as the CLI prints it (or None)."""
+    facts = [("buckets used", k_choice)]
+    if measured is not None:
+        facts.insert(0, ("measured", _measured_sentence(measured, Path(str(src)).name)))
+    tail = heavy_tail(hist, rule)
+    if tail is None:
+        return facts, None
+    facts.append(("long tail", describe_heavy_tail(tail)))
+    return facts, f"hint: {describe_heavy_tail(tail)}"
+
+
+def _shown_name(source: str) -> str:
+    """A raw source as a title names it: a file by its name, a folder or glob as given."""
+    path = Path(source)
+    return path.name if path.is_file() else source
+
+
+def _measured_sentence(measured: Measured, lengths_file: str) -> str:
+    return describe_measurement(
+        measured.source,
+        measured.tokenizer,
+        measured.tokenizer_sha256,
+        field=measured.field,
+        chat_field=measured.chat_field,
+        lengths_file=lengths_file,
+    )

@@ -42,12 +42,15 @@ __all__ = [
     "SIMULATION_SAMPLE_LIMIT",
     "SIMULATION_SUBSAMPLE",
     "simulation_sample",
+    "check_batch_tokens",
 ]
 
 #: A histogram with more samples than this is not expanded: the simulation runs on a
 #: uniform subsample (without replacement) of :data:`SIMULATION_SUBSAMPLE` samples, and says
 #: so (``SimulationResult.population_samples``, ``efficiency_se``).
 SIMULATION_SAMPLE_LIMIT = 10_000_000
+#: The per-epoch counts of a table that a subsample's epoch scales to the data's epoch.
+_SCALED = ("batches", "steps", "waste_tokens")
 #: Samples simulated when a histogram is over :data:`SIMULATION_SAMPLE_LIMIT`.
 SIMULATION_SUBSAMPLE = 1_000_000
 _INT64_MAX = 2**63 - 1
@@ -183,6 +186,38 @@ def _cover(edges: Sequence[int] | None, full: Lengths, data: Lengths) -> Sequenc
     return check_edges(edges, hist)
 
 
+def check_batch_tokens(hist: LengthHistogram, rule: BatchRule, world_size: int = 1) -> None:
+    """Refuse, in one line, a rule whose batches hold more tokens than an int64 counts
+    (``2**63 - 1``, a step of ``world_size`` batches): the tokens of a full batch of the
+    longest sample, padded (the budget of the token strategies, :meth:`BatchRule.token_budget`).
+    No trainer runs such a batch, and the simulation's and sampler's totals would wrap.  The
+    one check the CLI's ``optimize``, ``compare``, ``frontier`` and ``report`` run, so that each
+    refuses such a rule with this same line.
+
+    Examples
+    --------
+    >>> hist = LengthHistogram.from_lengths([3, 9, 12])
+    >>> check_batch_tokens(hist, BatchRule(batch_size=2**58))
+    >>> check_batch_tokens(hist, BatchRule(batch_size=2**62))
+    Traceback (most recent call last):
+    ...
+    ValueError: batches of up to 55,340,232,221,128,654,848 tokens (batch_size
+    4,611,686,018,427,387,904 x the longest, 12 tokens, x world_size 1) are more than an int64
+    counts (2**63 - 1): lower the batch rule or world_size, or clip the lengths at max_len
+    (--batch-size, --max-tokens, --pad-to-multiple-of, --world-size, --max-len)
+    """
+    longest = round_up(hist.max, rule.pad_to_multiple_of)
+    budget = rule.token_budget(longest)
+    if max(budget, longest) * world_size > _INT64_MAX:
+        size = rule.batch_size
+        what = f"batch_size {size:,} x the longest, {longest:,} tokens, " if size is not None else ""
+        raise ValueError(
+            f"batches of up to {max(budget, longest):,} tokens ({what}x world_size {world_size:,}) are "
+            "more than an int64 counts (2**63 - 1): lower the batch rule or world_size, or clip the "
+            "lengths at max_len (--batch-size, --max-tokens, --pad-to-multiple-of, --world-size, --max-len)"
+        )
+
+
 def _check_int64(builder: EpochBuilder, world_size: int) -> None:
     """Refuse a simulation whose per-batch or per-step int64 totals could wrap."""
     longest = round_up(builder.hist.max, builder.rule.pad_to_multiple_of)
@@ -234,8 +269,10 @@ def compare_strategies(
     :data:`SIMULATION_SAMPLE_LIMIT` samples is simulated through one uniform subsample of
     :data:`SIMULATION_SUBSAMPLE` samples (never expanded); the table then has
     ``simulated_samples`` and ``efficiency_se`` (the standard error of the simulated efficiency
-    as an estimate of the full data's) columns, and ``table.attrs["population_samples"]`` holds
-    the full count.
+    as an estimate of the full data's) columns, ``table.attrs["population_samples"]`` holds
+    the full count, and ``batches``, ``steps`` and ``waste_tokens`` are the subsample's epoch
+    scaled to the data's (times ``population_samples / simulated_samples``), so that every
+    count in the table is of one epoch of the data.
 
     Given a calibration (``reference_strategy`` measured at ``reference_tokens_per_s``
     useful tokens/s on your hardware), a ``predicted_tokens_per_s`` column is added:
@@ -281,7 +318,8 @@ def compare_strategies(
         row = pd.concat([pd.Series({"batch_rule": used.text}, dtype=object), row])
         exact = exact_padding(hist, name, rule, edges) if name in EXACT_STRATEGIES else None
         row["expected_efficiency"] = float("nan") if exact is None else exact.efficiency
-        if res.subsampled:
+        if res.subsampled:  # counts of the subsample's epoch, scaled to the data's epoch
+            row[list(_SCALED)] = [float(row[c]) * population / res.n_samples for c in _SCALED]
             row["simulated_samples"], row["efficiency_se"] = res.n_samples, res.efficiency_se
         rows.append(row.rename(name))
     table = pd.DataFrame(rows)

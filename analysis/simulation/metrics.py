@@ -173,6 +173,33 @@ class SimulationResult:
         return float(math.sqrt(float(np.sum((u - e * p) ** 2)) * fpc) / float(p.sum()))
 
     @property
+    def mixing_se(self) -> float:
+        """Standard error of the mean of the epochs' ``mixing``: over epochs, ``std / sqrt(n)``
+        (0.0 where the epochs agree, as a strategy whose batches are the same sets every
+        epoch: the packers), or with one epoch the batch-level one of that epoch
+        (:func:`analysis.padding.mixing.batch_mixing`); for a subsample, the batch-level
+        one pooled over epochs, times the finite-population factor, is added in quadrature.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from analysis.simulation.strategies import epoch_builder
+        >>> builder = epoch_builder([1, 2, 9, 10], "sorted", batch_size=2)
+        >>> simulate_epochs(builder, np.random.default_rng(0), 3, 1, None).mixing_se
+        0.0
+        """
+        mixing = self.epochs["mixing"].to_numpy(dtype=float)
+        within = self.epochs["mixing_se"].to_numpy(dtype=float)
+        if mixing.size == 1:
+            return float(within[0])
+        spread = float(np.std(mixing, ddof=1))
+        se = spread / math.sqrt(mixing.size) if spread > 1e-12 * max(1.0, abs(float(mixing.mean()))) else 0.0
+        if self.subsampled:
+            fpc = 1.0 - self.n_samples / self.population_samples
+            se = math.sqrt(se**2 + float(np.mean(within**2)) / mixing.size * fpc)
+        return se
+
+    @property
     def n_epochs(self) -> int:
         """Number of simulated epochs."""
         return len(self.epochs)

@@ -111,6 +111,11 @@ def prepare_length_grouped(b: Setup) -> LengthGroupedState:
     n, size = b.lengths.size, b.batch_sizes[0]
     group = size * b.gradient_accumulation_steps  # what the Trainer passes as batch_size
     mult = max(1, min(n // (group * 4), 50))
+    # a megabatch of more than n samples is one of all n (capped, so that keys fit in int64)
     return LengthGroupedState(
-        b.lengths, mult * group, b.hist.max - b.hist.min + 1, even_offsets(n, size), b.hist.max - b.lengths
+        b.lengths,
+        min(mult * group, max(n, 1)),
+        b.hist.max - b.hist.min + 1,
+        even_offsets(n, size),
+        b.hist.max - b.lengths,
     )
