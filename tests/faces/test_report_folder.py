@@ -183,7 +183,7 @@ def test_an_interrupted_rerun_leaves_the_earlier_report_as_it_was(tmp_path):
 
 def test_raw_data_is_measured_beside_the_folder_and_moved_into_the_report(tmp_path, monkeypatch, capsys):
     pytest.importorskip("tokenizers")
-    from test_measure import make_texts, train_tokenizer
+    from tests.faces.test_measure import make_texts, train_tokenizer
 
     _use(monkeypatch, notebooks_in(tmp_path / "nbs"))
     tokenizer = tmp_path / "tokenizer.json"
