@@ -1,10 +1,18 @@
-"""Test-wide settings and the one shared report.
+"""Test-wide settings, the fast unit core and the one shared report.
+
+The tests mirror the package: ``tests/ground``, ``padding``, ``timing``, ``simulation``,
+``optimize``, ``answers`` and ``narrative`` test the engine's folders of the same name,
+``tests/faces`` its faces (CLI, report, explorer, figures, sampler, exports, loaders, measure),
+``tests/integration`` the end-to-end runs (the report on the real notebooks, resume through the
+training libraries), ``tests/architecture`` the project's shape, ``tests/browser`` the pages in
+Chromium.  Every test under one of ``UNIT_FOLDERS`` is marked ``unit``: ``pytest -m unit``
+(``make test-fast``) runs that fast core alone.
 
 Hypothesis: no per-example deadline and no "too slow" health check (CI shares 2 cores with
 other work, so wall time says nothing about correctness).  Under CI (``CI=true``) examples
 are derandomized, so a CI run is reproducible; locally they stay random and keep exploring.
 
-``shared_report``: the report's end-to-end tests (``test_report.py``,
+``shared_report``: the report's end-to-end tests (``tests/integration/test_report.py``,
 ``test_report_step_times.py``) read one report on the real notebooks, run once per session
 (a papermill run of every notebook costs tens of seconds), plus the same command run again
 into a second folder for the reproducibility test; both start in the background with the
@@ -94,6 +102,21 @@ _CLI_MAIN = "import sys; from analysis.cli import main; sys.exit(main(sys.argv[1
 
 #: How long a test waits for the shared report (both runs take well under a minute alone).
 _REPORT_TIMEOUT_S = 600
+
+
+#: The folders of the fast unit core (``-m unit``): the engine's own tests, no face, no notebook.
+UNIT_FOLDERS = frozenset({"ground", "padding", "timing", "simulation", "optimize", "answers", "narrative"})
+
+_TESTS = Path(__file__).parent
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark ``unit`` every test collected under one of ``UNIT_FOLDERS`` (by directory, so a new
+    test file joins the core by where it lies)."""
+    for item in items:
+        parts = item.path.parts
+        if item.path.is_relative_to(_TESTS) and parts[len(_TESTS.parts)] in UNIT_FOLDERS:
+            item.add_marker(pytest.mark.unit)
 
 
 def _is_xdist_worker() -> bool:

@@ -422,22 +422,25 @@ def test_public_api_is_small_and_each_name_is_used_by_a_face():
             assert name not in public and not hasattr(analysis, name) and hasattr(home, name), name
 
 
-def test_every_subpackage_is_installed():
-    """A subpackage missing from pyproject's setuptools ``packages`` works in an editable install
-    and is silently left out of a wheel."""
+def test_every_folder_is_installed():
+    """pyproject's setuptools ``packages.find`` reaches every folder of the package (a folder it
+    missed works in an editable install and is silently left out of a wheel), the templates'
+    folders included (else setuptools prints a warning block per folder on every install), and
+    no ``__pycache__``."""
     import tomllib
 
-    listed = set(
-        tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text("utf-8"))["tool"]["setuptools"][
-            "packages"
-        ]
-    )
-    found = {
-        ".".join(p.parent.relative_to(PACKAGE.parent).parts)
-        for p in PACKAGE.rglob("__init__.py")
-        if "templates" not in p.parts
+    from setuptools import find_namespace_packages
+
+    find = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text("utf-8"))["tool"]["setuptools"][
+        "packages"
+    ]["find"]
+    installed = set(find_namespace_packages(str(PACKAGE.parent), **find))
+    folders = {
+        ".".join(p.relative_to(PACKAGE.parent).parts)
+        for p in [PACKAGE, *PACKAGE.rglob("*")]
+        if p.is_dir() and "__pycache__" not in p.parts
     }
-    assert listed == found, (sorted(found - listed), sorted(listed - found))
+    assert installed == folders, (sorted(folders - installed), sorted(installed - folders))
 
 
 def _readme_floors() -> list[tuple[str, ...]]:
