@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import ast
 import importlib
+import inspect
 import io
 import json
+import re
 import subprocess
 import sys
 import tokenize
@@ -420,6 +422,20 @@ def test_public_api_is_small_and_each_name_is_used_by_a_face():
         home = importlib.import_module(f"analysis.{module}")
         for name in names:
             assert name not in public and not hasattr(analysis, name) and hasattr(home, name), name
+
+
+def test_the_readme_api_table_is_the_public_api():
+    """The README's table of public names (``| group | names |``) names every name of
+    ``analysis.__all__``, and every top-level name it shows is in ``__all__``."""
+    text = (PACKAGE.parent / "README.md").read_text(encoding="utf-8")
+    table = text.split("| group | names |", 1)[1].split("\n\n", 1)[0]
+    shown = {
+        name
+        for row in table.splitlines()[2:]
+        for name in re.findall(r"`([A-Za-z_][A-Za-z0-9_]*)`", row.split("|")[2])
+        if hasattr(analysis, name) and not inspect.ismodule(getattr(analysis, name))
+    }
+    assert shown == set(analysis.__all__) - {"__version__"}
 
 
 def test_every_folder_is_installed():
