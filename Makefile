@@ -40,6 +40,10 @@ help:  ## List the targets
 setup: $(STAMP)  ## Create .venv (unless an env is active) and install the project with its dev extra (every test)
 setup-report: $(REPORT_STAMP)  ## The same with the report extra only (what `make report` needs)
 
+# setuptools tells every editable install of a flat layout, in a 10-line block, that a folder
+# named like the package may shadow it: here that folder is the package itself, so the
+# warning filter drops that notice (and only it: the filter matches its first words).
+#
 # pip byte-compiles every installed file on one core (~30 of the ~50 s of a fresh install);
 # compileall does it on every core, skipping the packages' own test folders (never imported
 # here).  Its exit status is ignored, as pip ignores files that do not compile (some packages
@@ -50,7 +54,7 @@ define install
 	  "$(BASE_PYTHON)" -m venv "$(ENV_PREFIX)"; \
 	fi
 	"$(PY)" -m pip install --quiet --upgrade pip
-	"$(PY)" -m pip install --quiet --no-compile -e '.[$(1)]'
+	PYTHONWARNINGS='ignore:Editable installation' "$(PY)" -m pip install --quiet --no-compile -e '.[$(1)]'
 	"$(PY)" -m compileall -qq -j 0 -x '/tests?/' "$$("$(PY)" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" || true
 	@mkdir -p .make && touch $(2)
 endef

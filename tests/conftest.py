@@ -107,15 +107,50 @@ _REPORT_TIMEOUT_S = 600
 #: The folders of the fast unit core (``-m unit``): the engine's own tests, no face, no notebook.
 UNIT_FOLDERS = frozenset({"ground", "padding", "timing", "simulation", "optimize", "answers", "narrative"})
 
+#: Tests of those folders left out of the fast core, by file and function: each takes over about
+#: half a second of CPU (large bit-for-bit comparisons, threads, a subprocess, TRL's packer, a
+#: face).  ``make test`` runs them with every other test;
+#: tests/architecture/test_suite_layout.py checks that each one named here exists.
+SLOW_UNIT_TESTS = {
+    "optimize/test_optimize.py": (
+        "test_candidate_grid_with_refinement_is_close_to_exact",
+        "test_more_samples_than_the_table_holds_give_the_tables_dp_bit_for_bit",
+        "test_pruned_token_dp_equals_the_dense_dp_on_random_histograms",
+        "test_the_threaded_dp_runs_from_two_python_threads_at_once",
+        "test_grouped_tiled_dp_equals_the_dp_over_the_cost_matrix",
+        "test_greedy_is_a_local_optimum_no_worse_than_its_start",
+    ),
+    "optimize/test_budget.py": (
+        "test_the_pruned_dp_and_the_candidate_grid_reach_the_steps_optimum",
+        "test_the_summary_page_and_the_explorer_show_the_warnings",
+    ),
+    "optimize/test_optimize_exact.py": (
+        "test_a_bucket_count_whose_tables_would_not_fit_is_refused_before_allocating",
+    ),
+    "simulation/test_packers.py": ("test_pack_bfd_is_trl_pack_dataset_bin_for_bin",),
+    "ground/test_limits.py": (
+        "test_property_random_histograms",
+        "test_simulation_of_a_huge_histogram_uses_a_stated_subsample",
+        "test_token_budget_large_batches_on_the_bundled_data",
+    ),
+    "timing/test_step_time.py": ("test_import_analysis_does_not_import_torch",),
+    "answers/test_recommendation.py": (
+        "test_recommend_for_time_is_notebook_04s_calls_and_its_json_is_theirs",
+    ),
+}
+
 _TESTS = Path(__file__).parent
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark ``unit`` every test collected under one of ``UNIT_FOLDERS`` (by directory, so a new
-    test file joins the core by where it lies)."""
+    test file joins the core by where it lies) but those ``SLOW_UNIT_TESTS`` names."""
     for item in items:
-        parts = item.path.parts
-        if item.path.is_relative_to(_TESTS) and parts[len(_TESTS.parts)] in UNIT_FOLDERS:
+        if not item.path.is_relative_to(_TESTS):
+            continue
+        rel = item.path.relative_to(_TESTS)
+        slow = SLOW_UNIT_TESTS.get(rel.as_posix(), ())
+        if rel.parts[0] in UNIT_FOLDERS and getattr(item, "originalname", item.name) not in slow:
             item.add_marker(pytest.mark.unit)
 
 
