@@ -142,6 +142,17 @@ SLOW_UNIT_TESTS = {
 _TESTS = Path(__file__).parent
 
 
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Under ``-m unit`` the folders outside the core are not even collected: importing their
+    modules (torch, transformers, lhotse...) would cost each process more than the core's tests."""
+    if config.getoption("markexpr") != "unit" or not collection_path.is_relative_to(_TESTS):
+        return None
+    parts = collection_path.relative_to(_TESTS).parts
+    if parts and collection_path.is_dir() and len(parts) == 1 and parts[0] not in UNIT_FOLDERS:
+        return True
+    return None
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark ``unit`` every test collected under one of ``UNIT_FOLDERS`` (by directory, so a new
     test file joins the core by where it lies) but those ``SLOW_UNIT_TESTS`` names."""
