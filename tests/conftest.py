@@ -108,9 +108,10 @@ _REPORT_TIMEOUT_S = 600
 UNIT_FOLDERS = frozenset({"ground", "padding", "timing", "simulation", "optimize", "answers", "narrative"})
 
 #: Tests of those folders left out of the fast core, by file and function: each takes over about
-#: half a second of CPU (large bit-for-bit comparisons, threads, a subprocess, TRL's packer, a
-#: face).  ``make test`` runs them with every other test;
-#: tests/architecture/test_suite_layout.py checks that each one named here exists.
+#: a third of a second of CPU (bit-for-bit comparisons of the DP's variants, threads, a
+#: subprocess, TRL's packer, the CLI); the exhaustive-search oracles stay in the core.  ``make
+#: test`` runs them with every other test; tests/architecture/test_suite_layout.py checks that
+#: each one named here exists.
 SLOW_UNIT_TESTS = {
     "optimize/test_optimize.py": (
         "test_candidate_grid_with_refinement_is_close_to_exact",
@@ -119,6 +120,11 @@ SLOW_UNIT_TESTS = {
         "test_the_threaded_dp_runs_from_two_python_threads_at_once",
         "test_grouped_tiled_dp_equals_the_dp_over_the_cost_matrix",
         "test_greedy_is_a_local_optimum_no_worse_than_its_start",
+        "test_the_candidate_searchs_gap_bounds_its_distance_to_the_exact_optimum",
+        "test_the_dp_over_cells_bounds_the_optimum_from_below_and_meets_it_on_single_starts",
+        "test_pruned_bounds_never_exceed_a_bucket_cost",
+        "test_log_ratios_give_the_same_optimum",
+        "test_pruned_token_dp_gives_the_dense_optimum_bit_for_bit",
     ),
     "optimize/test_budget.py": (
         "test_the_pruned_dp_and_the_candidate_grid_reach_the_steps_optimum",
@@ -126,12 +132,19 @@ SLOW_UNIT_TESTS = {
     ),
     "optimize/test_optimize_exact.py": (
         "test_a_bucket_count_whose_tables_would_not_fit_is_refused_before_allocating",
+        "test_the_pruned_dp_is_the_dense_exact_dp_bit_for_bit",
+        "test_many_samples_per_bucket",
+        "test_the_issue_case",
     ),
     "simulation/test_packers.py": ("test_pack_bfd_is_trl_pack_dataset_bin_for_bin",),
+    "simulation/test_strategies.py": ("test_stable_argsort_of_keys_is_numpys",),
+    "padding/test_waste.py": ("test_one_bucket_is_the_random_shuffle_hypergeometric",),
+    "answers/test_frontier.py": ("test_cli_frontier_and_floors",),
     "ground/test_limits.py": (
         "test_property_random_histograms",
         "test_simulation_of_a_huge_histogram_uses_a_stated_subsample",
         "test_token_budget_large_batches_on_the_bundled_data",
+        "test_batch_size_beyond_a_bucket_is_one_short_batch",
     ),
     "timing/test_step_time.py": ("test_import_analysis_does_not_import_torch",),
     "answers/test_recommendation.py": (
