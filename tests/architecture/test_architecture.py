@@ -268,8 +268,20 @@ def test_no_private_name_leaves_its_file():
     assert not crossing, "\n".join(crossing)
 
 
-def _code_lines(source: str, node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
-    """Lines of ``node`` holding code: no docstring, comment or blank line."""
+def _lines_with_code(source: str) -> set[int]:
+    """The lines of ``source`` that a token other than a comment or a line break touches (a
+    string spanning lines touches each of them), tokenized once for every function."""
+    skip = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT}
+    lines: set[int] = set()
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type not in skip and tok.type != tokenize.ENDMARKER:
+            lines.update(range(tok.start[0], tok.end[0] + 1))
+    return lines
+
+
+def _code_lines(code: set[int], node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    """Lines of ``node`` holding code (``code``: the file's, from :func:`_lines_with_code`): no
+    docstring, comment or blank line."""
     first = node.body[0]
     doc = (
         range(first.lineno, (first.end_lineno or first.lineno) + 1)
@@ -278,26 +290,21 @@ def _code_lines(source: str, node: ast.FunctionDef | ast.AsyncFunctionDef) -> in
         and isinstance(first.value.value, str)
         else range(0)
     )
-    skip = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT}
-    lines: set[int] = set()
-    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
-        if tok.type in skip or tok.type == tokenize.ENDMARKER:
-            continue
-        lines.update(
-            line
-            for line in range(tok.start[0], tok.end[0] + 1)
-            if node.lineno <= line <= (node.end_lineno or node.lineno) and line not in doc
-        )
-    return len(lines)
+    return sum(
+        1
+        for line in range(node.lineno, (node.end_lineno or node.lineno) + 1)
+        if line in code and line not in doc
+    )
 
 
 def _long_functions(source: str, module: str) -> dict[str, int]:
     """``module:function`` -> code lines, for every function of ``source`` past the limit."""
+    code = _lines_with_code(source)
     return {
         f"{module}:{node.name}": lines
         for node in ast.walk(ast.parse(source))
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
-        and (lines := _code_lines(source, node)) > MAX_FUNCTION_LINES
+        and (lines := _code_lines(code, node)) > MAX_FUNCTION_LINES
     }
 
 
