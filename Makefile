@@ -15,8 +15,12 @@ else
 endif
 PY := $(ENV_PREFIX)/bin/python
 BASE_PYTHON ?= $(shell command -v python3.11 || command -v python3)
-# One stamp per environment: reinstall when pyproject.toml changes.
-STAMP := .make/setup-$(subst /,_,$(ENV_PREFIX)).stamp
+# One stamp per environment and extra: reinstall when pyproject.toml changes.  `make report`
+# installs the core and the report extra; `make test` (and the other targets) the dev extra,
+# which holds the report extra, so it stamps both.
+STAMP_ID := $(subst /,_,$(ENV_PREFIX))
+STAMP := .make/setup-$(STAMP_ID).stamp
+REPORT_STAMP := .make/setup-report-$(STAMP_ID).stamp
 DATA ?= data/case_lengths.csv
 REPORT_DIR ?= reports
 # Jupyter: use platformdirs paths (silences its migration DeprecationWarning, which
@@ -28,28 +32,40 @@ NOTEBOOKS := $(sort $(wildcard notebooks/[0-9]*.ipynb))
 # Volatile notebook metadata (timestamps, versions) is stripped; outputs and counts are kept.
 STRIP := --keep-output --keep-count --extra-keys "cell.metadata.execution metadata.language_info.version"
 
-.PHONY: help setup report test browser-test lint ruff benchmarks notebooks data clean
+.PHONY: help setup setup-report report test test-fast browser-test lint ruff benchmarks notebooks data clean
 
 help:  ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
 
-setup: $(STAMP)  ## Create .venv (unless an env is active) and install the project with its dev extra
+setup: $(STAMP)  ## Create .venv (unless an env is active) and install the project with its dev extra (every test)
+setup-report: $(REPORT_STAMP)  ## The same with the report extra only (what `make report` needs)
 
+# setuptools tells every editable install of a flat layout, in a 10-line block, that a folder
+# named like the package may shadow it: here that folder is the package itself, so the
+# warning filter drops that notice (and only it: the filter matches its first words).
+#
 # pip byte-compiles every installed file on one core (~30 of the ~50 s of a fresh install);
 # compileall does it on every core, skipping the packages' own test folders (never imported
 # here).  Its exit status is ignored, as pip ignores files that do not compile (some packages
 # ship such files as test data).
-$(STAMP): pyproject.toml
+define install
 	@if [ ! -x "$(PY)" ]; then \
 	  echo "creating $(ENV_PREFIX) with $(BASE_PYTHON)"; \
 	  "$(BASE_PYTHON)" -m venv "$(ENV_PREFIX)"; \
 	fi
 	"$(PY)" -m pip install --quiet --upgrade pip
-	"$(PY)" -m pip install --quiet --no-compile -e '.[dev]'
+	PYTHONWARNINGS='ignore:Editable installation' "$(PY)" -m pip install --quiet --no-compile -e '.[$(1)]'
 	"$(PY)" -m compileall -qq -j 0 -x '/tests?/' "$$("$(PY)" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" || true
-	@mkdir -p $(dir $@) && touch $@
+	@mkdir -p .make && touch $(2)
+endef
 
-report: setup  ## Run every notebook on the bundled data into reports/ (executed copies, HTML, figures)
+$(STAMP): pyproject.toml
+	$(call install,dev,$(STAMP) $(REPORT_STAMP))
+
+$(REPORT_STAMP): pyproject.toml
+	$(call install,report,$(REPORT_STAMP))
+
+report: setup-report  ## Run every notebook on the bundled data into reports/ (executed copies, HTML, figures)
 	"$(PY)" -m analysis report "$(DATA)" --out "$(REPORT_DIR)"
 
 # ruff first (a second); then mypy runs beside pytest, which spreads the tests over every core
@@ -64,6 +80,11 @@ test: setup ruff  ## Run every test: ruff, mypy --strict, unit tests, doctests, 
 	wait $$mypy_pid; mypy_status=$$?; \
 	echo '"$(PY)" -m mypy (ran beside pytest):'; cat .make/mypy.log; \
 	[ $$pytest_status -eq 0 ] && [ $$mypy_status -eq 0 ]
+
+# The fast unit core: the tests under the engine's folders of tests/ (marked `unit` by
+# tests/conftest.py), no notebook, no report, no face.
+test-fast: setup  ## The fast unit core only (pytest -m unit: the engine's tests, seconds)
+	"$(PY)" -m pytest -m unit -n auto tests
 
 # Debian's chromium and chromium-driver (apt, as root or through sudo) when either is missing:
 # selenium is pointed at /usr/bin/chromedriver, so selenium-manager never downloads a browser.

@@ -1,10 +1,18 @@
-"""Test-wide settings and the one shared report.
+"""Test-wide settings, the fast unit core and the one shared report.
+
+The tests mirror the package: ``tests/ground``, ``padding``, ``timing``, ``simulation``,
+``optimize``, ``answers`` and ``narrative`` test the engine's folders of the same name,
+``tests/faces`` its faces (CLI, report, explorer, figures, sampler, exports, loaders, measure),
+``tests/integration`` the end-to-end runs (the report on the real notebooks, resume through the
+training libraries), ``tests/architecture`` the project's shape, ``tests/browser`` the pages in
+Chromium.  Every test under one of ``UNIT_FOLDERS`` is marked ``unit``: ``pytest -m unit``
+(``make test-fast``) runs that fast core alone.
 
 Hypothesis: no per-example deadline and no "too slow" health check (CI shares 2 cores with
 other work, so wall time says nothing about correctness).  Under CI (``CI=true``) examples
 are derandomized, so a CI run is reproducible; locally they stay random and keep exploring.
 
-``shared_report``: the report's end-to-end tests (``test_report.py``,
+``shared_report``: the report's end-to-end tests (``tests/integration/test_report.py``,
 ``test_report_step_times.py``) read one report on the real notebooks, run once per session
 (a papermill run of every notebook costs tens of seconds), plus the same command run again
 into a second folder for the reproducibility test; both start in the background with the
@@ -94,6 +102,80 @@ _CLI_MAIN = "import sys; from analysis.cli import main; sys.exit(main(sys.argv[1
 
 #: How long a test waits for the shared report (both runs take well under a minute alone).
 _REPORT_TIMEOUT_S = 600
+
+
+#: The folders of the fast unit core (``-m unit``): the engine's own tests, no face, no notebook.
+UNIT_FOLDERS = frozenset({"ground", "padding", "timing", "simulation", "optimize", "answers", "narrative"})
+
+#: Tests of those folders left out of the fast core, by file and function: each takes over about
+#: a third of a second of CPU (bit-for-bit comparisons of the DP's variants, threads, a
+#: subprocess, TRL's packer, the CLI); the exhaustive-search oracles stay in the core.  ``make
+#: test`` runs them with every other test; tests/architecture/test_suite_layout.py checks that
+#: each one named here exists.
+SLOW_UNIT_TESTS = {
+    "optimize/test_optimize.py": (
+        "test_candidate_grid_with_refinement_is_close_to_exact",
+        "test_more_samples_than_the_table_holds_give_the_tables_dp_bit_for_bit",
+        "test_pruned_token_dp_equals_the_dense_dp_on_random_histograms",
+        "test_the_threaded_dp_runs_from_two_python_threads_at_once",
+        "test_grouped_tiled_dp_equals_the_dp_over_the_cost_matrix",
+        "test_greedy_is_a_local_optimum_no_worse_than_its_start",
+        "test_the_candidate_searchs_gap_bounds_its_distance_to_the_exact_optimum",
+        "test_the_dp_over_cells_bounds_the_optimum_from_below_and_meets_it_on_single_starts",
+        "test_pruned_bounds_never_exceed_a_bucket_cost",
+        "test_log_ratios_give_the_same_optimum",
+        "test_pruned_token_dp_gives_the_dense_optimum_bit_for_bit",
+    ),
+    "optimize/test_budget.py": (
+        "test_the_pruned_dp_and_the_candidate_grid_reach_the_steps_optimum",
+        "test_the_summary_page_and_the_explorer_show_the_warnings",
+    ),
+    "optimize/test_optimize_exact.py": (
+        "test_a_bucket_count_whose_tables_would_not_fit_is_refused_before_allocating",
+        "test_the_pruned_dp_is_the_dense_exact_dp_bit_for_bit",
+        "test_many_samples_per_bucket",
+        "test_the_issue_case",
+    ),
+    "simulation/test_packers.py": ("test_pack_bfd_is_trl_pack_dataset_bin_for_bin",),
+    "simulation/test_strategies.py": ("test_stable_argsort_of_keys_is_numpys",),
+    "padding/test_waste.py": ("test_one_bucket_is_the_random_shuffle_hypergeometric",),
+    "answers/test_frontier.py": ("test_cli_frontier_and_floors",),
+    "ground/test_limits.py": (
+        "test_property_random_histograms",
+        "test_simulation_of_a_huge_histogram_uses_a_stated_subsample",
+        "test_token_budget_large_batches_on_the_bundled_data",
+        "test_batch_size_beyond_a_bucket_is_one_short_batch",
+    ),
+    "timing/test_step_time.py": ("test_import_analysis_does_not_import_torch",),
+    "answers/test_recommendation.py": (
+        "test_recommend_for_time_is_notebook_04s_calls_and_its_json_is_theirs",
+    ),
+}
+
+_TESTS = Path(__file__).parent
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Under ``-m unit`` the folders outside the core are not even collected: importing their
+    modules (torch, transformers, lhotse...) would cost each process more than the core's tests."""
+    if config.getoption("markexpr") != "unit" or not collection_path.is_relative_to(_TESTS):
+        return None
+    parts = collection_path.relative_to(_TESTS).parts
+    if parts and collection_path.is_dir() and len(parts) == 1 and parts[0] not in UNIT_FOLDERS:
+        return True
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark ``unit`` every test collected under one of ``UNIT_FOLDERS`` (by directory, so a new
+    test file joins the core by where it lies) but those ``SLOW_UNIT_TESTS`` names."""
+    for item in items:
+        if not item.path.is_relative_to(_TESTS):
+            continue
+        rel = item.path.relative_to(_TESTS)
+        slow = SLOW_UNIT_TESTS.get(rel.as_posix(), ())
+        if rel.parts[0] in UNIT_FOLDERS and getattr(item, "originalname", item.name) not in slow:
+            item.add_marker(pytest.mark.unit)
 
 
 def _is_xdist_worker() -> bool:

@@ -155,6 +155,9 @@ class PackOrPad:
         return int(self.sweep.attrs["rule_budget"])
 
 
+# Deliberately the signature of predict_strategy_throughput (answers/throughput.py): both are
+# public entry points, and a public entry point takes the batch rule as a BatchRule or as its
+# keywords, the lengths, the model, the edges and an rng, in the same order and spelling.
 def pack_or_pad(
     lengths: LengthHistogram | Sequence[int] | np.ndarray,
     model: StepTimeModel,

@@ -1,21 +1,18 @@
 """The command line: ``python -m analysis`` and the ``padding-workbench`` console script.
 
-Four subcommands, each a thin face over the engine::
+Six subcommands, each a thin face over the engine (``padding-workbench COMMAND --help`` lists
+every option and its default)::
 
-    padding-workbench summary  SRC [--column C | --field F] [--max-len N] [--drop-zero] [--json]
-    padding-workbench optimize SRC [--buckets K|auto] [--batch-size B | --max-tokens T] [--method M]
-                               [--max-len N] [--edge-multiple M] [--drop-zero] [--json]
-                               [--max-buckets M] [--min-gain X]
-    padding-workbench compare  SRC [--edges E0,E1,... | --buckets K|auto] [--batch-size B | ...]
-                               [--epochs N] [--seed S] [--world-size N] [--drop-zero]
-                               [--tokens-per-s X --reference-strategy S] [--noise FILE.npz]
-                               [--wide | --json]
-                               [--max-buckets M] [--min-gain X]
-    padding-workbench report   SRC --out DIR [--buckets K|auto] [--batch-size B | --max-tokens T]
-                               [--max-len N] [--world-size N] [--drop-zero]
-                               [--max-buckets M] [--min-gain X]
-                               [--tokens-per-s X --reference-strategy S]
-                               [--step-times FILE.csv] [--noise FILE.npz]
+    padding-workbench summary  SRC [--max-len N] [--json]           the distribution, what clipping cuts
+    padding-workbench optimize SRC [--buckets K|auto] [--batch-size B | --max-tokens T] [--json] ...
+                                                                    the bucket plan
+    padding-workbench compare  SRC [--edges E0,E1,... | --buckets K|auto] [--epochs N] ...
+                                                                    every strategy, simulated
+    padding-workbench report   SRC --out DIR [--buckets K|auto] [--step-times FILE.csv] [--noise FILE.npz] ...
+                                                                    every notebook into a folder
+    padding-workbench frontier SRC [--max-buckets N] [--all | --json] ...
+                                                                    efficiency against mixing
+    padding-workbench lengths  SRC --tokenizer PATH --out FILE ...  raw text to a lengths file
 
 ``SRC`` is anything :func:`analysis.load_lengths` reads (a file, a folder or a glob).
 ``--quiet`` goes before or after the subcommand.  ``--buckets auto`` takes the K the gain
@@ -28,9 +25,10 @@ and exits with status 2 (set ``PADDING_DEBUG=1`` to see the traceback instead); 
 option or subcommand is named with its closest spelling (options are never abbreviated).
 
 The package: ``_options`` (argument types, shared options, reading SRC), ``_parser`` (one-line
-usage errors, close-match suggestions), ``_layout`` (the terminal width: tables and
-sentences fitted to it), ``_commands`` (the four commands over lengths files), ``_lengths``
-(the ``lengths`` subcommand: raw text through a tokenizer); here, the parser and :func:`main`.
+usage errors, close-match suggestions), ``_layout`` (the terminal width: tables and sentences
+fitted to it), ``_commands`` (summary, optimize, compare and report: the commands over lengths
+files), ``_frontier`` (the ``frontier`` subcommand), ``_lengths`` (the ``lengths`` subcommand:
+raw text through a tokenizer); here, the parser and :func:`main`.
 """
 
 from __future__ import annotations

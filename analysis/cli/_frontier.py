@@ -49,6 +49,8 @@ def _share(text: str) -> float:
     return value
 
 
+# Shaped like add_batch_rule (cli/_options.py) on purpose: two mutually exclusive options, each
+# declared in full as argparse reads it; what they share is argparse's form, not a rule.
 def add_floors(p: argparse.ArgumentParser) -> None:
     """``--min-efficiency X`` / ``--min-mixing Y`` (at most one)."""
     group = p.add_mutually_exclusive_group()

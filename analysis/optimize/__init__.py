@@ -277,6 +277,8 @@ def _optimal(hist: LengthHistogram, prob: Problem, ks: list[int], candidates: An
     return {k: make_plan(hist, prob, ends_to_edges(prob, ends[k]), "optimal", k, gaps[k]) for k in ks}
 
 
+# Deliberately the keywords of optimal_plans above: both are public entry points, so both take
+# the batch rule (a BatchRule or its keywords), the edge grid and the objective, spelled alike.
 def sweep_bucket_counts(
     hist: LengthHistogram,
     n_buckets: Iterable[int] = range(1, 17),

@@ -143,7 +143,7 @@ def test_batches_table_is_consistent(strategy, world_size):
 
 
 # ------------------------------------------------------------------ against the previous code
-FINGERPRINTS = Path(__file__).parent / "data" / "simulate_fingerprints.json"
+FINGERPRINTS = Path(__file__).parents[1] / "data" / "simulate_fingerprints.json"
 
 
 def _fingerprints() -> dict[str, dict[str, Any]]:
@@ -153,7 +153,7 @@ def _fingerprints() -> dict[str, dict[str, Any]]:
     bits depend on the NumPy/BLAS build).  ``tests/data/simulate_fingerprints.json`` holds them
     as computed by 53a1c2e, whose hashes of the same epochs and metrics (floats by their exact
     repr) were those of 08835f2, the code before the simulator's speed work; regenerate (only for an
-    intended change of the epochs or metrics) with ``PYTHONPATH=. python tests/test_simulate.py
+    intended change of the epochs or metrics) with ``PYTHONPATH=. python tests/simulation/test_simulate.py
     --write``."""
     lengths = np.clip(np.random.default_rng(2024).lognormal(5.0, 1.0, size=6000), 1, 4000).astype(np.int64)
     edges = [0, 90, 200, 450, 1000, 4000]
@@ -180,7 +180,7 @@ def _fingerprints() -> dict[str, dict[str, Any]]:
             digest.update(res.batches.drop(columns="square_sum").to_numpy(dtype=np.int64).tobytes())
             table = res.epochs.reset_index()
             integers = [c for c in table.columns if table[c].dtype.kind in "iu"]
-            # mixing came after the fingerprints (tests/test_mixing.py checks it)
+            # mixing came after the fingerprints (tests/padding/test_mixing.py checks it)
             floats = [c for c in table.columns if c not in integers and not c.startswith("mixing")]
             digest.update(json.dumps(integers).encode())
             digest.update(table[integers].to_numpy(dtype=np.int64).tobytes())

@@ -33,7 +33,7 @@ from analysis.simulation.bucketed import bucketed_epoch, epoch_rng
 from analysis.simulation.strategies import build_epoch, epoch_builder
 from tests.index_dataset import IndexDataset
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _lengths(seed: int, n: int, top: int = 300) -> np.ndarray:

@@ -102,7 +102,7 @@ def test_cdf_curve_and_quantiles_brute_force():
 
 
 def test_token_share_figure_draws_the_curve_and_marks(case):
-    # the curve's values are checked against brute force in test_lengths.py
+    # the curve's values are checked against brute force in tests/ground/test_lengths.py
     fig = plot_token_share(case)
     curve = fig.axes[0].lines[0]
     x, y = case.token_share_curve()

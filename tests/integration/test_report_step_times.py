@@ -14,7 +14,7 @@ import pytest
 from analysis import LengthHistogram, StepTimeModel, cli, save_histogram, tidy
 from analysis.paths import NOTEBOOKS_DIR
 from analysis.report import report_notebooks, run_report
-from tests.test_report import _tiny_notebook
+from tests.integration.test_report import _tiny_notebook
 
 LENGTHS = np.random.default_rng(11).integers(20, 900, size=500)
 

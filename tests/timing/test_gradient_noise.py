@@ -300,10 +300,9 @@ def test_the_report_records_the_noise_model_in_recommendation_json(tmp_path: obj
     plan priced exactly, and every strategy's window noise (a one-notebook report)."""
     from pathlib import Path
 
-    from test_report_folder import notebooks_in
-
     from analysis.loaders import save_gradient_noise, save_histogram
     from analysis.report import run_report
+    from tests.faces.test_report_folder import notebooks_in
 
     folder = Path(str(tmp_path))
     rng = np.random.default_rng(6)

@@ -6,7 +6,7 @@ import re
 import tomllib
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 _REQUIREMENT = re.compile(r"^\s*([A-Za-z0-9_.\-]+)\s*(.*?)\s*$")
 _CONDA_NAMES = {"pytorch": "torch"}  # conda-forge name -> PyPI name
 
@@ -76,3 +76,14 @@ def test_environment_yml_pins_python_311() -> None:
     assert re.search(r"^\s*- python=3\.11\s*$", text, re.M)
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert project["requires-python"] == ">=3.11"
+
+
+def test_the_dev_extra_holds_every_other_extra() -> None:
+    """``make test`` installs ``dev``: it holds what ``make report`` installs (``report``),
+    what measure_lengths imports (``measure``) and the benchmark's torch (``bench``)."""
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    dev = dict(_parse(r) for r in extras["dev"])
+    for extra, requirements in extras.items():
+        missing = [name for name, _ in map(_parse, requirements) if name not in dev]
+        assert not missing, (extra, missing)
+    assert dev["torch"] == dict(map(_parse, extras["bench"]))["torch"] == "==2.13.0"

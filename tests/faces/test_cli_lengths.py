@@ -15,8 +15,6 @@ import pytest
 
 pytest.importorskip("tokenizers")
 
-from test_measure import make_texts, train_tokenizer  # noqa: E402
-
 from analysis import load_lengths  # noqa: E402
 from analysis.cli._lengths import (  # noqa: E402
     add_lengths_subcommand,
@@ -25,6 +23,7 @@ from analysis.cli._lengths import (  # noqa: E402
     progress_wrapper,
     run_lengths_command,
 )
+from tests.faces.test_measure import make_texts, train_tokenizer  # noqa: E402
 
 
 def parser() -> argparse.ArgumentParser:
@@ -132,7 +131,7 @@ def test_progress_wrapper_passes_pieces_through() -> None:
 
 
 # ---------------------------------------------------------------------------- adversarial
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def run_cli(*argv: str, stdin: str = "", timeout: float = 180) -> subprocess.CompletedProcess[str]:

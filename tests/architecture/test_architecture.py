@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import ast
 import importlib
+import inspect
 import io
 import json
+import re
 import subprocess
 import sys
 import tokenize
@@ -265,8 +267,20 @@ def test_no_private_name_leaves_its_file():
     assert not crossing, "\n".join(crossing)
 
 
-def _code_lines(source: str, node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
-    """Lines of ``node`` holding code: no docstring, comment or blank line."""
+def _lines_with_code(source: str) -> set[int]:
+    """The lines of ``source`` that a token other than a comment or a line break touches (a
+    string spanning lines touches each of them), tokenized once for every function."""
+    skip = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT}
+    lines: set[int] = set()
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type not in skip and tok.type != tokenize.ENDMARKER:
+            lines.update(range(tok.start[0], tok.end[0] + 1))
+    return lines
+
+
+def _code_lines(code: set[int], node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    """Lines of ``node`` holding code (``code``: the file's, from :func:`_lines_with_code`): no
+    docstring, comment or blank line."""
     first = node.body[0]
     doc = (
         range(first.lineno, (first.end_lineno or first.lineno) + 1)
@@ -275,26 +289,21 @@ def _code_lines(source: str, node: ast.FunctionDef | ast.AsyncFunctionDef) -> in
         and isinstance(first.value.value, str)
         else range(0)
     )
-    skip = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT}
-    lines: set[int] = set()
-    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
-        if tok.type in skip or tok.type == tokenize.ENDMARKER:
-            continue
-        lines.update(
-            line
-            for line in range(tok.start[0], tok.end[0] + 1)
-            if node.lineno <= line <= (node.end_lineno or node.lineno) and line not in doc
-        )
-    return len(lines)
+    return sum(
+        1
+        for line in range(node.lineno, (node.end_lineno or node.lineno) + 1)
+        if line in code and line not in doc
+    )
 
 
 def _long_functions(source: str, module: str) -> dict[str, int]:
     """``module:function`` -> code lines, for every function of ``source`` past the limit."""
+    code = _lines_with_code(source)
     return {
         f"{module}:{node.name}": lines
         for node in ast.walk(ast.parse(source))
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
-        and (lines := _code_lines(source, node)) > MAX_FUNCTION_LINES
+        and (lines := _code_lines(code, node)) > MAX_FUNCTION_LINES
     }
 
 
@@ -421,22 +430,39 @@ def test_public_api_is_small_and_each_name_is_used_by_a_face():
             assert name not in public and not hasattr(analysis, name) and hasattr(home, name), name
 
 
-def test_every_subpackage_is_installed():
-    """A subpackage missing from pyproject's setuptools ``packages`` works in an editable install
-    and is silently left out of a wheel."""
+def test_the_readme_api_table_is_the_public_api():
+    """The README's table of public names (``| group | names |``) names every name of
+    ``analysis.__all__``, and every top-level name it shows is in ``__all__``."""
+    text = (PACKAGE.parent / "README.md").read_text(encoding="utf-8")
+    table = text.split("| group | names |", 1)[1].split("\n\n", 1)[0]
+    shown = {
+        name
+        for row in table.splitlines()[2:]
+        for name in re.findall(r"`([A-Za-z_][A-Za-z0-9_]*)`", row.split("|")[2])
+        if hasattr(analysis, name) and not inspect.ismodule(getattr(analysis, name))
+    }
+    assert shown == set(analysis.__all__) - {"__version__"}
+
+
+def test_every_folder_is_installed():
+    """pyproject's setuptools ``packages.find`` reaches every folder of the package (a folder it
+    missed works in an editable install and is silently left out of a wheel), the templates'
+    folders included (else setuptools prints a warning block per folder on every install), and
+    no ``__pycache__``."""
     import tomllib
 
-    listed = set(
-        tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text("utf-8"))["tool"]["setuptools"][
-            "packages"
-        ]
-    )
-    found = {
-        ".".join(p.parent.relative_to(PACKAGE.parent).parts)
-        for p in PACKAGE.rglob("__init__.py")
-        if "templates" not in p.parts
+    from setuptools import find_namespace_packages
+
+    find = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text("utf-8"))["tool"]["setuptools"][
+        "packages"
+    ]["find"]
+    installed = set(find_namespace_packages(str(PACKAGE.parent), **find))
+    folders = {
+        ".".join(p.relative_to(PACKAGE.parent).parts)
+        for p in [PACKAGE, *PACKAGE.rglob("*")]
+        if p.is_dir() and "__pycache__" not in p.parts
     }
-    assert listed == found, (sorted(found - listed), sorted(listed - found))
+    assert installed == folders, (sorted(folders - installed), sorted(installed - folders))
 
 
 def _readme_floors() -> list[tuple[str, ...]]:

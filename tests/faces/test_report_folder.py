@@ -189,7 +189,7 @@ def test_an_interrupted_rerun_leaves_the_earlier_report_as_it_was(tmp_path):
 
 def test_raw_data_is_measured_beside_the_folder_and_moved_into_the_report(tmp_path, monkeypatch, capsys):
     pytest.importorskip("tokenizers")
-    from test_measure import make_texts, train_tokenizer
+    from tests.faces.test_measure import make_texts, train_tokenizer
 
     _use(monkeypatch, notebooks_in(tmp_path / "nbs"))
     tokenizer = tmp_path / "tokenizer.json"
@@ -267,7 +267,7 @@ def test_inputs_inside_the_output_folder_are_refused_before_measuring(tmp_path, 
     refused in one line before measuring, where the report once replaced the folder with them
     in it (exit 0)."""
     pytest.importorskip("tokenizers")
-    from test_measure import make_texts, train_tokenizer
+    from tests.faces.test_measure import make_texts, train_tokenizer
 
     _use(monkeypatch, notebooks_in(tmp_path / "nbs"))
     out = tmp_path / "report"

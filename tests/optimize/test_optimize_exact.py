@@ -1,7 +1,7 @@
 """The optimiser's objective is the exact expected padding (each bucket's last, short batch
 as it is), and its DP the exact optimum of it: exhaustive search over every edge set against
 an exact rational objective that is itself checked against brute-force enumeration of the
-sampler's batches (issue 25)."""
+sampler's batches."""
 
 from __future__ import annotations
 
@@ -154,7 +154,7 @@ def assert_exhaustive(lengths, counts, rule, *, pad=1, model=None, edge_multiple
     if edge_multiple > 1:
         allowed = sorted({-(-v // edge_multiple) * edge_multiple for v in lengths})
     ks = list(range(1, min(k_max, len(lengths)) + 1))
-    # the padding objective (a token budget's default counts steps: tests/test_budget.py)
+    # the padding objective (a token budget's default counts steps: tests/optimize/test_budget.py)
     kw = {"step_time": model} if model is not None else {"objective": "padding"}
     sweep = sweep_bucket_counts(
         hist, ks, ["optimal"], pad_to_multiple_of=pad, edge_multiple=edge_multiple, **kw, **rule

@@ -1,6 +1,6 @@
 """Token budgets: the steps objective against exhaustive search, degenerate plans named (the
 warnings of every face), sentences that never divide by zero, and the CLI's commands agreeing
-on samples longer than the budget (issue 25)."""
+on samples longer than the budget."""
 
 from __future__ import annotations
 
