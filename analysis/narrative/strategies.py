@@ -91,13 +91,15 @@ def describe_subsample(table: pd.DataFrame) -> str:
     >>> table = pd.DataFrame({"simulated_samples": [1_000_000]})
     >>> table.attrs["population_samples"] = 10**12
     >>> print(describe_subsample(table))
-        simulated on a uniform subsample of 1,000,000 of the 1,000,000,000,000 samples; efficiency_se
-    is the standard error this leaves; expected_efficiency is exact
+        simulated on a uniform subsample of 1,000,000 of the 1,000,000,000,000 samples, its batches,
+    steps and waste_tokens scaled to the data's epoch; efficiency_se is the standard error this
+    leaves; expected_efficiency is exact
     """
     return (
         f"simulated on a uniform subsample of {format_count(int(table['simulated_samples'].iloc[0]))} "
-        f"of the {format_count(int(table.attrs['population_samples']))} samples; efficiency_se is the "
-        "standard error this leaves; expected_efficiency is exact"
+        f"of the {format_count(int(table.attrs['population_samples']))} samples, its batches, steps "
+        "and waste_tokens scaled to the data's epoch; efficiency_se is the standard error this "
+        "leaves; expected_efficiency is exact"
     )
 
 
