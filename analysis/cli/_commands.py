@@ -140,8 +140,7 @@ def cmd_optimize(args: argparse.Namespace, out: TextIO) -> None:
         rule,
         method=args.method,
         edge_multiple=args.edge_multiple,
-        min_efficiency=args.min_efficiency,
-        min_mixing=args.min_mixing,
+        floor=floor_of(args),
     )
     if args.json:
         value = {
@@ -209,7 +208,7 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> None:
     check_budget(hist, rule)
     k, auto, max_buckets = _buckets(args, hist, rule)
     if args.edges is None:
-        plan = optimize_edges(hist, k, rule, min_efficiency=args.min_efficiency, min_mixing=args.min_mixing)
+        plan = optimize_edges(hist, k, rule, floor=floor_of(args))
         source = (
             f"the {'frontier' if floor_of(args) else 'optimal'} edges for {k} bucket{'' if k == 1 else 's'}"
         )
@@ -238,6 +237,7 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> None:
         "n_buckets_asked": None if args.edges is not None else (args.buckets or DEFAULT_N_BUCKETS),
         "gain_rule": _gain_rule_json(auto, max_buckets),
         "warnings": list(plan.warnings),
+        "floor": None if plan.floor is None else plan.floor.to_dict(),
     }
     if args.json:
         rows = {str(name): {str(c): _json_value(v) for c, v in row.items()} for name, row in table.iterrows()}
@@ -263,6 +263,8 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> None:
     print(
         wrap(", ".join(map(str, edges)), indent="  edges ", subsequent=" " * 8).replace(", ", ","), file=out
     )
+    if plan.floor is not None:
+        print(wrap(str(floor_sentence(plan)), indent="  ", subsequent="    "), file=out)
     print_warnings(plan.warnings, out)
     shown = table if args.wide else table[[c for c in _COMPARE_COLUMNS if c in table.columns]]
     print(frame_text(shown), file=out)
@@ -312,6 +314,8 @@ def cmd_report(args: argparse.Namespace, out: TextIO, argv: Sequence[str] | None
         )
     if args.buckets == AUTO:
         print(wrap(_report_auto_line(result.recommendation)), file=out)
+    if result.floor_text is not None:
+        print(wrap(result.floor_text, indent="  ", subsequent="    "), file=out)
     print_warnings(result.recommendation["plan"]["warnings"], out)
     print(f"report written to {result.out_dir} ({len(result.files)} files):", file=out)
     for path in result.files:

@@ -10,7 +10,7 @@ import pandas as pd
 
 from analysis.answers.frontier import Frontier
 from analysis.lengths import LengthHistogram
-from analysis.optimize import BucketPlan, optimize_edges
+from analysis.optimize import BucketPlan, Floor, optimize_edges
 from analysis.tables import format_percent
 
 __all__ = ["floor_sentence", "frontier_sentence", "TRAINER_LABEL"]
@@ -42,10 +42,10 @@ def frontier_sentence(
     >>> import numpy as np
     >>> from analysis import LengthHistogram, frontier
     >>> hist = LengthHistogram.from_lengths(np.random.default_rng(0).integers(1, 300, 600))
-    >>> res = frontier(hist, batch_size=4, rng=np.random.default_rng(0), n_buckets=4, n_lambdas=2,
+    >>> res = frontier(hist, batch_size=4, rng=np.random.default_rng(0), max_buckets=4, n_lambdas=2,
     ...                simulate_strategies=False)
     >>> print(textwrap.fill(frontier_sentence(res, 0.8), 90))
-    At 80.0% efficiency or more, the best bucketed plan (K = 3, 83.8%) keeps 10.8% of the
+    At 80.0% efficiency or more, the best bucketed plan (K = 4, 83.8%) keeps 14.5% of the
     mixing (mixing: the share of the data's length variance a batch keeps).
     """
     frame = result.frame
@@ -63,7 +63,7 @@ def frontier_sentence(
     if hist is not None and best is not None:
         k_max = int(frame["n_buckets"].max())
         try:
-            plan: BucketPlan | None = optimize_edges(hist, k_max, result.rule, min_efficiency=target)
+            plan: BucketPlan | None = optimize_edges(hist, k_max, result.rule, floor=Floor(measure, target))
         except ValueError:  # the floor is out of reach at K = k_max (the sweep's plan stands)
             plan = None
         if plan is not None and plan.floor is not None and plan.mixing >= found[2]:  # type: ignore[index]
@@ -94,8 +94,9 @@ def frontier_sentence(
 
 
 def floor_sentence(plan: BucketPlan) -> str | None:
-    """What a frontier floor chose, what it proves and what the next frontier point would cost
-    or gain (None for a plan placed without a floor).
+    """What a floor chose, whether it is proven best (or what bound is proven), and what the
+    next frontier point would cost or gain, each measure named as the floor names it (None for
+    a plan placed without a floor).
 
     Examples
     --------
@@ -103,23 +104,45 @@ def floor_sentence(plan: BucketPlan) -> str | None:
     >>> from analysis import LengthHistogram, optimize_edges
     >>> hist = LengthHistogram.from_counts([1, 2, 3, 9, 10], [5, 5, 5, 5, 5])
     >>> print(textwrap.fill(floor_sentence(optimize_edges(hist, 2, batch_size=4, min_efficiency=0.7)), 90))
-    --min-efficiency 70 %: mixing 42.88 % (at most 55.93 % is possible); the next frontier
-    point keeps 72.18 % at 64.39 % efficiency
+    --min-efficiency 70 %: mixing 42.88 % (proven the most any plan meeting it keeps); the next
+    frontier point keeps 72.18 % at 64.39 % efficiency
+    >>> print(textwrap.fill(floor_sentence(optimize_edges(hist, 3, max_tokens=24, min_mixing=0.3)), 90))
+    --min-mixing 30 %: budget fill 52.08 % (proven best); the next frontier point reaches 57.87 %
+    budget fill keeping 28.19 %
+    >>> print(floor_sentence(optimize_edges(hist, 2, max_tokens=16, min_budget_fill=0.5)))
+    --min-budget-fill 50 %: mixing 2.94 % (proven best: the plan with the most mixing meets it)
     """
     f = plan.floor
     if f is None:
         return None
-    other = f.above if f.floor == "min_efficiency" else f.below
-    if f.floor == "min_efficiency":
+    word = f.axis.replace("_", " ")
+    grid = "" if f.grid is None else f" among the {f.grid:,} candidate edges searched"
+    head = f"{f.floor.option} {100 * f.value:g} %"
+    if f.searched == "hull":  # the end of the K-bucket frontier the floor asks for meets it
+        what = "mixing" if f.measure != "mixing" else word
+        value = plan.mixing if f.measure != "mixing" else f.below[0]
+        end = "the most mixing" if f.measure != "mixing" else f"the best {word}"
+        return f"{head}: {what} {100 * value:.2f} % (proven best: the plan with {end}{grid} meets it)"
+    if f.measure != "mixing":
+        other = f.above
         proof = (
-            "the most any plan meeting it keeps" if f.exact else f"at most {100 * f.bound:.2f} % is possible"
+            f"proven the most any plan meeting it keeps{grid}"
+            if f.exact
+            else f"at most {100 * f.reach:.2f} % is possible{grid}"
         )
         return (
-            f"--min-efficiency {100 * f.value:g} %: mixing {100 * plan.mixing:.2f} % ({proof}); the next "
-            f"frontier point keeps {100 * other[1]:.2f} % at {100 * other[0]:.2f} % efficiency"
+            f"{head}: mixing {100 * plan.mixing:.2f} % ({proof}); the next frontier point keeps "
+            f"{100 * other[1]:.2f} % at {100 * other[0]:.2f} % {word}"
         )
-    proof = "proven best" if f.exact else f"the best plan pads at least {f.bound:,.0f}"
+    other = f.below
+    value = plan.budget_fill if f.axis == "budget_fill" and plan.budget_fill is not None else plan.efficiency
+    if f.exact:
+        proof = f"proven best{grid}"
+    elif math.isfinite(f.reach):
+        proof = f"at most {100 * f.reach:.2f} % is possible{grid}"
+    else:
+        proof = f"the best plan's objective is at least {f.bound:,.6g}{grid}"
     return (
-        f"--min-mixing {100 * f.value:g} %: efficiency {100 * plan.efficiency:.2f} % ({proof}); the "
-        f"next frontier point reaches {100 * other[0]:.2f} % efficiency keeping {100 * other[1]:.2f} %"
+        f"{head}: {word} {100 * value:.2f} % ({proof}); the next frontier point reaches "
+        f"{100 * other[0]:.2f} % {word} keeping {100 * other[1]:.2f} %"
     )

@@ -196,8 +196,8 @@ def summary_facts(
             "bucketed": rec.plan.mixing,
         }
     )
-    trade = frontier(hist, rec.rule, rng=np.random.default_rng(seed), n_buckets=FRONTIER_K, n_lambdas=2)
-    floor = rec.floor.value if rec.floor is not None and rec.floor.floor == "min_efficiency" else None
+    trade = frontier(hist, rec.rule, rng=np.random.default_rng(seed), max_buckets=FRONTIER_K, n_lambdas=2)
+    floor = rec.floor.value if rec.floor is not None and rec.floor.measure != "mixing" else None
     if 0 < trade.simulated_samples < hist.n_samples:  # the Trainer's row: simulated on a subsample
         mixing.attrs = {"simulated_samples": trade.simulated_samples, "population_samples": hist.n_samples}
     speed = _speed(

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from analysis._validate import positive_int
-from analysis.answers.recommendation import Recommendation, TimeRecommendation, floors, recommend
+from analysis.answers.recommendation import Recommendation, TimeRecommendation, recommend
 from analysis.batching import (
     DEFAULT_MAX_BUCKETS,
     DEFAULT_METHOD,
@@ -26,6 +26,8 @@ from analysis.batching import (
 from analysis.lengths import LengthHistogram
 from analysis.loaders import LengthSource, load_lengths
 from analysis.narrative import describe_clipping
+from analysis.narrative.frontier import floor_sentence
+from analysis.optimize import Floor
 from analysis.progress import bar
 from analysis.report._context import (
     PageContext,
@@ -83,7 +85,7 @@ def run_report(
     step_times: str | os.PathLike[str] | None = None,
     notebooks_dir: str | os.PathLike[str] | None = None,
     command: str | None = None,
-    floor: tuple[str, float] | None = None,
+    floor: Floor | None = None,
     keep_source: bool = False,
 ) -> ReportResult:
     """Run every notebook on ``src`` into ``out_dir`` and write ``recommendation.json``.
@@ -132,8 +134,10 @@ def run_report(
         (``04_throughput.ipynb``) run only when it is given.
     notebooks_dir : path, optional
         Where the notebooks are (default ``analysis.paths.NOTEBOOKS_DIR``).
-    command, floor : str, (name, value), optional
-        The command line to record (the CLI passes its own); a frontier floor for the edges.
+    command : str, optional
+        The command line to record (the CLI passes its own).
+    floor : analysis.optimize.Floor, optional
+        A floor for the edges (:func:`analysis.recommend`).
     keep_source : bool
         ``src`` is a file written for this report (``report --tokenizer`` measures the raw
         data into one, outside ``out_dir``): it is moved into the report, under its name, and
@@ -174,9 +178,8 @@ def run_report(
     raw, zero_dropped = raw.drop_zero() if drop_zero else (raw, 0)
     hist = raw.clip(max_len) if max_len is not None else raw
     check_budget(hist, settings.rule)
-    kw = floors(floor)
     rec = recommend(
-        hist, n_buckets, settings.rule, method=method, max_buckets=max_buckets, min_gain=min_gain, **kw
+        hist, n_buckets, settings.rule, method=method, max_buckets=max_buckets, min_gain=min_gain, floor=floor
     )
     if auto:  # the K the gain rule suggests, from the same sweep
         settings = replace(settings, n_buckets=rec.n_buckets_suggested)
@@ -217,7 +220,9 @@ def run_report(
             written.append(run.out / kept.name)
         publish(stage, run.final)
     files = tuple(sorted({run.final / p.relative_to(stage) for p in written}))
-    return ReportResult(out_dir=run.final, files=files, recommendation=recommendation)
+    return ReportResult(
+        out_dir=run.final, files=files, recommendation=recommendation, floor_text=floor_sentence(rec.plan)
+    )
 
 
 def _run_notebooks(
