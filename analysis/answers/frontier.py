@@ -249,10 +249,10 @@ def _pareto(axis: np.ndarray, mixing: np.ndarray) -> np.ndarray:
 
 #: Rounds of floor searches at the Pareto points (each adds the plans that beat a point), and
 #: the work limit of each search (:func:`analysis.optimize.floor_plans`).
-_FLOOR_ROUNDS = 2
+_FLOOR_ROUNDS = 5
 #: Pareto points checked per round at most: every strategy's first, then the bucketed plans of
 #: fewer buckets, the most buckets first (each point costs two floor searches).
-FLOOR_CHECKS = 8
+FLOOR_CHECKS = 12
 
 
 def _checked_by_floors(
@@ -262,14 +262,14 @@ def _checked_by_floors(
     (:func:`analysis.optimize.floor_plans`, ``K = k_max``) finds at a Pareto point's ``axis``
     or mixing that no bucketed row already holds, and the Pareto set taken again: no plan of
     ``k_max`` buckets then beats a checked Pareto point, at its ``axis`` or at its mixing, as
-    far as the search proves (a hull vertex of the sweep at ``k_max`` is best at both already,
-    a floor's plan at its own; at most :data:`FLOOR_CHECKS` points a round, the other
-    strategies' first)."""
+    far as the search proves (a hull vertex of the sweep at ``k_max`` is best at both already;
+    at most :data:`FLOOR_CHECKS` points a round, the other strategies' first; a round checks
+    the plans the one before added)."""
     asked: set[tuple[str, float]] = set()
     hull = {f"optimal edges, K={k_max}", f"frontier edges, K={k_max}"}
     for _ in range(_FLOOR_ROUNDS):
         asks = []
-        points = frame[frame["pareto"] & ~frame["label"].isin(hull) & ~frame["label"].str.startswith("floor")]
+        points = frame[frame["pareto"] & ~frame["label"].isin(hull)]
         order = points.assign(bucketed=points["strategy"] == "bucketed", k=points["n_buckets"].fillna(0))
         for _, row in order.sort_values(["bucketed", "k"], ascending=[True, False]).iterrows():
             for measure in (axis, "mixing"):

@@ -231,9 +231,9 @@ def _most_mixing_ends(lag: _Lagrangian, k: int, objective: float) -> list[int]:
 
 
 #: The exact search of a floor's gap stops (and the plan keeps the hull's bound) past this many
-#: labels in one state or label extensions in all (about a second of compiled work).
+#: labels in one state or label extensions in all (a fraction of a second of compiled work).
 FLOOR_MAX_LABELS = 200_000
-FLOOR_MAX_WORK = 150_000_000
+FLOOR_MAX_WORK = 40_000_000
 # Candidates of the exact search checked on the plan's own numbers before the hull vertex stands.
 _VERIFY = 64
 # The targets of the exact search, as shares of the way from the hull's bound to its vertex.
