@@ -59,10 +59,10 @@ def main() -> None:
     print(f"data/case_lengths.csv: {hist.n_samples:,} samples, {hist.n_distinct:,} distinct, {rule.text}")
 
     def whole() -> object:
-        return frontier(hist, rule, rng=np.random.default_rng(0), n_buckets=K)
+        return frontier(hist, rule, rng=np.random.default_rng(0), max_buckets=K)
 
     def exact() -> object:
-        return frontier(hist, rule, rng=np.random.default_rng(0), n_buckets=K, simulate_strategies=False)
+        return frontier(hist, rule, rng=np.random.default_rng(0), max_buckets=K, simulate_strategies=False)
 
     prob = problem.build_problem(hist, rule)
     lag = frontier_dp._lagrangian(hist, prob)
@@ -83,7 +83,7 @@ def main() -> None:
     print(f"  the frontier's matrices ({lag.points.size:,} points)          median {t_lag:5.2f} s")
     print(f"  one lambda pass over them (every K at once)        median {t_pass:5.3f} s")
     calls = _counting_passes()
-    res = frontier(hist, rule, rng=np.random.default_rng(0), n_buckets=K, simulate_strategies=False)
+    res = frontier(hist, rule, rng=np.random.default_rng(0), max_buckets=K, simulate_strategies=False)
     per_lambda = len(calls) == len(res.lambdas) + 1
     print(
         f"DP passes in one frontier() call: {len(calls)} for {len(res.lambdas)} lambdas "

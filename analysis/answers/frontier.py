@@ -3,7 +3,7 @@ mixing, for every strategy and knob, and the Pareto set a team picks a point fro
 
 :func:`frontier` puts on one plane:
 
-- ``bucketed``, optimal edges for ``K = 1..n_buckets`` (the exact padding optimum, one DP
+- ``bucketed``, optimal edges for ``K = 1..max_buckets`` (the exact padding optimum, one DP
   pass: :func:`analysis.optimize.optimal_plans`, on a second thread), and frontier edges: for
   each ``lambda`` of a geometric sweep the plans minimising ``padded - lambda * mixing`` for
   every ``K`` (one DP pass per ``lambda`` over matrices of bucket costs built once:
@@ -39,7 +39,10 @@ from analysis.batching import BatchRule, as_rule, check_edges
 from analysis.lengths import LengthHistogram
 from analysis.optimize import (
     BucketPlan,
+    Floor,
+    as_floor,
     evaluate_edges,
+    floor_plans,
     frontier_sweep,
     optimal_plans,
 )
@@ -113,27 +116,46 @@ class Frontier:
         """A copy of :attr:`frame`."""
         return self.frame.copy()
 
-    def best(self, *, min_efficiency: float | None = None, min_mixing: float | None = None) -> pd.Series:
-        """The Pareto point with the most mixing whose efficiency is at least
-        ``min_efficiency``, or the one with the most ``axis`` whose mixing is at least
-        ``min_mixing`` (exactly one); a one-line error naming the best reachable value."""
-        if (min_efficiency is None) == (min_mixing is None):
-            raise ValueError("give min_efficiency or min_mixing, not both")
-        p = self.pareto
-        if min_efficiency is not None:
-            ok = p[p["efficiency"] >= min_efficiency]
-            if ok.empty:
-                best = p["efficiency"].max()
-                raise ValueError(
-                    f"min_efficiency = {min_efficiency:g} is unreachable: the best is {best:.4f}"
-                )
-            return ok.sort_values("mixing").iloc[-1]
-        ok = p[p["mixing"] >= float(min_mixing or 0)]
+    def best(
+        self,
+        floor: Floor | None = None,
+        *,
+        min_efficiency: float | None = None,
+        min_budget_fill: float | None = None,
+        min_mixing: float | None = None,
+    ) -> pd.Series:
+        """The point with the most mixing whose efficiency (``min_efficiency``) or budget fill
+        (``min_budget_fill``, under a token budget) is at least the floor, or the one with the
+        most ``axis`` whose mixing is at least ``min_mixing`` (one floor, or ``floor=``, an
+        :class:`analysis.optimize.Floor`); a one-line error naming the best reachable value.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from analysis import LengthHistogram
+        >>> hist = LengthHistogram.from_lengths(np.random.default_rng(0).integers(1, 200, 500))
+        >>> res = frontier(hist, max_tokens=800, rng=np.random.default_rng(1), max_buckets=3,
+        ...                n_lambdas=2, simulate_strategies=False)
+        >>> row = res.best(min_budget_fill=0.7)
+        >>> bool(row["budget_fill"] >= 0.7), row["label"]
+        (True, 'frontier edges, K=3')
+        """
+        f = as_floor(
+            floor, min_efficiency=min_efficiency, min_budget_fill=min_budget_fill, min_mixing=min_mixing
+        )
+        if f is None:
+            raise ValueError("give a floor: min_efficiency, min_budget_fill or min_mixing")
+        if f.measure == "budget_fill" and self.rule.max_tokens is None:
+            raise ValueError("min_budget_fill needs a token budget (max_tokens): give min_efficiency")
+        rows = self.frame[self.frame[self.axis].notna() & self.frame["mixing"].notna()]
+        ok = rows[rows[f.measure] >= f.value]
         if ok.empty:
+            most = "the most" if f.measure == "mixing" else "the best"
             raise ValueError(
-                f"min_mixing = {min_mixing:g} is unreachable: the most is {p['mixing'].max():.4f}"
+                f"{f.keyword} = {f.value:g} is unreachable: {most} is {rows[f.measure].max():.4f}"
             )
-        return ok.sort_values(self.axis).iloc[-1]
+        order = ["mixing", self.axis] if f.measure != "mixing" else [self.axis, "mixing"]
+        return ok.sort_values(order, kind="mergesort").iloc[-1]
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready: the rule, the axis, the lambdas and every row."""
@@ -226,6 +248,51 @@ def _pareto(axis: np.ndarray, mixing: np.ndarray) -> np.ndarray:
     return out
 
 
+#: Rounds of floor searches at the Pareto points (each adds the plans that beat a point), and
+#: the work limit of each search (:func:`analysis.optimize.floor_plans`).
+_FLOOR_ROUNDS = 5
+#: Pareto points checked per round at most: every strategy's first, then the bucketed plans of
+#: fewer buckets, the most buckets first (each point costs two floor searches).
+FLOOR_CHECKS = 12
+
+
+def _checked_by_floors(
+    hist: LengthHistogram, rule: BatchRule, frame: pd.DataFrame, axis: str, k_max: int
+) -> pd.DataFrame:
+    """``frame`` with a ``floor edges`` row for each plan the exact floor search
+    (:func:`analysis.optimize.floor_plans`, ``K = k_max``) finds at a Pareto point's ``axis``
+    or mixing that no bucketed row already holds, and the Pareto set taken again: no plan of
+    ``k_max`` buckets then beats a checked Pareto point, at its ``axis`` or at its mixing, as
+    far as the search proves (a hull vertex of the sweep at ``k_max`` is best at both already;
+    at most :data:`FLOOR_CHECKS` points a round, the other strategies' first; a round checks
+    the plans the one before added)."""
+    asked: set[tuple[str, float]] = set()
+    hull = {f"optimal edges, K={k_max}", f"frontier edges, K={k_max}"}
+    for _ in range(_FLOOR_ROUNDS):
+        asks = []
+        points = frame[frame["pareto"] & ~frame["label"].isin(hull)]
+        order = points.assign(bucketed=points["strategy"] == "bucketed", k=points["n_buckets"].fillna(0))
+        for _, row in order.sort_values(["bucketed", "k"], ascending=[True, False]).iterrows():
+            for measure in (axis, "mixing"):
+                value = float(row[measure])
+                if math.isfinite(value) and 0 < value <= 1 and (measure, value) not in asked:
+                    asked.add((measure, value))
+                    asks.append((k_max, Floor(measure, value)))
+            if len(asks) >= 2 * FLOOR_CHECKS:
+                break
+        held = {tuple(e) for e in frame.loc[frame["strategy"] == "bucketed", "edges"]}
+        rows = []
+        for plan in floor_plans(hist, rule, asks) if asks else []:
+            if plan is not None and tuple(plan.edges) not in held:
+                held.add(tuple(plan.edges))
+                rows.append(_plan_row(plan, plan.n_buckets, f"floor edges, K={plan.n_buckets}", hist, None))
+        if not rows:
+            break
+        frame = pd.concat([frame, pd.DataFrame(rows)], ignore_index=True)
+        frame["pareto"] = _pareto(frame[axis].to_numpy(float), frame["mixing"].to_numpy(float))
+    return frame
+
+
 def _simulated_rows(
     hist: LengthHistogram,
     rule: BatchRule,
@@ -291,7 +358,7 @@ def frontier(
     batch_size: int | None = None,
     max_tokens: int | None = None,
     pad_to_multiple_of: int | None = None,
-    n_buckets: int = DEFAULT_MAX_BUCKETS,
+    max_buckets: int = DEFAULT_MAX_BUCKETS,
     n_lambdas: int = DEFAULT_LAMBDAS,
     epochs: int = DEFAULT_EPOCHS,
     gradient_accumulation_steps: Sequence[int] = DEFAULT_ACCUMULATION,
@@ -310,8 +377,8 @@ def frontier(
         Or ``batch_size=`` / ``max_tokens=`` and ``pad_to_multiple_of=``.
     rng : numpy.random.Generator
         For the simulated strategies.
-    n_buckets : int, default 32
-        Bucketed rows for ``K = 1..n_buckets`` (capped at the distinct lengths).
+    max_buckets : int, default 32
+        Bucketed rows for ``K = 1..max_buckets`` (capped at the distinct lengths).
     n_lambdas : int, default 4
         DP passes of frontier edges (:func:`analysis.optimize.frontier_sweep`); 0: none.
     epochs : int, default 2
@@ -334,7 +401,7 @@ def frontier(
     >>> import numpy as np
     >>> from analysis import LengthHistogram
     >>> hist = LengthHistogram.from_lengths(np.random.default_rng(0).integers(1, 200, 500))
-    >>> res = frontier(hist, batch_size=4, rng=np.random.default_rng(1), n_buckets=4, n_lambdas=2,
+    >>> res = frontier(hist, batch_size=4, rng=np.random.default_rng(1), max_buckets=4, n_lambdas=2,
     ...                simulate_strategies=False)
     >>> res.frame[["label", "exact"]].head(3)
                   label  exact
@@ -346,7 +413,7 @@ def frontier(
     """
     check_rng(rng)
     rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens, pad_to_multiple_of=pad_to_multiple_of)
-    k_max = min(positive_int(n_buckets, "n_buckets"), hist.n_distinct)
+    k_max = min(positive_int(max_buckets, "max_buckets"), hist.n_distinct)
     if isinstance(n_lambdas, bool) or not isinstance(n_lambdas, int) or n_lambdas < 0:
         raise ValueError(f"n_lambdas must be an integer >= 0, got {n_lambdas!r}")
     model = step_time
@@ -410,5 +477,7 @@ def frontier(
         frame["lambda"] = math.nan
     axis = "tokens_per_s" if model is not None else "efficiency" if rule.max_tokens is None else "budget_fill"
     frame["pareto"] = _pareto(frame[axis].to_numpy(float), frame["mixing"].to_numpy(float))
+    if model is None and k_max > 1:
+        frame = _checked_by_floors(hist, rule, frame, axis, k_max)
     frame = frame[[*FRONTIER_COLUMNS, "lambda"]]
     return Frontier(frame, rule, axis, tuple(lambdas), sim_samples)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -32,7 +32,9 @@ from analysis.case import CASE_EDGES, CASE_GEOMETRIC_EDGES
 from analysis.lengths import LengthHistogram
 from analysis.optimize import (
     BucketPlan,
+    Floor,
     FloorChoice,
+    as_floor,
     evaluate_edges,
     optimize_edges,
     recommend_n_buckets,
@@ -49,8 +51,6 @@ __all__ = [
     "recommend_for_time",
     "compare_edge_sets",
     "case_plans",
-    "Floors",
-    "floors",
 ]
 
 #: Simulated epochs for the strategies without an exact expected time, and the largest K of
@@ -116,31 +116,6 @@ class Recommendation:
         }
 
 
-class Floors(TypedDict, total=False):
-    """A frontier floor as :func:`recommend`'s keywords."""
-
-    min_efficiency: float
-    min_mixing: float
-
-
-def floors(floor: tuple[str, float] | None) -> Floors:
-    """``("min_efficiency", 0.9)`` as ``{"min_efficiency": 0.9}`` (empty for None).
-
-    Examples
-    --------
-    >>> floors(("min_mixing", 0.2)), floors(None)
-    ({'min_mixing': 0.2}, {})
-    """
-    if floor is None:
-        return {}
-    name, value = floor
-    if name == "min_efficiency":
-        return {"min_efficiency": value}
-    if name == "min_mixing":
-        return {"min_mixing": value}
-    raise ValueError(f"floor must be min_efficiency or min_mixing, got {name!r}")
-
-
 def recommend(
     hist: LengthHistogram,
     n_buckets: int | Literal["auto"] = DEFAULT_N_BUCKETS,
@@ -154,7 +129,9 @@ def recommend(
     min_gain: float = DEFAULT_MIN_GAIN,
     methods: Iterable[str] = ("optimal",),
     min_efficiency: float | None = None,
+    min_budget_fill: float | None = None,
     min_mixing: float | None = None,
+    floor: Floor | None = None,
 ) -> Recommendation:
     """The plan for ``n_buckets`` buckets by ``method``, the exact padding of a full shuffle,
     sorted batches and the plan, and the K the gain rule suggests (the smallest K after
@@ -166,10 +143,11 @@ def recommend(
     ``methods`` are the methods swept for every K into ``sweep`` (it must hold
     ``"optimal"``, which the gain rule reads); ``methods=analysis.METHODS`` adds the field's
     rules beside the optimum, the frame notebook 03 draws. ``n_buckets="auto"`` takes the K the
-    gain rule suggests (from the same sweep: one pass).  ``min_efficiency`` / ``min_mixing``
-    (at most one) place the plan's edges on the padding-mixing frontier instead
-    (:func:`analysis.optimize_edges`): ``rec.floor`` says which floor it used, the hull vertex
-    on its other side (what the next point would cost or gain) and the proven bound.
+    gain rule suggests (from the same sweep: one pass).  A floor (``floor=``, an
+    :class:`analysis.optimize.Floor`, or one of ``min_efficiency``, ``min_budget_fill`` under a
+    token budget, ``min_mixing``) places the plan's edges at the best plan meeting it instead
+    (:func:`analysis.optimize_edges`): ``rec.floor`` says which floor it used, whether the plan
+    is proven best, the proven bound and the hull vertices around it.
 
     Examples
     --------
@@ -197,7 +175,10 @@ def recommend(
     sweep = sweep_bucket_counts(hist, ks, methods, rule)
     suggested = recommend_n_buckets(sweep, min_gain)
     k = suggested if n_buckets == "auto" else n_buckets
-    plan = optimize_edges(hist, k, rule, method=method, min_efficiency=min_efficiency, min_mixing=min_mixing)
+    wanted = as_floor(
+        floor, min_efficiency=min_efficiency, min_budget_fill=min_budget_fill, min_mixing=min_mixing
+    )
+    plan = optimize_edges(hist, k, rule, method=method, floor=wanted)
     strategies = {
         "random": random_padding(hist, rule),
         "sorted": sorted_padding(hist, rule),

@@ -23,7 +23,7 @@ import pandas as pd
 from analysis.answers.frontier import Frontier, frontier
 from analysis.batching import BatchRule
 from analysis.lengths import LengthHistogram
-from analysis.optimize import BucketPlan, optimize_edges
+from analysis.optimize import BucketPlan, Floor, optimize_edges
 
 __all__ = ["TRAINER_LABEL", "BucketedPoint", "TrainerPoint", "TradeOff", "read_tradeoff", "tradeoff"]
 
@@ -113,13 +113,14 @@ def _floor_search(
 ) -> BucketedPoint:
     """``found``, or the floor search's plan at ``k_max`` when it keeps at least as much mixing."""
     try:
-        plan: BucketPlan | None = optimize_edges(hist, k_max, rule, min_efficiency=target)
+        measure = "budget_fill" if fill else "efficiency"
+        plan: BucketPlan | None = optimize_edges(hist, k_max, rule, floor=Floor(measure, target))
     except ValueError:  # the floor is out of reach at K = k_max (the sweep's plan stands)
         plan = None
     if plan is None or plan.floor is None or plan.mixing < found.mixing:
         return found
     reached = plan.budget_fill if fill and plan.budget_fill is not None else plan.efficiency
-    bound = None if plan.floor.exact else float(plan.floor.bound)
+    bound = None if plan.floor.exact else float(plan.floor.reach)
     return BucketedPoint(n_buckets=plan.n_buckets, reached=reached, mixing=plan.mixing, bound=bound)
 
 
@@ -135,11 +136,11 @@ def read_tradeoff(
     --------
     >>> import numpy as np
     >>> hist = LengthHistogram.from_lengths(np.random.default_rng(0).integers(1, 300, 600))
-    >>> res = frontier(hist, batch_size=4, rng=np.random.default_rng(0), n_buckets=4, n_lambdas=2,
+    >>> res = frontier(hist, batch_size=4, rng=np.random.default_rng(0), max_buckets=4, n_lambdas=2,
     ...                simulate_strategies=False)
     >>> t = read_tradeoff(res, min_efficiency=0.8)
     >>> t.best.n_buckets, round(t.best.reached, 3), round(t.best.mixing, 3), t.trainer
-    (3, 0.838, 0.108, None)
+    (4, 0.838, 0.145, None)
     """
     frame = result.frame
     fill = result.axis == "budget_fill"

@@ -150,8 +150,7 @@ def cmd_optimize(args: argparse.Namespace, out: TextIO) -> None:
         rule,
         method=args.method,
         edge_multiple=args.edge_multiple,
-        min_efficiency=args.min_efficiency,
-        min_mixing=args.min_mixing,
+        floor=floor_of(args),
     )
     if args.json:
         value = {
@@ -217,7 +216,7 @@ def _compare_plan(
     """The plan ``compare`` puts beside the strategies, and where its edges came from."""
     if args.edges is not None:
         return evaluate_edges(hist, check_edges(args.edges, hist), rule), "the given edges"
-    plan = optimize_edges(hist, k, rule, min_efficiency=args.min_efficiency, min_mixing=args.min_mixing)
+    plan = optimize_edges(hist, k, rule, floor=floor_of(args))
     return (
         plan,
         f"the {'frontier' if floor_of(args) else 'optimal'} edges for {k} bucket{'' if k == 1 else 's'}",
@@ -254,6 +253,7 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> None:
         "n_buckets_asked": None if args.edges is not None else (args.buckets or DEFAULT_N_BUCKETS),
         "gain_rule": _gain_rule_json(auto, max_buckets),
         "warnings": [w.to_dict() for w in plan.warnings],
+        "floor": None if plan.floor is None else plan.floor.to_dict(),
     }
     priced = _gradient_noise(args, noise, hist, rule, edges, [str(s) for s in table.index])
     if args.json:
@@ -275,6 +275,8 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> None:
     print(
         wrap(", ".join(map(str, edges)), indent="  edges ", subsequent=" " * 8).replace(", ", ","), file=out
     )
+    if plan.floor is not None:
+        print(wrap(str(floor_sentence(plan)), indent="  ", subsequent="    "), file=out)
     print_warnings(plan_warnings(plan), out, tail_hint(hist, rule))
     shown = table if args.wide else table[[c for c in _COMPARE_COLUMNS if c in table.columns]]
     print(frame_text(shown), file=out)
@@ -397,6 +399,8 @@ def _print_report(args: argparse.Namespace, result: ReportResult, out: TextIO) -
         print(wrap(line), file=out)
     elif args.buckets is None:
         print(wrap(str(settings["n_buckets_reason"])), file=out)
+    if result.floor_text is not None:
+        print(wrap(result.floor_text, indent="  ", subsequent="    "), file=out)
     facts = result.recommendation["plan"]["warnings"]
     lines = [describe_warning(PlanWarning.from_dict(w)) for w in facts]
     print_warnings(lines, out, result.recommendation.get("tail_hint"))

@@ -1,6 +1,6 @@
 """The padding-mixing frontier on the command line: ``frontier FILE`` (the table, or ``--json``)
-and the ``--min-efficiency`` / ``--min-mixing`` floors of ``optimize``, ``compare`` and
-``report`` (:func:`analysis.optimize_edges`)."""
+and the ``--min-efficiency`` / ``--min-budget-fill`` / ``--min-mixing`` floors of ``optimize``,
+``compare`` and ``report`` (:func:`analysis.optimize_edges`)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import json
 from typing import Any, TextIO
 
 import numpy as np
+import pandas as pd
 
 from analysis.answers.frontier import DEFAULT_EPOCHS, DEFAULT_LAMBDAS, DEFAULT_MAX_BUCKETS, frontier
 from analysis.answers.tradeoff import TRAINER_LABEL, read_tradeoff
@@ -29,8 +30,17 @@ from analysis.cli._options import (
     tail_hint,
 )
 from analysis.narrative.frontier import floor_sentence, frontier_sentence
+from analysis.optimize import Floor, as_floor
+from analysis.tables import tidy
 
-__all__ = ["add_floors", "add_frontier_subcommand", "cmd_frontier", "floor_of", "floor_sentence", "floors"]
+__all__ = [
+    "add_floors",
+    "add_frontier_subcommand",
+    "cmd_frontier",
+    "floor_of",
+    "floor_sentence",
+    "merge_printed",
+]
 
 #: The columns ``frontier`` prints (the rest with ``--json``).
 _COLUMNS = ["label", "efficiency", "mixing", "mixing_se", "lag1_autocorr", "composition_repeat", "exact"]
@@ -52,39 +62,41 @@ def _share(text: str) -> float:
 # Shaped like add_batch_rule (cli/_options.py) on purpose: two mutually exclusive options, each
 # declared in full as argparse reads it; what they share is argparse's form, not a rule.
 def add_floors(p: argparse.ArgumentParser) -> None:
-    """``--min-efficiency X`` / ``--min-mixing Y`` (at most one)."""
+    """``--min-efficiency X`` / ``--min-budget-fill X`` / ``--min-mixing Y`` (at most one)."""
     group = p.add_mutually_exclusive_group()
     group.add_argument(
         "--min-efficiency",
         metavar="X",
         type=_share,
         default=None,
-        help="place the edges on the padding-mixing frontier: the K-bucket plan with the most "
-        "mixing whose efficiency is at least X (e.g. 0.9 or 90%%; default: the padding optimum)",
+        help="the K-bucket plan with the most mixing whose padding efficiency is at least X (e.g. "
+        "0.9 or 90%%; under --batch-size; default: the padding optimum)",
+    )
+    group.add_argument(
+        "--min-budget-fill",
+        metavar="X",
+        type=_share,
+        default=None,
+        help="under --max-tokens: the K-bucket plan with the most mixing whose budget fill (useful "
+        "over the steps' tokens) is at least X",
     )
     group.add_argument(
         "--min-mixing",
         metavar="Y",
         type=_share,
         default=None,
-        help="the most efficient K-bucket plan keeping at least Y of the data's length variance "
-        "in each batch (default: the padding optimum)",
+        help="the most efficient K-bucket plan (the best budget fill under --max-tokens) keeping at "
+        "least Y of the data's length variance in each batch",
     )
 
 
-def floors(args: argparse.Namespace) -> dict[str, float]:
-    """The floor given (as :func:`analysis.optimize_edges` keywords; empty without one)."""
-    out = {}
-    for name in ("min_efficiency", "min_mixing"):
-        value = getattr(args, name, None)
-        if value is not None:
-            out[name] = value
-    return out
-
-
-def floor_of(args: argparse.Namespace) -> tuple[str, float] | None:
-    """The floor given as ``(name, value)`` (None without one)."""
-    return next(iter(floors(args).items()), None)
+def floor_of(args: argparse.Namespace) -> Floor | None:
+    """The floor given (None without one)."""
+    return as_floor(
+        min_efficiency=getattr(args, "min_efficiency", None),
+        min_budget_fill=getattr(args, "min_budget_fill", None),
+        min_mixing=getattr(args, "min_mixing", None),
+    )
 
 
 def add_frontier_subcommand(sub: Any, formatter_class: type[argparse.HelpFormatter]) -> None:
@@ -118,8 +130,49 @@ def add_frontier_subcommand(sub: Any, formatter_class: type[argparse.HelpFormatt
         help=f"simulated epochs per strategy, at most {MAX_EPOCHS:,}",
     )
     p.add_argument("--seed", metavar="S", type=non_negative, default=DEFAULT_SEED, help="simulation seed")
-    p.add_argument("--all", action="store_true", help="print every point, not only the Pareto set")
+    p.add_argument(
+        "--all",
+        action="store_true",
+        help="print every point, not only the Pareto set with the rows that print alike merged",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object (every row) instead")
+
+
+def merge_printed(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` (rows by label, in order) with each run of consecutive rows of one kind (``optimal
+    edges``, ``frontier edges``...) that print alike (:func:`analysis.tables.tidy`) merged into
+    one, labelled with its range of ``K`` (``optimal edges, K=28-32``).
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"efficiency": [0.97001, 0.97002, 0.9], "mixing": [0.01, 0.01, 0.2]},
+    ...                  index=pd.Index(["optimal edges, K=4", "optimal edges, K=5", "random"], name="label"))
+    >>> merge_printed(t).index.tolist()
+    ['optimal edges, K=4-5', 'random']
+    """
+    printed = tidy(table)
+    labels: list[str] = []
+    keep: list[int] = []
+    run: list[int] = []  # the K of the current run
+    for i, label in enumerate(table.index):
+        kind, _, k = str(label).partition(", K=")
+        same = (
+            keep
+            and k.isdigit()
+            and run
+            and str(table.index[keep[-1]]).partition(", K=")[0] == kind
+            and printed.iloc[i].tolist() == printed.iloc[keep[-1]].tolist()
+        )
+        if same:
+            run.append(int(k))
+            labels[-1] = f"{kind}, K={min(run)}" + ("" if min(run) == max(run) else f"-{max(run)}")
+            continue
+        keep.append(i)
+        labels.append(str(label))
+        run = [int(k)] if k.isdigit() else []
+    out = table.iloc[keep].copy()
+    out.index = pd.Index(labels, name=table.index.name)
+    return out
 
 
 def cmd_frontier(args: argparse.Namespace, out: TextIO) -> None:
@@ -130,7 +183,7 @@ def cmd_frontier(args: argparse.Namespace, out: TextIO) -> None:
         hist,
         rule,
         rng=np.random.default_rng(args.seed),
-        n_buckets=args.max_buckets,
+        max_buckets=args.max_buckets,
         n_lambdas=args.lambdas,
         epochs=args.epochs,
     )
@@ -140,19 +193,20 @@ def cmd_frontier(args: argparse.Namespace, out: TextIO) -> None:
             file=out,
         )
         return
-    shown = res.frame if args.all else res.pareto
     measure = "budget fill" if res.axis == "budget_fill" else "efficiency"
-    title = (
-        "Every point" if args.all else f"The Pareto set (no point beats these on both {measure} and mixing)"
-    )
     columns = _COLUMNS if res.axis != "budget_fill" else [*_COLUMNS[:2], "budget_fill", *_COLUMNS[2:]]
+    if args.all:
+        title, shown = "Every point", res.frame[columns].set_index("label")
+    else:
+        title = f"The Pareto set (no point beats these on both {measure} and mixing; equal rows merged)"
+        shown = merge_printed(res.pareto[columns].set_index("label"))
     print(
         wrap(f"{title}, {rule.text}{'' if args.max_len is None else f', max_len = {args.max_len:,}'}:"),
         file=out,
     )
     if (hint := tail_hint(hist, rule)) is not None:
         print(wrap(hint, indent="  ", subsequent="    "), file=out)
-    print(frame_text(shown[columns].set_index("label")), file=out)
+    print(frame_text(shown), file=out)
     print(
         wrap(
             "(mixing: the share of the data's length variance a batch keeps, exact for sorted, random "

@@ -36,10 +36,10 @@ def frontier_sentence(trade: TradeOff) -> str:
     >>> from analysis import LengthHistogram, frontier
     >>> from analysis.answers.tradeoff import read_tradeoff
     >>> hist = LengthHistogram.from_lengths(np.random.default_rng(0).integers(1, 300, 600))
-    >>> res = frontier(hist, batch_size=4, rng=np.random.default_rng(0), n_buckets=4, n_lambdas=2,
+    >>> res = frontier(hist, batch_size=4, rng=np.random.default_rng(0), max_buckets=4, n_lambdas=2,
     ...                simulate_strategies=False)
     >>> print(textwrap.fill(frontier_sentence(read_tradeoff(res, min_efficiency=0.8)), 90))
-    At 80.0% efficiency or more, the best bucketed plan (K = 3, 83.8%) keeps 10.8% of the
+    At 80.0% efficiency or more, the best bucketed plan (K = 4, 83.8%) keeps 14.5% of the
     mixing (mixing: the share of the data's length variance a batch keeps).
     >>> print(textwrap.fill(frontier_sentence(read_tradeoff(res, min_efficiency=0.2)), 90))
     A full shuffle (K = 1, 63.3%) already reaches 20.0% efficiency and keeps all the mixing;
@@ -79,8 +79,9 @@ def _same(a: tuple[float, float], b: tuple[float, float]) -> bool:
 
 
 def floor_sentence(plan: BucketPlan) -> str | None:
-    """What a frontier floor chose, what it proves, and the next frontier point beyond it (what
-    it would cost or gain), or that there is none (None for a plan placed without a floor).
+    """What a floor chose, whether it is proven best (or what bound is proven), and what the
+    next frontier point would cost or gain, each measure named as the floor names it (None for
+    a plan placed without a floor).
 
     Examples
     --------
@@ -88,38 +89,67 @@ def floor_sentence(plan: BucketPlan) -> str | None:
     >>> from analysis import LengthHistogram, optimize_edges
     >>> hist = LengthHistogram.from_counts([1, 2, 3, 9, 10], [5, 5, 5, 5, 5])
     >>> print(textwrap.fill(floor_sentence(optimize_edges(hist, 2, batch_size=4, min_efficiency=0.7)), 90))
-    --min-efficiency 70%: mixing 42.88% (at most 55.93% is possible); the next frontier point
-    keeps 72.18% at 64.39% efficiency.
+    --min-efficiency 70%: mixing 42.88% (proven the most any plan meeting it keeps); the next
+    frontier point keeps 72.18% at 64.39% efficiency.
 
     When the plan with the most mixing already meets the floor, there is no point beyond it:
 
     >>> print(textwrap.fill(floor_sentence(optimize_edges(hist, 2, batch_size=4, min_efficiency=0.1)), 90))
-    --min-efficiency 10%: mixing 72.18% (the most any plan meeting it keeps); no frontier point
-    keeps more mixing.
+    --min-efficiency 10%: mixing 72.18% (proven best: the plan with the most mixing meets it);
+    no frontier point keeps more mixing.
+    >>> print(textwrap.fill(floor_sentence(optimize_edges(hist, 3, max_tokens=24, min_mixing=0.3)), 90))
+    --min-mixing 30%: budget fill 52.08% (proven best); the next frontier point reaches 57.87%
+    budget fill keeping 28.19%.
     """
     f = plan.floor
     if f is None:
         return None
-    point = (plan.efficiency, plan.mixing)
-    other = f.above if f.floor == "min_efficiency" else f.below
-    eff, mix = format_percent(other[0]), format_percent(other[1])
-    value = f"{100 * f.value:g}%"  # the floor as the user gave it
-    if f.floor == "min_efficiency":
+    f = plan.floor
+    if f is None:
+        return None
+    word = f.axis.replace("_", " ")
+    grid = "" if f.grid is None else f" among the {f.grid:,} candidate edges searched"
+    head = f"{f.floor.option} {100 * f.value:g}%"  # the floor as the user gave it
+    if f.searched == "hull":  # the end of the K-bucket frontier the floor asks for meets it
+        what = "mixing" if f.measure != "mixing" else word
+        value = plan.mixing if f.measure != "mixing" else f.below[0]
+        end = "the most mixing" if f.measure != "mixing" else f"the best {word}"
+        beyond = (
+            "no frontier point keeps more mixing"
+            if f.measure != "mixing"
+            else f"no frontier point has more {word}"
+        )
+        proof = f"proven best: the plan with {end}{grid} meets it"
+        return f"{head}: {what} {format_percent(value)} ({proof}); {beyond}."
+    reached = (
+        plan.budget_fill if f.axis == "budget_fill" and plan.budget_fill is not None else plan.efficiency
+    )
+    point = (reached, plan.mixing)
+    if f.measure != "mixing":
+        other = f.above
         proof = (
-            "the most any plan meeting it keeps"
+            f"proven the most any plan meeting it keeps{grid}"
             if f.exact
-            else f"at most {format_percent(f.bound)} is possible"
+            else f"at most {format_percent(f.reach)} is possible{grid}"
         )
         beyond = (
             "no frontier point keeps more mixing"
             if _same(other, point)
-            else f"the next frontier point keeps {mix} at {eff} efficiency"
+            else f"the next frontier point keeps {format_percent(other[1])} at "
+            f"{format_percent(other[0])} {word}"
         )
-        return f"--min-efficiency {value}: mixing {format_percent(plan.mixing)} ({proof}); {beyond}."
-    proof = "proven best" if f.exact else f"the best plan pads at least {f.bound:,.0f}"
+        return f"{head}: mixing {format_percent(plan.mixing)} ({proof}); {beyond}."
+    other = f.below
+    if f.exact:
+        proof = f"proven best{grid}"
+    elif math.isfinite(f.reach):
+        proof = f"at most {format_percent(f.reach)} is possible{grid}"
+    else:
+        proof = f"the best plan's objective is at least {f.bound:,.6g}{grid}"
     beyond = (
-        "no frontier point is more efficient"
+        f"no frontier point has more {word}"
         if _same(other, point)
-        else f"the next frontier point reaches {eff} efficiency keeping {mix}"
+        else f"the next frontier point reaches {format_percent(other[0])} {word} keeping "
+        f"{format_percent(other[1])}"
     )
-    return f"--min-mixing {value}: efficiency {format_percent(plan.efficiency)} ({proof}); {beyond}."
+    return f"{head}: {word} {format_percent(reached)} ({proof}); {beyond}."

@@ -31,7 +31,13 @@ import pandas as pd
 from analysis._validate import known_name
 from analysis.batching import DEFAULT_MIN_GAIN, BatchRule, as_rule, check_edges
 from analysis.lengths import LengthHistogram
-from analysis.optimize._frontier import floor_plan, frontier_lambdas, frontier_plans, frontier_sweep
+from analysis.optimize._frontier import (
+    floor_plan,
+    floor_plans,
+    frontier_lambdas,
+    frontier_plans,
+    frontier_sweep,
+)
 from analysis.optimize._problem import (
     OBJECTIVES,
     Problem,
@@ -46,7 +52,8 @@ from analysis.optimize._search import (
     optimal_ends,
     use_grid,
 )
-from analysis.optimize.plan import BucketPlan, FloorChoice, PlanWarning, make_plan
+from analysis.optimize.floors import FLOOR_MEASURES, Floor, FloorChoice, as_floor
+from analysis.optimize.plan import BucketPlan, PlanWarning, make_plan
 from analysis.optimize.rules import RULES, baseline_edges
 
 __all__ = [
@@ -54,10 +61,14 @@ __all__ = [
     "METHODS",
     "OBJECTIVES",
     "BucketPlan",
+    "FLOOR_MEASURES",
+    "Floor",
     "FloorChoice",
     "PlanWarning",
+    "as_floor",
     "StepTimeLike",
     "evaluate_edges",
+    "floor_plans",
     "frontier_lambdas",
     "frontier_plans",
     "frontier_sweep",
@@ -76,25 +87,28 @@ def _check_method(method: str) -> None:
     known_name(method, METHODS, "method")
 
 
-def _check_floors(
-    min_efficiency: object, min_mixing: object, method: str, step_time: StepTimeLike | None
-) -> bool:
-    """Whether a frontier floor is asked for (validated: one, in ``(0, 1]``, optimal edges)."""
-    given = [
-        (n, v) for n, v in (("min_efficiency", min_efficiency), ("min_mixing", min_mixing)) if v is not None
-    ]
-    if not given:
-        return False
-    if len(given) > 1:
-        raise ValueError("give min_efficiency or min_mixing, not both")
-    name, value = given[0]
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
-        raise ValueError(f"{name} must be a number in (0, 1], got {value!r}")
+def _check_floor(floor: Floor | None, method: str, prob: Problem) -> Floor | None:
+    """The floor, checked against the method and the objective it floors (None: no floor)."""
+    if floor is None:
+        return None
     if method != "optimal":
-        raise ValueError(f"{name} places edges on the frontier: method must be 'optimal', got {method!r}")
-    if name == "min_efficiency" and step_time is not None:
-        raise ValueError("min_efficiency floors the padding objective; with step_time give min_mixing")
-    return True
+        raise ValueError(
+            f"{floor.keyword} places edges on the frontier: method must be 'optimal', got {method!r}"
+        )
+    if floor.measure == "mixing":
+        return floor
+    if prob.objective == "time":
+        raise ValueError(f"{floor.keyword} floors the objective, which step_time makes time: give min_mixing")
+    want = "budget_fill" if prob.objective == "steps" else "efficiency"
+    if floor.measure != want:
+        raise ValueError(
+            "under a token budget the edges are placed for budget fill (the steps objective): give "
+            "min_budget_fill, or objective='padding' to floor padding efficiency"
+            if want == "budget_fill"
+            else "min_budget_fill floors the steps objective of a token budget (max_tokens): give "
+            "min_efficiency here"
+        )
+    return floor
 
 
 def optimize_edges(
@@ -111,7 +125,9 @@ def optimize_edges(
     step_time: StepTimeLike | None = None,
     objective: str | None = None,
     min_efficiency: float | None = None,
+    min_budget_fill: float | None = None,
     min_mixing: float | None = None,
+    floor: Floor | None = None,
 ) -> BucketPlan:
     """Bucket edges for ``hist`` under a batch rule: the exact optimum or a field rule.
 
@@ -158,13 +174,21 @@ def optimize_edges(
         matching measure (useful over the steps' tokens), ``efficiency`` still useful over
         padded.  In the DP this is the per-batch cost ``max_tokens`` (as the time
         objective's ``per_step``) with a per-sample weight of the scaled padded length.
-    min_efficiency, min_mixing : float, optional
-        At most one: a floor on the padding-mixing frontier of ``K``-bucket plans
-        (:mod:`analysis.optimize._frontier`; ``"optimal"`` only).  ``min_efficiency=x``: the
-        plan with the most mixing whose objective is at most ``useful / x`` (so its efficiency
-        is at least ``x``; padding objective only); ``min_mixing=y``: the plan with the least
-        objective whose mixing is at least ``y``.  ``plan.floor`` says which floor, the hull
-        vertices it fell between and the proven bound on what the plan misses.
+    min_efficiency, min_budget_fill, min_mixing : float, optional
+        At most one, or ``floor``: a floor (:class:`Floor`) on the padding-mixing frontier of
+        ``K``-bucket plans (:mod:`analysis.optimize._frontier`; ``"optimal"`` only).
+        ``min_efficiency=x`` (the padding objective): the plan with the most mixing whose
+        efficiency is at least ``x``; ``min_budget_fill=x`` (a token budget's steps
+        objective): the most mixing whose budget fill is at least ``x``; ``min_mixing=y``: the
+        plan with the least objective (the most efficiency, budget fill, or the least time)
+        whose mixing is at least ``y``.  Exact: the hull of the Lagrangian DP brackets the
+        floor and an exact search of the gap between its vertices
+        (:mod:`analysis.optimize._labels`) finds the best plan; where that search would pass
+        its work limit the hull vertex stands with the hull's proven bound.  ``plan.floor``
+        (:class:`FloorChoice`) says which floor, whether the plan is proven best
+        (``exact``), the bound and the hull vertices around it.
+    floor : Floor, optional
+        The floor as one value (instead of a ``min_*`` keyword).
 
     Returns
     -------
@@ -196,15 +220,18 @@ def optimize_edges(
     ...
     ValueError: n_buckets = 6 exceeds the 5 distinct lengths
     >>> plan = optimize_edges(hist, 2, batch_size=4, min_mixing=0.2)
-    >>> plan.edges, round(plan.mixing, 3), plan.floor.floor, plan.floor.exact  # in a hull gap
-    ([0, 2, 10], 0.429, 'min_mixing', False)
+    >>> plan.edges, round(plan.mixing, 3), plan.floor.measure, plan.floor.exact  # in a hull gap
+    ([0, 2, 10], 0.429, 'mixing', True)
     """
     rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens, pad_to_multiple_of=pad_to_multiple_of)
     prob = build_problem(hist, rule, edge_multiple, step_time, resolve_objective(rule, step_time, objective))
     _check_method(method)
     k = check_k(prob, n_buckets)
-    if _check_floors(min_efficiency, min_mixing, method, step_time):
-        return floor_plan(hist, prob, k, min_efficiency, min_mixing)
+    wanted = as_floor(
+        floor, min_efficiency=min_efficiency, min_budget_fill=min_budget_fill, min_mixing=min_mixing
+    )
+    if (checked := _check_floor(wanted, method, prob)) is not None:
+        return floor_plan(hist, prob, k, checked)
     if method == "optimal":
         ends, gaps = optimal_ends(prob, [k], use_grid(prob, candidates))
         return make_plan(hist, prob, ends_to_edges(prob, ends[k]), method, k, gaps[k])

@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numba
 import numpy as np
@@ -30,11 +31,14 @@ from analysis.batching import BatchRule
 from analysis.lengths import LengthHistogram
 from analysis.optimize._costs import INF, Arrays
 from analysis.optimize._exact import exact_arrays
+from analysis.optimize._labels import bounds, label_search, polish
 from analysis.optimize._problem import Problem, StepTimeLike, build_problem, resolve_objective
 from analysis.optimize._pruned import exact_matrix
-from analysis.optimize._search import candidate_grid, check_k, ends_to_edges
-from analysis.optimize.plan import BucketPlan, FloorChoice, make_plan
+from analysis.optimize._search import candidate_grid, check_k, edges_to_ends, ends_to_edges
+from analysis.optimize.floors import Floor, FloorChoice
+from analysis.optimize.plan import BucketPlan, make_plan
 from analysis.padding.mixing import length_variance
+from analysis.padding.waste import step_tokens
 
 # Above this many allowed ends the frontier's DP runs on a candidate grid of _GRID ends.
 _EXACT_UP_TO = 2_048
@@ -226,77 +230,263 @@ def _most_mixing_ends(lag: _Lagrangian, k: int, objective: float) -> list[int]:
     return _ends_at(lag, k, 1e6 * max(objective, 1.0))
 
 
-def floor_plan(
-    hist: LengthHistogram,
-    prob: Problem,
-    k: int,
-    min_efficiency: float | None,
-    min_mixing: float | None,
-) -> BucketPlan:
-    """The ``K``-bucket plan with the most mixing whose objective meets ``min_efficiency``
-    (``objective <= useful / min_efficiency``, so its efficiency does too), or the least
-    objective whose mixing is at least ``min_mixing``; the floor and its bound in
-    ``plan.floor``."""
-    lag = _lagrangian(hist, prob)
-    ev = _Evaluator(hist, lag, k)
-    passes = 3
+#: The exact search of a floor's gap stops (and the plan keeps the hull's bound) past this many
+#: labels in one state or label extensions in all (a fraction of a second of compiled work).
+FLOOR_MAX_LABELS = 200_000
+FLOOR_MAX_WORK = 40_000_000
+# Candidates of the exact search checked on the plan's own numbers before the hull vertex stands.
+_VERIFY = 64
+# The targets of the exact search, as shares of the way from the hull's bound to its vertex.
+_TARGETS = (*(2.0**-j for j in range(12, 0, -1)), 1.0)
+
+
+@dataclass(frozen=True)
+class _Gap:
+    """A floor's hull search: the vertices around it, the slope between them, the passes."""
+
+    low: _Point  # the optimum (least objective)
+    high: _Point  # the most mixing
+    p: _Point
+    q: _Point
+    lam: float
+    passes: int
+
+
+def _steps_matrix(lag: _Lagrangian) -> np.ndarray:
+    """``out[c, a]``: ``max_tokens`` times the batches of bucket ``(points[a], points[c]]``
+    (the steps' tokens a plan's budget fill divides by, less the constant tokens of samples
+    beyond the budget); inf where ``a >= c``."""
+    prob = lag.prob
+    assert prob.rule.max_tokens is not None
+    pts = lag.points
+    n = prob.cum[pts][:, None] - prob.cum[pts][None, :]
+    size = prob.size[pts][:, None]
+    out: np.ndarray = (-(-n // size) * prob.rule.max_tokens).astype(float)
+    out[n <= 0] = INF
+    return out
+
+
+def _measure(plan: BucketPlan, measure: str) -> float:
+    """The plan's efficiency, budget fill (NaN without a token budget) or mixing."""
+    if measure == "budget_fill":
+        return math.nan if plan.budget_fill is None else float(plan.budget_fill)
+    return float(plan.efficiency if measure == "efficiency" else plan.mixing)
+
+
+def _hull_gap(lag: _Lagrangian, ev: _Evaluator, k: int, feasible: Any) -> _Gap:
+    """The optimum, the most mixing and, where the floor falls between them, the hull edge it
+    falls in (:func:`_floor_search`)."""
     lo_ends = _ends_at(lag, k, 0.0)
     f0 = max(ev.point(lo_ends).objective, 1.0)
     lo = ev.point(_ends_at(lag, k, 1e-9 * f0))  # the padding optimum, ties to more mixing
     hi = ev.point(_most_mixing_ends(lag, k, f0))
     if lo.objective > ev.point(lo_ends).objective * (1 + 1e-9):  # pragma: no cover - float ties
         lo = ev.point(lo_ends)
-    useful = hist.total_tokens
-    if min_efficiency is not None:
-        limit = useful / min_efficiency
+    if feasible(lo) == feasible(hi):
+        return _Gap(low=lo, high=hi, p=lo, q=hi, lam=math.inf, passes=3)
+    p, q, lam, more = _floor_search(lag, k, ev.point, feasible, lo, hi)
+    return _Gap(low=lo, high=hi, p=p, q=q, lam=lam, passes=3 + more)
 
-        def feasible(p: _Point) -> bool:
-            return p.objective <= limit
 
-        if not feasible(lo):
-            best = ev.plans[lo.edges].efficiency
-            raise ValueError(
-                f"min_efficiency = {min_efficiency:g} is unreachable with {k} buckets: the best is {best:.4f}"
-            )
-        if feasible(hi):
-            chosen, p, q, bound = hi, hi, hi, hi.mixing
-        else:
-            p, q, lam, more = _floor_search(lag, k, ev.point, feasible, lo, hi)
-            passes += more
-            bound = min(q.mixing, p.mixing + (limit - p.objective) / lam) if math.isfinite(lam) else p.mixing
-            chosen = p
-        exact = bound - chosen.mixing <= 1e-12
-        floor, value = "min_efficiency", float(min_efficiency)
+def _unreachable(floor: Floor, k: int, best: float) -> ValueError:
+    most = "the most" if floor.measure == "mixing" else "the best"
+    return ValueError(
+        f"{floor.keyword} = {floor.value:g} is unreachable with {k} buckets: {most} is {best:.4f}"
+    )
+
+
+def _search_gap(
+    lag: _Lagrangian, ev: _Evaluator, k: int, floor: Floor, gap: _Gap, max_work: int | None = None
+) -> tuple[_Point | None, bool, int, float]:
+    """The exact search (:func:`analysis.optimize._labels.label_search`) of the plans between
+    the floor and the hull edge ``gap.p``-``gap.q``, by rising targets: each search keeps
+    only plans below a target between the hull's bound and the hull vertex (a low target keeps
+    few); one that finds none proves the target a bound, one that finds plans holds the best.
+    Returns the best plan that beats the hull vertex (None: none does), whether that is proven
+    (a search finished), the labels kept, and the bound proven (mixing, or objective); where
+    no search finishes, the best plan a local search from the hull vertex finds
+    (:func:`analysis.optimize._labels.polish`)."""
+    mixing = lag.mixing / lag.scale if lag.scale > 0 else lag.mixing * 0.0
+    lam = gap.lam if math.isfinite(gap.lam) and gap.lam > 0 else 0.0
+    if floor.measure == "mixing":
+        xm, ym, mu = lag.costs, -mixing, lam
+        high, limit, low = gap.q.objective, -floor.value, _hull_bound(gap, floor, lag, ev)
     else:
-        assert min_mixing is not None
-        goal = float(min_mixing)
+        hm = _steps_matrix(lag) if floor.measure == "budget_fill" else lag.costs
+        xm, ym, mu = -mixing, hm, (1.0 / lam if lam > 0 else 0.0)
+        high, limit, low = -gap.p.mixing, _limit(lag, ev, floor), -_hull_bound(gap, floor, lag, ev)
+    labels, work = 0, FLOOR_MAX_WORK if max_work is None else max_work
+    tables = bounds(xm, ym, k, mu)
+    for share in _TARGETS:
+        target = high if share == 1.0 else low + share * (high - low)
+        found, kept, done, spent = label_search(
+            tables, target, limit, max_labels=FLOOR_MAX_LABELS, max_work=work
+        )
+        labels, work = labels + kept, work - spent
+        if not done:
+            break
+        r = _verified(lag, ev, floor, found, high) if found else None
+        if r is not None:  # the best plan below the target, so the best of all
+            return r, True, labels, _sign(floor, r.objective if floor.measure == "mixing" else -r.mixing)
+        if share == 1.0:  # no plan beats the hull vertex
+            return None, True, labels, _sign(floor, high)
+        if not found:  # none below the target: it is a bound
+            low = target
+    start = gap.q if floor.measure == "mixing" else gap.p
+    idx = [int(i) for i in np.searchsorted(lag.points, edges_to_ends(lag.prob, start.edges))]
+    r = _verified(lag, ev, floor, [(0.0, 0.0, polish(xm, ym, idx, limit))], high)
+    return r, False, labels, _sign(floor, low)
 
-        def feasible(p: _Point) -> bool:
-            return p.mixing >= goal
 
-        if not feasible(hi):
-            raise ValueError(
-                f"min_mixing = {goal:g} is unreachable with {k} buckets: the most is {hi.mixing:.4f}"
-            )
-        if feasible(lo):
-            chosen, p, q, bound = lo, lo, lo, lo.objective
-        else:
-            p, q, lam, more = _floor_search(lag, k, ev.point, feasible, lo, hi)
-            passes += more
-            bound = (
-                max(p.objective, p.objective + lam * (goal - p.mixing)) if math.isfinite(lam) else q.objective
-            )
-            chosen = q
-        exact = chosen.objective - bound <= 1e-12 * max(chosen.objective, 1.0)
-        floor, value = "min_mixing", goal
-    plans = ev.plans
+def _sign(floor: Floor, x: float) -> float:
+    """A search's ``x`` as the measure it bounds: the objective, or the mixing (negated there)."""
+    return x if floor.measure == "mixing" else -x
+
+
+def _verified(
+    lag: _Lagrangian, ev: _Evaluator, floor: Floor, found: list[Any], incumbent: float
+) -> _Point | None:
+    """The first of the search's plans (best first) that meets the floor on the plan's own
+    numbers, if it beats the ``incumbent`` (an objective, or a mixing negated)."""
+    for _, _, idx in found[:_VERIFY]:
+        r = ev.point([int(lag.points[i]) for i in idx])
+        if _measure(ev.plans[r.edges], floor.measure) < floor.value:
+            continue
+        x = r.objective if floor.measure == "mixing" else -r.mixing
+        return r if x < incumbent else None
+    return None
+
+
+def _limit(lag: _Lagrangian, ev: _Evaluator, floor: Floor) -> float:
+    """The most padded tokens (or steps' tokens, less those beyond the budget) that still meet
+    an efficiency (or budget-fill) floor."""
+    useful = ev.hist.total_tokens
+    if floor.measure == "efficiency":
+        return useful / floor.value
+    rule = lag.prob.rule
+    beyond = int(step_tokens(ev.hist, rule, 0) or 0)
+    return useful / floor.value - beyond
+
+
+def floor_plans(
+    hist: LengthHistogram,
+    rule: BatchRule,
+    asks: Sequence[tuple[int, Floor]],
+    edge_multiple: int = 1,
+    max_work: int | None = None,
+) -> list[BucketPlan | None]:
+    """The plan of :func:`analysis.optimize_edges` (``method="optimal"``, the rule's default
+    objective) for each ``(K, floor)`` of ``asks``, or None where the floor is out of reach,
+    all on one set of matrices (the frontier checks its Pareto points with these);
+    ``max_work``: the exact search's work limit (default :data:`FLOOR_MAX_WORK`).
+
+    Examples
+    --------
+    >>> hist = LengthHistogram.from_counts([1, 2, 3, 9, 10], [5, 5, 5, 5, 5])
+    >>> plans = floor_plans(hist, BatchRule(4), [(2, Floor("mixing", 0.2)), (2, Floor("efficiency", 0.99))])
+    >>> plans[0].edges, plans[1]
+    ([0, 2, 10], None)
+    """
+    prob = build_problem(hist, rule, edge_multiple, None, resolve_objective(rule, None, None))
+    lag = _lagrangian(hist, prob)
+    out: list[BucketPlan | None] = []
+    for k, floor in asks:
+        try:
+            out.append(floor_plan(hist, prob, check_k(prob, k), floor, lag, max_work))
+        except ValueError:
+            out.append(None)
+    return out
+
+
+def floor_plan(
+    hist: LengthHistogram,
+    prob: Problem,
+    k: int,
+    floor: Floor,
+    lag: _Lagrangian | None = None,
+    max_work: int | None = None,
+) -> BucketPlan:
+    """The ``K``-bucket plan that is best at ``floor``: the most mixing whose efficiency (or
+    budget fill) meets it, or the least objective whose mixing does; exact where the search of
+    the hull's gap finishes (:func:`_search_gap`), else the hull vertex with the hull's bound;
+    how in ``plan.floor``; ``lag``: the problem's matrices, when already made."""
+    lag = _lagrangian(hist, prob) if lag is None else lag
+    ev = _Evaluator(hist, lag, k)
+
+    def feasible(p: _Point) -> bool:
+        return _measure(ev.plans[p.edges], floor.measure) >= floor.value
+
+    mix = floor.measure == "mixing"
+    gap = _hull_gap(lag, ev, k, feasible)
+    if mix and not feasible(gap.high):
+        raise _unreachable(floor, k, gap.high.mixing)
+    if not mix and not feasible(gap.low):
+        raise _unreachable(floor, k, _measure(ev.plans[gap.low.edges], floor.measure))
+    p, q = gap.p, gap.q
+    if feasible(gap.low) and feasible(gap.high):  # the end the floor asks for meets it
+        chosen = gap.low if mix else gap.high
+        p = q = chosen
+        bound, searched, labels, done = (chosen.objective if mix else chosen.mixing), "hull", 0, True
+    else:
+        better, done, labels, bound = _search_gap(lag, ev, k, floor, gap, max_work)
+        chosen = better if better is not None else (q if mix else p)
+        searched = "labels" if done else "bounded"
+    axis = "budget_fill" if prob.objective == "steps" else "efficiency"
 
     def pair(x: _Point) -> tuple[float, float]:
-        return (float(plans[x.edges].efficiency), float(x.mixing))
+        return (_measure(ev.plans[x.edges], axis), float(x.mixing))
 
-    # on a candidate grid (long context) the hull is the grid's: nothing is proven
-    choice = FloorChoice(floor, value, float(bound), bool(exact and lag.exact), pair(p), pair(q), passes)
-    return replace(plans[chosen.edges], floor=choice)
+    choice = FloorChoice(
+        floor=floor,
+        bound=float(bound),
+        exact=bool(done and lag.exact),
+        reach=_reach(ev.plans[chosen.edges], floor, float(bound), done),
+        below=pair(p),
+        above=pair(q),
+        axis=axis,
+        searched=searched,
+        labels=labels,
+        passes=gap.passes,
+        grid=None if lag.exact else int(lag.points.size - 1),
+    )
+    return replace(ev.plans[chosen.edges], floor=choice)
+
+
+def _reach(plan: BucketPlan, floor: Floor, bound: float, done: bool) -> float:
+    """The bound as a share (:attr:`FloorChoice.reach`)."""
+    if floor.measure != "mixing":
+        return bound
+    kind = plan.objective_kind
+    if kind == "time":
+        return math.nan
+    axis = "budget_fill" if kind == "steps" else "efficiency"
+    if done:
+        return _measure(plan, axis)
+    if kind == "padding":
+        return min(1.0, plan.useful_tokens / bound)
+    assert plan.rule.max_tokens is not None  # the steps: the padding term is below a quarter step
+    return min(1.0, plan.useful_tokens / max(bound - plan.rule.max_tokens / 4, 1.0))
+
+
+def _hull_bound(gap: _Gap, floor: Floor, lag: _Lagrangian, ev: _Evaluator) -> float:
+    """What the hull edge ``p``-``q`` proves: the most mixing an efficiency (budget-fill) floor
+    can reach, or the least objective a mixing floor can have."""
+    p, q, lam = gap.p, gap.q, gap.lam
+    if floor.measure == "mixing":
+        goal = floor.value
+        return max(p.objective, p.objective + lam * (goal - p.mixing)) if math.isfinite(lam) else q.objective
+    if not math.isfinite(lam):
+        return p.mixing
+    if floor.measure == "budget_fill":  # the objective's padding term is below a quarter step
+        assert lag.prob.rule.max_tokens is not None
+        limit = (
+            _limit(lag, ev, floor)
+            + int(step_tokens(ev.hist, lag.prob.rule, 0) or 0)
+            + lag.prob.rule.max_tokens / 4
+        )
+    else:
+        limit = _limit(lag, ev, floor)
+    return min(q.mixing, p.mixing + (limit - p.objective) / lam)
 
 
 def frontier_plans(
@@ -350,11 +540,12 @@ def frontier_sweep(
     edge_multiple: int = 1,
 ) -> tuple[list[float], list[tuple[float, int, BucketPlan]]]:
     """:func:`frontier_plans` for ``n_lambdas`` values of ``lam`` spread by
-    :func:`frontier_lambdas` between this DP's own ``k_max``-bucket optimum (its ``lam = 0``
-    pass: on the candidate grid of long-context data, the grid's) and its ``k_max``-bucket plan
+    :func:`frontier_lambdas` between this DP's own ``K``-bucket optimum (its ``lam = 0``
+    pass: on the candidate grid of long-context data, the grid's) and its ``K``-bucket plan
     with the most mixing (a pass at a huge ``lam``; not one bucket, whose mixing under a token
-    budget can be 0: a batch of one sample), all on one set of matrices; returns the lambdas
-    and the plans.
+    budget can be 0: a batch of one sample), ``K`` the most buckets up to ``k_max`` where the
+    two differ (``k_max`` but where it leaves each distinct length a bucket of its own), all on
+    one set of matrices; returns the lambdas and the plans.
 
     Examples
     --------
@@ -368,9 +559,13 @@ def frontier_sweep(
     prob = build_problem(hist, rule, edge_multiple, step_time, resolve_objective(rule, step_time, None))
     k_max = check_k(prob, k_max)
     lag = _lagrangian(hist, prob)
-    low = make_plan(hist, prob, _edges(lag, _ends_at(lag, k_max, 0.0)), "frontier", k_max)
-    most = _most_mixing_ends(lag, k_max, low.objective)
-    lambdas = frontier_lambdas(low, make_plan(hist, prob, _edges(lag, most), "frontier", k_max), n_lambdas)
+    optimum = _pass(lag, k_max, 0.0)
+    for k in range(k_max, 0, -1):  # the most buckets whose frontier is more than one plan
+        low = make_plan(hist, prob, _edges(lag, optimum[k]), "frontier", k)
+        high = make_plan(hist, prob, _edges(lag, _most_mixing_ends(lag, k, low.objective)), "frontier", k)
+        if high.edges != low.edges:
+            break
+    lambdas = frontier_lambdas(low, high, n_lambdas)
     return lambdas, _sweep(hist, prob, lag, k_max, lambdas)
 
 

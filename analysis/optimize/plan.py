@@ -12,46 +12,10 @@ import pandas as pd
 from analysis.batching import BatchRule, bucket_bounds, bucket_index, round_up
 from analysis.lengths import LengthHistogram
 from analysis.optimize._problem import Problem, StepTimeLike
+from analysis.optimize.floors import FloorChoice
 from analysis.padding.mixing import edges_mixing
 from analysis.padding.order_stats import expected_batch_sum
 from analysis.padding.waste import WasteEstimate, bucketed_estimate, budget_fill, step_tokens
-
-
-@dataclass(frozen=True)
-class FloorChoice:
-    """How a plan was picked on the padding-mixing frontier (``optimize_edges(min_efficiency=)``
-    or ``min_mixing=``).
-
-    ``floor`` names it, ``value`` is its value.  ``below`` and ``above`` are the
-    ``(efficiency, mixing)`` of the two hull vertices of the frontier of ``K``-bucket plans that
-    the floor falls between (the plan is one of them: ``below`` for ``min_efficiency``, the
-    vertex with more padding and more mixing ``above`` for ``min_mixing``).  ``bound`` is proven
-    from them: for ``min_efficiency`` the most mixing any ``K``-bucket plan whose objective
-    meets the floor can keep, for ``min_mixing`` the least objective any plan keeping the
-    floor's mixing can have; ``exact`` when the plan reaches it (the best plan, proven).
-    ``passes``: DP passes (one per ``lambda``) the search ran.
-    """
-
-    floor: str
-    value: float
-    bound: float
-    exact: bool
-    below: tuple[float, float]
-    above: tuple[float, float]
-    passes: int
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready."""
-        return {
-            "floor": self.floor,
-            "value": float(self.value),
-            "bound": float(self.bound),
-            "exact": bool(self.exact),
-            "below": [float(x) for x in self.below],
-            "above": [float(x) for x in self.above],
-            "passes": int(self.passes),
-        }
-
 
 #: The kinds of :class:`PlanWarning`.
 WARNING_KINDS = ("batch_size_one", "longer_than_half_budget", "longer_than_budget")

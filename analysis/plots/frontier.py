@@ -70,7 +70,7 @@ def plot_frontier(
     >>> import numpy as np
     >>> from analysis import LengthHistogram, frontier
     >>> hist = LengthHistogram.from_lengths(np.random.default_rng(0).integers(1, 300, 600))
-    >>> res = frontier(hist, batch_size=4, rng=np.random.default_rng(0), n_buckets=4, n_lambdas=2,
+    >>> res = frontier(hist, batch_size=4, rng=np.random.default_rng(0), max_buckets=4, n_lambdas=2,
     ...                simulate_strategies=False)
     >>> fig = plot_frontier(res.frame, marks={"chosen": "optimal edges, K=3", "full shuffle": "random"})
     >>> fig.axes[0].get_xscale(), fig.axes[0].get_ylabel()

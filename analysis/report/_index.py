@@ -193,7 +193,7 @@ def summary_tradeoff(rec: Recommendation, hist: LengthHistogram, *, seed: int) -
     of :func:`analysis.answers.tradeoff.tradeoff` from a generator seeded with ``seed``, read at
     the plan's ``min_efficiency`` floor when it has one (else at the Trainer's efficiency):
     notebook 02, given the same ``seed`` and ``min_efficiency``, computes the same."""
-    floor = rec.floor.value if rec.floor is not None and rec.floor.floor == "min_efficiency" else None
+    floor = rec.floor.value if rec.floor is not None and rec.floor.measure != "mixing" else None
     return tradeoff(hist, rec.rule, rng=np.random.default_rng(seed), min_efficiency=floor)
 
 

@@ -29,11 +29,13 @@ from analysis.timing.step_time import StepTimeModel
 
 @dataclass(frozen=True)
 class ReportResult:
-    """What :func:`~analysis.report.run_report` wrote: the folder, every file (sorted), the recommendation."""
+    """What :func:`~analysis.report.run_report` wrote: the folder, every file (sorted), the
+    recommendation, and the floor's sentence (:func:`analysis.narrative.frontier.floor_sentence`)."""
 
     out_dir: Path
     files: tuple[Path, ...]
     recommendation: dict[str, Any] = field(repr=False)
+    floor_text: str | None = None  # what the floor chose and proves (None: no floor)
 
 
 #: What ``throughput`` says it used when step times are given and no calibration is.

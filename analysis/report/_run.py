@@ -16,7 +16,7 @@ import numpy as np
 
 from analysis._validate import check_bucket_count, positive_int
 from analysis.answers.gradient_noise import gradient_noise_record
-from analysis.answers.recommendation import Recommendation, TimeRecommendation, floors, recommend
+from analysis.answers.recommendation import Recommendation, TimeRecommendation, recommend
 from analysis.answers.tail import heavy_tail
 from analysis.answers.tradeoff import TradeOff
 from analysis.batching import (
@@ -31,8 +31,10 @@ from analysis.batching import (
 from analysis.lengths import LengthHistogram
 from analysis.loaders import LengthSource, load_gradient_noise, load_lengths
 from analysis.narrative import describe_clipping, frontier_sentence
+from analysis.narrative.frontier import floor_sentence
 from analysis.narrative.provenance import describe_k_choice, describe_measurement
 from analysis.narrative.tail import describe_heavy_tail
+from analysis.optimize import Floor
 from analysis.paths import BUNDLED_DATA, REPORT_MARKER
 from analysis.progress import bar
 from analysis.report._context import (
@@ -94,7 +96,7 @@ def run_report(
     step_times: str | os.PathLike[str] | None = None,
     notebooks_dir: str | os.PathLike[str] | None = None,
     command: str | None = None,
-    floor: tuple[str, float] | None = None,
+    floor: Floor | None = None,
     keep_source: bool = False,
     noise: str | os.PathLike[str] | None = None,
     inputs: Sequence[str | os.PathLike[str]] = (),
@@ -151,8 +153,10 @@ def run_report(
         (``04_throughput.ipynb``) run only when it is given.
     notebooks_dir : path, optional
         Where the notebooks are (default ``analysis.paths.NOTEBOOKS_DIR``).
-    command, floor : str, (name, value), optional
-        The command line to record (the CLI passes its own); a frontier floor for the edges.
+    command : str, optional
+        The command line to record (the CLI passes its own).
+    floor : analysis.optimize.Floor, optional
+        A floor for the edges (:func:`analysis.recommend`).
     keep_source : bool
         ``src`` is a file written for this report (``report --tokenizer`` measures the raw
         data into one, outside ``out_dir``): it is moved into the report, under its name, and
@@ -215,9 +219,8 @@ def run_report(
     check_batch_tokens(hist, settings.rule, settings.world_size)
     if isinstance(n_buckets, int):
         check_bucket_count(n_buckets, int(hist.lengths.size))
-    kw = floors(floor)
     rec = recommend(
-        hist, n_buckets, settings.rule, method=method, max_buckets=max_buckets, min_gain=min_gain, **kw
+        hist, n_buckets, settings.rule, method=method, max_buckets=max_buckets, min_gain=min_gain, floor=floor
     )
     if auto:  # the K the gain rule suggests, from the same sweep
         settings = replace(settings, n_buckets=rec.n_buckets_suggested)
@@ -271,7 +274,9 @@ def run_report(
             written.append(run.out / kept.name)
         publish(stage, run.final, [*written, run.out / REPORT_MARKER])
     files = tuple(sorted({run.final / p.relative_to(stage) for p in written}))
-    return ReportResult(out_dir=run.final, files=files, recommendation=recommendation)
+    return ReportResult(
+        out_dir=run.final, files=files, recommendation=recommendation, floor_text=floor_sentence(rec.plan)
+    )
 
 
 def _run_notebooks(

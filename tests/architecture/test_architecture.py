@@ -83,6 +83,7 @@ LONG_FUNCTIONS = {
     "optimize._costs:comb_tile": "compiled kernel",
     "optimize._pruned:solve_exact": "compiled kernel",
     "optimize._pruned:_fixed_lower_row": "compiled kernel",
+    "optimize._labels:_layer": "compiled kernel",
     # figures: one matplotlib call per element, in drawing order
     "plots._common:place_labels": "label placement: one loop over candidates and collisions",
     "plots.frontier:plot_frontier": "a figure, element by element",

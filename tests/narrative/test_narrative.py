@@ -133,7 +133,7 @@ def test_the_cli_frontier_and_recommendation_json_use_the_same_settings():
     defaults = inspect.signature(answers_frontier.frontier).parameters
     args = build_parser().parse_args(["frontier", "x.csv"])
     assert (args.max_buckets, args.lambdas, args.epochs) == (
-        defaults["n_buckets"].default,
+        defaults["max_buckets"].default,
         defaults["n_lambdas"].default,
         defaults["epochs"].default,
     )
@@ -147,7 +147,7 @@ def test_the_cli_frontier_and_recommendation_json_use_the_same_settings():
 # ------------------------------------------------------------------ sentences that say something
 def test_a_full_shuffle_reaching_the_target_is_said_not_k_1_keeps_100_percent():
     hist = _hist(5)
-    res = frontier(hist, batch_size=4, rng=np.random.default_rng(0), n_buckets=5, n_lambdas=2)
+    res = frontier(hist, batch_size=4, rng=np.random.default_rng(0), max_buckets=5, n_lambdas=2)
     one = res.frame[res.frame["label"] == "optimal edges, K=1"]["efficiency"].iloc[0]
     text = frontier_sentence(read_tradeoff(res, hist, min_efficiency=one * 0.9))
     assert "(K = 1," in text and "keeps 100" not in text and "the best bucketed plan (K = 1" not in text
@@ -157,7 +157,7 @@ def test_a_full_shuffle_reaching_the_target_is_said_not_k_1_keeps_100_percent():
 
 def test_plus_minus_is_written_one_way():
     hist = _hist(6)
-    res = frontier(hist, batch_size=4, rng=np.random.default_rng(0), n_buckets=3, n_lambdas=0)
+    res = frontier(hist, batch_size=4, rng=np.random.default_rng(0), max_buckets=3, n_lambdas=0)
     base = read_tradeoff(res)
     for se, written in ((0.0004, "± 0.04%"), (0.012, "± 1.2%"), (0.0, "± 0%")):
         trainer = TrainerPoint(reached=0.5, mixing=0.3, mixing_se=se, lag1_autocorr=0.8)

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import importlib
 import itertools
+import json
+import math
 
 import numpy as np
 import pytest
 
-from analysis import BatchRule, LengthHistogram, evaluate_edges, optimize_edges
-from analysis.optimize import frontier_lambdas, frontier_plans, frontier_sweep, optimal_plans
+from analysis import BatchRule, LengthHistogram, StepTimeModel, evaluate_edges, optimize_edges
+from analysis.optimize import Floor, frontier_lambdas, frontier_plans, frontier_sweep, optimal_plans
 from analysis.optimize._problem import build_problem, resolve_objective
 
 frontier_dp = importlib.import_module("analysis.optimize._frontier")
@@ -67,36 +69,101 @@ def test_every_lambda_gives_pareto_optimal_plans_for_every_k(seed, rule):
             assert plan.objective - lam * plan.mixing <= best + 1e-9 * abs(best) + 1e-9
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2, 3])
-@pytest.mark.parametrize("rule", RULES, ids=str)
-@pytest.mark.parametrize("k", [2, 3])
-def test_floors_against_exhaustive_search(seed, rule, k):
-    hist = _hist(seed)
-    plans = _every_plan(hist, k, rule)
-    useful = hist.total_tokens
-    top = max(useful / f for f, _, _ in plans)
-    for share in (0.3, 0.6, 0.8, 0.95, 0.99):
-        x = top * share + (1 - share) * min(useful / f for f, _, _ in plans)
-        plan = optimize_edges(hist, k, rule, min_efficiency=x)
-        assert plan.efficiency >= x and plan.objective <= useful / x
-        assert not _dominated(plan.objective, plan.mixing, plans)
-        reach = [g for f, g, _ in plans if f <= useful / x]
-        assert max(reach) <= plan.floor.bound + 1e-12  # the stated bound holds
-        assert plan.floor.bound >= plan.mixing
-        if plan.floor.exact:
-            assert plan.mixing == pytest.approx(max(reach), abs=1e-12)
-        assert plan.floor.floor == "min_efficiency" and plan.floor.below[1] == plan.mixing
-    gs = [g for _, g, _ in plans]
-    for share in (0.1, 0.4, 0.7, 0.95):
-        y = min(gs) + share * (max(gs) - min(gs))
-        plan = optimize_edges(hist, k, rule, min_mixing=y)
-        assert plan.mixing >= y
-        assert not _dominated(plan.objective, plan.mixing, plans)
-        reach = [f for f, g, _ in plans if g >= y]
-        assert min(reach) >= plan.floor.bound * (1 - 1e-12)
-        assert plan.objective >= plan.floor.bound * (1 - 1e-12)
-        if plan.floor.exact:
-            assert plan.objective == pytest.approx(min(reach), rel=1e-12)
+EXHAUSTIVE_RULES = [
+    BatchRule(batch_size=3),
+    BatchRule(batch_size=2, pad_to_multiple_of=4),
+    BatchRule(max_tokens=40),
+    BatchRule(max_tokens=48, pad_to_multiple_of=8),
+]
+
+
+def _random_hist(seed: int) -> LengthHistogram:
+    """6..10 distinct lengths in 1..59, each 1..11 times."""
+    rng = np.random.default_rng(seed)
+    m = int(rng.integers(6, 11))
+    lengths = np.sort(rng.choice(np.arange(1, 60), size=m, replace=False))
+    return LengthHistogram.from_counts(lengths, rng.integers(1, 12, size=m))
+
+
+def _plans(hist: LengthHistogram, k: int, rule: BatchRule, step_time=None) -> list:
+    """Every k-bucket plan on the distinct lengths."""
+    inner = hist.lengths[:-1].tolist()
+    kw = {} if step_time is None else {"step_time": step_time}
+    return [
+        evaluate_edges(hist, [0, *cut, int(hist.max)], rule, **kw)
+        for cut in itertools.combinations(inner, k - 1)
+    ]
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("rule", EXHAUSTIVE_RULES, ids=str)
+def test_floors_are_the_constrained_optimum_of_exhaustive_search(seed, rule):
+    """For K = 2..4 and random floors of each kind: the plan meets the floor, nothing meeting it
+    beats it (the most mixing at an efficiency or budget-fill floor, the least objective at a
+    mixing floor), it says it is exact, and its bound is the optimum."""
+    hist = _random_hist(seed)
+    rng = np.random.default_rng(100 + seed)
+    side = "efficiency" if rule.max_tokens is None else "budget_fill"
+    for k in (2, 3, 4):
+        plans = _plans(hist, k, rule)
+
+        def measure(p):
+            return p.efficiency if side == "efficiency" else p.budget_fill
+
+        values = [measure(p) for p in plans]
+        for x in min(values) + rng.uniform(0, 1, 3) * (max(values) - min(values)):
+            plan = optimize_edges(hist, k, rule, floor=Floor(side, float(x)))
+            best = max(p.mixing for p in plans if measure(p) >= x)
+            assert measure(plan) >= x and plan.mixing >= best - 1e-12, (k, x)
+            f = plan.floor
+            assert f.exact and f.measure == side and f.bound >= best - 1e-12 and f.reach == f.bound
+        gs = [p.mixing for p in plans]
+        for y in min(gs) + rng.uniform(0, 1, 3) * (max(gs) - min(gs)):
+            if y <= 0:
+                continue
+            plan = optimize_edges(hist, k, rule, min_mixing=float(y))
+            best = min(p.objective for p in plans if p.mixing >= y)
+            assert plan.mixing >= y and plan.objective <= best * (1 + 1e-12), (k, y)
+            assert plan.floor.exact and plan.floor.bound <= best * (1 + 1e-12)
+            assert plan.floor.reach == pytest.approx(measure(plan), rel=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_mixing_floor_under_step_time_is_the_least_time(seed):
+    hist = _random_hist(seed)
+    model = StepTimeModel(per_step=0.05, per_token=1e-3, attention=1e-5)
+    for rule in (BatchRule(batch_size=3), BatchRule(max_tokens=64)):
+        plans = _plans(hist, 3, rule, model)
+        gs = sorted(p.mixing for p in plans)
+        for y in (gs[len(gs) // 3], gs[2 * len(gs) // 3]):
+            if y <= 0:
+                continue
+            plan = optimize_edges(hist, 3, rule, step_time=model, min_mixing=y)
+            best = min(p.objective for p in plans if p.mixing >= y)
+            assert plan.mixing >= y and plan.objective <= best * (1 + 1e-12)
+            assert plan.floor.exact and math.isnan(plan.floor.reach)
+
+
+def test_the_issue_example_finds_the_plan_the_hull_missed():
+    """2,000 lengths uniform on 1..499, K = 4, batch size 8, min_mixing 0.2: the hull vertex was
+    0,1,2,3,499 at 57.69 %; 0,290,390,450,499 meets the floor at 77.05 %."""
+    hist = LengthHistogram.from_lengths(np.random.default_rng(0).integers(1, 500, 2_000))
+    plan = optimize_edges(hist, 4, batch_size=8, min_mixing=0.2)
+    assert plan.mixing >= 0.2 and plan.efficiency >= 0.7705
+    assert evaluate_edges(hist, [0, 290, 390, 450, 499], batch_size=8).efficiency <= plan.efficiency
+    assert plan.floor.exact and plan.floor.searched == "labels" and plan.floor.above[0] < 0.58
+    assert plan.floor.bound == plan.objective
+
+
+def test_a_search_past_its_work_limit_keeps_the_hull_vertex_and_a_bound(monkeypatch):
+    hist = LengthHistogram.from_lengths(np.random.default_rng(0).integers(1, 500, 2_000))
+    exact = optimize_edges(hist, 4, batch_size=8, min_mixing=0.2)
+    monkeypatch.setattr(frontier_dp, "FLOOR_MAX_WORK", 10)
+    plan = optimize_edges(hist, 4, batch_size=8, min_mixing=0.2)
+    f = plan.floor
+    assert not f.exact and f.searched == "bounded" and plan.mixing >= 0.2
+    assert f.bound <= exact.objective <= plan.objective  # a proven bound, the best plan found
+    assert f.reach >= exact.efficiency
 
 
 def test_unreachable_floors_name_the_best_value():
@@ -111,10 +178,29 @@ def test_unreachable_floors_name_the_best_value():
         optimize_edges(hist, 3, batch_size=3, min_mixing=1.0)
 
 
+def test_under_a_token_budget_the_floor_is_on_budget_fill():
+    """The issue's example: max_tokens 16, a floor of 0.7 named as what it floors."""
+    hist = LengthHistogram.from_counts([1, 2, 3, 9, 10], [5] * 5)
+    with pytest.raises(
+        ValueError, match=r"^min_budget_fill = 0.7 is unreachable with 2 buckets: the best is 0\.6010$"
+    ):
+        optimize_edges(hist, 2, max_tokens=16, min_budget_fill=0.7)
+    with pytest.raises(ValueError, match="under a token budget the edges are placed for budget fill"):
+        optimize_edges(hist, 2, max_tokens=16, min_efficiency=0.7)
+    plan = optimize_edges(hist, 2, max_tokens=16, objective="padding", min_efficiency=0.7)
+    assert plan.efficiency >= 0.7 and plan.floor.axis == "efficiency"
+    plan = optimize_edges(hist, 2, max_tokens=16, min_budget_fill=0.5)
+    assert plan.budget_fill >= 0.5 and plan.floor.axis == "budget_fill" and plan.floor.exact
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"min_efficiency": 0.5, "min_mixing": 0.5}, "give min_efficiency or min_mixing, not both"),
+        (
+            {"min_efficiency": 0.5, "min_mixing": 0.5},
+            r"give one floor \(floor, min_efficiency, min_budget_fill or min_mixing\), not 2",
+        ),
+        ({"min_budget_fill": 0.5}, "min_budget_fill floors the steps objective of a token budget"),
         ({"min_efficiency": 0.0}, r"min_efficiency must be a number in \(0, 1\], got 0.0"),
         ({"min_mixing": True}, r"min_mixing must be a number in \(0, 1\], got True"),
         ({"min_mixing": 0.5, "method": "geometric"}, "method must be 'optimal'"),
@@ -128,7 +214,12 @@ def test_floor_arguments(kwargs, message):
 def test_floor_plan_is_frozen_and_serialises():
     plan = optimize_edges(_hist(1), 3, batch_size=3, min_mixing=0.3)
     d = plan.to_dict()
-    assert d["floor"]["floor"] == "min_mixing" and d["mixing"] == plan.mixing
+    assert (
+        d["floor"]["floor"] == "min_mixing"
+        and d["floor"]["measure"] == "mixing"
+        and d["mixing"] == plan.mixing
+    )
+    assert json.loads(json.dumps(d))["floor"]["exact"] is plan.floor.exact
     with pytest.raises(AttributeError):
         plan.mixing = 0.0  # type: ignore[misc]
 
@@ -142,6 +233,7 @@ def test_a_token_budget_over_many_lengths_searches_a_grid_and_proves_nothing():
     assert not lag.exact and lag.points.size - 1 < prob.ends.size and lag.points[-1] == prob.m
     plan = optimize_edges(hist, 3, max_tokens=4_096, min_mixing=0.3)
     assert plan.mixing >= 0.3 and plan.floor is not None and not plan.floor.exact
+    assert plan.floor.grid == lag.points.size - 1
     assert plan.edges[-1] == 2_300 and plan.n_buckets == 3
 
 

@@ -1,0 +1,296 @@
+"""The exact floor search: a DP over bucket ends that carries every Pareto-optimal pair.
+
+A floor asks for the best plan of ``K`` buckets under a constraint: the most mixing whose
+padded tokens (or steps) stay below a limit, or the least objective keeping some mixing.  Both
+are one problem, *minimise* ``X`` subject to ``Y <= limit``, with ``X`` and ``Y`` additive over
+buckets (``X = -mixing, Y = padded`` or ``steps``; ``X = objective, Y = -mixing``).  A state of
+the DP is a bucket count and an end, as in the λ-DP, but it keeps a *set* of labels ``(x, y)``:
+the sums of the buckets so far, one per partial plan no other partial plan ending there beats
+on both (any completion adds the same to both, so a dominated label never leads to the best
+plan).  The labels of the last state hold the best plan.
+
+The set can grow fast; three bounds from backward DPs over the same matrices cut it down.  A
+partial plan is dropped when its best completion still breaks the limit (``y + min Y``), cannot
+beat the incumbent (``x + min X``), or, the tightest, when ``x + mu y`` plus the least
+completion of ``X + mu Y`` passes ``incumbent + mu * limit``: every plan that meets the limit
+and beats the incumbent lies below that line (a Lagrangian bound; ``mu`` the slope of the hull
+edge the floor falls in, where the triangle between the edge and the floor is smallest).  Each
+bound is loosened by a relative ``slack``, so the float sums never drop the best plan.
+
+When the labels would pass ``max_labels`` in one state or the work ``max_work`` label
+extensions, the search stops and says so (the caller keeps its hull vertex and its bound).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numba
+import numpy as np
+
+from analysis.optimize._costs import INF
+
+# The Lagrangian bounds' multipliers, times the hull edge's: a partial plan's completions are
+# cut by several lines, which follow their frontier's curve closer than one.
+_SPREAD = (1.0, 1 / 8, 8.0, 1 / 64, 64.0)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def backward(costs: np.ndarray, n_buckets: int) -> np.ndarray:  # pragma: no cover - compiled
+    """``out[r, c]``: the least sum of ``r`` buckets covering ``(points[c], points[-1]]``,
+    ``costs[c', c]`` the cost of bucket ``(points[c], points[c']]`` (inf where none)."""
+    p = costs.shape[0]
+    last = p - 1
+    out = np.full((n_buckets + 1, p), INF)
+    out[0, last] = 0.0
+    for r in range(1, n_buckets + 1):
+        for c in range(last - 1, -1, -1):
+            best = INF
+            for d in range(c + 1, last + 1):
+                v = out[r - 1, d]
+                if v < INF:
+                    v += costs[d, c]
+                    if v < best:
+                        best = v
+            out[r, c] = best
+    return out
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _pareto_keep(xs: np.ndarray, ys: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
+    """Indices of the labels no other beats (ascending ``x``, then ``y``; one of equal pairs)."""
+    order = np.argsort(xs, kind="mergesort")
+    keep = np.empty(xs.size, np.int64)
+    n = 0
+    best_y = INF
+    i = 0
+    while i < order.size:
+        # among equal x, the least y
+        j = i
+        t = order[i]
+        while j + 1 < order.size and xs[order[j + 1]] == xs[t]:
+            j += 1
+            if ys[order[j]] < ys[t]:
+                t = order[j]
+        if ys[t] < best_y:
+            keep[n] = t
+            n += 1
+            best_y = ys[t]
+        i = j + 1
+    return keep[:n]
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _layer(
+    prev_x: np.ndarray,
+    prev_y: np.ndarray,
+    prev_start: np.ndarray,
+    xm: np.ndarray,
+    ym: np.ndarray,
+    k: int,
+    n_buckets: int,
+    bounds: np.ndarray,
+    mus: np.ndarray,
+    incumbent: float,
+    limit: float,
+    slack: np.ndarray,
+    max_labels: int,
+    max_work: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int, bool]:  # pragma: no cover - compiled
+    """The labels of bucket count ``k`` at every end from those of ``k - 1`` (``prev_*``, the
+    labels of end ``a`` at ``prev_start[a]:prev_start[a + 1]``): their ``x``, ``y``, parent
+    label, the start of each end's labels, the extensions tried, and whether it overflowed
+    (labels or work)."""
+    p = xm.shape[0]
+    last = p - 1
+    rem = n_buckets - k
+    bx, by = bounds[0, rem], bounds[1, rem]
+    nmu = mus.size
+    lines = incumbent + mus * limit
+    start = np.zeros(p + 1, np.int64)
+    work = 0
+    cap = 1024
+    cx = np.empty(cap)
+    cy = np.empty(cap)
+    cp = np.empty(cap, np.int64)
+    size = 1024
+    out_x = np.empty(size)
+    out_y = np.empty(size)
+    out_parent = np.empty(size, np.int64)
+    total = 0
+    for c in range(p):
+        start[c] = total
+        if c < k or (rem == 0 and c != last) or (rem > 0 and c == last):
+            continue
+        if bx[c] == INF or by[c] == INF:
+            continue
+        n = 0
+        for a in range(k - 1, c):
+            x_add = xm[c, a]
+            y_add = ym[c, a]
+            if x_add == INF or y_add == INF:
+                continue
+            for t in range(prev_start[a], prev_start[a + 1]):
+                work += 1
+                x = prev_x[t] + x_add
+                y = prev_y[t] + y_add
+                if y + by[c] > limit + slack[1]:
+                    continue
+                if x + bx[c] >= incumbent - slack[0]:
+                    continue
+                cut = False
+                for i in range(nmu):
+                    if x + mus[i] * y + bounds[2 + i, rem, c] > lines[i] + slack[2 + i]:
+                        cut = True
+                        break
+                if cut:
+                    continue
+                if n == cap:
+                    cap *= 2
+                    nx = np.empty(cap)
+                    ny = np.empty(cap)
+                    npar = np.empty(cap, np.int64)
+                    nx[:n] = cx[:n]
+                    ny[:n] = cy[:n]
+                    npar[:n] = cp[:n]
+                    cx, cy, cp = nx, ny, npar
+                cx[n] = x
+                cy[n] = y
+                cp[n] = t
+                n += 1
+        if n == 0:
+            continue
+        keep = _pareto_keep(cx[:n], cy[:n])
+        if keep.size > max_labels or work > max_work:
+            return out_x[:0], out_y[:0], out_parent[:0], start, work, True
+        while total + keep.size > size:
+            size *= 2
+            nx = np.empty(size)
+            ny = np.empty(size)
+            npar = np.empty(size, np.int64)
+            nx[:total] = out_x[:total]
+            ny[:total] = out_y[:total]
+            npar[:total] = out_parent[:total]
+            out_x, out_y, out_parent = nx, ny, npar
+        for i in range(keep.size):
+            out_x[total + i] = cx[keep[i]]
+            out_y[total + i] = cy[keep[i]]
+            out_parent[total + i] = cp[keep[i]]
+        total += keep.size
+    start[p] = total
+    return out_x[:total], out_y[:total], out_parent[:total], start, work, False
+
+
+class Bounds(NamedTuple):
+    """The matrices of one floor search and the backward DPs that bound its completions."""
+
+    xm: np.ndarray
+    ym: np.ndarray
+    n_buckets: int
+    mus: np.ndarray  # the Lagrangian multipliers
+    tables: np.ndarray  # [0]: least X, [1]: least Y, [2 + i]: least X + mus[i] Y, by (r, c)
+    scale: np.ndarray  # the largest finite bucket value of each
+
+
+def bounds(xm: np.ndarray, ym: np.ndarray, n_buckets: int, mu: float) -> Bounds:
+    """The completion bounds of ``n_buckets`` buckets over ``xm``, ``ym`` (``[c, a]``: bucket
+    ``(points[a], points[c]]``, inf where none), with multipliers spread around ``mu``."""
+    mus = np.array([mu * f for f in _SPREAD] if mu > 0 else [0.0])
+    mats = [xm, ym, *(xm + v * ym for v in mus)]
+    tables = np.stack([backward(m, n_buckets) for m in mats])
+    scale = np.array([np.abs(m[np.isfinite(m)]).max(initial=0.0) for m in mats])
+    return Bounds(xm, ym, n_buckets, mus, tables, scale)
+
+
+def label_search(
+    b: Bounds,
+    incumbent: float,
+    limit: float,
+    *,
+    max_labels: int,
+    max_work: int,
+    rel: float = 1e-9,
+) -> tuple[list[tuple[float, float, list[int]]], int, bool, int]:
+    """Every plan of ``b.n_buckets`` buckets with ``y <= limit`` and ``x < incumbent`` (within
+    the ``rel`` slack) that no other such plan beats on both: ``(x, y, point indices of its
+    ends)`` by ascending ``x``; the labels kept; whether it finished (False: ``max_labels`` or
+    ``max_work`` passed, the list is empty); the label extensions tried."""
+    k_all = b.n_buckets
+    size = [
+        max(abs(incumbent), 1.0),
+        max(abs(limit), 1.0),
+        *(max(abs(incumbent + v * limit), 1.0) for v in b.mus),
+    ]
+    slack = np.array([rel * (k_all * f + s) for f, s in zip(b.scale, size, strict=True)])
+    p = b.xm.shape[0]
+    layers = []
+    x = np.zeros(1)
+    y = np.zeros(1)
+    start = np.zeros(p + 1, np.int64)
+    start[1:] = 1  # one empty plan, at point 0
+    labels = 0
+    work = 0
+    for k in range(1, k_all + 1):
+        x, y, parent, start, w, overflow = _layer(
+            x,
+            y,
+            start,
+            b.xm,
+            b.ym,
+            k,
+            k_all,
+            b.tables,
+            b.mus,
+            incumbent,
+            limit,
+            slack,
+            max_labels,
+            max_work - work,
+        )
+        work += w
+        labels += x.size
+        if overflow or work > max_work:
+            return [], labels, False, work
+        layers.append((parent, start))
+    found = []
+    last_start = layers[-1][1]
+    for t in np.argsort(x[last_start[p - 1] : last_start[p]], kind="mergesort") + last_start[p - 1]:
+        found.append((float(x[t]), float(y[t]), _trace(layers, int(t))))
+    return found, labels, True, work
+
+
+def _trace(layers: list[tuple[np.ndarray, np.ndarray]], t: int) -> list[int]:
+    """The point index of each end of label ``t`` of the last layer, ascending."""
+    ends = []
+    for parent, start in reversed(layers):
+        ends.append(int(np.searchsorted(start, t, side="right") - 1))
+        t = int(parent[t])
+    return ends[::-1]
+
+
+def polish(xm: np.ndarray, ym: np.ndarray, idx: list[int], limit: float, rounds: int = 50) -> list[int]:
+    """A plan (the point index of each end, the last the last point) improved by moving one end
+    at a time to where ``x`` is least with ``y`` still within ``limit`` (a local search for a
+    better plan where the exact search stops: no proof)."""
+    ends = [0, *idx]
+    for _ in range(rounds):
+        moved = False
+        for i in range(1, len(ends) - 1):
+            a, c = ends[i - 1], ends[i + 1]
+            mid = np.arange(a + 1, c)
+            if mid.size < 2:
+                continue
+            xs = xm[mid, a] + xm[c, mid]
+            ys = ym[mid, a] + ym[c, mid]
+            here = ends[i] - a - 1
+            y_rest = sum(ym[ends[t + 1], ends[t]] for t in range(len(ends) - 1)) - ys[here]
+            ok = np.flatnonzero(ys + y_rest <= limit)
+            if ok.size == 0:
+                continue
+            best = int(ok[np.argmin(xs[ok])])
+            if xs[best] < xs[here] - 1e-12 * max(abs(xs[here]), 1.0):
+                ends[i] = int(mid[best])
+                moved = True
+        if not moved:
+            break
+    return ends[1:]
