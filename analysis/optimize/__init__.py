@@ -141,12 +141,14 @@ def optimize_edges(
     step_time : StepTimeModel, optional
         Minimise the expected epoch time under this fitted model instead of padding
         (``"optimal"`` and ``"greedy"``; see the module docstring).  The plan keeps it.
-    objective : {None, "padding", "steps"}
-        What ``"optimal"`` (and ``"greedy"``) minimise without ``step_time``.  ``"padding"``:
-        the expected padded tokens.  ``"steps"``, a token budget's default (``None`` picks
-        it under ``max_tokens``, ``"padding"`` under ``batch_size``): the tokens of an
-        epoch's steps.  A step is sized for and occupies the whole budget, so it costs
-        ``max_tokens`` = its padded tokens + the budget it leaves unused; an epoch costs
+    objective : {None, "padding", "steps", "time"}
+        What ``"optimal"`` (and ``"greedy"``) minimise.  ``"time"``: the expected epoch
+        seconds, with ``step_time`` and only with it (``None`` picks it there; any other
+        name beside ``step_time`` is an error).  ``"padding"``: the expected padded tokens.
+        ``"steps"``, a token budget's default (``None`` picks it under ``max_tokens``,
+        ``"padding"`` under ``batch_size``): the tokens of an epoch's steps.  A step is
+        sized for and occupies the whole budget, so it costs ``max_tokens`` = its padded
+        tokens + the budget it leaves unused; an epoch costs
         ``max_tokens`` times its steps, ``sum ceil(n_i / B_i)`` over the buckets (exact, no
         expectation), and a sample padded beyond the budget (alone in its batch) adds what it
         passes it by.  Padding alone is blind to the unused part: it isolates long samples in

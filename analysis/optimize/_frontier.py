@@ -302,13 +302,13 @@ def floor_plan(
 def frontier_plans(
     hist: LengthHistogram,
     rule: BatchRule,
-    k_max: int,
+    max_buckets: int,
     lambdas: Sequence[float],
     step_time: StepTimeLike | None = None,
     edge_multiple: int = 1,
 ) -> list[tuple[float, int, BucketPlan]]:
     """``(lam, K, plan)`` minimising ``objective - lam * mixing`` for every ``lam`` of
-    ``lambdas`` (> 0, in objective units per unit of mixing) and every ``K <= k_max``: one DP
+    ``lambdas`` (> 0, in objective units per unit of mixing) and every ``K <= max_buckets``: one DP
     pass per ``lam``; each plan Pareto-optimal among all ``K``-bucket plans (exact search;
     on the candidate grid of long-context data, among the grid's), the objective the
     optimiser's (padded tokens, or seconds with ``step_time``).
@@ -322,7 +322,7 @@ def frontier_plans(
     if any(not (isinstance(x, int | float) and math.isfinite(x) and x > 0) for x in lambdas):
         raise ValueError(f"every lambda must be a finite number > 0, got {list(lambdas)!r}")
     prob = build_problem(hist, rule, edge_multiple, step_time, resolve_objective(rule, step_time, None))
-    k_max = check_k(prob, k_max)
+    k_max = check_k(prob, max_buckets)
     return _sweep(hist, prob, _lagrangian(hist, prob), k_max, lambdas)
 
 
@@ -344,14 +344,14 @@ def _sweep(
 def frontier_sweep(
     hist: LengthHistogram,
     rule: BatchRule,
-    k_max: int,
+    max_buckets: int,
     n_lambdas: int,
     step_time: StepTimeLike | None = None,
     edge_multiple: int = 1,
 ) -> tuple[list[float], list[tuple[float, int, BucketPlan]]]:
     """:func:`frontier_plans` for ``n_lambdas`` values of ``lam`` spread by
-    :func:`frontier_lambdas` between this DP's own ``k_max``-bucket optimum (its ``lam = 0``
-    pass: on the candidate grid of long-context data, the grid's) and its ``k_max``-bucket plan
+    :func:`frontier_lambdas` between this DP's own ``max_buckets``-bucket optimum (its ``lam = 0``
+    pass: on the candidate grid of long-context data, the grid's) and its ``max_buckets``-bucket plan
     with the most mixing (a pass at a huge ``lam``; not one bucket, whose mixing under a token
     budget can be 0: a batch of one sample), all on one set of matrices; returns the lambdas
     and the plans.
@@ -366,7 +366,7 @@ def frontier_sweep(
     if isinstance(n_lambdas, bool) or not isinstance(n_lambdas, int) or n_lambdas < 1:
         raise ValueError(f"n_lambdas must be an integer >= 1, got {n_lambdas!r}")
     prob = build_problem(hist, rule, edge_multiple, step_time, resolve_objective(rule, step_time, None))
-    k_max = check_k(prob, k_max)
+    k_max = check_k(prob, max_buckets)
     lag = _lagrangian(hist, prob)
     low = make_plan(hist, prob, _edges(lag, _ends_at(lag, k_max, 0.0)), "frontier", k_max)
     most = _most_mixing_ends(lag, k_max, low.objective)

@@ -41,7 +41,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class WasteEstimate:
     """Expected padding of one epoch (see :func:`expected_padding`, :func:`sorted_padding`).
 
@@ -185,17 +185,17 @@ def bucketed_estimate(
     if floats:  # the int part exact, the expectations summed once
         total = total + math.fsum(floats)
     return WasteEstimate(
-        strategy,
-        rule,
-        tuple(edges),
-        tuple(batch_sizes),
-        sum(tokens),
-        total,
-        sum(batches),
-        tuple(samples),
-        tuple(tokens),
-        tuple(batches),
-        tuple(waste),
+        strategy=strategy,
+        rule=rule,
+        edges=tuple(edges),
+        batch_sizes=tuple(batch_sizes),
+        useful_tokens=sum(tokens),
+        waste_tokens=total,
+        n_batches=sum(batches),
+        bucket_samples=tuple(samples),
+        bucket_tokens=tuple(tokens),
+        bucket_batches=tuple(batches),
+        bucket_waste_tokens=tuple(waste),
     )
 
 
@@ -336,17 +336,17 @@ def sorted_padding(
     padded += rest * longest[-1]
     waste = padded - hist.total_tokens
     return WasteEstimate(
-        "sorted",
-        BatchRule(size, None, rule.pad_to_multiple_of),
-        (hist.min - 1, hist.max),
-        (size,),
-        hist.total_tokens,
-        waste,
-        n_batches,
-        (n,),
-        (hist.total_tokens,),
-        (n_batches,),
-        (waste,),
+        strategy="sorted",
+        rule=BatchRule(size, None, rule.pad_to_multiple_of),
+        edges=(hist.min - 1, hist.max),
+        batch_sizes=(size,),
+        useful_tokens=hist.total_tokens,
+        waste_tokens=waste,
+        n_batches=n_batches,
+        bucket_samples=(n,),
+        bucket_tokens=(hist.total_tokens,),
+        bucket_batches=(n_batches,),
+        bucket_waste_tokens=(waste,),
     )
 
 
