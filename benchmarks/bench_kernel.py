@@ -187,5 +187,6 @@ def main(runs: int = 5) -> None:
         same &= new_kernel.backtrack(arg_new, k, p_new.m) == ref_ends
     print(json.dumps({"same exact edges K=1..16 (batch_size 8) as the reference DP": bool(same)}))
 
+
 if __name__ == "__main__":
     main(int(sys.argv[1]) if len(sys.argv) > 1 else 5)

@@ -241,20 +241,3 @@ def row_costs(
         for j in range(i + 1, m + 1):
             n = cum[j] - ci
             out[j] += per_batch * ((n + size[j] - 1) // size[j])
-
-
-@numba.njit(cache=True, nogil=True, error_model="numpy")
-def costs_compiled(data: Arrays, points: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
-    """``out[a, c]`` = objective of bucket ``(points[a], points[c]]`` (inf when ``a >= c``)."""
-    m = data.cum.size - 1
-    p = points.size
-    is_end = np.zeros(m + 1, np.bool_)
-    for a in range(p):
-        is_end[points[a]] = True
-    costs = np.empty(m + 1)
-    out = np.full((p, p), INF)
-    for a in range(p - 1):
-        row_costs(points[a], data, is_end, costs)
-        for c in range(a + 1, p):
-            out[a, c] = costs[points[c]]
-    return out

@@ -37,7 +37,7 @@ from analysis.optimize.plan import BucketPlan, FloorChoice, make_plan
 from analysis.padding.mixing import length_variance
 
 # Above this many allowed ends the frontier's DP runs on a candidate grid of _GRID ends.
-_EXACT_UP_TO = 2_048
+_EXACT_UP_TO = 2_048  # (not AUTO_CANDIDATES_ABOVE: the matrices are p x p; see the package docstring)
 _GRID = 1024
 # Relative tolerance of "strictly below the hull line" (float arithmetic of the DP).
 _TOL = 1e-12

@@ -15,10 +15,10 @@ import numpy as np
 
 from analysis.optimize._budget import BudgetBounds, budget_bounds
 from analysis.optimize._compile import threads_lock
-from analysis.optimize._costs import cost_arrays, costs_compiled
+from analysis.optimize._costs import cost_arrays
 from analysis.optimize._exact import exact_arrays
 from analysis.optimize._problem import Problem
-from analysis.optimize._pruned import exact_matrix, solve_exact
+from analysis.optimize._pruned import cost_matrix_of, exact_matrix, solve_exact
 from analysis.optimize._ratios import EMPTY
 
 _NO_BOUNDS = BudgetBounds(EMPTY, EMPTY, np.zeros((0, 0)), np.zeros((0, 0)), 1)
@@ -76,5 +76,6 @@ def cost_matrix(prob: Problem, points: np.ndarray) -> np.ndarray:
 
 def full_batch_matrix(prob: Problem, points: np.ndarray) -> np.ndarray:
     """Dense ``M[a, b]`` = full-batch objective of bucket ``(points[a], points[b]]``."""
-    out: np.ndarray = costs_compiled(cost_arrays(prob), np.asarray(points, np.int64))
+    short = exact_arrays(prob)[1]  # (not read: the full-batch costs take cost_arrays' tables)
+    out: np.ndarray = cost_matrix_of(cost_arrays(prob), short, np.asarray(points, np.int64), False)
     return out

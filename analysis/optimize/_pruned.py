@@ -26,7 +26,7 @@ import numba
 import numpy as np
 
 from analysis.optimize._budget import SLACK, BudgetBounds, lower_costs
-from analysis.optimize._costs import INF, Arrays
+from analysis.optimize._costs import INF, Arrays, row_costs
 from analysis.optimize._exact import LOW_SLACK, Short, exact_row, lower_row, short_ratio
 from analysis.optimize._layers import push, run_layers
 
@@ -300,8 +300,12 @@ def solve_exact(
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def exact_matrix(data: Arrays, short: Short, points: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
-    """``out[a, c]`` = exact objective of bucket ``(points[a], points[c]]`` (inf when ``a >= c``)."""
+def cost_matrix_of(
+    data: Arrays, short: Short, points: np.ndarray, exact: bool
+) -> np.ndarray:  # pragma: no cover - compiled
+    """``out[a, c]`` = objective of bucket ``(points[a], points[c]]`` (inf when ``a >= c``):
+    the exact one (:func:`~analysis.optimize._exact.exact_row`), or with ``exact=False`` the
+    full-batch one (:func:`~analysis.optimize._costs.row_costs`, ``short`` unread)."""
     m = data.cum.size - 1
     p = points.size
     is_end = np.zeros(m + 1, np.bool_)
@@ -312,7 +316,16 @@ def exact_matrix(data: Arrays, short: Short, points: np.ndarray) -> np.ndarray: 
     t2b = np.zeros(m + 1)
     out = np.full((p, p), INF)
     for a in range(p - 1):
-        exact_row(points[a], data, short, is_end, costs, tb, t2b)
+        if exact:
+            exact_row(points[a], data, short, is_end, costs, tb, t2b)
+        else:
+            row_costs(points[a], data, is_end, costs)
         for c in range(a + 1, p):
             out[a, c] = costs[points[c]]
+    return out
+
+
+def exact_matrix(data: Arrays, short: Short, points: np.ndarray) -> np.ndarray:
+    """``out[a, c]`` = exact objective of bucket ``(points[a], points[c]]`` (inf when ``a >= c``)."""
+    out: np.ndarray = cost_matrix_of(data, short, points, True)
     return out
