@@ -221,9 +221,7 @@ def goals(hist: LengthHistogram, runs: int = 3) -> None:
     rules += [BatchRule(max_tokens=t, pad_to_multiple_of=p) for t in (4096, 16384, 2**24) for p in (1, 64)]
     for rule in rules:
         t = k6(hist, rule)
-        print(
-            f"{'K = 6, ' + rule.text + ' (warm)':<58} {'<= 2x':>12} {t:8.3f}  {t / base:5.1f}x batch 8"
-        )
+        print(f"{'K = 6, ' + rule.text + ' (warm)':<58} {'<= 2x':>12} {t:8.3f}  {t / base:5.1f}x batch 8")
     with tempfile.TemporaryDirectory() as tmp:
         cold = _first_call_seconds(tmp)
         warm = _first_call_seconds(tmp)
