@@ -26,14 +26,22 @@ at full resolution (every distinct length a candidate edge), batch size 8:
   and under ``max_tokens=65536``, each call on a new histogram (the ratio tables are built
   again: as a new data set would), CPU seconds (median of 3) and the traced peak of the
   optimiser's allocations, and their ratios.
+
+``--goals`` prints only issue 34's goals, each beside its measured median and the naive DP's
+time in the same process (the plain DP of ``analysis.optimize._reference`` over the dense
+matrix of exact bucket costs, the matrix included), pinned to one core, CPU seconds: the
+machines are shared, so the ratios are what to compare across runs.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
+import os
 import subprocess
 import sys
+import tempfile
 import time
 from typing import Any
 
@@ -41,11 +49,15 @@ import numpy as np
 import pandas as pd
 from _common import case_histogram, median_seconds, shared_histogram
 
+from analysis.batching import BatchRule
 from analysis.lengths import LengthHistogram
 from analysis.optimize import METHODS, optimize_edges, sweep_bucket_counts
+from analysis.optimize._problem import build_problem, resolve_objective
+from analysis.optimize._reference import reference_dp
 from analysis.paths import BUNDLED_DATA, PROJECT_ROOT
 
 REAL = ("alpaca_eval_outputs", "arena_hard_answers")
+kernel = importlib.import_module("analysis.optimize._kernel")
 
 
 def long_context_histogram() -> LengthHistogram:
@@ -155,12 +167,75 @@ def sample_count_scaling(hist: LengthHistogram) -> None:
         )
 
 
+def _naive_seconds(hist: LengthHistogram, rule: BatchRule, k: int) -> float:
+    """The naive DP's CPU seconds: the dense matrix of exact bucket costs, then the plain DP."""
+    prob = build_problem(hist, rule, objective=resolve_objective(rule, None, None))
+    points = np.r_[0, prob.ends]
+    start = time.process_time()
+    reference_dp(kernel.cost_matrix(prob, points), k)
+    return time.process_time() - start
+
+
+def _first_call_seconds(cache_dir: str) -> float:
+    """Wall seconds of the first ``optimize_edges(K=6)`` in a new process with ``cache_dir`` as
+    numba's cache (empty: every kernel compiled; filled: loaded)."""
+    code = (
+        "import time, sys\n"
+        "sys.path.insert(0, 'benchmarks')\n"
+        "from _common import case_histogram\n"
+        "from analysis import optimize_edges\n"
+        "h = case_histogram()\n"
+        "t = time.perf_counter(); optimize_edges(h, 6, batch_size=8); print(time.perf_counter() - t)\n"
+    )
+    env = {**os.environ, "NUMBA_CACHE_DIR": cache_dir}
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, check=True
+    )
+    return float(out.stdout.split()[-1])
+
+
+def goals(hist: LengthHistogram, runs: int = 3) -> None:
+    """Issue 34's goals beside the medians (CPU seconds, one core) and the naive DP."""
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+    b8 = BatchRule(batch_size=8)
+
+    def cpu(fn: Any, n: int = runs) -> float:
+        return median_seconds(fn, n, time.process_time)
+
+    def k6(h: LengthHistogram, rule: BatchRule) -> float:
+        return cpu(lambda: optimize_edges(h, 6, rule, candidates=None))
+
+    print(f"{'goal':<58} {'target':>12} {'median':>8}  beside")
+    naive = _naive_seconds(hist, b8, 6)
+    base = k6(hist, b8)
+    print(f"{'K = 6, batch size 8':<58} {'<= 0.1 s':>12} {base:8.3f}  naive DP {naive:.2f} s")
+    print(f"{'   its speed-up over the naive DP':<58} {'>= 80x':>12} {naive / base:7.1f}x")
+    sweep = cpu(lambda: sweep_bucket_counts(hist, range(1, 17), ["optimal"], b8, candidates=None))
+    print(f"{'sweep K = 1..16, batch size 8':<58} {'<= 0.2 s':>12} {sweep:8.3f}  naive DP K=6 {naive:.2f} s")
+    big = LengthHistogram.from_counts(hist.lengths, hist.counts * 4)
+    print(
+        f"{'4x the samples, the same lengths (K = 6, batch size 8)':<58} {'<= 1.1x':>12} "
+        f"{k6(big, b8) / base:7.2f}x  of {base:.3f} s"
+    )
+    rules = [BatchRule(batch_size=b) for b in (10**4, 10**8)]
+    rules += [BatchRule(max_tokens=t, pad_to_multiple_of=p) for t in (4096, 16384, 2**24) for p in (1, 64)]
+    for rule in rules:
+        t = k6(hist, rule)
+        print(f"{'K = 6, ' + rule.text + ' (warm)':<58} {'<= 2x':>12} {t:8.3f}  {t / base:5.1f}x batch 8")
+    with tempfile.TemporaryDirectory() as tmp:
+        cold = _first_call_seconds(tmp)
+        warm = _first_call_seconds(tmp)
+    print(f"{'first optimize_edges(K=6) in a new process, empty cache':<58} {'cheap':>12} {cold:8.2f}  wall")
+    print(f"{'   the same with numba cache on disk filled':<58} {'':>12} {warm:8.2f}  wall")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--child", default=None)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--exact-timeout", type=float, default=900.0)
     parser.add_argument("--scaling", action="store_true", help="only the sample-count scaling")
+    parser.add_argument("--goals", action="store_true", help="only issue 34's goals")
     args = parser.parse_args()
     if args.child:
         _child(args.child)
@@ -170,6 +245,9 @@ def main() -> None:
     hist = case_histogram()
     if args.scaling:
         sample_count_scaling(hist)
+        return
+    if args.goals:
+        goals(hist)
         return
     print(
         f"data: {name}: {hist.n_samples:,} samples, {hist.n_distinct:,} distinct lengths "

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from _common import SHARED_DATA, case_histogram, median_seconds, shared_histogram
 
+from analysis import BatchRule
 from analysis.case import CASE_BATCH_SIZE, CASE_EDGES, CASE_MAX_LENGTH
 from analysis.lengths import LengthHistogram
 from analysis.padding.waste import expected_padding
@@ -23,8 +24,8 @@ RUNS = 25
 
 
 def report(name: str, hist: LengthHistogram, edges, **rule) -> None:
-    est = expected_padding(hist, edges, **rule)
-    ms = 1e3 * median_seconds(lambda: expected_padding(hist, edges, **rule), runs=RUNS)
+    est = expected_padding(hist, edges, BatchRule(**rule))
+    ms = 1e3 * median_seconds(lambda: expected_padding(hist, edges, BatchRule(**rule)), runs=RUNS)
     rule_text = ", ".join(f"{k}={v}" for k, v in rule.items())
     print(
         f"{name:<34} {hist.n_samples:>9,} samples {hist.n_distinct:>6,} distinct "

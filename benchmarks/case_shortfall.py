@@ -21,7 +21,7 @@ import numpy as np
 from _common import case_histogram
 from scipy.optimize import nnls
 
-from analysis import StepTimeModel
+from analysis import BatchRule, StepTimeModel
 from analysis.answers.throughput import simulated_epoch_times
 from analysis.case import (
     CASE_BATCH_SIZE,
@@ -44,7 +44,9 @@ def main() -> None:
     features = np.array(
         [
             [
-                expected_epoch_time(hist, StepTimeModel(**{t: 1.0}), s, batch_size=CASE_BATCH_SIZE, edges=e)
+                expected_epoch_time(
+                    hist, StepTimeModel(**{t: 1.0}), s, rule=BatchRule(batch_size=CASE_BATCH_SIZE), edges=e
+                )
                 for t in TERMS
             ]
             for s, e in RUNS

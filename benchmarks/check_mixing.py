@@ -16,7 +16,7 @@ import math
 import numpy as np
 from _common import SHARED_DATA, case_histogram, shared_histogram
 
-from analysis import optimize_edges, simulate
+from analysis import BatchRule, optimize_edges, simulate
 from analysis.lengths import LengthHistogram
 from analysis.padding.mixing import bucketed_mixing, random_mixing
 
@@ -27,8 +27,8 @@ def check(name: str, hist: LengthHistogram) -> bool:
     plan = optimize_edges(hist, min(6, hist.n_distinct), batch_size=8)
     ok = True
     for strategy, exact in (
-        ("bucketed", bucketed_mixing(hist, plan.edges, batch_size=8)),
-        ("random", random_mixing(hist, batch_size=8)),
+        ("bucketed", bucketed_mixing(hist, plan.edges, rule=BatchRule(batch_size=8))),
+        ("random", random_mixing(hist, rule=BatchRule(batch_size=8))),
     ):
         res = simulate(
             hist, strategy, batch_size=8, rng=np.random.default_rng(3), epochs=EPOCHS, edges=plan.edges

@@ -61,7 +61,7 @@ def render(
     plan = analysis.optimize_edges(hist, n_buckets, **rule)
     sweep = analysis.sweep_bucket_counts(hist, range(1, min(16, hist.n_distinct) + 1), **rule)
     random_eff = analysis.evaluate_edges(hist, [0, hist.max], **rule).efficiency
-    sorted_eff = sorted_padding(hist, **rule).efficiency
+    sorted_eff = sorted_padding(hist, analysis.BatchRule(**rule)).efficiency
     table = analysis.compare_strategies(
         hist, rng=np.random.default_rng(seed), edges=plan.edges, epochs=1, **rule
     )

@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import analysis
+from analysis import BatchRule
 from analysis.batching import cover_edges
 from analysis.case import CASE_EDGES
 from analysis.padding.waste import expected_padding
@@ -47,7 +48,7 @@ def snapshot() -> dict[str, dict[str, object]]:
                 )
             ]
         edges = cover_edges(list(CASE_EDGES), hist)
-        row["case_edges_efficiency"] = expected_padding(hist, edges, batch_size=8).efficiency
+        row["case_edges_efficiency"] = expected_padding(hist, edges, rule=BatchRule(batch_size=8)).efficiency
         out[name] = row
     return out
 

@@ -56,7 +56,7 @@ __all__ = [
 #: Simulated epochs for the strategies without an exact expected time, and the largest K of
 #: the time-against-padding sweep (notebook 04's defaults, and the report's).
 DEFAULT_TIME_EPOCHS = 3
-DEFAULT_TIME_MAX_K = 8
+DEFAULT_TIME_MAX_BUCKETS = 8
 
 
 @dataclass(frozen=True)
@@ -265,7 +265,7 @@ def recommend_for_time(
     rng: np.random.Generator,
     epochs: int = DEFAULT_TIME_EPOCHS,
     world_size: int = 1,
-    max_k: int = DEFAULT_TIME_MAX_K,
+    max_buckets: int = DEFAULT_TIME_MAX_BUCKETS,
     batch_size: int | None = None,
     max_tokens: int | None = None,
     pad_to_multiple_of: int | None = None,
@@ -275,13 +275,13 @@ def recommend_for_time(
     strategy's predicted tokens/s with ``bucketed`` on those edges
     (:func:`analysis.predict_strategy_throughput`, ``epochs`` simulated epochs drawn from
     ``rng`` where no exact time exists), and both objectives' optimal edges for
-    ``K = 1..max(max_k, n_buckets)`` (:func:`analysis.sweep_throughput`).
+    ``K = 1..max(max_buckets, n_buckets)`` (:func:`analysis.sweep_throughput`).
 
     Examples
     --------
     >>> hist = LengthHistogram.from_counts([10, 20, 200, 400], [30, 30, 20, 20])
     >>> model = StepTimeModel(per_step=0.5, per_token=1e-3, attention=1e-5)
-    >>> rec = recommend_for_time(hist, model, 2, batch_size=4, max_k=2, rng=np.random.default_rng(0))
+    >>> rec = recommend_for_time(hist, model, 2, batch_size=4, max_buckets=2, rng=np.random.default_rng(0))
     >>> rec.plan.edges, rec.at_k()["edges"].tolist()
     ([0, 200, 400], [[0, 20, 400], [0, 200, 400]])
     >>> rec.strategies.loc[["sorted", "bucketed"], "tokens_per_s"].round(1).tolist()
@@ -294,7 +294,7 @@ def recommend_for_time(
     strategies = predict_strategy_throughput(
         hist, model, rule, edges=plan.edges, rng=rng, epochs=epochs, world_size=world_size
     )
-    sweep = sweep_throughput(hist, model, range(1, max(max_k, n_buckets) + 1), rule)
+    sweep = sweep_throughput(hist, model, range(1, max(max_buckets, n_buckets) + 1), rule)
     return TimeRecommendation(model, plan, strategies, sweep, epochs, world_size)
 
 

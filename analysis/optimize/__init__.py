@@ -1,5 +1,55 @@
 """Where bucket edges go: the exact optimum for the real batch rule, and the field's rules.
 
+How it works
+------------
+Read the private modules in this order: the plain DP the kernel is held to first, then the
+path :func:`optimize_edges` takes down to the compiled kernel and back up to a plan.
+
+1. ``_reference``: the textbook DP ``D[k, j] = min_i D[k-1, i] + cost(i, j)`` over a dense
+   matrix of bucket costs, in plain NumPy.  The tests and benchmarks hold the kernel to it.
+2. ``_problem``: the histogram as prefix arrays (index ``t = 1..m`` is the t-th distinct
+   length), the per-sample weight of each objective and the objective's name
+   (:data:`OBJECTIVES`, :func:`resolve_objective`).
+3. ``_ratios``: ``C(a, B) / C(b, B)``, from a table of ``C(x, B)``, a product, or ``log x!``.
+4. ``_costs``: a bucket's *full-batch* cost (each last short batch counted as full) as a
+   running sum along its start's row; with a token budget, restarts where ``B`` changes.
+5. ``_exact``: a bucket's *exact* cost (the last short batch as it is) and ``O(1)`` lower
+   bounds on it from the full-batch cost.
+6. ``_budget``: a token budget's restart-free lower bounds (a table of sums under lowered
+   batch sizes).
+7. ``_layers``: the DP's tables and the push of a row of costs into them (ties to the
+   smallest start).
+8. ``_pruned``: the one pruned DP: bounds backwards, an upper bound per ``K``, then exact
+   costs forwards only where a bucket may lie on an optimal plan (bit for bit the dense DP).
+9. ``_kernel``: :func:`~analysis.optimize._kernel.solve_kernel`, the entry point, and the
+   dense matrices of exact and full-batch costs between given points.
+10. ``_search``: which ends the DP may use: every distinct length, or above
+    :data:`AUTO_CANDIDATES_ABOVE` a candidate grid refined at full resolution, then proven.
+11. ``_cells``: the grid's proof, a DP over cells whose value bounds the exact optimum.
+12. ``_frontier``: padding against mixing, the Lagrangian passes over dense matrices, and the
+    floors (``min_efficiency``, ``min_mixing``).
+13. ``rules``: the field's rules (geometric, equal count, equal tokens, greedy descent).
+14. ``plan``: :class:`BucketPlan`, the objective recomputed independently of the DP
+    (:func:`~analysis.padding.order_stats.expected_batch_sum`), warnings and mixing.
+15. This module: the public functions, which build a :class:`~analysis.BatchRule` once.
+
+Two thresholds decide when a grid replaces every allowed end, for two different costs:
+the DP needs ``O(K m)`` memory and about ``O(m)`` exact rows after pruning, so it is exact up
+to ``AUTO_CANDIDATES_ABOVE = 20,000`` candidate ends; the frontier stores two dense
+``p x p`` matrices that every λ pass reads in full, so it goes to a grid above
+``_frontier._EXACT_UP_TO = 2,048`` (64 MB of matrices there).
+
+A new objective touches: ``_problem`` (its name in :data:`OBJECTIVES`, the check of its
+combination with ``step_time`` and the rule, its per-sample ``weight`` and ``per_batch`` in
+``build_problem``); ``_exact._short`` (the weight of a sample in a short batch, if it depends
+on the batch's size); the lower bounds, which must stay below every exact cost
+(``_exact.lower_row``, ``_pruned._fixed_lower_row``, ``_budget.lower_costs``); ``plan``
+(``_objective``, the independent evaluation the tests compare with, and the
+``objective_kind`` it reports); :func:`sweep_measure` (the measure the gain rule reads); and
+``_frontier`` if a floor applies to it.
+
+What it computes
+----------------
 :func:`optimize_edges` places ``K`` edges by ``method``: ``"optimal"`` is the exact global
 minimiser of the expected padded tokens, each bucket's last short batch as it is (``floor(n /
 B)`` full batches and one of ``n mod B``: what :func:`analysis.padding.waste.expected_padding` and the
@@ -158,12 +208,14 @@ def optimize_edges(
     step_time : StepTimeModel, optional
         Minimise the expected epoch time under this fitted model instead of padding
         (``"optimal"`` and ``"greedy"``; see the module docstring).  The plan keeps it.
-    objective : {None, "padding", "steps"}
-        What ``"optimal"`` (and ``"greedy"``) minimise without ``step_time``.  ``"padding"``:
-        the expected padded tokens.  ``"steps"``, a token budget's default (``None`` picks
-        it under ``max_tokens``, ``"padding"`` under ``batch_size``): the tokens of an
-        epoch's steps.  A step is sized for and occupies the whole budget, so it costs
-        ``max_tokens`` = its padded tokens + the budget it leaves unused; an epoch costs
+    objective : {None, "padding", "steps", "time"}
+        What ``"optimal"`` (and ``"greedy"``) minimise.  ``"time"``: the expected epoch
+        seconds, with ``step_time`` and only with it (``None`` picks it there; any other
+        name beside ``step_time`` is an error).  ``"padding"``: the expected padded tokens.
+        ``"steps"``, a token budget's default (``None`` picks it under ``max_tokens``,
+        ``"padding"`` under ``batch_size``): the tokens of an epoch's steps.  A step is
+        sized for and occupies the whole budget, so it costs ``max_tokens`` = its padded
+        tokens + the budget it leaves unused; an epoch costs
         ``max_tokens`` times its steps, ``sum ceil(n_i / B_i)`` over the buckets (exact, no
         expectation), and a sample padded beyond the budget (alone in its batch) adds what it
         passes it by.  Padding alone is blind to the unused part: it isolates long samples in
@@ -271,11 +323,8 @@ def evaluate_edges(
 def optimal_plans(
     hist: LengthHistogram,
     n_buckets: Iterable[int],
-    rule: BatchRule | None = None,
+    rule: BatchRule,
     *,
-    batch_size: int | None = None,
-    max_tokens: int | None = None,
-    pad_to_multiple_of: int | None = None,
     edge_multiple: int = 1,
     candidates: int | str | None = "auto",
     step_time: StepTimeLike | None = None,
@@ -288,10 +337,10 @@ def optimal_plans(
     --------
     >>> from analysis import LengthHistogram
     >>> hist = LengthHistogram.from_counts([1, 2, 3, 9, 10], [5, 5, 5, 5, 5])
-    >>> {k: p.edges for k, p in optimal_plans(hist, [1, 2], batch_size=4).items()}
+    >>> {k: p.edges for k, p in optimal_plans(hist, [1, 2], BatchRule(4)).items()}
     {1: [0, 10], 2: [0, 3, 10]}
     """
-    rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens, pad_to_multiple_of=pad_to_multiple_of)
+    rule = as_rule(rule)
     prob = build_problem(hist, rule, edge_multiple, step_time, resolve_objective(rule, step_time, objective))
     ks = sorted({check_k(prob, k) for k in n_buckets})
     if not ks:

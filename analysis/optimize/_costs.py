@@ -44,15 +44,12 @@ from analysis.optimize._problem import Problem
 from analysis.optimize._ratios import (
     PRODUCT_RATIO,
     build_ratio_tables,
-    comb_at,
     log_fact_pair,
     product_ratio,
     ratio_at,
 )
 
 INF = math.inf
-# Starts whose rows of costs are computed (and pushed into the DP) together.
-GROUP = 4
 
 
 class Arrays(NamedTuple):
@@ -244,122 +241,3 @@ def row_costs(
         for j in range(i + 1, m + 1):
             n = cum[j] - ci
             out[j] += per_batch * ((n + size[j] - 1) // size[j])
-
-
-@numba.njit(cache=True, nogil=True, error_model="numpy")
-def comb_heads(
-    starts: np.ndarray, data: Arrays, is_end: np.ndarray, out: np.ndarray, t: np.ndarray
-) -> None:  # pragma: no cover - compiled
-    """``out[a, j]`` = padding of bucket ``(starts[a], j]`` for ``j`` up to the last start + 1
-    and one tabulated ``B``, start by start (the arithmetic of ``row_costs``); ``t[a]`` is the
-    running sum there, where ``comb_tile`` goes on."""
-    cum, weight, step, size, comb = data.cum, data.weight, data.step, data.size[0], data.comb
-    last = starts[starts.size - 1]
-    for a in range(starts.size):
-        i = starts[a]
-        ci = cum[i]
-        out[a, i + 1] = (cum[i + 1] - ci) * weight[i + 1] if is_end[i + 1] else INF
-        below = comb_at(comb, cum[i + 1] - ci, size)
-        ta = 0.0
-        for j in range(i + 2, last + 2):
-            n = cum[j] - ci
-            here = comb_at(comb, n, size)
-            ta = (ta + step[j - 1]) * (below / here) if n >= size else 0.0
-            below = here
-            w = weight[j]
-            cost = n * w if n < size else n * (w - ta)
-            out[a, j] = cost if is_end[j] else INF
-        t[a] = ta
-
-
-@numba.njit(cache=True, nogil=True, error_model="numpy")
-def comb_tile(
-    starts: np.ndarray,
-    j0: int,
-    j1: int,
-    data: Arrays,
-    is_end: np.ndarray,
-    out: np.ndarray,
-    t: np.ndarray,
-    ratio: np.ndarray,
-    table: np.ndarray,
-) -> None:  # pragma: no cover - compiled
-    """``out[a, j]`` for ``j0 <= j < j1`` (after the last start + 1) and the ``GROUP`` starts,
-    the running sums ``t`` carried in and out: first each start's ratios
-    ``C(x_{j-1}, B) / C(x_j, B)`` (table reads, or the same values computed where the
-    table would be too long, then divisions with nothing carried: a vectorised loop), then
-    the ``GROUP`` sums side by side (independent chains, so the cell does not wait on the
-    latency of the one before), with the arithmetic of ``row_costs``."""
-    cum, weight, step, size, comb = data.cum, data.weight, data.step, data.size[0], data.comb
-    n_j = j1 - j0
-    if n_j <= 0:
-        return
-    for a in range(GROUP):
-        ci = cum[starts[a]]
-        c = cum[j0 - 1 : j1]
-        tab = table[: n_j + 1]
-        if comb.size:
-            for j in range(n_j + 1):
-                tab[j] = comb[c[j] - ci]
-        else:  # more samples than the table holds: _comb_value, factor by factor (vectorised)
-            for j in range(n_j + 1):
-                tab[j] = float(c[j] - ci)
-            for f in range(1, size):
-                for j in range(n_j + 1):
-                    tab[j] *= (float(c[j] - ci) - f) / (f + 1)
-            for j in range(n_j + 1):
-                tab[j] = tab[j] if c[j] - ci >= size else 0.0
-        r = ratio[a, :n_j]
-        for j in range(n_j):
-            r[j] = tab[j] / tab[j + 1]
-    # the running sums, side by side, into ``ratio`` (a chain per start: the loop runs at the
-    # throughput of the arithmetic, not at the latency of one sum)
-    c0, c1, c2, c3 = cum[starts[0]], cum[starts[1]], cum[starts[2]], cum[starts[3]]
-    t0, t1, t2, t3 = t[0], t[1], t[2], t[3]
-    r0, r1, r2, r3 = ratio[0, :n_j], ratio[1, :n_j], ratio[2, :n_j], ratio[3, :n_j]
-    cj_, st_ = cum[j0:j1], step[j0 - 1 : j1 - 1]
-    if cj_[0] - c3 >= size:  # every bucket holds a full batch (c3 is the largest start count)
-        for j in range(n_j):
-            st = st_[j]
-            t0 = (t0 + st) * r0[j]
-            t1 = (t1 + st) * r1[j]
-            t2 = (t2 + st) * r2[j]
-            t3 = (t3 + st) * r3[j]
-            r0[j], r1[j], r2[j], r3[j] = t0, t1, t2, t3
-    else:
-        for j in range(n_j):
-            cj = cj_[j]
-            st = st_[j]
-            t0 = (t0 + st) * r0[j] if cj - c0 >= size else 0.0
-            t1 = (t1 + st) * r1[j] if cj - c1 >= size else 0.0
-            t2 = (t2 + st) * r2[j] if cj - c2 >= size else 0.0
-            t3 = (t3 + st) * r3[j] if cj - c3 >= size else 0.0
-            r0[j], r1[j], r2[j], r3[j] = t0, t1, t2, t3
-    # the costs n (w - T), n w below a full batch (vectorised)
-    w_, e_ = weight[j0:j1], is_end[j0:j1]
-    for a in range(GROUP):
-        ci = cum[starts[a]]
-        ta = ratio[a, :n_j]
-        o = out[a, j0:j1]
-        for j in range(n_j):
-            n = cj_[j] - ci
-            w = w_[j]
-            o[j] = (n * w if n < size else n * (w - ta[j])) if e_[j] else INF
-    t[0], t[1], t[2], t[3] = t0, t1, t2, t3
-
-
-@numba.njit(cache=True, nogil=True, error_model="numpy")
-def costs_compiled(data: Arrays, points: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
-    """``out[a, c]`` = objective of bucket ``(points[a], points[c]]`` (inf when ``a >= c``)."""
-    m = data.cum.size - 1
-    p = points.size
-    is_end = np.zeros(m + 1, np.bool_)
-    for a in range(p):
-        is_end[points[a]] = True
-    costs = np.empty(m + 1)
-    out = np.full((p, p), INF)
-    for a in range(p - 1):
-        row_costs(points[a], data, is_end, costs)
-        for c in range(a + 1, p):
-            out[a, c] = costs[points[c]]
-    return out

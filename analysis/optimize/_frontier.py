@@ -41,7 +41,7 @@ from analysis.padding.mixing import length_variance
 from analysis.padding.waste import step_tokens
 
 # Above this many allowed ends the frontier's DP runs on a candidate grid of _GRID ends.
-_EXACT_UP_TO = 2_048
+_EXACT_UP_TO = 2_048  # (not AUTO_CANDIDATES_ABOVE: the matrices are p x p; see the package docstring)
 _GRID = 1024
 # Relative tolerance of "strictly below the hull line" (float arithmetic of the DP).
 _TOL = 1e-12
@@ -492,13 +492,13 @@ def _hull_bound(gap: _Gap, floor: Floor, lag: _Lagrangian, ev: _Evaluator) -> fl
 def frontier_plans(
     hist: LengthHistogram,
     rule: BatchRule,
-    k_max: int,
+    max_buckets: int,
     lambdas: Sequence[float],
     step_time: StepTimeLike | None = None,
     edge_multiple: int = 1,
 ) -> list[tuple[float, int, BucketPlan]]:
     """``(lam, K, plan)`` minimising ``objective - lam * mixing`` for every ``lam`` of
-    ``lambdas`` (> 0, in objective units per unit of mixing) and every ``K <= k_max``: one DP
+    ``lambdas`` (> 0, in objective units per unit of mixing) and every ``K <= max_buckets``: one DP
     pass per ``lam``; each plan Pareto-optimal among all ``K``-bucket plans (exact search;
     on the candidate grid of long-context data, among the grid's), the objective the
     optimiser's (padded tokens, or seconds with ``step_time``).
@@ -512,7 +512,7 @@ def frontier_plans(
     if any(not (isinstance(x, int | float) and math.isfinite(x) and x > 0) for x in lambdas):
         raise ValueError(f"every lambda must be a finite number > 0, got {list(lambdas)!r}")
     prob = build_problem(hist, rule, edge_multiple, step_time, resolve_objective(rule, step_time, None))
-    k_max = check_k(prob, k_max)
+    k_max = check_k(prob, max_buckets)
     return _sweep(hist, prob, _lagrangian(hist, prob), k_max, lambdas)
 
 
@@ -534,7 +534,7 @@ def _sweep(
 def frontier_sweep(
     hist: LengthHistogram,
     rule: BatchRule,
-    k_max: int,
+    max_buckets: int,
     n_lambdas: int,
     step_time: StepTimeLike | None = None,
     edge_multiple: int = 1,
@@ -543,8 +543,8 @@ def frontier_sweep(
     :func:`frontier_lambdas` between this DP's own ``K``-bucket optimum (its ``lam = 0``
     pass: on the candidate grid of long-context data, the grid's) and its ``K``-bucket plan
     with the most mixing (a pass at a huge ``lam``; not one bucket, whose mixing under a token
-    budget can be 0: a batch of one sample), ``K`` the most buckets up to ``k_max`` where the
-    two differ (``k_max`` but where it leaves each distinct length a bucket of its own), all on
+    budget can be 0: a batch of one sample), ``K`` the most buckets up to ``max_buckets`` where
+    the two differ (``max_buckets`` but where it leaves each distinct length a bucket of its own), all on
     one set of matrices; returns the lambdas and the plans.
 
     Examples
@@ -557,7 +557,7 @@ def frontier_sweep(
     if isinstance(n_lambdas, bool) or not isinstance(n_lambdas, int) or n_lambdas < 1:
         raise ValueError(f"n_lambdas must be an integer >= 1, got {n_lambdas!r}")
     prob = build_problem(hist, rule, edge_multiple, step_time, resolve_objective(rule, step_time, None))
-    k_max = check_k(prob, k_max)
+    k_max = check_k(prob, max_buckets)
     lag = _lagrangian(hist, prob)
     optimum = _pass(lag, k_max, 0.0)
     for k in range(k_max, 0, -1):  # the most buckets whose frontier is more than one plan

@@ -1,17 +1,11 @@
-"""The exact DP over distinct lengths, compiled: which kernel solves a problem.
+"""The exact DP over distinct lengths, compiled: the entry point production calls.
 
 :func:`solve_kernel` minimises the exact objective (each bucket's last short batch as it is,
 :mod:`analysis.optimize._exact`) by the pruned DP of :mod:`analysis.optimize._pruned`: ``O(1)``
 lower bounds on every bucket first, exact costs only where they cannot rule a bucket out of
 every optimal plan; ``dense=True`` costs every bucket (the reference it equals bit for bit).
-
-:func:`_full_batch_solve` is the DP of the full-batch objective (every batch counted as
-full: an upper bound on each bucket's exact cost), the tiled kernels of
-:mod:`analysis.optimize._dense` (a bucket's cost a scaled running sum along its start's row,
-:mod:`analysis.optimize._costs`, pushed into every layer at once,
-:mod:`analysis.optimize._layers`) and a token budget's pruned DP
-(:mod:`analysis.optimize._budget`); the candidate search's proof bounds it
-(:mod:`analysis.optimize._cells`).
+:func:`cost_matrix` and :func:`full_batch_matrix` cost the buckets between given points (the
+candidate search's proof, the greedy rule's descent).
 """
 
 from __future__ import annotations
@@ -19,39 +13,15 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from analysis.optimize._budget import (
-    BOUND_BYTES,
-    BOUND_STRIDE,
-    BudgetBounds,
-    budget_bounds,
-    solve_token_pruned,
-)
+from analysis.optimize._budget import BudgetBounds, budget_bounds
 from analysis.optimize._compile import threads_lock
-from analysis.optimize._costs import Arrays, cost_arrays, costs_compiled
-from analysis.optimize._dense import solve_rows, solve_rows_threads, solve_table, solve_table_threads
+from analysis.optimize._costs import cost_arrays
 from analysis.optimize._exact import exact_arrays
 from analysis.optimize._problem import Problem
-from analysis.optimize._pruned import exact_matrix, solve_exact
-from analysis.optimize._ratios import EMPTY, build_ratio_tables, comb_computed
+from analysis.optimize._pruned import cost_matrix_of, exact_matrix, solve_exact
+from analysis.optimize._ratios import EMPTY
 
 _NO_BOUNDS = BudgetBounds(EMPTY, EMPTY, np.zeros((0, 0)), np.zeros((0, 0)), 1)
-
-
-def _bound_stride(data: Arrays) -> int:
-    """A token budget's bound rows ``BOUND_STRIDE`` starts apart, or further where the table
-    would pass ``BOUND_BYTES``."""
-    m = data.cum.size - 1
-    per_row = (m + 1) * 8 * (2 if data.weight2.any() else 1)
-    return max(BOUND_STRIDE, -(-m * per_row // BOUND_BYTES))
-
-
-# Distinct lengths from which the tabulated DP runs on every thread (numba's thread count).
-_THREADS_ABOVE = 20_000
-# Distinct lengths from which a token budget's rows of costs (restarts) run on every thread.
-_ROW_THREADS_ABOVE = 2_000
-# A token budget's DP from this many starts runs pruned (solve_token_pruned): bounds on every
-# bucket first, exact costs only where the bounds cannot rule a bucket out.
-_PRUNE_ABOVE = 256
 
 
 def solve_kernel(
@@ -68,7 +38,7 @@ def solve_kernel(
     data, short = exact_arrays(prob)
     if data.token and not dense:
         with threads_lock(numba.get_num_threads() > 1):
-            bounds = budget_bounds(data, _bound_stride(data))
+            bounds = budget_bounds(data)
     else:
         bounds = _NO_BOUNDS
     out: tuple[np.ndarray, np.ndarray] = solve_exact(data, short, bounds, rows, is_end, n_buckets, dense)
@@ -86,32 +56,6 @@ def _rows(prob: Problem, n_buckets: int, ends: np.ndarray) -> tuple[np.ndarray, 
     # every start but 0 is an allowed end, so it is reached by 1..n_buckets - 1 buckets
     rows = np.flatnonzero(is_row) if n_buckets > 1 else np.zeros(1, np.int64)
     return rows, is_end
-
-
-def _full_batch_solve(
-    prob: Problem, n_buckets: int, ends: np.ndarray, dense: bool = False
-) -> tuple[np.ndarray, np.ndarray]:
-    """The DP of the full-batch objective (each bucket's last short batch counted as a full
-    one: an upper bound on every bucket's exact cost), by the tiled kernels."""
-    rows, is_end = _rows(prob, n_buckets, ends)
-    m = prob.m
-    computed = prob.per_batch == 0.0 and comb_computed(prob)  # no table of any kind needed
-    comb, hi, lo = (np.zeros(0),) * 3 if computed else build_ratio_tables(prob)
-    data = cost_arrays(prob, (comb, hi, lo))
-    out: tuple[np.ndarray, np.ndarray]
-    if computed or (comb.size and prob.per_batch == 0.0):
-        if m >= _THREADS_ABOVE and numba.get_num_threads() > 1:
-            with threads_lock(True):
-                out = solve_table_threads(data, rows, is_end, n_buckets, True)
-        else:
-            out = solve_table(data, rows, is_end, n_buckets, False)
-        return out
-    if data.token and not dense and rows.size >= _PRUNE_ABOVE:
-        return solve_token_pruned(data, n_buckets, rows, is_end)
-    threaded = data.token and m >= _ROW_THREADS_ABOVE and numba.get_num_threads() > 1
-    with threads_lock(threaded):
-        out = (solve_rows_threads if threaded else solve_rows)(data, rows, is_end, n_buckets)
-    return out
 
 
 def backtrack(arg: np.ndarray, k: int, m: int) -> list[int]:
@@ -132,5 +76,6 @@ def cost_matrix(prob: Problem, points: np.ndarray) -> np.ndarray:
 
 def full_batch_matrix(prob: Problem, points: np.ndarray) -> np.ndarray:
     """Dense ``M[a, b]`` = full-batch objective of bucket ``(points[a], points[b]]``."""
-    out: np.ndarray = costs_compiled(cost_arrays(prob), np.asarray(points, np.int64))
+    short = exact_arrays(prob)[1]  # (not read: the full-batch costs take cost_arrays' tables)
+    out: np.ndarray = cost_matrix_of(cost_arrays(prob), short, np.asarray(points, np.int64), False)
     return out

@@ -35,7 +35,7 @@ class StepTimeLike(Protocol):
         """``sample_seconds`` as ``(a, q)``: ``a + batch_size * q``."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Problem:
     """Arrays the optimiser works on (index ``t = 1..m`` is the t-th distinct length)."""
 
@@ -70,7 +70,7 @@ def build_problem(
     rule: BatchRule,
     edge_multiple: Any = 1,
     step_time: StepTimeLike | None = None,
-    objective: str = "padding",
+    objective: str | None = None,
 ) -> Problem:
     """The arrays of ``hist`` under ``rule`` (edges at multiples of ``edge_multiple``).
 
@@ -84,7 +84,11 @@ def build_problem(
     ``per_batch = max_tokens``, and a sample padded beyond it (alone in its batch) adds what
     it passes by, ``max(0, padded - max_tokens)``; the padded length scaled by
     :func:`_tie_scale` breaks ties between plans of the same steps (see
-    :func:`analysis.optimize.optimize_edges`)."""
+    :func:`analysis.optimize.optimize_edges`).
+
+    ``objective`` names what the DP minimises: ``"time"`` with ``step_time`` (and only with
+    it), else ``"padding"`` or ``"steps"``; ``None`` is ``"time"`` with ``step_time``, else
+    ``"padding"`` (a public call picks its default with :func:`resolve_objective`)."""
     if step_time is not None and not isinstance(step_time, StepTimeLike):
         raise ValueError(f"step_time must be a StepTimeModel, got {type(step_time).__name__}")
     if not isinstance(hist, LengthHistogram):
@@ -102,6 +106,7 @@ def build_problem(
     weight2 = np.zeros(m + 1)
     member: np.ndarray | None = None
     padded = round_up(lengths, rule.pad_to_multiple_of)
+    objective = _check_objective(objective, step_time)
     steps = objective == "steps"
     if steps and (rule.max_tokens is None or step_time is not None):
         raise ValueError("the steps objective needs a token budget (max_tokens) and no step_time")
@@ -130,38 +135,48 @@ def build_problem(
     # A bucket may end at t when its edge (upper[t]) separates v_t from v_{t+1}.
     ends = np.flatnonzero(np.r_[False, upper[1:m] < lengths[1:], True])
     per_batch = float(rule.max_tokens or 0) if steps else 0.0 if step_time is None else step_time.per_step
-    kind = "time" if step_time is not None else objective
     return Problem(
-        lengths,
-        cum,
-        weight,
-        step,
-        upper,
-        size,
-        ends,
-        weight2,
-        step2,
-        rule,
-        em,
-        per_batch,
-        step_time,
-        kind,
-        member,
+        lengths=lengths,
+        cum=cum,
+        weight=weight,
+        step=step,
+        upper=upper,
+        size=size,
+        ends=ends,
+        weight2=weight2,
+        step2=step2,
+        rule=rule,
+        edge_multiple=em,
+        per_batch=per_batch,
+        step_time=step_time,
+        objective=objective,
+        member=member,
     )
 
 
-#: The objectives :func:`analysis.optimize_edges` takes by name (``step_time`` gives the time one).
-OBJECTIVES = ("padding", "steps")
+#: The objectives :func:`analysis.optimize_edges` takes by name: ``"time"`` is the one
+#: ``step_time`` gives (and needs).
+OBJECTIVES = ("padding", "steps", "time")
+
+
+def _check_objective(objective: str | None, step_time: StepTimeLike | None) -> str:
+    """``objective`` checked against ``step_time`` (``None``: ``"time"`` with it, else
+    ``"padding"``); a wrong pair is a one-line error."""
+    if objective is None:
+        return "padding" if step_time is None else "time"
+    known_name(objective, OBJECTIVES, "objective")
+    if step_time is not None and objective != "time":
+        raise ValueError(f"objective={objective!r} and step_time: give one (step_time minimises time)")
+    if step_time is None and objective == "time":
+        raise ValueError("objective='time' needs step_time (a fitted StepTimeModel)")
+    return objective
 
 
 def resolve_objective(rule: BatchRule, step_time: StepTimeLike | None, objective: str | None) -> str:
-    """The objective of a public call: ``objective`` checked, or by default ``"steps"`` under a
-    token budget and ``"padding"`` under a batch size (``step_time``: the time objective, which
-    takes no ``objective``)."""
-    if step_time is not None:
-        if objective is not None:
-            raise ValueError(f"objective={objective!r} and step_time: give one (step_time minimises time)")
-        return "padding"  # build_problem makes it the time objective
+    """The objective of a public call: ``objective`` checked, or by default ``"time"`` with
+    ``step_time``, ``"steps"`` under a token budget and ``"padding"`` under a batch size."""
+    if step_time is not None or objective == "time":
+        return _check_objective(objective, step_time)
     if objective is None:
         return "padding" if rule.max_tokens is None else "steps"
     known_name(objective, OBJECTIVES, "objective")

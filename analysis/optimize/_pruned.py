@@ -2,12 +2,12 @@
 
 An exact cost needs a running sum per residue ``r = n mod B``, which changes from end to end,
 so the DP costs exactly only the buckets that lower bounds cannot rule out of every optimal
-plan (the scheme of :mod:`analysis.optimize._budget`, for every rule):
+plan (the one pruned scheme, for every rule and objective):
 
 1. *Backwards over lower bounds* (``O(1)`` per bucket from the full-batch cost ``n E_B``,
-   :func:`~analysis.optimize._exact.lower_row`; with a token budget from ``_budget``'s
-   restart-free bounds on ``E_B``): ``back[k, i]``, at most the least exact objective of
-   ``k`` buckets covering ``(i, m]``.
+   :func:`~analysis.optimize._exact.lower_row`; with a token budget from the restart-free
+   bounds on ``E_B`` of :mod:`analysis.optimize._budget`): ``back[k, i]``, at most the least
+   exact objective of ``k`` buckets covering ``(i, m]``.
 2. *Upper bounds*: for every bucket count, the plan the bounds chose, costed exactly.
 3. *Forwards, exact*: start ``i`` is followed for its ``k``-th bucket only when the best
    ``k - 1`` buckets up to it plus ``back`` fit under an upper bound, and a bucket from it is
@@ -25,16 +25,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from analysis.optimize._budget import (
-    SLACK,
-    BudgetBounds,
-    back_column,
-    live_room,
-    lower_costs,
-    needed,
-    reach_table,
-)
-from analysis.optimize._costs import INF, Arrays
+from analysis.optimize._budget import SLACK, BudgetBounds, lower_costs
+from analysis.optimize._costs import INF, Arrays, row_costs
 from analysis.optimize._exact import LOW_SLACK, Short, exact_row, lower_row, short_ratio
 from analysis.optimize._layers import push, run_layers
 
@@ -148,6 +140,91 @@ def _low_costs(
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
+def back_column(i: int, low: np.ndarray, back_t: np.ndarray) -> None:  # pragma: no cover - compiled
+    """``back_t[i, k] = min over j > i of low[j] + back_t[j, k - 1]`` for every ``k >= 1``
+    (``back_t``: the backward table transposed, a row per end), every layer in one sweep over
+    the row of bounds: the layers side by side (vectorised), the minima of the same sums
+    as layer by layer."""
+    layers = back_t.shape[1]
+    acc = np.full(layers, INF)
+    for j in range(i + 1, low.size):
+        lj = low[j]
+        if lj == INF:
+            continue
+        prev = back_t[j]
+        for k in range(1, layers):
+            v = lj + prev[k - 1]
+            acc[k] = v if v < acc[k] else acc[k]
+    for k in range(1, layers):
+        back_t[i, k] = acc[k]
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def reach_table(back: np.ndarray, upper: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
+    """``reach[k, j]``: the most a path may spend on its first ``k`` buckets up to ``j`` and
+    still be optimal for some bucket count (its rest costs at least ``back``; ``upper[K]`` an
+    upper bound on the optimum of ``K`` buckets)."""
+    n_buckets = back.shape[0] - 1
+    m = back.shape[1] - 1
+    reach = np.full((n_buckets + 1, m + 1), -INF)
+    for k in range(1, n_buckets + 1):
+        for total_k in range(k, n_buckets + 1):
+            if upper[total_k] < INF:
+                for j in range(m + 1):
+                    reach[k, j] = max(reach[k, j], upper[total_k] - back[total_k - k, j])
+    return reach
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def live_room(
+    i: int,
+    best: np.ndarray,
+    back: np.ndarray,
+    upper: np.ndarray,
+    reach: np.ndarray,
+    live: np.ndarray,
+    room: np.ndarray,
+) -> bool:  # pragma: no cover - compiled
+    """Whether start ``i`` is live for some layer (``live[k]``: its best ``k - 1`` buckets plus
+    a bound on the rest stay within an upper bound) and, if so, ``room[j]`` for ``j > i``: the
+    most a bucket ``(i, j]`` may cost and still lie on an optimal plan."""
+    n_buckets = back.shape[0] - 1
+    m = back.shape[1] - 1
+    any_live = False
+    for k in range(1, n_buckets + 1):
+        a = best[k - 1, i]
+        live[k] = False
+        for total_k in range(k, n_buckets + 1):
+            live[k] = live[k] or (a < INF and a + back[total_k - k + 1, i] <= upper[total_k])
+        any_live = any_live or live[k]
+    if not any_live:
+        return False
+    for j in range(i + 1, m + 1):
+        room[j] = -INF
+    for k in range(1, n_buckets + 1):
+        if live[k]:
+            a = best[k - 1, i]
+            for j in range(i + 1, m + 1):
+                room[j] = max(room[j], reach[k, j] - a)
+    return True
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def needed(
+    i: int, low: np.ndarray, room: np.ndarray, need: np.ndarray
+) -> tuple[int, int]:  # pragma: no cover - compiled
+    """``need[j]``: whether bucket ``(i, j]`` may lie on an optimal plan (its bound within the
+    room), for every ``j > i``; returns the first and last such ``j`` (``last == i``: none)."""
+    m = low.size - 1
+    first, last = m + 1, i
+    for j in range(i + 1, m + 1):
+        need[j] = low[j] <= room[j]
+        first = j if need[j] and first > m else first
+        last = j if need[j] else last
+    return first, last
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def solve_exact(
     data: Arrays,
     short: Short,
@@ -223,8 +300,12 @@ def solve_exact(
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def exact_matrix(data: Arrays, short: Short, points: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
-    """``out[a, c]`` = exact objective of bucket ``(points[a], points[c]]`` (inf when ``a >= c``)."""
+def cost_matrix_of(
+    data: Arrays, short: Short, points: np.ndarray, exact: bool
+) -> np.ndarray:  # pragma: no cover - compiled
+    """``out[a, c]`` = objective of bucket ``(points[a], points[c]]`` (inf when ``a >= c``):
+    the exact one (:func:`~analysis.optimize._exact.exact_row`), or with ``exact=False`` the
+    full-batch one (:func:`~analysis.optimize._costs.row_costs`, ``short`` unread)."""
     m = data.cum.size - 1
     p = points.size
     is_end = np.zeros(m + 1, np.bool_)
@@ -235,7 +316,16 @@ def exact_matrix(data: Arrays, short: Short, points: np.ndarray) -> np.ndarray: 
     t2b = np.zeros(m + 1)
     out = np.full((p, p), INF)
     for a in range(p - 1):
-        exact_row(points[a], data, short, is_end, costs, tb, t2b)
+        if exact:
+            exact_row(points[a], data, short, is_end, costs, tb, t2b)
+        else:
+            row_costs(points[a], data, is_end, costs)
         for c in range(a + 1, p):
             out[a, c] = costs[points[c]]
+    return out
+
+
+def exact_matrix(data: Arrays, short: Short, points: np.ndarray) -> np.ndarray:
+    """``out[a, c]`` = exact objective of bucket ``(points[a], points[c]]`` (inf when ``a >= c``)."""
+    out: np.ndarray = cost_matrix_of(data, short, points, True)
     return out

@@ -2,8 +2,7 @@
 helpers that read them.
 
 The ratio is read from a table of ``C(x, B)`` (a fixed ``B <= _PRODUCT_MAX`` whose ``C(N, B)``
-fits float64: the product formula; past ``_TABLE_MAX`` samples the tabulated DP computes those
-values where it reads them, :func:`_comb_value`), or is the product
+fits float64: the product formula, up to ``_TABLE_MAX`` samples), or is the product
 ``prod_{a < y <= b} (y - B) / y`` when ``b - a <= PRODUCT_RATIO``, or
 ``exp(log((b-B)!/(a-B)!) - log(b!/a!))`` from a double-double table of ``log x!`` (any ``B``;
 beyond ``LOG_TABLE_MAX`` samples, Stirling's series with the large terms paired).
@@ -26,7 +25,7 @@ PRODUCT_RATIO = 8
 _LINEAR_LOG_LIMIT = 600.0
 # Batch sizes up to this may use that table (the product formula is O(B) per value).
 _PRODUCT_MAX = 64
-# Samples up to which C(x, B) is tabulated (one float64 per sample); computed above.
+# Samples up to which C(x, B) is tabulated (one float64 per sample); log x! above.
 _TABLE_MAX = 1 << 22
 # Samples up to which log x! is tabulated (two float64 per sample, 2 MiB); Stirling's series
 # above, so that a token budget's time and memory do not grow with the sample count.
@@ -87,25 +86,6 @@ def ratio_at(
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _comb_value(x: int, size: int) -> float:  # pragma: no cover - compiled
-    """``C(x, size)`` by the arithmetic of ``_comb_table`` (bit for bit its entry):
-    for more samples than that table holds, computed where it is read."""
-    if x < size:
-        return 0.0
-    xf = float(x)
-    out = xf
-    for t in range(1, size):
-        out *= (xf - t) / (t + 1)
-    return out
-
-
-@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def comb_at(comb: np.ndarray, x: int, size: int) -> float:  # pragma: no cover - compiled
-    """``C(x, size)``: the table's entry, or (an empty table) computed."""
-    return float(comb[x]) if comb.size else _comb_value(x, size)
-
-
-@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def log_fact_pair(
     x: int, size: int, hi: np.ndarray, lo: np.ndarray
 ) -> tuple[float, float, float, float]:  # pragma: no cover - compiled
@@ -131,8 +111,7 @@ def build_ratio_tables(prob: Problem) -> tuple[np.ndarray, np.ndarray, np.ndarra
     """``(comb, log_fact_hi, log_fact_lo)`` for the kernel's ratios ``C(a, B) / C(b, B)``.
 
     A fixed ``B <= _PRODUCT_MAX`` whose ``C(N, B)`` fits float64 gets ``comb``, the table of
-    ``C(x, B)`` for ``x = 0..N`` (product formula) up to ``N = _TABLE_MAX`` (above it the
-    tabulated DP computes those values, :func:`comb_computed`); otherwise ``comb`` is empty
+    ``C(x, B)`` for ``x = 0..N`` (product formula) up to ``N = _TABLE_MAX``; otherwise ``comb`` is empty
     and the ratios come from ``log x!`` as a double-double table for ``x <= LOG_TABLE_MAX``
     (Stirling above)."""
     n_max = int(prob.cum[-1])
@@ -150,13 +129,6 @@ def comb_applies(prob: Problem) -> bool:
     if size is None or size > _PRODUCT_MAX:
         return False
     return n_max < size or _log_comb_top(n_max, size) <= _LINEAR_LOG_LIMIT
-
-
-def comb_computed(prob: Problem) -> bool:
-    """``C(x, B)`` applies but the table would pass ``_TABLE_MAX`` entries: the kernel computes
-    each value where it reads it (the table's arithmetic, so the same floats), and its time
-    and memory do not grow with the sample count."""
-    return comb_applies(prob) and int(prob.cum[-1]) > _TABLE_MAX
 
 
 EMPTY = np.zeros(0)

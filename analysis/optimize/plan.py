@@ -76,7 +76,7 @@ class PlanWarning:
         return cls(**{**value, "buckets": tuple(tuple(b) for b in value["buckets"])})
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class BucketPlan:
     """Bucket edges with their batch rule and their exact expected padding.
 
@@ -256,17 +256,17 @@ def make_plan(
     distance to the optimum (0: optimal)."""
     est = bucketed_estimate(hist, edges, prob.rule)
     return BucketPlan(
-        est,
-        method,
-        requested,
-        _objective(prob, edges, list(est.batch_sizes)),
-        prob.edge_multiple,
-        prob.step_time,
-        gap,
-        prob.objective,
-        step_tokens(hist, est.rule, est.n_batches),
-        _warnings(hist, est),
-        edges_mixing(hist, edges, est.batch_sizes),
+        estimate=est,
+        method=method,
+        n_buckets_requested=requested,
+        objective=_objective(prob, edges, list(est.batch_sizes)),
+        edge_multiple=prob.edge_multiple,
+        step_time=prob.step_time,
+        gap=gap,
+        objective_kind=prob.objective,
+        step_tokens=step_tokens(hist, est.rule, est.n_batches),
+        warnings=_warnings(hist, est),
+        mixing=edges_mixing(hist, edges, est.batch_sizes),
     )
 
 

@@ -135,32 +135,26 @@ def edges_mixing(hist: LengthHistogram, edges: Sequence[int], batch_sizes: Seque
 def bucketed_mixing(
     hist: LengthHistogram,
     edges: Sequence[int],
-    rule: BatchRule | None = None,
-    *,
-    batch_size: int | None = None,
-    max_tokens: int | None = None,
+    rule: BatchRule,
 ) -> float:
     """Exact expected mixing of a bucketed shuffle with ``edges`` (see the module docstring).
 
     Examples
     --------
     >>> hist = LengthHistogram.from_lengths([1, 2, 3, 10, 11, 12])
-    >>> round(bucketed_mixing(hist, [0, 3, 12], batch_size=3), 4)  # variance 1 of 25.1
+    >>> round(bucketed_mixing(hist, [0, 3, 12], BatchRule(batch_size=3)), 4)  # variance 1 of 25.1
     0.0398
-    >>> round(bucketed_mixing(hist, [0, 12], batch_size=3), 4)  # one bucket: a full shuffle
+    >>> round(bucketed_mixing(hist, [0, 12], BatchRule(batch_size=3)), 4)  # one bucket: a full shuffle
     1.0
     """
-    rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens)
+    rule = as_rule(rule)
     edges = check_edges(edges, hist)
     return edges_mixing(hist, edges, rule.batch_sizes(edges))
 
 
 def random_mixing(
     hist: LengthHistogram,
-    rule: BatchRule | None = None,
-    *,
-    batch_size: int | None = None,
-    max_tokens: int | None = None,
+    rule: BatchRule,
 ) -> float:
     """Exact expected mixing of a full shuffle with one batch size (``rule.fixed_batch_size``):
     1, less a last batch of one sample.
@@ -168,20 +162,17 @@ def random_mixing(
     Examples
     --------
     >>> hist = LengthHistogram.from_lengths([1, 2, 3, 10, 11, 12, 7])
-    >>> random_mixing(hist, batch_size=3), random_mixing(hist, batch_size=2)
+    >>> random_mixing(hist, BatchRule(batch_size=3)), random_mixing(hist, BatchRule(batch_size=2))
     (0.8571428571428571, 0.8571428571428571)
     """
-    rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens)
+    rule = as_rule(rule)
     size = rule.fixed_batch_size(hist.max)
     return edges_mixing(hist, [hist.min - 1, hist.max], [size])
 
 
 def sorted_mixing(
     hist: LengthHistogram,
-    rule: BatchRule | None = None,
-    *,
-    batch_size: int | None = None,
-    max_tokens: int | None = None,
+    rule: BatchRule,
 ) -> float:
     """Exact mixing of sorted batching (the sorted samples cut into batches of
     ``rule.fixed_batch_size``): only the batches that straddle two lengths vary.
@@ -189,10 +180,10 @@ def sorted_mixing(
     Examples
     --------
     >>> hist = LengthHistogram.from_lengths([1, 1, 2, 2, 9, 9])
-    >>> sorted_mixing(hist, batch_size=2), round(sorted_mixing(hist, batch_size=3), 4)
+    >>> sorted_mixing(hist, BatchRule(2)), round(sorted_mixing(hist, BatchRule(3)), 4)
     (0.0, 0.5482)
     """
-    rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens)
+    rule = as_rule(rule)
     size = rule.fixed_batch_size(hist.max)
     n_all = hist.n_samples
     if hist.lengths.size == 1:

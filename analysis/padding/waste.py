@@ -6,10 +6,10 @@ padded``.  Every function here is a pure function of a
 :class:`~analysis.lengths.LengthHistogram` and runs in O(distinct lengths), whatever the
 number of samples; the order statistics behind it live in :mod:`analysis.padding.order_stats`.
 
-Each public function takes its batch rule the same way, as ``rule`` or as the keywords
-``batch_size=`` / ``max_tokens=`` / ``pad_to_multiple_of=`` (see :func:`analysis.batching.as_rule`):
-their signatures repeat on purpose (a deliberate twin of the optimiser's and the step-time
-model's), so that ``help()`` and a type checker show every keyword.
+Each function takes its batch rule as a :class:`~analysis.batching.BatchRule`; the public
+entry point :func:`expected_strategies` also takes the keywords ``batch_size=`` /
+``max_tokens=`` / ``pad_to_multiple_of=`` (:func:`analysis.batching.as_rule` builds the rule
+once there).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class WasteEstimate:
     """Expected padding of one epoch (see :func:`expected_padding`, :func:`sorted_padding`).
 
@@ -187,17 +187,17 @@ def bucketed_estimate(
     if floats:  # the int part exact, the expectations summed once
         total = total + math.fsum(floats)
     return WasteEstimate(
-        strategy,
-        rule,
-        tuple(edges),
-        tuple(batch_sizes),
-        sum(tokens),
-        total,
-        sum(batches),
-        tuple(samples),
-        tuple(tokens),
-        tuple(batches),
-        tuple(waste),
+        strategy=strategy,
+        rule=rule,
+        edges=tuple(edges),
+        batch_sizes=tuple(batch_sizes),
+        useful_tokens=sum(tokens),
+        waste_tokens=total,
+        n_batches=sum(batches),
+        bucket_samples=tuple(samples),
+        bucket_tokens=tuple(tokens),
+        bucket_batches=tuple(batches),
+        bucket_waste_tokens=tuple(waste),
     )
 
 
@@ -256,11 +256,7 @@ def budget_fill(useful_tokens: int, steps_tokens: int | None) -> float | None:
 def expected_padding(
     hist: LengthHistogram | Sequence[int] | np.ndarray,
     edges: Sequence[int],
-    rule: BatchRule | None = None,
-    *,
-    batch_size: int | None = None,
-    max_tokens: int | None = None,
-    pad_to_multiple_of: int | None = None,
+    rule: BatchRule,
 ) -> WasteEstimate:
     """Exact expected padding of one epoch of a bucketed shuffle.
 
@@ -278,9 +274,8 @@ def expected_padding(
         The data (an array is converted with ``LengthHistogram.from_lengths``).
     edges : sequence of int
         Bucket edges ``[e0, ..., eK]`` covering the data (see :func:`analysis.batching.check_edges`).
-    rule : BatchRule, optional
-        The batch rule; or give it as ``batch_size=`` / ``max_tokens=`` (exactly one) and
-        ``pad_to_multiple_of=``.
+    rule : BatchRule
+        The batch rule.
 
     Returns
     -------
@@ -291,10 +286,10 @@ def expected_padding(
     Lengths 1, 1, 3 in one bucket, batches of 2: the pair is {1, 1} with probability 1/3
     (padded 2), otherwise it holds the 3 (padded 6), and the single leftover pads to itself:
 
-    >>> est = expected_padding([1, 1, 3], [0, 3], batch_size=2)
+    >>> est = expected_padding([1, 1, 3], [0, 3], BatchRule(batch_size=2))
     >>> est.useful_tokens, round(est.padded_tokens, 12), est.n_batches
     (5, 6.333333333333, 2)
-    >>> expected_padding([1, 1, 3], [0, 1, 3], batch_size=2).efficiency  # a bucket per length
+    >>> expected_padding([1, 1, 3], [0, 1, 3], BatchRule(batch_size=2)).efficiency  # a bucket per length
     1.0
     >>> est.to_frame()[["samples", "tokens", "batches", "padded_tokens"]]
             samples  tokens  batches  padded_tokens
@@ -303,38 +298,31 @@ def expected_padding(
     """
     if not isinstance(hist, LengthHistogram):
         hist = LengthHistogram.from_lengths(hist)
-    rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens, pad_to_multiple_of=pad_to_multiple_of)
+    rule = as_rule(rule)
     return bucketed_estimate(hist, check_edges(edges, hist), rule)
 
 
 def random_padding(
     hist: LengthHistogram,
-    rule: BatchRule | None = None,
-    *,
-    batch_size: int | None = None,
-    max_tokens: int | None = None,
-    pad_to_multiple_of: int | None = None,
+    rule: BatchRule,
 ) -> WasteEstimate:
     """Exact expected padding of a full random shuffle: one bucket over every length, one
     batch size for the epoch (``rule.fixed_batch_size``).
 
     Examples
     --------
-    >>> round(random_padding(LengthHistogram.from_lengths([1, 1, 3]), batch_size=2).padded_tokens, 9)
+    >>> est = random_padding(LengthHistogram.from_lengths([1, 1, 3]), BatchRule(batch_size=2))
+    >>> round(est.padded_tokens, 9)
     6.333333333
     """
-    rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens, pad_to_multiple_of=pad_to_multiple_of)
+    rule = as_rule(rule)
     fixed = BatchRule(rule.fixed_batch_size(hist.max), None, rule.pad_to_multiple_of)
     return bucketed_estimate(hist, [hist.min - 1, hist.max], fixed, "random")
 
 
 def sorted_padding(
     hist: LengthHistogram,
-    rule: BatchRule | None = None,
-    *,
-    batch_size: int | None = None,
-    max_tokens: int | None = None,
-    pad_to_multiple_of: int | None = None,
+    rule: BatchRule,
 ) -> WasteEstimate:
     """Exact padding of sorted batching: the samples sorted by length, cut into batches of
     one size (``rule.fixed_batch_size``), in any order.
@@ -347,13 +335,13 @@ def sorted_padding(
     Examples
     --------
     >>> h = LengthHistogram.from_lengths([1, 2, 3, 4, 5])
-    >>> est = sorted_padding(h, batch_size=2)          # batches [1,2] [3,4] [5]: 4 + 8 + 5
+    >>> est = sorted_padding(h, BatchRule(batch_size=2))  # batches [1,2] [3,4] [5]: 4 + 8 + 5
     >>> est.useful_tokens, est.padded_tokens, est.n_batches
     (15, 17, 3)
-    >>> sorted_padding(h, batch_size=2, pad_to_multiple_of=4).padded_tokens
+    >>> sorted_padding(h, BatchRule(batch_size=2, pad_to_multiple_of=4)).padded_tokens
     24
     """
-    rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens, pad_to_multiple_of=pad_to_multiple_of)
+    rule = as_rule(rule)
     size = rule.fixed_batch_size(hist.max)
     n = hist.n_samples
     n_batches = -(-n // size)
@@ -369,17 +357,17 @@ def sorted_padding(
     padded += rest * longest[-1]
     waste = padded - hist.total_tokens
     return WasteEstimate(
-        "sorted",
-        BatchRule(size, None, rule.pad_to_multiple_of),
-        (hist.min - 1, hist.max),
-        (size,),
-        hist.total_tokens,
-        waste,
-        n_batches,
-        (n,),
-        (hist.total_tokens,),
-        (n_batches,),
-        (waste,),
+        strategy="sorted",
+        rule=BatchRule(size, None, rule.pad_to_multiple_of),
+        edges=(hist.min - 1, hist.max),
+        batch_sizes=(size,),
+        useful_tokens=hist.total_tokens,
+        waste_tokens=waste,
+        n_batches=n_batches,
+        bucket_samples=(n,),
+        bucket_tokens=(hist.total_tokens,),
+        bucket_batches=(n_batches,),
+        bucket_waste_tokens=(waste,),
     )
 
 

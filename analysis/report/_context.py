@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis._version import __version__
-from analysis.answers.recommendation import DEFAULT_TIME_EPOCHS, DEFAULT_TIME_MAX_K
+from analysis.answers.recommendation import DEFAULT_TIME_EPOCHS, DEFAULT_TIME_MAX_BUCKETS
 from analysis.batching import BatchRule
 from analysis.exports import export_all
 from analysis.lengths import LengthHistogram
@@ -182,7 +182,7 @@ def offered_choices(settings: Settings, run: ReportRun, data: ReportData, edges:
         "reference_tokens_per_s": settings.tokens_per_s,
         # simulated epochs and the time sweep's K: what recommendation.json's step_time used
         "epochs": DEFAULT_TIME_EPOCHS,
-        "max_k": DEFAULT_TIME_MAX_K,
+        "max_k": DEFAULT_TIME_MAX_BUCKETS,
         STEP_TIMES_PARAMETER: None if run.step_times is None else str(run.step_times),
     }
 

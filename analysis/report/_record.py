@@ -15,7 +15,7 @@ import numpy as np
 
 from analysis.answers.recommendation import (
     DEFAULT_TIME_EPOCHS,
-    DEFAULT_TIME_MAX_K,
+    DEFAULT_TIME_MAX_BUCKETS,
     Recommendation,
     TimeRecommendation,
     recommend_for_time,
@@ -66,7 +66,7 @@ def time_results(
         rng=np.random.default_rng(seed),
         epochs=DEFAULT_TIME_EPOCHS,
         world_size=world_size,
-        max_k=DEFAULT_TIME_MAX_K,
+        max_buckets=DEFAULT_TIME_MAX_BUCKETS,
     )
 
 

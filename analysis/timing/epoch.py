@@ -58,9 +58,6 @@ def expected_epoch_time(
     rule: BatchRule | None = None,
     *,
     edges: Sequence[int] | None = None,
-    batch_size: int | None = None,
-    max_tokens: int | None = None,
-    pad_to_multiple_of: int | None = None,
 ) -> float:
     """Exact expected seconds of one epoch of ``sorted``, ``random`` or ``bucketed`` (one rank).
 
@@ -75,14 +72,15 @@ def expected_epoch_time(
     Examples
     --------
     >>> model = StepTimeModel(per_step=1.0, per_token=0.1)
-    >>> round(expected_epoch_time([1, 1, 3], model, "random", batch_size=2), 12)  # 2 + 0.1 * 19/3
+    >>> rule = BatchRule(batch_size=2)
+    >>> round(expected_epoch_time([1, 1, 3], model, "random", rule), 12)  # 2 + 0.1 * 19/3
     2.633333333333
-    >>> round(expected_epoch_time([1, 1, 3], model, "sorted", batch_size=2), 12)  # {1,1} {3}: 2 + 0.1 * 5
+    >>> round(expected_epoch_time([1, 1, 3], model, "sorted", rule), 12)  # {1,1} {3}: 2 + 0.1 * 5
     2.5
     """
     model = check_model(model)
     hist = as_histogram(hist)
-    rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens, pad_to_multiple_of=pad_to_multiple_of)
+    rule = as_rule(rule)
     if strategy not in EXACT_STRATEGIES:
         raise ValueError(
             f"no exact expected time for {strategy!r}; choose one of "

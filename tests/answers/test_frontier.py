@@ -54,8 +54,8 @@ def test_frame_holds_every_strategy_and_knob(result, hist):
     assert sorted(f.loc[f["strategy"] == "length_grouped", "knob_value"]) == [1, 4, 16]
     assert sorted(f.loc[f["strategy"] == "token_budget", "knob_value"]) == [0.05, 0.1, 0.3]
     row = f.set_index("label")
-    assert row.loc["sorted", "mixing"] == sorted_mixing(hist, batch_size=4)
-    assert row.loc["random", "mixing"] == random_mixing(hist, batch_size=4)
+    assert row.loc["sorted", "mixing"] == sorted_mixing(hist, rule=BatchRule(batch_size=4))
+    assert row.loc["random", "mixing"] == random_mixing(hist, rule=BatchRule(batch_size=4))
     for k in range(1, 7):
         plan = optimize_edges(hist, k, batch_size=4)
         assert row.loc[f"optimal edges, K={k}", "efficiency"] == pytest.approx(plan.efficiency, rel=1e-12)
@@ -99,7 +99,7 @@ def test_tokens_per_s_with_a_step_time_model(hist):
     assert res.axis == "tokens_per_s" and res.frame["tokens_per_s"].notna().all()
     row = res.frame.set_index("label").loc["random"]
     assert row["tokens_per_s"] == pytest.approx(
-        hist.total_tokens / expected_epoch_time(hist, model, "random", batch_size=4)
+        hist.total_tokens / expected_epoch_time(hist, model, "random", rule=BatchRule(batch_size=4))
     )
     json.dumps(res.to_dict(), allow_nan=False)
 

@@ -161,7 +161,7 @@ def test_recommend_for_time_is_notebook_04s_calls_and_its_json_is_theirs():
     hist = LengthHistogram.from_lengths(np.random.default_rng(2).integers(10, 600, size=400))
     model = StepTimeModel(per_step=0.05, per_token=1e-5, attention=1e-8)
     rule = BatchRule(max_tokens=2_048)
-    rec = recommend_for_time(hist, model, 3, rule, rng=np.random.default_rng(7), epochs=1, max_k=4)
+    rec = recommend_for_time(hist, model, 3, rule, rng=np.random.default_rng(7), epochs=1, max_buckets=4)
     plan = optimize_edges(hist, 3, rule, step_time=model)
     table = predict_strategy_throughput(
         hist, model, rule, edges=plan.edges, rng=np.random.default_rng(7), epochs=1
@@ -190,5 +190,5 @@ def test_recommend_for_time_is_notebook_04s_calls_and_its_json_is_theirs():
     assert time["seconds"] <= padding["seconds"]  # the time objective's optimum
     assert record["time_gain"] == pytest.approx(time["tokens_per_s"] / padding["tokens_per_s"] - 1)
     # reproducible: the same seed gives the same record
-    again = recommend_for_time(hist, model, 3, rule, rng=np.random.default_rng(7), epochs=1, max_k=4)
+    again = recommend_for_time(hist, model, 3, rule, rng=np.random.default_rng(7), epochs=1, max_buckets=4)
     assert json.loads(json.dumps(again.to_dict(), allow_nan=False)) == record

@@ -80,7 +80,6 @@ LONG_FUNCTIONS = {
     "cli:build_parser": "the parser: one declaration per option and subcommand",
     # compiled (numba) kernels: a split would cost a call per cell in the hot loop
     "optimize._costs:row_sums": "compiled kernel",
-    "optimize._costs:comb_tile": "compiled kernel",
     "optimize._pruned:solve_exact": "compiled kernel",
     "optimize._pruned:_fixed_lower_row": "compiled kernel",
     "optimize._labels:_layer": "compiled kernel",

@@ -21,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from analysis import (
+    BatchRule,
     BucketedBatchSampler,
     LengthHistogram,
     exports,
@@ -342,7 +343,7 @@ def test_world_size_one_batches_are_the_exact_padding_models():
     edges = [0, 40, 90, 300]
     for rule in ({"batch_size": 7}, {"max_tokens": 900}):
         s = BucketedBatchSampler(lengths, edges, seed=3, **rule)
-        est = expected_padding(LengthHistogram.from_lengths(lengths), edges, **rule)
+        est = expected_padding(LengthHistogram.from_lengths(lengths), edges, BatchRule(**rule))
         ep = s.global_epoch()
         sizes = np.diff(ep.offsets)
         for i, (c, b) in enumerate(zip(est.bucket_samples, s.batch_sizes)):
@@ -437,7 +438,9 @@ def test_mean_efficiency_over_epochs_matches_expected_padding_within_3_se():
         eff.append(useful / padded)
     eff = np.array(eff)
     se = eff.std(ddof=1) / math.sqrt(eff.size)
-    exact = expected_padding(LengthHistogram.from_lengths(lengths), edges, batch_size=8).efficiency
+    exact = expected_padding(
+        LengthHistogram.from_lengths(lengths), edges, rule=BatchRule(batch_size=8)
+    ).efficiency
     assert abs(eff.mean() - exact) <= 3 * se
 
 

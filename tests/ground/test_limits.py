@@ -106,9 +106,9 @@ def test_token_budget_large_batches_on_the_bundled_data():
 # ------------------------------------------------------------- 2. waste never negative, exact
 def test_huge_counts_give_the_right_efficiency():
     hist = LengthHistogram.from_counts([5, 7], [2**62, 2**62])
-    est = expected_padding(hist, [0, 7], batch_size=1)
+    est = expected_padding(hist, [0, 7], rule=BatchRule(batch_size=1))
     assert est.waste_tokens == 0 and est.efficiency == 1.0 and est.n_batches == 2**63
-    est = expected_padding(hist, [0, 7], batch_size=3)  # E[max of 3] = 6.75 vs mean 6
+    est = expected_padding(hist, [0, 7], rule=BatchRule(batch_size=3))  # E[max of 3] = 6.75 vs mean 6
     assert est.efficiency == pytest.approx(6 / 6.75, rel=1e-14)
     assert est.waste_tokens == pytest.approx(0.75 * 2**63, rel=1e-14)
 
@@ -117,7 +117,7 @@ def test_waste_matches_exact_rational_arithmetic():
     lengths, counts = [3, 4, 9, 20], [5, 1, 7, 2]
     hist = LengthHistogram.from_counts(lengths, counts)
     for b in (1, 2, 3, 6, 15, 16):
-        est = expected_padding(hist, [0, 20], batch_size=b)
+        est = expected_padding(hist, [0, 20], rule=BatchRule(batch_size=b))
         want = _exact_padded(lengths, counts, b) - hist.total_tokens
         assert est.waste_tokens == pytest.approx(float(want), rel=1e-13, abs=0)
 
@@ -128,7 +128,7 @@ def test_cli_prints_exact_padded_tokens(tmp_path):
     with open(path, "w") as fh:
         fh.write("length,count\n" + "".join(f"{v},{c}\n" for v, c in zip([3, 7], counts)))
     hist = load_lengths(path)
-    est = expected_padding(hist, [0, 3, 7], batch_size=8)  # a bucket per length: exact
+    est = expected_padding(hist, [0, 3, 7], rule=BatchRule(batch_size=8))  # a bucket per length: exact
     assert est.padded_tokens == est.useful_tokens == hist.total_tokens
     os.remove(path)
 
@@ -162,7 +162,7 @@ def test_property_random_histograms(data):
     # exact integers where the expectation is integral
     assert per_length.waste_tokens == 0 and isinstance(per_length.waste_tokens, int)
     assert isinstance(table["sorted"].waste_tokens, int)
-    ones = expected_padding(hist, edges, batch_size=1)
+    ones = expected_padding(hist, edges, rule=BatchRule(batch_size=1))
     assert ones.waste_tokens == 0 and ones.efficiency == 1.0
     # the optimum is never worse than a baseline on the same K (objective and padding)
     for method in ("geometric", "equal_count", "equal_tokens"):
@@ -200,7 +200,7 @@ def test_rule_values_have_a_named_limit():
 
 def test_padding_multiple_never_wraps():
     hist = LengthHistogram.from_lengths([2**62, 2**62 + 1, 5])
-    est = sorted_padding(hist, batch_size=2, pad_to_multiple_of=2**61)
+    est = sorted_padding(hist, rule=BatchRule(batch_size=2, pad_to_multiple_of=2**61))
     assert est.waste_tokens >= 0 and est.efficiency <= 1
     with pytest.raises(ValueError, match="past the int64 limit"):
         optimize_edges(
@@ -225,7 +225,7 @@ def test_simulation_of_a_huge_histogram_uses_a_stated_subsample():
     res = simulate(hist, "random", rng=np.random.default_rng(3), batch_size=4)
     assert res.subsampled and res.n_samples == SIMULATION_SUBSAMPLE
     assert res.population_samples == hist.n_samples > SIMULATION_SAMPLE_LIMIT
-    exact = expected_padding(hist, [0, 40], batch_size=4).efficiency
+    exact = expected_padding(hist, [0, 40], rule=BatchRule(batch_size=4)).efficiency
     assert 0 < res.efficiency_se < 0.01
     assert abs(res.efficiency - exact) < 5 * res.efficiency_se
     table = compare_strategies(
@@ -327,9 +327,9 @@ def test_loader_messages(tmp_path):
 def test_edges_messages():
     hist = LengthHistogram.from_lengths([1, 5, 9])
     with pytest.raises(ValueError, match="1-D"):
-        expected_padding(hist, np.array([[0, 5], [9, 10]]), batch_size=2)
+        expected_padding(hist, np.array([[0, 5], [9, 10]]), rule=BatchRule(batch_size=2))
     with pytest.raises(ValueError, match="sequence of integers"):
-        expected_padding(hist, None, batch_size=2)
+        expected_padding(hist, None, rule=BatchRule(batch_size=2))
 
 
 def test_optimiser_exact_when_log_binomials_are_huge():

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from analysis import LengthHistogram, load_lengths, save_histogram
+from analysis import BatchRule, LengthHistogram, load_lengths, save_histogram
 from analysis.case import (
     CASE_EDGES,
     CASE_GEOMETRIC_EDGES,
@@ -54,9 +54,9 @@ def test_published_statistics(hist):
 
 
 def test_case_efficiencies_close_to_published(hist):
-    geometric = expected_padding(hist, CASE_GEOMETRIC_EDGES, batch_size=8).efficiency
-    final = expected_padding(hist, CASE_EDGES, batch_size=8).efficiency
-    shuffle = expected_padding(hist, [0, CASE_MAX_LENGTH], batch_size=8).efficiency
+    geometric = expected_padding(hist, CASE_GEOMETRIC_EDGES, rule=BatchRule(batch_size=8)).efficiency
+    final = expected_padding(hist, CASE_EDGES, rule=BatchRule(batch_size=8)).efficiency
+    shuffle = expected_padding(hist, [0, CASE_MAX_LENGTH], rule=BatchRule(batch_size=8)).efficiency
     assert geometric == pytest.approx(0.774, abs=0.004)
     assert final == pytest.approx(0.868, abs=0.004)
     assert shuffle == pytest.approx(0.375, abs=0.01)  # 12 vs 32 Ktok/s

@@ -105,6 +105,8 @@ def test_steps_never_grow_with_k_and_the_default_depends_on_the_rule():
     with pytest.raises(ValueError, match="needs a token budget"):
         optimize_edges(hist, 3, batch_size=4, objective="steps")
     with pytest.raises(ValueError, match="unknown objective"):
+        optimize_edges(hist, 3, max_tokens=4_096, objective="seconds")
+    with pytest.raises(ValueError, match=r"^objective='time' needs step_time"):
         optimize_edges(hist, 3, max_tokens=4_096, objective="time")
 
 
@@ -117,8 +119,13 @@ def test_with_a_step_time_model_the_time_objective_is_unchanged():
     assert prob.per_batch == 0.5 and prob.objective == "time"
     given = evaluate_edges(hist, plan.edges, plan.rule, step_time=model)
     assert given.objective == plan.objective
-    with pytest.raises(ValueError, match="give one"):
-        optimize_edges(hist, 2, max_tokens=1_600, step_time=model, objective="steps")
+    named = optimize_edges(hist, 2, max_tokens=1_600, step_time=model, objective="time")
+    assert named.edges == plan.edges and named.objective == plan.objective
+    for wrong in ("steps", "padding"):  # a name is what it minimises: never turned into time
+        with pytest.raises(ValueError, match="give one"):
+            optimize_edges(hist, 2, max_tokens=1_600, step_time=model, objective=wrong)
+        with pytest.raises(ValueError, match="give one"):
+            problem.build_problem(hist, plan.rule, 1, model, wrong)
 
 
 # ------------------------------------------------------------------ degenerate plans, named

@@ -52,8 +52,8 @@ def exact_objective(lengths, counts, edges, *, batch_size=None, max_tokens=None,
 
 
 def full_batch_objective(lengths, counts, edges, *, batch_size=None, max_tokens=None, pad=1) -> Fraction:
-    """The full-batch objective (each bucket's last short batch counted as a full one; the
-    tiled kernels' costs) in exact rationals:
+    """The full-batch objective (each bucket's last short batch counted as a full one;
+    ``full_batch_matrix``'s costs) in exact rationals:
     n * sum_v g(v) P(max = v) with P(max <= v) = C(c(v), B) / C(n, B), or n * g(longest)."""
     total = Fraction(0)
     for lo, hi in zip(edges[:-1], edges[1:], strict=False):
@@ -180,20 +180,21 @@ def test_log_ratios_give_the_same_optimum(seed, ratios, monkeypatch):
 
 @pytest.mark.parametrize("seed", range(4))
 def test_the_three_ways_to_ratios_agree_on_every_dp_cell(seed, monkeypatch):
-    """The binomial table, the log x! table and Stirling's series give the same DP tables
-    (to 1e-12 relative) and the same optimal starts, on 90 distinct lengths."""
+    """The product formula, the log x! table and Stirling's series give the same exact DP
+    tables (every bucket costed: to 1e-12 relative) and plans of the optimal objective (exact
+    rationals), on 90 distinct lengths."""
     rng = np.random.default_rng(300 + seed)
     lengths = np.sort(rng.choice(np.arange(1, 400), 90, replace=False))
     counts = np.where(rng.random(90) < 0.4, 1, rng.integers(1, 40, 90))
     hist = LengthHistogram.from_counts(lengths, counts)
     prob = problem.build_problem(hist, BatchRule(batch_size=int(rng.integers(1, 12))), 1)
-    assert ratio_tables.build_ratio_tables(prob)[0].size  # the binomial table
-    best, arg = kernel._full_batch_solve(prob, 4, prob.ends)
+    assert ratio_tables.comb_applies(prob)  # C(x, B) by the product formula
+    best, arg = kernel.solve_kernel(prob, 4, prob.ends, dense=True)
     for table_max in (ratio_tables._TABLE_MAX, 3):
         monkeypatch.setattr(ratio_tables, "_LINEAR_LOG_LIMIT", -1.0)
         monkeypatch.setattr(ratio_tables, "_TABLE_MAX", table_max)
         assert ratio_tables.build_ratio_tables(prob)[0].size == 0
-        got_best, got_arg = kernel._full_batch_solve(prob, 4, prob.ends)
+        got_best, got_arg = kernel.solve_kernel(prob, 4, prob.ends, dense=True)
         finite = np.isfinite(best)
         assert np.array_equal(np.isfinite(got_best), finite)
         # Stirling's series for log(b!/a!) (huge histograms only) is good to ~1e-11
@@ -201,9 +202,7 @@ def test_the_three_ways_to_ratios_agree_on_every_dp_cell(seed, monkeypatch):
         for k in range(1, 5):  # each path's plan has the optimal objective (ties may differ)
             edges = [0, *(int(prob.upper[j]) for j in kernel.backtrack(got_arg, k, prob.m))]
             got = float(
-                full_batch_objective(
-                    lengths.tolist(), counts.tolist(), edges, batch_size=prob.rule.batch_size
-                )
+                exact_objective(lengths.tolist(), counts.tolist(), edges, batch_size=prob.rule.batch_size)
             )
             assert got == pytest.approx(best[k, prob.m], rel=1e-12)
 
@@ -237,8 +236,9 @@ def test_token_budget_costs_equal_exact_rationals_on_many_lengths(seed):
 def test_the_threaded_dp_runs_from_two_python_threads_at_once():
     """numba's workqueue threading layer (the one every machine has) aborts the process when
     two Python threads enter parallel code together, as when the explorer optimises in the
-    background while a cell optimises too: the threaded DP takes a lock.  Run in a process
-    of its own with that layer forced; three threads get the same tables as one call."""
+    background while a cell optimises too: a token budget's table of bounds (on every thread)
+    takes a lock.  Run in a process of its own with that layer forced; three threads get the
+    same tables as one call."""
     code = textwrap.dedent(
         """
         import importlib, threading
@@ -246,12 +246,11 @@ def test_the_threaded_dp_runs_from_two_python_threads_at_once():
         from analysis import BatchRule, LengthHistogram
         kernel = importlib.import_module("analysis.optimize._kernel")
         from analysis.optimize import _problem as problem
-        kernel._THREADS_ABOVE = 0
         hist = LengthHistogram.from_lengths(np.random.default_rng(5).integers(1, 3_000, 40_000))
-        prob = problem.build_problem(hist, BatchRule(batch_size=8), 1)
-        want = kernel._full_batch_solve(prob, 6, prob.ends)
+        prob = problem.build_problem(hist, BatchRule(max_tokens=8_192), 1)
+        want = kernel.solve_kernel(prob, 6, prob.ends)
         got = []
-        solve = lambda: got.append(kernel._full_batch_solve(prob, 6, prob.ends))
+        solve = lambda: got.append(kernel.solve_kernel(prob, 6, prob.ends))
         threads = [threading.Thread(target=solve) for _ in range(3)]
         for t in threads:
             t.start()
@@ -270,28 +269,21 @@ def test_the_threaded_dp_runs_from_two_python_threads_at_once():
 
 
 @pytest.mark.parametrize(
-    ("batch", "n_lengths", "stride", "threads"),
+    ("batch", "n_lengths", "stride"),
     [
-        ({"batch_size": 8}, 2_500, 1, False),  # the tabulated kernel: 79 passes of 32 starts, 3 tiles
-        ({"batch_size": 8}, 2_500, 1, True),  # the same on every thread
-        ({"batch_size": 1}, 1_030, 1, False),  # no padding at all: every cell ties
-        ({"batch_size": 1}, 1_030, 1, True),
-        ({"batch_size": 3}, 1_500, 7, False),  # candidate ends only (every 7th): 7 passes, the last short
-        ({"max_tokens": 4_000}, 1_100, 1, False),  # row by row (row_costs), pushed in the same tiles
-        ({"max_tokens": 4_000}, 1_100, 1, True),  # its rows of costs on every thread
-        ({"max_tokens": 4_000, "step_time": True}, 1_100, 1, True),  # time, with a working set
+        ({"batch_size": 8}, 400, 1),  # C(x, B) by the product formula
+        ({"batch_size": 1}, 300, 1),  # no padding at all: every cell ties
+        ({"batch_size": 3}, 500, 7),  # candidate ends only (every 7th)
+        ({"batch_size": 100}, 300, 1),  # ratios from log x!
+        ({"max_tokens": 4_000}, 350, 1),  # B follows the end: restarts
+        ({"max_tokens": 4_000, "step_time": True}, 300, 1),  # time, with a working set
     ],
 )
-def test_grouped_tiled_dp_equals_the_dp_over_the_cost_matrix(batch, n_lengths, stride, threads, monkeypatch):
-    """The kernel's DP (starts in passes of ``_ROWS`` = 32, running sums four side by side, cells in tiles
-    of 1,024 ends; with ``threads``, the long-row path that splits both over numba's threads)
-    gives bit for bit the tables of the plain DP over the same bucket costs: the same floats
-    in every reachable cell and the same (smallest) start on every tie; the lengths are chosen
-    so that passes and tiles end off their multiples."""
-    if threads:
-        monkeypatch.setattr(kernel, "_THREADS_ABOVE", 0)
-        monkeypatch.setattr(kernel, "_ROW_THREADS_ABOVE", 0)
-        monkeypatch.setattr(kernel.numba, "get_num_threads", lambda: 2)
+def test_exact_dp_equals_the_plain_dp_over_the_cost_matrix(batch, n_lengths, stride):
+    """The kernel's exact DP gives the tables of the plain DP (``_reference``) over the same
+    bucket costs: with every bucket costed (``dense``) the same floats in every reachable cell
+    and the same (smallest) start on every tie; pruned, the same optimum and path for every
+    bucket count."""
     batch = dict(batch)
     model = StepTimeModel(per_step=0.1, per_token=1e-3, attention=1e-6, working_set=1e-9)
     step_time = model if batch.pop("step_time", False) else None
@@ -302,28 +294,26 @@ def test_grouped_tiled_dp_equals_the_dp_over_the_cost_matrix(batch, n_lengths, s
         counts[:] = 1
     hist = LengthHistogram.from_counts(lengths, counts)
     prob = problem.build_problem(hist, BatchRule(**batch), 1, step_time)
-    assert bool(ratio_tables.build_ratio_tables(prob)[0].size) == ("batch_size" in batch)
-    assert prob.weight2.any() == (step_time is not None)
+    assert prob.weight2.any() == (step_time is not None and "max_tokens" in batch)
     ends = prob.ends[stride - 1 :: stride] if stride > 1 else prob.ends
     ends = np.unique(np.r_[ends, prob.m])
     points = np.r_[0, ends]
     k_max = 5
-    best, arg = kernel._full_batch_solve(
-        prob, k_max, ends, dense=True
-    )  # every cell (token budgets prune by default)
-    ref_best, ref_arg = reference_dp(kernel.full_batch_matrix(prob, points), k_max)
+    best, arg = kernel.solve_kernel(prob, k_max, ends, dense=True)
+    pruned_best, pruned_arg = kernel.solve_kernel(prob, k_max, ends)
+    ref_best, ref_arg = reference_dp(kernel.cost_matrix(prob, points), k_max)
     for k in range(1, k_max + 1):
         got = best[k, points]
         want = ref_best[k]
         reach = np.isfinite(want)
-        if k < k_max:  # the kernel fills the top layer at the last end only
-            assert np.array_equal(np.isfinite(got), reach)
-            assert np.array_equal(got[reach], want[reach])
-            assert np.array_equal(arg[k, points][reach], points[ref_arg[k][reach]])
-        assert got[-1] == want[-1] and arg[k, prob.m] == points[ref_arg[k, -1]]
+        assert np.array_equal(np.isfinite(got), reach)
+        assert np.array_equal(got[reach], want[reach])
+        assert np.array_equal(arg[k, points][reach], points[ref_arg[k][reach]])
+        assert pruned_best[k, prob.m] == want[-1]
+        assert kernel.backtrack(pruned_arg, k, prob.m) == kernel.backtrack(arg, k, prob.m)
 
 
-# --------------------------------------------------- token budgets: the pruned DP (_solve_pruned)
+# --------------------------------------------------- token budgets: the pruned DP's bounds
 def _token_problem(seed: int, n_lengths: int, time: bool, multiple: int = 1):
     """Random lengths with counts from 1 to 400 and a budget of 2 to ~300 longest samples."""
     rng = np.random.default_rng(seed)
@@ -401,9 +391,8 @@ def test_pruned_token_dp_gives_the_dense_optimum_bit_for_bit(
     prob = _token_problem(seed, n_lengths, time, multiple)
     ends = np.unique(np.r_[prob.ends[every - 1 :: every], prob.m])
     monkeypatch.setattr(budget, "BOUND_STRIDE", stride)
-    monkeypatch.setattr(kernel, "_PRUNE_ABOVE", 0)
-    dense_best, dense_arg = kernel._full_batch_solve(prob, 8, ends, dense=True)
-    best, arg = kernel._full_batch_solve(prob, 8, ends)
+    dense_best, dense_arg = kernel.solve_kernel(prob, 8, ends, dense=True)
+    best, arg = kernel.solve_kernel(prob, 8, ends)
     for k in range(1, 9):
         assert best[k, prob.m] == dense_best[k, prob.m]
         assert kernel.backtrack(arg, k, prob.m) == kernel.backtrack(dense_arg, k, prob.m)
@@ -423,13 +412,13 @@ def test_pruned_token_dp_equals_the_dense_dp_on_random_histograms(data):
     prob = problem.build_problem(
         LengthHistogram.from_counts(lengths, counts), BatchRule(max_tokens=max_tokens)
     )
-    saved = kernel._PRUNE_ABOVE, budget.BOUND_STRIDE
-    kernel._PRUNE_ABOVE, budget.BOUND_STRIDE = 0, data.draw(st.sampled_from([1, 2, 16]))
+    saved = budget.BOUND_STRIDE
+    budget.BOUND_STRIDE = data.draw(st.sampled_from([1, 2, 16]))
     try:
-        best, arg = kernel._full_batch_solve(prob, 6, prob.ends)
+        best, arg = kernel.solve_kernel(prob, 6, prob.ends)
     finally:
-        kernel._PRUNE_ABOVE, budget.BOUND_STRIDE = saved
-    dense_best, dense_arg = kernel._full_batch_solve(prob, 6, prob.ends, dense=True)
+        budget.BOUND_STRIDE = saved
+    dense_best, dense_arg = kernel.solve_kernel(prob, 6, prob.ends, dense=True)
     for k in range(1, min(6, m) + 1):
         assert best[k, prob.m] == dense_best[k, prob.m]
         assert kernel.backtrack(arg, k, prob.m) == kernel.backtrack(dense_arg, k, prob.m)
@@ -437,43 +426,12 @@ def test_pruned_token_dp_equals_the_dense_dp_on_random_histograms(data):
 
 @pytest.mark.parametrize("seed", range(12))
 def test_pruned_token_dp_equals_exhaustive_search(seed, monkeypatch):
-    """Pruning forced on small histograms (with every start a bound row, and one in 3):
-    still the exhaustive optimum of a token budget for every K up to 4."""
-    monkeypatch.setattr(kernel, "_PRUNE_ABOVE", 0)
+    """The pruned DP on small histograms (with every start a bound row, and one in 3): still
+    the exhaustive optimum of a token budget for every K up to 4."""
     monkeypatch.setattr(budget, "BOUND_STRIDE", 1 + 2 * (seed % 2))
     rng = np.random.default_rng(500 + seed)
     lengths, counts = random_hist(rng, max_distinct=9, max_count=30)
     assert_optimal_as_exhaustive_search(lengths, counts, max_tokens=int(rng.integers(10, 200)))
-
-
-@pytest.mark.parametrize("threads", [False, True])
-@pytest.mark.parametrize("batch_size", [8, 23])
-def test_more_samples_than_the_table_holds_give_the_tables_dp_bit_for_bit(batch_size, threads, monkeypatch):
-    """Past ``_TABLE_MAX`` samples the tabulated DP computes each ``C(x, B)`` where it reads
-    it (time and memory flat in the sample count): the same floats in every cell and the same
-    starts as with the table, here forced by a small ``_TABLE_MAX`` (heads and tiles, buckets
-    below a full batch included)."""
-    if threads:
-        monkeypatch.setattr(kernel, "_THREADS_ABOVE", 0)
-        monkeypatch.setattr(kernel.numba, "get_num_threads", lambda: 2)
-    rng = np.random.default_rng(batch_size)
-    lengths = np.sort(rng.choice(np.arange(1, 9_000), 2_300, replace=False))
-    counts = rng.integers(1, 12, lengths.size)
-    prob = problem.build_problem(
-        LengthHistogram.from_counts(lengths, counts), BatchRule(batch_size=batch_size)
-    )
-    assert ratio_tables.build_ratio_tables(prob)[0].size and not ratio_tables.comb_computed(prob)
-    table_best, table_arg = kernel._full_batch_solve(prob, 6, prob.ends)
-    exact_best, exact_arg = kernel.solve_kernel(prob, 6, prob.ends)
-    monkeypatch.setattr(ratio_tables, "_TABLE_MAX", 1_000)
-    assert ratio_tables.comb_computed(prob) and ratio_tables.build_ratio_tables(prob)[0].size == 0
-    best, arg = kernel._full_batch_solve(prob, 6, prob.ends)
-    assert np.array_equal(best, table_best) and np.array_equal(arg, table_arg)
-    best, arg = kernel.solve_kernel(prob, 6, prob.ends)  # the exact DP: its ratios as products past the table
-    np.testing.assert_allclose(best[1:, -1], exact_best[1:, -1], rtol=1e-12)
-    assert all(
-        kernel.backtrack(arg, k, prob.m) == kernel.backtrack(exact_arg, k, prob.m) for k in range(1, 7)
-    )
 
 
 def test_large_batch_uses_log_space_and_matches_small_block_linear(monkeypatch):

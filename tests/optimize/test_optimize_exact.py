@@ -125,7 +125,7 @@ def test_the_exact_objective_is_the_sampler_by_brute_force(seed):
         for edges in all_edge_sets(lengths, k):
             want = brute_force_padded(samples, edges, rule, pad)
             assert exact_cost(lengths, counts, edges, rule, pad=pad) == want
-            est = expected_padding(hist, edges, pad_to_multiple_of=pad, **rule)
+            est = expected_padding(hist, edges, rule=BatchRule(pad_to_multiple_of=pad, **rule))
             assert float(est.padded_tokens) == pytest.approx(float(want), rel=1e-12)
 
 
@@ -210,7 +210,7 @@ def test_the_time_objective_prices_short_batches_at_their_size(seed):
     assert_exhaustive(lengths, counts, rule, model=model, pad=[1, 2][seed % 4 == 0])
     hist = LengthHistogram.from_counts(lengths, counts)
     plan = optimize_edges(hist, min(2, len(lengths)), step_time=model, **rule)
-    secs = expected_epoch_time(hist, model, edges=plan.edges, **rule)
+    secs = expected_epoch_time(hist, model, rule=BatchRule(**rule), edges=plan.edges)
     assert plan.objective == pytest.approx(secs - model.per_sample * hist.n_samples, rel=1e-12)
 
 

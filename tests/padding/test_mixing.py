@@ -11,7 +11,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from analysis import LengthHistogram, simulate
+from analysis import BatchRule, LengthHistogram, simulate
 from analysis.padding.mixing import (
     batch_mixing,
     bucketed_mixing,
@@ -59,7 +59,7 @@ def _brute_bucketed(lengths: list[int], edges: list[int], sizes: list[int]) -> F
 def test_bucketed_mixing_is_the_mean_over_every_shuffle(lengths, edges, size):
     hist = LengthHistogram.from_lengths(lengths)
     want = float(_brute_bucketed(lengths, edges, [size] * (len(edges) - 1)))
-    assert bucketed_mixing(hist, edges, batch_size=size) == pytest.approx(want, rel=1e-12)
+    assert bucketed_mixing(hist, edges, rule=BatchRule(batch_size=size)) == pytest.approx(want, rel=1e-12)
 
 
 def test_token_budget_batch_sizes_follow_each_bucket():
@@ -67,14 +67,14 @@ def test_token_budget_batch_sizes_follow_each_bucket():
     hist = LengthHistogram.from_lengths(lengths)
     edges = [0, 4, 10]  # max_tokens 12: 3 per batch below 4, 1 per batch below 10
     want = float(_brute_bucketed(lengths, edges, [3, 1]))
-    assert bucketed_mixing(hist, edges, max_tokens=12) == pytest.approx(want, rel=1e-12)
+    assert bucketed_mixing(hist, edges, rule=BatchRule(max_tokens=12)) == pytest.approx(want, rel=1e-12)
 
 
 def test_random_is_one_but_a_last_batch_of_one():
     hist = LengthHistogram.from_lengths([1, 4, 4, 9, 16, 25, 36, 49])
-    assert random_mixing(hist, batch_size=4) == 1.0
-    assert random_mixing(hist, batch_size=7) == pytest.approx(7 / 8, rel=1e-15)
-    assert random_mixing(hist, batch_size=1) == 0.0
+    assert random_mixing(hist, rule=BatchRule(batch_size=4)) == 1.0
+    assert random_mixing(hist, rule=BatchRule(batch_size=7)) == pytest.approx(7 / 8, rel=1e-15)
+    assert random_mixing(hist, rule=BatchRule(batch_size=1)) == 0.0
 
 
 def test_sorted_against_its_batches():
@@ -84,13 +84,19 @@ def test_sorted_against_its_batches():
     for size in (1, 2, 7, 16, 300):
         batches = [lengths[s : s + size] for s in range(0, len(lengths), size)]
         want = sum(len(b) * _sample_var(b) for b in batches) / len(lengths) / _sample_var(lengths)
-        assert sorted_mixing(hist, batch_size=size) == pytest.approx(float(want), rel=1e-12, abs=1e-15)
+        assert sorted_mixing(hist, rule=BatchRule(batch_size=size)) == pytest.approx(
+            float(want), rel=1e-12, abs=1e-15
+        )
 
 
 def test_variance_and_one_length():
     hist = LengthHistogram.from_lengths([5, 5, 5])
     assert length_variance(hist) == 0.0
-    assert bucketed_mixing(hist, [0, 5], batch_size=2) == sorted_mixing(hist, batch_size=2) == 1.0
+    assert (
+        bucketed_mixing(hist, [0, 5], rule=BatchRule(batch_size=2))
+        == sorted_mixing(hist, rule=BatchRule(batch_size=2))
+        == 1.0
+    )
     big = LengthHistogram.from_counts([1, 10**6], [10**12, 10**12])  # exact ints, no overflow
     n = 2 * 10**12
     assert length_variance(big) == pytest.approx((10**6 - 1) ** 2 / 4 * n / (n - 1), rel=1e-15)
@@ -120,9 +126,9 @@ def test_simulated_mixing_within_three_standard_errors(strategy):
     edges = [0, 40, 300, 600, 899]
     res = simulate(hist, strategy, batch_size=8, rng=np.random.default_rng(5), epochs=6, edges=edges)
     exact = {
-        "bucketed": bucketed_mixing(hist, edges, batch_size=8),
-        "random": random_mixing(hist, batch_size=8),
-        "sorted": sorted_mixing(hist, batch_size=8),
+        "bucketed": bucketed_mixing(hist, edges, rule=BatchRule(batch_size=8)),
+        "random": random_mixing(hist, rule=BatchRule(batch_size=8)),
+        "sorted": sorted_mixing(hist, rule=BatchRule(batch_size=8)),
     }[strategy]
     got = float(res.epochs["mixing"].mean())
     se = math.sqrt(float((res.epochs["mixing_se"] ** 2).mean()) / res.n_epochs)

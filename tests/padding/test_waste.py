@@ -114,7 +114,7 @@ def simulate_padded(samples: np.ndarray, edges, batch_sizes, rng: np.random.Gene
 )
 def test_one_bucket_equals_all_orderings(samples, batch_size):
     hist = LengthHistogram.from_lengths(samples)
-    est = expected_padding(hist, [0, hist.max], batch_size=batch_size)
+    est = expected_padding(hist, [0, hist.max], rule=BatchRule(batch_size=batch_size))
     want = brute_force_bucket(samples, batch_size)
     assert close(est.padded_tokens, want)
     assert est.useful_tokens == sum(samples)
@@ -126,7 +126,7 @@ def test_one_bucket_equals_all_orderings(samples, batch_size):
 def test_two_buckets_equal_independent_orderings():
     samples = [1, 2, 2, 4, 5, 6, 6, 7, 9, 9, 12]
     edges = [0, 5, 12]
-    est = expected_padding(samples, edges, batch_size=3)
+    est = expected_padding(samples, edges, rule=BatchRule(batch_size=3))
     low = [s for s in samples if s <= 5]
     high = [s for s in samples if s > 5]
     want = brute_force_bucket(low, 3) + brute_force_bucket(high, 3)
@@ -140,13 +140,15 @@ def test_two_buckets_equal_independent_orderings():
 @pytest.mark.parametrize("m", [2, 4, 8])
 @pytest.mark.parametrize("samples, batch_size", [([5, 2, 9, 2, 7, 3], 2), ([1, 3, 6, 11, 13, 2, 5], 3)])
 def test_pad_to_multiple_of_equals_all_orderings(samples, batch_size, m):
-    est = expected_padding(samples, [0, max(samples)], batch_size=batch_size, pad_to_multiple_of=m)
+    est = expected_padding(
+        samples, [0, max(samples)], rule=BatchRule(batch_size=batch_size, pad_to_multiple_of=m)
+    )
     assert close(est.padded_tokens, brute_force_bucket(samples, batch_size, m))
 
 
 def test_pad_to_multiple_of_two_buckets_equal_independent_orderings():
     samples = [5, 2, 9, 2, 7, 3, 12]
-    est = expected_padding(samples, [0, 4, 12], batch_size=2, pad_to_multiple_of=2)
+    est = expected_padding(samples, [0, 4, 12], rule=BatchRule(batch_size=2, pad_to_multiple_of=2))
     low, high = [s for s in samples if s <= 4], [s for s in samples if s > 4]
     assert close(est.padded_tokens, brute_force_bucket(low, 2, 2) + brute_force_bucket(high, 2, 2))
     assert est.rule == BatchRule(batch_size=2, pad_to_multiple_of=2)
@@ -186,7 +188,7 @@ def test_one_bucket_padded_tokens_equal_exact_comb(batch_size):
     lengths, counts = [7, 30, 31, 90, 400], [40, 3, 9, 17, 2]
     hist = LengthHistogram.from_counts(lengths, counts)
     for m in (1, 8):
-        got = expected_padding(hist, [0, 400], batch_size=batch_size, pad_to_multiple_of=m)
+        got = expected_padding(hist, [0, 400], rule=BatchRule(batch_size=batch_size, pad_to_multiple_of=m))
         assert close(got.padded_tokens, exact_bucket(lengths, counts, batch_size, m))
     assert expected_batch_max([5, 6], [1, 1], 2, power=2) == 36
 
@@ -206,7 +208,7 @@ def test_medium_histogram_equals_exact_comb(edges, rule):
     rng = np.random.default_rng(42)
     samples = np.clip(rng.lognormal(np.log(1500), 0.9, 3000).round(), 65, 8192).astype(np.int64)
     hist = LengthHistogram.from_lengths(samples)
-    est = expected_padding(hist, edges, **rule)
+    est = expected_padding(hist, edges, BatchRule(**rule))
     # the batch sizes written out independently of BatchRule
     sizes = (
         [rule["batch_size"]] * (len(edges) - 1)
@@ -232,7 +234,7 @@ def test_one_bucket_is_the_random_shuffle_hypergeometric():
         return float(np.dot(hist.lengths, np.diff(cdf, prepend=0.0)))
 
     want = n // batch_size * batch_size * e_max(batch_size) + n % batch_size * e_max(n % batch_size)
-    est = expected_padding(hist, [0, hist.max], batch_size=batch_size)
+    est = expected_padding(hist, [0, hist.max], rule=BatchRule(batch_size=batch_size))
     assert est.padded_tokens == pytest.approx(want, rel=1e-9)
 
 
@@ -246,7 +248,7 @@ def test_one_bucket_is_the_random_shuffle_hypergeometric():
 def test_random_histograms_equal_exact_comb(data, batch_size, m, cut):
     hist = LengthHistogram.from_counts([v for v, _ in data], [c for _, c in data])
     edges = [0, cut, 60] if cut < hist.max else [0, hist.max]
-    est = expected_padding(hist, edges, batch_size=batch_size, pad_to_multiple_of=m)
+    est = expected_padding(hist, edges, rule=BatchRule(batch_size=batch_size, pad_to_multiple_of=m))
     want = exact_padding(hist, edges, [batch_size] * (len(edges) - 1), m)
     assert close(est.padded_tokens, want)
     assert est.padded_tokens >= est.useful_tokens * (1 - 1e-12)
@@ -260,12 +262,12 @@ def test_bucket_per_distinct_length_is_sorted_and_waste_free():
     samples = rng.integers(65, 8192, 50_000)
     hist = LengthHistogram.from_lengths(samples)
     edges = [0, *hist.lengths.tolist()]
-    est = expected_padding(hist, edges, batch_size=8)
+    est = expected_padding(hist, edges, rule=BatchRule(batch_size=8))
     assert est.efficiency == 1.0
     assert est.padded_tokens == est.useful_tokens == int(samples.sum())
     assert est.n_batches == sum(-(-c // 8) for c in hist.counts.tolist())
     # with rounding, each sample pads to its own rounded length (a uniform bucket's batches)
-    padded = expected_padding(hist, edges, batch_size=8, pad_to_multiple_of=64).padded_tokens
+    padded = expected_padding(hist, edges, rule=BatchRule(batch_size=8, pad_to_multiple_of=64)).padded_tokens
     assert close(
         padded,
         sum(c * rounded(v, 64) for v, c in zip(hist.lengths.tolist(), hist.counts.tolist(), strict=False)),
@@ -275,7 +277,7 @@ def test_bucket_per_distinct_length_is_sorted_and_waste_free():
 def test_max_tokens_batch_sizes_per_bucket():
     samples = [100, 300, 300, 700, 900, 1000, 1000, 1000, 2000, 2500]
     edges = [0, 500, 1000, 4000]
-    est = expected_padding(samples, edges, max_tokens=2000)
+    est = expected_padding(samples, edges, rule=BatchRule(max_tokens=2000))
     assert est.batch_sizes == (4, 2, 1)
     hist = LengthHistogram.from_lengths(samples)
     assert close(est.padded_tokens, exact_padding(hist, edges, [4, 2, 1]))
@@ -285,7 +287,7 @@ def test_max_tokens_batch_sizes_per_bucket():
 
 
 def test_empty_bucket_row():
-    est = expected_padding([1, 2, 9, 9], [0, 2, 5, 9], batch_size=2)
+    est = expected_padding([1, 2, 9, 9], [0, 2, 5, 9], rule=BatchRule(batch_size=2))
     frame = est.to_frame()
     assert frame["samples"].tolist() == [2, 0, 2]
     assert frame.loc[1, "batches"] == 0 and frame.loc[1, "padded_tokens"] == 0.0
@@ -310,7 +312,7 @@ def test_empty_bucket_row():
 
 
 def test_result_is_frozen():
-    est = expected_padding([1, 2, 3], [0, 3], batch_size=2)
+    est = expected_padding([1, 2, 3], [0, 3], rule=BatchRule(batch_size=2))
     assert isinstance(est, WasteEstimate)
     with pytest.raises(AttributeError):
         est.padded_tokens = 0.0  # type: ignore[misc]
@@ -329,14 +331,15 @@ def test_result_is_frozen():
         ({"edges": [0, 9], "batch_size": None}, "got neither"),
         ({"edges": [0, 9], "pad_to_multiple_of": 0}, "pad_to_multiple_of must be a positive integer"),
         ({"edges": [0, 9], "pad_to_multiple_of": 1.5}, "pad_to_multiple_of must be a positive integer"),
-        ({"edges": [0, 9], "rule": BatchRule(batch_size=2)}, "not both"),
+        ({"edges": [0, 9], "rule": {"batch_size": 2}}, "rule must be a BatchRule, got dict"),
         ({"edges": np.array([[0, 9]])}, "1-D"),
     ],
 )
 def test_bad_input_raises_one_line_value_error(kwargs, message):
     kwargs = {"batch_size": 2, **kwargs}
+    edges, given = kwargs.pop("edges"), kwargs.pop("rule", None)
     with pytest.raises(ValueError, match=message) as info:
-        expected_padding([1, 5, 9], **kwargs)
+        expected_padding([1, 5, 9], edges, BatchRule(**kwargs) if given is None else given)
     assert "\n" not in str(info.value)
 
 
@@ -365,11 +368,11 @@ def test_totals_beyond_2_53_are_exact():
     hist = LengthHistogram.from_counts(lengths, counts)
     useful = 8191 * (2**45 + 1) + 8192 * (2**44 + 3)
     assert useful > 2**53
-    sorted_est = expected_padding(hist, [0, 8191, 8192], batch_size=8)
+    sorted_est = expected_padding(hist, [0, 8191, 8192], rule=BatchRule(batch_size=8))
     assert sorted_est.useful_tokens == useful and isinstance(sorted_est.useful_tokens, int)
     assert sorted_est.n_batches == -(-(2**45 + 1) // 8) + -(-(2**44 + 3) // 8)
     assert sorted_est.to_frame()["tokens"].tolist() == [8191 * (2**45 + 1), 8192 * (2**44 + 3)]
-    one = expected_padding(hist, [0, 8192], batch_size=2)
+    one = expected_padding(hist, [0, 8192], rule=BatchRule(batch_size=2))
     assert one.useful_tokens == useful
     assert close(one.padded_tokens, exact_bucket(lengths, counts, 2))
 
@@ -379,9 +382,9 @@ def test_totals_beyond_2_53_are_exact():
 )
 def test_integer_dtypes(dtype):
     samples = np.array([3, 100, 7, 7, 120, 45, 64, 1, 99, 127], dtype=dtype)
-    reference = expected_padding([int(s) for s in samples], [0, 50, 127], batch_size=3)
+    reference = expected_padding([int(s) for s in samples], [0, 50, 127], rule=BatchRule(batch_size=3))
     for hist in (samples, LengthHistogram.from_lengths(samples)):
-        est = expected_padding(hist, [0, 50, 127], batch_size=3)
+        est = expected_padding(hist, [0, 50, 127], rule=BatchRule(batch_size=3))
         assert est.padded_tokens == reference.padded_tokens
         assert est.useful_tokens == 573 and type(est.useful_tokens) is int
     hist = LengthHistogram.from_lengths(samples)
@@ -402,7 +405,7 @@ def test_matches_simulated_bucketed_shuffle_within_4_standard_errors(seed):
     cuts = np.unique(hist.quantile([0.3, 0.6, 0.85])).tolist()
     edges = [0, *[c for c in cuts if c < hist.max], hist.max]
     batch_size, m = int(rng.integers(2, 12)), int(rng.choice([1, 8]))
-    est = expected_padding(hist, edges, batch_size=batch_size, pad_to_multiple_of=m)
+    est = expected_padding(hist, edges, rule=BatchRule(batch_size=batch_size, pad_to_multiple_of=m))
     epochs = np.array([simulate_padded(samples, edges, est.batch_sizes, rng, m) for _ in range(40)])
     se = epochs.std(ddof=1) / math.sqrt(epochs.size)
     assert abs(epochs.mean() - est.padded_tokens) <= 4 * se
@@ -414,8 +417,8 @@ def test_matches_simulated_bucketed_shuffle_within_4_standard_errors(seed):
 def test_case_edges_beat_one_bucket_on_a_case_like_histogram():
     rng = np.random.default_rng(1701)
     samples = np.clip(rng.lognormal(np.log(1600), 0.75, 20_000).round(), 65, 8192).astype(np.int64)
-    bucketed = expected_padding(samples, CASE_EDGES, batch_size=CASE_BATCH_SIZE).efficiency
-    shuffled = expected_padding(samples, [0, 8192], batch_size=CASE_BATCH_SIZE).efficiency
+    bucketed = expected_padding(samples, CASE_EDGES, rule=BatchRule(batch_size=CASE_BATCH_SIZE)).efficiency
+    shuffled = expected_padding(samples, [0, 8192], rule=BatchRule(batch_size=CASE_BATCH_SIZE)).efficiency
     assert shuffled < bucketed < 1.0
 
 
@@ -436,7 +439,7 @@ def test_sorted_padding_matches_brute_force():
     samples = rng.integers(1, 778, 1001)
     hist = LengthHistogram.from_lengths(samples)
     for batch_size, multiple in ((1, 1), (7, 1), (7, 8), (1001, 1), (2000, 3)):
-        est = sorted_padding(hist, batch_size=batch_size, pad_to_multiple_of=multiple)
+        est = sorted_padding(hist, rule=BatchRule(batch_size=batch_size, pad_to_multiple_of=multiple))
         assert isinstance(est, WasteEstimate) and est.strategy == "sorted"
         assert est.padded_tokens == brute_force_sorted(samples.tolist(), batch_size, multiple)
         assert type(est.padded_tokens) is int
@@ -471,7 +474,7 @@ def test_sorted_padding_beyond_2_53_is_exact():
     lengths, counts = [8191, 8192], [2**45 + 1, 2**44 + 3]
     hist = LengthHistogram.from_counts(lengths, counts)
     n = sum(counts)
-    est = sorted_padding(hist, batch_size=8)
+    est = sorted_padding(hist, rule=BatchRule(batch_size=8))
     # sorted batches: the shorter length's full batches, one batch straddling both lengths
     # (its longest 8192), then the longer length's batches
     short_full = counts[0] // 8

@@ -51,7 +51,9 @@ def test_bucketed_monte_carlo_matches_expected_padding(seed):
         batch_size=batch_size,
         pad_to_multiple_of=1 + seed * 3,
     )
-    est = expected_padding(hist, edges, batch_size=batch_size, pad_to_multiple_of=1 + seed * 3)
+    est = expected_padding(
+        hist, edges, rule=BatchRule(batch_size=batch_size, pad_to_multiple_of=1 + seed * 3)
+    )
     padded_mean, padded_se = _mean_and_se(res.epochs["padded_tokens"].to_numpy(float))
     assert abs(padded_mean - est.padded_tokens) <= 4 * padded_se
     eff_mean, eff_se = _mean_and_se(res.epochs["efficiency"].to_numpy())
@@ -64,7 +66,7 @@ def test_bucketed_with_max_tokens_matches_expected_padding():
     hist = _random_hist(3)
     edges = [0, 60, 150, hist.max]
     res = simulate(hist, "bucketed", rng=np.random.default_rng(3), epochs=40, edges=edges, max_tokens=1500)
-    est = expected_padding(hist, edges, max_tokens=1500)
+    est = expected_padding(hist, edges, rule=BatchRule(max_tokens=1500))
     mean, se = _mean_and_se(res.epochs["padded_tokens"].to_numpy(float))
     assert abs(mean - est.padded_tokens) <= 4 * se
 
@@ -76,7 +78,7 @@ def test_one_bucket_bucketed_equals_random_in_distribution():
     b = simulate(hist, "random", rng=np.random.default_rng(11), epochs=40, batch_size=8)
     (ma, sa), (mb, sb) = (_mean_and_se(r.epochs["efficiency"].to_numpy()) for r in (a, b))
     assert abs(ma - mb) <= 4 * math.hypot(sa, sb)
-    expected = expected_padding(hist, one, batch_size=8).efficiency
+    expected = expected_padding(hist, one, rule=BatchRule(batch_size=8)).efficiency
     assert abs(mb - expected) <= 4 * sb
 
 
@@ -87,7 +89,7 @@ def test_sorted_efficiency_equals_direct_computation():
     res = simulate(hist, "sorted", rng=np.random.default_rng(0), epochs=3, batch_size=6)
     assert res.padded_tokens == 3 * padded
     assert res.epochs["efficiency"].tolist() == [hist.total_tokens / padded] * 3
-    assert sorted_padding(hist, batch_size=6).padded_tokens == padded
+    assert sorted_padding(hist, rule=BatchRule(batch_size=6)).padded_tokens == padded
 
 
 # ------------------------------------------------------------------ the batches table
@@ -388,12 +390,12 @@ def test_compare_strategies_table():
     assert table.loc["sorted", "batch_rule"] == "batch_size 8"
     assert table.loc["bucketed", "batch_rule"] == "batch_size 8"
     assert table.loc["sorted", "efficiency"] == pytest.approx(table.loc["sorted", "expected_efficiency"])
-    exact = expected_padding(hist, edges, batch_size=8).efficiency
+    exact = expected_padding(hist, edges, rule=BatchRule(batch_size=8)).efficiency
     assert table.loc["bucketed", "expected_efficiency"] == exact
     assert table.loc["bucketed", "efficiency"] == pytest.approx(exact, abs=0.03)
     assert (
         table.loc["random", "expected_efficiency"]
-        == expected_padding(hist, [0, hist.max], batch_size=8).efficiency
+        == expected_padding(hist, [0, hist.max], rule=BatchRule(batch_size=8)).efficiency
     )
     no_exact = ["length_grouped", "token_budget", "packing"]
     assert table[["expected_efficiency"]].loc[no_exact].isna().all().all()
@@ -415,11 +417,11 @@ def test_compare_strategies_with_max_tokens_only():
     assert table["batch_rule"].tolist() == ["batch_size 4", "max_tokens 400", "max_tokens 400"]
     assert (
         table.loc["random", "expected_efficiency"]
-        == expected_padding(lengths, [0, 99], batch_size=400 // 99).efficiency
+        == expected_padding(lengths, [0, 99], rule=BatchRule(batch_size=400 // 99)).efficiency
     )
     assert (
         table.loc["bucketed", "expected_efficiency"]
-        == expected_padding(lengths, [0, 50, 99], batch_size=None, max_tokens=400).efficiency
+        == expected_padding(lengths, [0, 50, 99], rule=BatchRule(batch_size=None, max_tokens=400)).efficiency
     )
 
 
@@ -491,7 +493,7 @@ def test_by_bucket_matches_expected_padding_per_bucket():
     edges = [0, 40, 90, hist.max]
     res = simulate(hist, "bucketed", rng=np.random.default_rng(1), epochs=30, edges=edges, batch_size=8)
     table = res.by_bucket()
-    est = expected_padding(hist, edges, batch_size=8).to_frame()
+    est = expected_padding(hist, edges, rule=BatchRule(batch_size=8)).to_frame()
     np.testing.assert_array_equal(table["batches"], est["batches"])
     np.testing.assert_array_equal(table["useful_tokens"], est["tokens"])
     per_epoch = res.batches.groupby(["bucket", "epoch"])["padded"].sum().unstack()

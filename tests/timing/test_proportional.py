@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from analysis import BatchRule
 from analysis.case import CASE_BATCH_SIZE, CASE_BUCKETED_TOKENS_PER_S, CASE_SORTED_TOKENS_PER_S
 from analysis.lengths import LengthHistogram
 from analysis.padding.waste import expected_padding
@@ -59,8 +60,8 @@ def test_prediction_is_time_proportional_to_padded_tokens():
     rng = np.random.default_rng(5)
     samples = np.clip(rng.lognormal(np.log(1500), 0.8, 20_000).round(), 65, 8192).astype(np.int64)
     hist = LengthHistogram.from_lengths(samples)
-    one_bucket = expected_padding(hist, [0, 8192], batch_size=CASE_BATCH_SIZE)
-    bucketed = expected_padding(hist, [0, 770, 1216, 1728, 2432, 3296, 8192], batch_size=8)
+    one_bucket = expected_padding(hist, [0, 8192], rule=BatchRule(batch_size=CASE_BATCH_SIZE))
+    bucketed = expected_padding(hist, [0, 770, 1216, 1728, 2432, 3296, 8192], rule=BatchRule(batch_size=8))
     reference_seconds = one_bucket.useful_tokens / 12_000
     padded_per_s = one_bucket.padded_tokens / reference_seconds  # the hardware's fixed rate
     want = bucketed.useful_tokens / (bucketed.padded_tokens / padded_per_s)

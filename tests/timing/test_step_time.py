@@ -249,7 +249,9 @@ def test_expected_epoch_time_matches_simulated_epochs(strategy, rule, pad, tile)
         per_step=0.3, per_sample=0.01, per_token=2e-3, attention=3e-5, working_set=1e-7, tile=tile
     )
     edges = [0, 30, 60, 150]
-    exact = expected_epoch_time(lengths, model, strategy, edges=edges, pad_to_multiple_of=pad, **rule)
+    exact = expected_epoch_time(
+        lengths, model, strategy, rule=BatchRule(pad_to_multiple_of=pad, **rule), edges=edges
+    )
     extra = {"edges": edges} if strategy == "bucketed" else {}
     sim = simulated_epoch_times(
         lengths, model, strategy, rng=rng, epochs=400, pad_to_multiple_of=pad, **rule, **extra
@@ -262,7 +264,7 @@ def test_expected_epoch_time_matches_simulated_epochs(strategy, rule, pad, tile)
 def test_sorted_time_is_deterministic_and_matches_simulation():
     lengths = np.random.default_rng(2).integers(1, 300, size=101)
     model = StepTimeModel(per_step=0.1, per_token=1e-3, attention=1e-6, tile=32)
-    exact = expected_epoch_time(lengths, model, "sorted", batch_size=8, pad_to_multiple_of=8)
+    exact = expected_epoch_time(lengths, model, "sorted", rule=BatchRule(batch_size=8, pad_to_multiple_of=8))
     sim = simulated_epoch_times(
         lengths, model, "sorted", rng=np.random.default_rng(0), epochs=2, batch_size=8, pad_to_multiple_of=8
     )
@@ -309,7 +311,7 @@ def test_predict_strategy_throughput_rows():
     assert (table.loc[list(PACKED_STRATEGIES), "rows_per_step"] == 1).all()
     total = int(lengths.sum())
     assert table.loc["bucketed", "tokens_per_s"] == pytest.approx(
-        total / expected_epoch_time(lengths, model, edges=edges, batch_size=8), rel=1e-12
+        total / expected_epoch_time(lengths, model, rule=BatchRule(batch_size=8), edges=edges), rel=1e-12
     )
     # the padded-token prediction is anchored at the reference (sorted) row
     assert table.loc["sorted", "padded_tokens_per_s"] == pytest.approx(table.loc["sorted", "tokens_per_s"])
