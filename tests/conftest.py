@@ -115,10 +115,8 @@ UNIT_FOLDERS = frozenset({"ground", "padding", "timing", "simulation", "optimize
 SLOW_UNIT_TESTS = {
     "optimize/test_optimize.py": (
         "test_candidate_grid_with_refinement_is_close_to_exact",
-        "test_more_samples_than_the_table_holds_give_the_tables_dp_bit_for_bit",
         "test_pruned_token_dp_equals_the_dense_dp_on_random_histograms",
         "test_the_threaded_dp_runs_from_two_python_threads_at_once",
-        "test_grouped_tiled_dp_equals_the_dp_over_the_cost_matrix",
         "test_greedy_is_a_local_optimum_no_worse_than_its_start",
         "test_the_candidate_searchs_gap_bounds_its_distance_to_the_exact_optimum",
         "test_the_dp_over_cells_bounds_the_optimum_from_below_and_meets_it_on_single_starts",

@@ -79,6 +79,20 @@ def _command(sub: argparse._SubParsersAction[Parser], name: str, *, help: str, d
     return sub.add_parser(name, formatter_class=Formatter, help=help, description=description)
 
 
+def _add_training(p: argparse.ArgumentParser, noise_effect: str) -> None:
+    """The options that describe the training run: ``--world-size``, the throughput
+    calibration and ``--noise`` (what the noise model adds: ``noise_effect``)."""
+    add_world_size(p)
+    add_calibration(p)
+    p.add_argument(
+        "--noise",
+        metavar="FILE.npz",
+        default=None,
+        help="a gradient-noise model of your model (analysis.timing.noise.measure_gradient_noise, "
+        f"saved by analysis.loaders.save_gradient_noise): {noise_effect} (default: none)",
+    )
+
+
 def build_parser() -> Parser:
     """The argparse parser of the whole CLI (also used by the docs and tests)."""
     parser = Parser(
@@ -145,6 +159,7 @@ def build_parser() -> Parser:
         "their padding with the exact expectation.",
     )
     add_source(p)
+    # shaped like add_floors and add_batch_rule on purpose: argparse's form of exclusive options
     edges = p.add_mutually_exclusive_group()
     edges.add_argument(
         "--edges",
@@ -175,15 +190,10 @@ def build_parser() -> Parser:
     p.add_argument(
         "--seed", metavar="S", type=non_negative, default=DEFAULT_SEED, help="seed of the random generator"
     )
-    add_world_size(p)
-    add_calibration(p)
-    p.add_argument(
-        "--noise",
-        metavar="FILE.npz",
-        default=None,
-        help="a gradient-noise model of your model (analysis.timing.noise.measure_gradient_noise, "
-        "saved by analysis.loaders.save_gradient_noise): adds each strategy's gradient noise "
-        "against a shuffle's per 1, 4 and 16 steps, and the plan's effective batch (default: none)",
+    _add_training(
+        p,
+        "adds each strategy's gradient noise against a shuffle's per 1, 4 and 16 steps, and the "
+        "plan's effective batch",
     )
     out = p.add_mutually_exclusive_group()
     out.add_argument(
@@ -226,15 +236,7 @@ def build_parser() -> Parser:
     p.add_argument(
         "--seed", metavar="S", type=non_negative, default=DEFAULT_SEED, help="seed passed to the notebooks"
     )
-    add_world_size(p)
-    add_calibration(p)
-    p.add_argument(
-        "--noise",
-        metavar="FILE.npz",
-        default=None,
-        help="a gradient-noise model of your model (analysis.loaders.save_gradient_noise): "
-        "recommendation.json records the plan's and every strategy's gradient noise (default: none)",
-    )
+    _add_training(p, "recommendation.json records the plan's and every strategy's gradient noise")
     p.add_argument(
         "--step-times",
         metavar="FILE.csv",

@@ -106,8 +106,10 @@ def _load_tokenizer(path: Path) -> Any:
         raise ValueError(f"{path}: cannot load a tokenizer: {' '.join(str(err).split())}") from None
 
 
-#: The files of a tokenizer folder whose contents are hashed (the rest by size and mtime).
-_TOKENIZER_FILES = (
+#: The files of a tokenizer folder that make the tokenizer (not a model's weights beside it):
+#: their contents are hashed for the cache key (the rest by size and mtime) and for a report's
+#: provenance.
+TOKENIZER_FILES = (
     "tokenizer",
     "special_tokens",
     "added_tokens",
@@ -115,6 +117,7 @@ _TOKENIZER_FILES = (
     "merges",
     "chat_template",
     "config",
+    "spiece",
 )
 
 
@@ -146,7 +149,7 @@ def path_digest(tokenizer: str | os.PathLike[str]) -> str:
     for file in files:
         info = file.stat()
         hashed = (
-            file is path or file.name.startswith(_TOKENIZER_FILES) or file.suffix in (".model", ".tiktoken")
+            file is path or file.name.startswith(TOKENIZER_FILES) or file.suffix in (".model", ".tiktoken")
         )
         parts += [file.name, file.read_bytes() if hashed else f"{info.st_size}:{info.st_mtime_ns}"]
     return sha(*parts)

@@ -163,6 +163,8 @@ def _layer(
         keep = _pareto_keep(cx[:n], cy[:n])
         if keep.size > max_labels or work > max_work:
             return out_x[:0], out_y[:0], out_parent[:0], start, work, True
+        # grown like the candidates' arrays above on purpose: compiled code, where a shared
+        # helper returning three arrays costs a tuple per label round
         while total + keep.size > size:
             size *= 2
             nx = np.empty(size)

@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 
 __all__ = ["plot_strategy_bars", "plot_randomness", "plot_padded_per_step"]
 
-#: One colour per strategy (Okabe–Ito), the same in every figure.
+#: One colour per strategy (Okabe–Ito), the same in every figure (shaped like
+#: plots.buckets.METHOD_COLORS on purpose: a palette per vocabulary, not one rule written twice).
 STRATEGY_COLORS = {
     "sorted": OKABE_ITO["blue"],
     "random": OKABE_ITO["vermillion"],

@@ -17,22 +17,13 @@ from analysis.batching import BatchRule
 from analysis.exports import export_all
 from analysis.lengths import LengthHistogram
 from analysis.loaders import LengthSource
+from analysis.measure._tokenizer import TOKENIZER_FILES
 from analysis.optimize import BucketPlan
 from analysis.paths import BUNDLED_DATA
 from analysis.report._notebooks import STEP_TIMES_PARAMETER, Page
 from analysis.report._record import clean, default_command, summary_dict
 
 _FIGURE_FORMATS = ["png", "svg"]
-#: The files of a tokenizer folder that make the tokenizer (not a model's weights beside it).
-_TOKENIZER_FILES = (
-    "tokenizer",
-    "special_tokens",
-    "added_tokens",
-    "vocab",
-    "merges",
-    "chat_template",
-    "spiece",
-)
 
 
 def tokenizer_digest(path: str | os.PathLike[str]) -> str:
@@ -45,7 +36,7 @@ def tokenizer_digest(path: str | os.PathLike[str]) -> str:
         else sorted(
             p
             for p in root.iterdir()
-            if p.is_file() and (p.name.startswith(_TOKENIZER_FILES) or p.suffix == ".model")
+            if p.is_file() and (p.name.startswith(TOKENIZER_FILES) or p.suffix == ".model")
         )
     )
     digest = hashlib.sha256()

@@ -780,6 +780,8 @@ def toy_model() -> GradientNoise:
     )
 
 
+# Deliberately the signature of plan_noise: both are public entry points over the same plan
+# (model, lengths, strategy, rule or its keywords, edges), in the same order and spelling.
 def time_to_quality(
     model: GradientNoise,
     step_time: Any,

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from analysis.answers.gradient_noise import strategy_noise
-from analysis.batching import bucket_index
+from analysis.batching import BatchRule, bucket_index
 from analysis.lengths import LengthHistogram
 from analysis.simulation.strategies import epoch_builder
 from analysis.timing.noise import measure_gradient_noise, plan_noise
@@ -346,8 +346,9 @@ def test_time_to_quality_from_brute_force_variances(grads: np.ndarray) -> None:
     plan = b_eff(_brute_bucketed(grads, LENGTHS, edges, [3, 3]))
     shuffle = b_eff(_brute_bucketed(grads, LENGTHS, [0, 3], [3]))
     steps = (1 + scale / plan) / (1 + scale / shuffle)
-    epoch = expected_epoch_time(LENGTHS, clock, edges=edges, batch_size=3) / expected_epoch_time(
-        LENGTHS, clock, "random", batch_size=3
+    three = BatchRule(batch_size=3)
+    epoch = expected_epoch_time(LENGTHS, clock, rule=three, edges=edges) / expected_epoch_time(
+        LENGTHS, clock, "random", rule=three
     )
     t, s, e = time_to_quality(model, clock, LENGTHS, edges=edges, batch_size=3)
     assert (t.value, s.value, e) == pytest.approx((epoch * steps, steps, epoch), rel=1e-10)

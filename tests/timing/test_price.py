@@ -53,7 +53,7 @@ def test_frontier_pack_or_pad_and_the_throughput_table_agree_on_every_strategy(m
         rule,
         rng=np.random.default_rng(1),
         step_time=model,
-        n_buckets=2,
+        max_buckets=2,
         n_lambdas=0,
         epochs=3,
         gradient_accumulation_steps=(1,),
