@@ -85,7 +85,8 @@ def plot_frontier(
     ax = fig.subplots()
     ax.set_xscale("log")
     handles = []
-    is_frontier = f["label"].str.startswith("frontier edges")
+    # the lambda passes' plans and the floor search's: points, not steps along K
+    is_frontier = f["label"].str.startswith(("frontier edges", "floor edges"))
     rings = f[is_frontier]
     if not rings.empty:
         ax.scatter(
@@ -106,7 +107,7 @@ def plot_frontier(
                 marker="o",
                 mfc="none",
                 color=STRATEGY_COLORS["bucketed"],
-                label="bucketed, frontier edges (every K, each lambda)",
+                label="bucketed, frontier edges (each lambda; floor searches)",
             )
         )
     rest = f[~is_frontier & (f["knob"] != "given")]
