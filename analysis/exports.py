@@ -24,7 +24,7 @@ versions (Lhotse 1.33 uses ``bisect_left``, earlier exports here assumed ``bisec
 they get half-integer bounds ``e + 0.5``, which no integer length equals: the bucket is the same
 whichever side a version uses.  tf.data wants ``list<int>``: it gets
 ``e + 1``.  The exports put every length ``e0 < L <= eK`` in the same bucket as our edges
-(tests/test_exports.py checks it with each target's rule); lengths above ``eK`` are the
+(tests/faces/test_exports.py checks it with each target's rule); lengths above ``eK`` are the
 trainer's to truncate or drop.
 
 Every function takes a :class:`~analysis.optimize.BucketPlan` (anything with ``edges`` and
@@ -253,7 +253,7 @@ def to_hf(plan: PlanLike, *, length_column: str = "length") -> dict[str, Any]:
     no dataloader state, it rebuilds the loader, sets the checkpoint's epoch and skips the
     batches already trained in it (Accelerate's ``skip_first_batches``); the sampler's epochs
     are deterministic in ``(seed, epoch)``, so the batches after the resume are those of an
-    uninterrupted run (``tests/test_resume.py`` runs this recipe and checks it).  This override
+    uninterrupted run (``tests/integration/test_resume.py`` runs this recipe and checks it).  This override
     bypasses the Trainer's ``remove_unused_columns``: the recipe drops the length column
     itself, and the dataset must hold only what the collator takes (tokenize into the model's
     inputs, or pass a collator that drops the rest).

@@ -1,5 +1,5 @@
 """The plain DP over a dense matrix of bucket costs: the reference the compiled kernel is
-tested against (``tests/test_optimize.py``) and timed beside (``benchmarks/bench_kernel.py``).
+tested against (``tests/optimize/test_optimize.py``) and timed beside (``benchmarks/bench_kernel.py``).
 
 It decides nothing of its own: the costs come from the kernel's ``_cost_matrix`` and the DP is
 the textbook one, end by end with NumPy's first-minimum ``argmin``.
