@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -445,7 +445,7 @@ class LengthHistogram:
         return np.repeat(self.lengths, self.counts)
 
 
-def as_histogram(lengths: LengthHistogram | Sequence[int] | np.ndarray) -> LengthHistogram:
+def as_histogram(lengths: LengthHistogram | Iterable[int] | np.ndarray | pd.Series) -> LengthHistogram:
     """``lengths`` as a :class:`LengthHistogram` (a histogram is returned as it is).
 
     Examples

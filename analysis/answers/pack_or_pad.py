@@ -24,7 +24,7 @@ import pandas as pd
 from analysis._validate import check_rng
 from analysis.answers.throughput import DEFAULT_STRATEGIES, predict_strategy_throughput
 from analysis.batching import BatchRule, as_rule
-from analysis.lengths import LengthHistogram
+from analysis.lengths import LengthHistogram, as_histogram
 from analysis.padding.waste import EXACT_STRATEGIES
 from analysis.simulation.strategies import PACKED_STRATEGIES, ffd_plan
 from analysis.timing.epoch import expected_epoch_time
@@ -188,7 +188,7 @@ def pack_or_pad(
     ('token_budget', 'packing', True)
     """
     check_rng(rng)
-    hist = lengths if isinstance(lengths, LengthHistogram) else LengthHistogram.from_lengths(lengths)
+    hist = as_histogram(lengths)
     rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens, pad_to_multiple_of=pad_to_multiple_of)
     names = list(strategies) if table is None else [str(n) for n in table.index]
     if not any(n in PACKED_STRATEGIES for n in names) or all(n in PACKED_STRATEGIES for n in names):

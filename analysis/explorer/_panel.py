@@ -18,7 +18,8 @@ from analysis.batching import (
     parse_rule_value,
 )
 from analysis.explorer._plans import STAND_IN_METHOD, Job, Plans
-from analysis.explorer._view import ExplorerView, HistogramInput, as_histogram, edited_view, view_title
+from analysis.explorer._view import ExplorerView, HistogramInput, edited_view, view_title
+from analysis.lengths import as_histogram
 from analysis.optimize import METHODS, evaluate_edges
 from analysis.tables import tidy
 

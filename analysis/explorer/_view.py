@@ -13,7 +13,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from analysis.batching import DEFAULT_METHOD, DEFAULT_N_BUCKETS, BatchRule, parse_edges
-from analysis.lengths import LengthHistogram
+from analysis.lengths import LengthHistogram, as_histogram
 from analysis.narrative.plan import describe_plan_status, plan_warnings
 from analysis.optimize import BucketPlan, evaluate_edges, optimize_edges
 from analysis.tables import format_percent
@@ -25,12 +25,6 @@ __all__ = ["ExplorerView", "explore_view", "explore_figure", "HistogramInput", "
 HistogramInput = LengthHistogram | Iterable[int] | np.ndarray | pd.Series
 #: Edges as the explorer accepts them: a list, or text for :func:`analysis.batching.parse_edges`.
 EdgesInput = str | Sequence[int]
-
-
-def as_histogram(hist: HistogramInput) -> LengthHistogram:
-    """``hist`` itself when it is a :class:`~analysis.LengthHistogram`, else the histogram of
-    the lengths it holds."""
-    return hist if isinstance(hist, LengthHistogram) else LengthHistogram.from_lengths(hist)
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ import pandas as pd
 
 from analysis._validate import check_rng, known_name, positive_int
 from analysis.batching import BatchRule, as_rule, check_edges, round_up
-from analysis.lengths import LengthHistogram
+from analysis.lengths import LengthHistogram, as_histogram
 from analysis.padding.waste import EXACT_STRATEGIES, exact_padding
 from analysis.simulation.metrics import EPOCH_METRICS, Progress, SimulationResult, simulate_epochs
 from analysis.simulation.strategies import (
@@ -182,7 +182,7 @@ def _cover(edges: Sequence[int] | None, full: Lengths, data: Lengths) -> Sequenc
     """Edges checked against the full data, for a subsample (whose range may be narrower)."""
     if edges is None or data is full:
         return edges
-    hist = full if isinstance(full, LengthHistogram) else LengthHistogram.from_lengths(full)
+    hist = as_histogram(full)
     return check_edges(edges, hist)
 
 
@@ -298,7 +298,7 @@ def compare_strategies(
     rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens, pad_to_multiple_of=pad_to_multiple_of)
     epochs = positive_int(epochs, "epochs")
     world_size = positive_int(world_size, "world_size")
-    hist = lengths if isinstance(lengths, LengthHistogram) else LengthHistogram.from_lengths(lengths)
+    hist = as_histogram(lengths)
     edges = check_edges(edges, hist)
     data, population = _per_sample(lengths, rng)
     per_sample = data.expand() if isinstance(data, LengthHistogram) else data
