@@ -31,6 +31,7 @@ from analysis.batching import BatchRule
 from analysis.lengths import LengthHistogram
 from analysis.optimize._costs import INF, Arrays
 from analysis.optimize._exact import exact_arrays
+from analysis.optimize._gradient import GradientArrays, axis_matrix
 from analysis.optimize._labels import bounds, label_search, polish
 from analysis.optimize._problem import Problem, StepTimeLike, build_problem, resolve_objective
 from analysis.optimize._pruned import exact_matrix
@@ -39,6 +40,7 @@ from analysis.optimize.floors import Floor, FloorChoice
 from analysis.optimize.plan import BucketPlan, make_plan
 from analysis.padding.mixing import length_variance
 from analysis.padding.waste import step_tokens
+from analysis.timing.noise import GradientNoise, between_share_limit, effective_batch_share
 
 # Above this many allowed ends the frontier's DP runs on a candidate grid of _GRID ends.
 _EXACT_UP_TO = 2_048  # (not AUTO_CANDIDATES_ABOVE: the matrices are p x p; see the package docstring)
@@ -111,13 +113,26 @@ class _Lagrangian:
     costs: np.ndarray  # costs[c, a]: the exact objective of bucket (points[a], points[c]]
     mixing: np.ndarray  # mixing[c, a]: its mixing sum w SS / (n - 1) (a share once over scale)
     scale: float  # N S**2: a plan's mixing is its sum of w SS / (n - 1) over this
+    # "mixing" (the length variance kept), or "gradient" (1 - ρ under a noise model: the
+    # matrix of analysis.optimize._gradient, its scale N tr Σ)
+    axis: str = "mixing"
+    noise: GradientArrays | None = None
 
 
-def _lagrangian(hist: LengthHistogram, prob: Problem) -> _Lagrangian:
+def axis_value(lag: _Lagrangian, ends: Sequence[int]) -> float:
+    """A plan's coordinate on the axis of ``lag`` from its matrix (the sum over its buckets
+    over the scale): on the gradient axis ``1 - ρ``."""
+    idx = [0, *(int(i) for i in np.searchsorted(lag.points, np.asarray(ends, np.int64)))]
+    total = math.fsum(float(lag.mixing[c, a]) for a, c in zip(idx, idx[1:]))
+    return total / lag.scale if lag.scale > 0 else 0.0
+
+
+def _lagrangian(hist: LengthHistogram, prob: Problem, noise: GradientNoise | None = None) -> _Lagrangian:
     """The matrices of ``prob`` for the λ-DP, each bucket's exact cost (the exact rows of
     :mod:`analysis.optimize._exact`) and mixing sum between every two points, computed once
     for every pass; the points are the allowed ends, or a candidate grid of ``_GRID`` ends
-    above ``_EXACT_UP_TO`` (the matrices are quadratic in the points)."""
+    above ``_EXACT_UP_TO`` (the matrices are quadratic in the points).  With ``noise`` the
+    second matrix is the gradient axis (:mod:`analysis.optimize._gradient`)."""
     data, short = exact_arrays(prob)
     exact = prob.ends.size <= _EXACT_UP_TO
     ends = prob.ends if exact else candidate_grid(prob, _GRID)
@@ -130,6 +145,9 @@ def _lagrangian(hist: LengthHistogram, prob: Problem) -> _Lagrangian:
     np.cumsum(counts * d * d, out=p2[1:])
     scale = hist.n_samples * length_variance(hist)
     costs = np.ascontiguousarray(exact_matrix(data, short, points).T)
+    if noise is not None:
+        grad, g_scale, arrays = axis_matrix(hist, prob, noise, points)
+        return _Lagrangian(prob, exact, points, costs, grad, g_scale, "gradient", arrays)
     return _Lagrangian(prob, exact, points, costs, _mixing_matrix(data, points, p1, p2), scale)
 
 
@@ -214,7 +232,45 @@ class _Evaluator:
 
     def point(self, ends: list[int]) -> _Point:
         plan = self.plan(ends)
-        return _Point(tuple(plan.edges), plan.objective, plan.mixing)
+        axis = plan.mixing if self.lag.axis == "mixing" else axis_value(self.lag, ends)
+        return _Point(tuple(plan.edges), plan.objective, axis)
+
+    def measure(self, p: _Point, measure: str) -> float:
+        """The point's efficiency, budget fill, mixing (its axis coordinate) or effective-batch
+        share (from its ``1 - ρ``: :func:`analysis.timing.noise.effective_batch_share`)."""
+        if measure == "effective_batch":
+            return share_of(self.lag, p.mixing)
+        if measure == "mixing":
+            return p.mixing
+        return _measure(self.plans[p.edges], measure)
+
+    def meets(self, p: _Point, floor: Floor) -> bool:
+        """Whether the point meets ``floor`` on its own numbers."""
+        return self.measure(p, floor.measure) >= floor.value
+
+
+def share_of(lag: _Lagrangian, axis: float) -> float:
+    """The effective-batch share of a plan at gradient-axis coordinate ``axis`` (``1 - ρ``)
+    under the batch size of ``lag``'s rule."""
+    size = lag.prob.rule.batch_size
+    assert size is not None, "the effective-batch share needs a batch size"
+    return effective_batch_share(1.0 - axis, size)
+
+
+def _on_axis(floor: Floor) -> bool:
+    """Whether ``floor`` is on the frontier's second axis (mixing, the effective batch) rather
+    than on the objective's measure (efficiency, budget fill)."""
+    return floor.measure in ("mixing", "effective_batch")
+
+
+def _axis_floor(lag: _Lagrangian, floor: Floor) -> float:
+    """An axis floor in the axis's own units: the mixing, or the least ``1 - ρ`` of an
+    effective-batch share (:func:`analysis.timing.noise.between_share_limit`)."""
+    if floor.measure != "effective_batch":
+        return floor.value
+    size = lag.prob.rule.batch_size
+    assert size is not None
+    return 1.0 - between_share_limit(floor.value, size)
 
 
 def _ends_at(lag: _Lagrangian, k: int, lam: float) -> list[int]:
@@ -289,7 +345,7 @@ def _hull_gap(lag: _Lagrangian, ev: _Evaluator, k: int, feasible: Any) -> _Gap:
 
 
 def _unreachable(floor: Floor, k: int, best: float) -> ValueError:
-    most = "the most" if floor.measure == "mixing" else "the best"
+    most = "the most" if _on_axis(floor) else "the best"
     return ValueError(
         f"{floor.keyword} = {floor.value:g} is unreachable with {k} buckets: {most} is {best:.4f}"
     )
@@ -308,9 +364,9 @@ def _search_gap(
     (:func:`analysis.optimize._labels.polish`)."""
     mixing = lag.mixing / lag.scale if lag.scale > 0 else lag.mixing * 0.0
     lam = gap.lam if math.isfinite(gap.lam) and gap.lam > 0 else 0.0
-    if floor.measure == "mixing":
+    if _on_axis(floor):
         xm, ym, mu = lag.costs, -mixing, lam
-        high, limit, low = gap.q.objective, -floor.value, _hull_bound(gap, floor, lag, ev)
+        high, limit, low = gap.q.objective, -_axis_floor(lag, floor), _hull_bound(gap, floor, lag, ev)
     else:
         hm = _steps_matrix(lag) if floor.measure == "budget_fill" else lag.costs
         xm, ym, mu = -mixing, hm, (1.0 / lam if lam > 0 else 0.0)
@@ -327,12 +383,12 @@ def _search_gap(
             break
         r = _verified(lag, ev, floor, found, high) if found else None
         if r is not None:  # the best plan below the target, so the best of all
-            return r, True, labels, _sign(floor, r.objective if floor.measure == "mixing" else -r.mixing)
+            return r, True, labels, _sign(floor, r.objective if _on_axis(floor) else -r.mixing)
         if share == 1.0:  # no plan beats the hull vertex
             return None, True, labels, _sign(floor, high)
         if not found:  # none below the target: it is a bound
             low = target
-    start = gap.q if floor.measure == "mixing" else gap.p
+    start = gap.q if _on_axis(floor) else gap.p
     idx = [int(i) for i in np.searchsorted(lag.points, edges_to_ends(lag.prob, start.edges))]
     r = _verified(lag, ev, floor, [(0.0, 0.0, polish(xm, ym, idx, limit))], high)
     return r, False, labels, _sign(floor, low)
@@ -340,7 +396,7 @@ def _search_gap(
 
 def _sign(floor: Floor, x: float) -> float:
     """A search's ``x`` as the measure it bounds: the objective, or the mixing (negated there)."""
-    return x if floor.measure == "mixing" else -x
+    return x if _on_axis(floor) else -x
 
 
 def _verified(
@@ -350,9 +406,9 @@ def _verified(
     numbers, if it beats the ``incumbent`` (an objective, or a mixing negated)."""
     for _, _, idx in found[:_VERIFY]:
         r = ev.point([int(lag.points[i]) for i in idx])
-        if _measure(ev.plans[r.edges], floor.measure) < floor.value:
+        if not ev.meets(r, floor):
             continue
-        x = r.objective if floor.measure == "mixing" else -r.mixing
+        x = r.objective if _on_axis(floor) else -r.mixing
         return r if x < incumbent else None
     return None
 
@@ -374,11 +430,14 @@ def floor_plans(
     asks: Sequence[tuple[int, Floor]],
     edge_multiple: int = 1,
     max_work: int | None = None,
+    noise: GradientNoise | None = None,
 ) -> list[BucketPlan | None]:
     """The plan of :func:`analysis.optimize_edges` (``method="optimal"``, the rule's default
     objective) for each ``(K, floor)`` of ``asks``, or None where the floor is out of reach,
     all on one set of matrices (the frontier checks its Pareto points with these);
-    ``max_work``: the exact search's work limit (default :data:`FLOOR_MAX_WORK`).
+    ``max_work``: the exact search's work limit (default :data:`FLOOR_MAX_WORK`); ``noise``:
+    the frontier's second axis is the gradient's (``effective_batch`` floors; see
+    :func:`analysis.optimize_edges`).
 
     Examples
     --------
@@ -388,14 +447,29 @@ def floor_plans(
     ([0, 2, 10], None)
     """
     prob = build_problem(hist, rule, edge_multiple, None, resolve_objective(rule, None, None))
-    lag = _lagrangian(hist, prob)
+    lag = _lagrangian(hist, prob, noise)
     out: list[BucketPlan | None] = []
     for k, floor in asks:
+        check_axis_floor(floor, lag.axis, rule)
         try:
             out.append(floor_plan(hist, prob, check_k(prob, k), floor, lag, max_work))
         except ValueError:
             out.append(None)
     return out
+
+
+def check_axis_floor(floor: Floor, axis: str, rule: BatchRule) -> None:
+    """A one-line error where ``floor`` does not fit the frontier's second axis: an
+    effective-batch floor needs a noise model and a batch size, a length-mixing floor no noise
+    model (the gradient axis replaces it)."""
+    if floor.measure == "effective_batch" and axis != "gradient":
+        raise ValueError("min_effective_batch needs a gradient-noise model (noise=)")
+    if floor.measure == "mixing" and axis == "gradient":
+        raise ValueError("with a noise model the frontier's axis is the gradient's: give min_effective_batch")
+    if axis == "gradient" and rule.batch_size is None:
+        raise ValueError(
+            "gradient floors need batch_size: under a token budget each bucket has its own batch size"
+        )
 
 
 def floor_plan(
@@ -406,22 +480,23 @@ def floor_plan(
     lag: _Lagrangian | None = None,
     max_work: int | None = None,
 ) -> BucketPlan:
-    """The ``K``-bucket plan that is best at ``floor``: the most mixing whose efficiency (or
-    budget fill) meets it, or the least objective whose mixing does; exact where the search of
-    the hull's gap finishes (:func:`_search_gap`), else the hull vertex with the hull's bound;
-    how in ``plan.floor``; ``lag``: the problem's matrices, when already made."""
+    """The ``K``-bucket plan that is best at ``floor``: the most mixing (on the gradient axis:
+    the least ``ρ``) whose efficiency (or budget fill) meets it, or the least objective whose
+    mixing (effective-batch share) does; exact where the search of the hull's gap finishes
+    (:func:`_search_gap`), else the hull vertex with the hull's bound; how in ``plan.floor``;
+    ``lag``: the problem's matrices, when already made."""
     lag = _lagrangian(hist, prob) if lag is None else lag
     ev = _Evaluator(hist, lag, k)
 
     def feasible(p: _Point) -> bool:
-        return _measure(ev.plans[p.edges], floor.measure) >= floor.value
+        return ev.meets(p, floor)
 
-    mix = floor.measure == "mixing"
+    mix = _on_axis(floor)
     gap = _hull_gap(lag, ev, k, feasible)
     if mix and not feasible(gap.high):
-        raise _unreachable(floor, k, gap.high.mixing)
+        raise _unreachable(floor, k, ev.measure(gap.high, floor.measure))
     if not mix and not feasible(gap.low):
-        raise _unreachable(floor, k, _measure(ev.plans[gap.low.edges], floor.measure))
+        raise _unreachable(floor, k, ev.measure(gap.low, floor.measure))
     p, q = gap.p, gap.q
     if feasible(gap.low) and feasible(gap.high):  # the end the floor asks for meets it
         chosen = gap.low if mix else gap.high
@@ -432,13 +507,14 @@ def floor_plan(
         chosen = better if better is not None else (q if mix else p)
         searched = "labels" if done else "bounded"
     axis = "budget_fill" if prob.objective == "steps" else "efficiency"
+    second = _second(lag)
 
     def pair(x: _Point) -> tuple[float, float]:
-        return (_measure(ev.plans[x.edges], axis), float(x.mixing))
+        return (_measure(ev.plans[x.edges], axis), second(x.mixing))
 
     choice = FloorChoice(
         floor=floor,
-        bound=float(bound),
+        bound=float(bound if mix else second(bound)),
         exact=bool(done and lag.exact),
         reach=_reach(ev.plans[chosen.edges], floor, float(bound), done),
         below=pair(p),
@@ -448,13 +524,22 @@ def floor_plan(
         labels=labels,
         passes=gap.passes,
         grid=None if lag.exact else int(lag.points.size - 1),
+        mixing_axis="mixing" if lag.axis == "mixing" else "effective_batch_share",
     )
     return replace(ev.plans[chosen.edges], floor=choice)
 
 
+def _second(lag: _Lagrangian) -> Any:
+    """The frontier's second coordinate as a floor reports it: the mixing, or on the gradient
+    axis the effective-batch share (under a token budget: ``1 - ρ``)."""
+    if lag.axis == "mixing" or lag.prob.rule.batch_size is None:
+        return float
+    return lambda x: share_of(lag, float(x))
+
+
 def _reach(plan: BucketPlan, floor: Floor, bound: float, done: bool) -> float:
     """The bound as a share (:attr:`FloorChoice.reach`)."""
-    if floor.measure != "mixing":
+    if not _on_axis(floor):
         return bound
     kind = plan.objective_kind
     if kind == "time":
@@ -472,8 +557,8 @@ def _hull_bound(gap: _Gap, floor: Floor, lag: _Lagrangian, ev: _Evaluator) -> fl
     """What the hull edge ``p``-``q`` proves: the most mixing an efficiency (budget-fill) floor
     can reach, or the least objective a mixing floor can have."""
     p, q, lam = gap.p, gap.q, gap.lam
-    if floor.measure == "mixing":
-        goal = floor.value
+    if _on_axis(floor):
+        goal = _axis_floor(lag, floor)
         return max(p.objective, p.objective + lam * (goal - p.mixing)) if math.isfinite(lam) else q.objective
     if not math.isfinite(lam):
         return p.mixing
@@ -496,8 +581,10 @@ def frontier_plans(
     lambdas: Sequence[float],
     step_time: StepTimeLike | None = None,
     edge_multiple: int = 1,
+    noise: GradientNoise | None = None,
 ) -> list[tuple[float, int, BucketPlan]]:
-    """``(lam, K, plan)`` minimising ``objective - lam * mixing`` for every ``lam`` of
+    """``(lam, K, plan)`` minimising ``objective - lam * mixing`` (with ``noise``: ``objective
+    - lam * (1 - ρ)``, the gradient axis) for every ``lam`` of
     ``lambdas`` (> 0, in objective units per unit of mixing) and every ``K <= max_buckets``: one DP
     pass per ``lam``; each plan Pareto-optimal among all ``K``-bucket plans (exact search;
     on the candidate grid of long-context data, among the grid's), the objective the
@@ -513,7 +600,7 @@ def frontier_plans(
         raise ValueError(f"every lambda must be a finite number > 0, got {list(lambdas)!r}")
     prob = build_problem(hist, rule, edge_multiple, step_time, resolve_objective(rule, step_time, None))
     k_max = check_k(prob, max_buckets)
-    return _sweep(hist, prob, _lagrangian(hist, prob), k_max, lambdas)
+    return _sweep(hist, prob, _lagrangian(hist, prob, noise), k_max, lambdas)
 
 
 def _sweep(
@@ -538,6 +625,7 @@ def frontier_sweep(
     n_lambdas: int,
     step_time: StepTimeLike | None = None,
     edge_multiple: int = 1,
+    noise: GradientNoise | None = None,
 ) -> tuple[list[float], list[tuple[float, int, BucketPlan]]]:
     """:func:`frontier_plans` for ``n_lambdas`` values of ``lam`` spread by
     :func:`frontier_lambdas` between this DP's own ``K``-bucket optimum (its ``lam = 0``
@@ -545,7 +633,9 @@ def frontier_sweep(
     with the most mixing (a pass at a huge ``lam``; not one bucket, whose mixing under a token
     budget can be 0: a batch of one sample), ``K`` the most buckets up to ``max_buckets`` where
     the two differ (``max_buckets`` but where it leaves each distinct length a bucket of its own), all on
-    one set of matrices; returns the lambdas and the plans.
+    one set of matrices; returns the lambdas and the plans.  With ``noise`` the second axis is
+    the gradient's, ``1 - ρ`` (:mod:`analysis.optimize._gradient`), and the lambdas are in
+    objective units per unit of it.
 
     Examples
     --------
@@ -558,14 +648,15 @@ def frontier_sweep(
         raise ValueError(f"n_lambdas must be an integer >= 1, got {n_lambdas!r}")
     prob = build_problem(hist, rule, edge_multiple, step_time, resolve_objective(rule, step_time, None))
     k_max = check_k(prob, max_buckets)
-    lag = _lagrangian(hist, prob)
+    lag = _lagrangian(hist, prob, noise)
     optimum = _pass(lag, k_max, 0.0)
     for k in range(k_max, 0, -1):  # the most buckets whose frontier is more than one plan
-        low = make_plan(hist, prob, _edges(lag, optimum[k]), "frontier", k)
-        high = make_plan(hist, prob, _edges(lag, _most_mixing_ends(lag, k, low.objective)), "frontier", k)
+        ev = _Evaluator(hist, lag, k)
+        low = ev.point(optimum[k])
+        high = ev.point(_most_mixing_ends(lag, k, low.objective))
         if high.edges != low.edges:
             break
-    lambdas = frontier_lambdas(low, high, n_lambdas)
+    lambdas = _lambdas(low.objective, high.objective, low.mixing, high.mixing, n_lambdas)
     return lambdas, _sweep(hist, prob, lag, k_max, lambdas)
 
 
@@ -581,6 +672,11 @@ def frontier_lambdas(low: BucketPlan, high: BucketPlan, count: int) -> list[floa
     >>> [round(x, 2) for x in frontier_lambdas(low, high, 3)]
     [0.09, 2.88, 91.17]
     """
-    slope = (high.objective - low.objective) / max(high.mixing - low.mixing, 1e-12)
-    slope = slope if slope > 0 and math.isfinite(slope) else max(high.objective, 1.0)
+    return _lambdas(low.objective, high.objective, low.mixing, high.mixing, count)
+
+
+def _lambdas(f_low: float, f_high: float, g_low: float, g_high: float, count: int) -> list[float]:
+    """:func:`frontier_lambdas` from the two plans' objectives and axis coordinates."""
+    slope = (f_high - f_low) / max(g_high - g_low, 1e-12)
+    slope = slope if slope > 0 and math.isfinite(slope) else max(f_high, 1.0)
     return [float(x) for x in np.geomspace(slope / 1000, slope, count)] if count > 1 else [slope]

@@ -3,9 +3,12 @@
 
 The measure a floor names is the one it floors, on every face: ``"efficiency"`` (useful over
 padded tokens: the padding objective's), ``"budget_fill"`` (useful over the steps' tokens:
-what a token budget's edges are placed for) or ``"mixing"`` (the share of the data's length
-variance a batch keeps).  ``min_efficiency=``, ``min_budget_fill=`` and ``min_mixing=`` are
-shorthands for ``floor=Floor(...)``.
+what a token budget's edges are placed for), ``"mixing"`` (the share of the data's length
+variance a batch keeps) or, with a gradient-noise model, ``"effective_batch"`` (the share of
+the batch a plan keeps, ``B_eff / B = 1 / (1 + (B - 1) ρ)``:
+:func:`analysis.timing.noise.effective_batch_share`, the design-effect form; a floor on it is a
+floor on ``1 - ρ``).  ``min_efficiency=``, ``min_budget_fill=``, ``min_mixing=`` and
+``min_effective_batch=`` are shorthands for ``floor=Floor(...)``.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from analysis.tables import format_percent
 __all__ = ["FLOOR_MEASURES", "Floor", "FloorChoice", "as_floor"]
 
 #: The measures a :class:`Floor` may name.
-FLOOR_MEASURES = ("efficiency", "budget_fill", "mixing")
+FLOOR_MEASURES = ("efficiency", "budget_fill", "mixing", "effective_batch")
 
 
 @dataclass(frozen=True)
@@ -34,7 +37,7 @@ class Floor:
     >>> Floor("padding", 0.5)
     Traceback (most recent call last):
     ...
-    ValueError: a floor's measure must be one of efficiency, budget_fill, mixing, got 'padding'
+    ValueError: a floor's measure must be one of efficiency, budget_fill, mixing, effective_batch, got 'padding'
     """
 
     measure: str
@@ -52,7 +55,8 @@ class Floor:
 
     @property
     def keyword(self) -> str:
-        """The keyword that gives it: ``min_efficiency``, ``min_budget_fill``, ``min_mixing``."""
+        """The keyword that gives it: ``min_efficiency``, ``min_budget_fill``, ``min_mixing``,
+        ``min_effective_batch``."""
         return f"min_{self.measure}"
 
     @property
@@ -77,6 +81,7 @@ def as_floor(
     min_efficiency: float | None = None,
     min_budget_fill: float | None = None,
     min_mixing: float | None = None,
+    min_effective_batch: float | None = None,
 ) -> Floor | None:
     """The one floor given, as ``floor=`` or as one ``min_*`` keyword (None: no floor).
 
@@ -87,7 +92,7 @@ def as_floor(
     >>> as_floor(min_efficiency=0.9, min_mixing=0.2)
     Traceback (most recent call last):
     ...
-    ValueError: give one floor (floor, min_efficiency, min_budget_fill or min_mixing), not 2
+    ValueError: give one floor (floor, min_efficiency, min_budget_fill, min_mixing or min_effective_batch), not 2
     """
     given: list[Floor] = []
     if floor is not None:
@@ -98,12 +103,14 @@ def as_floor(
         ("efficiency", min_efficiency),
         ("budget_fill", min_budget_fill),
         ("mixing", min_mixing),
+        ("effective_batch", min_effective_batch),
     ):
         if value is not None:
             given.append(Floor(measure, value))
     if len(given) > 1:
         raise ValueError(
-            f"give one floor (floor, min_efficiency, min_budget_fill or min_mixing), not {len(given)}"
+            "give one floor (floor, min_efficiency, min_budget_fill, min_mixing or min_effective_batch), "
+            f"not {len(given)}"
         )
     return given[0] if given else None
 
@@ -128,7 +135,10 @@ class FloorChoice:
     ``searched``: ``"hull"`` when a hull vertex met the floor exactly, ``"labels"`` when the
     exact search of the gap ran to its end, ``"bounded"`` when it stopped at its work limit
     (the plan is then the hull vertex, with the hull's bound); ``labels`` the partial plans it
-    kept, ``passes`` the λ passes of the hull search.
+    kept, ``passes`` the λ passes of the hull search.  ``mixing_axis`` names the second
+    coordinate of ``below``, ``above`` and an efficiency floor's ``bound``: ``"mixing"``, or
+    with a gradient-noise model ``"effective_batch_share"`` (the design-effect share of
+    :func:`analysis.timing.noise.effective_batch_share`).
     """
 
     floor: Floor
@@ -142,6 +152,7 @@ class FloorChoice:
     labels: int = 0
     passes: int = 0
     grid: int | None = None
+    mixing_axis: str = "mixing"
 
     @property
     def measure(self) -> str:
@@ -169,4 +180,5 @@ class FloorChoice:
             "labels": int(self.labels),
             "passes": int(self.passes),
             "grid": self.grid,
+            "mixing_axis": self.mixing_axis,
         }

@@ -118,7 +118,9 @@ __all__ = [
     "NoiseFigure",
     "GradientNoise",
     "PlanNoise",
+    "between_share_limit",
     "composition_error",
+    "effective_batch_share",
     "mean_composition_error",
     "measure_gradient_noise",
     "plan_noise",
@@ -759,6 +761,36 @@ def plan_noise(
         noise_scale=figures[6],
         steps_ratio=figures[7],
     )
+
+
+def effective_batch_share(between_share: float, batch_size: int) -> float:
+    """The share of the batch a bucketed plan keeps, ``B_eff / B = 1 / (1 + (B - 1) ρ)``
+    (Kish's design effect) at between-bucket share ``ρ`` and batch size ``B``: the one form
+    the optimiser's gradient axis, its floors (``min_effective_batch``) and its time to
+    quality use.  It counts every batch as full and the buckets as large against ``B``;
+    :func:`plan_noise` is the exact price (each bucket's last short batch, the
+    finite-population terms): its ``effective_batch`` over its ``batch_size``.
+
+    Examples
+    --------
+    >>> round(effective_batch_share(0.0158, 8), 3), effective_batch_share(0.5, 1)
+    (0.9, 1.0)
+    """
+    return 1.0 / (1.0 + (batch_size - 1) * between_share)
+
+
+def between_share_limit(share: float, batch_size: int) -> float:
+    """The largest ``ρ`` whose :func:`effective_batch_share` is at least ``share`` (``inf`` for
+    a batch of one, which keeps its whole batch at any ``ρ``).
+
+    Examples
+    --------
+    >>> round(between_share_limit(0.9, 8), 6), between_share_limit(0.9, 1)
+    (0.015873, inf)
+    """
+    if batch_size <= 1:
+        return math.inf
+    return (1.0 / share - 1.0) / (batch_size - 1)
 
 
 def toy_model() -> GradientNoise:
