@@ -50,7 +50,7 @@ def _one_file(name: str, path: Path, ks: list[int], rule: BatchRule) -> list[str
     frontier_dp = importlib.import_module("analysis.optimize._frontier")
     prob = frontier_dp.build_problem(hist, rule)
     start = time.perf_counter()
-    lag = frontier_dp._lagrangian(hist, prob)
+    lag = frontier_dp.lagrangian(hist, prob)
     build = time.perf_counter() - start
     grid = "" if prob.ends.size <= frontier_dp._EXACT_UP_TO else f" (grid of {frontier_dp._GRID})"
     lines = [f"{name}: {hist.n_distinct:,} distinct lengths{grid}, matrices built in {build:.2f} s"]

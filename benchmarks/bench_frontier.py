@@ -69,7 +69,7 @@ def main() -> None:
         return frontier(hist, rule, rng=np.random.default_rng(0), max_buckets=K, simulate_strategies=False)
 
     prob = problem.build_problem(hist, rule)
-    lag = frontier_dp._lagrangian(hist, prob)
+    lag = frontier_dp.lagrangian(hist, prob)
     for name, fn in (("every strategy", whole), ("exact rows only", exact)):
         wall = median_seconds(fn, runs=RUNS)
         cpu = median_seconds(fn, runs=RUNS, clock=time.process_time)
@@ -81,7 +81,7 @@ def main() -> None:
         os.sched_setaffinity(0, cores)
         print(f"frontier(), K <= {K}, every strategy, pinned to one core: median {one:5.2f} s wall")
     t_opt = median_seconds(lambda: optimal_plans(hist, range(1, K + 1), rule), runs=RUNS)
-    t_lag = median_seconds(lambda: frontier_dp._lagrangian(hist, prob), runs=RUNS)
+    t_lag = median_seconds(lambda: frontier_dp.lagrangian(hist, prob), runs=RUNS)
     t_pass = median_seconds(lambda: frontier_dp._pass(lag, K, 1e8), runs=RUNS)
     print(f"  optimal edges, K = 1..{K} (one exact DP pass + plans)   median {t_opt:5.2f} s")
     print(f"  the frontier's matrices ({lag.points.size:,} points)          median {t_lag:5.2f} s")

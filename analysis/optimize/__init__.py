@@ -27,7 +27,11 @@ path :func:`optimize_edges` takes down to the compiled kernel and back up to a p
     :data:`AUTO_CANDIDATES_ABOVE` a candidate grid refined at full resolution, then proven.
 11. ``_cells``: the grid's proof, a DP over cells whose value bounds the exact optimum.
 12. ``_frontier``: padding against mixing, the Lagrangian passes over dense matrices, and the
-    floors (``min_efficiency``, ``min_mixing``).
+    floors (``min_efficiency``, ``min_mixing``).  ``_gradient``: the second axis under a
+    gradient-noise model (each bucket's between-bucket share, ``1 - ρ``), which replaces the
+    length mixing there (floors: ``min_effective_batch``); ``_quality``: edges for time to
+    quality, a walk over the hull of (epoch seconds, steps factor) with its proof;
+    ``gradient``: :class:`PlanGradient`, what a plan placed with a noise model carries.
 13. ``rules``: the field's rules (geometric, equal count, equal tokens, greedy descent).
 14. ``plan``: :class:`BucketPlan`, the objective recomputed independently of the DP
     (:func:`~analysis.padding.order_stats.expected_batch_sum`), warnings and mixing.
@@ -74,6 +78,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import pandas as pd
@@ -81,13 +86,18 @@ import pandas as pd
 from analysis._validate import known_name
 from analysis.batching import DEFAULT_MIN_GAIN, BatchRule, as_rule, check_edges
 from analysis.lengths import LengthHistogram
+from analysis.timing.noise import GradientNoise, check_noise
 from analysis.optimize._frontier import (
+    axis_value,
+    check_axis_floor,
     floor_plan,
     floor_plans,
     frontier_lambdas,
     frontier_plans,
     frontier_sweep,
+    lagrangian,
 )
+from analysis.optimize._quality import quality_plan
 from analysis.optimize._problem import (
     OBJECTIVES,
     Problem,
@@ -98,11 +108,13 @@ from analysis.optimize._problem import (
 from analysis.optimize._search import (
     AUTO_CANDIDATES_ABOVE,
     check_k,
+    edges_to_ends,
     ends_to_edges,
     optimal_ends,
     use_grid,
 )
 from analysis.optimize.floors import FLOOR_MEASURES, Floor, FloorChoice, as_floor
+from analysis.optimize.gradient import PlanGradient, plan_gradient
 from analysis.optimize.plan import BucketPlan, PlanWarning, make_plan
 from analysis.optimize.rules import RULES, baseline_edges
 
@@ -114,6 +126,7 @@ __all__ = [
     "FLOOR_MEASURES",
     "Floor",
     "FloorChoice",
+    "PlanGradient",
     "PlanWarning",
     "as_floor",
     "StepTimeLike",
@@ -137,18 +150,21 @@ def _check_method(method: str) -> None:
     known_name(method, METHODS, "method")
 
 
-def _check_floor(floor: Floor | None, method: str, prob: Problem) -> Floor | None:
-    """The floor, checked against the method and the objective it floors (None: no floor)."""
+def _check_floor(floor: Floor | None, method: str, prob: Problem, axis: str = "mixing") -> Floor | None:
+    """The floor, checked against the method, the frontier's second ``axis`` (``"gradient"``
+    with a noise model) and the objective it floors (None: no floor)."""
     if floor is None:
         return None
     if method != "optimal":
         raise ValueError(
             f"{floor.keyword} places edges on the frontier: method must be 'optimal', got {method!r}"
         )
-    if floor.measure == "mixing":
+    check_axis_floor(floor, axis, prob.rule)
+    if floor.measure in ("mixing", "effective_batch"):
         return floor
     if prob.objective == "time":
-        raise ValueError(f"{floor.keyword} floors the objective, which step_time makes time: give min_mixing")
+        on_axis = "min_mixing" if axis == "mixing" else "min_effective_batch"
+        raise ValueError(f"{floor.keyword} floors the objective, which step_time makes time: give {on_axis}")
     want = "budget_fill" if prob.objective == "steps" else "efficiency"
     if floor.measure != want:
         raise ValueError(
@@ -178,6 +194,8 @@ def optimize_edges(
     min_budget_fill: float | None = None,
     min_mixing: float | None = None,
     floor: Floor | None = None,
+    noise: GradientNoise | None = None,
+    min_effective_batch: float | None = None,
 ) -> BucketPlan:
     """Bucket edges for ``hist`` under a batch rule: the exact optimum or a field rule.
 
@@ -241,6 +259,28 @@ def optimize_edges(
         (``exact``), the bound and the hull vertices around it.
     floor : Floor, optional
         The floor as one value (instead of a ``min_*`` keyword).
+    noise : GradientNoise, optional
+        A fitted gradient-noise model (:func:`analysis.timing.noise.measure_gradient_noise`):
+        the frontier's second axis becomes the gradient's between-bucket share ``ρ``
+        (:mod:`analysis.optimize._gradient`, exact given the model's bins; lengths outside
+        them are priced with the first or last bin) in place of the length mixing, and the
+        plan carries ``plan.gradient`` (:class:`PlanGradient`: the design-effect form beside
+        the exact price of :func:`~analysis.timing.noise.plan_noise`).  ``method="optimal"``
+        and ``batch_size`` only.  With ``step_time`` and no floor the edges minimise the
+        predicted **time to the same loss** over a shuffle's: epoch seconds times ``(1 /
+        B_noise + (1 + (B - 1) ρ) / B)`` (Kish's design effect, every batch counted as full),
+        the exact minimiser over every ``K``-bucket plan (:mod:`analysis.optimize._quality`:
+        the vertices of a hull, why they suffice; ``plan.gradient.predicted_time_ratio`` is
+        what it minimised, ``plan.gradient.time_ratio`` the exact price of the same plan).
+        With a floor: ``min_effective_batch=x``, the least objective (padding, or time with
+        ``step_time``) whose share of the batch kept, ``1 / (1 + (B - 1) ρ)``, is at least
+        ``x``; ``min_efficiency=x``, the least ``ρ`` (the most effective batch) whose
+        efficiency is at least ``x``; exact as the mixing floors.  Without ``step_time`` and
+        without a floor it is refused: time to quality needs a clock (give
+        ``StepTimeModel(per_token=1.0)`` to price padded tokens), and a product of padding and
+        noise would be a proxy of a proxy.
+    min_effective_batch : float, optional
+        The floor on the effective batch share (with ``noise``; see above).
 
     Returns
     -------
@@ -280,14 +320,46 @@ def optimize_edges(
     _check_method(method)
     k = check_k(prob, n_buckets)
     wanted = as_floor(
-        floor, min_efficiency=min_efficiency, min_budget_fill=min_budget_fill, min_mixing=min_mixing
+        floor,
+        min_efficiency=min_efficiency,
+        min_budget_fill=min_budget_fill,
+        min_mixing=min_mixing,
+        min_effective_batch=min_effective_batch,
     )
+    if noise is not None:
+        return _noise_plan(hist, prob, k, method, _check_floor(wanted, method, prob, "gradient"), noise)
     if (checked := _check_floor(wanted, method, prob)) is not None:
         return floor_plan(hist, prob, k, checked)
     if method == "optimal":
         ends, gaps = optimal_ends(prob, [k], use_grid(prob, candidates))
         return make_plan(hist, prob, ends_to_edges(prob, ends[k]), method, k, gaps[k])
     return make_plan(hist, prob, baseline_edges(prob, method, k), method, k)
+
+
+def _noise_plan(
+    hist: LengthHistogram, prob: Problem, k: int, method: str, floor: Floor | None, noise: GradientNoise
+) -> BucketPlan:
+    """:func:`optimize_edges` with a noise model: a floor on the gradient axis, or time to
+    quality (the refusals the docstring names)."""
+    check_noise(noise)
+    if method != "optimal":
+        raise ValueError(f"noise places edges on the gradient axis: method must be 'optimal', got {method!r}")
+    if prob.rule.batch_size is None:
+        raise ValueError(
+            "time-to-quality edges need batch_size: under a token budget each bucket has its own batch size"
+        )
+    if floor is None:
+        if prob.step_time is None:
+            raise ValueError(
+                "noise places edges for time to quality, which needs step_time (a StepTimeModel); "
+                "or give min_effective_batch or min_efficiency"
+            )
+        return quality_plan(hist, prob, k, noise)
+    lag = lagrangian(hist, prob, noise)
+    plan = floor_plan(hist, prob, k, floor, lag)
+    rho = 1.0 - axis_value(lag, edges_to_ends(prob, plan.edges))
+    figures = plan_gradient(hist, plan.edges, prob.rule, noise, rho, prob.step_time, exact=lag.exact)
+    return replace(plan, gradient=figures)
 
 
 def evaluate_edges(

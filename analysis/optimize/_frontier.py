@@ -46,7 +46,7 @@ from analysis.timing.noise import GradientNoise, between_share_limit, effective_
 _EXACT_UP_TO = 2_048  # (not AUTO_CANDIDATES_ABOVE: the matrices are p x p; see the package docstring)
 _GRID = 1024
 # Relative tolerance of "strictly below the hull line" (float arithmetic of the DP).
-_TOL = 1e-12
+TOL = 1e-12
 # Most DP passes of one floor search.
 _MAX_PASSES = 60
 
@@ -104,7 +104,7 @@ def _solve_points(costs: np.ndarray, n_buckets: int) -> tuple[np.ndarray, np.nda
 
 
 @dataclass(frozen=True)
-class _Lagrangian:
+class Lagrangian:
     """What every pass of one problem shares: the matrices of exact costs and mixing sums."""
 
     prob: Problem
@@ -119,7 +119,7 @@ class _Lagrangian:
     noise: GradientArrays | None = None
 
 
-def axis_value(lag: _Lagrangian, ends: Sequence[int]) -> float:
+def axis_value(lag: Lagrangian, ends: Sequence[int]) -> float:
     """A plan's coordinate on the axis of ``lag`` from its matrix (the sum over its buckets
     over the scale): on the gradient axis ``1 - ρ``."""
     idx = [0, *(int(i) for i in np.searchsorted(lag.points, np.asarray(ends, np.int64)))]
@@ -127,7 +127,7 @@ def axis_value(lag: _Lagrangian, ends: Sequence[int]) -> float:
     return total / lag.scale if lag.scale > 0 else 0.0
 
 
-def _lagrangian(hist: LengthHistogram, prob: Problem, noise: GradientNoise | None = None) -> _Lagrangian:
+def lagrangian(hist: LengthHistogram, prob: Problem, noise: GradientNoise | None = None) -> Lagrangian:
     """The matrices of ``prob`` for the λ-DP, each bucket's exact cost (the exact rows of
     :mod:`analysis.optimize._exact`) and mixing sum between every two points, computed once
     for every pass; the points are the allowed ends, or a candidate grid of ``_GRID`` ends
@@ -147,11 +147,11 @@ def _lagrangian(hist: LengthHistogram, prob: Problem, noise: GradientNoise | Non
     costs = np.ascontiguousarray(exact_matrix(data, short, points).T)
     if noise is not None:
         grad, g_scale, arrays = axis_matrix(hist, prob, noise, points)
-        return _Lagrangian(prob, exact, points, costs, grad, g_scale, "gradient", arrays)
-    return _Lagrangian(prob, exact, points, costs, _mixing_matrix(data, points, p1, p2), scale)
+        return Lagrangian(prob, exact, points, costs, grad, g_scale, "gradient", arrays)
+    return Lagrangian(prob, exact, points, costs, _mixing_matrix(data, points, p1, p2), scale)
 
 
-def _pass(lag: _Lagrangian, k_max: int, lam: float) -> dict[int, list[int]]:
+def _pass(lag: Lagrangian, k_max: int, lam: float) -> dict[int, list[int]]:
     """Bucket ends (ascending, last ``m``) minimising ``objective - lam * mixing`` for every
     ``K <= k_max`` (one DP pass over the matrices)."""
     per = lam / lag.scale if lag.scale > 0 else 0.0
@@ -169,12 +169,12 @@ def _pass(lag: _Lagrangian, k_max: int, lam: float) -> dict[int, list[int]]:
     return out
 
 
-def _edges(lag: _Lagrangian, ends: list[int]) -> list[int]:
+def _edges(lag: Lagrangian, ends: list[int]) -> list[int]:
     return ends_to_edges(lag.prob, ends)
 
 
 @dataclass(frozen=True)
-class _Point:
+class Point:
     """A plan on the ``(objective, mixing)`` plane."""
 
     edges: tuple[int, ...]
@@ -183,13 +183,13 @@ class _Point:
 
 
 def _floor_search(
-    lag: _Lagrangian,
+    lag: Lagrangian,
     k: int,
     point: object,
     feasible: object,
-    low: _Point,
-    high: _Point,
-) -> tuple[_Point, _Point, float, int]:
+    low: Point,
+    high: Point,
+) -> tuple[Point, Point, float, int]:
     """The hull edge of ``K = k`` that a floor falls in: ``low`` (least objective) is
     infeasible or feasible, ``high`` (most mixing) the other; ``point(ends)`` evaluates ends,
     ``feasible(p)`` the floor.  Returns the hull neighbours ``(P, Q)`` (``P`` the one with
@@ -206,7 +206,7 @@ def _floor_search(
             break
         r = point(ends)
         line = p.objective - lam * p.mixing
-        if r.objective - lam * r.mixing >= line - _TOL * max(abs(p.objective), abs(q.objective), 1.0):
+        if r.objective - lam * r.mixing >= line - TOL * max(abs(p.objective), abs(q.objective), 1.0):
             return p, q, lam, passes + 1  # no plan below the line: P-Q is a hull edge
         if r.edges in (p.edges, q.edges):
             return p, q, lam, passes + 1
@@ -217,10 +217,10 @@ def _floor_search(
     return p, q, (q.objective - p.objective) / (q.mixing - p.mixing), _MAX_PASSES
 
 
-class _Evaluator:
+class Evaluator:
     """Plans of one problem by their ends, each evaluated once (exact objective and mixing)."""
 
-    def __init__(self, hist: LengthHistogram, lag: _Lagrangian, k: int) -> None:
+    def __init__(self, hist: LengthHistogram, lag: Lagrangian, k: int) -> None:
         self.hist, self.lag, self.k = hist, lag, k
         self.plans: dict[tuple[int, ...], BucketPlan] = {}
 
@@ -230,12 +230,12 @@ class _Evaluator:
             self.plans[edges] = make_plan(self.hist, self.lag.prob, list(edges), "frontier", self.k)
         return self.plans[edges]
 
-    def point(self, ends: list[int]) -> _Point:
+    def point(self, ends: list[int]) -> Point:
         plan = self.plan(ends)
         axis = plan.mixing if self.lag.axis == "mixing" else axis_value(self.lag, ends)
-        return _Point(tuple(plan.edges), plan.objective, axis)
+        return Point(tuple(plan.edges), plan.objective, axis)
 
-    def measure(self, p: _Point, measure: str) -> float:
+    def measure(self, p: Point, measure: str) -> float:
         """The point's efficiency, budget fill, mixing (its axis coordinate) or effective-batch
         share (from its ``1 - ρ``: :func:`analysis.timing.noise.effective_batch_share`)."""
         if measure == "effective_batch":
@@ -244,12 +244,12 @@ class _Evaluator:
             return p.mixing
         return _measure(self.plans[p.edges], measure)
 
-    def meets(self, p: _Point, floor: Floor) -> bool:
+    def meets(self, p: Point, floor: Floor) -> bool:
         """Whether the point meets ``floor`` on its own numbers."""
         return self.measure(p, floor.measure) >= floor.value
 
 
-def share_of(lag: _Lagrangian, axis: float) -> float:
+def share_of(lag: Lagrangian, axis: float) -> float:
     """The effective-batch share of a plan at gradient-axis coordinate ``axis`` (``1 - ρ``)
     under the batch size of ``lag``'s rule."""
     size = lag.prob.rule.batch_size
@@ -263,7 +263,7 @@ def _on_axis(floor: Floor) -> bool:
     return floor.measure in ("mixing", "effective_batch")
 
 
-def _axis_floor(lag: _Lagrangian, floor: Floor) -> float:
+def _axis_floor(lag: Lagrangian, floor: Floor) -> float:
     """An axis floor in the axis's own units: the mixing, or the least ``1 - ρ`` of an
     effective-batch share (:func:`analysis.timing.noise.between_share_limit`)."""
     if floor.measure != "effective_batch":
@@ -273,17 +273,17 @@ def _axis_floor(lag: _Lagrangian, floor: Floor) -> float:
     return 1.0 - between_share_limit(floor.value, size)
 
 
-def _ends_at(lag: _Lagrangian, k: int, lam: float) -> list[int]:
+def ends_at(lag: Lagrangian, k: int, lam: float) -> list[int]:
     ends = _pass(lag, k, lam).get(k)
     if ends is None:
         raise ValueError(f"no {k} non-empty buckets: the bucket costs are not finite")
     return ends
 
 
-def _most_mixing_ends(lag: _Lagrangian, k: int, objective: float) -> list[int]:
+def most_mixing_ends(lag: Lagrangian, k: int, objective: float) -> list[int]:
     """The ends of the ``k``-bucket plan with the most mixing, ties to the least objective: a
     pass at ``lam`` a million times the padding optimum's ``objective`` (at least 1)."""
-    return _ends_at(lag, k, 1e6 * max(objective, 1.0))
+    return ends_at(lag, k, 1e6 * max(objective, 1.0))
 
 
 #: The exact search of a floor's gap stops (and the plan keeps the hull's bound) past this many
@@ -300,15 +300,15 @@ _TARGETS = (*(2.0**-j for j in range(12, 0, -1)), 1.0)
 class _Gap:
     """A floor's hull search: the vertices around it, the slope between them, the passes."""
 
-    low: _Point  # the optimum (least objective)
-    high: _Point  # the most mixing
-    p: _Point
-    q: _Point
+    low: Point  # the optimum (least objective)
+    high: Point  # the most mixing
+    p: Point
+    q: Point
     lam: float
     passes: int
 
 
-def _steps_matrix(lag: _Lagrangian) -> np.ndarray:
+def _steps_matrix(lag: Lagrangian) -> np.ndarray:
     """``out[c, a]``: ``max_tokens`` times the batches of bucket ``(points[a], points[c]]``
     (the steps' tokens a plan's budget fill divides by, less the constant tokens of samples
     beyond the budget); inf where ``a >= c``."""
@@ -329,13 +329,13 @@ def _measure(plan: BucketPlan, measure: str) -> float:
     return float(plan.efficiency if measure == "efficiency" else plan.mixing)
 
 
-def _hull_gap(lag: _Lagrangian, ev: _Evaluator, k: int, feasible: Any) -> _Gap:
+def _hull_gap(lag: Lagrangian, ev: Evaluator, k: int, feasible: Any) -> _Gap:
     """The optimum, the most mixing and, where the floor falls between them, the hull edge it
     falls in (:func:`_floor_search`)."""
-    lo_ends = _ends_at(lag, k, 0.0)
+    lo_ends = ends_at(lag, k, 0.0)
     f0 = max(ev.point(lo_ends).objective, 1.0)
-    lo = ev.point(_ends_at(lag, k, 1e-9 * f0))  # the padding optimum, ties to more mixing
-    hi = ev.point(_most_mixing_ends(lag, k, f0))
+    lo = ev.point(ends_at(lag, k, 1e-9 * f0))  # the padding optimum, ties to more mixing
+    hi = ev.point(most_mixing_ends(lag, k, f0))
     if lo.objective > ev.point(lo_ends).objective * (1 + 1e-9):  # pragma: no cover - float ties
         lo = ev.point(lo_ends)
     if feasible(lo) == feasible(hi):
@@ -352,8 +352,8 @@ def _unreachable(floor: Floor, k: int, best: float) -> ValueError:
 
 
 def _search_gap(
-    lag: _Lagrangian, ev: _Evaluator, k: int, floor: Floor, gap: _Gap, max_work: int | None = None
-) -> tuple[_Point | None, bool, int, float]:
+    lag: Lagrangian, ev: Evaluator, k: int, floor: Floor, gap: _Gap, max_work: int | None = None
+) -> tuple[Point | None, bool, int, float]:
     """The exact search (:func:`analysis.optimize._labels.label_search`) of the plans between
     the floor and the hull edge ``gap.p``-``gap.q``, by rising targets: each search keeps
     only plans below a target between the hull's bound and the hull vertex (a low target keeps
@@ -400,8 +400,8 @@ def _sign(floor: Floor, x: float) -> float:
 
 
 def _verified(
-    lag: _Lagrangian, ev: _Evaluator, floor: Floor, found: list[Any], incumbent: float
-) -> _Point | None:
+    lag: Lagrangian, ev: Evaluator, floor: Floor, found: list[Any], incumbent: float
+) -> Point | None:
     """The first of the search's plans (best first) that meets the floor on the plan's own
     numbers, if it beats the ``incumbent`` (an objective, or a mixing negated)."""
     for _, _, idx in found[:_VERIFY]:
@@ -413,7 +413,7 @@ def _verified(
     return None
 
 
-def _limit(lag: _Lagrangian, ev: _Evaluator, floor: Floor) -> float:
+def _limit(lag: Lagrangian, ev: Evaluator, floor: Floor) -> float:
     """The most padded tokens (or steps' tokens, less those beyond the budget) that still meet
     an efficiency (or budget-fill) floor."""
     useful = ev.hist.total_tokens
@@ -447,7 +447,7 @@ def floor_plans(
     ([0, 2, 10], None)
     """
     prob = build_problem(hist, rule, edge_multiple, None, resolve_objective(rule, None, None))
-    lag = _lagrangian(hist, prob, noise)
+    lag = lagrangian(hist, prob, noise)
     out: list[BucketPlan | None] = []
     for k, floor in asks:
         check_axis_floor(floor, lag.axis, rule)
@@ -477,7 +477,7 @@ def floor_plan(
     prob: Problem,
     k: int,
     floor: Floor,
-    lag: _Lagrangian | None = None,
+    lag: Lagrangian | None = None,
     max_work: int | None = None,
 ) -> BucketPlan:
     """The ``K``-bucket plan that is best at ``floor``: the most mixing (on the gradient axis:
@@ -485,10 +485,10 @@ def floor_plan(
     mixing (effective-batch share) does; exact where the search of the hull's gap finishes
     (:func:`_search_gap`), else the hull vertex with the hull's bound; how in ``plan.floor``;
     ``lag``: the problem's matrices, when already made."""
-    lag = _lagrangian(hist, prob) if lag is None else lag
-    ev = _Evaluator(hist, lag, k)
+    lag = lagrangian(hist, prob) if lag is None else lag
+    ev = Evaluator(hist, lag, k)
 
-    def feasible(p: _Point) -> bool:
+    def feasible(p: Point) -> bool:
         return ev.meets(p, floor)
 
     mix = _on_axis(floor)
@@ -509,14 +509,14 @@ def floor_plan(
     axis = "budget_fill" if prob.objective == "steps" else "efficiency"
     second = _second(lag)
 
-    def pair(x: _Point) -> tuple[float, float]:
+    def pair(x: Point) -> tuple[float, float]:
         return (_measure(ev.plans[x.edges], axis), second(x.mixing))
 
     choice = FloorChoice(
         floor=floor,
         bound=float(bound if mix else second(bound)),
         exact=bool(done and lag.exact),
-        reach=_reach(ev.plans[chosen.edges], floor, float(bound), done),
+        reach=_reach(ev.plans[chosen.edges], floor, float(bound), done) if mix else second(bound),
         below=pair(p),
         above=pair(q),
         axis=axis,
@@ -529,7 +529,7 @@ def floor_plan(
     return replace(ev.plans[chosen.edges], floor=choice)
 
 
-def _second(lag: _Lagrangian) -> Any:
+def _second(lag: Lagrangian) -> Any:
     """The frontier's second coordinate as a floor reports it: the mixing, or on the gradient
     axis the effective-batch share (under a token budget: ``1 - ρ``)."""
     if lag.axis == "mixing" or lag.prob.rule.batch_size is None:
@@ -553,7 +553,7 @@ def _reach(plan: BucketPlan, floor: Floor, bound: float, done: bool) -> float:
     return min(1.0, plan.useful_tokens / max(bound - plan.rule.max_tokens / 4, 1.0))
 
 
-def _hull_bound(gap: _Gap, floor: Floor, lag: _Lagrangian, ev: _Evaluator) -> float:
+def _hull_bound(gap: _Gap, floor: Floor, lag: Lagrangian, ev: Evaluator) -> float:
     """What the hull edge ``p``-``q`` proves: the most mixing an efficiency (budget-fill) floor
     can reach, or the least objective a mixing floor can have."""
     p, q, lam = gap.p, gap.q, gap.lam
@@ -600,11 +600,11 @@ def frontier_plans(
         raise ValueError(f"every lambda must be a finite number > 0, got {list(lambdas)!r}")
     prob = build_problem(hist, rule, edge_multiple, step_time, resolve_objective(rule, step_time, None))
     k_max = check_k(prob, max_buckets)
-    return _sweep(hist, prob, _lagrangian(hist, prob, noise), k_max, lambdas)
+    return _sweep(hist, prob, lagrangian(hist, prob, noise), k_max, lambdas)
 
 
 def _sweep(
-    hist: LengthHistogram, prob: Problem, lag: _Lagrangian, k_max: int, lambdas: Sequence[float]
+    hist: LengthHistogram, prob: Problem, lag: Lagrangian, k_max: int, lambdas: Sequence[float]
 ) -> list[tuple[float, int, BucketPlan]]:
     """:func:`frontier_plans` on the matrices of ``lag``: each new plan once."""
     seen: dict[tuple[int, ...], BucketPlan] = {}
@@ -648,12 +648,12 @@ def frontier_sweep(
         raise ValueError(f"n_lambdas must be an integer >= 1, got {n_lambdas!r}")
     prob = build_problem(hist, rule, edge_multiple, step_time, resolve_objective(rule, step_time, None))
     k_max = check_k(prob, max_buckets)
-    lag = _lagrangian(hist, prob, noise)
+    lag = lagrangian(hist, prob, noise)
     optimum = _pass(lag, k_max, 0.0)
     for k in range(k_max, 0, -1):  # the most buckets whose frontier is more than one plan
-        ev = _Evaluator(hist, lag, k)
+        ev = Evaluator(hist, lag, k)
         low = ev.point(optimum[k])
-        high = ev.point(_most_mixing_ends(lag, k, low.objective))
+        high = ev.point(most_mixing_ends(lag, k, low.objective))
         if high.edges != low.edges:
             break
     lambdas = _lambdas(low.objective, high.objective, low.mixing, high.mixing, n_lambdas)

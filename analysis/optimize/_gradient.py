@@ -125,9 +125,9 @@ def gradient_matrix(
     return out
 
 
-def axis_matrix(hist: LengthHistogram, prob: Problem, model: GradientNoise, points: np.ndarray) -> tuple[
-    np.ndarray, float, GradientArrays
-]:
+def axis_matrix(
+    hist: LengthHistogram, prob: Problem, model: GradientNoise, points: np.ndarray
+) -> tuple[np.ndarray, float, GradientArrays]:
     """The gradient axis between every two ``points`` (:func:`gradient_matrix`), its scale
     ``N tr Σ`` (a plan's ``1 - ρ`` is its sum over this) and the arrays."""
     arrays = gradient_arrays(hist, prob, model)

@@ -13,6 +13,7 @@ from analysis.batching import BatchRule, bucket_bounds, bucket_index, round_up
 from analysis.lengths import LengthHistogram
 from analysis.optimize._problem import Problem, StepTimeLike
 from analysis.optimize.floors import FloorChoice
+from analysis.optimize.gradient import PlanGradient
 from analysis.padding.mixing import edges_mixing
 from analysis.padding.order_stats import expected_batch_sum
 from analysis.padding.waste import WasteEstimate, bucketed_estimate, budget_fill, step_tokens
@@ -100,7 +101,12 @@ class BucketPlan:
     gap``; 0 for the exact DP, and for a candidate-grid search whose lower bound met it),
     ``exact`` whether the optimum is proven (``gap == 0``).  ``mixing`` is the exact share of
     the data's length variance a batch keeps (:mod:`analysis.padding.mixing`); ``floor`` says how a
-    frontier search picked the plan (:class:`FloorChoice`; None otherwise).
+    frontier search picked the plan (:class:`FloorChoice`; None otherwise); ``gradient``, for
+    a plan placed with a gradient-noise model (``optimize_edges(..., noise=)``), its figures
+    on the gradient axis, the optimiser's design-effect form beside the exact price
+    (:class:`~analysis.optimize.gradient.PlanGradient`; None otherwise).  A plan placed for
+    time to quality keeps ``objective`` the epoch seconds (``objective_kind`` ``"time"``): what
+    it minimised is ``gradient.predicted_time_ratio``.
 
     Examples
     --------
@@ -131,6 +137,7 @@ class BucketPlan:
     warnings: tuple[PlanWarning, ...] = ()
     mixing: float = field(default=math.nan, compare=False)
     floor: FloorChoice | None = field(default=None, compare=False)
+    gradient: PlanGradient | None = field(default=None, compare=False, repr=False)
 
     @property
     def exact(self) -> bool:
@@ -218,6 +225,7 @@ class BucketPlan:
             "gap": float(self.gap),
             "mixing": float(self.mixing),
             "floor": None if self.floor is None else self.floor.to_dict(),
+            **({} if self.gradient is None else {"gradient": self.gradient.to_dict()}),
         }
 
 

@@ -56,7 +56,7 @@ def _dominated(f: float, g: float, plans: list[tuple[float, float, list[int]]]) 
 def test_every_lambda_gives_pareto_optimal_plans_for_every_k(seed, rule):
     hist = _hist(seed)
     prob = build_problem(hist, rule, objective=resolve_objective(rule, None, None))
-    lag = frontier_dp._lagrangian(hist, prob)
+    lag = frontier_dp.lagrangian(hist, prob)
     everything = {k: _every_plan(hist, k, rule) for k in (2, 3, 4)}
     for lam in (1e-3, 10.0, 100.0, 1e3, 1e5):
         for k, ends in frontier_dp._pass(lag, 4, lam).items():
@@ -229,7 +229,7 @@ def test_a_token_budget_over_many_lengths_searches_a_grid_and_proves_nothing():
     lengths = np.arange(1, 2_301)
     hist = LengthHistogram.from_counts(lengths, rng.integers(1, 4, size=lengths.size))
     prob = build_problem(hist, BatchRule(max_tokens=4_096))
-    lag = frontier_dp._lagrangian(hist, prob)
+    lag = frontier_dp.lagrangian(hist, prob)
     assert not lag.exact and lag.points.size - 1 < prob.ends.size and lag.points[-1] == prob.m
     plan = optimize_edges(hist, 3, max_tokens=4_096, min_mixing=0.3)
     assert plan.mixing >= 0.3 and plan.floor is not None and not plan.floor.exact
