@@ -86,7 +86,6 @@ import pandas as pd
 from analysis._validate import known_name
 from analysis.batching import DEFAULT_MIN_GAIN, BatchRule, as_rule, check_edges
 from analysis.lengths import LengthHistogram
-from analysis.timing.noise import GradientNoise, check_noise
 from analysis.optimize._frontier import (
     axis_value,
     check_axis_floor,
@@ -97,7 +96,6 @@ from analysis.optimize._frontier import (
     frontier_sweep,
     lagrangian,
 )
-from analysis.optimize._quality import quality_plan
 from analysis.optimize._problem import (
     OBJECTIVES,
     Problem,
@@ -105,6 +103,7 @@ from analysis.optimize._problem import (
     build_problem,
     resolve_objective,
 )
+from analysis.optimize._quality import quality_plan
 from analysis.optimize._search import (
     AUTO_CANDIDATES_ABOVE,
     check_k,
@@ -117,6 +116,7 @@ from analysis.optimize.floors import FLOOR_MEASURES, Floor, FloorChoice, as_floo
 from analysis.optimize.gradient import PlanGradient, plan_gradient
 from analysis.optimize.plan import BucketPlan, PlanWarning, make_plan
 from analysis.optimize.rules import RULES, baseline_edges
+from analysis.timing.noise import GradientNoise, check_noise
 
 __all__ = [
     "AUTO_CANDIDATES_ABOVE",

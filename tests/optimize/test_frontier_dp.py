@@ -198,7 +198,8 @@ def test_under_a_token_budget_the_floor_is_on_budget_fill():
     [
         (
             {"min_efficiency": 0.5, "min_mixing": 0.5},
-            r"give one floor \(floor, min_efficiency, min_budget_fill, min_mixing or min_effective_batch\), not 2",
+            r"give one floor \(floor, min_efficiency, min_budget_fill, min_mixing or "
+            r"min_effective_batch\), not 2",
         ),
         ({"min_budget_fill": 0.5}, "min_budget_fill floors the steps objective of a token budget"),
         ({"min_efficiency": 0.0}, r"min_efficiency must be a number in \(0, 1\], got 0.0"),
