@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from analysis._validate import check_rng, positive_int
+from analysis.answers.gradient_noise import strategy_noise
 from analysis.answers.throughput import batch_seconds
 from analysis.batching import BatchRule, as_rule, check_edges
 from analysis.lengths import LengthHistogram
@@ -48,8 +49,10 @@ from analysis.optimize import (
 )
 from analysis.padding.mixing import random_mixing, sorted_mixing
 from analysis.padding.waste import batch_step_tokens, budget_fill, random_padding, sorted_padding, step_tokens
-from analysis.simulation.epochs import simulate
+from analysis.simulation.epochs import simulate, simulation_sample
+from analysis.simulation.strategies import epoch_builder
 from analysis.timing.epoch import expected_epoch_time
+from analysis.timing.noise import GradientNoise, check_noise, plan_noise, time_to_quality
 from analysis.timing.step_time import StepTimeModel
 
 __all__ = ["FRONTIER_COLUMNS", "Frontier", "frontier"]
@@ -71,6 +74,9 @@ FRONTIER_COLUMNS = (
     "n_buckets",
     "edges",
     "pareto",
+    "effective_batch_share",
+    "effective_batch_share_se",
+    "quality_time",
 )
 #: ``length_grouped`` gradient-accumulation steps and ``token_budget`` noises swept by default.
 DEFAULT_ACCUMULATION = (1, 4, 16)
@@ -98,6 +104,8 @@ class Frontier:
     budget (useful tokens over the steps' tokens: what a token budget's edges are placed for),
     else ``"efficiency"``;
     ``simulated_samples``: the samples the simulated rows ran on (0: none simulated).
+    ``mixing_axis``: the column the Pareto set takes beside ``axis``: ``"mixing"``, or with a
+    gradient-noise model ``"effective_batch_share"`` (:func:`frontier`'s ``noise``).
     """
 
     frame: pd.DataFrame
@@ -105,11 +113,14 @@ class Frontier:
     axis: str
     lambdas: tuple[float, ...]
     simulated_samples: int = 0
+    mixing_axis: str = "mixing"
 
     @property
     def pareto(self) -> pd.DataFrame:
         """The Pareto set, from the most ``axis`` (least mixing) to the most mixing."""
-        out = self.frame[self.frame["pareto"]].sort_values([self.axis, "mixing"], ascending=[False, True])
+        out = self.frame[self.frame["pareto"]].sort_values(
+            [self.axis, self.mixing_axis], ascending=[False, True]
+        )
         return out.reset_index(drop=True)
 
     def to_frame(self) -> pd.DataFrame:
@@ -123,11 +134,15 @@ class Frontier:
         min_efficiency: float | None = None,
         min_budget_fill: float | None = None,
         min_mixing: float | None = None,
+        min_effective_batch: float | None = None,
     ) -> pd.Series:
         """The point with the most mixing whose efficiency (``min_efficiency``) or budget fill
         (``min_budget_fill``, under a token budget) is at least the floor, or the one with the
         most ``axis`` whose mixing is at least ``min_mixing`` (one floor, or ``floor=``, an
         :class:`analysis.optimize.Floor`); a one-line error naming the best reachable value.
+        With a noise model the second axis is ``effective_batch_share`` (each row's exact or
+        simulated price): ``min_effective_batch`` floors it, and an efficiency or budget-fill
+        floor returns the most of it.
 
         Examples
         --------
@@ -141,20 +156,27 @@ class Frontier:
         (True, 'frontier edges, K=3')
         """
         f = as_floor(
-            floor, min_efficiency=min_efficiency, min_budget_fill=min_budget_fill, min_mixing=min_mixing
+            floor,
+            min_efficiency=min_efficiency,
+            min_budget_fill=min_budget_fill,
+            min_mixing=min_mixing,
+            min_effective_batch=min_effective_batch,
         )
         if f is None:
             raise ValueError("give a floor: min_efficiency, min_budget_fill or min_mixing")
+        if f.measure == "effective_batch" and self.mixing_axis != "effective_batch_share":
+            raise ValueError("min_effective_batch needs a frontier made with a noise model (noise=)")
         if f.measure == "budget_fill" and self.rule.max_tokens is None:
             raise ValueError("min_budget_fill needs a token budget (max_tokens): give min_efficiency")
-        rows = self.frame[self.frame[self.axis].notna() & self.frame["mixing"].notna()]
-        ok = rows[rows[f.measure] >= f.value]
+        second = self.mixing_axis if f.measure != "mixing" else "mixing"
+        column = f.measure if f.measure != "effective_batch" else "effective_batch_share"
+        rows = self.frame[self.frame[self.axis].notna() & self.frame[second].notna()]
+        ok = rows[rows[column] >= f.value]
         if ok.empty:
-            most = "the most" if f.measure == "mixing" else "the best"
-            raise ValueError(
-                f"{f.keyword} = {f.value:g} is unreachable: {most} is {rows[f.measure].max():.4f}"
-            )
-        order = ["mixing", self.axis] if f.measure != "mixing" else [self.axis, "mixing"]
+            most = "the most" if f.measure in ("mixing", "effective_batch") else "the best"
+            raise ValueError(f"{f.keyword} = {f.value:g} is unreachable: {most} is {rows[column].max():.4f}")
+        on_axis = f.measure in ("mixing", "effective_batch")
+        order = [second, self.axis] if not on_axis else [self.axis, second]
         return ok.sort_values(order, kind="mergesort").iloc[-1]
 
     def to_dict(self) -> dict[str, Any]:
@@ -367,6 +389,7 @@ def frontier(
     edge_sets: Mapping[str, Sequence[int]] | None = None,
     simulate_strategies: bool = True,
     simulate_samples: int | None = DEFAULT_SIMULATED_SAMPLES,
+    noise: GradientNoise | None = None,
 ) -> Frontier:
     """Efficiency (tokens/s with ``step_time``) against mixing for every strategy and knob.
 
@@ -395,6 +418,15 @@ def frontier(
         The simulated strategies run on a uniform subsample (without replacement, drawn with
         ``rng``) of this many samples when the data hold more (``Frontier.simulated_samples``
         says how many ran); None: every sample.
+    noise : GradientNoise, optional
+        A fitted gradient-noise model: the frontier edges are placed on the gradient axis
+        (``1 - ρ``: :func:`analysis.optimize.frontier_sweep` with ``noise``), every row gets
+        ``effective_batch_share`` (``B_eff`` over the mean batch) and its standard error,
+        exact for bucketed, sorted and random (:func:`analysis.timing.noise.plan_noise`),
+        simulated for the others (:func:`analysis.answers.gradient_noise.strategy_noise`), and
+        ``quality_time`` (time to the same loss over a shuffle's, with ``step_time``; NaN
+        without), and the Pareto set is taken on (``axis``, ``effective_batch_share``):
+        ``Frontier.mixing_axis``.  Without it those columns are NaN.
 
     Examples
     --------
@@ -445,7 +477,7 @@ def frontier(
         lambdas: list[float] = []
         swept: list[tuple[float, int, BucketPlan]] = []
         if n_lambdas and k_max > 1:
-            lambdas, swept = frontier_sweep(hist, rule, k_max, n_lambdas)
+            lambdas, swept = frontier_sweep(hist, rule, k_max, n_lambdas, noise=noise)
         simulated = _simulated_rows(
             hist,
             rule,
@@ -476,8 +508,108 @@ def frontier(
     if "lambda" not in frame:
         frame["lambda"] = math.nan
     axis = "tokens_per_s" if model is not None else "efficiency" if rule.max_tokens is None else "budget_fill"
-    frame["pareto"] = _pareto(frame[axis].to_numpy(float), frame["mixing"].to_numpy(float))
-    if model is None and k_max > 1:
+    mixing_axis = "mixing"
+    if noise is not None:
+        frame, mixing_axis = (
+            noise_columns(frame, hist, rule, noise, step_time, rng, epochs),
+            "effective_batch_share",
+        )
+    frame["pareto"] = _pareto(frame[axis].to_numpy(float), frame[mixing_axis].to_numpy(float))
+    if model is None and noise is None and k_max > 1:
         frame = _checked_by_floors(hist, rule, frame, axis, k_max)
     frame = frame[[*FRONTIER_COLUMNS, "lambda"]]
-    return Frontier(frame, rule, axis, tuple(lambdas), sim_samples)
+    return Frontier(frame, rule, axis, tuple(lambdas), sim_samples, mixing_axis)
+
+
+def noise_columns(
+    frame: pd.DataFrame,
+    hist: LengthHistogram,
+    rule: BatchRule,
+    noise: GradientNoise,
+    step_time: StepTimeModel | None,
+    rng: np.random.Generator,
+    epochs: int,
+) -> pd.DataFrame:
+    """``frame`` with ``effective_batch_share``, its ``_se`` and ``quality_time`` filled in for
+    every row: exact rows by :func:`analysis.timing.noise.plan_noise` and
+    :func:`~analysis.timing.noise.time_to_quality`, simulated ones by
+    :func:`_simulated_noise`."""
+    check_noise(noise)
+    out = frame.copy()
+    priced = plan_noise(noise, hist, "random", rule)
+    shuffle = (priced.effective_batch.value, priced.batch_size)
+    rate = frame.loc[frame["strategy"] == "random", "tokens_per_s"]
+    random_rate = float(rate.iloc[0]) if len(rate) else math.nan
+    values = []
+    for _, row in frame.iterrows():
+        if row["exact"]:
+            values.append(_exact_noise(hist, rule, noise, step_time, row["strategy"], row["edges"]))
+        else:
+            values.append(_simulated_noise(hist, rule, noise, row, rng, max(epochs, 2), shuffle, random_rate))
+    out["effective_batch_share"] = [v[0] for v in values]
+    out["effective_batch_share_se"] = [v[1] for v in values]
+    out["quality_time"] = [v[2] for v in values]
+    return out
+
+
+def _exact_noise(
+    hist: LengthHistogram,
+    rule: BatchRule,
+    noise: GradientNoise,
+    step_time: StepTimeModel | None,
+    strategy: str,
+    edges: Any,
+) -> tuple[float, float, float]:
+    """``(share, se, quality_time)`` of a bucketed, sorted or random row, exact."""
+    edges = list(edges) if strategy == "bucketed" else None
+    priced = plan_noise(noise, hist, strategy, rule, edges=edges)
+    size = priced.batch_size
+    quality = math.nan
+    if step_time is not None:
+        quality = time_to_quality(noise, step_time, hist, strategy, rule, edges=edges)[0].value
+    return priced.effective_batch.value / size, priced.effective_batch.se / size, quality
+
+
+def _simulated_noise(
+    hist: LengthHistogram,
+    rule: BatchRule,
+    noise: GradientNoise,
+    row: pd.Series,
+    rng: np.random.Generator,
+    epochs: int,
+    shuffle: tuple[float, float],
+    random_rate: float,
+) -> tuple[float, float, float]:
+    """``(share, se, quality_time)`` of a simulated row: its per-step variance from
+    :func:`~analysis.answers.gradient_noise.strategy_noise` (``W = 1``), ``B_eff = 1 /
+    (variance / tr Σ + 1 / N)`` over the mean samples of a step of one more simulated epoch,
+    the standard error by the delta method (simulation and model together); time to quality,
+    as :func:`~analysis.timing.noise.time_to_quality` prices it: the random row's tokens/s
+    over the row's (the epoch ratio), times the random row's steps an epoch over the row's,
+    times ``(1 + B_noise / B_eff) / (1 + B_noise / B_shuffle)`` (``B_shuffle``: the random
+    row's exact effective batch)."""
+    strategy = str(row["strategy"])
+    options: dict[str, Any] = {}
+    if row["knob"] == "gradient_accumulation_steps":
+        options["gradient_accumulation_steps"] = int(row["knob_value"])
+    elif row["knob"] == "padding_noise":
+        options["padding_noise"] = float(row["knob_value"])
+    table = strategy_noise(noise, hist, [strategy], rule, rng=rng, windows=[1], epochs=epochs, **options)
+    mine = table[table["strategy"] == strategy].iloc[0]
+    variance, var_se = float(mine["variance"]), math.hypot(float(mine["se"]), float(mine["model_se"]))
+    figures = noise.figures(hist)
+    trace, scale, total = figures["trace"].value, figures["noise_scale"].value, hist.n_samples
+    b_eff = 1.0 / (variance / trace + 1.0 / total)
+    data, _ = simulation_sample(hist, rng)
+    arr = data.expand() if isinstance(data, LengthHistogram) else np.asarray(data)
+    steps = epoch_builder(arr, strategy, rule, **options).epoch(rng).sizes.size
+    mean_batch = arr.size / steps
+    share = b_eff / mean_batch
+    part = (variance / trace) / (variance / trace + 1.0 / total)
+    quality = math.nan
+    rate = float(row["tokens_per_s"])
+    if math.isfinite(rate) and math.isfinite(random_rate):
+        b_ref, b_random = shuffle
+        steps_ratio = (1 + scale / b_eff) / (1 + scale / b_ref) if math.isfinite(scale) else b_ref / b_eff
+        quality = random_rate / rate * (mean_batch / b_random) * steps_ratio
+    return share, share * part * var_se / variance if variance > 0 else 0.0, quality

@@ -33,7 +33,7 @@ from analysis.lengths import LengthHistogram, as_histogram
 from analysis.optimize import optimize_edges
 from analysis.padding.waste import sorted_padding
 from analysis.simulation.epochs import simulation_sample
-from analysis.simulation.strategies import STRATEGIES, Epoch, epoch_builder
+from analysis.simulation.strategies import PADDING_NOISE, STRATEGIES, Epoch, epoch_builder
 from analysis.timing.noise import (
     NOISE_WINDOWS,
     GradientNoise,
@@ -90,6 +90,7 @@ def strategy_noise(
     batch_size: int | None = None,
     max_tokens: int | None = None,
     gradient_accumulation_steps: int = 1,
+    padding_noise: float = PADDING_NOISE,
 ) -> pd.DataFrame:
     """Simulated gradient noise of each strategy per window of consecutive steps.
 
@@ -103,8 +104,9 @@ def strategy_noise(
     strategies : sequence of str
         Strategies of :mod:`analysis.simulation.strategies` (``random`` is added: the ratios
         are against it); ``bucketed`` needs ``edges``.
-    rule, batch_size, max_tokens, gradient_accumulation_steps
-        The batch rule and the ``length_grouped`` option, as in :func:`analysis.simulate`.
+    rule, batch_size, max_tokens, gradient_accumulation_steps, padding_noise
+        The batch rule, the ``length_grouped`` and ``token_budget`` options, as in
+        :func:`analysis.simulate`.
     rng : numpy.random.Generator
         The epochs' only source of randomness.
     windows : sequence of int, default (1, 4, 16)
@@ -144,8 +146,7 @@ def strategy_noise(
     data, _ = simulation_sample(lengths if isinstance(lengths, LengthHistogram) else np.asarray(lengths), rng)
     arr = data.expand() if isinstance(data, LengthHistogram) else np.asarray(data)
     bins = model.bin_of(arr)
-    n = np.bincount(bins, minlength=model.n_bins)
-    keys = [(name, w) for name in names for w in ws]
+    n, keys = np.bincount(bins, minlength=model.n_bins), [(name, w) for name in names for w in ws]
     # values[m, k, e]: epoch e's mean window error per step of key k under model m (0: the
     # fitted model, then each jackknife replicate); compositions are dropped once priced
     models = [(model.gram, model.within), *model.replicates()]
@@ -157,6 +158,7 @@ def strategy_noise(
             rule,
             edges=edges if name == "bucketed" else None,
             gradient_accumulation_steps=gradient_accumulation_steps,
+            padding_noise=padding_noise,
         )
         for e in range(epochs):
             epoch = builder.epoch(rng)

@@ -827,10 +827,13 @@ def time_to_quality(
 ) -> tuple[NoiseFigure, NoiseFigure, float]:
     """Predicted time to the same loss over a shuffle's: ``(time_ratio, steps_ratio,
     epoch_ratio)``.  The steps to a given loss scale as ``1 + B_noise / B_eff``
-    (:func:`plan_noise`), each step costing what the step-time model prices, so time to the
-    loss is the plan's epoch seconds (:func:`analysis.timing.epoch.expected_epoch_time`) times
-    ``(1 + B_noise / B_eff) / (1 + B_noise / B_shuffle)``, over a shuffle's epoch seconds.
-    The two ratios carry the noise model's standard errors; ``epoch_ratio`` is exact.
+    (:func:`plan_noise`), each step costing the plan's mean step seconds (its epoch seconds,
+    :func:`analysis.timing.epoch.expected_epoch_time`, over its steps per epoch), so the time
+    ratio is ``epoch_ratio * (shuffle's steps / plan's steps) * steps_ratio``, ``steps_ratio =
+    (1 + B_noise / B_eff) / (1 + B_noise / B_shuffle)``.  (The middle factor is 1 where both
+    take the same steps an epoch; a bucketed plan of ``K`` buckets takes up to ``K`` more,
+    under a token budget far fewer.)  The two ratios carry the noise model's standard
+    errors; ``epoch_ratio`` is exact.
 
     Examples
     --------
@@ -848,5 +851,6 @@ def time_to_quality(
     priced = plan_noise(model, hist, strategy, rule, edges=edges)
     seconds = expected_epoch_time(hist, step_time, strategy, rule, edges=edges)
     epoch = seconds / expected_epoch_time(hist, step_time, "random", rule)
+    per_step = epoch * plan_noise(model, hist, "random", rule).steps / priced.steps
     steps = priced.steps_ratio
-    return NoiseFigure(value=epoch * steps.value, se=epoch * steps.se), steps, epoch
+    return NoiseFigure(value=per_step * steps.value, se=per_step * steps.se), steps, epoch
