@@ -34,8 +34,8 @@ def main() -> None:
     print(f"model bins {model.edges[0]}..{model.edges[-1]} ({model.n_bins}), step time {clock}")
     for name in ("gradient_noise_lengths.csv", "case_lengths.csv"):
         hist = load_lengths(DATA / name)
-        t_q, plan = _median(lambda: optimize_edges(hist, 6, batch_size=8, noise=model, step_time=clock))
-        t_t, fast = _median(lambda: optimize_edges(hist, 6, batch_size=8, step_time=clock))
+        t_q, plan = _median(lambda h=hist: optimize_edges(h, 6, batch_size=8, noise=model, step_time=clock))
+        t_t, fast = _median(lambda h=hist: optimize_edges(h, 6, batch_size=8, step_time=clock))
         g = plan.gradient
         print(
             f"{name}: {hist.n_samples} samples, {hist.n_distinct} lengths {hist.min}..{hist.max}; "
