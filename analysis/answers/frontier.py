@@ -321,7 +321,9 @@ def _next_asks(
     beaten: a plan that beats a point closes every pair of it), then the rest, in the pairs'
     order: each pair's floor at its ``axis`` value, then (once that did not beat the point) at
     its mixing."""
-    first, rest, seen = [], [], set()
+    first: list[tuple[int, Floor]] = []
+    rest: list[tuple[int, Floor]] = []
+    seen: set[tuple[float, float]] = set()
     for _, k, x, y in pairs:
         if (k, axis, x) not in asked:
             ask = (k, Floor(axis, x))

@@ -161,8 +161,13 @@ def _frontier_of(rows: list[dict]) -> Frontier:
 
 def _bucketed(kind: str, k: int, efficiency: float, mixing: float) -> dict:
     return dict(
-        strategy="bucketed", knob="n_buckets", label=f"{kind}, K={k}", n_buckets=k,
-        efficiency=efficiency, mixing=mixing, pareto=True,
+        strategy="bucketed",
+        knob="n_buckets",
+        label=f"{kind}, K={k}",
+        n_buckets=k,
+        efficiency=efficiency,
+        mixing=mixing,
+        pareto=True,
     )
 
 
@@ -216,12 +221,25 @@ def test_the_short_table_has_one_row_per_k_its_most_efficient(result):
 def test_the_cli_prints_the_short_table_and_every_row_with_all(tmp_path, capsys, monkeypatch, hist):
     monkeypatch.setenv("COLUMNS", "400")
     path = save_histogram(hist, tmp_path / "lengths.csv")
-    args = ["frontier", str(path), "--batch-size", "4", "--max-buckets", "12", "--lambdas", "2", "--epochs", "1"]
+    args = [
+        "frontier",
+        str(path),
+        "--batch-size",
+        "4",
+        "--max-buckets",
+        "12",
+        "--lambdas",
+        "2",
+        "--epochs",
+        "1",
+    ]
     assert cli.main(args) == 0
     short = capsys.readouterr().out
     assert cli.main([*args, "--all"]) == 0
     every = capsys.readouterr().out
-    res = frontier(hist, batch_size=4, rng=np.random.default_rng(DEFAULT_SEED), max_buckets=12, n_lambdas=2, epochs=1)
+    res = frontier(
+        hist, batch_size=4, rng=np.random.default_rng(DEFAULT_SEED), max_buckets=12, n_lambdas=2, epochs=1
+    )
 
     def labels(out: str) -> list[str]:
         lines = out.split("\nlabel ", 1)[1].split("\n(mixing")[0].splitlines()[1:]
@@ -301,7 +319,9 @@ def _beaten(x: float, y: float, pareto: pd.DataFrame, axis: str) -> pd.Series:
     return (x >= a) & (y >= g) & ((x > a * (1 + 1e-9)) | (y > g * (1 + 1e-9)))
 
 
-@pytest.mark.parametrize(("seed", "rule"), [(8, BatchRule(batch_size=4)), (3, BatchRule(max_tokens=200))], ids=str)
+@pytest.mark.parametrize(
+    ("seed", "rule"), [(8, BatchRule(batch_size=4)), (3, BatchRule(max_tokens=200))], ids=str
+)
 def test_no_plan_of_any_k_beats_a_pareto_point(seed, rule):
     """Exhaustive: every plan of every K <= max_buckets on 10 distinct lengths (every choice of
     edges), under both rules, against the Pareto set (simulated strategies included).  Checked
@@ -319,7 +339,12 @@ def test_no_plan_of_any_k_beats_a_pareto_point(seed, rule):
             plan = evaluate_edges(hist, [0, *cut, int(hist.max)], rule)
             x = plan.budget_fill if res.axis == "budget_fill" else plan.efficiency
             beaten = _beaten(x, plan.mixing, pareto, res.axis)
-            assert not beaten.any(), (plan.edges, x, plan.mixing, pareto[beaten][["label", res.axis, "mixing"]])
+            assert not beaten.any(), (
+                plan.edges,
+                x,
+                plan.mixing,
+                pareto[beaten][["label", res.axis, "mixing"]],
+            )
 
 
 @pytest.mark.parametrize("source", ["bundled", "chat", "multiples"])
@@ -348,7 +373,12 @@ def test_no_floor_plan_beats_a_pareto_point(source):
         if plan is None:
             continue
         beaten = _beaten(plan.efficiency, plan.mixing, pareto, "efficiency")
-        assert not beaten.any(), (plan.floor, plan.efficiency, plan.mixing, pareto[beaten][["label", "efficiency", "mixing"]])
+        assert not beaten.any(), (
+            plan.floor,
+            plan.efficiency,
+            plan.mixing,
+            pareto[beaten][["label", "efficiency", "mixing"]],
+        )
 
 
 def test_five_lengths_spanning_sixty_bits_get_frontier_rows():
