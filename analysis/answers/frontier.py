@@ -44,6 +44,7 @@ from analysis.optimize import (
     as_floor,
     evaluate_edges,
     floor_plans,
+    frontier_plans,
     frontier_sweep,
     optimal_plans,
 )
@@ -51,11 +52,12 @@ from analysis.padding.mixing import random_mixing, sorted_mixing
 from analysis.padding.waste import batch_step_tokens, budget_fill, random_padding, sorted_padding, step_tokens
 from analysis.simulation.epochs import simulate, simulation_sample
 from analysis.simulation.strategies import epoch_builder
+from analysis.tables import column_kind, format_value
 from analysis.timing.epoch import expected_epoch_time
 from analysis.timing.noise import GradientNoise, check_noise, plan_noise, time_to_quality
 from analysis.timing.step_time import StepTimeModel
 
-__all__ = ["FRONTIER_COLUMNS", "Frontier", "frontier"]
+__all__ = ["FRONTIER_COLUMNS", "PRINTED_COLUMNS", "Frontier", "frontier", "frontier_table", "k_range"]
 
 #: The columns of :attr:`Frontier.frame`, in order.
 FRONTIER_COLUMNS = (
@@ -103,9 +105,12 @@ class Frontier:
     ``"tokens_per_s"`` when a step-time model was given, else ``"budget_fill"`` under a token
     budget (useful tokens over the steps' tokens: what a token budget's edges are placed for),
     else ``"efficiency"``;
-    ``simulated_samples``: the samples the simulated rows ran on (0: none simulated).
+    ``simulated_samples``: the samples the simulated rows ran on (0: none simulated);
     ``mixing_axis``: the column the Pareto set takes beside ``axis``: ``"mixing"``, or with a
-    gradient-noise model ``"effective_batch_share"`` (:func:`frontier`'s ``noise``).
+    gradient-noise model ``"effective_batch_share"`` (:func:`frontier`'s ``noise``);
+    ``unchecked``: the pairs (Pareto point, K) that neither the Lagrangian bounds nor a floor
+    search cleared (0: no plan of any ``K <= max_buckets`` that the floor search finds beats a
+    Pareto point; see :func:`frontier`).
     """
 
     frame: pd.DataFrame
@@ -114,6 +119,7 @@ class Frontier:
     lambdas: tuple[float, ...]
     simulated_samples: int = 0
     mixing_axis: str = "mixing"
+    unchecked: int = 0
 
     @property
     def pareto(self) -> pd.DataFrame:
@@ -126,6 +132,11 @@ class Frontier:
     def to_frame(self) -> pd.DataFrame:
         """A copy of :attr:`frame`."""
         return self.frame.copy()
+
+    def table(self, short: bool = True) -> pd.DataFrame:
+        """The table a face prints: :func:`frontier_table` (short: the Pareto set, one row per
+        K, rows that print alike merged; else every row)."""
+        return frontier_table(self, short=short)
 
     def best(
         self,
@@ -270,49 +281,135 @@ def _pareto(axis: np.ndarray, mixing: np.ndarray) -> np.ndarray:
     return out
 
 
-#: Rounds of floor searches at the Pareto points (each adds the plans that beat a point), and
-#: the work limit of each search (:func:`analysis.optimize.floor_plans`).
-_FLOOR_ROUNDS = 5
-#: Pareto points checked per round at most: every strategy's first, then the bucketed plans of
-#: fewer buckets, the most buckets first (each point costs two floor searches).
-FLOOR_CHECKS = 12
+#: Floor searches (:func:`analysis.optimize.floor_plans`) the Pareto check of one
+#: :func:`frontier` call runs at most, the pairs most likely beaten first (a search at K = 32 on
+#: the bundled data's 952-point grid takes about a second); :attr:`Frontier.unchecked` counts
+#: the pairs left.
+FLOOR_CHECKS = 48
+#: Floor searches run on one set of matrices before the Pareto set is taken again.
+_BATCH = 8
+#: Lambda passes whose minima bound every K's plans (:func:`_lower_bounds`).
+_BOUND_LAMBDAS = 24
+
+
+def _lower_bounds(
+    hist: LengthHistogram, rule: BatchRule, k_max: int, lambdas: Sequence[float]
+) -> tuple[np.ndarray, dict[int, np.ndarray]]:
+    """``(grid, low)``: ``low[K][j]``, the least ``objective - grid[j] * mixing`` of any
+    ``K``-bucket plan the optimiser can place (one pass per ``grid[j]`` gives every K at once:
+    :func:`analysis.optimize.frontier_plans`, which lists each minimiser once, so the minimum
+    over the plans it lists is the pass's), for ``grid``: ``lambdas`` (the sweep's: its plans
+    are then bounded at their own K) and :data:`_BOUND_LAMBDAS` more spread geometrically from
+    1/10 of the least of them to 10 times the most."""
+    lo, hi = min(lambdas), max(lambdas)
+    grid = np.union1d(np.geomspace(lo / 10, hi * 10, _BOUND_LAMBDAS), np.asarray(lambdas, float))
+    points: dict[int, list[tuple[float, float]]] = {}
+    for _, k, plan in frontier_plans(hist, rule, k_max, [float(x) for x in grid]):
+        points.setdefault(k, []).append((plan.objective, plan.mixing))
+    low = {}
+    for k, pts in points.items():
+        f, g = np.array(pts).T
+        low[k] = (f[:, None] - grid[None, :] * g[:, None]).min(axis=0)
+    return grid, low
+
+
+def _open_pairs(
+    hist: LengthHistogram, rule: BatchRule, frame: pd.DataFrame, axis: str, bounds: Any
+) -> list[tuple[float, int, float, float]]:
+    """``(margin, K, axis value, mixing)`` for each Pareto point and each K that the bounds do
+    not clear, the most likely beaten first: a ``K``-bucket plan beating a point at ``x`` and
+    ``y`` has an objective of at most ``F = useful / x`` (the padded tokens, or the steps'
+    tokens, which the steps objective passes by less than a quarter step) and mixing at least
+    ``y``, so ``low[K][j] >= F - grid[j] * y`` for one ``j`` proves there is none (equality
+    leaves only a plan at ``F`` and ``y`` exactly, which ties it)."""
+    grid, low = bounds
+    slack = rule.max_tokens / 4 if axis == "budget_fill" and rule.max_tokens is not None else 0.0
+    out = []
+    for x, y in frame.loc[frame["pareto"], [axis, "mixing"]].itertuples(index=False):
+        if not (math.isfinite(x) and math.isfinite(y) and 0 < x <= 1 and 0 <= y <= 1):
+            continue
+        cap = hist.total_tokens / x
+        for k, values in low.items():
+            margin = float(np.max(values - slack - (cap - grid * y))) / cap
+            if margin < -1e-10:  # not cleared (at 0 only the point itself, or a tie; a margin for floats)
+                out.append((margin, k, float(x), float(y)))
+    return sorted(out)
+
+
+def _next_asks(
+    pairs: list[tuple[float, int, float, float]], axis: str, asked: set[tuple[int, str, float]]
+) -> list[tuple[int, Floor]]:
+    """The floor searches the open ``pairs`` still need, one a point first (its pair most likely
+    beaten: a plan that beats a point closes every pair of it), then the rest, in the pairs'
+    order: each pair's floor at its ``axis`` value, then (once that did not beat the point) at
+    its mixing."""
+    first: list[tuple[int, Floor]] = []
+    rest: list[tuple[int, Floor]] = []
+    seen: set[tuple[float, float]] = set()
+    for _, k, x, y in pairs:
+        if (k, axis, x) not in asked:
+            ask = (k, Floor(axis, x))
+        elif 0 < y and (k, "mixing", y) not in asked:
+            ask = (k, Floor("mixing", y))
+        else:
+            continue
+        (rest if (x, y) in seen else first).append(ask)
+        seen.add((x, y))
+    return first + rest
+
+
+def _beats(x: float, y: float, points: np.ndarray) -> bool:
+    """Whether ``(x, y)`` beats one of ``points`` (rows of axis and mixing): at least as good on
+    both, better on one by more than a relative 1e-9 (the floor search's float ties)."""
+    a, g = points[:, 0], points[:, 1]
+    ahead = (x > a * (1 + 1e-9)) | (y > g + 1e-9 * np.maximum(g, 1e-300))
+    return bool(((x >= a) & (y >= g) & ahead).any())
 
 
 def _checked_by_floors(
-    hist: LengthHistogram, rule: BatchRule, frame: pd.DataFrame, axis: str, k_max: int
-) -> pd.DataFrame:
-    """``frame`` with a ``floor edges`` row for each plan the exact floor search
-    (:func:`analysis.optimize.floor_plans`, ``K = k_max``) finds at a Pareto point's ``axis``
-    or mixing that no bucketed row already holds, and the Pareto set taken again: no plan of
-    ``k_max`` buckets then beats a checked Pareto point, at its ``axis`` or at its mixing, as
-    far as the search proves (a hull vertex of the sweep at ``k_max`` is best at both already;
-    at most :data:`FLOOR_CHECKS` points a round, the other strategies' first; a round checks
-    the plans the one before added)."""
-    asked: set[tuple[str, float]] = set()
-    hull = {f"optimal edges, K={k_max}", f"frontier edges, K={k_max}"}
-    for _ in range(_FLOOR_ROUNDS):
-        asks = []
-        points = frame[frame["pareto"] & ~frame["label"].isin(hull)]
-        order = points.assign(bucketed=points["strategy"] == "bucketed", k=points["n_buckets"].fillna(0))
-        for _, row in order.sort_values(["bucketed", "k"], ascending=[True, False]).iterrows():
-            for measure in (axis, "mixing"):
-                value = float(row[measure])
-                if math.isfinite(value) and 0 < value <= 1 and (measure, value) not in asked:
-                    asked.add((measure, value))
-                    asks.append((k_max, Floor(measure, value)))
-            if len(asks) >= 2 * FLOOR_CHECKS:
-                break
-        held = {tuple(e) for e in frame.loc[frame["strategy"] == "bucketed", "edges"]}
-        rows = []
-        for plan in floor_plans(hist, rule, asks) if asks else []:
-            if plan is not None and tuple(plan.edges) not in held:
-                held.add(tuple(plan.edges))
-                rows.append(_plan_row(plan, plan.n_buckets, f"floor edges, K={plan.n_buckets}", hist, None))
-        if not rows:
+    hist: LengthHistogram,
+    rule: BatchRule,
+    frame: pd.DataFrame,
+    axis: str,
+    k_max: int,
+    lambdas: Sequence[float],
+) -> tuple[pd.DataFrame, int]:
+    """``frame`` with a ``floor edges, K=...`` row for each new plan the exact floor search
+    (:func:`analysis.optimize.floor_plans`) finds at a Pareto point's ``axis`` and at its
+    mixing, for every ``K <= k_max`` where the Lagrangian bounds (:func:`_lower_bounds`) leave
+    room for a plan that beats it, and the Pareto set taken again (a point that a found plan
+    beats loses its mark; a round checks the points the one before added); and the pairs
+    (Pareto point, K) left unchecked when :data:`FLOOR_CHECKS` searches ran out."""
+    if not lambdas:  # no sweep: around the slope from the most buckets' optimum to one bucket
+        opt = frame[frame["label"].isin(["optimal edges, K=1", f"optimal edges, K={k_max}"])]
+        f, g = hist.total_tokens / opt[axis].to_numpy(float), opt["mixing"].to_numpy(float)
+        slope = max(abs(f[0] - f[-1]) / max(abs(g[0] - g[-1]), 1e-12), 1.0)
+        lambdas = [slope / 1000, slope]
+    bounds = _lower_bounds(hist, rule, k_max, lambdas)
+    asked: set[tuple[int, str, float]] = set()
+    spent = 0
+    while True:
+        asks = _next_asks(_open_pairs(hist, rule, frame, axis, bounds), axis, asked)
+        if not asks or spent >= FLOOR_CHECKS:
             break
-        frame = pd.concat([frame, pd.DataFrame(rows)], ignore_index=True)
-        frame["pareto"] = _pareto(frame[axis].to_numpy(float), frame["mixing"].to_numpy(float))
-    return frame
+        asks = asks[: min(_BATCH, FLOOR_CHECKS - spent)]
+        spent += len(asks)
+        asked.update((k, f.measure, f.value) for k, f in asks)
+        held = {tuple(e) for e in frame.loc[frame["strategy"] == "bucketed", "edges"]}
+        points = frame.loc[frame["pareto"], [axis, "mixing"]].to_numpy(float)
+        rows = []
+        for plan in floor_plans(hist, rule, asks):
+            if plan is None or tuple(plan.edges) in held:
+                continue
+            row = _plan_row(plan, plan.n_buckets, f"floor edges, K={plan.n_buckets}", hist, None)
+            if _beats(row[axis], row["mixing"], points):
+                held.add(tuple(plan.edges))
+                rows.append(row)
+        if rows:
+            frame = pd.concat([frame, pd.DataFrame(rows)], ignore_index=True)
+            frame["pareto"] = _pareto(frame[axis].to_numpy(float), frame["mixing"].to_numpy(float))
+    left = _next_asks(_open_pairs(hist, rule, frame, axis, bounds), axis, asked)
+    return frame, len(left)
 
 
 def _simulated_rows(
@@ -515,10 +612,11 @@ def frontier(
             "effective_batch_share",
         )
     frame["pareto"] = _pareto(frame[axis].to_numpy(float), frame[mixing_axis].to_numpy(float))
+    unchecked = 0
     if model is None and noise is None and k_max > 1:
-        frame = _checked_by_floors(hist, rule, frame, axis, k_max)
+        frame, unchecked = _checked_by_floors(hist, rule, frame, axis, k_max, lambdas)
     frame = frame[[*FRONTIER_COLUMNS, "lambda"]]
-    return Frontier(frame, rule, axis, tuple(lambdas), sim_samples, mixing_axis)
+    return Frontier(frame, rule, axis, tuple(lambdas), sim_samples, mixing_axis, unchecked)
 
 
 def noise_columns(
@@ -613,3 +711,96 @@ def _simulated_noise(
         steps_ratio = (1 + scale / b_eff) / (1 + scale / b_ref) if math.isfinite(scale) else b_ref / b_eff
         quality = random_rate / rate * (mean_batch / b_random) * steps_ratio
     return share, share * part * var_se / variance if variance > 0 else 0.0, quality
+
+
+#: The cells the short table compares (:func:`frontier_table`): two rows merge when these print
+#: alike (``efficiency``, ``budget_fill`` and ``mixing`` to 2 decimals of a percent, tokens/s to
+#: the token).
+PRINTED_COLUMNS = ("efficiency", "budget_fill", "tokens_per_s", "mixing")
+
+
+def k_range(ks: Sequence[int]) -> str:
+    """Bucket counts as a label reads them: runs of consecutive K joined by an en dash.
+
+    Examples
+    --------
+    >>> k_range([28, 29, 30, 31, 32]), k_range([5]), k_range([3, 5, 6, 7])
+    ('28–32', '5', '3, 5–7')
+    """
+    ks = sorted(set(int(k) for k in ks))
+    runs: list[list[int]] = []
+    for k in ks:
+        if runs and k == runs[-1][-1] + 1:
+            runs[-1].append(k)
+        else:
+            runs.append([k])
+    return ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]}–{r[-1]}" for r in runs)
+
+
+def _printed(row: pd.Series) -> tuple[str, ...]:
+    return tuple(format_value(row[c], column_kind(c)) for c in PRINTED_COLUMNS if c in row.index)
+
+
+def _one_per_k(pareto: pd.DataFrame) -> pd.DataFrame:
+    """The Pareto rows with, of the optimiser's bucketed rows (``knob == "n_buckets"``), only
+    the first of each K in the Pareto order: the one with the most ``axis`` (the least mixing
+    given up for it comes first on a tie); other rows (given edge sets, other strategies) all."""
+    placed = (pareto["strategy"] == "bucketed") & (pareto["knob"] == "n_buckets")
+    first = ~pareto[placed].duplicated("n_buckets")
+    keep = ~placed
+    keep[first.index[first.to_numpy()]] = True
+    return pareto[keep]
+
+
+def _merged(rows: pd.DataFrame) -> pd.DataFrame:
+    """``rows`` (in order) with each run of consecutive optimiser's bucketed rows whose
+    :data:`PRINTED_COLUMNS` print alike merged into its first, labelled with its K range
+    (``frontier edges, K=28–32``; ``bucketed, K=...`` where the runs' kinds differ)."""
+    placed = ((rows["strategy"] == "bucketed") & (rows["knob"] == "n_buckets")).to_numpy()
+    groups: list[list[int]] = []
+    for i in range(len(rows)):
+        prev = groups[-1][-1] if groups else -1
+        if placed[i] and prev >= 0 and placed[prev] and _printed(rows.iloc[i]) == _printed(rows.iloc[prev]):
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+    out = rows.iloc[[g[0] for g in groups]].copy()
+    labels = []
+    for g in groups:
+        part = rows.iloc[g]
+        if len(g) == 1:
+            labels.append(str(part["label"].iloc[0]))
+            continue
+        kinds = {str(x).partition(", K=")[0] for x in part["label"]}
+        kind = kinds.pop() if len(kinds) == 1 else "bucketed"
+        labels.append(f"{kind}, K={k_range(part['n_buckets'].astype(int).tolist())}")
+    out["label"] = labels
+    return out.reset_index(drop=True)
+
+
+def frontier_table(result: Frontier, *, short: bool = True) -> pd.DataFrame:
+    """The frontier as a face prints it (the CLI's ``frontier``, notebook 02), a view of
+    :attr:`Frontier.frame`, which keeps every row.
+
+    ``short`` (the default): the Pareto set (:attr:`Frontier.pareto`, the most ``axis`` first)
+    with one row per K of the optimiser's bucketed rows, the one with the most ``axis`` of that
+    K's Pareto rows (the plan nearest that K's padding optimum that no point beats; the
+    trade-off along one K is in the full table and the figure), and the runs of those rows that
+    print alike (:data:`PRINTED_COLUMNS`, as :func:`analysis.tables.format_value` writes them)
+    merged into one labelled with its K range.  Other strategies' rows and given edge sets are
+    never merged.  ``short=False``: every row of the frame, in its order.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis import LengthHistogram
+    >>> hist = LengthHistogram.from_lengths(np.random.default_rng(0).integers(1, 200, 500))
+    >>> res = frontier(hist, batch_size=4, rng=np.random.default_rng(1), max_buckets=4, n_lambdas=2,
+    ...                simulate_strategies=False)
+    >>> table = frontier_table(res)
+    >>> bool(table["n_buckets"].dropna().is_unique), len(frontier_table(res, short=False)) == len(res.frame)
+    (True, True)
+    """
+    if not short:
+        return result.frame.reset_index(drop=True)
+    return _merged(_one_per_k(result.pareto))

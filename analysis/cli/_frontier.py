@@ -9,7 +9,6 @@ import json
 from typing import Any, TextIO
 
 import numpy as np
-import pandas as pd
 
 from analysis.answers.frontier import DEFAULT_EPOCHS, DEFAULT_LAMBDAS, DEFAULT_MAX_BUCKETS, frontier
 from analysis.answers.tradeoff import TRAINER_LABEL, read_tradeoff
@@ -31,7 +30,6 @@ from analysis.cli._options import (
 )
 from analysis.narrative.frontier import floor_sentence, frontier_sentence
 from analysis.optimize import Floor, as_floor
-from analysis.tables import tidy
 
 __all__ = [
     "add_floors",
@@ -39,7 +37,6 @@ __all__ = [
     "cmd_frontier",
     "floor_of",
     "floor_sentence",
-    "merge_printed",
 ]
 
 #: The columns ``frontier`` prints (the rest with ``--json``).
@@ -133,46 +130,10 @@ def add_frontier_subcommand(sub: Any, formatter_class: type[argparse.HelpFormatt
     p.add_argument(
         "--all",
         action="store_true",
-        help="print every point, not only the Pareto set with the rows that print alike merged",
+        help="print every point, not only the Pareto set with one row per K (its most efficient) and "
+        "the rows that print alike merged",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object (every row) instead")
-
-
-def merge_printed(table: pd.DataFrame) -> pd.DataFrame:
-    """``table`` (rows by label, in order) with each run of consecutive rows of one kind (``optimal
-    edges``, ``frontier edges``...) that print alike (:func:`analysis.tables.tidy`) merged into
-    one, labelled with its range of ``K`` (``optimal edges, K=28-32``).
-
-    Examples
-    --------
-    >>> t = pd.DataFrame({"efficiency": [0.97001, 0.97002, 0.9], "mixing": [0.01, 0.01, 0.2]},
-    ...                  index=pd.Index(["optimal edges, K=4", "optimal edges, K=5", "random"], name="label"))
-    >>> merge_printed(t).index.tolist()
-    ['optimal edges, K=4-5', 'random']
-    """
-    printed = tidy(table)
-    labels: list[str] = []
-    keep: list[int] = []
-    run: list[int] = []  # the K of the current run
-    for i, label in enumerate(table.index):
-        kind, _, k = str(label).partition(", K=")
-        same = (
-            keep
-            and k.isdigit()
-            and run
-            and str(table.index[keep[-1]]).partition(", K=")[0] == kind
-            and printed.iloc[i].tolist() == printed.iloc[keep[-1]].tolist()
-        )
-        if same:
-            run.append(int(k))
-            labels[-1] = f"{kind}, K={min(run)}" + ("" if min(run) == max(run) else f"-{max(run)}")
-            continue
-        keep.append(i)
-        labels.append(str(label))
-        run = [int(k)] if k.isdigit() else []
-    out = table.iloc[keep].copy()
-    out.index = pd.Index(labels, name=table.index.name)
-    return out
 
 
 def cmd_frontier(args: argparse.Namespace, out: TextIO) -> None:
@@ -196,10 +157,13 @@ def cmd_frontier(args: argparse.Namespace, out: TextIO) -> None:
     measure = "budget fill" if res.axis == "budget_fill" else "efficiency"
     columns = _COLUMNS if res.axis != "budget_fill" else [*_COLUMNS[:2], "budget_fill", *_COLUMNS[2:]]
     if args.all:
-        title, shown = "Every point", res.frame[columns].set_index("label")
+        title = "Every point"
     else:
-        title = f"The Pareto set (no point beats these on both {measure} and mixing; equal rows merged)"
-        shown = merge_printed(res.pareto[columns].set_index("label"))
+        title = (
+            f"The Pareto set (no point beats these on both {measure} and mixing), one row per K (its "
+            f"most {measure}), rows that print alike merged"
+        )
+    shown = res.table(short=not args.all)[columns].set_index("label")
     print(
         wrap(f"{title}, {rule.text}{'' if args.max_len is None else f', max_len = {args.max_len:,}'}:"),
         file=out,

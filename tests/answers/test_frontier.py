@@ -3,7 +3,9 @@ and the floors of optimize / recommend, against the exact functions they stand o
 
 from __future__ import annotations
 
+import itertools
 import json
+import re
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -16,15 +18,16 @@ from analysis import (
     BatchRule,
     LengthHistogram,
     StepTimeModel,
+    evaluate_edges,
     frontier,
     load_lengths,
     optimize_edges,
     recommend,
     save_histogram,
 )
-from analysis.answers.frontier import FRONTIER_COLUMNS
+from analysis.answers.frontier import FRONTIER_COLUMNS, Frontier
 from analysis.answers.tradeoff import read_tradeoff
-from analysis.cli._frontier import merge_printed
+from analysis.batching import DEFAULT_SEED
 from analysis.narrative.frontier import frontier_sentence
 from analysis.optimize import Floor, floor_plans
 from analysis.padding.mixing import random_mixing, sorted_mixing
@@ -150,29 +153,73 @@ def test_cli_frontier_and_floors(tmp_path, capsys, monkeypatch, hist):
     assert floor["measure"] == "mixing" and floor["exact"] is True and floor["bound"] > 0
 
 
-def test_the_short_table_merges_rows_that_print_alike(tmp_path, capsys, monkeypatch, hist):
-    table = pd.DataFrame(
-        {"efficiency": [0.970001, 0.970002, 0.970003, 0.96, 0.95], "mixing": [0.01, 0.01, 0.01, 0.01, 0.2]},
-        index=pd.Index(
-            [
-                "optimal edges, K=5",
-                "optimal edges, K=6",
-                "frontier edges, K=6",
-                "optimal edges, K=7",
-                "random",
-            ],
-            name="label",
-        ),
+def _frontier_of(rows: list[dict]) -> Frontier:
+    """A Frontier on a frame of the given rows (every other column NaN)."""
+    frame = pd.DataFrame([{**dict.fromkeys(FRONTIER_COLUMNS, np.nan), **r} for r in rows])
+    return Frontier(frame, BatchRule(batch_size=4), "efficiency", ())
+
+
+def _bucketed(kind: str, k: int, efficiency: float, mixing: float) -> dict:
+    return dict(
+        strategy="bucketed",
+        knob="n_buckets",
+        label=f"{kind}, K={k}",
+        n_buckets=k,
+        efficiency=efficiency,
+        mixing=mixing,
+        pareto=True,
     )
-    merged = merge_printed(table)
-    assert merged.index.tolist() == [
-        "optimal edges, K=5-6",
-        "frontier edges, K=6",
-        "optimal edges, K=7",
+
+
+def test_the_short_table_merges_only_rows_that_print_alike():
+    """Rows merge when their efficiency and mixing print alike (97.00% and 1.00%: 0.970001 and
+    0.970049 do), never when the last printed digit differs (0.970051 prints 97.01%), and the
+    merged row says its K range; other strategies never merge."""
+    res = _frontier_of(
+        [
+            _bucketed("frontier edges", 9, 0.970051, 0.0100),  # 97.01%: differs in the last digit
+            _bucketed("optimal edges", 8, 0.970049, 0.0100),
+            _bucketed("floor edges", 7, 0.970030, 0.0100),
+            _bucketed("floor edges", 6, 0.970001, 0.0100),
+            _bucketed("floor edges", 5, 0.960000, 0.010049),  # mixing 1.00%: merges with K = 4
+            _bucketed("floor edges", 4, 0.960000, 0.010001),
+            _bucketed("floor edges", 3, 0.950000, 0.010051),  # mixing 1.01%: stands alone
+            dict(strategy="random", knob="", label="random", efficiency=0.95, mixing=0.010051, pareto=True),
+        ]
+    )
+    table = res.table()
+    assert table["label"].tolist() == [
+        "frontier edges, K=9",
+        "bucketed, K=6–8",
+        "floor edges, K=4–5",
+        "floor edges, K=3",
         "random",
     ]
-    assert merged.iloc[0].tolist() == table.iloc[0].tolist()
-    monkeypatch.setenv("COLUMNS", "200")
+    assert table["efficiency"].tolist() == [0.970051, 0.970049, 0.96, 0.95, 0.95]  # the first of each run
+    assert len(res.table(short=False)) == len(res.frame)
+
+
+def test_the_short_table_has_one_row_per_k_its_most_efficient(result):
+    """Of each K's Pareto rows the table keeps the most efficient; every other strategy's
+    Pareto row stays; the frame keeps every row."""
+    table = result.table()
+    pareto = result.pareto
+    placed = pareto[(pareto["strategy"] == "bucketed") & (pareto["knob"] == "n_buckets")]
+    shown = table[(table["strategy"] == "bucketed") & (table["knob"] == "n_buckets")]
+    assert shown["n_buckets"].is_unique
+    ks = []
+    for _, row in shown.iterrows():
+        ks.extend(int(k) for k in re.findall(r"\d+", row["label"].partition("K=")[2].replace("–", " ")))
+        assert row["efficiency"] == placed.loc[placed["n_buckets"] == row["n_buckets"], "efficiency"].max()
+    assert set(placed["n_buckets"].astype(int)) >= set(ks)
+    others = pareto[pareto["knob"] != "n_buckets"]["label"].tolist()
+    assert [x for x in table["label"] if x in others] == others
+    assert table["efficiency"].is_monotonic_decreasing
+    assert len(result.frame) > len(table)
+
+
+def test_the_cli_prints_the_short_table_and_every_row_with_all(tmp_path, capsys, monkeypatch, hist):
+    monkeypatch.setenv("COLUMNS", "400")
     path = save_histogram(hist, tmp_path / "lengths.csv")
     args = [
         "frontier",
@@ -190,10 +237,17 @@ def test_the_short_table_merges_rows_that_print_alike(tmp_path, capsys, monkeypa
     short = capsys.readouterr().out
     assert cli.main([*args, "--all"]) == 0
     every = capsys.readouterr().out
-    assert "equal rows merged" in short and "Every point" in every
-    rows = [line.split() for line in short.splitlines() if ", K=" in line]
-    kinds_values = [(r[0], r[-7:]) for r in rows]
-    assert all(a != b for a, b in zip(kinds_values, kinds_values[1:]))  # no run left unmerged
+    res = frontier(
+        hist, batch_size=4, rng=np.random.default_rng(DEFAULT_SEED), max_buckets=12, n_lambdas=2, epochs=1
+    )
+
+    def labels(out: str) -> list[str]:
+        lines = out.split("\nlabel ", 1)[1].split("\n(mixing")[0].splitlines()[1:]
+        return [line.rsplit("%", 1)[0].split("  ")[0].strip() for line in lines if line.strip()]
+
+    assert "one row per K" in short and "Every point" in every
+    assert labels(short) == res.table()["label"].tolist()
+    assert labels(every) == res.frame["label"].tolist()
 
 
 def test_the_figure_marks_points_and_refuses_unknown_ones(result):
@@ -258,10 +312,45 @@ def _real_shaped(seed: int) -> LengthHistogram:
     return LengthHistogram.from_lengths(np.clip(np.r_[body, tail], 1, 8_192).astype(int))
 
 
+def _beaten(x: float, y: float, pareto: pd.DataFrame, axis: str) -> pd.Series:
+    """The Pareto points that ``(x, y)`` beats: as good on both, better on one by more than a
+    relative 1e-9 (float ties of the searches)."""
+    a, g = pareto[axis], pareto["mixing"]
+    return (x >= a) & (y >= g) & ((x > a * (1 + 1e-9)) | (y > g * (1 + 1e-9)))
+
+
+@pytest.mark.parametrize(
+    ("seed", "rule"), [(8, BatchRule(batch_size=4)), (3, BatchRule(max_tokens=200))], ids=str
+)
+def test_no_plan_of_any_k_beats_a_pareto_point(seed, rule):
+    """Exhaustive: every plan of every K <= max_buckets on 10 distinct lengths (every choice of
+    edges), under both rules, against the Pareto set (simulated strategies included).  Checked
+    at the largest K only, a floor-edges point of K = 4 stood beaten by a plan of K = 2 (seed 8)
+    or K = 3 (seed 3)."""
+    rng = np.random.default_rng(seed)
+    values = np.sort(rng.choice(np.arange(1, 80), 10, replace=False))
+    hist = LengthHistogram.from_lengths(rng.choice(values, 200, p=rng.dirichlet(np.ones(10))))
+    res = frontier(hist, rule, rng=np.random.default_rng(0), max_buckets=4, n_lambdas=2, epochs=1)
+    assert res.unchecked == 0
+    pareto = res.pareto
+    inner = hist.lengths[:-1].tolist()
+    for k in range(1, 5):
+        for cut in itertools.combinations(inner, k - 1):
+            plan = evaluate_edges(hist, [0, *cut, int(hist.max)], rule)
+            x = plan.budget_fill if res.axis == "budget_fill" else plan.efficiency
+            beaten = _beaten(x, plan.mixing, pareto, res.axis)
+            assert not beaten.any(), (
+                plan.edges,
+                x,
+                plan.mixing,
+                pareto[beaten][["label", res.axis, "mixing"]],
+            )
+
+
 @pytest.mark.parametrize("source", ["bundled", "chat", "multiples"])
 def test_no_floor_plan_beats_a_pareto_point(source):
     """Every Pareto point is checked against the floor search at its efficiency and its mixing
-    (K = the frontier's largest): none of those plans beats it on both."""
+    at every K <= max_buckets: none of those plans beats it on both."""
     if source == "bundled":
         hist = load_lengths(Path(__file__).resolve().parents[2] / "data" / "case_lengths.csv")
         k = 4
@@ -276,19 +365,20 @@ def test_no_floor_plan_beats_a_pareto_point(source):
         epochs=1,
         simulate_samples=4_000,
     )
+    assert res.unchecked == 0
     pareto = res.pareto
-    asks = [(k, Floor("efficiency", float(e))) for e in pareto["efficiency"]]
-    asks += [(k, Floor("mixing", float(g))) for g in pareto["mixing"] if 0 < g <= 1]
+    asks = [(j, Floor("efficiency", float(e))) for e in pareto["efficiency"] for j in range(1, k + 1)]
+    asks += [(j, Floor("mixing", float(g))) for g in pareto["mixing"] if 0 < g <= 1 for j in range(1, k + 1)]
     for plan in floor_plans(hist, BatchRule(batch_size=8), asks):
         if plan is None:
             continue
-        # a search past its work limit (long-context grids) may still find a plan better in the
-        # 7th digit than the frontier's; one that is proven never beats a Pareto point at all
-        tol = 1e-12 if plan.floor.searched != "bounded" else 1e-4
-        e, g = plan.efficiency, plan.mixing
-        beaten = (e >= pareto["efficiency"]) & (g >= pareto["mixing"])
-        beaten &= (e > pareto["efficiency"] + tol) | (g > pareto["mixing"] + tol)
-        assert not beaten.any(), (plan.floor, e, g, pareto[beaten][["label", "efficiency", "mixing"]])
+        beaten = _beaten(plan.efficiency, plan.mixing, pareto, "efficiency")
+        assert not beaten.any(), (
+            plan.floor,
+            plan.efficiency,
+            plan.mixing,
+            pareto[beaten][["label", "efficiency", "mixing"]],
+        )
 
 
 def test_five_lengths_spanning_sixty_bits_get_frontier_rows():
