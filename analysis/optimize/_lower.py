@@ -54,8 +54,10 @@ def fixed_ratios(
         for j in range(i + 2, m + 1):
             ok = (cx[j] > 0.0) & (count[j - 1] - c_i >= bf)
             ratio[j] = cx[j - 1] / cx[j] if ok else 0.0  # (0 below a full batch)
-    else:
-        for j in range(i + 2, m + 1):
+    else:  # 0 while x_{j-1} < B (short_ratio's own first case), then ratio by ratio
+        full = i + 2 + np.searchsorted(cum[i + 1 : m], ci + b, side="left")  # first x_{j-1} >= B
+        ratio[i + 2 : full] = 0.0
+        for j in range(full, m + 1):
             ratio[j] = short_ratio(cum[j - 1] - ci, cum[j] - ci, b, short.hi, short.lo)
 
 
