@@ -133,7 +133,7 @@ def solve_exact(
         if back[k, 0] == INF:
             continue
         total = 0.0
-        i = 0
+        i = rows[0]  # (0, typed as the other starts: a literal 0 would compile every callee twice)
         for layer in range(k, 0, -1):  # the end of a first bucket that gives back[layer, i]
             low_costs(i, data, short, bounds, is_end, ratio, low)
             j = i + 1
