@@ -25,6 +25,14 @@ from analysis.padding.waste import expected_padding
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 METHODS = ["optimal", "geometric", "equal_count", "equal_tokens", "greedy"]
+RULES = (
+    ("batch_size_8", {"batch_size": 8}),
+    ("max_tokens_65536", {"max_tokens": 65536}),
+    ("batch_size_10000", {"batch_size": 10_000}),
+    ("batch_size_1e8", {"batch_size": 10**8}),
+    ("max_tokens_4096_pad_64", {"max_tokens": 4096, "pad_to_multiple_of": 64}),
+    ("max_tokens_2e24_pad_8", {"max_tokens": 2**24, "pad_to_multiple_of": 8}),
+)
 
 
 def snapshot() -> dict[str, dict[str, object]]:
@@ -34,7 +42,7 @@ def snapshot() -> dict[str, dict[str, object]]:
         hist = analysis.load_lengths(path)
         hist = hist.clip(8192) if name == "alpaca_eval_outputs" else hist
         row: dict[str, object] = {}
-        for key, rule in (("batch_size_8", {"batch_size": 8}), ("max_tokens_65536", {"max_tokens": 65536})):
+        for key, rule in RULES:
             ks = range(1, min(16, hist.n_distinct) + 1)
             try:
                 sweep = analysis.sweep_bucket_counts(hist, ks, METHODS, **rule)

@@ -19,23 +19,26 @@ path :func:`optimize_edges` takes down to the compiled kernel and back up to a p
    batch sizes).
 7. ``_layers``: the DP's tables and the push of a row of costs into them (ties to the
    smallest start).
-8. ``_pruned``: the one pruned DP: bounds backwards, an upper bound per ``K``, then exact
-   costs forwards only where a bucket may lie on an optimal plan (bit for bit the dense DP).
-9. ``_kernel``: :func:`~analysis.optimize._kernel.solve_kernel`, the entry point, and the
-   dense matrices of exact and full-batch costs between given points.
-10. ``_search``: which ends the DP may use: every distinct length, or above
+8. ``_lower``: a start's row of lower bounds on the exact costs (for a fixed ``B`` in three
+   vectorised steps: ratios, the running sum, the bounds).
+9. ``_backward``: the backward pass over those bounds, four starts side by side.
+10. ``_pruned``: the one pruned DP: bounds backwards, an upper bound per ``K``, then exact
+    costs forwards only where a bucket may lie on an optimal plan (bit for bit the dense DP).
+11. ``_kernel``: :func:`~analysis.optimize._kernel.solve_kernel`, the entry point, and the
+    dense matrices of exact and full-batch costs between given points.
+12. ``_search``: which ends the DP may use: every distinct length, or above
     :data:`AUTO_CANDIDATES_ABOVE` a candidate grid refined at full resolution, then proven.
-11. ``_cells``: the grid's proof, a DP over cells whose value bounds the exact optimum.
-12. ``_frontier``: padding against mixing, the Lagrangian passes over dense matrices, and the
+13. ``_cells``: the grid's proof, a DP over cells whose value bounds the exact optimum.
+14. ``_frontier``: padding against mixing, the Lagrangian passes over dense matrices, and the
     floors (``min_efficiency``, ``min_mixing``).  ``_gradient``: the second axis under a
     gradient-noise model (each bucket's between-bucket share, ``1 - ρ``), which replaces the
     length mixing there (floors: ``min_effective_batch``); ``_quality``: edges for time to
     quality, a walk over the hull of (epoch seconds, steps factor) with its proof;
     ``gradient``: :class:`PlanGradient`, what a plan placed with a noise model carries.
-13. ``rules``: the field's rules (geometric, equal count, equal tokens, greedy descent).
-14. ``plan``: :class:`BucketPlan`, the objective recomputed independently of the DP
+15. ``rules``: the field's rules (geometric, equal count, equal tokens, greedy descent).
+16. ``plan``: :class:`BucketPlan`, the objective recomputed independently of the DP
     (:func:`~analysis.padding.order_stats.expected_batch_sum`), warnings and mixing.
-15. This module: the public functions, which build a :class:`~analysis.BatchRule` once.
+17. This module: the public functions, which build a :class:`~analysis.BatchRule` once.
 
 Two thresholds decide when a grid replaces every allowed end, for two different costs:
 the DP needs ``O(K m)`` memory and about ``O(m)`` exact rows after pruning, so it is exact up
@@ -47,7 +50,7 @@ A new objective touches: ``_problem`` (its name in :data:`OBJECTIVES`, the check
 combination with ``step_time`` and the rule, its per-sample ``weight`` and ``per_batch`` in
 ``build_problem``); ``_exact._short`` (the weight of a sample in a short batch, if it depends
 on the batch's size); the lower bounds, which must stay below every exact cost
-(``_exact.lower_row``, ``_pruned._fixed_lower_row``, ``_budget.lower_costs``); ``plan``
+(``_exact.lower_row``, ``_lower.fixed_bounds`` and ``fixed_first``, ``_budget.lower_costs``); ``plan``
 (``_objective``, the independent evaluation the tests compare with, and the
 ``objective_kind`` it reports); :func:`sweep_measure` (the measure the gain rule reads); and
 ``_frontier`` if a floor applies to it.

@@ -5,9 +5,9 @@ so the DP costs exactly only the buckets that lower bounds cannot rule out of ev
 plan (the one pruned scheme, for every rule and objective):
 
 1. *Backwards over lower bounds* (``O(1)`` per bucket from the full-batch cost ``n E_B``,
-   :func:`~analysis.optimize._exact.lower_row`; with a token budget from the restart-free
-   bounds on ``E_B`` of :mod:`analysis.optimize._budget`): ``back[k, i]``, at most the least
-   exact objective of ``k`` buckets covering ``(i, m]``.
+   :mod:`analysis.optimize._lower`; with a token budget from the restart-free bounds on
+   ``E_B`` of :mod:`analysis.optimize._budget`): ``back[k, i]``, at most the least exact
+   objective of ``k`` buckets covering ``(i, m]`` (:mod:`analysis.optimize._backward`, tiled).
 2. *Upper bounds*: for every bucket count, the plan the bounds chose, costed exactly.
 3. *Forwards, exact*: start ``i`` is followed for its ``k``-th bucket only when the best
    ``k - 1`` buckets up to it plus ``back`` fit under an upper bound, and a bucket from it is
@@ -25,138 +25,12 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from analysis.optimize._budget import SLACK, BudgetBounds, lower_costs
+from analysis.optimize._backward import backward
+from analysis.optimize._budget import SLACK, BudgetBounds
 from analysis.optimize._costs import INF, Arrays, row_costs
-from analysis.optimize._exact import LOW_SLACK, Short, exact_row, lower_row, short_ratio
+from analysis.optimize._exact import Short, exact_row
 from analysis.optimize._layers import push, run_layers
-
-_ROUND = 2.0**52  # x + 2**52 - 2**52 rounds 0 <= x < 2**52 to the nearest integer
-
-
-@numba.njit(cache=True, nogil=True, error_model="numpy")
-def _fixed_lower_row(
-    i: int, data: Arrays, short: Short, is_end: np.ndarray, ratio: np.ndarray, out: np.ndarray
-) -> None:  # pragma: no cover - compiled
-    """``out[j]``: the lower bound of :func:`~analysis.optimize._exact.lower_row` on the exact
-    cost of ``(i, j]`` for one fixed ``B``, every ``j > i`` (inf where not an end), straight
-    from the row's running sum ``T_B`` (``E_B = w_j - T_B``): first the ratios
-    ``C(x_{j-1}, B) / C(x_j, B)`` (the table of ``C(x, B)``, or products, or ``log x!``; no
-    carried value: vectorised), then the sum and the bounds (0 below a full batch: the
-    table's and the products' ratios are 0 there)."""
-    cum, weight, step, comb, per_batch = data.cum, data.weight, data.step, data.comb, data.per_batch
-    base, q, quad = short.base, short.q, short.quad
-    m = cum.size - 1
-    ci = cum[i]
-    b = data.size[i + 1]
-    bf = float(b)
-    inv_b = 1.0 / bf
-    if comb.size:
-        for j in range(i + 1, m + 1):  # one read of the table per end, then the quotients
-            out[j] = comb[cum[j] - ci]
-        for j in range(i + 2, m + 1):
-            ratio[j] = out[j - 1] / out[j] if out[j] > 0.0 else 0.0  # (0 below a full batch)
-    elif short.product:  # C(x, B) by the product formula, factor by factor (vectorised)
-        count = short.cum_float
-        c_i = count[i]
-        for j in range(i + 1, m + 1):
-            out[j] = count[j] - c_i
-        x = ratio[i + 1 : m + 1]  # x_j, then C(x_j, B) in out (ratio is free until below)
-        y = out[i + 1 : m + 1]
-        for j in range(x.size):
-            x[j] = count[i + 1 + j] - c_i
-            y[j] = x[j]
-        for f in range(1, b):  # C(x, B) = prod_f (x - f) / (f + 1), the quotient as a product
-            ff = float(f)
-            inv = 1.0 / (ff + 1.0)
-            for j in range(y.size):
-                y[j] *= (x[j] - ff) * inv
-        for j in range(i + 2, m + 1):
-            ok = (out[j] > 0.0) & (count[j - 1] - c_i >= bf)
-            ratio[j] = out[j - 1] / out[j] if ok else 0.0  # (0 below a full batch)
-    else:
-        for j in range(i + 2, m + 1):
-            ratio[j] = short_ratio(cum[j - 1] - ci, cum[j] - ci, b, short.hi, short.lo)
-    g_first = weight[i + 1]  # (a fixed B: weight2 is 0)
-    base_first = base[i + 1]
-    q_first = q[i + 1]
-    count = short.cum_float
-    c_i = count[i]
-    out[i + 1] = (count[i + 1] - c_i) * (base[i + 1] + (count[i + 1] - c_i) * q[i + 1]) + per_batch
-    out[i + 1] = out[i + 1] if is_end[i + 1] else INF  # one length: one batch, or full ones of it
-    if count[i + 1] - c_i >= bf:
-        _fixed_one_length(i, data, short, is_end, out)
-    t = 0.0
-    for j in range(i + 2, m + 1):  # the chain, and the bounds beside it (they wait on nothing)
-        t = (t + step[j - 1]) * ratio[j]
-        n = count[j] - c_i
-        full = (n * inv_b + _ROUND) - _ROUND  # the nearest integer (n < 2**52), then corrected
-        r = n - full * bf
-        full = full - 1.0 if r < 0.0 else full  # floor(n / B)
-        r = n - full * bf
-        eb = weight[j] - t
-        f = r * inv_b
-        f = f * f if quad else f
-        d = eb - g_first
-        d = d if d > 0.0 else 0.0
-        low = (n - r) * eb + r * ((base_first + r * q_first) + f * d)
-        steps = per_batch * (full + (1.0 if r > 0.0 else 0.0))
-        alone = n * (base[j] + n * q[j]) + per_batch  # one batch of n samples: exact
-        low = alone if n < bf else low * (1.0 - LOW_SLACK) + steps
-        out[j] = low if is_end[j] else INF
-
-
-@numba.njit(cache=True, nogil=True, error_model="numpy")
-def _fixed_one_length(
-    i: int, data: Arrays, short: Short, is_end: np.ndarray, out: np.ndarray
-) -> None:  # pragma: no cover - compiled
-    """``out[i + 1]`` for a bucket of one length holding a full batch: ``E_B = w`` exactly, so
-    its bound is the chord's at ``T = 0`` (the general formula, once)."""
-    n = short.cum_float[i + 1] - short.cum_float[i]
-    bf = float(data.size[i + 1])
-    full = np.floor(n / bf)
-    r = n - full * bf
-    w = data.weight[i + 1]
-    low = (n - r) * w + r * (short.base[i + 1] + r * short.q[i + 1])
-    steps = data.per_batch * (full + (1.0 if r > 0.0 else 0.0))
-    out[i + 1] = low * (1.0 - LOW_SLACK) + steps if is_end[i + 1] else INF
-
-
-@numba.njit(cache=True, nogil=True, error_model="numpy")
-def _low_costs(
-    i: int,
-    data: Arrays,
-    short: Short,
-    bounds: BudgetBounds,
-    is_end: np.ndarray,
-    ratio: np.ndarray,
-    out: np.ndarray,
-) -> None:  # pragma: no cover - compiled
-    """Lower bounds on the exact cost of every bucket ``(i, j]`` (inf where not an end)."""
-    if data.token:
-        lower_costs(i, data, bounds, is_end, out)
-        lower_row(i, data, short, out)
-    else:
-        _fixed_lower_row(i, data, short, is_end, ratio, out)
-
-
-@numba.njit(cache=True, nogil=True, error_model="numpy")
-def back_column(i: int, low: np.ndarray, back_t: np.ndarray) -> None:  # pragma: no cover - compiled
-    """``back_t[i, k] = min over j > i of low[j] + back_t[j, k - 1]`` for every ``k >= 1``
-    (``back_t``: the backward table transposed, a row per end), every layer in one sweep over
-    the row of bounds: the layers side by side (vectorised), the minima of the same sums
-    as layer by layer."""
-    layers = back_t.shape[1]
-    acc = np.full(layers, INF)
-    for j in range(i + 1, low.size):
-        lj = low[j]
-        if lj == INF:
-            continue
-        prev = back_t[j]
-        for k in range(1, layers):
-            v = lj + prev[k - 1]
-            acc[k] = v if v < acc[k] else acc[k]
-    for k in range(1, layers):
-        back_t[i, k] = acc[k]
+from analysis.optimize._lower import low_costs
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -251,14 +125,7 @@ def solve_exact(
         return best, arg
     low = np.empty(m + 1)
     ratio = np.empty(m + 1)
-    # 1. backwards over the lower bounds
-    back_t = np.full((m + 1, n_buckets + 1), INF)
-    back_t[m, 0] = 0.0
-    for r in range(rows.size - 1, -1, -1):
-        i = rows[r]
-        _low_costs(i, data, short, bounds, is_end, ratio, low)
-        back_column(i, low, back_t)
-    back = np.ascontiguousarray(back_t.T)
+    back = backward(data, short, bounds, rows, is_end, n_buckets)  # 1. backwards over the bounds
     # 2. an upper bound for each bucket count: the exact objective of the plan the bounds chose
     one = np.zeros(m + 1, np.bool_)
     upper = np.full(n_buckets + 1, INF)
@@ -266,9 +133,9 @@ def solve_exact(
         if back[k, 0] == INF:
             continue
         total = 0.0
-        i = 0
+        i = rows[0]  # (0, typed as the other starts: a literal 0 would compile every callee twice)
         for layer in range(k, 0, -1):  # the end of a first bucket that gives back[layer, i]
-            _low_costs(i, data, short, bounds, is_end, ratio, low)
+            low_costs(i, data, short, bounds, is_end, ratio, low)
             j = i + 1
             while j < m and low[j] + back[layer - 1, j] != back[layer, i]:  # (the same sums)
                 j += 1
@@ -287,7 +154,7 @@ def solve_exact(
         i = rows[r]
         if not live_room(i, best, back, upper, reach, live, room):
             continue
-        _low_costs(i, data, short, bounds, is_end, ratio, low)
+        low_costs(i, data, short, bounds, is_end, ratio, low)
         first, last = needed(i, low, room, need)
         if last == i:
             continue

@@ -1,0 +1,144 @@
+"""The pruned DP's backward pass over lower bounds, compiled and tiled: ``back[k, i]``, the
+least sum of ``k`` buckets' bounds covering ``(i, m]`` (:mod:`analysis.optimize._pruned`).
+
+``back[k, i] = min over j > i of low(i, j) + back[k - 1, j]`` needs every bucket's bound, so
+the work is arranged for the machine, not changed: ``_GROUP`` starts at a time (the rows'
+bounds of :mod:`analysis.optimize._lower`; for a fixed ``B`` their running sums advance side
+by side, independent chains each with exactly a lone start's arithmetic), then each layer's
+minimum over the ends after the group's last start for the ``_GROUP`` rows at once
+(vectorised: a minimum does not depend on its order), then the few ends up to the last start
+row by row, from the top (they read ``back`` at the group's own starts).  Every bound is a
+lone start's and a minimum is exact, so ``back`` is bit for bit the row-by-row table.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from analysis.optimize._budget import BudgetBounds
+from analysis.optimize._costs import INF, Arrays
+from analysis.optimize._exact import Short
+from analysis.optimize._lower import chain, fixed_bounds, fixed_first, fixed_ratios, low_costs
+
+# Starts whose rows of bounds are computed and reduced together.
+_GROUP = 4
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _chains(starts: np.ndarray, step: np.ndarray, ratio: np.ndarray) -> None:  # pragma: no cover
+    """The running sums of the ``_GROUP`` rows (``ratio[a]`` in, ``T`` out): each alone up to
+    the last start's second end, then side by side (the loop runs at the throughput of the
+    arithmetic, not at the latency of one chain)."""
+    m = ratio.shape[1] - 1
+    top = starts[_GROUP - 1] + 2
+    t0 = chain(starts[0] + 2, top, 0.0, step, ratio[0])
+    t1 = chain(starts[1] + 2, top, 0.0, step, ratio[1])
+    t2 = chain(starts[2] + 2, top, 0.0, step, ratio[2])
+    t3 = chain(starts[3] + 2, top, 0.0, step, ratio[3])
+    r0, r1, r2, r3 = ratio[0], ratio[1], ratio[2], ratio[3]
+    for j in range(top, m + 1):
+        st = step[j - 1]
+        t0 = (t0 + st) * r0[j]
+        t1 = (t1 + st) * r1[j]
+        t2 = (t2 + st) * r2[j]
+        t3 = (t3 + st) * r3[j]
+        r0[j], r1[j], r2[j], r3[j] = t0, t1, t2, t3
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _fixed_rows(
+    starts: np.ndarray, data: Arrays, short: Short, is_end: np.ndarray, ratio: np.ndarray, low: np.ndarray
+) -> None:  # pragma: no cover - compiled
+    """``low[a, j]``: the bound on bucket ``(starts[a], j]`` for every ``j > starts[a]``, one
+    fixed ``B`` (each the value of :func:`~analysis.optimize._lower.low_costs`)."""
+    for a in range(_GROUP):
+        fixed_ratios(starts[a], data, short, low[a], ratio[a])
+    _chains(starts, data.step, ratio)
+    for a in range(_GROUP):
+        fixed_bounds(starts[a], data, short, is_end, ratio[a], low[a])
+        low[a, starts[a] + 1] = fixed_first(starts[a], data, short, is_end)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _budget_rows(
+    starts: np.ndarray,
+    data: Arrays,
+    short: Short,
+    bounds: BudgetBounds,
+    is_end: np.ndarray,
+    ratio: np.ndarray,
+    low: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """``low[a]`` as :func:`_fixed_rows` under a token budget (start by start: no carried sum).
+    (Apart from it: with both branches in one function the fixed one compiled 8x slower at a
+    batch size above every bucket.)"""
+    for a in range(_GROUP):
+        low_costs(starts[a], data, short, bounds, is_end, ratio[a], low[a])
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", fastmath={"nnan", "nsz"})
+def _reduce(low: np.ndarray, back: np.ndarray, j0: int, acc: np.ndarray) -> None:  # pragma: no cover
+    """``acc[a, k] = min over j >= j0 of low[a, j] + back[k - 1, j]`` for every layer ``k >= 1``
+    (no NaN is ever summed: bounds and ``back`` are finite or ``+inf``)."""
+    m = back.shape[1] - 1
+    l0, l1, l2, l3 = low[0, j0:], low[1, j0:], low[2, j0:], low[3, j0:]
+    for k in range(1, back.shape[0]):
+        prev = back[k - 1, j0:]
+        m0 = m1 = m2 = m3 = INF
+        for j in range(m + 1 - j0):
+            p = prev[j]
+            m0 = min(m0, l0[j] + p)
+            m1 = min(m1, l1[j] + p)
+            m2 = min(m2, l2[j] + p)
+            m3 = min(m3, l3[j] + p)
+        acc[0, k], acc[1, k], acc[2, k], acc[3, k] = m0, m1, m2, m3
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _group_of(rows: np.ndarray, r: int, starts: np.ndarray) -> int:  # pragma: no cover - compiled
+    """The ``_GROUP`` starts ending at ``rows[r]`` into ``starts`` (ascending; the first repeated
+    where fewer are left: a copy gives the same row, hence the same ``back``); returns the
+    index of the next group's top."""
+    lo = max(0, r - _GROUP + 1)
+    for a in range(_GROUP):
+        starts[a] = rows[max(lo, r - _GROUP + 1 + a)]
+    return lo - 1
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def backward(
+    data: Arrays,
+    short: Short,
+    bounds: BudgetBounds,
+    rows: np.ndarray,
+    is_end: np.ndarray,
+    n_buckets: int,
+) -> np.ndarray:  # pragma: no cover - compiled
+    """``back[k, i]`` for every layer ``k <= n_buckets`` and start ``i`` in ``rows``
+    (``back[0, m] = 0``, inf elsewhere): the module docstring."""
+    m = data.cum.size - 1
+    back = np.full((n_buckets + 1, m + 1), INF)
+    back[0, m] = 0.0
+    ratio = np.empty((_GROUP, m + 1))
+    low = np.empty((_GROUP, m + 1))
+    acc = np.empty((_GROUP, n_buckets + 1))
+    starts = np.empty(_GROUP, np.int64)
+    r = rows.size - 1
+    while r >= 0:
+        r = _group_of(rows, r, starts)
+        if data.token:
+            _budget_rows(starts, data, short, bounds, is_end, ratio, low)
+        else:
+            _fixed_rows(starts, data, short, is_end, ratio, low)
+        top = starts[_GROUP - 1]
+        _reduce(low, back, top + 2, acc)
+        for a in range(_GROUP - 1, -1, -1):  # the ends up to the last start + 1, from the top
+            i = starts[a]
+            for k in range(1, n_buckets + 1):
+                v = acc[a, k]
+                for j in range(i + 1, top + 2):
+                    s = low[a, j] + back[k - 1, j]
+                    v = s if s < v else v
+                back[k, i] = v
+    return back

@@ -1,0 +1,148 @@
+"""``O(1)`` lower bounds on the exact cost of every bucket of a start's row, compiled: what
+the pruned DP (:mod:`analysis.optimize._pruned`) rules buckets out with.
+
+For a fixed ``B`` the bound of :func:`~analysis.optimize._exact.lower_row` is computed
+straight from the row's running sum ``T_B`` (``E_B = w_j - T_B``), in three steps that the
+backward pass (:mod:`analysis.optimize._backward`) runs for several starts side by side:
+:func:`fixed_ratios` (the ratios ``C(x_{j-1}, B) / C(x_j, B)``, nothing carried: vectorised),
+the chain ``T`` (:func:`chain`), then :func:`fixed_bounds` (nothing carried: vectorised).
+With a token budget the bounds come from the restart-free sums of
+:mod:`analysis.optimize._budget`.  :func:`low_costs` gives one start's row either way.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from analysis.optimize._budget import BudgetBounds, lower_costs
+from analysis.optimize._costs import INF, Arrays
+from analysis.optimize._exact import LOW_SLACK, Short, lower_row, short_ratio
+
+_ROUND = 2.0**52  # x + 2**52 - 2**52 rounds 0 <= x < 2**52 to the nearest integer
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def fixed_ratios(
+    i: int, data: Arrays, short: Short, cx: np.ndarray, ratio: np.ndarray
+) -> None:  # pragma: no cover - compiled
+    """``ratio[j] = C(x_{j-1}, B) / C(x_j, B)`` for ``i + 2 <= j <= m`` (0 below a full batch),
+    from the table of ``C(x, B)``, products, or ``log x!``; ``cx`` a work row (``C(x_j, B)``)."""
+    cum, comb = data.cum, data.comb
+    m = cum.size - 1
+    ci = cum[i]
+    b = data.size[i + 1]
+    bf = float(b)
+    if comb.size:
+        for j in range(i + 1, m + 1):  # one read of the table per end, then the quotients
+            cx[j] = comb[cum[j] - ci]
+        for j in range(i + 2, m + 1):
+            ratio[j] = cx[j - 1] / cx[j] if cx[j] > 0.0 else 0.0  # (0 below a full batch)
+    elif short.product:  # C(x, B) by the product formula, factor by factor (vectorised)
+        count = short.cum_float
+        c_i = count[i]
+        x = ratio[i + 1 : m + 1]  # x_j, then C(x_j, B) in cx (ratio is free until below)
+        y = cx[i + 1 : m + 1]
+        for j in range(x.size):
+            x[j] = count[i + 1 + j] - c_i
+            y[j] = x[j]
+        for f in range(1, b):  # C(x, B) = prod_f (x - f) / (f + 1), the quotient as a product
+            ff = float(f)
+            inv = 1.0 / (ff + 1.0)
+            for j in range(y.size):
+                y[j] *= (x[j] - ff) * inv
+        for j in range(i + 2, m + 1):
+            ok = (cx[j] > 0.0) & (count[j - 1] - c_i >= bf)
+            ratio[j] = cx[j - 1] / cx[j] if ok else 0.0  # (0 below a full batch)
+    else:  # 0 while x_{j-1} < B (short_ratio's own first case), then ratio by ratio
+        full = i + 2 + np.searchsorted(cum[i + 1 : m], ci + b, side="left")  # first x_{j-1} >= B
+        ratio[i + 2 : full] = 0.0
+        for j in range(full, m + 1):
+            ratio[j] = short_ratio(cum[j - 1] - ci, cum[j] - ci, b, short.hi, short.lo)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def chain(j0: int, j1: int, t: float, step: np.ndarray, ratio: np.ndarray) -> float:  # pragma: no cover
+    """A start's running sum ``T(j) = (T(j - 1) + step[j - 1]) * ratio[j]`` into ``ratio[j]`` for
+    ``j0 <= j < j1`` (``T`` at ``j0 - 1`` given: ``t``, 0 at the start's first end); returns
+    ``T`` at ``j1 - 1``."""
+    for j in range(j0, j1):
+        t = (t + step[j - 1]) * ratio[j]
+        ratio[j] = t
+    return t
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def fixed_first(i: int, data: Arrays, short: Short, is_end: np.ndarray) -> float:  # pragma: no cover
+    """The bound on bucket ``(i, i + 1]`` (one length: one batch, or full ones of it; inf where
+    not an end): for full batches ``E_B = w`` exactly, so the chord's at ``T = 0``."""
+    if not is_end[i + 1]:
+        return INF
+    count = short.cum_float
+    n = count[i + 1] - count[i]
+    bf = float(data.size[i + 1])
+    if n < bf:
+        return float(n * (short.base[i + 1] + n * short.q[i + 1]) + data.per_batch)
+    full = np.floor(n / bf)
+    r = n - full * bf
+    w = data.weight[i + 1]
+    low = (n - r) * w + r * (short.base[i + 1] + r * short.q[i + 1])
+    steps = data.per_batch * (full + (1.0 if r > 0.0 else 0.0))
+    return float(low * (1.0 - LOW_SLACK) + steps)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def fixed_bounds(
+    i: int, data: Arrays, short: Short, is_end: np.ndarray, t: np.ndarray, out: np.ndarray
+) -> None:  # pragma: no cover - compiled
+    """``out[j]`` for ``i + 2 <= j <= m``: the bound of
+    :func:`~analysis.optimize._exact.lower_row` on the exact cost of ``(i, j]`` for one fixed
+    ``B`` from ``t[j] = T_B(i, j)`` (inf where not an end; ``floor(n / B)`` of the rounded
+    quotient, corrected: branch-free, vectorised)."""
+    weight, per_batch = data.weight, data.per_batch
+    base, q, quad, count = short.base, short.q, short.quad, short.cum_float
+    m = count.size - 1
+    c_i = count[i]
+    bf = float(data.size[i + 1])
+    inv_b = 1.0 / bf
+    g_first = weight[i + 1]  # (a fixed B: weight2 is 0)
+    base_first = base[i + 1]
+    q_first = q[i + 1]
+    for j in range(i + 2, m + 1):
+        n = count[j] - c_i
+        full = (n * inv_b + _ROUND) - _ROUND  # the nearest integer (n < 2**52), then corrected
+        r = n - full * bf
+        full = full - 1.0 if r < 0.0 else full  # floor(n / B)
+        r = n - full * bf
+        eb = weight[j] - t[j]
+        f = r * inv_b
+        f = f * f if quad else f
+        d = eb - g_first
+        d = d if d > 0.0 else 0.0
+        low = (n - r) * eb + r * ((base_first + r * q_first) + f * d)
+        steps = per_batch * (full + (1.0 if r > 0.0 else 0.0))
+        alone = n * (base[j] + n * q[j]) + per_batch  # one batch of n samples: exact
+        low = alone if n < bf else low * (1.0 - LOW_SLACK) + steps
+        out[j] = low if is_end[j] else INF
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def low_costs(
+    i: int,
+    data: Arrays,
+    short: Short,
+    bounds: BudgetBounds,
+    is_end: np.ndarray,
+    ratio: np.ndarray,
+    out: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """Lower bounds on the exact cost of every bucket ``(i, j]``, ``j > i`` (inf where not an
+    end); ``ratio`` a work row."""
+    if data.token:
+        lower_costs(i, data, bounds, is_end, out)
+        lower_row(i, data, short, out)
+        return
+    fixed_ratios(i, data, short, out, ratio)
+    chain(i + 2, out.size, 0.0, data.step, ratio)
+    fixed_bounds(i, data, short, is_end, ratio, out)
+    out[i + 1] = fixed_first(i, data, short, is_end)
