@@ -267,10 +267,13 @@ def plan_quality(
     step_time: StepTimeModel | None = None,
     batch_size: int | None = None,
     max_tokens: int | None = None,
+    shuffle_effective_batch: float | None = None,
 ) -> PlanQuality:
     """One plan's gradient noise as the faces state it (:class:`PlanQuality`): exact
     (:func:`analysis.timing.noise.plan_noise`), with the time to the same loss when a
     ``step_time`` model is given (:func:`analysis.timing.noise.time_to_quality`).
+    ``shuffle_effective_batch``: a shuffle's ``B_eff`` on ``hist`` under ``rule`` when known
+    (the explorer keeps it per rule), else priced here.
 
     Examples
     --------
@@ -288,7 +291,11 @@ def plan_quality(
     hist = as_histogram(hist)
     rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens)
     priced = plan_noise(model, hist, strategy, rule, edges=edges)
-    shuffle = plan_noise(model, hist, "random", rule).effective_batch.value
+    shuffle = (
+        plan_noise(model, hist, "random", rule).effective_batch.value
+        if shuffle_effective_batch is None
+        else float(shuffle_effective_batch)
+    )
     b_eff = priced.effective_batch
     share = NoiseFigure(value=b_eff.value / shuffle, se=b_eff.se / shuffle)
     time, epoch = None, None

@@ -33,7 +33,8 @@ def _estimate(figure: NoiseFigure, errors: bool, unit: str = "", digits: int = 2
 def describe_plan_noise(quality: PlanQuality, *, errors: bool = True) -> str:
     """What the plan keeps of a shuffle's effective batch, and its predicted time (with a
     step-time model) or steps (without) to the same loss against a shuffle's; ``errors``: each
-    figure with its standard error (the noise model's jackknife).
+    figure with its standard error (the noise model's jackknife).  "Sooner" is said only with a
+    step-time model: without one the sentence gives the steps ratio alone.
 
     Examples
     --------
@@ -47,13 +48,13 @@ def describe_plan_noise(quality: PlanQuality, *, errors: bool = True) -> str:
     >>> import textwrap
     >>> print(textwrap.fill(describe_plan_noise(q), 90, break_on_hyphens=False))
     K = 2 keeps 97.8% ± 0.066% of the effective batch (B_eff 3.912 ± 0.0026 of a shuffle's
-    4.00) and needs 1.004 ± 0.000082 times a shuffle's steps to reach the same loss (a step-time
-    model, --step-times, turns steps into time).
+    4.00) and needs 1.004 ± 0.000082 times a shuffle's steps to reach the same loss.
     >>> clock = StepTimeModel(per_step=0.01, per_token=1e-3)
     >>> q = plan_quality(toy_model(), hist, edges=[0, 10, 50], batch_size=4, step_time=clock)
     >>> print(textwrap.fill(describe_plan_noise(q, errors=False), 90))
     K = 2 keeps 97.8% of the effective batch (B_eff 3.91 of a shuffle's 4.00) and reaches the
-    same loss 1.66× sooner than a shuffle (1.004 times its steps at 0.60 of its epoch time).
+    same loss 1.66× sooner than a shuffle (1.004 times the steps, each epoch in 0.60 of a
+    shuffle's time).
     """
     b_eff, steps = quality.effective_batch, quality.steps_ratio
     head = (
@@ -64,7 +65,7 @@ def describe_plan_noise(quality: PlanQuality, *, errors: bool = True) -> str:
     if quality.time_ratio is None or quality.epoch_ratio is None:
         return (
             f"{head} and needs {_estimate(steps, errors, digits=3)} times a shuffle's steps to reach the same "
-            "loss (a step-time model, --step-times, turns steps into time)."
+            "loss."
         )
     faster = quality.time_speedup
     if faster.value >= 1:
@@ -74,8 +75,8 @@ def describe_plan_noise(quality: PlanQuality, *, errors: bool = True) -> str:
             f"takes {_estimate(quality.time_ratio, errors, '×')} a shuffle's time to reach the same loss"
         )
     return (
-        f"{head} and {when} ({_estimate(steps, errors, digits=3)} times its steps at "
-        f"{quality.epoch_ratio:.2f} of its epoch time)."
+        f"{head} and {when} ({_estimate(steps, errors, digits=3)} times the steps, each epoch in "
+        f"{quality.epoch_ratio:.2f} of a shuffle's time)."
     )
 
 
