@@ -329,7 +329,8 @@ def gradient_noise_record(
     the plan of ``edges`` priced exactly (:func:`plan_quality`: every
     :class:`~analysis.timing.noise.PlanNoise` figure, the share of a shuffle's effective batch
     and, with ``step_time``, the time to the same loss) and every strategy's window noise
-    (:func:`strategy_noise`, rows as dicts).
+    (:func:`strategy_noise`, rows as dicts; None where a window is longer than a strategy's
+    epoch).
 
     Examples
     --------
@@ -357,8 +358,13 @@ def gradient_noise_record(
             **figures,
         },
         "plan": {"edges": list(edges), **quality.to_dict()},
-        "strategies": [{str(c): v for c, v in row.items()} for row in table.to_dict("records")],
+        "strategies": [{str(c): _finite(v) for c, v in row.items()} for row in table.to_dict("records")],
     }
+
+
+def _finite(value: object) -> object:
+    """``value``, or None for a non-finite float (a window longer than a strategy's epoch)."""
+    return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
 def quality_sweep(

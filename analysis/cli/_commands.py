@@ -42,6 +42,7 @@ from analysis.cli._options import (
 )
 from analysis.lengths import LengthHistogram
 from analysis.loaders import load_gradient_noise
+from analysis.narrative.frontier import MIXING_PROXY, MIXING_PROXY_CLAUSE
 from analysis.narrative.plan import describe_warning, plan_warnings
 from analysis.narrative.provenance import describe_default_k
 from analysis.narrative.recommendation import describe_auto_k, describe_report_auto_k
@@ -185,7 +186,12 @@ def cmd_optimize(args: argparse.Namespace, out: TextIO) -> None:
             file=out,
         )
     print(
-        f"  mixing       {format_value(plan.mixing, 'ratio')} (of the length variance a batch keeps)",
+        wrap(
+            f"{format_value(plan.mixing, 'ratio')} (of the length variance a batch keeps; "
+            f"{MIXING_PROXY_CLAUSE})",
+            indent="  mixing       ",
+            subsequent=" " * 15,
+        ),
         file=out,
     )
     if plan.floor is not None:
@@ -282,6 +288,8 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> None:
     print(frame_text(shown), file=out)
     if not args.wide:
         print("(more columns with --wide or --json)", file=out)
+    elif priced is None and "mixing" in shown.columns:
+        print(wrap(MIXING_PROXY), file=out)
     if priced is not None:
         _print_noise(*priced, out)
 

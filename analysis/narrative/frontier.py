@@ -19,7 +19,7 @@ from analysis.answers.tradeoff import TradeOff
 from analysis.optimize import BucketPlan
 from analysis.tables import format_percent
 
-__all__ = ["MIXING_PROXY", "frontier_sentence", "floor_sentence"]
+__all__ = ["MIXING_PROXY", "MIXING_PROXY_CLAUSE", "frontier_sentence", "floor_sentence"]
 
 #: What "mixing" means, said where no Trainer row carries the sentence.
 MIXING = "mixing: the share of the data's length variance a batch keeps"
@@ -32,6 +32,8 @@ MIXING_PROXY = (
     "model (--noise FILE.npz, from analysis.timing.noise.measure_gradient_noise) measures what a "
     "plan keeps of the gradient."
 )
+#: The same, as a clause after a figure of mixing (the CLI's ``optimize``).
+MIXING_PROXY_CLAUSE = "a proxy for gradient mixing: --noise FILE.npz on compare or report measures it"
 #: The mixing axes a trade-off is read on, and how a sentence names each: what a plan "keeps
 #: X of", what "all" of it is, and what the measure is.
 MIXING_WORDS = {

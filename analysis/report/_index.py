@@ -27,7 +27,7 @@ from analysis.answers.throughput import predict_strategy_throughput
 from analysis.answers.tradeoff import TradeOff, tradeoff
 from analysis.lengths import LengthHistogram
 from analysis.loaders import LengthSource, expand_paths
-from analysis.narrative.frontier import MIXING_PROXY, floor_sentence, frontier_sentence
+from analysis.narrative.frontier import floor_sentence, frontier_sentence
 from analysis.narrative.noise import describe_noise_model, describe_plan_noise
 from analysis.narrative.plan import plan_warnings
 from analysis.narrative.recommendation import describe_answer, describe_case, describe_recommendation
@@ -345,10 +345,7 @@ def _noise_html(facts: SummaryFacts) -> str:
 
 
 def _mixing_html(facts: SummaryFacts) -> str:
-    mix = facts.mixing
-    proxy = (
-        "" if facts.noise is not None else f"<br><span class='note'>{_e(MIXING_PROXY)}</span>"
-    )
+    mix = facts.mixing  # the trade-off sentence says the length mixing is a proxy
     return (
         "<dd>the share of the data's length variance a batch keeps (expected within-batch sample "
         "variance over the data's; 100% for a full shuffle, exact): "
@@ -357,7 +354,7 @@ def _mixing_html(facts: SummaryFacts) -> str:
         f"{_e(facts.frontier_text)} {_e(floor_sentence(facts.rec.plan) or '')} "
         f"<span class='note'>(The length grouping is simulated{_e(_subsample(mix))}. "
         "Notebook 02 draws every strategy and knob on this plane; "
-        f"<code>python -m analysis frontier FILE</code> prints it.)</span>{proxy}</dd>"
+        "<code>python -m analysis frontier FILE</code> prints it.)</span></dd>"
     )
 
 
