@@ -223,7 +223,8 @@ def format_estimate(value: float, se: float, *, unit: str = "") -> str:
     """An estimate with its standard error: the error to two significant digits, the value to
     the same decimals but never more than it needs (four significant digits, so that a ratio
     near 1 still shows its departure; one decimal for a percentage; three significant digits
-    when the error is 0 or not finite), ``unit`` after each (``"×"``; ``"%"`` for a share given as a fraction).
+    when the error is 0 or not finite), ``unit`` after each (``"×"``; ``"%"`` for a share given
+    as a fraction).
 
     Examples
     --------

@@ -248,7 +248,9 @@ class PlanQuality:
             "n_buckets": self.n_buckets,
             "steps": self.noise.steps,
             "batch_size": self.noise.batch_size,
-            **{str(name): {"value": float(r["value"]), "se": float(r["se"])} for name, r in priced.iterrows()},
+            **{
+                str(name): {"value": float(r["value"]), "se": float(r["se"])} for name, r in priced.iterrows()
+            },
             "shuffle_effective_batch": self.shuffle_effective_batch,
             "effective_batch_share": figure(self.effective_batch_share),
             "time_ratio": figure(self.time_ratio),
@@ -280,7 +282,8 @@ def plan_quality(
     >>> from analysis.timing.noise import toy_model
     >>> hist = LengthHistogram.from_counts([5, 50], [40, 40])
     >>> q = plan_quality(toy_model(), hist, edges=[0, 10, 50], batch_size=4)
-    >>> q.n_buckets, round(q.shuffle_effective_batch, 6), round(q.effective_batch_share.value, 4), q.time_ratio
+    >>> share = q.effective_batch_share
+    >>> q.n_buckets, round(q.shuffle_effective_batch, 6), round(share.value, 4), q.time_ratio
     (2, 4.0, 0.9779, None)
     >>> clock = StepTimeModel(per_step=0.01, per_token=1e-3)
     >>> q = plan_quality(toy_model(), hist, edges=[0, 10, 50], batch_size=4, step_time=clock)

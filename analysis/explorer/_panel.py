@@ -331,10 +331,12 @@ class Explorer:
         finally:
             self._busy = False
         noise = view.noise_text()
-        self.status.value = f"<b>{html.escape(view.status())}</b>" + (
-            "" if noise is None else f"<br>{html.escape(noise)}"
-        ) + "".join(
-            f"<br><span style='color:#a60'>warning: {html.escape(line)}</span>" for line in view.warnings
+        self.status.value = (
+            f"<b>{html.escape(view.status())}</b>"
+            + ("" if noise is None else f"<br>{html.escape(noise)}")
+            + "".join(
+                f"<br><span style='color:#a60'>warning: {html.escape(line)}</span>" for line in view.warnings
+            )
         )
         self.table.value = tidy(view.to_frame()).to_html()
         self.plot.show(view.plan, title=view_title(view))

@@ -64,16 +64,14 @@ def describe_plan_noise(quality: PlanQuality, *, errors: bool = True) -> str:
     )
     if quality.time_ratio is None or quality.epoch_ratio is None:
         return (
-            f"{head} and needs {_estimate(steps, errors, digits=3)} times a shuffle's steps to reach the same "
-            "loss."
+            f"{head} and needs {_estimate(steps, errors, digits=3)} times a shuffle's steps to reach "
+            "the same loss."
         )
     faster = quality.time_speedup
     if faster.value >= 1:
         when = f"reaches the same loss {_estimate(faster, errors, '×')} sooner than a shuffle"
     else:
-        when = (
-            f"takes {_estimate(quality.time_ratio, errors, '×')} a shuffle's time to reach the same loss"
-        )
+        when = f"takes {_estimate(quality.time_ratio, errors, '×')} a shuffle's time to reach the same loss"
     return (
         f"{head} and {when} ({_estimate(steps, errors, digits=3)} times the steps, each epoch in "
         f"{quality.epoch_ratio:.2f} of a shuffle's time)."

@@ -53,7 +53,14 @@ def _error_bars(ax: Any, f: pd.DataFrame, axis: str, se: str) -> None:
     has = f[np.isfinite(f[se].to_numpy(float)) & (f[se].to_numpy(float) > 0)]
     if not has.empty:
         ax.errorbar(
-            has["mixing"], has[axis], xerr=has[se], fmt="none", ecolor=GREY, elinewidth=0.8, capsize=2, zorder=2
+            has["mixing"],
+            has[axis],
+            xerr=has[se],
+            fmt="none",
+            ecolor=GREY,
+            elinewidth=0.8,
+            capsize=2,
+            zorder=2,
         )
 
 

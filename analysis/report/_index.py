@@ -258,9 +258,7 @@ def summary_facts(
         seed=seed,
     )
     quality = (
-        None
-        if noise is None
-        else plan_quality(noise, hist, rec.rule, edges=rec.plan.edges, step_time=model)
+        None if noise is None else plan_quality(noise, hist, rec.rule, edges=rec.plan.edges, step_time=model)
     )
     figures = None if noise is None else noise.figures(hist)
     return SummaryFacts(source, rec, mixing, trade, seed, speed, baselines, noise, quality, figures)

@@ -65,7 +65,10 @@ def test_plan_quality_matches_the_cluster_sample_formulas():
     assert q.time_ratio is not None and q.time_ratio.value == pytest.approx(want["time"], rel=1e-12)
     assert q.time_speedup.value == pytest.approx(1 / want["time"], rel=1e-12)
     # the standard errors: the share's is B_eff's over B; the speed-up's by the delta method
-    assert q.effective_batch_share.se == pytest.approx(q.effective_batch.se / 4, rel=1e-12) and q.effective_batch.se > 0
+    assert (
+        q.effective_batch_share.se == pytest.approx(q.effective_batch.se / 4, rel=1e-12)
+        and q.effective_batch.se > 0
+    )
     assert q.time_speedup.se == pytest.approx(q.time_ratio.se / q.time_ratio.value**2, rel=1e-12)
 
 
@@ -77,19 +80,26 @@ def test_plan_quality_without_a_clock_and_for_a_shuffle():
     assert shuffle.effective_batch_share.value == pytest.approx(1.0, rel=1e-12)
     assert shuffle.steps_ratio.value == pytest.approx(1.0, rel=1e-12)
     # a shuffle's B_eff handed in (the explorer keeps it per rule) changes nothing
-    again = plan_quality(toy_model(), HIST, RULE, edges=EDGES, shuffle_effective_batch=q.shuffle_effective_batch)
+    again = plan_quality(
+        toy_model(), HIST, RULE, edges=EDGES, shuffle_effective_batch=q.shuffle_effective_batch
+    )
     assert again.effective_batch_share == q.effective_batch_share
 
 
 def test_the_record_carries_the_model_and_the_plan_as_plan_noise_prices_them():
     model = toy_model()
-    record = gradient_noise_record(model, HIST, EDGES, RULE, rng=np.random.default_rng(0), epochs=2, step_time=CLOCK)
+    record = gradient_noise_record(
+        model, HIST, EDGES, RULE, rng=np.random.default_rng(0), epochs=2, step_time=CLOCK
+    )
     record = json.loads(json.dumps(record, allow_nan=False))  # JSON-ready, as written
     m = record["model"]
     assert m["edges"] == list(model.edges) and m["bins"] == 2 and m["bin_samples"] == [50, 50]
     assert m["backward_passes"] == 20 and m["group_size"] == 1 and m["sketch_dimension"] == 2
     for name, figure in model.figures(HIST).items():
-        assert m[name] == {"value": pytest.approx(figure.value, rel=1e-12), "se": pytest.approx(figure.se, rel=1e-12)}
+        assert m[name] == {
+            "value": pytest.approx(figure.value, rel=1e-12),
+            "se": pytest.approx(figure.se, rel=1e-12),
+        }
     assert m["noise_scale"]["value"] == pytest.approx(_by_hand()["scale"], rel=1e-12)
     plan = record["plan"]
     priced = plan_noise(model, HIST, "bucketed", RULE, edges=EDGES)
@@ -98,7 +108,11 @@ def test_the_record_carries_the_model_and_the_plan_as_plan_noise_prices_them():
         assert plan[name]["se"] == pytest.approx(row["se"], rel=1e-12)
     assert plan["edges"] == EDGES and plan["n_buckets"] == 2 and plan["steps"] == 20
     time, steps, epoch = time_to_quality(model, CLOCK, HIST, "bucketed", RULE, edges=EDGES)
-    assert plan["time_ratio"]["value"] == pytest.approx(time.value, rel=1e-12) == pytest.approx(_by_hand()["time"])
+    assert (
+        plan["time_ratio"]["value"]
+        == pytest.approx(time.value, rel=1e-12)
+        == pytest.approx(_by_hand()["time"])
+    )
     assert plan["time_ratio"]["se"] == pytest.approx(time.se, rel=1e-12)
     assert plan["epoch_ratio"] == pytest.approx(epoch, rel=1e-12)
     assert plan["effective_batch_share"]["value"] == pytest.approx(_by_hand()["b_eff"] / 4, rel=1e-12)

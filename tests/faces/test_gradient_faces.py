@@ -12,12 +12,11 @@ import pandas as pd
 import pytest
 from matplotlib.container import ErrorbarContainer
 
-from analysis import BatchRule, LengthHistogram, cli, frontier, optimize_edges
+from analysis import BatchRule, LengthHistogram, cli, frontier, optimize_edges, save_histogram
 from analysis.answers.gradient_noise import plan_quality
 from analysis.answers.recommendation import recommend
 from analysis.answers.tradeoff import read_tradeoff
 from analysis.explorer import explore
-from analysis import save_histogram
 from analysis.narrative.frontier import MIXING_PROXY, MIXING_PROXY_CLAUSE
 from analysis.narrative.noise import describe_plan_noise
 from analysis.plots import plot_frontier
@@ -82,7 +81,12 @@ def test_the_frontier_figure_draws_the_gradient_axis_with_its_errors(model):
     (segments,) = bars[0].lines[2]
     has = frame[frame["effective_batch_share_se"] > 0]
     spans = sorted((float(s[0][0]), float(s[1][0])) for s in segments.get_segments())
-    want = sorted(zip(has["effective_batch_share"] - has["effective_batch_share_se"], has["effective_batch_share"] + has["effective_batch_share_se"]))
+    want = sorted(
+        zip(
+            has["effective_batch_share"] - has["effective_batch_share_se"],
+            has["effective_batch_share"] + has["effective_batch_share_se"],
+        )
+    )
     np.testing.assert_allclose(spans, want, rtol=1e-12)
     low, high = ax.get_xlim()
     assert low < frame["effective_batch_share"].min() and high > 1.0
@@ -111,7 +115,9 @@ def test_the_length_axis_is_labelled_a_proxy():
 @pytest.fixture(scope="module")
 def trade():
     """A small trade-off (the page's default runs the whole frontier: seconds)."""
-    res = frontier(HIST, RULE, rng=np.random.default_rng(0), max_buckets=4, n_lambdas=1, simulate_strategies=False)
+    res = frontier(
+        HIST, RULE, rng=np.random.default_rng(0), max_buckets=4, n_lambdas=1, simulate_strategies=False
+    )
     return read_tradeoff(res, min_efficiency=0.8)
 
 
@@ -124,7 +130,7 @@ def _page(trade, noise=None, clock=None) -> str:
 def test_the_summary_page_states_the_plan_in_gradient_noise(model, trade):
     page = _page(trade, model, CLOCK)
     q = plan_quality(model, HIST, RULE, edges=recommend(HIST, 4, RULE).plan.edges, step_time=CLOCK)
-    answer = page.split("class=\"answer\">")[1].split("</p>")[0]
+    answer = page.split('class="answer">')[1].split("</p>")[0]
     assert describe_plan_noise(q, errors=False) in answer.replace("<b>", "").replace("</b>", "")
     assert "sooner" in answer or "a shuffle's time" in answer
     fact = page.split("<dt>gradient noise</dt>")[1].split("</dd>")[0]

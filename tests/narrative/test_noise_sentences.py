@@ -32,7 +32,9 @@ EPOCH = (10 * 0.03 + 10 * 0.21) / (20 * (0.01 + 4e-3 * (5 * P_SHORT + 50 * (1 - 
 
 
 def test_the_plan_sentence_with_a_clock_says_how_much_sooner():
-    q = plan_quality(toy_model(), HIST, RULE, edges=EDGES, step_time=StepTimeModel(per_step=0.01, per_token=1e-3))
+    q = plan_quality(
+        toy_model(), HIST, RULE, edges=EDGES, step_time=StepTimeModel(per_step=0.01, per_token=1e-3)
+    )
     text = describe_plan_noise(q, errors=False)
     assert text.startswith("K = 2 keeps ")
     assert f"keeps {100 * B_EFF / 4:.1f}% of the effective batch" in text
