@@ -34,7 +34,8 @@ def describe_plan_noise(quality: PlanQuality, *, errors: bool = True) -> str:
     """What the plan keeps of a shuffle's effective batch, and its predicted time (with a
     step-time model) or steps (without) to the same loss against a shuffle's; ``errors``: each
     figure with its standard error (the noise model's jackknife).  "Sooner" is said only with a
-    step-time model: without one the sentence gives the steps ratio alone.
+    step-time model: without one the sentence gives the steps ratio alone.  Steps and time are
+    predictions (the ``1 + B_noise / B_eff`` law of steady-state SGD), and the sentence says so.
 
     Examples
     --------
@@ -48,13 +49,14 @@ def describe_plan_noise(quality: PlanQuality, *, errors: bool = True) -> str:
     >>> import textwrap
     >>> print(textwrap.fill(describe_plan_noise(q), 90, break_on_hyphens=False))
     K = 2 keeps 97.8% ± 0.066% of the effective batch (B_eff 3.912 ± 0.0026 of a shuffle's
-    4.00) and needs 1.004 ± 0.000082 times a shuffle's steps to reach the same loss.
+    4.00) and is predicted to need 1.004 ± 0.000082 times a shuffle's steps to reach the same
+    loss.
     >>> clock = StepTimeModel(per_step=0.01, per_token=1e-3)
     >>> q = plan_quality(toy_model(), hist, edges=[0, 10, 50], batch_size=4, step_time=clock)
     >>> print(textwrap.fill(describe_plan_noise(q, errors=False), 90))
-    K = 2 keeps 97.8% of the effective batch (B_eff 3.91 of a shuffle's 4.00) and reaches the
-    same loss 1.66× sooner than a shuffle (1.004 times the steps, each epoch in 0.60 of a
-    shuffle's time).
+    K = 2 keeps 97.8% of the effective batch (B_eff 3.91 of a shuffle's 4.00) and is predicted
+    to reach the same loss 1.66× sooner than a shuffle (1.004 times the steps, each epoch in
+    0.60 of a shuffle's time).
     """
     b_eff, steps = quality.effective_batch, quality.steps_ratio
     head = (
@@ -64,14 +66,17 @@ def describe_plan_noise(quality: PlanQuality, *, errors: bool = True) -> str:
     )
     if quality.time_ratio is None or quality.epoch_ratio is None:
         return (
-            f"{head} and needs {_estimate(steps, errors, digits=3)} times a shuffle's steps to reach "
-            "the same loss."
+            f"{head} and is predicted to need {_estimate(steps, errors, digits=3)} times a shuffle's "
+            "steps to reach the same loss."
         )
     faster = quality.time_speedup
     if faster.value >= 1:
-        when = f"reaches the same loss {_estimate(faster, errors, '×')} sooner than a shuffle"
+        when = f"is predicted to reach the same loss {_estimate(faster, errors, '×')} sooner than a shuffle"
     else:
-        when = f"takes {_estimate(quality.time_ratio, errors, '×')} a shuffle's time to reach the same loss"
+        when = (
+            f"is predicted to take {_estimate(quality.time_ratio, errors, '×')} a shuffle's time to reach "
+            "the same loss"
+        )
     return (
         f"{head} and {when} ({_estimate(steps, errors, digits=3)} times the steps, each epoch in "
         f"{quality.epoch_ratio:.2f} of a shuffle's time)."

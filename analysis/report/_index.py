@@ -335,8 +335,10 @@ def _noise_html(facts: SummaryFacts) -> str:
     return (
         f"<dt>gradient noise</dt><dd>{_e(describe_plan_noise(facts.quality))}<br>"
         f"<span class='note'>{_e(describe_noise_model(facts.noise, figures))} A plan trains like a "
-        "shuffle of B_eff samples per step; steps to the same loss scale as 1 + B_noise / B_eff "
-        "(McCandlish et al. 2018); every figure ± its jackknife standard error. "
+        "shuffle of B_eff samples per step; steps to the same loss are predicted to scale as "
+        "1 + B_noise / B_eff (McCandlish et al. 2018, a law of steady-state training: early "
+        "training, or a checkpoint far from the one probed, may not follow it); every figure ± "
+        "its jackknife standard error. "
         "recommendation.json (gradient_noise) has every figure and each strategy's noise over "
         "1, 4 and 16 steps.</span></dd>"
     )

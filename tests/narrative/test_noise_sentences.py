@@ -39,7 +39,7 @@ def test_the_plan_sentence_with_a_clock_says_how_much_sooner():
     assert text.startswith("K = 2 keeps ")
     assert f"keeps {100 * B_EFF / 4:.1f}% of the effective batch" in text
     assert f"(B_eff {B_EFF:.2f} of a shuffle's 4.00)" in text
-    assert f"reaches the same loss {1 / (STEPS * EPOCH):.2f}× sooner than a shuffle" in text
+    assert f"is predicted to reach the same loss {1 / (STEPS * EPOCH):.2f}× sooner than a shuffle" in text
     assert f"({STEPS:.3f} times the steps, each epoch in {EPOCH:.2f} of a shuffle's time)" in text
     with_errors = describe_plan_noise(q)
     assert f"B_eff {B_EFF:.3f} ± {q.effective_batch.se:.2g}" in with_errors
@@ -50,7 +50,7 @@ def test_without_a_clock_the_sentence_gives_steps_and_never_time():
     q = plan_quality(toy_model(), HIST, RULE, edges=EDGES)
     text = describe_plan_noise(q, errors=False)
     assert "sooner" not in text and not re.search(r"\btime\b", text)
-    assert text.endswith(f"needs {STEPS:.3f} times a shuffle's steps to reach the same loss.")
+    assert text.endswith(f"is predicted to need {STEPS:.3f} times a shuffle's steps to reach the same loss.")
 
 
 def test_a_plan_slower_to_the_loss_is_said_to_take_longer():
@@ -59,7 +59,7 @@ def test_a_plan_slower_to_the_loss_is_said_to_take_longer():
     assert q.epoch_ratio == pytest.approx(1.0)
     text = describe_plan_noise(q, errors=False)
     assert "sooner" not in text
-    assert f"takes {STEPS:.2f}× a shuffle's time to reach the same loss" in text
+    assert f"is predicted to take {STEPS:.2f}× a shuffle's time to reach the same loss" in text
 
 
 def test_the_model_sentence_states_its_figures_and_cost():
