@@ -88,8 +88,12 @@ def frontier_sentence(trade: TradeOff, mixing_axis: str = "mixing") -> str:
     word = "budget fill" if trade.measure == "budget_fill" else "efficiency"
     x = format_percent(trade.target, "prose")
     best, top = trade.best, trade.most_efficient
-    if best is None:
-        text = f"No bucketed plan reaches {x} {word}"
+    if best is None:  # the frontier's most efficient plan is its largest K's
+        text = (
+            f"No bucketed plan of up to {top.n_buckets} buckets reaches {x} {word} (K = {top.n_buckets} "
+            f"reaches {format_percent(top.reached, 'prose')}, keeping "
+            f"{format_percent(top.mixing, 'prose')} of {what})"
+        )
     elif best.n_buckets == 1:
         text = (
             f"A full shuffle (K = 1, {format_percent(best.reached, 'prose')}) already reaches {x} {word} "

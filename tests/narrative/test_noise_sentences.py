@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import replace
 
 import pandas as pd
 import pytest
@@ -92,3 +93,9 @@ def test_the_trade_off_on_the_length_axis_says_it_is_a_proxy_and_on_the_gradient
     with pytest.raises(ValueError, match="mixing_axis"):
         frontier_sentence(_trade(point, None), mixing_axis="spread")
     assert "length variance" in MIXING_PROXY and "--noise" in MIXING_PROXY
+
+
+def test_no_plan_reaching_the_target_is_said_of_the_ks_searched():
+    top = BucketedPoint(n_buckets=32, reached=0.9689, mixing=0.00105)
+    text = frontier_sentence(replace(_trade(top, None), best=None, target=0.97))
+    assert text.startswith("No bucketed plan of up to 32 buckets reaches 97.0% efficiency (K = 32 reaches")
