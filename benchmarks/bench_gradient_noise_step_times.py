@@ -7,9 +7,10 @@ no download); ``data/step_times_cpu.csv`` times another network (2 layers, width
 another.  This script times full training steps (forward, backward, AdamW; the benchmark's
 sample-mean loss, dropout on) of the benchmark's model on
 :func:`analysis.calibration_shapes` of ``data/gradient_noise_lengths.csv`` at batch size 8
-(24 shapes, 8 log-spaced lengths x batch sizes 8, 4, 2), ``--repeats`` rounds each
-(:func:`analysis.measure_step_times`), on one thread, timed by the process's CPU time
-(``time.process_time``, as ``bench_step_time.py`` does on a shared machine), and writes
+(24 shapes, 8 log-spaced lengths x batch sizes 8, 4, 2), ``--repeats`` rounds each, every
+round in its own seeded random order (:func:`analysis.measure_step_times`), on one thread,
+timed by the process's CPU time (``time.process_time``, as ``bench_step_time.py`` does on a
+shared machine), and writes
 ``step_times_gradient_noise_cpu.csv`` (``batch_size,length,seconds``).  Under a minute:
 
     PYTHONPATH=$PWD python benchmarks/bench_gradient_noise_step_times.py --out data
@@ -23,6 +24,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -37,7 +39,7 @@ OUT = "step_times_gradient_noise_cpu.csv"
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "data", help="folder to write the CSV into")
-    parser.add_argument("--repeats", type=int, default=4, help="timed rounds per shape (default 4)")
+    parser.add_argument("--repeats", type=int, default=9, help="timed rounds per shape (default 9)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     hist = load_lengths(ROOT / "data" / "gradient_noise_lengths.csv")
@@ -54,7 +56,16 @@ def main() -> None:
         opt.step()
 
     started = time.perf_counter()
-    frame = measure_step_times(step, shapes, repeats=args.repeats, clock=time.process_time)
+    # each round in its own random order: in one fixed order the shape after the largest one
+    # (8 x 512) ran up to 2x slow in half the rounds, whatever it was
+    order = np.random.default_rng(1)
+    rounds = [
+        measure_step_times(
+            step, [shapes[i] for i in order.permutation(len(shapes))], repeats=1, clock=time.process_time
+        )
+        for _ in range(args.repeats)
+    ]
+    frame = pd.concat(rounds, ignore_index=True)
     args.out.mkdir(parents=True, exist_ok=True)
     frame.to_csv(args.out / OUT, index=False)
     fit = StepTimeModel.fit(frame)
