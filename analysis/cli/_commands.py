@@ -186,15 +186,7 @@ def cmd_optimize(args: argparse.Namespace, out: TextIO) -> None:
             f"  budget fill  {fill} ({plan.n_batches:,} steps of {rule.text}: useful / steps' tokens)",
             file=out,
         )
-    print(
-        wrap(
-            f"{format_value(plan.mixing, 'ratio')} (of the length variance a batch keeps; "
-            f"{MIXING_PROXY_CLAUSE})",
-            indent="  mixing       ",
-            subsequent=" " * 15,
-        ),
-        file=out,
-    )
+    print(_mixing_line(plan), file=out)
     if plan.floor is not None:
         print(wrap(str(floor_sentence(plan)), indent="  ", subsequent="    "), file=out)
     if plan.n_buckets != k:
@@ -202,6 +194,14 @@ def cmd_optimize(args: argparse.Namespace, out: TextIO) -> None:
     print_warnings(plan_warnings(plan), out, tail_hint(hist, rule))
     print(file=out)
     print(frame_text(plan.to_frame()), file=out)
+
+
+def _mixing_line(plan: BucketPlan) -> str:
+    """``optimize``'s mixing line, which says it is a proxy."""
+    text = (
+        f"{format_value(plan.mixing, 'ratio')} (of the length variance a batch keeps; {MIXING_PROXY_CLAUSE})"
+    )
+    return wrap(text, indent="  mixing       ", subsequent=" " * 15)
 
 
 #: The columns ``compare`` prints by default (the rest with ``--wide`` or ``--json``).
@@ -287,12 +287,7 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> None:
     print_warnings(plan_warnings(plan), out, tail_hint(hist, rule))
     shown = table if args.wide else table[[c for c in _COMPARE_COLUMNS if c in table.columns]]
     print(frame_text(shown), file=out)
-    if not args.wide:
-        print("(more columns with --wide or --json)", file=out)
-    elif priced is None and "mixing" in shown.columns:
-        print(wrap(MIXING_PROXY), file=out)
-    if priced is not None:
-        _print_noise(*priced, out)
+    _print_after_table(args, shown, priced, out)
 
 
 def _gradient_noise(
@@ -329,6 +324,22 @@ def _noise_json(plan: PlanQuality, frame: pd.DataFrame) -> dict[str, Any]:
     figures["effective_batch_share"] = {"value": _json_value(share.value), "se": _json_value(share.se)}
     rows = [{str(c): _json_value(v) for c, v in row.items()} for _, row in frame.iterrows()]
     return {"bucketed_plan": figures, "strategies": rows}
+
+
+def _print_after_table(
+    args: argparse.Namespace,
+    shown: pd.DataFrame,
+    priced: tuple[PlanQuality, pd.DataFrame] | None,
+    out: TextIO,
+) -> None:
+    """What ``compare`` prints under its table: where the other columns are, the length mixing
+    said to be a proxy (``--wide`` shows it; without ``--noise``), the gradient noise (with it)."""
+    if not args.wide:
+        print("(more columns with --wide or --json)", file=out)
+    elif priced is None and "mixing" in shown.columns:
+        print(wrap(MIXING_PROXY), file=out)
+    if priced is not None:
+        _print_noise(*priced, out)
 
 
 def _print_noise(plan: PlanQuality, frame: pd.DataFrame, out: TextIO) -> None:
