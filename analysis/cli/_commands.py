@@ -336,8 +336,8 @@ def _print_after_table(
     said to be a proxy (``--wide`` shows it; without ``--noise``), the gradient noise (with it)."""
     if not args.wide:
         print("(more columns with --wide or --json)", file=out)
-    elif priced is None and "mixing" in shown.columns:
-        print(wrap(MIXING_PROXY), file=out)
+    elif priced is None and "mixing" in shown.columns:  # a paragraph of its own under the table
+        print(f"\n{wrap(MIXING_PROXY)}", file=out)
     if priced is not None:
         _print_noise(*priced, out)
 
