@@ -43,6 +43,7 @@ __all__ = [
     "column_kind",
     "format_bound",
     "format_count",
+    "format_estimate",
     "format_length",
     "format_percent",
     "format_value",
@@ -216,6 +217,36 @@ def format_count(value: int | float | np.integer | np.floating) -> str:
     if not math.isfinite(value):
         return MISSING
     return f"{round(value) + 0:,}"
+
+
+def format_estimate(value: float, se: float, *, unit: str = "") -> str:
+    """An estimate with its standard error: the error to two significant digits, the value to
+    the same decimals but never more than it needs (four significant digits, so that a ratio
+    near 1 still shows its departure; one decimal for a percentage; three significant digits
+    when the error is 0 or not finite), ``unit`` after each (``"×"``; ``"%"`` for a share given
+    as a fraction).
+
+    Examples
+    --------
+    >>> format_estimate(89.7487, 7.0402), format_estimate(4.31617, 0.25544)
+    ('89.7 ± 7.0', '4.32 ± 0.26')
+    >>> format_estimate(0.0478179, 0.00341486), format_estimate(7.19934, 0.0)
+    ('0.0478 ± 0.0034', '7.20')
+    >>> format_estimate(0.89992, 0.0063617, unit="%"), format_estimate(1.1021, 0.0068, unit="×")
+    ('90.0% ± 0.64%', '1.102× ± 0.0068×')
+    >>> format_estimate(1.00387, 0.000082), format_estimate(0.97789, 0.00066, unit="%")
+    ('1.004 ± 0.000082', '97.8% ± 0.066%')
+    """
+    scale = 100.0 if unit == "%" else 1.0
+    v, s = scale * float(value), scale * float(se)
+    if not math.isfinite(v):
+        return MISSING
+    magnitude = math.floor(math.log10(abs(v))) if v else 0
+    if not math.isfinite(s) or s <= 0:
+        return f"{v:,.{1 if unit == '%' else max(0, 2 - magnitude)}f}{unit}"
+    needs = 1 if unit == "%" else max(0, 3 - magnitude)
+    digits = max(0, 1 - math.floor(math.log10(s)))
+    return f"{v:,.{min(digits, needs)}f}{unit} ± {s:,.{digits}f}{unit}"
 
 
 def format_length(value: float) -> str:

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -37,6 +39,8 @@ from analysis.simulation.strategies import PADDING_NOISE, STRATEGIES, Epoch, epo
 from analysis.timing.noise import (
     NOISE_WINDOWS,
     GradientNoise,
+    NoiseFigure,
+    PlanNoise,
     check_noise,
     jackknife_figures,
     mean_composition_error,
@@ -45,7 +49,15 @@ from analysis.timing.noise import (
 )
 from analysis.timing.step_time import StepTimeModel
 
-__all__ = ["NOISE_COLUMNS", "gradient_noise_record", "quality_sweep", "strategy_noise", "window_compositions"]
+__all__ = [
+    "NOISE_COLUMNS",
+    "PlanQuality",
+    "gradient_noise_record",
+    "plan_quality",
+    "quality_sweep",
+    "strategy_noise",
+    "window_compositions",
+]
 
 #: The columns of :func:`strategy_noise`'s frame.
 NOISE_COLUMNS = ("strategy", "window", "variance", "se", "model_se", "ratio", "ratio_se")
@@ -182,6 +194,129 @@ def strategy_noise(
     return pd.DataFrame(rows, columns=list(NOISE_COLUMNS))
 
 
+@dataclass(frozen=True, kw_only=True)
+class PlanQuality:
+    """What the faces say of one plan in gradient noise (:func:`plan_quality`): its exact
+    :class:`~analysis.timing.noise.PlanNoise`, the share of a shuffle's effective batch it keeps
+    and, with a step-time model, its predicted time to the same loss over a shuffle's.
+
+    ``shuffle_effective_batch`` is a full shuffle's ``B_eff`` under the same rule (the batch
+    size itself when every batch is full: ``B_eff = 1 / (variance / tr Σ + 1 / N)`` and a
+    shuffle's ``variance`` is ``tr Σ / B * (1 - B / N)``, whatever the model);
+    ``effective_batch_share`` is ``B_eff`` over it (a shuffle keeps 1), its standard error
+    ``B_eff``'s over the same (a shuffle's ``B_eff`` depends on the model only through a last,
+    shorter batch).  ``time_ratio`` and ``epoch_ratio``:
+    :func:`analysis.timing.noise.time_to_quality` (None without a step-time model);
+    ``n_buckets``: the plan's K (None for ``random`` and ``sorted``).
+    """
+
+    strategy: str
+    n_buckets: int | None
+    noise: PlanNoise
+    shuffle_effective_batch: float
+    effective_batch_share: NoiseFigure
+    time_ratio: NoiseFigure | None = None
+    epoch_ratio: float | None = None
+
+    @property
+    def effective_batch(self) -> NoiseFigure:
+        """``B_eff`` (:attr:`PlanNoise.effective_batch`)."""
+        return self.noise.effective_batch
+
+    @property
+    def steps_ratio(self) -> NoiseFigure:
+        """Predicted steps to the same loss over a shuffle's (:attr:`PlanNoise.steps_ratio`)."""
+        return self.noise.steps_ratio
+
+    @property
+    def time_speedup(self) -> NoiseFigure:
+        """How many times sooner than a shuffle the plan reaches the same loss: ``1 /
+        time_ratio``, its standard error ``se / time_ratio**2`` (the delta method; NaN without
+        a step-time model)."""
+        t = self.time_ratio
+        if t is None:
+            return NoiseFigure(value=math.nan, se=math.nan)
+        return NoiseFigure(value=1 / t.value, se=t.se / t.value**2)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: every :class:`PlanNoise` figure and the share, each ``{"value", "se"}``."""
+
+        def figure(f: NoiseFigure | None) -> dict[str, float] | None:
+            return None if f is None else {"value": f.value, "se": f.se}
+
+        priced = self.noise.to_frame()
+        return {
+            "strategy": self.strategy,
+            "n_buckets": self.n_buckets,
+            "steps": self.noise.steps,
+            "batch_size": self.noise.batch_size,
+            **{
+                str(name): {"value": float(r["value"]), "se": float(r["se"])} for name, r in priced.iterrows()
+            },
+            "shuffle_effective_batch": self.shuffle_effective_batch,
+            "effective_batch_share": figure(self.effective_batch_share),
+            "time_ratio": figure(self.time_ratio),
+            "time_speedup": figure(self.time_speedup) if self.time_ratio is not None else None,
+            "epoch_ratio": self.epoch_ratio,
+        }
+
+
+def plan_quality(
+    model: GradientNoise,
+    hist: LengthHistogram | Sequence[int] | np.ndarray,
+    rule: BatchRule | None = None,
+    *,
+    edges: Sequence[int] | None = None,
+    strategy: str = "bucketed",
+    step_time: StepTimeModel | None = None,
+    batch_size: int | None = None,
+    max_tokens: int | None = None,
+    shuffle_effective_batch: float | None = None,
+) -> PlanQuality:
+    """One plan's gradient noise as the faces state it (:class:`PlanQuality`): exact
+    (:func:`analysis.timing.noise.plan_noise`), with the time to the same loss when a
+    ``step_time`` model is given (:func:`analysis.timing.noise.time_to_quality`).
+    ``shuffle_effective_batch``: a shuffle's ``B_eff`` on ``hist`` under ``rule`` when known
+    (the explorer keeps it per rule), else priced here.
+
+    Examples
+    --------
+    >>> from analysis.timing.noise import toy_model
+    >>> hist = LengthHistogram.from_counts([5, 50], [40, 40])
+    >>> q = plan_quality(toy_model(), hist, edges=[0, 10, 50], batch_size=4)
+    >>> share = q.effective_batch_share
+    >>> q.n_buckets, round(q.shuffle_effective_batch, 6), round(share.value, 4), q.time_ratio
+    (2, 4.0, 0.9779, None)
+    >>> clock = StepTimeModel(per_step=0.01, per_token=1e-3)
+    >>> q = plan_quality(toy_model(), hist, edges=[0, 10, 50], batch_size=4, step_time=clock)
+    >>> round(q.time_ratio.value, 3), round(q.epoch_ratio, 3)
+    (0.604, 0.601)
+    """
+    check_noise(model)
+    hist = as_histogram(hist)
+    rule = as_rule(rule, batch_size=batch_size, max_tokens=max_tokens)
+    priced = plan_noise(model, hist, strategy, rule, edges=edges)
+    shuffle = (
+        plan_noise(model, hist, "random", rule).effective_batch.value
+        if shuffle_effective_batch is None
+        else float(shuffle_effective_batch)
+    )
+    b_eff = priced.effective_batch
+    share = NoiseFigure(value=b_eff.value / shuffle, se=b_eff.se / shuffle)
+    time, epoch = None, None
+    if step_time is not None:
+        time, _, epoch = time_to_quality(model, step_time, hist, strategy, rule, edges=edges)
+    return PlanQuality(
+        strategy=strategy,
+        n_buckets=None if strategy != "bucketed" or edges is None else len(edges) - 1,
+        noise=priced,
+        shuffle_effective_batch=shuffle,
+        effective_batch_share=share,
+        time_ratio=time,
+        epoch_ratio=epoch,
+    )
+
+
 def gradient_noise_record(
     model: GradientNoise,
     hist: LengthHistogram,
@@ -190,11 +325,17 @@ def gradient_noise_record(
     *,
     rng: np.random.Generator,
     epochs: int = 3,
+    step_time: StepTimeModel | None = None,
 ) -> dict[str, object]:
     """What ``recommendation.json`` records of a gradient-noise model (JSON-ready): the
-    model's figures on ``hist`` (each ``{"value", "se"}``), the plan of ``edges`` priced
-    exactly (:func:`analysis.timing.noise.plan_noise`) and every strategy's window noise
-    (:func:`strategy_noise`, rows as dicts).
+    model (its bins: ``edges`` and the probed ``bin_samples``; its cost in ``backward_passes``
+    of ``group_size`` samples; its figures on ``hist``, each ``{"value", "se"}``: ``trace``
+    ``tr Σ``, ``gradient_norm2`` ``|G|**2``, ``noise_scale`` ``B_noise``, ``between_share``),
+    the plan of ``edges`` priced exactly (:func:`plan_quality`: every
+    :class:`~analysis.timing.noise.PlanNoise` figure, the share of a shuffle's effective batch
+    and, with ``step_time``, the time to the same loss) and every strategy's window noise
+    (:func:`strategy_noise`, rows as dicts; None where a window is longer than a strategy's
+    epoch).
 
     Examples
     --------
@@ -202,29 +343,33 @@ def gradient_noise_record(
     >>> hist = LengthHistogram.from_lengths(np.repeat([5, 50], 40))
     >>> record = gradient_noise_record(toy_model(), hist, [0, 10, 50], BatchRule(batch_size=4),
     ...                                rng=np.random.default_rng(0), epochs=2)
-    >>> sorted(record), record["model"]["bins"], round(record["plan"]["effective_batch"]["value"], 2)
-    (['model', 'plan', 'strategies'], 2, 3.91)
+    >>> sorted(record), record["model"]["bins"], record["model"]["edges"]
+    (['model', 'plan', 'strategies'], 2, [0, 10, 100])
+    >>> round(record["plan"]["effective_batch"]["value"], 2), record["plan"]["time_ratio"]
+    (3.91, None)
     """
     check_noise(model)
     figures = {name: {"value": f.value, "se": f.se} for name, f in model.figures(hist).items()}
-    priced = plan_noise(model, hist, "bucketed", rule, edges=edges).to_frame()
+    quality = plan_quality(model, hist, rule, edges=edges, step_time=step_time)
     table = strategy_noise(model, hist, STRATEGIES, rule, rng=rng, edges=edges, epochs=epochs)
     return {
         "model": {
             "bins": model.n_bins,
+            "edges": list(model.edges),
+            "bin_samples": list(model.bin_samples),
             "backward_passes": model.backward_passes,
             "group_size": model.group_size,
             "sketch_dimension": model.dimension,
             **figures,
         },
-        "plan": {
-            "edges": list(edges),
-            **{
-                str(name): {"value": float(r["value"]), "se": float(r["se"])} for name, r in priced.iterrows()
-            },
-        },
-        "strategies": [{str(c): v for c, v in row.items()} for row in table.to_dict("records")],
+        "plan": {"edges": list(edges), **quality.to_dict()},
+        "strategies": [{str(c): _finite(v) for c, v in row.items()} for row in table.to_dict("records")],
     }
+
+
+def _finite(value: object) -> object:
+    """``value``, or None for a non-finite float (a window longer than a strategy's epoch)."""
+    return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
 def quality_sweep(

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from analysis._validate import check_bucket_count
-from analysis.answers.gradient_noise import strategy_noise
+from analysis.answers.gradient_noise import PlanQuality, plan_quality, strategy_noise
 from analysis.answers.recommendation import Recommendation, recommend
 from analysis.batching import DEFAULT_N_BUCKETS, BatchRule, check_edges
 from analysis.cli._frontier import floor_of, floor_sentence
@@ -42,6 +42,8 @@ from analysis.cli._options import (
 )
 from analysis.lengths import LengthHistogram
 from analysis.loaders import load_gradient_noise
+from analysis.narrative.frontier import MIXING_PROXY, MIXING_PROXY_CLAUSE
+from analysis.narrative.noise import describe_plan_noise
 from analysis.narrative.plan import describe_warning, plan_warnings
 from analysis.narrative.provenance import describe_default_k
 from analysis.narrative.recommendation import describe_auto_k, describe_report_auto_k
@@ -49,8 +51,8 @@ from analysis.narrative.strategies import describe_subsample
 from analysis.optimize import BucketPlan, PlanWarning, evaluate_edges, optimize_edges
 from analysis.simulation.epochs import compare_strategies
 from analysis.simulation.strategies import ALL_STRATEGIES
-from analysis.tables import column_kind, format_count, format_value
-from analysis.timing.noise import GradientNoise, PlanNoise, plan_noise
+from analysis.tables import column_kind, format_count, format_estimate, format_value
+from analysis.timing.noise import GradientNoise
 
 if TYPE_CHECKING:  # the report (papermill) is imported when `report` runs
     from analysis.report import ReportResult
@@ -184,10 +186,7 @@ def cmd_optimize(args: argparse.Namespace, out: TextIO) -> None:
             f"  budget fill  {fill} ({plan.n_batches:,} steps of {rule.text}: useful / steps' tokens)",
             file=out,
         )
-    print(
-        f"  mixing       {format_value(plan.mixing, 'ratio')} (of the length variance a batch keeps)",
-        file=out,
-    )
+    print(_mixing_line(plan), file=out)
     if plan.floor is not None:
         print(wrap(str(floor_sentence(plan)), indent="  ", subsequent="    "), file=out)
     if plan.n_buckets != k:
@@ -195,6 +194,14 @@ def cmd_optimize(args: argparse.Namespace, out: TextIO) -> None:
     print_warnings(plan_warnings(plan), out, tail_hint(hist, rule))
     print(file=out)
     print(frame_text(plan.to_frame()), file=out)
+
+
+def _mixing_line(plan: BucketPlan) -> str:
+    """``optimize``'s mixing line, which says it is a proxy."""
+    text = (
+        f"{format_value(plan.mixing, 'ratio')} (of the length variance a batch keeps; {MIXING_PROXY_CLAUSE})"
+    )
+    return wrap(text, indent="  mixing       ", subsequent=" " * 15)
 
 
 #: The columns ``compare`` prints by default (the rest with ``--wide`` or ``--json``).
@@ -280,10 +287,7 @@ def cmd_compare(args: argparse.Namespace, out: TextIO) -> None:
     print_warnings(plan_warnings(plan), out, tail_hint(hist, rule))
     shown = table if args.wide else table[[c for c in _COMPARE_COLUMNS if c in table.columns]]
     print(frame_text(shown), file=out)
-    if not args.wide:
-        print("(more columns with --wide or --json)", file=out)
-    if priced is not None:
-        _print_noise(*priced, out)
+    _print_after_table(args, shown, priced, out)
 
 
 def _gradient_noise(
@@ -293,11 +297,11 @@ def _gradient_noise(
     rule: BatchRule,
     edges: Sequence[int],
     strategies: list[str],
-) -> tuple[PlanNoise, pd.DataFrame] | None:
+) -> tuple[PlanQuality, pd.DataFrame] | None:
     """The plan's exact gradient noise and every strategy's simulated window noise (``--noise``)."""
     if noise is None:
         return None
-    plan = plan_noise(noise, hist, "bucketed", rule, edges=edges)
+    plan = plan_quality(noise, hist, rule, edges=edges)
     names = [s for s in strategies if s in ALL_STRATEGIES]
     frame = strategy_noise(
         noise,
@@ -311,23 +315,39 @@ def _gradient_noise(
     return plan, frame
 
 
-def _noise_json(plan: PlanNoise, frame: pd.DataFrame) -> dict[str, Any]:
+def _noise_json(plan: PlanQuality, frame: pd.DataFrame) -> dict[str, Any]:
     figures = {
         name: {"value": _json_value(r["value"]), "se": _json_value(r["se"])}
-        for name, r in plan.to_frame().iterrows()
+        for name, r in plan.noise.to_frame().iterrows()
     }
+    share = plan.effective_batch_share
+    figures["effective_batch_share"] = {"value": _json_value(share.value), "se": _json_value(share.se)}
     rows = [{str(c): _json_value(v) for c, v in row.items()} for _, row in frame.iterrows()]
     return {"bucketed_plan": figures, "strategies": rows}
 
 
-def _print_noise(plan: PlanNoise, frame: pd.DataFrame, out: TextIO) -> None:
-    scale, b_eff = plan.noise_scale, plan.effective_batch
+def _print_after_table(
+    args: argparse.Namespace,
+    shown: pd.DataFrame,
+    priced: tuple[PlanQuality, pd.DataFrame] | None,
+    out: TextIO,
+) -> None:
+    """What ``compare`` prints under its table: where the other columns are, the length mixing
+    said to be a proxy (``--wide`` shows it; without ``--noise``), the gradient noise (with it)."""
+    if not args.wide:
+        print("(more columns with --wide or --json)", file=out)
+    elif priced is None and "mixing" in shown.columns:  # a paragraph of its own under the table
+        print(f"\n{wrap(MIXING_PROXY)}", file=out)
+    if priced is not None:
+        _print_noise(*priced, out)
+
+
+def _print_noise(plan: PlanQuality, frame: pd.DataFrame, out: TextIO) -> None:
+    scale = plan.noise.noise_scale
     text = (
-        f"Gradient noise (the --noise model; B_noise = {scale.value:,.1f} ± {scale.se:,.1f}): "
-        f"the bucketed plan ({plan.batch_size:.2f} samples per step on average) trains like a shuffle "
-        f"of {b_eff.value:.2f} ± {b_eff.se:.2f} (rho = {plan.between_share.value:.4f}); predicted steps "
-        f"to the same loss x{plan.steps_ratio.value:.3f} a shuffle's. Per-step noise of the sum of W "
-        "consecutive batch gradients, over a shuffle's at the same W:"
+        f"Gradient noise (the --noise model; B_noise = {format_estimate(scale.value, scale.se)}; a plan "
+        f"trains like a shuffle of B_eff samples): {describe_plan_noise(plan)} Per-step noise of the "
+        "sum of W consecutive batch gradients, over a shuffle's at the same W:"
     )
     print(wrap(text), file=out)
     table = frame.pivot(index="strategy", columns="window", values="ratio").loc[frame["strategy"].unique()]

@@ -28,7 +28,7 @@ from analysis.cli._options import (
     positive,
     tail_hint,
 )
-from analysis.narrative.frontier import floor_sentence, frontier_sentence
+from analysis.narrative.frontier import MIXING_PROXY, floor_sentence, frontier_sentence
 from analysis.optimize import Floor, as_floor
 
 __all__ = [
@@ -178,6 +178,8 @@ def cmd_frontier(args: argparse.Namespace, out: TextIO) -> None:
         ),
         file=out,
     )
+    print(file=out)
     if (res.frame["label"] == TRAINER_LABEL).any():  # the trade-off, as the report and notebook 02 say it
-        print(file=out)
-        print(wrap(frontier_sentence(read_tradeoff(res, hist))), file=out)
+        print(wrap(frontier_sentence(read_tradeoff(res, hist))), file=out)  # the proxy said there
+    else:
+        print(wrap(MIXING_PROXY), file=out)

@@ -18,13 +18,14 @@ from analysis.batching import (
     parse_rule_value,
 )
 from analysis.explorer._plans import STAND_IN_METHOD, Job, Plans
-from analysis.explorer._view import ExplorerView, HistogramInput, edited_view, view_title
+from analysis.explorer._view import ExplorerView, HistogramInput, edited_view, view_title, with_noise
 from analysis.lengths import as_histogram
 from analysis.optimize import METHODS, evaluate_edges
 from analysis.tables import tidy
 
 if TYPE_CHECKING:
     from analysis.plots import EdgesOnHistogram
+    from analysis.timing.noise import GradientNoise
 
 __all__ = ["Explorer", "ExplorerControls", "explore", "RULE_BOX_WIDTH"]
 
@@ -71,10 +72,13 @@ class Explorer:
         n_buckets: int = DEFAULT_N_BUCKETS,
         method: str = DEFAULT_METHOD,
         background: bool = True,
+        noise: GradientNoise | None = None,
     ) -> None:
         import ipywidgets as w
 
         self.hist = as_histogram(hist)
+        self.noise = noise
+        self._shuffles: dict[BatchRule, float] = {}  # a shuffle's B_eff per rule (with noise)
         rule = BatchRule.resolve(batch_size, max_tokens, pad_to_multiple_of)
         self.pad_to_multiple_of = rule.pad_to_multiple_of
         known_name(method, METHODS, "method")
@@ -318,6 +322,7 @@ class Explorer:
 
     # -------------------------------------------------------------- display (under the lock)
     def _show(self, view: ExplorerView) -> None:
+        view = with_noise(view, self.hist, self.noise, self._shuffles)
         self.view, self.error = view, None
         self._shown_k = int(self.n_buckets.value)
         self._busy = True
@@ -325,8 +330,13 @@ class Explorer:
             self.edges.value = view.edges_text()
         finally:
             self._busy = False
-        self.status.value = f"<b>{html.escape(view.status())}</b>" + "".join(
-            f"<br><span style='color:#a60'>warning: {html.escape(line)}</span>" for line in view.warnings
+        noise = view.noise_text()
+        self.status.value = (
+            f"<b>{html.escape(view.status())}</b>"
+            + ("" if noise is None else f"<br>{html.escape(noise)}")
+            + "".join(
+                f"<br><span style='color:#a60'>warning: {html.escape(line)}</span>" for line in view.warnings
+            )
         )
         self.table.value = tidy(view.to_frame()).to_html()
         self.plot.show(view.plan, title=view_title(view))
@@ -358,6 +368,7 @@ class ExplorerControls(TypedDict, total=False):
     n_buckets: int
     method: str
     background: bool
+    noise: GradientNoise | None
 
 
 def explore(hist: HistogramInput, **controls: Unpack[ExplorerControls]) -> Explorer:
@@ -377,6 +388,10 @@ def explore(hist: HistogramInput, **controls: Unpack[ExplorerControls]) -> Explo
         provisional view meanwhile (:class:`Explorer`; :meth:`Explorer.wait` waits for
         them); ``False``: run them in the callback.  The starting placement is synchronous
         either way.
+    noise : GradientNoise, optional
+        A gradient-noise model of your model (:func:`analysis.loaders.load_gradient_noise`):
+        the status then says what the edges on show keep of a shuffle's effective batch
+        (``B_eff``) and their steps to the same loss (:meth:`ExplorerView.noise_text`).
 
     Examples
     --------

@@ -6,19 +6,22 @@ logic) and :func:`explore_figure` (the view drawn on the length histogram).  No 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from analysis.answers.gradient_noise import PlanQuality, plan_quality
 from analysis.batching import DEFAULT_METHOD, DEFAULT_N_BUCKETS, BatchRule, parse_edges
 from analysis.lengths import LengthHistogram, as_histogram
+from analysis.narrative.noise import describe_plan_noise
 from analysis.narrative.plan import describe_plan_status, plan_warnings
 from analysis.optimize import BucketPlan, evaluate_edges, optimize_edges
 from analysis.tables import format_percent
+from analysis.timing.noise import GradientNoise
 
-__all__ = ["ExplorerView", "explore_view", "explore_figure", "HistogramInput", "EdgesInput"]
+__all__ = ["ExplorerView", "explore_view", "explore_figure", "with_noise", "HistogramInput", "EdgesInput"]
 
 #: What the explorer accepts as data: a histogram, or per-sample lengths
 #: (:meth:`analysis.LengthHistogram.from_lengths`).
@@ -37,11 +40,21 @@ class ExplorerView:
     from in words, and ``source`` is ``"previous"`` (the edges shown before, evaluated under
     the new rule) or the quick method that placed them for a new K.  ``provisional`` is
     ``None`` for every other view.
+
+    ``quality``: the plan in gradient noise (:func:`analysis.answers.gradient_noise.plan_quality`)
+    when the explorer was given a noise model, shown under the status line (:meth:`noise_text`).
     """
 
     plan: BucketPlan
     source: str
     provisional: str | None = None
+    quality: PlanQuality | None = None
+
+    def noise_text(self) -> str | None:
+        """What the plan keeps of a shuffle's effective batch (``B_eff``) and its steps to the
+        same loss, with standard errors (:func:`analysis.narrative.noise.describe_plan_noise`);
+        None without a noise model."""
+        return None if self.quality is None else describe_plan_noise(self.quality)
 
     @property
     def edges(self) -> list[int]:
@@ -101,8 +114,10 @@ def explore_view(
     pad_to_multiple_of: int | None = None,
     method: str = DEFAULT_METHOD,
     edges: EdgesInput | None = None,
+    noise: GradientNoise | None = None,
 ) -> ExplorerView:
-    """The plan for one set of control values (the panel's pure logic).
+    """The plan for one set of control values (the panel's pure logic), priced in gradient
+    noise when a ``noise`` model is given (:func:`with_noise`).
 
     With ``edges=None`` the edges are placed by ``method`` (:func:`analysis.optimize_edges`);
     otherwise the given edges (a list, or text for :func:`analysis.batching.parse_edges`) are
@@ -122,8 +137,38 @@ def explore_view(
     rule = BatchRule.resolve(batch_size, max_tokens, pad_to_multiple_of)
     if edges is None:
         plan = optimize_edges(histogram, n_buckets, rule, method=method)
-        return ExplorerView(plan, plan.method)
-    return edited_view(histogram, edges, rule)
+        return with_noise(ExplorerView(plan, plan.method), histogram, noise)
+    return with_noise(edited_view(histogram, edges, rule), histogram, noise)
+
+
+def with_noise(
+    view: ExplorerView,
+    hist: LengthHistogram,
+    noise: GradientNoise | None,
+    shuffles: dict[BatchRule, float] | None = None,
+) -> ExplorerView:
+    """``view`` with its plan priced in gradient noise under ``noise`` (unchanged without one):
+    exact, with the model's standard errors (:func:`analysis.timing.noise.plan_noise`: about
+    15 ms on 32 bins).  ``shuffles`` keeps a shuffle's ``B_eff`` per rule across calls (the
+    panel's), so a redraw prices the plan alone.
+
+    Examples
+    --------
+    >>> from analysis.timing.noise import toy_model
+    >>> lengths = [5] * 40 + [50] * 40
+    >>> v = explore_view(lengths, batch_size=4, edges=[0, 10, 50], noise=toy_model())
+    >>> round(v.quality.effective_batch.value, 3), round(v.quality.effective_batch_share.value, 3)
+    (3.912, 0.978)
+    """
+    if noise is None:
+        return view
+    rule = view.plan.rule
+    quality = plan_quality(
+        noise, hist, rule, edges=view.edges, shuffle_effective_batch=(shuffles or {}).get(rule)
+    )
+    if shuffles is not None:
+        shuffles[rule] = quality.shuffle_effective_batch
+    return replace(view, quality=quality)
 
 
 def edited_view(hist: LengthHistogram, edges: EdgesInput, rule: BatchRule) -> ExplorerView:

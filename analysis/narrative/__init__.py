@@ -14,7 +14,10 @@ style).  One module per question:
   K question (notebook 03, the summary page);
 * :mod:`~analysis.narrative.budget`: a token budget's steps and how full they are;
 * :mod:`~analysis.narrative.strategies`: the simulated strategies and which to use (notebook 02);
-* :mod:`~analysis.narrative.frontier`: the padding-mixing trade-off and a floor's choice;
+* :mod:`~analysis.narrative.frontier`: the padding-mixing trade-off and a floor's choice, and
+  the length mixing said to be a proxy (once: ``MIXING_PROXY``);
+* :mod:`~analysis.narrative.noise`: a plan in gradient noise (the effective batch it keeps,
+  its steps or time to the same loss) and what the noise model measured;
 * :mod:`~analysis.narrative.timing`: the step-time model, throughput, edges for time
   (notebook 04);
 * :mod:`~analysis.narrative.packing`: pack or pad.
@@ -25,6 +28,7 @@ from __future__ import annotations
 from analysis.narrative.budget import describe_steps
 from analysis.narrative.frontier import floor_sentence, frontier_sentence
 from analysis.narrative.lengths import describe_clipping, describe_distribution, lengths_label
+from analysis.narrative.noise import describe_noise_model, describe_plan_noise
 from analysis.narrative.packing import describe_pack_or_pad
 from analysis.narrative.plan import buckets_phrase, describe_plan_status, describe_warning, plan_warnings
 from analysis.narrative.recommendation import describe_answer, describe_recommendation
@@ -59,4 +63,6 @@ __all__ = [
     "describe_edges_for_time",
     "describe_validation",
     "describe_pack_or_pad",
+    "describe_plan_noise",
+    "describe_noise_model",
 ]

@@ -5,7 +5,10 @@ Face Trainer's length grouping, and what a floor chose.  They read results
 and compute nothing.
 
 "Mixing" is the share of the data's length variance a batch keeps
-(:mod:`analysis.padding.mixing`); the within-batch CV of the simulator is "spread".
+(:mod:`analysis.padding.mixing`); the within-batch CV of the simulator is "spread".  Without a
+gradient-noise model every face that shows it calls it what it is, a proxy
+(:data:`MIXING_PROXY`, said here once); with one, the trade-off is read on the gradient axis,
+the share of a shuffle's effective batch a plan keeps (``mixing_axis="effective_batch_share"``).
 """
 
 from __future__ import annotations
@@ -16,18 +19,45 @@ from analysis.answers.tradeoff import TradeOff
 from analysis.optimize import BucketPlan
 from analysis.tables import format_percent
 
-__all__ = ["frontier_sentence", "floor_sentence"]
+__all__ = ["MIXING_PROXY", "MIXING_PROXY_CLAUSE", "frontier_sentence", "floor_sentence"]
 
 #: What "mixing" means, said where no Trainer row carries the sentence.
 MIXING = "mixing: the share of the data's length variance a batch keeps"
+#: Why length mixing is a proxy, and what measures what it stands for: every face that shows
+#: ``mixing`` without a gradient-noise model says it (the summary page, notebook 02, the CLI's
+#: ``frontier`` and ``compare``, the trade-off sentence).
+MIXING_PROXY = (
+    "Mixing is a proxy: the share of the length variance a batch keeps stands for gradient mixing "
+    "only if the gradient varies with length as the length does; a gradient-noise model of your "
+    "model (--noise FILE.npz, from analysis.timing.noise.measure_gradient_noise) measures what a "
+    "plan keeps of the gradient."
+)
+#: The same, as a clause after a figure of mixing (the CLI's ``optimize``).
+MIXING_PROXY_CLAUSE = "a proxy for gradient mixing: --noise FILE.npz on compare or report measures it"
+#: The mixing axes a trade-off is read on, and how a sentence names each: what a plan "keeps
+#: X of", what "all" of it is, and what the measure is.
+MIXING_WORDS = {
+    "mixing": ("the mixing", "all the mixing", MIXING),
+    "effective_batch_share": (
+        "the effective batch",
+        "all of its effective batch",
+        "effective batch: B_eff / B, a shuffle of how many samples has the same gradient noise, "
+        "from the --noise model",
+    ),
+}
 
 
-def frontier_sentence(trade: TradeOff) -> str:
+def frontier_sentence(trade: TradeOff, mixing_axis: str = "mixing") -> str:
     """ "At X % efficiency, the best plan keeps Y % of the mixing; the Trainer's length grouping
     keeps Z %": ``X`` is the trade-off's target (a floor, or the Trainer's own efficiency, so both
     plans pad alike); under a token budget every efficiency is the steps' budget fill.  When a
     full shuffle (K = 1) already reaches ``X``, the sentence says so, and what the most efficient
     bucketed plan gives instead (a sentence that a full shuffle "keeps 100%" would say nothing).
+
+    ``mixing_axis`` names what the trade-off's points keep (their ``mixing`` values read on
+    that column of the frontier): ``"mixing"``, the length proxy, followed by
+    :data:`MIXING_PROXY`; ``"effective_batch_share"``, the share of a shuffle's effective
+    batch (a gradient-noise model's).
 
     Examples
     --------
@@ -40,37 +70,50 @@ def frontier_sentence(trade: TradeOff) -> str:
     ...                simulate_strategies=False)
     >>> print(textwrap.fill(frontier_sentence(read_tradeoff(res, min_efficiency=0.8)), 90))
     At 80.0% efficiency or more, the best bucketed plan (K = 4, 83.8%) keeps 14.5% of the
-    mixing (mixing: the share of the data's length variance a batch keeps).
+    mixing (mixing: the share of the data's length variance a batch keeps). Mixing is a proxy:
+    the share of the length variance a batch keeps stands for gradient mixing only if the
+    gradient varies with length as the length does; a gradient-noise model of your model
+    (--noise FILE.npz, from analysis.timing.noise.measure_gradient_noise) measures what a plan
+    keeps of the gradient.
     >>> print(textwrap.fill(frontier_sentence(read_tradeoff(res, min_efficiency=0.2)), 90))
+    ... # doctest: +ELLIPSIS
     A full shuffle (K = 1, 63.3%) already reaches 20.0% efficiency and keeps all the mixing;
     the most efficient bucketed plan (K = 4, 87.4%) keeps 6.1% (mixing: the share of the
-    data's length variance a batch keeps).
+    data's length variance a batch keeps). Mixing is a proxy: ...
     """
+    if mixing_axis not in MIXING_WORDS:
+        raise ValueError(f"mixing_axis must be one of {sorted(MIXING_WORDS)}, got {mixing_axis!r}")
+    what, everything, meaning = MIXING_WORDS[mixing_axis]
+    proxy = f" {MIXING_PROXY}" if mixing_axis == "mixing" else ""
     word = "budget fill" if trade.measure == "budget_fill" else "efficiency"
     x = format_percent(trade.target, "prose")
     best, top = trade.best, trade.most_efficient
-    if best is None:
-        text = f"No bucketed plan reaches {x} {word}"
+    if best is None:  # the frontier's most efficient plan is its largest K's
+        text = (
+            f"No bucketed plan of up to {top.n_buckets} buckets reaches {x} {word} (K = {top.n_buckets} "
+            f"reaches {format_percent(top.reached, 'prose')}, keeping "
+            f"{format_percent(top.mixing, 'prose')} of {what})"
+        )
     elif best.n_buckets == 1:
         text = (
             f"A full shuffle (K = 1, {format_percent(best.reached, 'prose')}) already reaches {x} {word} "
-            f"and keeps all the mixing; the most efficient bucketed plan (K = {top.n_buckets}, "
+            f"and keeps {everything}; the most efficient bucketed plan (K = {top.n_buckets}, "
             f"{format_percent(top.reached, 'prose')}) keeps {format_percent(top.mixing, 'prose')}"
         )
     else:
         bound = "" if best.bound is None else f", at most {format_percent(best.bound, 'prose')} possible"
         text = (
             f"At {x} {word} or more, the best bucketed plan (K = {best.n_buckets}, "
-            f"{format_percent(best.reached, 'prose')}) keeps {format_percent(best.mixing, 'prose')} of the "
-            f"mixing{bound}"
+            f"{format_percent(best.reached, 'prose')}) keeps {format_percent(best.mixing, 'prose')} of "
+            f"{what}{bound}"
         )
     t = trade.trainer
     if t is None:
-        return f"{text} ({MIXING})."
+        return f"{text} ({meaning}).{proxy}"
     err = "" if not math.isfinite(t.mixing_se) else f" ± {format_percent(t.mixing_se, 'error')}"
     return (
         f"{text}; the Trainer's length grouping keeps {format_percent(t.mixing, 'prose')}{err} at "
-        f"{format_percent(t.reached, 'prose')} (lag-1 autocorrelation {t.lag1_autocorr:.2f})."
+        f"{format_percent(t.reached, 'prose')} (lag-1 autocorrelation {t.lag1_autocorr:.2f}).{proxy}"
     )
 
 

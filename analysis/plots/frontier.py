@@ -3,11 +3,14 @@ knob (an :func:`analysis.frontier` frame), the Pareto frontier drawn, the chosen
 case's point labelled.  Strategies keep their Okabe–Ito colours and get a marker each (readable
 in grey too); mixing is on a log axis (a heavy tail leaves the best-padded plans a tiny share of
 the variance), with a mixing of exactly 0 (sorted batches) drawn on the axis's left edge and
-said so in its label."""
+said so in its label, and labelled the proxy it is.  With a gradient-noise model the other axis
+is the share of the effective batch a plan keeps (``mixing_axis="effective_batch_share"``), on a
+linear axis with its standard errors as bars."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -19,7 +22,7 @@ from analysis.plots._common import GREY, format_count, place_labels
 from analysis.plots.strategies import STRATEGY_COLORS
 from analysis.tables import format_percent
 
-__all__ = ["plot_frontier"]
+__all__ = ["MIXING_AXIS_LABELS", "plot_frontier"]
 
 _MARKERS = {
     "sorted": "s",
@@ -45,6 +48,35 @@ def _x_floor(frame: pd.DataFrame) -> float:
     return float(max(10.0 ** (float(np.floor(np.log10(low))) - 0.3), 1e-4))
 
 
+def _error_bars(ax: Any, f: pd.DataFrame, axis: str, se: str) -> None:
+    """Horizontal bars of one standard error where ``se`` is positive."""
+    has = f[np.isfinite(f[se].to_numpy(float)) & (f[se].to_numpy(float) > 0)]
+    if not has.empty:
+        ax.errorbar(
+            has["mixing"],
+            has[axis],
+            xerr=has[se],
+            fmt="none",
+            ecolor=GREY,
+            elinewidth=0.8,
+            capsize=2,
+            zorder=2,
+        )
+
+
+def _share_limits(values: np.ndarray) -> tuple[float, float]:
+    """A linear share axis around ``values``: up to at least 100 % (a shuffle), a margin each side."""
+    low, high = float(np.nanmin(values)), max(1.0, float(np.nanmax(values)))
+    pad = 0.06 * (high - low) or 0.02
+    return low - pad, high + pad
+
+
+#: The mixing axes (the frontier's column) and their labels.
+MIXING_AXIS_LABELS = {
+    "mixing": "mixing: share of the data's length variance a batch keeps (log; a proxy for gradient mixing)",
+    "effective_batch_share": "share of the effective batch kept (B_eff / B)",
+}
+
 #: The y axes that are shares, and their labels.
 _SHARE_LABELS = {
     "efficiency": "efficiency (useful / padded)",
@@ -58,12 +90,17 @@ def plot_frontier(
     axis: str = "efficiency",
     marks: Mapping[str, str] | None = None,
     title: str | None = None,
+    mixing_axis: str = "mixing",
 ) -> Figure:
     """Efficiency (``axis="budget_fill"``: the steps' fill of a token budget;
     ``"tokens_per_s"``: predicted tokens/s; :attr:`analysis.Frontier.axis`) against mixing: a marked curve
     per strategy along its knob, the frontier-edge plans as small rings, the Pareto frontier
     as a black staircase, and ``marks`` (caption -> a row's ``label``: ``{"chosen": ...,
     "case": ...}``) ringed and named (the first with a star).
+
+    ``mixing_axis`` is the frontier's column drawn against ``axis``: ``"mixing"`` (the length
+    proxy, log axis) or ``"effective_batch_share"`` (``B_eff / B`` from a gradient-noise model,
+    linear, with bars of ``effective_batch_share_se`` where the frame has it).
 
     Examples
     --------
@@ -76,14 +113,21 @@ def plot_frontier(
     >>> fig.axes[0].get_xscale(), fig.axes[0].get_ylabel()
     ('log', 'efficiency (useful / padded)')
     """
-    for column in (axis, "mixing", "strategy", "label", "pareto"):
+    if mixing_axis not in MIXING_AXIS_LABELS:
+        raise ValueError(f"mixing_axis must be one of {sorted(MIXING_AXIS_LABELS)}, got {mixing_axis!r}")
+    for column in (axis, mixing_axis, "strategy", "label", "pareto"):
         if column not in frame.columns:
             raise ValueError(f"the frame has no {column!r} column")
+    gradient = mixing_axis != "mixing"
+    if gradient:  # drawn where mixing is: the code below reads "mixing"
+        frame = frame.assign(mixing=frame[mixing_axis])
     f = frame[np.isfinite(frame[axis].to_numpy(float)) & np.isfinite(frame["mixing"].to_numpy(float))]
-    floor = _x_floor(f)
+    floor = -np.inf if gradient else _x_floor(f)
     fig = Figure(figsize=(7.6, 6.2), layout="constrained")
     ax = fig.subplots()
-    ax.set_xscale("log")
+    ax.set_xscale("linear" if gradient else "log")
+    if gradient and f"{mixing_axis}_se" in f.columns:
+        _error_bars(ax, f, axis, f"{mixing_axis}_se")
     handles = []
     # the lambda passes' plans and the floor search's: points, not steps along K
     is_frontier = f["label"].str.startswith(("frontier edges", "floor edges"))
@@ -128,7 +172,7 @@ def plot_frontier(
             clip_on=False,
         )
         label = _NAMES.get(str(name), str(name))
-        if str(name) == "sorted" and float(g["mixing"].min()) < floor:
+        if not gradient and str(name) == "sorted" and float(g["mixing"].min()) < floor:
             label += f" (mixing {format_percent(float(g['mixing'].min()), 'figure')}: on the left edge)"
         handles.append(Line2D([], [], color=color, marker=marker, mec="black", mew=0.4, label=label))
     pareto = f[f["pareto"]].sort_values("mixing")
@@ -168,8 +212,12 @@ def plot_frontier(
         ys.append(y)
         value = format_count(y) + " tok/s" if axis == "tokens_per_s" else format_percent(y, "figure")
         head = name if text in name else f"{text}: {name}"
-        texts.append(f"{head}\n{value}, mixing {format_percent(float(hit['mixing'].iloc[0]), 'figure')}")
-    ax.set_xlim(floor, 1.15)
+        kept = format_percent(float(hit["mixing"].iloc[0]), "figure")
+        texts.append(f"{head}\n{value}, {'B_eff / B ' if gradient else 'mixing '}{kept}")
+    if gradient:
+        ax.set_xlim(*_share_limits(f["mixing"].to_numpy(float)))
+    else:
+        ax.set_xlim(floor, 1.15)
     if axis in _SHARE_LABELS:
         ax.set_ylim(max(0.0, float(f[axis].min()) - 0.05), 1.0)
         ax.yaxis.set_major_formatter(PercentFormatter(1.0, decimals=0))
@@ -178,7 +226,7 @@ def plot_frontier(
         ax.set_ylabel("predicted useful tokens/s")
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: format_count(v)))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_percent(v, "figure")))
-    ax.set_xlabel("mixing: share of the data's length variance a batch keeps (log)")
+    ax.set_xlabel(MIXING_AXIS_LABELS[mixing_axis])
     ax.grid(alpha=0.3, which="both")
     fig.legend(handles=handles, loc="outside lower center", ncols=2, fontsize=8, frameon=False)
     ax.set_title(title or "Padding against mixing: every strategy and knob")

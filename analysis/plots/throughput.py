@@ -11,7 +11,7 @@ from matplotlib import colormaps
 from matplotlib.cm import ScalarMappable
 from matplotlib.colors import LogNorm
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, MaxNLocator, PercentFormatter
+from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter, PercentFormatter
 
 from analysis.plots._common import GREY, OKABE_ITO, format_count, length_axis
 from analysis.tables import format_percent
@@ -67,9 +67,14 @@ def plot_step_time_fit(model: StepTimeModel, *, title: str | None = None) -> Fig
     length_axis(left, lo / 1.25, hi * 1.25, log=True, label="padded length L (tokens)")
     left.set_ylabel("step time (s, log scale)")
     left.set_title("measured (dots) and fitted model (lines)", fontsize=10)
-    fig.colorbar(
+    bar = fig.colorbar(
         ScalarMappable(cmap=cmap, norm=LogNorm(smallest, largest / 0.9)), ax=left, label="batch size B"
     )
+    if sizes.size <= 8:  # less than a decade or few sizes: tick each measured size, plainly
+        bar.set_ticks([float(b) for b in sizes])
+        bar.ax.minorticks_off()
+    bar.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: format_count(v)))
+    bar.ax.yaxis.set_minor_formatter(NullFormatter())
     order = res.sort_values("length")
     right.fill_between(
         order["length"],

@@ -13,7 +13,7 @@ import hashlib
 import html
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,18 +21,21 @@ import numpy as np
 import pandas as pd
 
 from analysis.answers.baselines import budget_baselines
+from analysis.answers.gradient_noise import PlanQuality, plan_quality
 from analysis.answers.recommendation import Recommendation
 from analysis.answers.throughput import predict_strategy_throughput
 from analysis.answers.tradeoff import TradeOff, tradeoff
 from analysis.lengths import LengthHistogram
 from analysis.loaders import LengthSource, expand_paths
 from analysis.narrative.frontier import floor_sentence, frontier_sentence
+from analysis.narrative.noise import describe_noise_model, describe_plan_noise
 from analysis.narrative.plan import plan_warnings
 from analysis.narrative.recommendation import describe_answer, describe_case, describe_recommendation
 from analysis.optimize import sweep_measure
 from analysis.padding.mixing import random_mixing, sorted_mixing
 from analysis.report._notebooks import REPORT_CSS, Page
 from analysis.tables import format_count, format_percent, format_value, tidy
+from analysis.timing.noise import GradientNoise, NoiseFigure
 from analysis.timing.step_time import StepTimeModel
 
 __all__ = [
@@ -129,6 +132,9 @@ class SummaryFacts:
     seed: int
     speed: Speed
     baselines: pd.DataFrame | None = None  # token_budget and packing, under a token budget
+    noise: GradientNoise | None = None  # the --noise model
+    quality: PlanQuality | None = None  # the plan in gradient noise (with the --noise model)
+    noise_figures: Mapping[str, NoiseFigure] | None = None  # the model's figures on the data
 
     @property
     def frontier_text(self) -> str:
@@ -208,12 +214,16 @@ def summary_facts(
     step_times_name: str | None = None,
     calibration: tuple[float, str] | None = None,
     trade: TradeOff | None = None,
+    noise: GradientNoise | None = None,
 ) -> SummaryFacts:
     """What the summary page states about ``hist`` under ``rec`` (its plan and rule): the
     exact mixing (:mod:`analysis.padding.mixing`), the trade-off from the frontier of every
     strategy (:func:`analysis.answers.tradeoff.tradeoff`, simulated from ``seed``: what notebook
     02 computes), the expected speed-up (:class:`Speed`) and, under a token budget, what dynamic
-    batching and packing take (:func:`analysis.answers.baselines.budget_baselines`).
+    batching and packing take (:func:`analysis.answers.baselines.budget_baselines`).  With a
+    gradient-noise model (``noise``), the plan in gradient noise
+    (:func:`analysis.answers.gradient_noise.plan_quality`: time to the same loss under the
+    step-time ``model`` when there is one, steps otherwise).
 
     Examples
     --------
@@ -247,7 +257,11 @@ def summary_facts(
         world_size=world_size,
         seed=seed,
     )
-    return SummaryFacts(source, rec, mixing, trade, seed, speed, baselines)
+    quality = (
+        None if noise is None else plan_quality(noise, hist, rec.rule, edges=rec.plan.edges, step_time=model)
+    )
+    figures = None if noise is None else noise.figures(hist)
+    return SummaryFacts(source, rec, mixing, trade, seed, speed, baselines, noise, quality, figures)
 
 
 def _e(value: object) -> str:
@@ -288,7 +302,10 @@ def _markdown(text: str) -> str:
 
 def _answer(facts: SummaryFacts) -> str:
     speed = facts.speed
-    return _markdown(describe_answer(facts.rec, speed.ratio, speed.unit, facts.baselines))
+    text = describe_answer(facts.rec, speed.ratio, speed.unit, facts.baselines)
+    if facts.quality is not None:
+        text += f" In gradient noise, on your model: {describe_plan_noise(facts.quality, errors=False)}"
+    return _markdown(text)
 
 
 def _speed_html(speed: Speed) -> str:
@@ -310,8 +327,25 @@ def _subsample(mixing: pd.Series) -> str:
     return f", on a uniform subsample of {format_count(simulated)} of the {format_count(population)} samples"
 
 
+def _noise_html(facts: SummaryFacts) -> str:
+    """The gradient-noise facts (with a ``--noise`` model; else nothing)."""
+    if facts.noise is None or facts.quality is None or facts.noise_figures is None:
+        return ""
+    figures = facts.noise_figures
+    return (
+        f"<dt>gradient noise</dt><dd>{_e(describe_plan_noise(facts.quality))}<br>"
+        f"<span class='note'>{_e(describe_noise_model(facts.noise, figures))} A plan trains like a "
+        "shuffle of B_eff samples per step; steps to the same loss are predicted to scale as "
+        "1 + B_noise / B_eff (McCandlish et al. 2018, a law of steady-state training: early "
+        "training, or a checkpoint far from the one probed, may not follow it); every figure ± "
+        "its jackknife standard error. "
+        "recommendation.json (gradient_noise) has every figure and each strategy's noise over "
+        "1, 4 and 16 steps.</span></dd>"
+    )
+
+
 def _mixing_html(facts: SummaryFacts) -> str:
-    mix = facts.mixing
+    mix = facts.mixing  # the trade-off sentence says the length mixing is a proxy
     return (
         "<dd>the share of the data's length variance a batch keeps (expected within-batch sample "
         "variance over the data's; 100% for a full shuffle, exact): "
@@ -419,7 +453,8 @@ def index_html(
 {_e(format_percent(rec.strategies["sorted"].efficiency))} (useful / padded tokens, exact expectations)</dd>
 {_budget_html(rec)}
 <dt>speed-up</dt>{_speed_html(facts.speed)}
-<dt>mixing kept</dt>{_mixing_html(facts)}
+<dt>length mixing kept</dt>{_mixing_html(facts)}
+{_noise_html(facts)}
 <dt>number of buckets</dt>{_k_html(rec)}
 </dl>
 <h2>The strategies</h2>

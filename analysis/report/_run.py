@@ -70,6 +70,7 @@ from analysis.report._notebooks import (
 )
 from analysis.report._record import ReportResult, throughput_record, time_results, write_json
 from analysis.simulation.epochs import check_batch_tokens
+from analysis.timing.noise import GradientNoise
 
 __all__ = ["ReportResult", "run_report"]
 
@@ -173,8 +174,10 @@ def run_report(
         A gradient-noise model of your model (:func:`analysis.timing.noise.measure_gradient_noise`,
         saved by :func:`analysis.loaders.save_gradient_noise`; read before anything runs):
         ``recommendation.json`` then records its figures, the recommended plan's gradient noise
-        and every strategy's window noise (``gradient_noise``;
-        :func:`analysis.answers.gradient_noise.gradient_noise_record`).
+        (with ``step_times``, its time to the same loss) and every strategy's window noise
+        (``gradient_noise``; :func:`analysis.answers.gradient_noise.gradient_noise_record`), and
+        the summary page says what the plan keeps of the effective batch and how soon it
+        reaches the same loss (:func:`analysis.narrative.noise.describe_plan_noise`).
 
     Returns
     -------
@@ -242,8 +245,9 @@ def run_report(
     rec_dict["tradeoff"] = {**trade.to_dict(), "sentence": frontier_sentence(trade)}
     if noise_model is not None:
         rng = np.random.default_rng(settings.seed)
+        clock = None if step_time is None else step_time.model
         rec_dict["gradient_noise"] = gradient_noise_record(
-            noise_model, hist, rec.plan.edges, settings.rule, rng=rng
+            noise_model, hist, rec.plan.edges, settings.rule, rng=rng, step_time=clock
         )
     source = describe_source(src)
     if measured is not None:  # named by the raw data, not the lengths file measured from them
@@ -267,7 +271,7 @@ def run_report(
         rec_path = write_json(run.out / "recommendation.json", recommendation)
         command_line = str(recommendation["command"])
         index = _write_index(
-            run, settings, source, rec, hist, raw, step_time, pages, command_line, trade, facts
+            run, settings, source, rec, hist, raw, step_time, pages, command_line, trade, facts, noise_model
         )
         written = [data.csv, *executed, rec_path, index, *figure_files]
         if kept is not None:
@@ -327,6 +331,7 @@ def _write_index(
     command: str,
     trade: TradeOff,
     extra: Sequence[tuple[str, str]] = (),
+    noise: GradientNoise | None = None,
 ) -> Path:
     """Write ``index.html`` from the engine's facts about ``hist`` (``raw``: before ``max_len``;
     the speed-up priced with ``step_time``'s model, the one notebook 04 fitted)."""
@@ -342,6 +347,7 @@ def _write_index(
         if settings.tokens_per_s is None
         else (settings.tokens_per_s, str(settings.reference_strategy)),
         trade=trade,
+        noise=noise,
     )
     path = run.out / INDEX_HTML
     clipping = "" if settings.max_len is None else describe_clipping(raw, settings.max_len)
