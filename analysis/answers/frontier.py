@@ -47,6 +47,7 @@ from analysis.optimize import (
     frontier_plans,
     frontier_sweep,
     optimal_plans,
+    reuse_matrices,
 )
 from analysis.padding.mixing import random_mixing, sorted_mixing
 from analysis.padding.waste import batch_step_tokens, budget_fill, random_padding, sorted_padding, step_tokens
@@ -469,6 +470,7 @@ def _simulated_rows(
     return rows, sim.n_samples
 
 
+@reuse_matrices()  # the sweep, the Pareto check's bounds and its floor searches: one set of matrices
 def frontier(
     hist: LengthHistogram,
     rule: BatchRule | None = None,

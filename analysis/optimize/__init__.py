@@ -98,6 +98,7 @@ from analysis.optimize._frontier import (
     frontier_plans,
     frontier_sweep,
     lagrangian,
+    reuse_matrices,
 )
 from analysis.optimize._problem import (
     OBJECTIVES,
@@ -138,6 +139,7 @@ __all__ = [
     "frontier_lambdas",
     "frontier_plans",
     "frontier_sweep",
+    "reuse_matrices",
     "optimal_plans",
     "optimize_edges",
     "recommend_n_buckets",

@@ -20,8 +20,9 @@ floor reports when it falls in a gap (:func:`_floor_search`).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numba
@@ -117,6 +118,40 @@ class Lagrangian:
     # matrix of analysis.optimize._gradient, its scale N tr Σ)
     axis: str = "mixing"
     noise: GradientArrays | None = None
+    # the passes made on these matrices, by (k_max, lam) (_pass: a floor search asks again for
+    # the optimum and the most mixing it bracketed its gap with)
+    passes: dict[tuple[int, float], dict[int, list[int]]] = field(default_factory=dict, compare=False)
+
+
+# The matrices made inside a reuse_matrices() scope: (hist, key, noise, Lagrangian).
+_SCOPE: list[tuple[LengthHistogram, tuple[Any, ...], GradientNoise | None, Lagrangian]] | None = None
+
+
+@contextmanager
+def reuse_matrices() -> Iterator[None]:
+    """Within this scope every function of this module on the same histogram (the same object),
+    rule, edge multiple, objective and noise model reuses one set of matrices and the passes
+    made on them (the frontier's sweep, its bounds and its floor searches); they are dropped
+    when the outermost scope ends.
+
+    Examples
+    --------
+    >>> hist = LengthHistogram.from_counts([1, 2, 3, 9, 10], [5, 5, 5, 5, 5])
+    >>> with reuse_matrices():
+    ...     a = floor_plans(hist, BatchRule(4), [(2, Floor("mixing", 0.2))])
+    ...     b = floor_plans(hist, BatchRule(4), [(2, Floor("mixing", 0.2))])
+    >>> a[0].edges == b[0].edges, len(_SCOPE or [])
+    (True, 0)
+    """
+    global _SCOPE
+    outer = _SCOPE
+    if outer is None:
+        _SCOPE = []
+    try:
+        yield
+    finally:
+        if outer is None:
+            _SCOPE = None
 
 
 def axis_value(lag: Lagrangian, ends: Sequence[int]) -> float:
@@ -128,6 +163,20 @@ def axis_value(lag: Lagrangian, ends: Sequence[int]) -> float:
 
 
 def lagrangian(hist: LengthHistogram, prob: Problem, noise: GradientNoise | None = None) -> Lagrangian:
+    """:func:`_make_lagrangian`, or the one already made in a :func:`reuse_matrices` scope."""
+    scope = _SCOPE
+    if scope is None:
+        return _make_lagrangian(hist, prob, noise)
+    key = (prob.rule, prob.edge_multiple, prob.objective, id(prob.step_time))
+    for h, k, n, lag in scope:
+        if h is hist and k == key and n is noise:
+            return lag
+    lag = _make_lagrangian(hist, prob, noise)
+    scope.append((hist, key, noise, lag))
+    return lag
+
+
+def _make_lagrangian(hist: LengthHistogram, prob: Problem, noise: GradientNoise | None = None) -> Lagrangian:
     """The matrices of ``prob`` for the λ-DP, each bucket's exact cost (the exact rows of
     :mod:`analysis.optimize._exact`) and mixing sum between every two points, computed once
     for every pass; the points are the allowed ends, or a candidate grid of ``_GRID`` ends
@@ -153,7 +202,14 @@ def lagrangian(hist: LengthHistogram, prob: Problem, noise: GradientNoise | None
 
 def _pass(lag: Lagrangian, k_max: int, lam: float) -> dict[int, list[int]]:
     """Bucket ends (ascending, last ``m``) minimising ``objective - lam * mixing`` for every
-    ``K <= k_max`` (one DP pass over the matrices)."""
+    ``K <= k_max`` (one DP pass over the matrices; a pass made before is read back)."""
+    made = lag.passes.get((k_max, lam))
+    if made is None:
+        made = lag.passes[(k_max, lam)] = _new_pass(lag, k_max, lam)
+    return {k: list(ends) for k, ends in made.items()}
+
+
+def _new_pass(lag: Lagrangian, k_max: int, lam: float) -> dict[int, list[int]]:
     per = lam / lag.scale if lag.scale > 0 else 0.0
     costs = lag.costs - per * lag.mixing if per != 0.0 else lag.costs
     best, arg = _solve_points(costs, min(k_max, lag.points.size - 1))
