@@ -10,7 +10,13 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from analysis.answers.frontier import DEFAULT_EPOCHS, DEFAULT_LAMBDAS, DEFAULT_MAX_BUCKETS, frontier
+from analysis.answers.frontier import (
+    DEFAULT_EPOCHS,
+    DEFAULT_LAMBDAS,
+    DEFAULT_MAX_BUCKETS,
+    FLOOR_CHECKS,
+    frontier,
+)
 from analysis.answers.tradeoff import TRAINER_LABEL, read_tradeoff
 from analysis.batching import DEFAULT_SEED
 from analysis.cli._layout import frame_text, wrap
@@ -28,7 +34,7 @@ from analysis.cli._options import (
     positive,
     tail_hint,
 )
-from analysis.narrative.frontier import MIXING_PROXY, floor_sentence, frontier_sentence
+from analysis.narrative.frontier import MIXING_PROXY, floor_sentence, frontier_sentence, unchecked_sentence
 from analysis.optimize import Floor, as_floor
 
 __all__ = [
@@ -178,6 +184,8 @@ def cmd_frontier(args: argparse.Namespace, out: TextIO) -> None:
         ),
         file=out,
     )
+    if (note := unchecked_sentence(res.unchecked, FLOOR_CHECKS)) is not None and not args.all:
+        print(wrap(note), file=out)
     print(file=out)
     if (res.frame["label"] == TRAINER_LABEL).any():  # the trade-off, as the report and notebook 02 say it
         print(wrap(frontier_sentence(read_tradeoff(res, hist))), file=out)  # the proxy said there

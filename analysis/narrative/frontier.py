@@ -19,7 +19,7 @@ from analysis.answers.tradeoff import TradeOff
 from analysis.optimize import BucketPlan
 from analysis.tables import format_percent
 
-__all__ = ["MIXING_PROXY", "MIXING_PROXY_CLAUSE", "frontier_sentence", "floor_sentence"]
+__all__ = ["MIXING_PROXY", "MIXING_PROXY_CLAUSE", "frontier_sentence", "floor_sentence", "unchecked_sentence"]
 
 #: What "mixing" means, said where no Trainer row carries the sentence.
 MIXING = "mixing: the share of the data's length variance a batch keeps"
@@ -45,6 +45,28 @@ MIXING_WORDS = {
         "from the --noise model",
     ),
 }
+
+
+def unchecked_sentence(unchecked: int, checks: int) -> str | None:
+    """What a frontier's Pareto mark does not prove (:attr:`analysis.answers.frontier.Frontier.
+    unchecked`): None when every pair was cleared.
+
+    Examples
+    --------
+    >>> unchecked_sentence(0, 48) is None
+    True
+    >>> unchecked_sentence(3, 48)[:64]
+    'Not proven: 3 pairs of a Pareto point and a bucket count were ne'
+    """
+    if unchecked <= 0:
+        return None
+    pairs = "pair" if unchecked == 1 else "pairs"
+    verb = "was" if unchecked == 1 else "were"
+    return (
+        f"Not proven: {unchecked:,} {pairs} of a Pareto point and a bucket count {verb} neither cleared "
+        f"by the DP’s bounds nor searched (the check runs at most {checks:,} floor searches), so a "
+        "plan of that many buckets may beat such a point."
+    )
 
 
 def frontier_sentence(trade: TradeOff, mixing_axis: str = "mixing") -> str:
