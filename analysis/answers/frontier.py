@@ -295,23 +295,26 @@ _BOUND_LAMBDAS = 24
 
 def _lower_bounds(
     hist: LengthHistogram, rule: BatchRule, k_max: int, lambdas: Sequence[float]
-) -> tuple[np.ndarray, dict[int, np.ndarray]]:
-    """``(grid, low)``: ``low[K][j]``, the least ``objective - grid[j] * mixing`` of any
+) -> tuple[np.ndarray, dict[int, np.ndarray], list[BucketPlan]]:
+    """``(grid, low, plans)``: ``low[K][j]``, the least ``objective - grid[j] * mixing`` of any
     ``K``-bucket plan the optimiser can place (one pass per ``grid[j]`` gives every K at once:
     :func:`analysis.optimize.frontier_plans`, which lists each minimiser once, so the minimum
     over the plans it lists is the pass's), for ``grid``: ``lambdas`` (the sweep's: its plans
     are then bounded at their own K) and :data:`_BOUND_LAMBDAS` more spread geometrically from
-    1/10 of the least of them to 10 times the most."""
+    1/10 of the least of them to 10 times the most; ``plans``: the passes' plans (each
+    Pareto-optimal among its ``K``'s plans)."""
     lo, hi = min(lambdas), max(lambdas)
     grid = np.union1d(np.geomspace(lo / 10, hi * 10, _BOUND_LAMBDAS), np.asarray(lambdas, float))
     points: dict[int, list[tuple[float, float]]] = {}
+    plans = []
     for _, k, plan in frontier_plans(hist, rule, k_max, [float(x) for x in grid]):
         points.setdefault(k, []).append((plan.objective, plan.mixing))
+        plans.append(plan)
     low = {}
     for k, pts in points.items():
         f, g = np.array(pts).T
         low[k] = (f[:, None] - grid[None, :] * g[:, None]).min(axis=0)
-    return grid, low
+    return grid, low, plans
 
 
 def _open_pairs(
@@ -323,7 +326,7 @@ def _open_pairs(
     tokens, which the steps objective passes by less than a quarter step) and mixing at least
     ``y``, so ``low[K][j] >= F - grid[j] * y`` for one ``j`` proves there is none (equality
     leaves only a plan at ``F`` and ``y`` exactly, which ties it)."""
-    grid, low = bounds
+    grid, low, _ = bounds
     slack = rule.max_tokens / 4 if axis == "budget_fill" and rule.max_tokens is not None else 0.0
     out = []
     for x, y in frame.loc[frame["pareto"], [axis, "mixing"]].itertuples(index=False):
@@ -367,6 +370,28 @@ def _beats(x: float, y: float, points: np.ndarray) -> bool:
     return bool(((x >= a) & (y >= g) & ahead).any())
 
 
+def _with_beaters(
+    hist: LengthHistogram, frame: pd.DataFrame, axis: str, plans: Sequence[BucketPlan], kind: str
+) -> pd.DataFrame:
+    """``frame`` with a ``{kind}, K=...`` row for each of ``plans`` (not already a row) that
+    beats one of its Pareto points, and the Pareto set taken again."""
+    held = {tuple(e) for e in frame.loc[frame["strategy"] == "bucketed", "edges"]}
+    points = frame.loc[frame["pareto"], [axis, "mixing"]].to_numpy(float)
+    rows = []
+    for plan in plans:
+        if tuple(plan.edges) in held:
+            continue
+        row = _plan_row(plan, plan.n_buckets, f"{kind}, K={plan.n_buckets}", hist, None)
+        if _beats(row[axis], row["mixing"], points):
+            held.add(tuple(plan.edges))
+            rows.append(row)
+    if not rows:
+        return frame
+    frame = pd.concat([frame, pd.DataFrame(rows)], ignore_index=True)
+    frame["pareto"] = _pareto(frame[axis].to_numpy(float), frame["mixing"].to_numpy(float))
+    return frame
+
+
 def _checked_by_floors(
     hist: LengthHistogram,
     rule: BatchRule,
@@ -387,6 +412,7 @@ def _checked_by_floors(
         slope = max(abs(f[0] - f[-1]) / max(abs(g[0] - g[-1]), 1e-12), 1.0)
         lambdas = [slope / 1000, slope]
     bounds = _lower_bounds(hist, rule, k_max, lambdas)
+    frame = _with_beaters(hist, frame, axis, bounds[2], "frontier edges")
     asked: set[tuple[int, str, float]] = set()
     spent = 0
     while True:
@@ -396,19 +422,8 @@ def _checked_by_floors(
         asks = asks[: min(_BATCH, FLOOR_CHECKS - spent)]
         spent += len(asks)
         asked.update((k, f.measure, f.value) for k, f in asks)
-        held = {tuple(e) for e in frame.loc[frame["strategy"] == "bucketed", "edges"]}
-        points = frame.loc[frame["pareto"], [axis, "mixing"]].to_numpy(float)
-        rows = []
-        for plan in floor_plans(hist, rule, asks):
-            if plan is None or tuple(plan.edges) in held:
-                continue
-            row = _plan_row(plan, plan.n_buckets, f"floor edges, K={plan.n_buckets}", hist, None)
-            if _beats(row[axis], row["mixing"], points):
-                held.add(tuple(plan.edges))
-                rows.append(row)
-        if rows:
-            frame = pd.concat([frame, pd.DataFrame(rows)], ignore_index=True)
-            frame["pareto"] = _pareto(frame[axis].to_numpy(float), frame["mixing"].to_numpy(float))
+        found = [plan for plan in floor_plans(hist, rule, asks) if plan is not None]
+        frame = _with_beaters(hist, frame, axis, found, "floor edges")
     left = _next_asks(_open_pairs(hist, rule, frame, axis, bounds), axis, asked)
     return frame, len(left)
 
