@@ -132,6 +132,11 @@ def frontier_sentence(trade: TradeOff, mixing_axis: str = "mixing") -> str:
     t = trade.trainer
     if t is None:
         return f"{text} ({meaning}).{proxy}"
+    if not math.isfinite(t.mixing):  # batches of one sample: no spread within a batch to keep
+        return (
+            f"{text}; the Trainer's length grouping reaches {format_percent(t.reached, 'prose')} and has "
+            f"no mixing to measure (a batch of one sample holds one length).{proxy}"
+        )
     err = "" if not math.isfinite(t.mixing_se) else f" ± {format_percent(t.mixing_se, 'error')}"
     return (
         f"{text}; the Trainer's length grouping keeps {format_percent(t.mixing, 'prose')}{err} at "

@@ -393,3 +393,15 @@ def test_five_lengths_spanning_sixty_bits_get_frontier_rows():
     text = frontier_sentence(read_tradeoff(res, min_efficiency=0.6))
     best = f[(f["strategy"] == "bucketed") & (f["efficiency"] >= 0.6)]["mixing"].max()
     assert f"keeps {format_percent(best, 'prose')} of the mixing" in text
+
+
+def test_batches_of_one_say_there_is_no_mixing_to_measure():
+    """Batch size 1 pads nothing and mixes nothing: the Trainer's mixing is undefined (NaN),
+    and the sentence says so instead of printing a dash with an error bar."""
+    hist = LengthHistogram.from_lengths([1, 2**20, 2**30, 3 * 2**30, 2**62])
+    res = frontier(hist, batch_size=1, rng=np.random.default_rng(0), max_buckets=5, n_lambdas=2)
+    trainer = res.frame[res.frame["strategy"] == "length_grouped"]
+    exact = res.frame[res.frame["strategy"].isin(["bucketed", "sorted", "random"])]
+    assert trainer["mixing"].isna().all() and (exact["efficiency"] == 1.0).all()
+    text = frontier_sentence(read_tradeoff(res, hist))
+    assert "no mixing to measure" in text and "–" not in text and "± 0%" not in text
