@@ -28,6 +28,13 @@ prints both tables.  One CPU thread: about 12 minutes for the variance table and
 the training runs, on 2 cores shared with other jobs:
 
     python benchmarks/bench_gradient_noise.py            # from the repository root
+
+``--device`` (default ``cuda`` where torch sees one) puts the model, its batches and the count
+sketch on that device; the sketched gradients come back to the CPU as numpy, and everything
+handed to ``analysis`` stays there.  ``--n-layer``, ``--n-embd``, ``--n-head`` and ``--vocab``
+size the model and the BPE (defaults: the committed CPU run's 2, 64, 2 and 1,024; with them on
+the CPU the files come out byte for byte as before).  ``--suffix`` is appended to every file
+name written.  ``benchmarks/gpu_gradient_noise.sh`` runs a larger model on a GPU.
 """
 
 from __future__ import annotations
@@ -108,12 +115,19 @@ def train_bpe(texts: list[str], vocab: int = 1024) -> Tokenizer:
 
 
 # ------------------------------------------------------------------------------ the model
-def build_model(seed: int) -> GPT2LMHeadModel:
+def build_model(seed: int, args: argparse.Namespace) -> GPT2LMHeadModel:
+    """GPT-2 of ``args``' size, initialised on the CPU from ``seed``, then moved to ``args.device``."""
     torch.manual_seed(seed)
     config = GPT2Config(
-        vocab_size=1024, n_positions=MAX_LEN, n_embd=64, n_layer=2, n_head=2, bos_token_id=0, eos_token_id=0
+        vocab_size=args.vocab,
+        n_positions=MAX_LEN,
+        n_embd=args.n_embd,
+        n_layer=args.n_layer,
+        n_head=args.n_head,
+        bos_token_id=0,
+        eos_token_id=0,
     )
-    return GPT2LMHeadModel(config)
+    return GPT2LMHeadModel(config).to(args.device)
 
 
 def batch_loss(model: GPT2LMHeadModel, seqs: list[np.ndarray]) -> torch.Tensor:
@@ -124,6 +138,7 @@ def batch_loss(model: GPT2LMHeadModel, seqs: list[np.ndarray]) -> torch.Tensor:
     for r, s in enumerate(seqs):
         ids[r, : s.size] = torch.from_numpy(s)
         mask[r, : s.size] = 1
+    ids, mask = ids.to(model.device), mask.to(model.device)
     logits = model(input_ids=ids, attention_mask=mask).logits[:, :-1]
     target, keep = ids[:, 1:], mask[:, 1:].float()
     per_token = torch.nn.functional.cross_entropy(logits.transpose(1, 2), target, reduction="none")
@@ -148,19 +163,21 @@ def held_out_loss(model: GPT2LMHeadModel, seqs: list[np.ndarray]) -> float:
 
 
 class Sketch:
-    """Count sketch of the flattened gradient to ``SKETCH`` coordinates."""
+    """Count sketch of the flattened gradient to ``SKETCH`` coordinates: hashes drawn on the CPU
+    (the same on every device), summed on the model's device, returned as numpy."""
 
     def __init__(self, model: GPT2LMHeadModel, seed: int = 0) -> None:
         n = sum(p.numel() for p in model.parameters())
         gen = torch.Generator().manual_seed(seed)
-        self.slot = torch.randint(SKETCH, (n,), generator=gen)
-        self.sign = torch.randint(0, 2, (n,), generator=gen).float() * 2 - 1
+        self.slot = torch.randint(SKETCH, (n,), generator=gen).to(model.device)
+        self.sign = (torch.randint(0, 2, (n,), generator=gen).float() * 2 - 1).to(model.device)
 
     def gradient(self, model: GPT2LMHeadModel, seqs: list[np.ndarray]) -> np.ndarray:
         model.zero_grad()
         batch_loss(model, seqs).backward()
         flat = torch.cat([p.grad.reshape(-1) for p in model.parameters()])
-        return torch.zeros(SKETCH).index_add_(0, self.slot, self.sign * flat).numpy().astype(float)
+        sketch = torch.zeros(SKETCH, device=flat.device).index_add_(0, self.slot, self.sign * flat)
+        return sketch.cpu().numpy().astype(float)
 
 
 # ---------------------------------------------------------------------------- measuring
@@ -284,8 +301,8 @@ def validation(
                     "steps_ratio": exact.steps_ratio.value if exact is not None else math.nan,
                 }
             )
-    save_gradient_noise(noise, args.out_dir / OUT_MODEL)
-    save_histogram(hist, args.out_dir / OUT_LENGTHS)
+    save_gradient_noise(noise, args.out_dir / _named(OUT_MODEL, args.suffix))
+    save_histogram(hist, args.out_dir / _named(OUT_LENGTHS, args.suffix))
     return pd.DataFrame(rows), noise
 
 
@@ -303,7 +320,7 @@ def steps_to_loss(args: argparse.Namespace, seqs: list[np.ndarray], noise: Gradi
     rows = []
     for seed in range(args.seeds):
         for label, (strategy, edges) in runs.items():
-            model = build_model(100 + seed)  # per seed, one initialisation for every plan
+            model = build_model(100 + seed, args)  # per seed, one initialisation for every plan
             builder = epoch_builder(lengths, strategy, batch_size=BATCH, edges=edges)
             rng = np.random.default_rng(1000 + seed)
             opt = torch.optim.AdamW(model.parameters(), lr=args.lr)
@@ -354,10 +371,22 @@ def steps_to_loss(args: argparse.Namespace, seqs: list[np.ndarray], noise: Gradi
     return out
 
 
-def main() -> None:
+def _named(name: str, suffix: str) -> str:
+    """``name`` with ``suffix`` before its extension."""
+    stem, dot, ext = name.partition(".")
+    return f"{stem}{suffix}{dot}{ext}"
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out-dir", type=Path, default=ROOT / "data", help="where the files go")
+    parser.add_argument("--suffix", default="", help="appended to every file name written, e.g. _cuda")
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--n-layer", type=int, default=2)
+    parser.add_argument("--n-embd", type=int, default=64)
+    parser.add_argument("--n-head", type=int, default=2)
+    parser.add_argument("--vocab", type=int, default=1024, help="the BPE's and the model's vocabulary")
     parser.add_argument("--train", type=int, default=4000, help="snippets to train on")
     parser.add_argument("--probe", type=int, default=1500, help="snippets the probe fits on")
     parser.add_argument("--measure", type=int, default=1600, help="snippets measured")
@@ -373,11 +402,16 @@ def main() -> None:
     parser.add_argument("--target", type=float, default=5.3, help="held-out loss to reach")
     parser.add_argument("--max-steps", type=int, default=600)
     parser.add_argument("--eval-every", type=int, default=10)
-    args = parser.parse_args()
+    return parser
+
+
+def main() -> None:
+    args = _parser().parse_args()
     torch.set_num_threads(1)
+    start = time.perf_counter()
     rng = np.random.default_rng(args.seed)
     texts = stdlib_snippets(rng)
-    tok = train_bpe(texts[:3000])
+    tok = train_bpe(texts[:3000], args.vocab)
     seqs = [np.array(e.ids, dtype=np.int64) for e in tok.encode_batch(texts)]
     seqs = [s for s in seqs if MIN_LEN <= s.size <= MAX_LEN]
     need = args.train + args.probe + args.measure + args.held_out
@@ -387,12 +421,21 @@ def main() -> None:
     print(
         f"{len(texts)} snippets; {need} used, {MIN_LEN}..{MAX_LEN} tokens, median {int(np.median(lengths))}"
     )
-    model = build_model(args.seed)
+    model = build_model(args.seed, args)
+    print(
+        f"device {args.device}, torch {torch.__version__}: GPT-2 of {args.n_layer} layers, width "
+        f"{args.n_embd}, {args.n_head} heads, vocabulary {args.vocab}, "
+        f"{sum(p.numel() for p in model.parameters()):,} parameters"
+    )
     order = np.random.default_rng(args.seed).permutation(args.train)[: args.steps * BATCH]
     train(model, seqs, [order[i : i + BATCH] for i in range(0, order.size, BATCH)], args.lr)
-    print(f"after {args.steps} steps: held-out loss {held_out_loss(model, seqs[-args.held_out :]):.3f}")
+    print(
+        f"after {args.steps} steps: held-out loss {held_out_loss(model, seqs[-args.held_out :]):.3f} "
+        f"[{time.perf_counter() - start:.0f} s]"
+    )
     frame, noise = validation(args, seqs, model)
-    frame.to_csv(args.out_dir / OUT, index=False, float_format="%.6g")
+    frame.to_csv(args.out_dir / _named(OUT, args.suffix), index=False, float_format="%.6g")
+    print(f"variance table written [{time.perf_counter() - start:.0f} s]")
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(
             frame[
@@ -417,7 +460,7 @@ def main() -> None:
         )
     if not args.no_train:
         runs = steps_to_loss(args, seqs, noise)
-        runs.to_csv(args.out_dir / OUT_TRAINING, index=False, float_format="%.6g")
+        runs.to_csv(args.out_dir / _named(OUT_TRAINING, args.suffix), index=False, float_format="%.6g")
         summary = runs.groupby("plan").agg(
             steps_mean=("steps", "mean"),
             steps_sd=("steps", "std"),
@@ -426,6 +469,7 @@ def main() -> None:
         )
         summary["measured_ratio"] = summary["steps_mean"] / summary.loc["shuffle", "steps_mean"]
         print(summary.round(3).to_string())
+        print(f"training runs done [{time.perf_counter() - start:.0f} s]")
 
 
 if __name__ == "__main__":
