@@ -145,13 +145,25 @@ def batch_loss(model: GPT2LMHeadModel, seqs: list[np.ndarray]) -> torch.Tensor:
     return ((per_token * keep).sum(1) / keep.sum(1)).mean()
 
 
-def train(model: GPT2LMHeadModel, seqs: list[np.ndarray], batches: list[np.ndarray], lr: float) -> None:
+def train(
+    model: GPT2LMHeadModel,
+    seqs: list[np.ndarray],
+    batches: list[np.ndarray],
+    lr: float,
+    held: list[np.ndarray],
+    check_at: int = 0,
+) -> float:
+    """AdamW over ``batches``; the held-out loss after ``check_at`` steps (NaN when 0)."""
     opt = torch.optim.AdamW(model.parameters(), lr=lr)
     model.train()
-    for b in batches:
+    checked = math.nan
+    for step, b in enumerate(batches, 1):
         opt.zero_grad()
         batch_loss(model, [seqs[i] for i in b]).backward()
         opt.step()
+        if step == check_at:
+            checked = held_out_loss(model, held)
+    return checked
 
 
 @torch.no_grad()
@@ -400,9 +412,32 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-train", action="store_true", help="skip the steps-to-loss runs")
     parser.add_argument("--seeds", type=int, default=4)
     parser.add_argument("--target", type=float, default=5.3, help="held-out loss to reach")
+    parser.add_argument(
+        "--target-at",
+        type=int,
+        default=0,
+        help="instead of --target: the held-out loss the first training run had after this many steps",
+    )
     parser.add_argument("--max-steps", type=int, default=600)
     parser.add_argument("--eval-every", type=int, default=10)
+    parser.add_argument(
+        "--fit",
+        action="store_true",
+        help="scale --train, --probe, --measure and --held-out down together when the stdlib holds "
+        "fewer snippets (one without its test folders holds about 4,600)",
+    )
     return parser
+
+
+def _fit(args: argparse.Namespace, available: int) -> int:
+    """The snippets needed; with ``--fit``, the four sets scaled down together to ``available``."""
+    sizes = (args.train, args.probe, args.measure, args.held_out)
+    if args.fit and sum(sizes) > available:
+        scale = available / sum(sizes)
+        args.train, args.probe, args.measure, args.held_out = (int(n * scale) for n in sizes)
+        print(f"--fit: {available} snippets, sets scaled by {scale:.3f}: {args.train} to train on, "
+              f"{args.probe} probed, {args.measure} measured, {args.held_out} held out")
+    return args.train + args.probe + args.measure + args.held_out
 
 
 def main() -> None:
@@ -414,7 +449,7 @@ def main() -> None:
     tok = train_bpe(texts[:3000], args.vocab)
     seqs = [np.array(e.ids, dtype=np.int64) for e in tok.encode_batch(texts)]
     seqs = [s for s in seqs if MIN_LEN <= s.size <= MAX_LEN]
-    need = args.train + args.probe + args.measure + args.held_out
+    need = _fit(args, len(seqs))
     if len(seqs) < need:
         raise SystemExit(f"only {len(seqs)} snippets of {MIN_LEN}..{MAX_LEN} tokens, {need} needed")
     lengths = np.array([s.size for s in seqs[:need]])
@@ -427,8 +462,15 @@ def main() -> None:
         f"{args.n_embd}, {args.n_head} heads, vocabulary {args.vocab}, "
         f"{sum(p.numel() for p in model.parameters()):,} parameters"
     )
-    order = np.random.default_rng(args.seed).permutation(args.train)[: args.steps * BATCH]
-    train(model, seqs, [order[i : i + BATCH] for i in range(0, order.size, BATCH)], args.lr)
+    # shuffled epochs over the training set, as many as --steps takes (the first is the committed run's)
+    shuffles = np.random.default_rng(args.seed)
+    epochs = max(1, -(-args.steps * BATCH // args.train))
+    order = np.concatenate([shuffles.permutation(args.train) for _ in range(epochs)])[: args.steps * BATCH]
+    batches = [order[i : i + BATCH] for i in range(0, order.size, BATCH)]
+    at = train(model, seqs, batches, args.lr, seqs[-args.held_out :], args.target_at)
+    if args.target_at:
+        args.target = at
+        print(f"target: the held-out loss after {args.target_at} steps, {at:.3f}")
     print(
         f"after {args.steps} steps: held-out loss {held_out_loss(model, seqs[-args.held_out :]):.3f} "
         f"[{time.perf_counter() - start:.0f} s]"
