@@ -435,8 +435,10 @@ def _fit(args: argparse.Namespace, available: int) -> int:
     if args.fit and sum(sizes) > available:
         scale = available / sum(sizes)
         args.train, args.probe, args.measure, args.held_out = (int(n * scale) for n in sizes)
-        print(f"--fit: {available} snippets, sets scaled by {scale:.3f}: {args.train} to train on, "
-              f"{args.probe} probed, {args.measure} measured, {args.held_out} held out")
+        print(
+            f"--fit: {available} snippets, sets scaled by {scale:.3f}: {args.train} to train on, "
+            f"{args.probe} probed, {args.measure} measured, {args.held_out} held out"
+        )
     return args.train + args.probe + args.measure + args.held_out
 
 
