@@ -138,9 +138,9 @@ class SummaryFacts:
 
     @property
     def frontier_text(self) -> str:
-        """The trade-off sentence (:func:`analysis.narrative.frontier.frontier_sentence`): the
-        one notebook 02 writes, from the same computation."""
-        return frontier_sentence(self.tradeoff)
+        """The trade-off sentence (:func:`analysis.narrative.frontier.frontier_sentence`, on the
+        trade-off's mixing axis): the one notebook 02 writes, from the same computation."""
+        return frontier_sentence(self.tradeoff, self.tradeoff.mixing_axis)
 
 
 def _speed(
@@ -194,13 +194,20 @@ def _speed(
     return Speed(relative["bucketed"], "padded-token ratio", basis, {})
 
 
-def summary_tradeoff(rec: Recommendation, hist: LengthHistogram, *, seed: int) -> TradeOff:
+def summary_tradeoff(
+    rec: Recommendation, hist: LengthHistogram, *, seed: int, noise: GradientNoise | None = None
+) -> TradeOff:
     """The trade-off the summary page states (and ``recommendation.json`` records): the frontier
     of :func:`analysis.answers.tradeoff.tradeoff` from a generator seeded with ``seed``, read at
-    the plan's ``min_efficiency`` floor when it has one (else at the Trainer's efficiency):
-    notebook 02, given the same ``seed`` and ``min_efficiency``, computes the same."""
-    floor = rec.floor.value if rec.floor is not None and rec.floor.measure != "mixing" else None
-    return tradeoff(hist, rec.rule, rng=np.random.default_rng(seed), min_efficiency=floor)
+    the plan's ``min_efficiency`` (or ``min_budget_fill``) floor when it has one (else at the
+    Trainer's efficiency), on the gradient axis with a noise model (``noise``): notebook 02,
+    given the same ``seed``, ``min_efficiency`` and ``noise_path``, computes the same."""
+    floor = rec.floor.value if rec.floor is not None and rec.floor.measure in _TARGETS else None
+    return tradeoff(hist, rec.rule, rng=np.random.default_rng(seed), min_efficiency=floor, noise=noise)
+
+
+#: The floors a trade-off is read at (a mixing floor is not an efficiency to read at).
+_TARGETS = ("efficiency", "budget_fill")
 
 
 def summary_facts(
@@ -242,7 +249,7 @@ def summary_facts(
             "bucketed": rec.plan.mixing,
         }
     )
-    trade = summary_tradeoff(rec, hist, seed=seed) if trade is None else trade
+    trade = summary_tradeoff(rec, hist, seed=seed, noise=noise) if trade is None else trade
     simulated = trade.frontier.simulated_samples
     if 0 < simulated < hist.n_samples:  # the Trainer's row: simulated on a subsample
         mixing.attrs = {"simulated_samples": simulated, "population_samples": hist.n_samples}
