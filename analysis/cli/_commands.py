@@ -194,9 +194,7 @@ def cmd_optimize(args: argparse.Namespace, out: TextIO) -> None:
             file=out,
         )
     print(_mixing_line(plan), file=out)
-    if plan.gradient is not None and rule.batch_size is not None:
-        text = describe_plan_gradient(plan.gradient, plan.n_buckets, rule.batch_size)
-        print(wrap(text, indent="  ", subsequent="    "), file=out)
+    _print_gradient(plan, out)
     if plan.floor is not None:
         print(wrap(str(floor_sentence(plan)), indent="  ", subsequent="    "), file=out)
     if plan.n_buckets != k:
@@ -204,6 +202,13 @@ def cmd_optimize(args: argparse.Namespace, out: TextIO) -> None:
     print_warnings(plan_warnings(plan), out, tail_hint(hist, rule))
     print(file=out)
     print(frame_text(plan.to_frame()), file=out)
+
+
+def _print_gradient(plan: BucketPlan, out: TextIO) -> None:
+    """The figures of a plan placed with ``--noise`` (nothing for another)."""
+    if plan.gradient is not None and plan.rule.batch_size is not None:
+        text = describe_plan_gradient(plan.gradient, plan.n_buckets, plan.rule.batch_size)
+        print(wrap(text, indent="  ", subsequent="    "), file=out)
 
 
 def _check_optimize_models(args: argparse.Namespace) -> None:

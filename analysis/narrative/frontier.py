@@ -50,8 +50,8 @@ MIXING_WORDS = {
     "effective_batch_share": (
         "the effective batch",
         "all of its effective batch",
-        "effective batch: B_eff / B, a shuffle of how many samples has the same gradient noise, "
-        "from the --noise model",
+        "effective batch: B_eff over the plan's mean samples per step, B_eff the size of a shuffled "
+        "batch with the same gradient noise (the --noise model)",
     ),
 }
 

@@ -335,10 +335,12 @@ def _subsample(mixing: pd.Series) -> str:
 
 
 def _noise_html(facts: SummaryFacts) -> str:
-    """The gradient-noise facts (with a ``--noise`` model; else nothing)."""
+    """The gradient-noise facts (with a ``--noise`` model; else nothing), the trade-off on the
+    gradient axis after them."""
     if facts.noise is None or facts.quality is None or facts.noise_figures is None:
         return ""
     figures = facts.noise_figures
+    gradient = facts.tradeoff.mixing_axis != "mixing"
     return (
         f"<dt>gradient noise</dt><dd>{_e(describe_plan_noise(facts.quality))}<br>"
         f"<span class='note'>{_e(describe_noise_model(facts.noise, figures))} A plan trains like a "
@@ -347,21 +349,35 @@ def _noise_html(facts: SummaryFacts) -> str:
         "training, or a checkpoint far from the one probed, may not follow it); every figure ± "
         "its jackknife standard error. "
         "recommendation.json (gradient_noise) has every figure and each strategy's noise over "
-        "1, 4 and 16 steps.</span></dd>"
+        f"1, 4 and 16 steps.</span>{'<br>' + _tradeoff_html(facts) if gradient else ''}</dd>"
+    )
+
+
+def _tradeoff_html(facts: SummaryFacts) -> str:
+    """The trade-off sentence, the floor's, and how the Trainer's row was obtained."""
+    return (
+        f"{_e(facts.frontier_text)} {_e(floor_sentence(facts.rec.plan) or '')} "
+        f"<span class='note'>(The length grouping is simulated{_e(_subsample(facts.mixing))}. "
+        "Notebook 02 draws every strategy and knob on this plane; "
+        "<code>python -m analysis frontier FILE</code> prints it.)</span>"
     )
 
 
 def _mixing_html(facts: SummaryFacts) -> str:
-    mix = facts.mixing  # the trade-off sentence says the length mixing is a proxy
+    """The length mixing, and the trade-off on it (with a noise model the trade-off is read on
+    the gradient axis, under the gradient noise: the length mixing is then said to be a proxy
+    here, else by the trade-off sentence)."""
+    mix = facts.mixing
+    if facts.tradeoff.mixing_axis == "mixing":
+        after = _tradeoff_html(facts)
+    else:
+        after = "<span class='note'>(a proxy: the gradient noise below measures what it stands for)</span>"
     return (
         "<dd>the share of the data's length variance a batch keeps (expected within-batch sample "
         "variance over the data's; 100% for a full shuffle, exact): "
         f"bucketed <b>{_e(format_percent(mix['bucketed']))}</b>, "
         f"random {_e(format_percent(mix['random']))}, sorted {_e(format_percent(mix['sorted']))}. "
-        f"{_e(facts.frontier_text)} {_e(floor_sentence(facts.rec.plan) or '')} "
-        f"<span class='note'>(The length grouping is simulated{_e(_subsample(mix))}. "
-        "Notebook 02 draws every strategy and knob on this plane; "
-        "<code>python -m analysis frontier FILE</code> prints it.)</span></dd>"
+        f"{after}</dd>"
     )
 
 
