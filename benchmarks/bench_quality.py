@@ -1,7 +1,9 @@
 """Edges for time to quality (issue 33 item 3): ``optimize_edges(..., noise=, step_time=)`` at
 K = 6 on the benchmark's own lengths and on the bundled case lengths, with the committed
-gradient-noise model and the committed CPU step-time calibration; median of 3 (after one
-warm-up call that fills numba's cache), beside the time-optimal DP in the same process.
+gradient-noise model and the step times of the benchmark's own GPT-2 on CPU
+(``data/step_times_gradient_noise_cpu.csv``; ``step_times_cpu.csv`` times another network);
+median of 3 (after one warm-up call that fills numba's cache), beside the time-optimal DP in the
+same process.
 
     PYTHONPATH=$PWD python benchmarks/bench_quality.py
 """
@@ -30,7 +32,7 @@ def _median(call, repeats: int = 3) -> tuple[float, object]:
 
 def main() -> None:
     model = load_gradient_noise(DATA / "gradient_noise_model.npz")
-    clock = StepTimeModel.fit(load_step_times(DATA / "step_times_cpu.csv"))
+    clock = StepTimeModel.fit(load_step_times(DATA / "step_times_gradient_noise_cpu.csv"))
     print(f"model bins {model.edges[0]}..{model.edges[-1]} ({model.n_bins}), step time {clock}")
     for name in ("gradient_noise_lengths.csv", "case_lengths.csv"):
         hist = load_lengths(DATA / name)

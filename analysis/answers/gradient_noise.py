@@ -32,7 +32,8 @@ import pandas as pd
 from analysis._validate import check_rng, positive_int
 from analysis.batching import BatchRule, as_rule
 from analysis.lengths import LengthHistogram, as_histogram
-from analysis.optimize import optimize_edges
+from analysis.optimize import evaluate_edges, optimize_edges
+from analysis.optimize.gradient import plan_gradient
 from analysis.padding.waste import sorted_padding
 from analysis.simulation.epochs import simulation_sample
 from analysis.simulation.strategies import PADDING_NOISE, STRATEGIES, Epoch, epoch_builder
@@ -54,6 +55,7 @@ __all__ = [
     "PlanQuality",
     "gradient_noise_record",
     "plan_quality",
+    "quality_plans",
     "quality_sweep",
     "strategy_noise",
     "window_compositions",
@@ -335,7 +337,9 @@ def gradient_noise_record(
     :class:`~analysis.timing.noise.PlanNoise` figure, the share of a shuffle's effective batch
     and, with ``step_time``, the time to the same loss) and every strategy's window noise
     (:func:`strategy_noise`, rows as dicts; None where a window is longer than a strategy's
-    epoch).
+    epoch).  With ``step_time`` and a batch size, ``time_to_quality`` (:func:`quality_plans`):
+    the plan's figures in the design-effect form beside the edges placed for time to quality
+    at the same K, so the record shows what placing the edges for the noise buys.
 
     Examples
     --------
@@ -344,9 +348,11 @@ def gradient_noise_record(
     >>> record = gradient_noise_record(toy_model(), hist, [0, 10, 50], BatchRule(batch_size=4),
     ...                                rng=np.random.default_rng(0), epochs=2)
     >>> sorted(record), record["model"]["bins"], record["model"]["edges"]
-    (['model', 'plan', 'strategies'], 2, [0, 10, 100])
+    (['model', 'plan', 'strategies', 'time_to_quality'], 2, [0, 10, 100])
     >>> round(record["plan"]["effective_batch"]["value"], 2), record["plan"]["time_ratio"]
     (3.91, None)
+    >>> record["time_to_quality"] is None  # no step-time model
+    True
     """
     check_noise(model)
     figures = {name: {"value": f.value, "se": f.se} for name, f in model.figures(hist).items()}
@@ -364,6 +370,47 @@ def gradient_noise_record(
         },
         "plan": {"edges": list(edges), **quality.to_dict()},
         "strategies": [{str(c): _finite(v) for c, v in row.items()} for row in table.to_dict("records")],
+        "time_to_quality": None if step_time is None else quality_plans(model, hist, edges, rule, step_time),
+    }
+
+
+def quality_plans(
+    model: GradientNoise,
+    hist: LengthHistogram,
+    edges: Sequence[int],
+    rule: BatchRule,
+    step_time: StepTimeModel,
+) -> dict[str, object] | None:
+    """The plan of ``edges`` beside the edges placed for time to quality at its K (one
+    :func:`analysis.optimize_edges` call with ``noise`` and ``step_time``), JSON-ready: for each
+    (``given`` and ``placed``) its ``edges``, ``efficiency`` and :class:`~analysis.optimize.PlanGradient`
+    figures (``between_share`` ``ρ``, the design-effect ``effective_batch_share``, the exact
+    price, ``time_ratio`` exact and ``predicted_time_ratio`` in the design-effect form the
+    optimiser minimises); ``buys``, the given plan's exact time ratio over the placed one's
+    (above 1: placing the edges for the noise reaches the same loss that many times sooner).
+    None under a token budget (each bucket has its own batch size: no design-effect form).
+
+    Examples
+    --------
+    >>> from analysis.timing.noise import toy_model
+    >>> hist = LengthHistogram.from_counts([5, 8, 50, 60], [40, 40, 40, 40])
+    >>> clock = StepTimeModel(per_step=0.01, per_token=1e-3)
+    >>> out = quality_plans(toy_model(), hist, [0, 5, 60], BatchRule(batch_size=4), clock)
+    >>> out["placed"]["edges"], round(out["given"]["time_ratio"]["value"], 4), round(out["buys"], 4)
+    ([0, 8, 60], 0.828, 1.2938)
+    """
+    if rule.batch_size is None:
+        return None
+    given = evaluate_edges(hist, list(edges), rule)
+    priced = plan_noise(model, hist, "bucketed", rule, edges=given.edges)
+    mine = plan_gradient(hist, given.edges, rule, model, priced.between_share.value, step_time)
+    placed = optimize_edges(hist, given.n_buckets, rule, noise=model, step_time=step_time)
+    theirs = placed.gradient
+    assert theirs is not None and mine.time_ratio is not None and theirs.time_ratio is not None
+    return {
+        "given": {"edges": given.edges, "efficiency": given.efficiency, **mine.to_dict()},
+        "placed": {"edges": placed.edges, "efficiency": placed.efficiency, **theirs.to_dict()},
+        "buys": mine.time_ratio.value / theirs.time_ratio.value,
     }
 
 

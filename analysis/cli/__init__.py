@@ -58,8 +58,10 @@ from analysis.cli._options import (
     add_calibration,
     add_gain_rule,
     add_max_len,
+    add_noise,
     add_quiet,
     add_source,
+    add_step_times,
     add_world_size,
     at_most,
     bucket_count,
@@ -84,13 +86,7 @@ def _add_training(p: argparse.ArgumentParser, noise_effect: str) -> None:
     calibration and ``--noise`` (what the noise model adds: ``noise_effect``)."""
     add_world_size(p)
     add_calibration(p)
-    p.add_argument(
-        "--noise",
-        metavar="FILE.npz",
-        default=None,
-        help="a gradient-noise model of your model (analysis.timing.noise.measure_gradient_noise, "
-        f"saved by analysis.loaders.save_gradient_noise): {noise_effect} (default: none)",
-    )
+    add_noise(p, noise_effect)
 
 
 def build_parser() -> Parser:
@@ -135,8 +131,15 @@ def build_parser() -> Parser:
         default=DEFAULT_METHOD,
         help="how to place the edges (optimal: the exact optimum; the others are the field's rules)",
     )
-    add_floors(p)
+    add_floors(p, effective_batch=True)
     add_max_len(p)
+    add_noise(
+        p,
+        "with --step-times, the edges that reach the same loss soonest (predicted: epoch time x steps "
+        "to the loss, over a shuffle's); with --min-effective-batch or --min-efficiency, a floor on "
+        "the gradient axis; needs --batch-size",
+    )
+    add_step_times(p, "minimise the predicted epoch time instead of padding (default: none)")
     p.add_argument(
         "--edge-multiple",
         metavar="M",
@@ -236,15 +239,13 @@ def build_parser() -> Parser:
     p.add_argument(
         "--seed", metavar="S", type=non_negative, default=DEFAULT_SEED, help="seed passed to the notebooks"
     )
-    _add_training(p, "recommendation.json records the plan's and every strategy's gradient noise")
-    p.add_argument(
-        "--step-times",
-        metavar="FILE.csv",
-        default=None,
-        help="step times measured on your model (batch_size,length,seconds; "
-        "analysis.measure_step_times): adds the throughput notebook "
-        "04_throughput (default: none, that notebook is skipped)",
+    _add_training(
+        p,
+        "recommendation.json records the plan's and every strategy's gradient noise (with --step-times, "
+        "the edges placed for time to quality too), and the summary page and notebook 02 read the "
+        "trade-off on the gradient axis",
     )
+    add_step_times(p, "adds the throughput notebook 04_throughput (default: none, that notebook is skipped)")
     add_raw_data_options(p, tokenizer_required=False)
     p.add_argument(
         "--chat-field",

@@ -31,11 +31,14 @@ from analysis.cli._lengths import measure_for_report
 from analysis.cli._options import (
     AUTO,
     PROG,
+    CLIError,
     batch_rule,
     check_calibration,
     check_rule,
     gain_rule,
     load,
+    load_clock,
+    load_noise,
     load_raw,
     progress_bar,
     tail_hint,
@@ -43,7 +46,7 @@ from analysis.cli._options import (
 from analysis.lengths import LengthHistogram
 from analysis.loaders import load_gradient_noise
 from analysis.narrative.frontier import MIXING_PROXY, MIXING_PROXY_CLAUSE
-from analysis.narrative.noise import describe_plan_noise
+from analysis.narrative.noise import describe_plan_gradient, describe_plan_noise
 from analysis.narrative.plan import describe_warning, plan_warnings
 from analysis.narrative.provenance import describe_default_k
 from analysis.narrative.recommendation import describe_auto_k, describe_report_auto_k
@@ -142,6 +145,8 @@ def _print_k(
 def cmd_optimize(args: argparse.Namespace, out: TextIO) -> None:
     from analysis.exports import export_all
 
+    _check_optimize_models(args)
+    noise, clock = load_noise(args), load_clock(args)
     hist = load(args)
     rule = batch_rule(args)
     check_rule(hist, rule)
@@ -153,6 +158,8 @@ def cmd_optimize(args: argparse.Namespace, out: TextIO) -> None:
         method=args.method,
         edge_multiple=args.edge_multiple,
         floor=floor_of(args),
+        noise=noise,
+        step_time=clock,
     )
     if args.json:
         value = {
@@ -187,6 +194,7 @@ def cmd_optimize(args: argparse.Namespace, out: TextIO) -> None:
             file=out,
         )
     print(_mixing_line(plan), file=out)
+    _print_gradient(plan, out)
     if plan.floor is not None:
         print(wrap(str(floor_sentence(plan)), indent="  ", subsequent="    "), file=out)
     if plan.n_buckets != k:
@@ -196,11 +204,52 @@ def cmd_optimize(args: argparse.Namespace, out: TextIO) -> None:
     print(frame_text(plan.to_frame()), file=out)
 
 
+def _print_gradient(plan: BucketPlan, out: TextIO) -> None:
+    """The figures of a plan placed with ``--noise`` (nothing for another)."""
+    if plan.gradient is not None and plan.rule.batch_size is not None:
+        text = describe_plan_gradient(plan.gradient, plan.n_buckets, plan.rule.batch_size)
+        print(wrap(text, indent="  ", subsequent="    "), file=out)
+
+
+def _check_optimize_models(args: argparse.Namespace) -> None:
+    """``optimize``'s ``--noise`` and ``--step-times``: the combinations the optimiser takes,
+    each other one refused in one line before anything is read."""
+    noise, timed = args.noise is not None, args.step_times is not None
+    floor = floor_of(args)
+    if floor is not None and floor.measure == "effective_batch" and not noise:
+        raise CLIError(
+            "--min-effective-batch floors the effective batch of a gradient-noise model: give --noise"
+        )
+    if not noise:
+        return
+    if args.max_tokens is not None:
+        raise CLIError(
+            "--noise places edges for batches of one size: give --batch-size, not --max-tokens (under a "
+            "token budget each bucket has its own batch size)"
+        )
+    if args.method != "optimal":
+        raise CLIError(f"--noise places edges with --method optimal only, got {args.method}")
+    if floor is not None and floor.measure == "mixing":
+        raise CLIError(
+            "with --noise the trade-off is on the gradient axis: give --min-effective-batch, not --min-mixing"
+        )
+    if floor is not None and floor.measure == "efficiency" and timed:
+        raise CLIError(
+            "--step-times places edges for time, which --min-efficiency cannot floor: give "
+            "--min-effective-batch"
+        )
+    if floor is None and not timed:
+        raise CLIError(
+            "--noise places edges for time to the same loss, which needs --step-times FILE.csv (or give "
+            "--min-effective-batch or --min-efficiency for a floor on the gradient axis)"
+        )
+
+
 def _mixing_line(plan: BucketPlan) -> str:
-    """``optimize``'s mixing line, which says it is a proxy."""
-    text = (
-        f"{format_value(plan.mixing, 'ratio')} (of the length variance a batch keeps; {MIXING_PROXY_CLAUSE})"
-    )
+    """``optimize``'s mixing line, which says it is a proxy (or, with ``--noise``, that the
+    gradient noise below measures what it stands for)."""
+    proxy = MIXING_PROXY_CLAUSE if plan.gradient is None else "the gradient noise below is what it stands for"
+    text = f"{format_value(plan.mixing, 'ratio')} (of the length variance a batch keeps; {proxy})"
     return wrap(text, indent="  mixing       ", subsequent=" " * 15)
 
 

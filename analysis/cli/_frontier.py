@@ -15,6 +15,7 @@ from analysis.answers.frontier import (
     DEFAULT_LAMBDAS,
     DEFAULT_MAX_BUCKETS,
     FLOOR_CHECKS,
+    Frontier,
     frontier,
 )
 from analysis.answers.tradeoff import TRAINER_LABEL, read_tradeoff
@@ -25,16 +26,27 @@ from analysis.cli._options import (
     MAX_LAMBDAS,
     add_batch_rule,
     add_max_len,
+    add_noise,
     add_source,
+    add_step_times,
     at_most,
     batch_rule,
     check_rule,
     load,
+    load_clock,
+    load_noise,
     non_negative,
     positive,
     tail_hint,
 )
-from analysis.narrative.frontier import MIXING_PROXY, floor_sentence, frontier_sentence, unchecked_sentence
+from analysis.narrative.frontier import (
+    FRONTIER_NOTES,
+    MIXING_PROXY,
+    MIXING_WORDS,
+    floor_sentence,
+    frontier_sentence,
+    unchecked_sentence,
+)
 from analysis.optimize import Floor, as_floor
 
 __all__ = [
@@ -44,9 +56,6 @@ __all__ = [
     "floor_of",
     "floor_sentence",
 ]
-
-#: The columns ``frontier`` prints (the rest with ``--json``).
-_COLUMNS = ["label", "efficiency", "mixing", "mixing_se", "lag1_autocorr", "composition_repeat", "exact"]
 
 
 def _share(text: str) -> float:
@@ -64,8 +73,10 @@ def _share(text: str) -> float:
 
 # Shaped like add_batch_rule (cli/_options.py) on purpose: two mutually exclusive options, each
 # declared in full as argparse reads it; what they share is argparse's form, not a rule.
-def add_floors(p: argparse.ArgumentParser) -> None:
-    """``--min-efficiency X`` / ``--min-budget-fill X`` / ``--min-mixing Y`` (at most one)."""
+def add_floors(p: argparse.ArgumentParser, *, effective_batch: bool = False) -> None:
+    """``--min-efficiency X`` / ``--min-budget-fill X`` / ``--min-mixing Y`` (at most one), and
+    ``--min-effective-batch Y`` where the command takes ``--noise`` for its edges
+    (``effective_batch``)."""
     group = p.add_mutually_exclusive_group()
     group.add_argument(
         "--min-efficiency",
@@ -91,6 +102,16 @@ def add_floors(p: argparse.ArgumentParser) -> None:
         help="the most efficient K-bucket plan (the best budget fill under --max-tokens) keeping at "
         "least Y of the data's length variance in each batch",
     )
+    if effective_batch:
+        group.add_argument(
+            "--min-effective-batch",
+            metavar="Y",
+            type=_share,
+            default=None,
+            help="with --noise: the most efficient K-bucket plan (the fastest with --step-times) whose "
+            "batch keeps at least Y of its samples' worth of gradient noise, B_eff / B = 1 / (1 + (B - 1) "
+            "rho) (rho: the share of the gradient noise between buckets)",
+        )
 
 
 def floor_of(args: argparse.Namespace) -> Floor | None:
@@ -99,6 +120,7 @@ def floor_of(args: argparse.Namespace) -> Floor | None:
         min_efficiency=getattr(args, "min_efficiency", None),
         min_budget_fill=getattr(args, "min_budget_fill", None),
         min_mixing=getattr(args, "min_mixing", None),
+        min_effective_batch=getattr(args, "min_effective_batch", None),
     )
 
 
@@ -133,6 +155,17 @@ def add_frontier_subcommand(sub: Any, formatter_class: type[argparse.HelpFormatt
         help=f"simulated epochs per strategy, at most {MAX_EPOCHS:,}",
     )
     p.add_argument("--seed", metavar="S", type=non_negative, default=DEFAULT_SEED, help="simulation seed")
+    add_noise(
+        p,
+        "the second axis becomes the share of the effective batch each plan keeps (B_eff over its mean "
+        "samples per step; exact for bucketed, sorted and random, simulated otherwise) and the frontier "
+        "edges are placed for it",
+    )
+    add_step_times(
+        p,
+        "each point's predicted tokens/s, the Pareto set taken on it, and with --noise its predicted "
+        "time to the same loss over a shuffle's (default: none)",
+    )
     p.add_argument(
         "--all",
         action="store_true",
@@ -142,7 +175,23 @@ def add_frontier_subcommand(sub: Any, formatter_class: type[argparse.HelpFormatt
     p.add_argument("--json", action="store_true", help="print one JSON object (every row) instead")
 
 
+def _columns(res: Frontier) -> list[str]:
+    """The columns ``frontier`` prints: the label, the axis (and efficiency beside tokens/s),
+    the second axis with its SE (and the length mixing beside the effective batch), the time to
+    quality when known, the simulated rows' order figures."""
+    first = ["efficiency", "budget_fill"] if res.rule.max_tokens is not None else ["efficiency"]
+    if res.axis == "tokens_per_s":
+        first.append("tokens_per_s")
+    second = [res.mixing_axis, f"{res.mixing_axis}_se"]
+    if res.mixing_axis != "mixing":
+        second.append("mixing")
+        if res.frame["quality_time"].notna().any():
+            second.append("quality_time")
+    return ["label", *first, *second, "lag1_autocorr", "composition_repeat", "exact"]
+
+
 def cmd_frontier(args: argparse.Namespace, out: TextIO) -> None:
+    noise, clock = load_noise(args), load_clock(args)
     hist = load(args)
     rule = batch_rule(args)
     check_rule(hist, rule)
@@ -153,23 +202,33 @@ def cmd_frontier(args: argparse.Namespace, out: TextIO) -> None:
         max_buckets=args.max_buckets,
         n_lambdas=args.lambdas,
         epochs=args.epochs,
+        noise=noise,
+        step_time=clock,
     )
     if args.json:
         print(
-            json.dumps({"source": str(args.src), "max_len": args.max_len, **res.to_dict()}, allow_nan=False),
+            json.dumps(
+                {
+                    "source": str(args.src),
+                    "max_len": args.max_len,
+                    "mixing_axis": res.mixing_axis,
+                    **res.to_dict(),
+                },
+                allow_nan=False,
+            ),
             file=out,
         )
         return
-    measure = "budget fill" if res.axis == "budget_fill" else "efficiency"
-    columns = _COLUMNS if res.axis != "budget_fill" else [*_COLUMNS[:2], "budget_fill", *_COLUMNS[2:]]
+    measure = {"budget_fill": "budget fill", "tokens_per_s": "tokens/s"}.get(res.axis, "efficiency")
+    what, _, meaning = MIXING_WORDS[res.mixing_axis]
     if args.all:
         title = "Every point"
     else:
         title = (
-            f"The Pareto set (no point beats these on both {measure} and mixing), one row per K (its "
-            f"most {measure}), rows that print alike merged"
+            f"The Pareto set (no point beats these on both {measure} and {what.removeprefix('the ')}), one "
+            f"row per K (its most {measure}), rows that print alike merged"
         )
-    shown = res.table(short=not args.all)[columns].set_index("label")
+    shown = res.table(short=not args.all)[_columns(res)].set_index("label")
     print(
         wrap(f"{title}, {rule.text}{'' if args.max_len is None else f', max_len = {args.max_len:,}'}:"),
         file=out,
@@ -177,17 +236,12 @@ def cmd_frontier(args: argparse.Namespace, out: TextIO) -> None:
     if (hint := tail_hint(hist, rule)) is not None:
         print(wrap(hint, indent="  ", subsequent="    "), file=out)
     print(frame_text(shown), file=out)
-    print(
-        wrap(
-            "(mixing: the share of the data's length variance a batch keeps, exact for sorted, random "
-            "and bucketed, simulated with its SE otherwise; --all for every point, --json for all columns)"
-        ),
-        file=out,
-    )
+    print(wrap(f"({meaning}, {FRONTIER_NOTES[res.mixing_axis]})"), file=out)
     if (note := unchecked_sentence(res.unchecked, FLOOR_CHECKS)) is not None and not args.all:
         print(wrap(note), file=out)
     print(file=out)
     if (res.frame["label"] == TRAINER_LABEL).any():  # the trade-off, as the report and notebook 02 say it
-        print(wrap(frontier_sentence(read_tradeoff(res, hist))), file=out)  # the proxy said there
-    else:
+        trade = read_tradeoff(res, hist, noise=noise, step_time=clock)
+        print(wrap(frontier_sentence(trade, trade.mixing_axis)), file=out)  # the proxy said there
+    elif res.mixing_axis == "mixing":
         print(wrap(MIXING_PROXY), file=out)

@@ -25,7 +25,7 @@ from analysis.batching import (
     parse_rule_value,
 )
 from analysis.lengths import LengthHistogram
-from analysis.loaders import load_lengths
+from analysis.loaders import load_gradient_noise, load_lengths, load_step_times
 from analysis.simulation.epochs import check_batch_tokens
 
 PROG = "padding-workbench"
@@ -303,6 +303,42 @@ def add_calibration(p: argparse.ArgumentParser) -> None:
         default=None,
         help="the strategy --tokens-per-s was measured with, e.g. sorted or random (default: none)",
     )
+
+
+def add_noise(p: argparse.ArgumentParser, effect: str) -> None:
+    """``--noise FILE.npz``: a gradient-noise model of the user's model (what it adds: ``effect``)."""
+    p.add_argument(
+        "--noise",
+        metavar="FILE.npz",
+        default=None,
+        help="a gradient-noise model of your model (analysis.timing.noise.measure_gradient_noise, "
+        f"saved by analysis.loaders.save_gradient_noise): {effect} (default: none)",
+    )
+
+
+def add_step_times(p: argparse.ArgumentParser, effect: str) -> None:
+    """``--step-times FILE.csv``: step times measured on the user's model (what they add: ``effect``)."""
+    p.add_argument(
+        "--step-times",
+        metavar="FILE.csv",
+        default=None,
+        help=f"step times measured on your model (batch_size,length,seconds; analysis.measure_step_times): "
+        f"{effect}",
+    )
+
+
+def load_noise(args: argparse.Namespace) -> Any:
+    """The ``--noise`` model (a :class:`~analysis.timing.noise.GradientNoise`), or None."""
+    path = getattr(args, "noise", None)
+    return None if path is None else load_gradient_noise(path)
+
+
+def load_clock(args: argparse.Namespace) -> Any:
+    """The step-time model fitted to ``--step-times`` (a :class:`~analysis.StepTimeModel`), or None."""
+    from analysis.timing.step_time import StepTimeModel
+
+    path = getattr(args, "step_times", None)
+    return None if path is None else StepTimeModel.fit(load_step_times(path))
 
 
 def check_calibration(args: argparse.Namespace) -> None:

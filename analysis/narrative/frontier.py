@@ -19,7 +19,15 @@ from analysis.answers.tradeoff import TradeOff
 from analysis.optimize import BucketPlan
 from analysis.tables import format_percent
 
-__all__ = ["MIXING_PROXY", "MIXING_PROXY_CLAUSE", "frontier_sentence", "floor_sentence", "unchecked_sentence"]
+__all__ = [
+    "FRONTIER_NOTES",
+    "MIXING_PROXY",
+    "MIXING_PROXY_CLAUSE",
+    "MIXING_WORDS",
+    "frontier_sentence",
+    "floor_sentence",
+    "unchecked_sentence",
+]
 
 #: What "mixing" means, said where no Trainer row carries the sentence.
 MIXING = "mixing: the share of the data's length variance a batch keeps"
@@ -33,7 +41,9 @@ MIXING_PROXY = (
     "plan keeps of the gradient."
 )
 #: The same, as a clause after a figure of mixing (the CLI's ``optimize``).
-MIXING_PROXY_CLAUSE = "a proxy for gradient mixing: --noise FILE.npz on compare or report measures it"
+MIXING_PROXY_CLAUSE = (
+    "a proxy for gradient mixing: --noise FILE.npz on optimize, compare or report measures it"
+)
 #: The mixing axes a trade-off is read on, and how a sentence names each: what a plan "keeps
 #: X of", what "all" of it is, and what the measure is.
 MIXING_WORDS = {
@@ -41,8 +51,8 @@ MIXING_WORDS = {
     "effective_batch_share": (
         "the effective batch",
         "all of its effective batch",
-        "effective batch: B_eff / B, a shuffle of how many samples has the same gradient noise, "
-        "from the --noise model",
+        "effective batch: B_eff over the plan's mean samples per step, B_eff the size of a shuffled "
+        "batch with the same gradient noise (the --noise model)",
     ),
 }
 
@@ -69,6 +79,27 @@ def unchecked_sentence(unchecked: int, checks: int) -> str | None:
     )
 
 
+#: What the CLI's ``frontier`` says under its table of each mixing axis (after its meaning).
+FRONTIER_NOTES = {
+    "mixing": "exact for sorted, random and bucketed, simulated with its SE otherwise; --all for every "
+    "point, --json for all columns",
+    "effective_batch_share": "exact for sorted, random and bucketed, simulated with its SE otherwise, one "
+    "step's noise only (an order whose consecutive batches look alike can add their errors up: compare "
+    "--noise prices W steps); mixing: the length proxy beside it; quality_time: predicted time to the "
+    "same loss over a shuffle's, with --step-times; --all for every point, --json for all columns",
+}
+
+
+def _sooner(quality_time: float) -> str:
+    """The clause ", predicted to reach the same loss 1.70× sooner than a shuffle" (or to take longer),
+    from a time to quality over a shuffle's; nothing where it is not known (NaN)."""
+    if not math.isfinite(quality_time) or quality_time <= 0:
+        return ""
+    if quality_time <= 1:
+        return f", predicted to reach the same loss {1 / quality_time:.2f}× sooner than a shuffle"
+    return f", predicted to take {quality_time:.2f}× a shuffle's time to reach the same loss"
+
+
 def frontier_sentence(trade: TradeOff, mixing_axis: str = "mixing") -> str:
     """ "At X % efficiency, the best plan keeps Y % of the mixing; the Trainer's length grouping
     keeps Z %": ``X`` is the trade-off's target (a floor, or the Trainer's own efficiency, so both
@@ -79,7 +110,8 @@ def frontier_sentence(trade: TradeOff, mixing_axis: str = "mixing") -> str:
     ``mixing_axis`` names what the trade-off's points keep (their ``mixing`` values read on
     that column of the frontier): ``"mixing"``, the length proxy, followed by
     :data:`MIXING_PROXY`; ``"effective_batch_share"``, the share of a shuffle's effective
-    batch (a gradient-noise model's).
+    batch (a gradient-noise model's), with each plan's predicted time to the same loss over a
+    shuffle's where the trade-off has it (a step-time model too).
 
     Examples
     --------
@@ -114,20 +146,21 @@ def frontier_sentence(trade: TradeOff, mixing_axis: str = "mixing") -> str:
         text = (
             f"No bucketed plan of up to {top.n_buckets} buckets reaches {x} {word} (K = {top.n_buckets} "
             f"reaches {format_percent(top.reached, 'prose')}, keeping "
-            f"{format_percent(top.mixing, 'prose')} of {what})"
+            f"{format_percent(top.mixing, 'prose')} of {what}{_sooner(top.quality_time)})"
         )
     elif best.n_buckets == 1:
         text = (
             f"A full shuffle (K = 1, {format_percent(best.reached, 'prose')}) already reaches {x} {word} "
             f"and keeps {everything}; the most efficient bucketed plan (K = {top.n_buckets}, "
             f"{format_percent(top.reached, 'prose')}) keeps {format_percent(top.mixing, 'prose')}"
+            f"{_sooner(top.quality_time)}"
         )
     else:
         bound = "" if best.bound is None else f", at most {format_percent(best.bound, 'prose')} possible"
         text = (
             f"At {x} {word} or more, the best bucketed plan (K = {best.n_buckets}, "
             f"{format_percent(best.reached, 'prose')}) keeps {format_percent(best.mixing, 'prose')} of "
-            f"{what}{bound}"
+            f"{what}{bound}{_sooner(best.quality_time)}"
         )
     t = trade.trainer
     if t is None:
@@ -138,9 +171,21 @@ def frontier_sentence(trade: TradeOff, mixing_axis: str = "mixing") -> str:
             f"no mixing to measure (a batch of one sample holds one length).{proxy}"
         )
     err = "" if not math.isfinite(t.mixing_se) else f" ± {format_percent(t.mixing_se, 'error')}"
+    if mixing_axis == "mixing":
+        return (
+            f"{text}; the Trainer's length grouping keeps {format_percent(t.mixing, 'prose')}{err} at "
+            f"{format_percent(t.reached, 'prose')} (lag-1 autocorrelation {t.lag1_autocorr:.2f}).{proxy}"
+        )
+    # one step's noise only: an order whose consecutive batches look alike can add their errors
+    # up over several steps, which the per-step law of time to quality does not see
+    sooner = _sooner(t.quality_time)
+    if sooner:
+        sooner += " were its steps' errors independent"
     return (
-        f"{text}; the Trainer's length grouping keeps {format_percent(t.mixing, 'prose')}{err} at "
-        f"{format_percent(t.reached, 'prose')} (lag-1 autocorrelation {t.lag1_autocorr:.2f}).{proxy}"
+        f"{text}; the Trainer's length grouping, at {format_percent(t.reached, 'prose')}, keeps "
+        f"{format_percent(t.mixing, 'prose')}{err} of it per step{sooner} (its batches' lengths have a lag-1 "
+        f"autocorrelation of {t.lag1_autocorr:.2f}: consecutive steps alike, whose errors can add up, "
+        "as the window noise over several steps measures)."
     )
 
 
@@ -174,28 +219,29 @@ def floor_sentence(plan: BucketPlan) -> str | None:
     f = plan.floor
     if f is None:
         return None
-    f = plan.floor
-    if f is None:
-        return None
     word = f.axis.replace("_", " ")
     grid = "" if f.grid is None else f" among the {f.grid:,} candidate edges searched"
     head = f"{f.floor.option} {100 * f.value:g}%"  # the floor as the user gave it
+    # the second axis: the length mixing, or with a noise model the effective batch (the
+    # design-effect share the floor search reads, and below/above hold)
+    gradient = f.mixing_axis == "effective_batch_share" and plan.gradient is not None
+    kept = plan.gradient.effective_batch_share if gradient and plan.gradient is not None else plan.mixing
+    second = "effective batch" if gradient else "mixing"
+    on_axis = f.measure in ("mixing", "effective_batch")
     if f.searched == "hull":  # the end of the K-bucket frontier the floor asks for meets it
-        what = "mixing" if f.measure != "mixing" else word
-        value = plan.mixing if f.measure != "mixing" else f.below[0]
-        end = "the most mixing" if f.measure != "mixing" else f"the best {word}"
+        what = second if not on_axis else word
+        value = kept if not on_axis else f.below[0]
+        end = f"the most {second}" if not on_axis else f"the best {word}"
         beyond = (
-            "no frontier point keeps more mixing"
-            if f.measure != "mixing"
-            else f"no frontier point has more {word}"
+            f"no frontier point keeps more {second}" if not on_axis else f"no frontier point has more {word}"
         )
         proof = f"proven best: the plan with {end}{grid} meets it"
         return f"{head}: {what} {format_percent(value)} ({proof}); {beyond}."
     reached = (
         plan.budget_fill if f.axis == "budget_fill" and plan.budget_fill is not None else plan.efficiency
     )
-    point = (reached, plan.mixing)
-    if f.measure != "mixing":
+    point = (reached, kept)
+    if not on_axis:
         other = f.above
         proof = (
             f"proven the most any plan meeting it keeps{grid}"
@@ -203,15 +249,15 @@ def floor_sentence(plan: BucketPlan) -> str | None:
             else f"at most {format_percent(f.reach)} is possible{grid}"
         )
         beyond = (
-            "no frontier point keeps more mixing"
+            f"no frontier point keeps more {second}"
             if _same(other, point)
             else f"the next frontier point keeps {format_percent(other[1])} at "
             f"{format_percent(other[0])} {word}"
         )
-        return f"{head}: mixing {format_percent(plan.mixing)} ({proof}); {beyond}."
+        return f"{head}: {second} {format_percent(kept)} ({proof}); {beyond}."
     other = f.below
     if f.exact:
-        proof = f"proven best{grid}"
+        proof = f"proven best{' on epoch time' if plan.objective_kind == 'time' else ''}{grid}"
     elif math.isfinite(f.reach):
         proof = f"at most {format_percent(f.reach)} is possible{grid}"
     else:

@@ -72,6 +72,13 @@ class PlanGradient:
     passes: int = 0
     grid: int | None = None
 
+    @property
+    def exact_share(self) -> NoiseFigure:
+        """The exact share of the batch kept: ``priced.effective_batch`` over the plan's mean
+        samples per step (``priced.batch_size``), with its standard error."""
+        b_eff, size = self.priced.effective_batch, self.priced.batch_size
+        return NoiseFigure(value=b_eff.value / size, se=b_eff.se / size)
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready (the exact price as ``{"figure": {"value", "se"}}``)."""
 

@@ -74,7 +74,7 @@ def _share_limits(values: np.ndarray) -> tuple[float, float]:
 #: The mixing axes (the frontier's column) and their labels.
 MIXING_AXIS_LABELS = {
     "mixing": "mixing: share of the data's length variance a batch keeps (log; a proxy for gradient mixing)",
-    "effective_batch_share": "share of the effective batch kept (B_eff / B)",
+    "effective_batch_share": "share of the effective batch kept (B_eff / B, B: mean samples per step)",
 }
 
 #: The y axes that are shares, and their labels.
@@ -229,7 +229,8 @@ def plot_frontier(
     ax.set_xlabel(MIXING_AXIS_LABELS[mixing_axis])
     ax.grid(alpha=0.3, which="both")
     fig.legend(handles=handles, loc="outside lower center", ncols=2, fontsize=8, frameon=False)
-    ax.set_title(title or "Padding against mixing: every strategy and knob")
+    default = "the effective batch" if gradient else "mixing"
+    ax.set_title(title or f"Padding against {default}: every strategy and knob")
     if texts:
         for note in place_labels(ax, np.array(xs), np.array(ys), texts, fontsize=8):
             note.set_bbox({"facecolor": "white", "edgecolor": "none", "alpha": 0.7, "pad": 1.0})

@@ -138,9 +138,9 @@ class SummaryFacts:
 
     @property
     def frontier_text(self) -> str:
-        """The trade-off sentence (:func:`analysis.narrative.frontier.frontier_sentence`): the
-        one notebook 02 writes, from the same computation."""
-        return frontier_sentence(self.tradeoff)
+        """The trade-off sentence (:func:`analysis.narrative.frontier.frontier_sentence`, on the
+        trade-off's mixing axis): the one notebook 02 writes, from the same computation."""
+        return frontier_sentence(self.tradeoff, self.tradeoff.mixing_axis)
 
 
 def _speed(
@@ -194,13 +194,20 @@ def _speed(
     return Speed(relative["bucketed"], "padded-token ratio", basis, {})
 
 
-def summary_tradeoff(rec: Recommendation, hist: LengthHistogram, *, seed: int) -> TradeOff:
+def summary_tradeoff(
+    rec: Recommendation, hist: LengthHistogram, *, seed: int, noise: GradientNoise | None = None
+) -> TradeOff:
     """The trade-off the summary page states (and ``recommendation.json`` records): the frontier
     of :func:`analysis.answers.tradeoff.tradeoff` from a generator seeded with ``seed``, read at
-    the plan's ``min_efficiency`` floor when it has one (else at the Trainer's efficiency):
-    notebook 02, given the same ``seed`` and ``min_efficiency``, computes the same."""
-    floor = rec.floor.value if rec.floor is not None and rec.floor.measure != "mixing" else None
-    return tradeoff(hist, rec.rule, rng=np.random.default_rng(seed), min_efficiency=floor)
+    the plan's ``min_efficiency`` (or ``min_budget_fill``) floor when it has one (else at the
+    Trainer's efficiency), on the gradient axis with a noise model (``noise``): notebook 02,
+    given the same ``seed``, ``min_efficiency`` and ``noise_path``, computes the same."""
+    floor = rec.floor.value if rec.floor is not None and rec.floor.measure in _TARGETS else None
+    return tradeoff(hist, rec.rule, rng=np.random.default_rng(seed), min_efficiency=floor, noise=noise)
+
+
+#: The floors a trade-off is read at (a mixing floor is not an efficiency to read at).
+_TARGETS = ("efficiency", "budget_fill")
 
 
 def summary_facts(
@@ -242,7 +249,7 @@ def summary_facts(
             "bucketed": rec.plan.mixing,
         }
     )
-    trade = summary_tradeoff(rec, hist, seed=seed) if trade is None else trade
+    trade = summary_tradeoff(rec, hist, seed=seed, noise=noise) if trade is None else trade
     simulated = trade.frontier.simulated_samples
     if 0 < simulated < hist.n_samples:  # the Trainer's row: simulated on a subsample
         mixing.attrs = {"simulated_samples": simulated, "population_samples": hist.n_samples}
@@ -328,10 +335,12 @@ def _subsample(mixing: pd.Series) -> str:
 
 
 def _noise_html(facts: SummaryFacts) -> str:
-    """The gradient-noise facts (with a ``--noise`` model; else nothing)."""
+    """The gradient-noise facts (with a ``--noise`` model; else nothing), the trade-off on the
+    gradient axis after them."""
     if facts.noise is None or facts.quality is None or facts.noise_figures is None:
         return ""
     figures = facts.noise_figures
+    gradient = facts.tradeoff.mixing_axis != "mixing"
     return (
         f"<dt>gradient noise</dt><dd>{_e(describe_plan_noise(facts.quality))}<br>"
         f"<span class='note'>{_e(describe_noise_model(facts.noise, figures))} A plan trains like a "
@@ -340,21 +349,35 @@ def _noise_html(facts: SummaryFacts) -> str:
         "training, or a checkpoint far from the one probed, may not follow it); every figure ± "
         "its jackknife standard error. "
         "recommendation.json (gradient_noise) has every figure and each strategy's noise over "
-        "1, 4 and 16 steps.</span></dd>"
+        f"1, 4 and 16 steps.</span>{'<br>' + _tradeoff_html(facts) if gradient else ''}</dd>"
+    )
+
+
+def _tradeoff_html(facts: SummaryFacts) -> str:
+    """The trade-off sentence, the floor's, and how the Trainer's row was obtained."""
+    return (
+        f"{_e(facts.frontier_text)} {_e(floor_sentence(facts.rec.plan) or '')} "
+        f"<span class='note'>(The length grouping is simulated{_e(_subsample(facts.mixing))}. "
+        "Notebook 02 draws every strategy and knob on this plane; "
+        "<code>python -m analysis frontier FILE</code> prints it.)</span>"
     )
 
 
 def _mixing_html(facts: SummaryFacts) -> str:
-    mix = facts.mixing  # the trade-off sentence says the length mixing is a proxy
+    """The length mixing, and the trade-off on it (with a noise model the trade-off is read on
+    the gradient axis, under the gradient noise: the length mixing is then said to be a proxy
+    here, else by the trade-off sentence)."""
+    mix = facts.mixing
+    if facts.tradeoff.mixing_axis == "mixing":
+        after = _tradeoff_html(facts)
+    else:
+        after = "<span class='note'>(a proxy: the gradient noise below measures what it stands for)</span>"
     return (
         "<dd>the share of the data's length variance a batch keeps (expected within-batch sample "
         "variance over the data's; 100% for a full shuffle, exact): "
         f"bucketed <b>{_e(format_percent(mix['bucketed']))}</b>, "
         f"random {_e(format_percent(mix['random']))}, sorted {_e(format_percent(mix['sorted']))}. "
-        f"{_e(facts.frontier_text)} {_e(floor_sentence(facts.rec.plan) or '')} "
-        f"<span class='note'>(The length grouping is simulated{_e(_subsample(mix))}. "
-        "Notebook 02 draws every strategy and knob on this plane; "
-        "<code>python -m analysis frontier FILE</code> prints it.)</span></dd>"
+        f"{after}</dd>"
     )
 
 

@@ -25,6 +25,7 @@ __all__ = [
     "report_notebooks",
     "Page",
     "STEP_TIMES_PARAMETER",
+    "NOISE_PARAMETER",
     "TEMPLATES_DIR",
     "REPORT_CSS",
     "INDEX_HTML",
@@ -75,6 +76,9 @@ def notebook_parameters(path: str | os.PathLike[str]) -> list[str]:
 
 #: The parameter that marks a notebook as needing measured step times (``--step-times``).
 STEP_TIMES_PARAMETER = "step_times_path"
+#: The parameter that offers a notebook the gradient-noise model (``--noise``; None without
+#: one): unlike step times, a notebook defining it runs either way.
+NOISE_PARAMETER = "noise_path"
 
 
 def report_notebooks(

@@ -60,6 +60,7 @@ from analysis.report._folder import (
 from analysis.report._index import Source, describe_source, index_html, summary_facts, summary_tradeoff
 from analysis.report._notebooks import (
     INDEX_HTML,
+    NOISE_PARAMETER,
     Page,
     environ,
     kernel_environ,
@@ -212,7 +213,7 @@ def run_report(
         raise ValueError("keep_source needs src to be a file, the one written for this report")
     kept = Path(src) if keep_source and isinstance(src, str | os.PathLike) else None
     run = resolve_inputs(out_dir, notebooks_dir, step_times)
-    check_inputs(run.out, src, [run.step_times, *inputs], run.notebooks_dir)
+    check_inputs(run.out, src, [run.step_times, noise, *inputs], run.notebooks_dir)
     check_output_folder(run.out)
     progress = bar(enabled=False if quiet else None)
     raw = load_lengths(src, column=column, field=field, allow_zero=drop_zero, progress=progress)
@@ -241,8 +242,9 @@ def run_report(
         rec, settings.tokens_per_s, settings.reference_strategy, step_time
     )
     rec_dict["step_time"] = None if step_time is None else step_time.to_dict()
-    trade = summary_tradeoff(rec, hist, seed=settings.seed)  # the summary page's and notebook 02's
-    rec_dict["tradeoff"] = {**trade.to_dict(), "sentence": frontier_sentence(trade)}
+    # the summary page's and notebook 02's (on the gradient axis with a noise model)
+    trade = summary_tradeoff(rec, hist, seed=settings.seed, noise=noise_model)
+    rec_dict["tradeoff"] = {**trade.to_dict(), "sentence": frontier_sentence(trade, trade.mixing_axis)}
     if noise_model is not None:
         rng = np.random.default_rng(settings.seed)
         clock = None if step_time is None else step_time.model
@@ -260,7 +262,11 @@ def run_report(
         if kept is not None:
             src, source = _adopt(kept, source, run)
         data = ReportData(src, raw, zero_dropped, *prepare_output(run.out, raw))
-        offered = {**offered_choices(settings, run, data, rec.plan.edges), "min_efficiency": trade.floor}
+        offered = {
+            **offered_choices(settings, run, data, rec.plan.edges),
+            "min_efficiency": trade.floor,
+            NOISE_PARAMETER: None if noise is None else str(Path(noise).resolve()),
+        }
         runs, executed = _run_notebooks(run, offered, progress, pages)
         figure_files = new_figures(data.figures)
         recommendation = recommendation_for(

@@ -71,7 +71,8 @@ def test_the_frontier_figure_draws_the_gradient_axis_with_its_errors(model):
     frame = _gradient_frame(model)
     fig = plot_frontier(frame, mixing_axis="effective_batch_share", marks={"chosen": "optimal edges, K=4"})
     ax = fig.axes[0]
-    assert ax.get_xlabel() == "share of the effective batch kept (B_eff / B)" and ax.get_xscale() == "linear"
+    assert ax.get_xlabel() == MIXING_AXIS_LABELS["effective_batch_share"] and ax.get_xscale() == "linear"
+    assert ax.get_title() == "Padding against the effective batch: every strategy and knob"
     bucketed = frame[frame["strategy"] == "bucketed"]
     drawn = [line for line in ax.get_lines() if len(line.get_xdata()) == len(bucketed)]
     assert any(np.allclose(line.get_xdata(), bucketed["effective_batch_share"]) for line in drawn)

@@ -24,6 +24,7 @@ from analysis.optimize.plan import WARNING_KINDS
 from analysis.paths import NOTEBOOKS_DIR
 from analysis.report._index import Source, index_html, summary_facts
 from analysis.tables import tidy
+from analysis.timing.noise import GradientNoise, measure_gradient_noise
 
 PACKAGE = Path(analysis.__file__).parent
 
@@ -93,14 +94,26 @@ def _notebook_cells(name: str) -> list[str]:
     return [c.source for c in nb.cells if c.cell_type == "code"]
 
 
-@pytest.mark.parametrize("floor", [None, 0.8])
-def test_the_summary_page_and_notebook_02_say_the_same_trade_off(floor):
+def _noise_model(seed: int = 4) -> GradientNoise:
+    """A small gradient-noise model over lengths 1..400 whose mean gradient turns with length."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(1, 400, 600)
+    grads = rng.normal(size=(600, 5)) + np.outer(lengths / 200.0, rng.normal(size=5))
+    return measure_gradient_noise(
+        lambda idx: grads[idx].mean(0), lengths, n_bins=6, groups_per_bin=6, folds=3, rng=rng
+    )
+
+
+@pytest.mark.parametrize(("floor", "noisy"), [(None, False), (0.8, False), (None, True)])
+def test_the_summary_page_and_notebook_02_say_the_same_trade_off(floor, noisy):
     """Notebook 02's own cells, run on the report's parameters, write the summary page's
     sentence word for word (they disagreed: K <= 16 and 2 lambdas on the page, 32 and 4 in the
-    notebook, and the notebook's generator had drawn for other cells first)."""
+    notebook, and the notebook's generator had drawn for other cells first); with a noise model
+    both read the gradient axis."""
     hist, rule, seed = _hist(3, 2_000), BatchRule(4), 11
+    noise = _noise_model() if noisy else None
     rec = recommend(hist, 3, rule, **({} if floor is None else {"min_efficiency": floor}))
-    page = summary_facts(Source("x", ()), rec, hist, seed=seed).frontier_text
+    page = summary_facts(Source("x", ()), rec, hist, seed=seed, noise=noise).frontier_text
     cells = _notebook_cells("02_strategies.ipynb")
     computes = next(c for c in cells if "tradeoff(" in c)
     says = next(c for c in cells if "frontier_sentence(" in c)
@@ -112,6 +125,7 @@ def test_the_summary_page_and_notebook_02_say_the_same_trade_off(floor):
         "seed": seed,
         "plan": rec.plan,
         "min_efficiency": floor,
+        "noise": noise,
         "case_reference": False,
         "rng": np.random.default_rng(seed),  # drawn from by earlier cells: must not matter
         "tidy": tidy,
@@ -119,9 +133,17 @@ def test_the_summary_page_and_notebook_02_say_the_same_trade_off(floor):
     }
     namespace["rng"].random(10)
     exec(computes, namespace)
-    assert "narrative.frontier_sentence(answer)" in says
-    assert frontier_sentence(namespace["answer"]) == page
+    assert "narrative.frontier_sentence(answer, answer.mixing_axis)" in says
+    answer = namespace["answer"]
+    assert frontier_sentence(answer, answer.mixing_axis) == page
     assert "K = 1" not in page or "A full shuffle (K = 1" in page
+    assert answer.mixing_axis == ("effective_batch_share" if noisy else "mixing")
+    assert ("effective batch" in page) == noisy and ("Mixing is a proxy" in page) == (not noisy)
+    assert list(namespace["pareto_columns"][1:4]) == [
+        "efficiency",
+        answer.mixing_axis,
+        f"{answer.mixing_axis}_se",
+    ]
 
 
 def test_the_cli_frontier_and_recommendation_json_use_the_same_settings():

@@ -42,7 +42,7 @@ def test_notebook_02_states_no_fact_of_the_bundled_data_in_fixed_prose():
     assert "narrative_strategies.describe_choice(table)" in code
     # one trade-off: the frontier's (mixing, the variance share), not a second one on the CV
     assert "describe_tradeoff" not in code and "plot_tradeoff" not in code
-    assert "narrative.frontier_sentence(answer)" in code
+    assert "narrative.frontier_sentence(answer, answer.mixing_axis)" in code
 
 
 def _table(lengths: np.ndarray) -> pd.DataFrame:
