@@ -13,6 +13,7 @@ import pytest
 import analysis.explorer._plans as _plans  # the plan cache: the optimiser calls a test counts or holds
 from analysis import BatchRule, LengthHistogram, evaluate_edges, explorer, optimize_edges
 from analysis.explorer import Explorer, ExplorerView, explore, explore_figure, explore_view
+from analysis.optimize import AUTO_CANDIDATES_ABOVE
 from analysis.padding.waste import expected_padding
 from analysis.plots import EdgesOnHistogram, plot_edges_on_histogram
 from analysis.tables import format_bound, format_count
