@@ -108,8 +108,10 @@ _REPORT_TIMEOUT_S = 600
 UNIT_FOLDERS = frozenset({"ground", "padding", "timing", "simulation", "optimize", "answers", "narrative"})
 
 #: Tests of those folders left out of the fast core, by file and function: each takes over about
-#: a third of a second of CPU (bit-for-bit comparisons of the DP's variants, threads, a
-#: subprocess, TRL's packer, the CLI); the exhaustive-search oracles stay in the core.  ``make
+#: a third of a second of CPU with numba's cache warm (bit-for-bit comparisons of the DP's
+#: variants, threads, a subprocess, TRL's packer, the CLI, a report's summary page, frontiers
+#: with their floor searches); the exhaustive-search oracles stay in the core.  To find new
+#: ones: ``pytest -m unit --durations=30 tests`` on a quiet machine.  ``make
 #: test`` runs them with every other test; tests/architecture/test_suite_layout.py checks that
 #: each one named here exists.
 SLOW_UNIT_TESTS = {
@@ -137,12 +139,33 @@ SLOW_UNIT_TESTS = {
     "simulation/test_packers.py": ("test_pack_bfd_is_trl_pack_dataset_bin_for_bin",),
     "simulation/test_strategies.py": ("test_stable_argsort_of_keys_is_numpys",),
     "padding/test_waste.py": ("test_one_bucket_is_the_random_shuffle_hypergeometric",),
-    "answers/test_frontier.py": ("test_cli_frontier_and_floors",),
+    "padding/test_budget_padded.py": (
+        "test_no_batch_passes_the_budget_but_a_lone_sample_padded_beyond_it",
+        "test_the_summary_page_and_the_explorer_warn_of_a_sample_padded_beyond_the_budget",
+    ),
+    "answers/test_frontier.py": (
+        "test_cli_frontier_and_floors",
+        "test_the_short_table_merges_rows_that_print_alike",
+        "test_under_a_token_budget_the_plane_is_the_steps_budget_fill",
+        "test_no_floor_plan_beats_a_pareto_point",
+    ),
+    "narrative/test_narrative.py": (
+        "test_the_summary_page_and_notebook_02_say_the_same_trade_off",
+        "test_under_a_token_budget_the_headline_compares_with_dynamic_batching_and_packing",
+        "test_the_summary_page_says_what_the_case_is",
+        "test_a_full_shuffle_reaching_the_target_is_said_not_k_1_keeps_100_percent",
+        "test_the_explorer_formats_through_tables",
+    ),
+    "timing/test_gradient_noise.py": (
+        "test_the_report_records_the_noise_model_in_recommendation_json",
+        "test_window_noise_matches_batches_of_real_vectors",
+    ),
     "ground/test_limits.py": (
         "test_property_random_histograms",
         "test_simulation_of_a_huge_histogram_uses_a_stated_subsample",
         "test_token_budget_large_batches_on_the_bundled_data",
         "test_batch_size_beyond_a_bucket_is_one_short_batch",
+        "test_a_subsample_s_counts_are_scaled_to_the_data_s_epoch",
     ),
     "timing/test_step_time.py": ("test_import_analysis_does_not_import_torch",),
     "answers/test_recommendation.py": (

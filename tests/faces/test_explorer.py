@@ -13,6 +13,7 @@ import pytest
 import analysis.explorer._plans as _plans  # the plan cache: the optimiser calls a test counts or holds
 from analysis import BatchRule, LengthHistogram, evaluate_edges, explorer, optimize_edges
 from analysis.explorer import Explorer, ExplorerView, explore, explore_figure, explore_view
+from analysis.optimize import AUTO_CANDIDATES_ABOVE
 from analysis.padding.waste import expected_padding
 from analysis.plots import EdgesOnHistogram, plot_edges_on_histogram
 from analysis.tables import format_bound, format_count
@@ -278,7 +279,7 @@ def test_live_figure_draws_what_the_static_figure_draws():
 
 
 def test_a_plan_from_the_candidate_grid_says_how_far_from_the_optimum_it_may_be():
-    wide = LengthHistogram.from_lengths(np.arange(1, 25_001))  # above AUTO_CANDIDATES_ABOVE lengths
+    wide = LengthHistogram.from_lengths(np.arange(1, AUTO_CANDIDATES_ABOVE + 2))  # one length above it
     panel = explore(wide, batch_size=8, n_buckets=2)
     plan = optimize_edges(wide, 2, batch_size=8)
     shown = panel.view.plan  # from the panel's sweep over K = 1..16: its own proof of the bound

@@ -21,7 +21,10 @@ import pytest
 from analysis import LengthHistogram, cli, load_lengths, save_histogram
 from analysis.paths import REPORT_MARKER
 
-LENGTHS = np.random.default_rng(5).integers(20, 900, size=1_000)
+#: 1,000 lengths of 30 distinct values from 30 to 900: every report here computes its summary
+#: page's frontier, whose floors cost grows with the distinct lengths (seconds at ~600 of them);
+#: these tests are about the folder, so 30 distinct lengths do.
+LENGTHS = np.random.default_rng(5).integers(1, 31, size=1_000) * 30
 
 #: A report notebook that reads the data, and (env SLOW) sleeps after writing a flag file
 #: (env STARTED), so that a test can signal the report while a notebook runs.
@@ -85,7 +88,7 @@ def test_output_paths_are_literal_reruns_replace_and_globs_skip_reports(tmp_path
     runs = tmp_path / "runs"
     for name, seed in (("a", 1), ("b", 2)):
         (runs / name).mkdir(parents=True)
-        values = np.random.default_rng(seed).integers(5, 500, 2_000)
+        values = np.random.default_rng(seed).integers(1, 21, 2_000) * 25  # 20 distinct lengths
         (runs / name / "l.csv").write_text("length\n" + "\n".join(map(str, values)) + "\n")
     out = runs / "rep_{batch_size}"  # braces: papermill would fill them from the parameters
     argv = ["--quiet", "report", f"{runs}/**/*.csv", "--out", str(out), "--batch-size", "8"]
@@ -329,11 +332,13 @@ def test_a_default_k_never_fails_and_a_given_one_says_how_to_fix_it(tmp_path, mo
 
 
 def test_every_face_that_builds_batches_suggests_max_len_for_a_heavy_tail(tmp_path, monkeypatch, capsys):
-    """One sample of 200,000 tokens among 2,000 under 900 (max > 4 x p99): optimize once built
+    """One sample of 200,000 tokens among 2,000 of at most 900 (max > 4 x p99): optimize once built
     batches of 8 x 200,000 tokens without comment; every face now suggests --max-len p99 in
     one line, and none does on the same data clipped there."""
     _use(monkeypatch, notebooks_in(tmp_path / "nbs"))
-    lengths = np.r_[np.random.default_rng(9).integers(20, 900, 2_000), 200_000]
+    # 30 distinct lengths below the tail (multiples of 30): frontier and the report's summary
+    # page search floors over the distinct lengths, a minute of CPU at ~800 of them
+    lengths = np.r_[np.random.default_rng(9).integers(1, 31, 2_000) * 30, 200_000]
     hist = LengthHistogram.from_lengths(lengths)
     p99 = int(hist.quantile(0.99))
     src = save_histogram(hist, tmp_path / "tail.csv")

@@ -16,7 +16,7 @@ from analysis.paths import NOTEBOOKS_DIR
 from analysis.report import report_notebooks, run_report
 from tests.integration.test_report import _tiny_notebook
 
-LENGTHS = np.random.default_rng(11).integers(20, 900, size=500)
+LENGTHS = np.random.default_rng(11).integers(1, 31, size=500) * 30  # 30 distinct: see test_report.py
 
 
 @pytest.fixture
