@@ -646,7 +646,7 @@ _TINY_NOTEBOOK_CELLS = [
 ]
 
 
-def test_report_buckets_auto_end_to_end_without_papermill_warnings(tmp_path, data, caplog):
+def test_report_buckets_auto_end_to_end_without_papermill_warnings(tmp_path, caplog):
     """A real papermill run of a one-cell notebook: the K taken, recorded and passed on."""
     import logging
 
@@ -654,7 +654,10 @@ def test_report_buckets_auto_end_to_end_without_papermill_warnings(tmp_path, dat
 
     from analysis.report import run_report
 
-    hist, path = data
+    # LENGTHS rounded up to 30 distinct multiples of 20: the summary page's floor search over
+    # ~600 distinct lengths was most of this test's time
+    hist = LengthHistogram.from_lengths(LENGTHS // 20 * 20 + 20)
+    path = save_histogram(hist, tmp_path / "lengths.csv")
     notebooks = tmp_path / "notebooks"
     notebooks.mkdir()
     nb = nbformat.v4.new_notebook()
