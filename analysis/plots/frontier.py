@@ -195,6 +195,8 @@ def plot_frontier(
     for n, (name, captions) in enumerate(merged.items()):
         text = " = ".join(captions)
         hit = f[f["label"] == name]
+        if hit.empty and (frame["label"] == name).any():
+            continue  # a point with nothing to draw (no mixing: batches of one sample)
         if hit.empty:
             raise ValueError(f"no row labelled {name!r} in the frame")
         x, y = max(float(hit["mixing"].iloc[0]), floor), float(hit[axis].iloc[0])

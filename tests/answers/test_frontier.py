@@ -405,3 +405,8 @@ def test_batches_of_one_say_there_is_no_mixing_to_measure():
     assert trainer["mixing"].isna().all() and (exact["efficiency"] == 1.0).all()
     text = frontier_sentence(read_tradeoff(res, hist))
     assert "no mixing to measure" in text and "–" not in text and "± 0%" not in text
+    # the figure draws what it can, without a mark where the Trainer's point has no mixing
+    label = str(trainer["label"].iloc[0])
+    fig = plot_frontier(res.frame, axis=res.axis, marks={"HF Trainer": label})
+    assert not any("HF Trainer" in t.get_text() for t in fig.axes[0].texts)
+    plt.close(fig)
