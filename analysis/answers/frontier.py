@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from analysis._validate import check_rng, positive_int
-from analysis.answers.gradient_noise import plan_quality, strategy_noise
+from analysis.answers.gradient_noise import strategy_noise
 from analysis.answers.throughput import batch_seconds
 from analysis.batching import BatchRule, as_rule, check_edges
 from analysis.lengths import LengthHistogram
@@ -55,7 +55,7 @@ from analysis.simulation.epochs import simulate, simulation_sample
 from analysis.simulation.strategies import epoch_builder
 from analysis.tables import column_kind, format_value
 from analysis.timing.epoch import expected_epoch_time
-from analysis.timing.noise import GradientNoise, check_noise, plan_noise
+from analysis.timing.noise import GradientNoise, check_noise, plan_noise, time_to_quality
 from analysis.timing.step_time import StepTimeModel
 
 __all__ = ["FRONTIER_COLUMNS", "PRINTED_COLUMNS", "Frontier", "frontier", "frontier_table", "k_range"]
@@ -535,7 +535,7 @@ def frontier(
     noise : GradientNoise, optional
         A fitted gradient-noise model: the frontier edges are placed on the gradient axis
         (``1 - ρ``: :func:`analysis.optimize.frontier_sweep` with ``noise``), every row gets
-        ``effective_batch_share`` (``B_eff`` over a shuffle's) and its standard error,
+        ``effective_batch_share`` (``B_eff`` over the mean batch) and its standard error,
         exact for bucketed, sorted and random (:func:`analysis.timing.noise.plan_noise`),
         simulated for the others (:func:`analysis.answers.gradient_noise.strategy_noise`), and
         ``quality_time`` (time to the same loss over a shuffle's, with ``step_time``; NaN
@@ -658,9 +658,7 @@ def noise_columns(
     values = []
     for _, row in frame.iterrows():
         if row["exact"]:
-            values.append(
-                _exact_noise(hist, rule, noise, step_time, row["strategy"], row["edges"], shuffle[0])
-            )
+            values.append(_exact_noise(hist, rule, noise, step_time, row["strategy"], row["edges"]))
         else:
             values.append(_simulated_noise(hist, rule, noise, row, rng, max(epochs, 2), shuffle, random_rate))
     out["effective_batch_share"] = [v[0] for v in values]
@@ -676,23 +674,15 @@ def _exact_noise(
     step_time: StepTimeModel | None,
     strategy: str,
     edges: Any,
-    shuffle_b_eff: float,
 ) -> tuple[float, float, float]:
-    """``(share, se, quality_time)`` of a bucketed, sorted or random row, exact: the share of a
-    shuffle's effective batch as the faces state it (:func:`~analysis.answers.gradient_noise.
-    plan_quality`)."""
+    """``(share, se, quality_time)`` of a bucketed, sorted or random row, exact."""
     edges = list(edges) if strategy == "bucketed" else None
-    q = plan_quality(
-        noise,
-        hist,
-        rule,
-        edges=edges,
-        strategy=strategy,
-        step_time=step_time,
-        shuffle_effective_batch=shuffle_b_eff,
-    )
-    quality = math.nan if q.time_ratio is None else q.time_ratio.value
-    return q.effective_batch_share.value, q.effective_batch_share.se, quality
+    priced = plan_noise(noise, hist, strategy, rule, edges=edges)
+    size = priced.batch_size
+    quality = math.nan
+    if step_time is not None:
+        quality = time_to_quality(noise, step_time, hist, strategy, rule, edges=edges)[0].value
+    return priced.effective_batch.value / size, priced.effective_batch.se / size, quality
 
 
 def _simulated_noise(
@@ -707,8 +697,7 @@ def _simulated_noise(
 ) -> tuple[float, float, float]:
     """``(share, se, quality_time)`` of a simulated row: its per-step variance from
     :func:`~analysis.answers.gradient_noise.strategy_noise` (``W = 1``), ``B_eff = 1 /
-    (variance / tr Σ + 1 / N)`` over a shuffle's (``shuffle[0]``; the mean samples of a step of
-    one more simulated epoch price its time),
+    (variance / tr Σ + 1 / N)`` over the mean samples of a step of one more simulated epoch,
     the standard error by the delta method (simulation and model together); time to quality,
     as :func:`~analysis.timing.noise.time_to_quality` prices it: the random row's tokens/s
     over the row's (the epoch ratio), times the random row's steps an epoch over the row's,
@@ -730,7 +719,7 @@ def _simulated_noise(
     arr = data.expand() if isinstance(data, LengthHistogram) else np.asarray(data)
     steps = epoch_builder(arr, strategy, rule, **options).epoch(rng).sizes.size
     mean_batch = arr.size / steps
-    share = b_eff / shuffle[0]
+    share = b_eff / mean_batch
     part = (variance / trace) / (variance / trace + 1.0 / total)
     quality = math.nan
     rate = float(row["tokens_per_s"])

@@ -51,8 +51,8 @@ MIXING_WORDS = {
     "effective_batch_share": (
         "the effective batch",
         "all of its effective batch",
-        "effective batch: B_eff, the size of a shuffled batch with the same gradient noise per step "
-        "(the --noise model), over a shuffle's own B_eff",
+        "effective batch: B_eff over the plan's mean samples per step, B_eff the size of a shuffled "
+        "batch with the same gradient noise (the --noise model)",
     ),
 }
 

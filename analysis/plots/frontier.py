@@ -74,7 +74,7 @@ def _share_limits(values: np.ndarray) -> tuple[float, float]:
 #: The mixing axes (the frontier's column) and their labels.
 MIXING_AXIS_LABELS = {
     "mixing": "mixing: share of the data's length variance a batch keeps (log; a proxy for gradient mixing)",
-    "effective_batch_share": "share of a shuffle's effective batch kept (B_eff / B_eff of a shuffle)",
+    "effective_batch_share": "share of the effective batch kept (B_eff / B, B: mean samples per step)",
 }
 
 #: The y axes that are shares, and their labels.
@@ -99,7 +99,7 @@ def plot_frontier(
     "case": ...}``) ringed and named (the first with a star).
 
     ``mixing_axis`` is the frontier's column drawn against ``axis``: ``"mixing"`` (the length
-    proxy, log axis) or ``"effective_batch_share"`` (``B_eff`` over a shuffle's, from a gradient-noise model,
+    proxy, log axis) or ``"effective_batch_share"`` (``B_eff / B`` from a gradient-noise model,
     linear, with bars of ``effective_batch_share_se`` where the frame has it).
 
     Examples
@@ -215,7 +215,7 @@ def plot_frontier(
         value = format_count(y) + " tok/s" if axis == "tokens_per_s" else format_percent(y, "figure")
         head = name if text in name else f"{text}: {name}"
         kept = format_percent(float(hit["mixing"].iloc[0]), "figure")
-        texts.append(f"{head}\n{value}, {'B_eff kept ' if gradient else 'mixing '}{kept}")
+        texts.append(f"{head}\n{value}, {'B_eff / B ' if gradient else 'mixing '}{kept}")
     if gradient:
         ax.set_xlim(*_share_limits(f["mixing"].to_numpy(float)))
     else:

@@ -51,8 +51,7 @@ def test_the_points_are_read_on_the_effective_batch(case):
     assert trade.most_efficient.mixing == top["effective_batch_share"]
     edges = list(top["edges"])  # the frame's share and time are plan_noise's and time_to_quality's
     priced = plan_noise(model, hist, "bucketed", BatchRule(4), edges=edges)
-    shuffle = plan_noise(model, hist, "random", BatchRule(4)).effective_batch.value
-    assert trade.most_efficient.mixing == pytest.approx(priced.effective_batch.value / shuffle)
+    assert trade.most_efficient.mixing == pytest.approx(priced.effective_batch.value / priced.batch_size)
     t_q = time_to_quality(model, CLOCK, hist, "bucketed", BatchRule(4), edges=edges)[0].value
     assert trade.most_efficient.quality_time == pytest.approx(t_q)
     assert trade.to_dict()["mixing_axis"] == "effective_batch_share"

@@ -92,7 +92,7 @@ def test_the_frontier_figure_draws_the_gradient_axis_with_its_errors(model):
     low, high = ax.get_xlim()
     assert low < frame["effective_batch_share"].min() and high > 1.0
     # the star's caption names the share
-    assert any("B_eff kept" in t.get_text() for t in ax.texts)
+    assert any("B_eff / B" in t.get_text() for t in ax.texts)
 
 
 def test_the_length_axis_is_labelled_a_proxy():
