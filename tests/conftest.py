@@ -146,7 +146,7 @@ SLOW_UNIT_TESTS = {
     ),
     "answers/test_frontier.py": (
         "test_cli_frontier_and_floors",
-        "test_the_short_table_merges_rows_that_print_alike",
+        "test_the_cli_prints_the_short_table_and_every_row_with_all",
         "test_under_a_token_budget_the_plane_is_the_steps_budget_fill",
         "test_no_floor_plan_beats_a_pareto_point",
     ),
