@@ -147,7 +147,25 @@ def _literal(path: Path) -> str:
     return str(path).replace("{", "{{").replace("}", "}}")
 
 
+#: Kernel starts a notebook gets: a kernel that dies before it answers (two processes took the
+#: same free port, as Jupyter picks ports by binding and releasing them) ran no cell, so it is
+#: started again.
+KERNEL_STARTS = 3
+
+
 def run_notebook(src: Path, dst: Path, parameters: dict[str, Any], *, cwd: Path, show_progress: bool) -> None:
+    """Execute ``src`` into ``dst`` with papermill (:func:`_run_once`), starting the kernel again
+    (up to :data:`KERNEL_STARTS` times) when it died before it ran a cell."""
+    for start in range(1, KERNEL_STARTS + 1):
+        try:
+            _run_once(src, dst, parameters, cwd=cwd, show_progress=show_progress)
+            return
+        except RuntimeError as exc:
+            if "before replying to kernel_info" not in str(exc) or start == KERNEL_STARTS:
+                raise
+
+
+def _run_once(src: Path, dst: Path, parameters: dict[str, Any], *, cwd: Path, show_progress: bool) -> None:
     """Execute ``src`` into ``dst`` with papermill, in a worker thread: the main thread only
     waits, so a signal (Ctrl-C, SIGTERM) reaches the caller's handlers at once (nbclient
     replaces a main thread's SIGINT and SIGTERM handlers while it runs, and swallows them).  An

@@ -356,3 +356,42 @@ def test_every_face_that_builds_batches_suggests_max_len_for_a_heavy_tail(tmp_pa
     rec = json.loads((out / "recommendation.json").read_text())
     assert rec["tail_hint"].startswith(hint) and hint in said
     assert f"try --max-len {p99:,}" in (out / "index.html").read_text()
+
+
+@pytest.mark.parametrize("failures, calls, raises", [(1, 2, False), (3, 3, True)])
+def test_a_kernel_dead_before_it_answers_starts_again(tmp_path, monkeypatch, failures, calls, raises):
+    """Jupyter picks a kernel's ports by binding and releasing them, so two kernels started at
+    once can take the same port; the one that loses dies before it runs a cell and is started
+    again, up to KERNEL_STARTS times (a failure in a cell is never retried)."""
+    import papermill
+
+    import analysis.report._notebooks as notebooks
+
+    seen: list[str] = []
+
+    def execute_notebook(src, dst, **_):
+        seen.append(dst)
+        if len(seen) <= failures:
+            raise RuntimeError("Kernel died before replying to kernel_info")
+        Path(dst).write_text("ran", encoding="utf-8")
+
+    monkeypatch.setattr(papermill, "execute_notebook", execute_notebook)
+    dst = tmp_path / "out.ipynb"
+    run = lambda: notebooks.run_notebook(tmp_path / "in.ipynb", dst, {}, cwd=tmp_path, show_progress=False)  # noqa: E731
+    if raises:
+        with pytest.raises(RuntimeError, match="kernel_info"):
+            run()
+    else:
+        run()
+        assert dst.read_text(encoding="utf-8") == "ran"
+    assert len(seen) == calls == min(failures + 1, notebooks.KERNEL_STARTS)
+
+    def cell_fails(src, dst, **_):
+        seen.append(dst)
+        raise RuntimeError("something else")
+
+    seen.clear()
+    monkeypatch.setattr(papermill, "execute_notebook", cell_fails)
+    with pytest.raises(RuntimeError, match="something else"):
+        run()
+    assert len(seen) == 1
