@@ -11,11 +11,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from analysis.answers.gradient_noise import PlanQuality
-from analysis.optimize import PlanGradient
+from analysis.batching import BatchRule
+from analysis.optimize import BucketPlan, PlanGradient
 from analysis.tables import format_estimate, format_percent
 from analysis.timing.noise import GradientNoise, NoiseFigure
 
-__all__ = ["describe_plan_gradient", "describe_plan_noise", "describe_noise_model"]
+__all__ = [
+    "describe_edges_for_quality",
+    "describe_plan_gradient",
+    "describe_plan_noise",
+    "describe_noise_model",
+]
 
 
 def _plan_name(quality: PlanQuality) -> str:
@@ -154,3 +160,29 @@ def describe_plan_gradient(gradient: PlanGradient, n_buckets: int, batch_size: i
             f"({proof}: {gradient.vertices} hull vertices, {gradient.passes} DP passes)."
         )
     return head
+
+
+def describe_edges_for_quality(plan: BucketPlan | None, rule: BatchRule) -> str:
+    """Notebook 04's last section: the edges placed for the time to the same loss
+    (``optimize_edges(..., noise=, step_time=)``: ``plan``, with its
+    :attr:`~analysis.optimize.BucketPlan.gradient`), or why there are none: no noise model
+    (``plan`` None), or a token budget.
+
+    Examples
+    --------
+    >>> print(describe_edges_for_quality(None, BatchRule(8))[:72])
+    No gradient-noise model was given (--noise FILE.npz): the edges above ar
+    """
+    if rule.batch_size is None:
+        return (
+            "Edges for the time to the same loss need a batch size: under a token budget each bucket "
+            "has its own batch size, which makes a step's gradient noise a ratio of sums the exact "
+            "search does not handle; the edges above are placed for the time of an epoch."
+        )
+    if plan is None or plan.gradient is None:
+        return (
+            "No gradient-noise model was given (--noise FILE.npz): the edges above are placed for the "
+            "time of an epoch. With one, this section places them for the time to the same loss, "
+            "where a plan that groups lengths pays in steps (they grow as 1 + B_noise / B_eff)."
+        )
+    return f"Edges {plan.edges}. " + describe_plan_gradient(plan.gradient, plan.n_buckets, rule.batch_size)

@@ -99,3 +99,21 @@ def test_no_plan_reaching_the_target_is_said_of_the_ks_searched():
     top = BucketedPoint(n_buckets=32, reached=0.9689, mixing=0.00105)
     text = frontier_sentence(replace(_trade(top, None), best=None, target=0.97))
     assert text.startswith("No bucketed plan of up to 32 buckets reaches 97.0% efficiency (K = 32 reaches")
+
+
+def test_notebook_04s_quality_edges_sentence_says_the_plans_own_figures():
+    """The edges placed for time to the same loss: their edges, rho, and the exact time ratio
+    as plan.gradient holds them; without a model or under a budget, why there are none."""
+    from analysis import optimize_edges
+    from analysis.narrative.noise import describe_edges_for_quality
+
+    hist = LengthHistogram.from_counts([5, 8, 50, 60], [40, 40, 40, 40])
+    clock = StepTimeModel(per_step=0.01, per_token=1e-3)
+    plan = optimize_edges(hist, 2, batch_size=4, noise=toy_model(), step_time=clock)
+    text = describe_edges_for_quality(plan, BatchRule(4))
+    g = plan.gradient
+    assert text.startswith(f"Edges {plan.edges}. ")
+    assert f"ρ = {g.between_share:.3g}" in text
+    assert f"{g.time_ratio.value:.4f}" in text and f"({g.predicted_time_ratio:.4f} in the design" in text
+    assert "No gradient-noise model" in describe_edges_for_quality(None, BatchRule(4))
+    assert "need a batch size" in describe_edges_for_quality(None, BatchRule(max_tokens=256))
