@@ -20,6 +20,7 @@ floor reports when it falls in a gap (:func:`_floor_search`).
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -123,8 +124,8 @@ class Lagrangian:
     passes: dict[tuple[int, float], dict[int, list[int]]] = field(default_factory=dict, compare=False)
 
 
-# The matrices made inside a reuse_matrices() scope: (hist, key, noise, Lagrangian).
-_SCOPE: list[tuple[LengthHistogram, tuple[Any, ...], GradientNoise | None, Lagrangian]] | None = None
+# The matrices made inside a reuse_matrices() scope, per thread: (hist, key, noise, Lagrangian).
+_LOCAL = threading.local()
 
 
 @contextmanager
@@ -132,7 +133,7 @@ def reuse_matrices() -> Iterator[None]:
     """Within this scope every function of this module on the same histogram (the same object),
     rule, edge multiple, objective and noise model reuses one set of matrices and the passes
     made on them (the frontier's sweep, its bounds and its floor searches); they are dropped
-    when the outermost scope ends.
+    when the outermost scope ends.  A scope belongs to the thread that opened it.
 
     Examples
     --------
@@ -140,18 +141,17 @@ def reuse_matrices() -> Iterator[None]:
     >>> with reuse_matrices():
     ...     a = floor_plans(hist, BatchRule(4), [(2, Floor("mixing", 0.2))])
     ...     b = floor_plans(hist, BatchRule(4), [(2, Floor("mixing", 0.2))])
-    >>> a[0].edges == b[0].edges, len(_SCOPE or [])
-    (True, 0)
+    >>> a[0].edges == b[0].edges, _LOCAL.scope is None
+    (True, True)
     """
-    global _SCOPE
-    outer = _SCOPE
+    outer = getattr(_LOCAL, "scope", None)
     if outer is None:
-        _SCOPE = []
+        _LOCAL.scope = []
     try:
         yield
     finally:
         if outer is None:
-            _SCOPE = None
+            _LOCAL.scope = None
 
 
 def axis_value(lag: Lagrangian, ends: Sequence[int]) -> float:
@@ -164,7 +164,9 @@ def axis_value(lag: Lagrangian, ends: Sequence[int]) -> float:
 
 def lagrangian(hist: LengthHistogram, prob: Problem, noise: GradientNoise | None = None) -> Lagrangian:
     """:func:`_make_lagrangian`, or the one already made in a :func:`reuse_matrices` scope."""
-    scope = _SCOPE
+    scope: list[tuple[LengthHistogram, tuple[Any, ...], GradientNoise | None, Lagrangian]] | None = getattr(
+        _LOCAL, "scope", None
+    )
     if scope is None:
         return _make_lagrangian(hist, prob, noise)
     key = (prob.rule, prob.edge_multiple, prob.objective, id(prob.step_time))
