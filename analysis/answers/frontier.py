@@ -633,7 +633,15 @@ def frontier(
     if model is None and noise is None and k_max > 1:
         frame, unchecked = _checked_by_floors(hist, rule, frame, axis, k_max, lambdas)
     frame = frame[[*FRONTIER_COLUMNS, "lambda"]]
-    return Frontier(frame, rule, axis, tuple(lambdas), sim_samples, mixing_axis, unchecked)
+    return Frontier(
+        frame,
+        rule,
+        axis,
+        tuple(lambdas),
+        simulated_samples=sim_samples,
+        mixing_axis=mixing_axis,
+        unchecked=unchecked,
+    )
 
 
 def noise_columns(
