@@ -47,6 +47,7 @@ __all__ = [
     "format_length",
     "format_percent",
     "format_value",
+    "k_range",
     "PercentStyle",
     "tidy",
 ]
@@ -260,6 +261,24 @@ def format_length(value: float) -> str:
     if float(value).is_integer():
         return f"{int(value):,}"
     return _unsigned_zero(f"{value:,.1f}")
+
+
+def k_range(ks: Sequence[int]) -> str:
+    """Bucket counts as a label reads them: runs of consecutive K joined by an en dash.
+
+    Examples
+    --------
+    >>> k_range([28, 29, 30, 31, 32]), k_range([5]), k_range([3, 5, 6, 7])
+    ('28–32', '5', '3, 5–7')
+    """
+    ks = sorted(set(int(k) for k in ks))
+    runs: list[list[int]] = []
+    for k in ks:
+        if runs and k == runs[-1][-1] + 1:
+            runs[-1].append(k)
+        else:
+            runs.append([k])
+    return ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]}–{r[-1]}" for r in runs)
 
 
 def format_value(value: CellValue, kind: ColumnKind = "float") -> str:

@@ -53,12 +53,12 @@ from analysis.padding.mixing import random_mixing, sorted_mixing
 from analysis.padding.waste import batch_step_tokens, budget_fill, random_padding, sorted_padding, step_tokens
 from analysis.simulation.epochs import simulate, simulation_sample
 from analysis.simulation.strategies import epoch_builder
-from analysis.tables import column_kind, format_value
+from analysis.tables import column_kind, format_value, k_range
 from analysis.timing.epoch import expected_epoch_time
 from analysis.timing.noise import GradientNoise, check_noise, plan_noise, time_to_quality
 from analysis.timing.step_time import StepTimeModel
 
-__all__ = ["FRONTIER_COLUMNS", "PRINTED_COLUMNS", "Frontier", "frontier", "frontier_table", "k_range"]
+__all__ = ["FRONTIER_COLUMNS", "PRINTED_COLUMNS", "Frontier", "frontier", "frontier_table"]
 
 #: The columns of :attr:`Frontier.frame`, in order.
 FRONTIER_COLUMNS = (
@@ -111,7 +111,8 @@ class Frontier:
     gradient-noise model ``"effective_batch_share"`` (:func:`frontier`'s ``noise``);
     ``unchecked``: the pairs (Pareto point, K) that neither the Lagrangian bounds nor a floor
     search cleared (0: no plan of any ``K <= max_buckets`` that the floor search finds beats a
-    Pareto point; see :func:`frontier`).
+    Pareto point; see :func:`frontier`); ``unproven``: the labels of the Pareto points in those
+    pairs (a plan of some ``K`` may beat these; the others are proven).
     """
 
     frame: pd.DataFrame
@@ -121,6 +122,7 @@ class Frontier:
     simulated_samples: int = 0
     mixing_axis: str = "mixing"
     unchecked: int = 0
+    unproven: tuple[str, ...] = ()
 
     @property
     def pareto(self) -> pd.DataFrame:
@@ -399,13 +401,14 @@ def _checked_by_floors(
     axis: str,
     k_max: int,
     lambdas: Sequence[float],
-) -> tuple[pd.DataFrame, int]:
+) -> tuple[pd.DataFrame, int, tuple[str, ...]]:
     """``frame`` with a ``floor edges, K=...`` row for each new plan the exact floor search
     (:func:`analysis.optimize.floor_plans`) finds at a Pareto point's ``axis`` and at its
     mixing, for every ``K <= k_max`` where the Lagrangian bounds (:func:`_lower_bounds`) leave
     room for a plan that beats it, and the Pareto set taken again (a point that a found plan
-    beats loses its mark; a round checks the points the one before added); and the pairs
-    (Pareto point, K) left unchecked when :data:`FLOOR_CHECKS` searches ran out."""
+    beats loses its mark; a round checks the points the one before added); the pairs
+    (Pareto point, K) left unchecked when :data:`FLOOR_CHECKS` searches ran out, and the labels
+    of their points."""
     if not lambdas:  # no sweep: around the slope from the most buckets' optimum to one bucket
         opt = frame[frame["label"].isin(["optimal edges, K=1", f"optimal edges, K={k_max}"])]
         f, g = hist.total_tokens / opt[axis].to_numpy(float), opt["mixing"].to_numpy(float)
@@ -424,8 +427,22 @@ def _checked_by_floors(
         asked.update((k, f.measure, f.value) for k, f in asks)
         found = [plan for plan in floor_plans(hist, rule, asks) if plan is not None]
         frame = _with_beaters(hist, frame, axis, found, "floor edges")
-    left = _next_asks(_open_pairs(hist, rule, frame, axis, bounds), axis, asked)
-    return frame, len(left)
+    pairs = _open_pairs(hist, rule, frame, axis, bounds)
+    left = _next_asks(pairs, axis, asked)
+    return frame, len(left), _labels_of(frame, axis, pairs, asked)
+
+
+def _labels_of(
+    frame: pd.DataFrame, axis: str, pairs: list[tuple[float, int, float, float]], asked: set[tuple[int, str, float]]
+) -> tuple[str, ...]:
+    """The labels of the Pareto points with an open pair that :func:`_next_asks` would still
+    search (at its ``axis`` value, or at its mixing), in the frame's order."""
+    open_points = {
+        (x, y) for _, k, x, y in pairs if (k, axis, x) not in asked or (0 < y and (k, "mixing", y) not in asked)
+    }
+    pareto = frame[frame["pareto"]]
+    keep = [(x, y) in open_points for x, y in pareto[[axis, "mixing"]].itertuples(index=False)]
+    return tuple(str(x) for x in pareto.loc[keep, "label"])
 
 
 def _simulated_rows(
@@ -629,9 +646,9 @@ def frontier(
             "effective_batch_share",
         )
     frame["pareto"] = _pareto(frame[axis].to_numpy(float), frame[mixing_axis].to_numpy(float))
-    unchecked = 0
+    unchecked, unproven = 0, ()
     if model is None and noise is None and k_max > 1:
-        frame, unchecked = _checked_by_floors(hist, rule, frame, axis, k_max, lambdas)
+        frame, unchecked, unproven = _checked_by_floors(hist, rule, frame, axis, k_max, lambdas)
     frame = frame[[*FRONTIER_COLUMNS, "lambda"]]
     return Frontier(
         frame,
@@ -641,6 +658,7 @@ def frontier(
         simulated_samples=sim_samples,
         mixing_axis=mixing_axis,
         unchecked=unchecked,
+        unproven=unproven,
     )
 
 
@@ -742,24 +760,6 @@ def _simulated_noise(
 #: alike (``efficiency``, ``budget_fill`` and ``mixing`` to 2 decimals of a percent, tokens/s to
 #: the token).
 PRINTED_COLUMNS = ("efficiency", "budget_fill", "tokens_per_s", "mixing")
-
-
-def k_range(ks: Sequence[int]) -> str:
-    """Bucket counts as a label reads them: runs of consecutive K joined by an en dash.
-
-    Examples
-    --------
-    >>> k_range([28, 29, 30, 31, 32]), k_range([5]), k_range([3, 5, 6, 7])
-    ('28–32', '5', '3, 5–7')
-    """
-    ks = sorted(set(int(k) for k in ks))
-    runs: list[list[int]] = []
-    for k in ks:
-        if runs and k == runs[-1][-1] + 1:
-            runs[-1].append(k)
-        else:
-            runs.append([k])
-    return ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]}–{r[-1]}" for r in runs)
 
 
 def _printed(row: pd.Series) -> tuple[str, ...]:

@@ -26,7 +26,7 @@ style).  One module per question:
 from __future__ import annotations
 
 from analysis.narrative.budget import describe_steps
-from analysis.narrative.frontier import floor_sentence, frontier_sentence
+from analysis.narrative.frontier import floor_sentence, frontier_sentence, pareto_check_sentence
 from analysis.narrative.lengths import describe_clipping, describe_distribution, lengths_label
 from analysis.narrative.noise import describe_noise_model, describe_plan_noise
 from analysis.narrative.packing import describe_pack_or_pad
@@ -56,6 +56,7 @@ __all__ = [
     "describe_choice",
     "describe_sampler_data",
     "frontier_sentence",
+    "pareto_check_sentence",
     "floor_sentence",
     "describe_step_time_terms",
     "describe_step_time_fit",

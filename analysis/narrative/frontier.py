@@ -14,10 +14,12 @@ the share of a shuffle's effective batch a plan keeps (``mixing_axis="effective_
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
+from analysis.answers.frontier import FLOOR_CHECKS, Frontier
 from analysis.answers.tradeoff import TradeOff
 from analysis.optimize import BucketPlan
-from analysis.tables import format_percent
+from analysis.tables import format_percent, k_range
 
 __all__ = [
     "FRONTIER_NOTES",
@@ -26,6 +28,10 @@ __all__ = [
     "MIXING_WORDS",
     "frontier_sentence",
     "floor_sentence",
+    "PARETO_CHECKED",
+    "NOT_CHECKED",
+    "named_points",
+    "pareto_check_sentence",
     "unchecked_sentence",
 ]
 
@@ -57,9 +63,25 @@ MIXING_WORDS = {
 }
 
 
-def unchecked_sentence(unchecked: int, checks: int) -> str | None:
+#: What a frontier says when its Pareto check cleared every pair (notebook 02; the CLI says
+#: nothing then).
+PARETO_CHECKED = (
+    "Every Pareto point was checked at every bucket count up to the most: the DP’s bounds prove that no "
+    "plan of that many buckets beats it, or the floor searches at its efficiency and at its mixing find "
+    "none that does."
+)
+
+
+#: What a frontier says where no Pareto check ran (a step-time or gradient-noise model).
+NOT_CHECKED = (
+    "The Pareto mark compares the points shown: with a step-time or gradient-noise model the floor "
+    "searches that check it against every bucket count do not run."
+)
+
+
+def unchecked_sentence(unchecked: int, checks: int, unproven: Sequence[str] = ()) -> str | None:
     """What a frontier's Pareto mark does not prove (:attr:`analysis.answers.frontier.Frontier.
-    unchecked`): None when every pair was cleared.
+    unchecked`, and the points it leaves, ``unproven``): None when every pair was cleared.
 
     Examples
     --------
@@ -67,16 +89,58 @@ def unchecked_sentence(unchecked: int, checks: int) -> str | None:
     True
     >>> unchecked_sentence(3, 48)[:64]
     'Not proven: 3 pairs of a Pareto point and a bucket count were ne'
+    >>> unchecked_sentence(3, 48, ["frontier edges, K=12", "frontier edges, K=13", "packing"])[-59:]
+    'Pareto points not proven: frontier edges, K=12–13; packing.'
     """
     if unchecked <= 0:
         return None
     pairs = "pair" if unchecked == 1 else "pairs"
     verb = "was" if unchecked == 1 else "were"
-    return (
+    text = (
         f"Not proven: {unchecked:,} {pairs} of a Pareto point and a bucket count {verb} neither cleared "
         f"by the DP’s bounds nor searched (the check runs at most {checks:,} floor searches), so a "
         "plan of that many buckets may beat such a point."
     )
+    return text if not unproven else f"{text} The Pareto points not proven: {named_points(unproven)}."
+
+
+def pareto_check_sentence(result: Frontier) -> str:
+    """What a frontier's Pareto check proved (notebook 02 under its table): every pair
+    cleared (:data:`PARETO_CHECKED`), or :func:`unchecked_sentence` naming the points left;
+    without a check (a step-time or noise model, one bucket) that none ran.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis import LengthHistogram, frontier
+    >>> hist = LengthHistogram.from_counts([1, 2, 3, 9, 10], [5, 5, 5, 5, 5])
+    >>> res = frontier(hist, batch_size=4, rng=np.random.default_rng(0), max_buckets=2, simulate_strategies=False)
+    >>> pareto_check_sentence(res) == PARETO_CHECKED
+    True
+    """
+    if result.axis == "tokens_per_s" or result.mixing_axis != "mixing":
+        return NOT_CHECKED
+    text = unchecked_sentence(result.unchecked, FLOOR_CHECKS, result.unproven)
+    return PARETO_CHECKED if text is None else text
+
+
+def named_points(labels: Sequence[str]) -> str:
+    """Point labels as a sentence reads them: the bucketed ones by kind with their K range.
+
+    Examples
+    --------
+    >>> named_points(["frontier edges, K=3", "packing", "frontier edges, K=4", "optimal edges, K=9"])
+    'frontier edges, K=3–4; optimal edges, K=9; packing'
+    """
+    kinds: dict[str, list[int]] = {}
+    others = []
+    for label in labels:
+        kind, sep, k = label.partition(", K=")
+        if sep and k.isdigit():
+            kinds.setdefault(kind, []).append(int(k))
+        else:
+            others.append(label)
+    return "; ".join([*(f"{kind}, K={k_range(ks)}" for kind, ks in kinds.items()), *others])
 
 
 #: What the CLI's ``frontier`` says under its table of each mixing axis (after its meaning).

@@ -25,10 +25,11 @@ from analysis import (
     recommend,
     save_histogram,
 )
+import analysis.answers.frontier as frontier_module
 from analysis.answers.frontier import FRONTIER_COLUMNS, Frontier
 from analysis.answers.tradeoff import read_tradeoff
 from analysis.batching import DEFAULT_SEED
-from analysis.narrative.frontier import frontier_sentence
+from analysis.narrative.frontier import PARETO_CHECKED, frontier_sentence, named_points, pareto_check_sentence
 from analysis.optimize import Floor, floor_plans
 from analysis.padding.mixing import random_mixing, sorted_mixing
 from analysis.plots import plot_frontier
@@ -410,3 +411,30 @@ def test_batches_of_one_say_there_is_no_mixing_to_measure():
     fig = plot_frontier(res.frame, axis=res.axis, marks={"HF Trainer": label})
     assert not any("HF Trainer" in t.get_text() for t in fig.axes[0].texts)
     plt.close(fig)
+
+
+@pytest.mark.parametrize(("seed", "rule"), [(1, BatchRule(batch_size=4)), (1, BatchRule(max_tokens=200))], ids=str)
+def test_the_points_left_unproven_hold_every_beaten_one(monkeypatch, seed, rule):
+    """With no floor search allowed (FLOOR_CHECKS = 0) the Lagrangian bounds alone leave
+    pairs open: every Pareto point that an exhaustive search finds beaten (here the K = 3
+    optimum under batch size 4; a K = 4 frontier plan and the K = 2 optimum under the budget)
+    is among ``unproven``, and the sentence names the points; with the checks, none is left."""
+    rng = np.random.default_rng(seed)
+    values = np.sort(rng.choice(np.arange(1, 80), 10, replace=False))
+    hist = LengthHistogram.from_lengths(rng.choice(values, 200, p=rng.dirichlet(np.ones(10))))
+    kw = dict(rng=np.random.default_rng(0), max_buckets=4, n_lambdas=2, simulate_strategies=False)
+    monkeypatch.setattr(frontier_module, "FLOOR_CHECKS", 0)
+    res = frontier(hist, rule, **kw)
+    pareto = res.pareto
+    beaten: set[str] = set()
+    for k in range(1, 5):
+        for cut in itertools.combinations(hist.lengths[:-1].tolist(), k - 1):
+            plan = evaluate_edges(hist, [0, *cut, int(hist.max)], rule)
+            x = plan.budget_fill if res.axis == "budget_fill" else plan.efficiency
+            beaten |= set(pareto.loc[_beaten(x, plan.mixing, pareto, res.axis), "label"])
+    assert beaten and beaten <= set(res.unproven) <= set(pareto["label"])
+    assert res.unchecked > 0 and named_points(res.unproven) in pareto_check_sentence(res)
+    monkeypatch.undo()
+    checked = frontier(hist, rule, **kw)
+    assert checked.unchecked == 0 and checked.unproven == ()
+    assert pareto_check_sentence(checked) == PARETO_CHECKED
