@@ -84,25 +84,23 @@ def _solve_points(costs: np.ndarray, n_buckets: int) -> tuple[np.ndarray, np.nda
     """The DP over the points: ``best[k, c]`` = least sum of ``k`` buckets covering
     ``(points[0], points[c]]``, ``costs[c, a]`` the cost of bucket ``(points[a], points[c]]``
     (transposed, so a column's starts are contiguous); ``arg[k, c]`` the start's index, the
-    smallest on a tie (strict ``<`` in ascending order, as the padding DP)."""
+    smallest on a tie (strict ``<`` in ascending order, as the padding DP).  Every ``k`` at once:
+    each start's sums for all layers side by side, the same sums and ties as layer by layer."""
     p = costs.shape[0]
-    best = np.full((n_buckets + 1, p), INF)
-    arg = np.zeros((n_buckets + 1, p), np.int64)
+    best = np.full((p, n_buckets + 1), INF)  # best[c, k]: the layers side by side (vectorised)
+    arg = np.zeros((p, n_buckets + 1), np.int64)
     best[0, 0] = 0.0
-    for k in range(1, n_buckets + 1):
-        prev = best[k - 1]
-        for c in range(k, p):
-            row = costs[c]
-            bv = INF
-            ba = 0
-            for a in range(k - 1, c):
-                v = prev[a] + row[a]
-                if v < bv:
-                    bv = v
-                    ba = a
-            best[k, c] = bv
-            arg[k, c] = ba
-    return best, arg
+    for c in range(1, p):
+        here, at, row = best[c], arg[c], costs[c]
+        for a in range(c):  # ascending, strict <: the smallest start on a tie, in every layer
+            x = row[a]
+            prev = best[a]
+            for k in range(1, min(n_buckets, a + 1) + 1):  # (more than a + 1 buckets: none)
+                v = prev[k - 1] + x
+                better = v < here[k]
+                here[k] = v if better else here[k]
+                at[k] = a if better else at[k]
+    return np.ascontiguousarray(best.T), np.ascontiguousarray(arg.T)
 
 
 @dataclass(frozen=True)

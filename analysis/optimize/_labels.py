@@ -36,24 +36,51 @@ _SPREAD = (1.0, 1 / 8, 8.0, 1 / 64, 64.0)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def backward(costs: np.ndarray, n_buckets: int) -> np.ndarray:  # pragma: no cover - compiled
-    """``out[r, c]``: the least sum of ``r`` buckets covering ``(points[c], points[-1]]``,
-    ``costs[c', c]`` the cost of bucket ``(points[c], points[c']]`` (inf where none)."""
-    p = costs.shape[0]
+def backward(
+    xt: np.ndarray, yt: np.ndarray, weights: np.ndarray, n_buckets: int
+) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
+    """``out[u, r, c]``: the least sum of ``r`` buckets covering ``(points[c], points[-1]]`` of
+    ``weights[u, 0] X + weights[u, 1] Y`` (a weight of 0 drops its matrix: ``X`` alone is
+    ``(1, 0)``), and ``scale[u]`` its largest finite bucket value; ``xt[c, d]``, ``yt[c, d]``
+    bucket ``(points[c], points[d]]``'s values, ``c < d`` (the floor search's matrices
+    transposed, so a start's ends are contiguous).  Every bucket count at once: for each end
+    ``d`` the ``r`` layers' sums side by side (an elementwise minimum, vectorised; a minimum
+    does not depend on its order, so the table is the layer-by-layer one)."""
+    p = xt.shape[0]
     last = p - 1
-    out = np.full((n_buckets + 1, p), INF)
-    out[0, last] = 0.0
-    for r in range(1, n_buckets + 1):
+    nt = weights.shape[0]
+    work = np.full((p, n_buckets + 1), INF)  # work[c, r]: layers side by side
+    out = np.empty((nt, n_buckets + 1, p))
+    scale = np.zeros(nt)
+    row = np.empty(p)
+    for u in range(nt):
+        work[:] = INF
+        work[last, 0] = 0.0
         for c in range(last - 1, -1, -1):
-            best = INF
-            for d in range(c + 1, last + 1):
-                v = out[r - 1, d]
-                if v < INF:
-                    v += costs[d, c]
-                    if v < best:
-                        best = v
-            out[r, c] = best
-    return out
+            _combined(xt[c], yt[c], weights[u, 0], weights[u, 1], c, row)
+            best = work[c]
+            for d in range(c + 1, p):
+                x = row[d]
+                scale[u] = max(scale[u], abs(x) if abs(x) < INF else 0.0)
+                prev = work[d]
+                for r in range(1, n_buckets + 1):
+                    v = prev[r - 1] + x
+                    best[r] = v if v < best[r] else best[r]
+        out[u] = work.T
+    return out, scale
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _combined(rx: np.ndarray, ry: np.ndarray, wx: float, wy: float, c: int, row: np.ndarray) -> None:  # pragma: no cover
+    """``row[d] = wx X + wy Y`` of bucket ``(points[c], points[d]]`` for ``d > c`` (the matrix
+    alone where the other's weight is 0, so an inf beside it never makes a NaN)."""
+    if wy == 0.0:
+        row[c + 1 :] = rx[c + 1 :]
+    elif wx == 0.0:
+        row[c + 1 :] = ry[c + 1 :]
+    else:
+        for d in range(c + 1, row.size):
+            row[d] = rx[d] + wy * ry[d]
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -198,9 +225,8 @@ def bounds(xm: np.ndarray, ym: np.ndarray, n_buckets: int, mu: float) -> Bounds:
     """The completion bounds of ``n_buckets`` buckets over ``xm``, ``ym`` (``[c, a]``: bucket
     ``(points[a], points[c]]``, inf where none), with multipliers spread around ``mu``."""
     mus = np.array([mu * f for f in _SPREAD] if mu > 0 else [0.0])
-    mats = [xm, ym, *(xm + v * ym for v in mus)]
-    tables = np.stack([backward(m, n_buckets) for m in mats])
-    scale = np.array([np.abs(m[np.isfinite(m)]).max(initial=0.0) for m in mats])
+    weights = np.array([[1.0, 0.0], [0.0, 1.0], *([1.0, v] for v in mus)])
+    tables, scale = backward(np.ascontiguousarray(xm.T), np.ascontiguousarray(ym.T), weights, n_buckets)
     return Bounds(xm, ym, n_buckets, mus, tables, scale)
 
 
