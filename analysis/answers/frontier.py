@@ -646,7 +646,8 @@ def frontier(
             "effective_batch_share",
         )
     frame["pareto"] = _pareto(frame[axis].to_numpy(float), frame[mixing_axis].to_numpy(float))
-    unchecked, unproven = 0, ()
+    unchecked = 0
+    unproven: tuple[str, ...] = ()
     if model is None and noise is None and k_max > 1:
         frame, unchecked, unproven = _checked_by_floors(hist, rule, frame, axis, k_max, lambdas)
     frame = frame[[*FRONTIER_COLUMNS, "lambda"]]
