@@ -8,6 +8,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
@@ -242,9 +243,6 @@ def run_report(
         rec, settings.tokens_per_s, settings.reference_strategy, step_time
     )
     rec_dict["step_time"] = None if step_time is None else step_time.to_dict()
-    # the summary page's and notebook 02's (on the gradient axis with a noise model)
-    trade = summary_tradeoff(rec, hist, seed=settings.seed, noise=noise_model)
-    rec_dict["tradeoff"] = {**trade.to_dict(), "sentence": frontier_sentence(trade, trade.mixing_axis)}
     if noise_model is not None:
         rng = np.random.default_rng(settings.seed)
         clock = None if step_time is None else step_time.model
@@ -257,17 +255,25 @@ def run_report(
     pages = PageContext(
         source.name, settings.rule.text, [Page(nb.name, notebook_title(nb)) for nb in run.notebooks]
     )
-    with staging(run.final) as stage:  # written beside the folder, moved into place when complete
+    with (
+        ThreadPoolExecutor(max_workers=1) as pool,
+        staging(run.final) as stage,  # written beside the folder, moved into place when complete
+    ):
+        # the summary page's and notebook 02's trade-off (on the gradient axis with a noise
+        # model), computed beside the notebooks that do not read it (a second core)
+        pending = pool.submit(summary_tradeoff, rec, hist, seed=settings.seed, noise=noise_model)
         run = replace(run, out=stage)
         if kept is not None:
             src, source = _adopt(kept, source, run)
         data = ReportData(src, raw, zero_dropped, *prepare_output(run.out, raw))
         offered = {
             **offered_choices(settings, run, data, rec.plan.edges),
-            "min_efficiency": trade.floor,
+            "min_efficiency": _Later(lambda: pending.result().floor),
             NOISE_PARAMETER: None if noise is None else str(Path(noise).resolve()),
         }
         runs, executed = _run_notebooks(run, offered, progress, pages)
+        trade = pending.result()
+        rec_dict["tradeoff"] = {**trade.to_dict(), "sentence": frontier_sentence(trade, trade.mixing_axis)}
         figure_files = new_figures(data.figures)
         recommendation = recommendation_for(
             settings, run, data, command, rec_dict, rec.plan, runs, figure_files, measured
@@ -289,6 +295,17 @@ def run_report(
     )
 
 
+class _Later:
+    """An offered parameter known once a computation beside the first notebooks ends: read
+    (called) only for a notebook that defines it."""
+
+    def __init__(self, value: Callable[[], Any]) -> None:
+        self._value = value
+
+    def __call__(self) -> Any:
+        return self._value()
+
+
 def _run_notebooks(
     run: ReportRun,
     offered: dict[str, Any],
@@ -305,7 +322,7 @@ def _run_notebooks(
         for nb in progress(run.notebooks, "report notebooks") if progress else run.notebooks:
             defined = notebook_parameters(nb)
             # every offered name the notebook defines, None included (the rule's other half)
-            params = {k: v for k, v in offered.items() if k in defined}
+            params = {k: v() if isinstance(v, _Later) else v for k, v in offered.items() if k in defined}
             dst = run.out / nb.name
             run_notebook(nb, dst, params, cwd=run.notebooks_dir, show_progress=progress is not None)
             relocate_file(dst, run.out, run.final)  # paths into the staging folder name the final one
