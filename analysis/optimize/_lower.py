@@ -17,7 +17,7 @@ import numpy as np
 
 from analysis.optimize._budget import BudgetBounds, lower_costs
 from analysis.optimize._costs import INF, Arrays
-from analysis.optimize._exact import LOW_SLACK, Short, lower_row, short_ratio
+from analysis.optimize._exact import LOW_SLACK, Short, lower_row, power_bounds, short_ratio
 
 _ROUND = 2.0**52  # x + 2**52 - 2**52 rounds 0 <= x < 2**52 to the nearest integer
 
@@ -124,6 +124,7 @@ def fixed_bounds(
         alone = n * (base[j] + n * q[j]) + per_batch  # one batch of n samples: exact
         low = alone if n < bf else low * (1.0 - LOW_SLACK) + steps
         out[j] = low if is_end[j] else INF
+    power_bounds(i, data, short, t, out)  # higher where B is large
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
