@@ -147,6 +147,58 @@ def short_ratio(a: int, b: int, s: int, hi: np.ndarray, lo: np.ndarray) -> float
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
+def ratio_bounds(i: int, j0: int, data: Arrays, short: Short, ratio: np.ndarray) -> None:  # pragma: no cover
+    """``ratio[j] >= C(x_{j-1}, B) / C(x_j, B)`` for ``j0 <= j <= m`` (one fixed ``B``,
+    ``x_{j0-1} >= B``), within about ``1e-5`` of it where ``B / x`` and ``d / x`` are small, in
+    flops only (vectorised; what the bounds read where no table of ``C(x, B)`` applies: a larger ratio
+    gives a larger running sum ``T_B``, so a smaller ``E_B`` and a lower bound):
+
+    * the ratio is ``exp(-Z)``, ``Z = sum_{a < y <= b} h(y)``, ``h(y) = -ln(1 - B / y)``
+      (``a = x_{j-1}``, ``b = x_j``, ``d = b - a``); ``h'' = ((1 - v)**-2 - 1) / y**2
+      >= (2v + 3v**2 + 4v**3) / y**2`` (``v = B / y``), least at ``y = b``: ``c``; so by
+      Taylor's theorem about the mean ``ybar = (a + b + 1) / 2 > B`` (the first-order terms
+      cancel) ``Z >= d h(ybar) + (c / 2) sum (y - ybar)**2 = d h(ybar) + c d (d**2 - 1) / 24``,
+      and ``h(ybar) >= u + u**2/2 + ... + u**8/8`` with ``u = B / ybar`` (the series of
+      ``-ln(1 - u)``, terms > 0);
+    * ``exp(-Z) <= exp(-z)`` for ``z = min(that, 700) <= Z``, and
+      ``exp(-z) = exp(-z/256)**256 <= p(z/256)**256`` with ``p`` the Taylor polynomial of
+      ``exp(-h)`` to ``h**6/720`` (it ends on a positive term: above ``exp(-h)``, and > 0);
+    * times ``1 + 1e-11``: above the rounding of these steps (a few ulps of ``z <= 700``,
+      ``7e-13`` at most through ``exp``; a few ulps doubled by each of the 8 squarings) and of
+      each step of the running sum that reads it, so the computed ``T_B`` is at least the
+      exact one."""
+    count = short.cum_float
+    m = count.size - 1
+    c_i = count[i]
+    bf = float(data.size[i + 1])
+    below, above, out = count[j0 - 1 : m], count[j0 : m + 1], ratio[j0 : m + 1]
+    for k in range(out.size):
+        a = below[k] - c_i
+        b = above[k] - c_i
+        d = b - a
+        u = bf / (0.5 * (a + b + 1.0))
+        series = 1.0 + u * (
+            0.5 + u * (1.0 / 3.0 + u * (0.25 + u * (0.2 + u * (1.0 / 6.0 + u * (1.0 / 7.0 + u * 0.125)))))
+        )
+        v = bf / b
+        gap = d * (d * d - 1.0) * (v * (2.0 + v * (3.0 + 4.0 * v))) / (24.0 * b * b)
+        z = d * u * series + gap  # (Jensen's gap, at least)
+        h = (z if z < 700.0 else 700.0) * (1.0 / 256.0)
+        e = 1.0 - h * (
+            1.0 - h * (0.5 - h * (1.0 / 6.0 - h * (1.0 / 24.0 - h * (1.0 / 120.0 - h * (1.0 / 720.0)))))
+        )
+        e = e * e
+        e = e * e
+        e = e * e
+        e = e * e
+        e = e * e
+        e = e * e
+        e = e * e
+        e = e * e  # p(h)**256
+        out[k] = e * (1.0 + 1e-11)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _advance(
     ci: int,
     at: int,

@@ -102,3 +102,32 @@ def test_every_lower_bound_is_at_most_the_exact_cost(seed, rule, model):
             assert costs[i, j] == pytest.approx(float(cost), rel=1e-12)
             assert Fraction(low[j]) <= cost * (1 + Fraction(1, 10**12)), (i, j)
     assert raised > 0
+
+
+@pytest.mark.parametrize("size", [65, 300, 2000])
+def test_the_ratio_bounds_are_at_least_the_ratios_and_close(size):
+    """``ratio_bounds`` (what the bounds read for a batch size with no table of ``C(x, B)``):
+    at least ``C(x_{j-1}, B) / C(x_j, B)`` for every end, in rationals, and within 1e-5 of it
+    where the bucket holds at least ``8 B`` samples below the end and the end at most a
+    hundredth of them (``B / x`` and the step small: the series and Jensen's gap vanish)."""
+    rng = np.random.default_rng(size)
+    m = 300
+    counts = np.where(rng.random(m) < 0.2, rng.integers(1, 3000, m), rng.integers(1, 60, m))
+    hist = LengthHistogram.from_counts(np.arange(1, m + 1), counts)
+    prob = problem.build_problem(hist, BatchRule(batch_size=size), 1)
+    data, short = exact.exact_arrays(prob)
+    assert not data.comb.size and not short.product  # (the rows these ratios serve)
+    ratio = np.zeros(m + 1)
+    close, err = 0, 0.0
+    for i in (0, 7, 40):
+        x = (prob.cum - prob.cum[i]).tolist()
+        j0 = next(j for j in range(i + 2, m + 1) if x[j - 1] >= size)
+        exact.ratio_bounds(i, j0, data, short, ratio)
+        for j in range(j0, m + 1):
+            want = Fraction(math.comb(x[j - 1], size), math.comb(x[j], size))
+            assert Fraction(ratio[j]) >= want, (i, j)
+            if x[j - 1] >= 8 * size and x[j] - x[j - 1] <= x[j - 1] // 100:
+                err = max(err, ratio[j] / float(want) - 1)
+                close += 1
+    assert close > 100
+    assert err <= 1e-5
