@@ -293,7 +293,7 @@ def exact_row(
         out[j] = cost
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def power_cap(t: float, s: float, n: float, b: float, r: float) -> float:  # pragma: no cover
     """An upper bound on ``T_r / S`` for a short batch of ``r`` from ``t >= T_B``, the running
     sum of the bucket's ``n >= B`` samples in batches of ``B`` over steps ``>= 0`` that sum
@@ -326,7 +326,7 @@ def power_cap(t: float, s: float, n: float, b: float, r: float) -> float:  # pra
     return e if e < 1.0 else 1.0
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _capped(
     n: float, b: float, r: float, eb: float, t: float, top: float, top_q: float, first: float, first_q: float
 ) -> float:  # pragma: no cover - compiled
