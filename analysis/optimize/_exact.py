@@ -22,7 +22,22 @@ weight).  ``E[g(max of s)] = g(v_j) - T_s(i, j)`` with ``T_s`` the running sum o
   concave in ``s`` (its increments shrink by ``(x - s) / (n - s - 1) <= 1``), so
   ``E_s[h] >= h_first + (s / B) (E_B[h] - h_first)`` (the chord from ``s = 0``, where the
   ``E`` is the shortest, ``h_first``), and with ``q``
-  ``E_r[g_r] >= g_r(first) + (r / B)**2 (E_B[g_B] - g_B(first))``.
+  ``E_r[g_r] >= g_r(first) + (r / B)**2 (E_B[g_B] - g_B(first))``;
+* and where ``B > POWER_ABOVE`` (above, a residue's exact sum is long) the *power bound*
+  where higher (:func:`power_cap`, :func:`power_bounds`).  With ``P(x) = C(x, B) / C(n, B)``
+  and ``R(x) = C(x, r) / C(n, r)`` the chances that a batch of ``B`` (``r``) draws no sample
+  above the ``x`` shortest: ``R(x) <= (x / n)**r`` and ``P(x) >= ((x - B + 1) / (n - B + 1))**B``
+  (each factor ``(x - t) / (n - t)`` falls with ``t``), so ``R(x) <= Psi(P(x))`` for every
+  ``x`` (``x < B``: ``P = 0`` and ``R <= ((B - 1) / n)**r = Psi(0)``) with
+  ``Psi(y) = (1 - beta (1 - y**(1/B)))**r``, ``beta = (n - B + 1) / n``, concave and
+  increasing on ``[0, 1]`` (``y**(1/B)`` is, and ``(1 - beta + beta z)**(r - 1) z**(1 - B)``
+  falls with ``z``: ``r < B``).  For steps ``>= 0`` summing to ``S``, Jensen's inequality gives
+  ``T_r = sum step_k R(x_k) <= S Psi(T_B / S)``, so ``E_r[h] >= h_top - S Psi(T_B / S)``: a
+  short batch of half a batch draws nearly the longest when a full batch does, which the
+  chord (linear in ``r / B``) cannot see.  With ``q`` (steps of ``base`` and ``q`` ``>= 0``,
+  checked: ``Short.power``), ``g_r = g_B - (B - r) q`` has ``T_B[g_r] <= T_B[g_B]`` and
+  ``S = g_r(top) - g_r(first)``; ``S Psi(min(1, t / S))`` grows with ``t``, so any
+  ``t >= T_B[g_B]`` bounds it.
 
 The DP over these costs is :mod:`analysis.optimize._pruned`.
 """
@@ -52,10 +67,17 @@ from analysis.optimize._ratios import (
 # Residues up to this carry one running sum along the row (from its start); above, each
 # cell's sum starts where its terms pass 2**-70.
 _CARRY_MAX = 64
+# Batch sizes above which the lower bounds add the power bound (:func:`power_cap`; at or
+# below, every residue is carried and an exact cost is cheap).
+POWER_ABOVE = _CARRY_MAX
 # Subsets up to this size take their ratio C(a, s) / C(b, s) as a product of s factors.
 _SMALL_SIZE = 16
 # Relative margin of the lower bounds (far above the rounding of the costs).
 LOW_SLACK = 1e-9
+_ROUND = 2.0**52  # x + 2**52 - 2**52 rounds 0 <= x < 2**52 to the nearest integer
+# The least ``T_B / S`` the power bound reads (:func:`power_cap`): far above what rounding
+# and underflow leave of a running sum (whose terms and steps are far above 2**-1000).
+_Y_FLOOR = 2.0**-900
 
 
 class Short(NamedTuple):
@@ -72,6 +94,7 @@ class Short(NamedTuple):
     lo: np.ndarray
     cum_float: np.ndarray  # the prefix counts as floats (exact below 2**53)
     product: bool  # one fixed B whose C(N, B) fits float64: C(x, B) by the product formula
+    power: bool  # steps of base and q >= 0 (the power bound holds): see lower_row
 
 
 def _short(prob: Problem, hi: np.ndarray | None = None, lo: np.ndarray | None = None) -> Short:
@@ -90,7 +113,9 @@ def _short(prob: Problem, hi: np.ndarray | None = None, lo: np.ndarray | None = 
     if hi is None or lo is None or not hi.size:
         hi, lo = log_fact_table(min(int(prob.cum[-1]), LOG_TABLE_MAX))
     product = prob.rule.batch_size is not None and comb_applies(prob)
-    return Short(base, steps[0], q, steps[1], bool(q.any()), hi, lo, prob.cum.astype(np.float64), product)
+    power = bool((steps >= 0.0).all())
+    cum_float = prob.cum.astype(np.float64)
+    return Short(base, steps[0], q, steps[1], bool(q.any()), hi, lo, cum_float, product, power)
 
 
 def exact_arrays(prob: Problem) -> tuple[Arrays, Short]:
@@ -119,6 +144,58 @@ def short_ratio(a: int, b: int, s: int, hi: np.ndarray, lo: np.ndarray) -> float
     if b - a <= PRODUCT_RATIO:
         return product_ratio(a, b, s)
     return math.exp(log_fact_ratio(a - s, b - s, hi, lo) - log_fact_ratio(a, b, hi, lo))
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def ratio_bounds(i: int, j0: int, data: Arrays, short: Short, ratio: np.ndarray) -> None:  # pragma: no cover
+    """``ratio[j] >= C(x_{j-1}, B) / C(x_j, B)`` for ``j0 <= j <= m`` (one fixed ``B``,
+    ``x_{j0-1} >= B``), within about ``1e-5`` of it where ``B / x`` and ``d / x`` are small, in
+    flops only (vectorised; what the bounds read where no table of ``C(x, B)`` applies: a larger ratio
+    gives a larger running sum ``T_B``, so a smaller ``E_B`` and a lower bound):
+
+    * the ratio is ``exp(-Z)``, ``Z = sum_{a < y <= b} h(y)``, ``h(y) = -ln(1 - B / y)``
+      (``a = x_{j-1}``, ``b = x_j``, ``d = b - a``); ``h'' = ((1 - v)**-2 - 1) / y**2
+      >= (2v + 3v**2 + 4v**3) / y**2`` (``v = B / y``), least at ``y = b``: ``c``; so by
+      Taylor's theorem about the mean ``ybar = (a + b + 1) / 2 > B`` (the first-order terms
+      cancel) ``Z >= d h(ybar) + (c / 2) sum (y - ybar)**2 = d h(ybar) + c d (d**2 - 1) / 24``,
+      and ``h(ybar) >= u + u**2/2 + ... + u**8/8`` with ``u = B / ybar`` (the series of
+      ``-ln(1 - u)``, terms > 0);
+    * ``exp(-Z) <= exp(-z)`` for ``z = min(that, 700) <= Z``, and
+      ``exp(-z) = exp(-z/256)**256 <= p(z/256)**256`` with ``p`` the Taylor polynomial of
+      ``exp(-h)`` to ``h**6/720`` (it ends on a positive term: above ``exp(-h)``, and > 0);
+    * times ``1 + 1e-11``: above the rounding of these steps (a few ulps of ``z <= 700``,
+      ``7e-13`` at most through ``exp``; a few ulps doubled by each of the 8 squarings) and of
+      each step of the running sum that reads it, so the computed ``T_B`` is at least the
+      exact one."""
+    count = short.cum_float
+    m = count.size - 1
+    c_i = count[i]
+    bf = float(data.size[i + 1])
+    below, above, out = count[j0 - 1 : m], count[j0 : m + 1], ratio[j0 : m + 1]
+    for k in range(out.size):
+        a = below[k] - c_i
+        b = above[k] - c_i
+        d = b - a
+        u = bf / (0.5 * (a + b + 1.0))
+        series = 1.0 + u * (
+            0.5 + u * (1.0 / 3.0 + u * (0.25 + u * (0.2 + u * (1.0 / 6.0 + u * (1.0 / 7.0 + u * 0.125)))))
+        )
+        v = bf / b
+        gap = d * (d * d - 1.0) * (v * (2.0 + v * (3.0 + 4.0 * v))) / (24.0 * b * b)
+        z = d * u * series + gap  # (Jensen's gap, at least)
+        h = (z if z < 700.0 else 700.0) * (1.0 / 256.0)
+        e = 1.0 - h * (
+            1.0 - h * (0.5 - h * (1.0 / 6.0 - h * (1.0 / 24.0 - h * (1.0 / 120.0 - h * (1.0 / 720.0)))))
+        )
+        e = e * e
+        e = e * e
+        e = e * e
+        e = e * e
+        e = e * e
+        e = e * e
+        e = e * e
+        e = e * e  # p(h)**256
+        out[k] = e * (1.0 + 1e-11)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -217,32 +294,132 @@ def exact_row(
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
+def power_cap(t: float, s: float, n: float, b: float, r: float) -> float:  # pragma: no cover
+    """An upper bound on ``T_r / S`` for a short batch of ``r`` from ``t >= T_B``, the running
+    sum of the bucket's ``n >= B`` samples in batches of ``B`` over steps ``>= 0`` that sum
+    to ``s > 0`` (the power bound of the module docstring), in flops only (no ``exp`` or
+    ``log``: vectorised):
+
+    * ``y = t / s`` (at least ``_Y_FLOOR``, at most 1) and ``L = -ln y >= 32 (u + u**2/2 + u**3/3)``
+      with ``u = 1 - y**(1/32)`` (five square roots; ``-ln(1 - u)`` is that series' sum);
+    * ``1 - y**(1/B) = 1 - exp(-L/B) >= a - a**2/2`` for ``a = min(L/B, 1)``;
+    * ``Psi(y) <= exp(-c)``, ``c = r beta (a - a**2/2)``, ``beta = (n - B + 1) / n``, and
+      ``exp(-c) <= exp(-h)**64 <= (1 - h + h**2/2)**64`` with ``h = min(c, 64) / 64``;
+    * times ``1 + 1e-12``: above the relative rounding of these steps (a few ulps each,
+      ``2**-40`` through the square roots), at most 1."""
+    y = t * (1.0 + LOW_SLACK) / s  # (a NaN of 0 / 0 takes the floor below: s = 0 reads no cap)
+    y = y if y > _Y_FLOOR else _Y_FLOOR
+    y = y if y < 1.0 else 1.0
+    u = 1.0 - math.sqrt(math.sqrt(math.sqrt(math.sqrt(math.sqrt(y)))))
+    a = 32.0 * (u * (1.0 + u * (0.5 + u * (1.0 / 3.0)))) / b
+    a = a if a < 1.0 else 1.0
+    c = r * ((n - b + 1.0) / n) * (a - 0.5 * a * a)
+    h = (c if c < 64.0 else 64.0) * (1.0 / 64.0)
+    e = 1.0 - h * (1.0 - 0.5 * h)
+    e = e * e
+    e = e * e
+    e = e * e
+    e = e * e
+    e = e * e
+    e = e * e  # (1 - h + h**2/2)**64
+    e = e * (1.0 + 1e-12)
+    return e if e < 1.0 else 1.0
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _capped(
+    n: float, b: float, r: float, eb: float, t: float, top: float, top_q: float, first: float, first_q: float
+) -> float:  # pragma: no cover - compiled
+    """The power bound on the exact cost of a bucket of ``n >= B`` samples with ``r`` in the
+    short batch, from ``eb <= E_B[g_B]`` and ``t >= T_B[g_B]``, ``base`` and ``q`` at its
+    longest (``top``, ``top_q``) and shortest length (before the margin and the per-batch
+    seconds)."""
+    g_top = top + r * top_q
+    s_r = g_top - (first + r * first_q)
+    return (n - r) * eb + r * (g_top - s_r * power_cap(t, s_r, n, b, r))
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def power_bounds(
+    i: int, data: Arrays, short: Short, t: np.ndarray, out: np.ndarray
+) -> None:  # pragma: no cover
+    """``out[j]`` (the bounds of :func:`~analysis.optimize._lower.fixed_bounds` from
+    ``t[j] = T_B(i, j)``, one fixed ``B``) raised to the power bound where higher, for every
+    ``j > i + 1`` with a full batch (nothing where ``B <= POWER_ABOVE`` or the steps are not
+    all ``>= 0``).  The rows are sliced from the first such ``j`` (an index from 0 is known
+    not to wrap: the loop is vectorised)."""
+    bf = float(data.size[i + 1])
+    if not short.power or bf <= POWER_ABOVE:
+        return
+    count = short.cum_float
+    c_i = count[i]
+    first = max(i + 2, i + 1 + np.searchsorted(count[i + 1 :], c_i + bf, side="left"))  # n >= B
+    cnt, w, tt, low_row = count[first:], data.weight[first:], t[first:], out[first:]
+    base, q = short.base[first:], short.q[first:]
+    base_first, q_first, per_batch = short.base[i + 1], short.q[i + 1], data.per_batch
+    inv_b = 1.0 / bf
+    for k in range(cnt.size):
+        n = cnt[k] - c_i
+        full = (n * inv_b + _ROUND) - _ROUND  # the nearest integer (n < 2**52), then corrected
+        r = n - full * bf
+        full = full - 1.0 if r < 0.0 else full  # floor(n / B)
+        r = n - full * bf
+        low = _capped(n, bf, r, w[k] - tt[k], tt[k], base[k], q[k], base_first, q_first)
+        low = low * (1.0 - LOW_SLACK) + per_batch * (full + (1.0 if r > 0.0 else 0.0))
+        old = low_row[k]
+        low_row[k] = low if low > old else old  # (inf where not an end stays inf)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _lower_cells(
+    i: int, j0: int, j1: int, data: Arrays, short: Short, row: np.ndarray, power: bool
+) -> None:  # pragma: no cover - compiled
+    """:func:`lower_row` for ``j0 <= j < j1``, with the power bound where higher if ``power``
+    (the rows sliced from ``j0``: vectorised)."""
+    c_i = short.cum_float[i]
+    cnt, size, w, w2 = short.cum_float[j0:j1], data.size[j0:j1], data.weight[j0:j1], data.weight2[j0:j1]
+    base, q, low_row = short.base[j0:j1], short.q[j0:j1], row[j0:j1]
+    base_first, q_first = short.base[i + 1], short.q[i + 1]
+    g_first = data.weight[i + 1]
+    g2_first = data.weight2[i + 1]
+    per_batch, quad = data.per_batch, short.quad
+    for k in range(cnt.size):
+        c = low_row[k]
+        n = cnt[k] - c_i
+        b = float(size[k])
+        full = math.floor(n / b)
+        r = n - full * b
+        steps = per_batch * (full + (1.0 if r > 0.0 else 0.0))
+        eb = (c - steps) / n
+        f = r / b
+        f = f * f if quad else f
+        d = eb - (g_first + b * g2_first)
+        low = full * b * eb + r * ((base_first + r * q_first) + f * (d if d > 0.0 else 0.0))
+        if power:  # (a constant: the two loops compiled apart)
+            t_up = (w[k] + b * w2[k]) - eb  # >= T_B: eb <= E_B
+            capped = _capped(n, b, r, eb, t_up, base[k], q[k], base_first, q_first)
+            low = capped if capped > low else low
+        alone = n * (base[k] + n * q[k]) + per_batch  # one batch of n samples: exact
+        low = alone if n < b else low * (1.0 - LOW_SLACK) + steps
+        low_row[k] = c if c == INF else low
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def lower_row(i: int, data: Arrays, short: Short, row: np.ndarray) -> None:  # pragma: no cover
     """``row[j]`` (a full-batch cost ``n E_B + per_batch ceil(n / B)``, or a lower bound on it,
     inf where not an end) becomes a lower bound on the exact cost of ``(i, j]``: exact below a
     full batch, else ``full B E_B + r (g_r(first) + f (E_B - g_B(first)))`` with
-    ``f = r / B`` (``(r / B)**2`` with a working-set term; the module docstring).  In floats
-    (counts below 2**53: ``floor(n / B)`` of the rounded quotient is the exact one), so the
-    loop is branch-free and vectorised."""
-    cum, weight, weight2, size, per_batch = data.cum, data.weight, data.weight2, data.size, data.per_batch
+    ``f = r / B`` (``(r / B)**2`` with a working-set term; the module docstring), and from
+    the first bucket with a full batch the power bound where higher (``B > POWER_ABOVE``,
+    steps ``>= 0``).  In floats (counts below 2**53: ``floor(n / B)`` of the rounded
+    quotient is the exact one), so each loop is branch-free and vectorised."""
+    cum, size = data.cum, data.size
     m = cum.size - 1
     ci = cum[i]
-    base_first, q_first, w_first, w2_first = short.base[i + 1], short.q[i + 1], weight[i + 1], weight2[i + 1]
-    quad = short.quad
-    for j in range(i + 1, m + 1):
-        c = row[j]
-        n = float(cum[j] - ci)
-        b = float(size[j])
-        full = math.floor(n / b)
-        r = n - full * b
-        batches = full + (1.0 if r > 0.0 else 0.0)
-        steps = per_batch * batches
-        eb = (c - steps) / n
-        f = r / b
-        f = f * f if quad else f
-        g_first = w_first + b * w2_first
-        r_first = base_first + r * q_first
-        low = full * b * eb + r * (r_first + f * max(0.0, eb - g_first))
-        alone = n * (short.base[j] + n * short.q[j]) + per_batch  # one batch of n samples: exact
-        low = alone if n < b else low * (1.0 - LOW_SLACK) + steps
-        row[j] = c if c == INF else low
+    first = m + 1  # (n - B grows with j: B falls, n grows)
+    if short.power and size[i + 1] > POWER_ABOVE:
+        first = i + 1
+        while first <= m and cum[first] - ci < size[first]:
+            first += 1
+    _lower_cells(i, i + 1, first, data, short, row, False)
+    _lower_cells(i, first, m + 1, data, short, row, True)

@@ -17,7 +17,7 @@ import numpy as np
 
 from analysis.optimize._budget import BudgetBounds, lower_costs
 from analysis.optimize._costs import INF, Arrays
-from analysis.optimize._exact import LOW_SLACK, Short, lower_row, short_ratio
+from analysis.optimize._exact import LOW_SLACK, Short, lower_row, power_bounds, ratio_bounds
 
 _ROUND = 2.0**52  # x + 2**52 - 2**52 rounds 0 <= x < 2**52 to the nearest integer
 
@@ -27,7 +27,8 @@ def fixed_ratios(
     i: int, data: Arrays, short: Short, cx: np.ndarray, ratio: np.ndarray
 ) -> None:  # pragma: no cover - compiled
     """``ratio[j] = C(x_{j-1}, B) / C(x_j, B)`` for ``i + 2 <= j <= m`` (0 below a full batch),
-    from the table of ``C(x, B)``, products, or ``log x!``; ``cx`` a work row (``C(x_j, B)``)."""
+    from the table of ``C(x, B)`` or products, else at least it (``ratio_bounds``: a valid
+    bound reads it); ``cx`` a work row (``C(x_j, B)``)."""
     cum, comb = data.cum, data.comb
     m = cum.size - 1
     ci = cum[i]
@@ -54,11 +55,10 @@ def fixed_ratios(
         for j in range(i + 2, m + 1):
             ok = (cx[j] > 0.0) & (count[j - 1] - c_i >= bf)
             ratio[j] = cx[j - 1] / cx[j] if ok else 0.0  # (0 below a full batch)
-    else:  # 0 while x_{j-1} < B (short_ratio's own first case), then ratio by ratio
+    else:  # 0 while x_{j-1} < B, then bounds on the ratios
         full = i + 2 + np.searchsorted(cum[i + 1 : m], ci + b, side="left")  # first x_{j-1} >= B
         ratio[i + 2 : full] = 0.0
-        for j in range(full, m + 1):
-            ratio[j] = short_ratio(cum[j - 1] - ci, cum[j] - ci, b, short.hi, short.lo)
+        ratio_bounds(i, full, data, short, ratio)  # at least each ratio: flops only
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -124,6 +124,7 @@ def fixed_bounds(
         alone = n * (base[j] + n * q[j]) + per_batch  # one batch of n samples: exact
         low = alone if n < bf else low * (1.0 - LOW_SLACK) + steps
         out[j] = low if is_end[j] else INF
+    power_bounds(i, data, short, t, out)  # higher where B is large
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")

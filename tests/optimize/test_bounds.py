@@ -1,0 +1,133 @@
+"""The pruned DP's lower bounds on a bucket's exact cost, against exact rationals: the power
+bound on a short batch's running sum (``_exact.power_cap``) for every residue, and the bounds
+the DP reads (``_lower.low_costs``) for every bucket, with and without a working-set term,
+under batch sizes and token budgets large enough for the power bound to apply."""
+
+from __future__ import annotations
+
+import importlib
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from analysis import LengthHistogram, StepTimeModel
+from analysis.batching import BatchRule
+from analysis.optimize import _problem as problem
+
+exact = importlib.import_module("analysis.optimize._exact")
+lower = importlib.import_module("analysis.optimize._lower")
+budget = importlib.import_module("analysis.optimize._budget")
+kernel = importlib.import_module("analysis.optimize._kernel")
+cases = importlib.import_module("tests.optimize.test_optimize_exact")
+
+
+def below_sum(counts: list[int], steps: list[Fraction], size: int) -> Fraction:
+    """``T_s = sum_k step_k C(x_k, s) / C(n, s)`` in exact rationals (``x_k`` the samples at or
+    below the k-th length; the step from it to the next length)."""
+    n = sum(counts)
+    x = np.cumsum(counts)[:-1].tolist()
+    return sum((st * math.comb(xk, size) for xk, st in zip(x, steps, strict=True)), Fraction(0)) / math.comb(
+        n, size
+    )
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_the_power_cap_bounds_the_short_batch_sum_for_every_residue(seed):
+    """``T_r <= S power_cap(T_B, S, n, B, r)`` for every ``1 <= r < B`` (steps ``>= 0`` summing
+    to ``S``), exactly: the sums in rationals, the cap in floats."""
+    rng = np.random.default_rng(7000 + seed)
+    m = int(rng.integers(2, 7))
+    counts = rng.integers(1, [4, 30, 120][seed % 3], m).tolist()
+    steps = [Fraction(int(v)) for v in rng.integers(0, 50, m - 1)]
+    steps[int(rng.integers(0, m - 1))] += 1  # S > 0
+    n = sum(counts)
+    s = sum(steps)
+    sizes = sorted({int(b) for b in rng.integers(2, n + 1, 4)} | {n})
+    tight = 0
+    for b in sizes:
+        t_b = below_sum(counts, steps, b)
+        for r in range(1, b):
+            t_r = below_sum(counts, steps, r)
+            cap = exact.power_cap(float(t_b), float(s), float(n), float(b), float(r))
+            assert t_r <= Fraction(cap) * s, (b, r)
+            tight += float(s) * cap < float(s) - float(t_r) / 2 + float(t_r)  # below (S + T_r) / 2
+    assert tight > 0 or n <= 3  # not the trivial cap of 1 everywhere
+
+
+def model_rules() -> list[tuple[dict, StepTimeModel | None]]:
+    model = StepTimeModel(per_step=0.5, per_sample=0.25, per_token=1e-2, attention=1e-3, working_set=2e-3)
+    rules = [{"batch_size": 65}, {"batch_size": 300}, {"max_tokens": 12_000}]
+    return [(rule, m) for rule in rules for m in (None, model)]
+
+
+def bucket_cost(lengths, counts, i: int, j: int, rule: dict, model) -> Fraction:
+    """The exact objective of bucket ``(i, j]`` (distinct lengths ``i + 1 .. j``, from 1)."""
+    lo = 0 if i == 0 else lengths[i - 1]
+    return cases.exact_cost(lengths, counts, [lo, lengths[j - 1]], rule, model=model)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize(("rule", "model"), model_rules())
+def test_every_lower_bound_is_at_most_the_exact_cost(seed, rule, model):
+    """``low_costs`` of every start (the bounds the backward pass and the forward pass read)
+    is at most the exact cost the DP compares it with (``exact_row``'s floats, themselves the
+    exact rationals to 1e-12) of every bucket, with the power bound on: buckets
+    of hundreds of samples (every residue mod B in reach), a working-set term or none; and
+    the power bound raises some bound above the chord's alone (it is computed)."""
+    rng = np.random.default_rng(8000 + seed)
+    m = int(rng.integers(3, 9))
+    lengths = sorted(rng.choice(np.arange(20, 120), m, replace=False).tolist())
+    counts = rng.integers(1, 400, m).tolist()
+    hist = LengthHistogram.from_counts(lengths, counts)
+    objective = "padding" if model is None else "time"
+    prob = problem.build_problem(hist, BatchRule(**rule), 1, step_time=model, objective=objective)
+    data, short = exact.exact_arrays(prob)
+    assert short.power
+    bounds = budget.budget_bounds(data) if data.token else kernel._NO_BOUNDS
+    m = prob.m
+    is_end = np.ones(m + 1, np.bool_)
+    low, chord, work = np.empty(m + 1), np.empty(m + 1), np.empty(m + 1)
+    costs = kernel.cost_matrix(prob, np.arange(m + 1))  # the exact costs the DP compares with
+    raised = 0
+    for i in range(m):
+        lower.low_costs(i, data, short, bounds, is_end, work, low)
+        lower.low_costs(i, data, short._replace(power=False), bounds, is_end, work, chord)
+        assert (low >= chord)[i + 1 :].all()
+        raised += int((low > chord)[i + 1 :].sum())
+        assert (low <= costs[i])[i + 1 :].all()
+        for j in range(i + 1, m + 1):
+            cost = bucket_cost(lengths, counts, i, j, rule, model)
+            assert costs[i, j] == pytest.approx(float(cost), rel=1e-12)
+            assert Fraction(low[j]) <= cost * (1 + Fraction(1, 10**12)), (i, j)
+    assert raised > 0
+
+
+@pytest.mark.parametrize("size", [65, 300, 2000])
+def test_the_ratio_bounds_are_at_least_the_ratios_and_close(size):
+    """``ratio_bounds`` (what the bounds read for a batch size with no table of ``C(x, B)``):
+    at least ``C(x_{j-1}, B) / C(x_j, B)`` for every end, in rationals, and within 1e-5 of it
+    where the bucket holds at least ``8 B`` samples below the end and the end at most a
+    hundredth of them (``B / x`` and the step small: the series and Jensen's gap vanish)."""
+    rng = np.random.default_rng(size)
+    m = 300
+    counts = np.where(rng.random(m) < 0.2, rng.integers(1, 3000, m), rng.integers(1, 60, m))
+    hist = LengthHistogram.from_counts(np.arange(1, m + 1), counts)
+    prob = problem.build_problem(hist, BatchRule(batch_size=size), 1)
+    data, short = exact.exact_arrays(prob)
+    assert not data.comb.size and not short.product  # (the rows these ratios serve)
+    ratio = np.zeros(m + 1)
+    close, err = 0, 0.0
+    for i in (0, 7, 40):
+        x = (prob.cum - prob.cum[i]).tolist()
+        j0 = next(j for j in range(i + 2, m + 1) if x[j - 1] >= size)
+        exact.ratio_bounds(i, j0, data, short, ratio)
+        for j in range(j0, m + 1):
+            want = Fraction(math.comb(x[j - 1], size), math.comb(x[j], size))
+            assert Fraction(ratio[j]) >= want, (i, j)
+            if x[j - 1] >= 8 * size and x[j] - x[j - 1] <= x[j - 1] // 100:
+                err = max(err, ratio[j] / float(want) - 1)
+                close += 1
+    assert close > 100
+    assert err <= 1e-5
