@@ -35,6 +35,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -218,10 +219,26 @@ def _compile_the_optimiser() -> None:
         frontier(hist, rule, rng=np.random.default_rng(0), max_buckets=3, epochs=1)
 
 
+#: The compilation the process that starts xdist's workers runs beside them (at most one).
+_COMPILING: list[Future[None]] = []
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """The process that starts xdist's workers compiles the optimiser first (once)."""
+    """The process that starts xdist's workers compiles the optimiser (once), on a thread of
+    its own while the workers start and collect (seconds of imports each), so that no core
+    waits for the compilation alone."""
     if not _is_xdist_worker() and session.config.getoption("numprocesses", None):
-        _compile_the_optimiser()
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="compile")
+        _COMPILING.append(pool.submit(_compile_the_optimiser))
+        pool.shutdown(wait=False)  # the thread runs on; the hook below waits for it
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node: object, ids: list[str]) -> None:
+    """No test goes to a worker before the compilation beside them has ended (its error, if
+    any, raised here)."""
+    while _COMPILING:
+        _COMPILING.pop().result()
 
 
 def _exit_code_path(out: Path) -> Path:
