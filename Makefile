@@ -44,11 +44,14 @@ setup-report: $(REPORT_STAMP)  ## The same with the report extra only (what `mak
 # named like the package may shadow it: here that folder is the package itself, so the
 # warning filter drops that notice (and only it: the filter matches its first words).
 #
-# --no-compile: nothing is byte-compiled at install.  Byte-compiling every installed file
-# (pip on one core, or compileall on all) cost 30 s of CPU, a minute of wall time on these
-# 2 cores, for ~19,000 files of which a run imports some 4,000 (torch's and transformers'
-# many models are never loaded); Python compiles each module the first time it is imported
-# and keeps it in __pycache__ (about 6 s of CPU for everything `make test` imports).
+# pip byte-compiles every installed file on one core (~30 of the ~50 s of a fresh install);
+# compileall does it on every core, skipping the packages' own test folders (never imported
+# here).  Its exit status is ignored, as pip ignores files that do not compile (some packages
+# ship such files as test data).  Leaving it to Python (compiling each module when first
+# imported) is not cheaper: where PYTHONDONTWRITEBYTECODE is set, as on this project's
+# machines, nothing is written back, and each of the suite's many processes (workers, kernels,
+# report runs) compiles its imports again (tried: the install a minute shorter, the suite's
+# CPU ~90 s longer).
 define install
 	@if [ ! -x "$(PY)" ]; then \
 	  echo "creating $(ENV_PREFIX) with $(BASE_PYTHON)"; \
@@ -56,6 +59,7 @@ define install
 	fi
 	"$(PY)" -m pip install --quiet --upgrade pip
 	PYTHONWARNINGS='ignore:Editable installation' "$(PY)" -m pip install --quiet --no-compile -e '.[$(1)]'
+	"$(PY)" -m compileall -qq -j 0 -x '/tests?/' "$$("$(PY)" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" || true
 	@mkdir -p .make && touch $(2)
 endef
 
