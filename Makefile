@@ -47,7 +47,11 @@ setup-report: $(REPORT_STAMP)  ## The same with the report extra only (what `mak
 # pip byte-compiles every installed file on one core (~30 of the ~50 s of a fresh install);
 # compileall does it on every core, skipping the packages' own test folders (never imported
 # here).  Its exit status is ignored, as pip ignores files that do not compile (some packages
-# ship such files as test data).
+# ship such files as test data).  Leaving it to Python (compiling each module when first
+# imported) is not cheaper: where PYTHONDONTWRITEBYTECODE is set, as on this project's
+# machines, nothing is written back, and each of the suite's many processes (workers, kernels,
+# report runs) compiles its imports again (tried: the install a minute shorter, the suite's
+# CPU ~90 s longer).
 define install
 	@if [ ! -x "$(PY)" ]; then \
 	  echo "creating $(ENV_PREFIX) with $(BASE_PYTHON)"; \
