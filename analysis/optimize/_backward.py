@@ -2,13 +2,18 @@
 least sum of ``k`` buckets' bounds covering ``(i, m]`` (:mod:`analysis.optimize._pruned`).
 
 ``back[k, i] = min over j > i of low(i, j) + back[k - 1, j]`` needs every bucket's bound, so
-the work is arranged for the machine, not changed: ``_GROUP`` starts at a time (the rows'
+the work is arranged for the machine, not changed.  One fixed ``B`` whose ``C(x, B)`` is the
+product formula (batch size 8 and the like) takes tiles of ``_LANES`` starts in one pass over
+the ends: at each end every lane's ``C(x, B)``, ratio, running sum and bound (the arithmetic
+of :mod:`analysis.optimize._lower`'s three steps, lane by lane), then each layer's running
+minimum, all as loops across the lanes (vectorised: the lanes are independent), with no row
+of ratios or bounds ever stored.  Any other rule takes ``_GROUP`` starts at a time (the rows'
 bounds of :mod:`analysis.optimize._lower`; for a fixed ``B`` their running sums advance side
 by side, independent chains each with exactly a lone start's arithmetic), then each layer's
-minimum over the ends after the group's last start for the ``_GROUP`` rows at once
-(vectorised: a minimum does not depend on its order), then the few ends up to the last start
-row by row, from the top (they read ``back`` at the group's own starts).  Every bound is a
-lone start's and a minimum is exact, so ``back`` is bit for bit the row-by-row table.
+minimum over the ends after the group's last start for the ``_GROUP`` rows at once.  Either
+way the ends up to a tile's last start come last, row by row from the top (they read ``back``
+at the tile's own starts).  Every bound is a lone start's and a minimum is exact (no NaN, no
+order), so ``back`` is bit for bit the row-by-row table.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import numpy as np
 from analysis.optimize._budget import BudgetBounds
 from analysis.optimize._costs import INF, Arrays
 from analysis.optimize._exact import Short
-from analysis.optimize._lower import chain, fixed_bounds, fixed_first, fixed_ratios, low_costs
+from analysis.optimize._lower import chain, fixed_bound, fixed_bounds, fixed_first, fixed_ratios, low_costs
 
 # Starts whose rows of bounds are computed and reduced together.
 _GROUP = 4
@@ -99,11 +104,136 @@ def _reduce(low: np.ndarray, back: np.ndarray, j0: int, acc: np.ndarray) -> None
 def _group_of(rows: np.ndarray, r: int, starts: np.ndarray) -> int:  # pragma: no cover - compiled
     """The ``_GROUP`` starts ending at ``rows[r]`` into ``starts`` (ascending; the first repeated
     where fewer are left: a copy gives the same row, hence the same ``back``); returns the
-    index of the next group's top."""
-    lo = max(0, r - _GROUP + 1)
-    for a in range(_GROUP):
-        starts[a] = rows[max(lo, r - _GROUP + 1 + a)]
+    index of the next group's top (a group of ``starts.size``: ``_GROUP`` or ``_LANES``)."""
+    size = starts.size
+    lo = max(0, r - size + 1)
+    for a in range(size):
+        starts[a] = rows[max(lo, r - size + 1 + a)]
     return lo - 1
+
+
+# Starts of the product path's tiles: as many as keep the lane loops long enough for numba's
+# loop vectoriser (numba runs no SLP vectoriser: a short, fully unrolled loop stays scalar).
+_LANES = 64
+# The rows of a tile's state (one value per lane each).
+_CI, _X, _Y, _PREV, _XPREV, _T, _G, _BASE, _Q, _FIRST, _LOW, _START = range(12)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _tile_state(
+    starts: np.ndarray, data: Arrays, short: Short, is_end: np.ndarray, lane: np.ndarray, acc: np.ndarray
+) -> None:  # pragma: no cover - compiled
+    """A tile's lanes before its first end: each start's prefix count, first end's ``g_B``,
+    ``base``, ``q`` and bound (:func:`~analysis.optimize._lower.fixed_first`), running sums 0;
+    ``acc`` (the layers' minima) inf."""
+    count = short.cum_float
+    for a in range(_LANES):
+        i = starts[a]
+        lane[_CI, a] = count[i]
+        lane[_G, a], lane[_BASE, a], lane[_Q, a] = data.weight[i + 1], short.base[i + 1], short.q[i + 1]
+        lane[_FIRST, a] = fixed_first(i, data, short, is_end)
+        lane[_START, a] = float(i)
+        lane[_Y, a] = lane[_XPREV, a] = lane[_T, a] = 0.0
+    acc[:] = INF
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _tile_lows(
+    j: int, data: Arrays, short: Short, is_end: np.ndarray, inv: np.ndarray, lane: np.ndarray
+) -> None:  # pragma: no cover - compiled
+    """``lane[_LOW]``: every lane's bound on ``(start, j]`` (inf up to its start, its first
+    bound at ``start + 1``), the lanes' ratios and running sums advanced to ``j``: per lane
+    the arithmetic of :func:`~analysis.optimize._lower.fixed_ratios` (the product formula),
+    :func:`~analysis.optimize._lower.chain` and :func:`~analysis.optimize._lower.fixed_bounds`,
+    the same floats."""
+    count = short.cum_float
+    b = inv.size
+    bf = float(b)
+    ci, x, y, prev, xprev, t = lane[_CI], lane[_X], lane[_Y], lane[_PREV], lane[_XPREV], lane[_T]
+    cj = count[j]
+    for a in range(_LANES):
+        prev[a] = y[a]
+        x[a] = cj - ci[a]
+        y[a] = x[a]
+    for f in range(1, b):  # C(x, B) = prod_f (x - f) / (f + 1)
+        ff, inv_f = float(f), inv[f]
+        for a in range(_LANES):
+            y[a] *= (x[a] - ff) * inv_f
+    st, w, per_batch = data.step[j - 1], data.weight[j], data.per_batch
+    base_j, q_j, end, fj = short.base[j], short.q[j], is_end[j], float(j)
+    g, base, q, first, low, start = lane[_G], lane[_BASE], lane[_Q], lane[_FIRST], lane[_LOW], lane[_START]
+    for a in range(_LANES):
+        ok = (y[a] > 0.0) & (xprev[a] >= bf)
+        ratio = prev[a] / y[a] if ok else 0.0  # (0 below a full batch, and up to the start)
+        xprev[a] = x[a]
+        tt = (t[a] + st) * ratio
+        t[a] = tt
+        v = fixed_bound(x[a], w - tt, bf, (g[a], base[a], q[a]), base_j, q_j, short, per_batch)
+        v = v if end else INF
+        v = first[a] if fj == start[a] + 1.0 else v
+        low[a] = INF if fj <= start[a] else v
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _product_tile(
+    starts: np.ndarray,
+    data: Arrays,
+    short: Short,
+    is_end: np.ndarray,
+    back: np.ndarray,
+    work: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+) -> None:  # pragma: no cover - compiled
+    """``back[k, i]`` for the ``_LANES`` starts of a tile (ascending, the first repeated where
+    fewer are left), ``C(x, B)`` by the product formula: one pass over the ends, every
+    lane's bound then its layers' minima over the ends above the top start (vectorised across
+    the lanes: each lane's arithmetic is a lone start's), then from the top down the ends up
+    to the top start + 1 (they read ``back`` at the tile's own starts)."""
+    inv, lane, acc, head = work
+    m = back.shape[1] - 1
+    _tile_state(starts, data, short, is_end, lane, acc)
+    j0, top = starts[0] + 1, starts[_LANES - 1]
+    low = lane[_LOW]
+    for j in range(j0, m + 1):
+        _tile_lows(j, data, short, is_end, inv, lane)
+        if j <= top + 1:
+            head[j - j0] = low
+            continue
+        for k in range(1, back.shape[0]):
+            p = back[k - 1, j]
+            if p < INF:
+                for a in range(_LANES):
+                    s = low[a] + p
+                    acc[k, a] = s if s < acc[k, a] else acc[k, a]
+    for a in range(_LANES - 1, -1, -1):
+        i = starts[a]
+        for k in range(1, back.shape[0]):
+            v = acc[k, a]
+            for j in range(i + 1, top + 2):
+                s = head[j - j0, a] + back[k - 1, j]
+                v = s if s < v else v
+            back[k, i] = v
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _product_backward(
+    data: Arrays, short: Short, rows: np.ndarray, is_end: np.ndarray, n_buckets: int
+) -> np.ndarray:  # pragma: no cover - compiled
+    """:func:`backward` for one fixed ``B`` with ``C(x, B)`` by the product formula, by tiles
+    of ``_LANES`` starts (:func:`_product_tile`)."""
+    m = data.cum.size - 1
+    back = np.full((n_buckets + 1, m + 1), INF)
+    back[0, m] = 0.0
+    b = data.size[1]
+    inv = np.zeros(b)  # the product formula's 1 / (f + 1), as fixed_ratios computes them
+    for f in range(1, b):
+        inv[f] = 1.0 / (float(f) + 1.0)
+    work = (inv, np.zeros((_START + 1, _LANES)), np.empty((n_buckets + 1, _LANES)), np.empty((m + 1, _LANES)))
+    starts = np.empty(_LANES, np.int64)
+    r = rows.size - 1
+    while r >= 0:
+        r = _group_of(rows, r, starts)
+        _product_tile(starts, data, short, is_end, back, work)
+    return back
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -117,6 +247,8 @@ def backward(
 ) -> np.ndarray:  # pragma: no cover - compiled
     """``back[k, i]`` for every layer ``k <= n_buckets`` and start ``i`` in ``rows``
     (``back[0, m] = 0``, inf elsewhere): the module docstring."""
+    if short.product and not data.token:
+        return _product_backward(data, short, rows, is_end, n_buckets)
     m = data.cum.size - 1
     back = np.full((n_buckets + 1, m + 1), INF)
     back[0, m] = 0.0

@@ -91,6 +91,36 @@ def fixed_first(i: int, data: Arrays, short: Short, is_end: np.ndarray) -> float
     return float(low * (1.0 - LOW_SLACK) + steps)
 
 
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def fixed_bound(
+    n: float,
+    eb: float,
+    bf: float,
+    first: tuple[float, float, float],
+    base_j: float,
+    q_j: float,
+    short: Short,
+    per_batch: float,
+) -> float:  # pragma: no cover - compiled
+    """The bound of :func:`fixed_bounds` on one bucket of ``n`` samples whose full batches'
+    ``E_B`` is ``eb`` (``first``: the row's ``g_B``, ``base`` and ``q`` at its first end;
+    ``base_j``, ``q_j``: at the bucket's end)."""
+    g_first, base_first, q_first = first
+    inv_b = 1.0 / bf
+    full = (n * inv_b + _ROUND) - _ROUND  # the nearest integer (n < 2**52), then corrected
+    r = n - full * bf
+    full = full - 1.0 if r < 0.0 else full  # floor(n / B)
+    r = n - full * bf
+    f = r * inv_b
+    f = f * f if short.quad else f
+    d = eb - g_first
+    d = d if d > 0.0 else 0.0
+    low = (n - r) * eb + r * ((base_first + r * q_first) + f * d)
+    steps = per_batch * (full + (1.0 if r > 0.0 else 0.0))
+    alone = n * (base_j + n * q_j) + per_batch  # one batch of n samples: exact
+    return float(alone if n < bf else low * (1.0 - LOW_SLACK) + steps)
+
+
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def fixed_bounds(
     i: int, data: Arrays, short: Short, is_end: np.ndarray, t: np.ndarray, out: np.ndarray
@@ -99,30 +129,14 @@ def fixed_bounds(
     :func:`~analysis.optimize._exact.lower_row` on the exact cost of ``(i, j]`` for one fixed
     ``B`` from ``t[j] = T_B(i, j)`` (inf where not an end; ``floor(n / B)`` of the rounded
     quotient, corrected: branch-free, vectorised)."""
-    weight, per_batch = data.weight, data.per_batch
-    base, q, quad, count = short.base, short.q, short.quad, short.cum_float
+    count = short.cum_float
     m = count.size - 1
     c_i = count[i]
     bf = float(data.size[i + 1])
-    inv_b = 1.0 / bf
-    g_first = weight[i + 1]  # (a fixed B: weight2 is 0)
-    base_first = base[i + 1]
-    q_first = q[i + 1]
+    first = (data.weight[i + 1], short.base[i + 1], short.q[i + 1])  # (a fixed B: weight2 is 0)
     for j in range(i + 2, m + 1):
-        n = count[j] - c_i
-        full = (n * inv_b + _ROUND) - _ROUND  # the nearest integer (n < 2**52), then corrected
-        r = n - full * bf
-        full = full - 1.0 if r < 0.0 else full  # floor(n / B)
-        r = n - full * bf
-        eb = weight[j] - t[j]
-        f = r * inv_b
-        f = f * f if quad else f
-        d = eb - g_first
-        d = d if d > 0.0 else 0.0
-        low = (n - r) * eb + r * ((base_first + r * q_first) + f * d)
-        steps = per_batch * (full + (1.0 if r > 0.0 else 0.0))
-        alone = n * (base[j] + n * q[j]) + per_batch  # one batch of n samples: exact
-        low = alone if n < bf else low * (1.0 - LOW_SLACK) + steps
+        n, eb = count[j] - c_i, data.weight[j] - t[j]
+        low = fixed_bound(n, eb, bf, first, short.base[j], short.q[j], short, data.per_batch)
         out[j] = low if is_end[j] else INF
 
 
