@@ -115,8 +115,9 @@ def _group_of(rows: np.ndarray, r: int, starts: np.ndarray) -> int:  # pragma: n
 # Starts of the product path's tiles: as many as keep the lane loops long enough for numba's
 # loop vectoriser (numba runs no SLP vectoriser: a short, fully unrolled loop stays scalar).
 _LANES = 64
-# The rows of a tile's state (one value per lane each).
-_CI, _X, _Y, _PREV, _XPREV, _T, _G, _BASE, _Q, _FIRST, _LOW, _START = range(12)
+# A tile's state: rows of one value per lane, one flat array at these constant offsets (the
+# vectoriser then sees that the rows never overlap, with no check at run time).
+_CI, _X, _Y, _PREV, _XPREV, _T, _G, _BASE, _Q, _FIRST, _LOW, _START, _ROWS = (r * _LANES for r in range(13))
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -129,11 +130,11 @@ def _tile_state(
     count = short.cum_float
     for a in range(_LANES):
         i = starts[a]
-        lane[_CI, a] = count[i]
-        lane[_G, a], lane[_BASE, a], lane[_Q, a] = data.weight[i + 1], short.base[i + 1], short.q[i + 1]
-        lane[_FIRST, a] = fixed_first(i, data, short, is_end)
-        lane[_START, a] = float(i)
-        lane[_Y, a] = lane[_XPREV, a] = lane[_T, a] = 0.0
+        lane[_CI + a] = count[i]
+        lane[_G + a], lane[_BASE + a], lane[_Q + a] = data.weight[i + 1], short.base[i + 1], short.q[i + 1]
+        lane[_FIRST + a] = fixed_first(i, data, short, is_end)
+        lane[_START + a] = float(i)
+        lane[_Y + a] = lane[_XPREV + a] = lane[_T + a] = 0.0
     acc[:] = INF
 
 
@@ -149,29 +150,27 @@ def _tile_lows(
     count = short.cum_float
     b = inv.size
     bf = float(b)
-    ci, x, y, prev, xprev, t = lane[_CI], lane[_X], lane[_Y], lane[_PREV], lane[_XPREV], lane[_T]
     cj = count[j]
     for a in range(_LANES):
-        prev[a] = y[a]
-        x[a] = cj - ci[a]
-        y[a] = x[a]
+        lane[_PREV + a] = lane[_Y + a]
+        lane[_X + a] = cj - lane[_CI + a]
+        lane[_Y + a] = lane[_X + a]
     for f in range(1, b):  # C(x, B) = prod_f (x - f) / (f + 1)
         ff, inv_f = float(f), inv[f]
         for a in range(_LANES):
-            y[a] *= (x[a] - ff) * inv_f
+            lane[_Y + a] *= (lane[_X + a] - ff) * inv_f
     st, w, per_batch = data.step[j - 1], data.weight[j], data.per_batch
-    base_j, q_j, end, fj = short.base[j], short.q[j], is_end[j], float(j)
-    g, base, q, first, low, start = lane[_G], lane[_BASE], lane[_Q], lane[_FIRST], lane[_LOW], lane[_START]
+    base_j, q_j, end = short.base[j], short.q[j], is_end[j]
     for a in range(_LANES):
-        ok = (y[a] > 0.0) & (xprev[a] >= bf)
-        ratio = prev[a] / y[a] if ok else 0.0  # (0 below a full batch, and up to the start)
-        xprev[a] = x[a]
-        tt = (t[a] + st) * ratio
-        t[a] = tt
-        v = fixed_bound(x[a], w - tt, bf, (g[a], base[a], q[a]), base_j, q_j, short, per_batch)
-        v = v if end else INF
-        v = first[a] if fj == start[a] + 1.0 else v
-        low[a] = INF if fj <= start[a] else v
+        x, y = lane[_X + a], lane[_Y + a]
+        ok = (y > 0.0) & (lane[_XPREV + a] >= bf)
+        ratio = lane[_PREV + a] / y if ok else 0.0  # (0 below a full batch, and up to the start)
+        lane[_XPREV + a] = x
+        t = (lane[_T + a] + st) * ratio
+        lane[_T + a] = t
+        first = (lane[_G + a], lane[_BASE + a], lane[_Q + a])
+        v = fixed_bound(x, w - t, bf, first, base_j, q_j, short, per_batch)
+        lane[_LOW + a] = v if end else INF
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -181,24 +180,30 @@ def _product_tile(
     short: Short,
     is_end: np.ndarray,
     back: np.ndarray,
+    layers: int,
     work: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
 ) -> None:  # pragma: no cover - compiled
-    """``back[k, i]`` for the ``_LANES`` starts of a tile (ascending, the first repeated where
-    fewer are left), ``C(x, B)`` by the product formula: one pass over the ends, every
-    lane's bound then its layers' minima over the ends above the top start (vectorised across
-    the lanes: each lane's arithmetic is a lone start's), then from the top down the ends up
-    to the top start + 1 (they read ``back`` at the tile's own starts)."""
+    """``back[k, i]`` for ``k < layers`` and the ``_LANES`` starts of a tile (ascending, the
+    first repeated where fewer are left), ``C(x, B)`` by the product formula: one pass over
+    the ends, every lane's bound then its layers' minima over the ends above the top start
+    (vectorised across the lanes: each lane's arithmetic is a lone start's), then from the
+    top down the ends up to the top start + 1 (they read ``back`` at the tile's own starts)."""
     inv, lane, acc, head = work
     m = back.shape[1] - 1
     _tile_state(starts, data, short, is_end, lane, acc)
     j0, top = starts[0] + 1, starts[_LANES - 1]
-    low = lane[_LOW]
+    low = lane[_LOW : _LOW + _LANES]
     for j in range(j0, m + 1):
         _tile_lows(j, data, short, is_end, inv, lane)
-        if j <= top + 1:
-            head[j - j0] = low
+        if j <= top + 1:  # up to a lane's start inf, at start + 1 its first bound
+            fj = float(j)
+            for a in range(_LANES):
+                v = lane[_FIRST + a] if fj == lane[_START + a] + 1.0 else low[a]
+                head[j - j0, a] = INF if fj <= lane[_START + a] else v
             continue
-        for k in range(1, back.shape[0]):
+        if not is_end[j]:  # (every lane's bound inf)
+            continue
+        for k in range(1, layers):
             p = back[k - 1, j]
             if p < INF:
                 for a in range(_LANES):
@@ -206,7 +211,7 @@ def _product_tile(
                     acc[k, a] = s if s < acc[k, a] else acc[k, a]
     for a in range(_LANES - 1, -1, -1):
         i = starts[a]
-        for k in range(1, back.shape[0]):
+        for k in range(1, layers):
             v = acc[k, a]
             for j in range(i + 1, top + 2):
                 s = head[j - j0, a] + back[k - 1, j]
@@ -227,12 +232,13 @@ def _product_backward(
     inv = np.zeros(b)  # the product formula's 1 / (f + 1), as fixed_ratios computes them
     for f in range(1, b):
         inv[f] = 1.0 / (float(f) + 1.0)
-    work = (inv, np.zeros((_START + 1, _LANES)), np.empty((n_buckets + 1, _LANES)), np.empty((m + 1, _LANES)))
+    work = (inv, np.zeros(_ROWS), np.empty((n_buckets + 1, _LANES)), np.empty((m + 1, _LANES)))
     starts = np.empty(_LANES, np.int64)
     r = rows.size - 1
     while r >= 0:
         r = _group_of(rows, r, starts)
-        _product_tile(starts, data, short, is_end, back, work)
+        layers = n_buckets + 1 if r < 0 else n_buckets  # (the last layer is read at rows[0] alone)
+        _product_tile(starts, data, short, is_end, back, layers, work)
     return back
 
 
@@ -245,8 +251,10 @@ def backward(
     is_end: np.ndarray,
     n_buckets: int,
 ) -> np.ndarray:  # pragma: no cover - compiled
-    """``back[k, i]`` for every layer ``k <= n_buckets`` and start ``i`` in ``rows``
-    (``back[0, m] = 0``, inf elsewhere): the module docstring."""
+    """``back[k, i]`` for every layer ``k < n_buckets`` and start ``i`` in ``rows``, and
+    ``back[n_buckets, rows[0]]`` (``back[0, m] = 0``, inf elsewhere): the module docstring.
+    (``back[n_buckets, i]`` is read at the DP's first start alone: ``n_buckets`` buckets from
+    any other start leave none for the lengths below it; the product path leaves it inf.)"""
     if short.product and not data.token:
         return _product_backward(data, short, rows, is_end, n_buckets)
     m = data.cum.size - 1

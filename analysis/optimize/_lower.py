@@ -140,6 +140,45 @@ def fixed_bounds(
         out[j] = low if is_end[j] else INF
 
 
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _product(x: float, b: int) -> float:  # pragma: no cover - compiled
+    """``C(x, b)`` by the product formula, factor by factor as :func:`fixed_ratios` has it."""
+    y = x
+    for f in range(1, b):
+        ff = float(f)
+        y *= (x - ff) * (1.0 / (ff + 1.0))
+    return y
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def fixed_path_end(
+    i: int, target: float, after: np.ndarray, data: Arrays, short: Short, is_end: np.ndarray
+) -> int:  # pragma: no cover - compiled
+    """The first ``j > i`` whose bound plus ``after[j]`` is ``target`` (``m`` if none before
+    it), the bounds of :func:`low_costs` one end at a time from ``i + 1`` (one fixed ``B``,
+    ``C(x, B)`` by the product formula: the same floats as its three steps)."""
+    count = short.cum_float
+    m = count.size - 1
+    c_i = count[i]
+    b = data.size[i + 1]
+    bf = float(b)
+    if i + 1 >= m or fixed_first(i, data, short, is_end) + after[i + 1] == target:
+        return i + 1
+    first = (data.weight[i + 1], short.base[i + 1], short.q[i + 1])
+    prev = _product(count[i + 1] - c_i, b)
+    t = 0.0
+    for j in range(i + 2, m):
+        x = count[j] - c_i
+        y = _product(x, b)
+        ok = (y > 0.0) & (count[j - 1] - c_i >= bf)
+        t = (t + data.step[j - 1]) * (prev / y if ok else 0.0)
+        prev = y
+        low = fixed_bound(x, data.weight[j] - t, bf, first, short.base[j], short.q[j], short, data.per_batch)
+        if is_end[j] and low + after[j] == target:
+            return j
+    return m
+
+
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def low_costs(
     i: int,

@@ -30,7 +30,7 @@ from analysis.optimize._budget import SLACK, BudgetBounds
 from analysis.optimize._costs import INF, Arrays, row_costs
 from analysis.optimize._exact import Short, exact_row
 from analysis.optimize._layers import push, run_layers
-from analysis.optimize._lower import low_costs
+from analysis.optimize._lower import fixed_path_end, low_costs
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -99,6 +99,52 @@ def needed(
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
+def _path_end(
+    i: int, layer: int, back: np.ndarray, data: Arrays, short: Short, bounds: BudgetBounds, is_end: np.ndarray
+) -> int:  # pragma: no cover - compiled
+    """The end of the first bucket from ``i`` that gives ``back[layer, i]``: the first ``j``
+    whose bound plus ``back[layer - 1, j]`` is it (the same sums; ``m`` if none before)."""
+    if short.product and not data.token:  # the bounds one end at a time, up to it
+        return fixed_path_end(i, back[layer, i], back[layer - 1], data, short, is_end)
+    m = back.shape[1] - 1
+    low = np.empty(m + 1)
+    low_costs(i, data, short, bounds, is_end, np.empty(m + 1), low)
+    j = i + 1
+    while j < m and low[j] + back[layer - 1, j] != back[layer, i]:
+        j += 1
+    return j
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _uppers(
+    data: Arrays, short: Short, bounds: BudgetBounds, rows: np.ndarray, is_end: np.ndarray, back: np.ndarray
+) -> np.ndarray:  # pragma: no cover - compiled
+    """``upper[K]``: for every bucket count, the exact objective of the plan the bounds chose
+    (inf where ``back`` has none), with the margin ``SLACK``."""
+    n_buckets = back.shape[0] - 1
+    m = back.shape[1] - 1
+    one = np.zeros(m + 1, np.bool_)
+    costs = np.empty(m + 1)
+    tb = np.zeros(m + 1)
+    t2b = np.zeros(m + 1)
+    upper = np.full(n_buckets + 1, INF)
+    for k in range(1, n_buckets + 1):
+        if back[k, 0] == INF:
+            continue
+        total = 0.0
+        i = rows[0]  # (0, typed as the other starts: a literal 0 would compile every callee twice)
+        for layer in range(k, 0, -1):
+            j = _path_end(i, layer, back, data, short, bounds, is_end)
+            one[j] = True
+            exact_row(i, data, short, one, costs, tb, t2b)
+            one[j] = False
+            total += costs[j]
+            i = j
+        upper[k] = total * (1.0 + SLACK)
+    return upper
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def solve_exact(
     data: Arrays,
     short: Short,
@@ -126,25 +172,7 @@ def solve_exact(
     low = np.empty(m + 1)
     ratio = np.empty(m + 1)
     back = backward(data, short, bounds, rows, is_end, n_buckets)  # 1. backwards over the bounds
-    # 2. an upper bound for each bucket count: the exact objective of the plan the bounds chose
-    one = np.zeros(m + 1, np.bool_)
-    upper = np.full(n_buckets + 1, INF)
-    for k in range(1, n_buckets + 1):
-        if back[k, 0] == INF:
-            continue
-        total = 0.0
-        i = rows[0]  # (0, typed as the other starts: a literal 0 would compile every callee twice)
-        for layer in range(k, 0, -1):  # the end of a first bucket that gives back[layer, i]
-            low_costs(i, data, short, bounds, is_end, ratio, low)
-            j = i + 1
-            while j < m and low[j] + back[layer - 1, j] != back[layer, i]:  # (the same sums)
-                j += 1
-            one[j] = True
-            exact_row(i, data, short, one, costs, tb, t2b)
-            one[j] = False
-            total += costs[j]
-            i = j
-        upper[k] = total * (1.0 + SLACK)
+    upper = _uppers(data, short, bounds, rows, is_end, back)  # 2. an upper bound for each K
     reach = reach_table(back, upper)
     # 3. forwards, exact costs where a bucket may be on an optimal plan
     need = np.zeros(m + 1, np.bool_)
