@@ -25,7 +25,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from analysis.optimize._backward import backward
+from analysis.optimize._backward import LANES, backward, product_work, tile_rows
 from analysis.optimize._budget import SLACK, BudgetBounds
 from analysis.optimize._costs import INF, Arrays, row_costs
 from analysis.optimize._exact import Short, exact_row
@@ -145,6 +145,63 @@ def _uppers(
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
+def _forwards(
+    data: Arrays,
+    short: Short,
+    bounds: BudgetBounds,
+    rows: np.ndarray,
+    is_end: np.ndarray,
+    back: np.ndarray,
+    upper: np.ndarray,
+    best: np.ndarray,
+    arg: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """Step 3 of the module docstring into ``best`` and ``arg``: exact costs where a bucket may
+    be on an optimal plan.  A live start's row of bounds comes, for one fixed ``B`` by the
+    product formula, from a tile of the next ``LANES`` starts computed at once (live starts
+    come in runs), else from :func:`~analysis.optimize._lower.low_costs`: the same floats."""
+    m = data.cum.size - 1
+    n_buckets = back.shape[0] - 1
+    reach = reach_table(back, upper)
+    tb, t2b, costs, low, ratio = (
+        np.zeros(m + 1),
+        np.zeros(m + 1),
+        np.empty(m + 1),
+        np.empty(m + 1),
+        np.empty(m + 1),
+    )
+    need = np.zeros(m + 1, np.bool_)
+    room = np.empty(m + 1)
+    live = np.zeros(n_buckets + 1, np.bool_)
+    tiled = short.product and not data.token
+    work = product_work(data.size[1] if tiled else 1, 0, 0)
+    tile = np.empty((LANES, m + 1) if tiled else (0, 0))
+    starts = np.empty(LANES, np.int64)
+    r0 = -LANES  # the tile's first start's index in rows
+    for r in range(rows.size):
+        i = rows[r]
+        if not live_room(i, best, back, upper, reach, live, room):
+            continue
+        if tiled:
+            if r >= r0 + LANES:
+                r0 = r
+                for a in range(LANES):  # (the last repeated where fewer are left)
+                    starts[a] = rows[min(r + a, rows.size - 1)]
+                tile_rows(starts, data, short, is_end, work, tile)
+            low = tile[r - r0]
+        else:
+            low_costs(i, data, short, bounds, is_end, ratio, low)
+        first, last = needed(i, low, room, need)
+        if last == i:
+            continue
+        exact_row(i, data, short, need, costs, tb, t2b)
+        cells = slice(first, last + 1)  # (the other cells' costs are inf: they win nothing)
+        for k in range(1, n_buckets + 1):
+            if live[k]:
+                push(best[k, cells], arg[k, cells], costs[cells], best[k - 1, i], i)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def solve_exact(
     data: Arrays,
     short: Short,
@@ -169,28 +226,9 @@ def solve_exact(
                 if best[k - 1, i] < INF:
                     push(best[k, i + 1 :], arg[k, i + 1 :], costs[i + 1 :], best[k - 1, i], i)
         return best, arg
-    low = np.empty(m + 1)
-    ratio = np.empty(m + 1)
     back = backward(data, short, bounds, rows, is_end, n_buckets)  # 1. backwards over the bounds
     upper = _uppers(data, short, bounds, rows, is_end, back)  # 2. an upper bound for each K
-    reach = reach_table(back, upper)
-    # 3. forwards, exact costs where a bucket may be on an optimal plan
-    need = np.zeros(m + 1, np.bool_)
-    room = np.empty(m + 1)
-    live = np.zeros(n_buckets + 1, np.bool_)
-    for r in range(rows.size):
-        i = rows[r]
-        if not live_room(i, best, back, upper, reach, live, room):
-            continue
-        low_costs(i, data, short, bounds, is_end, ratio, low)
-        first, last = needed(i, low, room, need)
-        if last == i:
-            continue
-        exact_row(i, data, short, need, costs, tb, t2b)
-        cells = slice(first, last + 1)  # (the other cells' costs are inf: they win nothing)
-        for k in range(1, n_buckets + 1):
-            if live[k]:
-                push(best[k, cells], arg[k, cells], costs[cells], best[k - 1, i], i)
+    _forwards(data, short, bounds, rows, is_end, back, upper, best, arg)  # 3. forwards, exact
     return best, arg
 
 

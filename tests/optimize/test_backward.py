@@ -71,3 +71,23 @@ def test_backward_with_a_step_time_is_the_row_by_row_recursion() -> None:
     rows, is_end = kernel._rows(prob, 4, prob.ends)
     got = backward_mod.backward(data, short, kernel._NO_BOUNDS, rows, is_end, 4)
     assert same_where_read(got, row_by_row(data, short, rows, is_end, 4))
+
+
+@pytest.mark.parametrize("batch_size", [1, 8, 64])
+def test_tile_rows_are_the_rows_of_bounds(batch_size: int) -> None:
+    """The forward pass's tile of rows: each lane's row the start's own
+    (:func:`~analysis.optimize._lower.low_costs`) above it, the last start repeated."""
+    prob = build_problem(histogram(157, batch_size), BatchRule(batch_size=batch_size), 2)
+    data, short = exact.exact_arrays(prob)
+    m = prob.m
+    is_end = np.zeros(m + 1, np.bool_)
+    is_end[prob.ends] = True
+    lanes = backward_mod.LANES
+    starts = np.minimum(np.arange(30, 30 + 3 * lanes, 3), prob.ends[-2])
+    tile = np.full((lanes, m + 1), -1.0)
+    backward_mod.tile_rows(starts, data, short, is_end, backward_mod.product_work(batch_size, 0, 0), tile)
+    low, ratio = np.empty(m + 1), np.empty(m + 1)
+    for a, i in enumerate(starts):
+        lower.low_costs(i, data, short, kernel._NO_BOUNDS, is_end, ratio, low)
+        assert tile[a, i + 1 :].tobytes() == low[i + 1 :].tobytes()
+        assert np.all(tile[a, starts[0] + 1 : i + 1] == np.inf) and np.all(tile[a, : starts[0] + 1] == -1.0)
