@@ -11,7 +11,9 @@ plan (the one pruned scheme, for every rule and objective):
 2. *Upper bounds*: for every bucket count, the plan the bounds chose, costed exactly.
 3. *Forwards, exact*: start ``i`` is followed for its ``k``-th bucket only when the best
    ``k - 1`` buckets up to it plus ``back`` fit under an upper bound, and a bucket from it is
-   costed exactly only when its own bound fits too.
+   costed exactly only when its own bound fits too (for one fixed ``B`` by the product
+   formula the live starts' rows of bounds come a tile of starts at a time: they come in
+   runs).
 
 Why this is the exact optimum: every bucket of an optimal plan passes both tests (the
 prefix of an optimal plan is an optimal prefix, computed exactly by induction; its bounds
