@@ -143,7 +143,7 @@ def fixed_bounds(
         out[j] = low if is_end[j] else INF
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _product(x: float, b: int) -> float:  # pragma: no cover - compiled
     """``C(x, b)`` by the product formula, factor by factor as :func:`fixed_ratios` has it."""
     y = x
