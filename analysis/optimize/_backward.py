@@ -2,13 +2,18 @@
 least sum of ``k`` buckets' bounds covering ``(i, m]`` (:mod:`analysis.optimize._pruned`).
 
 ``back[k, i] = min over j > i of low(i, j) + back[k - 1, j]`` needs every bucket's bound, so
-the work is arranged for the machine, not changed: ``_GROUP`` starts at a time (the rows'
+the work is arranged for the machine, not changed.  One fixed ``B`` whose ``C(x, B)`` is the
+product formula (batch size 8 and the like) takes tiles of ``LANES`` starts in one pass over
+the ends: at each end every lane's ``C(x, B)``, ratio, running sum and bound (the arithmetic
+of :mod:`analysis.optimize._lower`'s three steps, lane by lane), then each layer's running
+minimum, all as loops across the lanes (vectorised: the lanes are independent), with no row
+of ratios or bounds ever stored.  Any other rule takes ``_GROUP`` starts at a time (the rows'
 bounds of :mod:`analysis.optimize._lower`; for a fixed ``B`` their running sums advance side
 by side, independent chains each with exactly a lone start's arithmetic), then each layer's
-minimum over the ends after the group's last start for the ``_GROUP`` rows at once
-(vectorised: a minimum does not depend on its order), then the few ends up to the last start
-row by row, from the top (they read ``back`` at the group's own starts).  Every bound is a
-lone start's and a minimum is exact, so ``back`` is bit for bit the row-by-row table.
+minimum over the ends after the group's last start for the ``_GROUP`` rows at once.  Either
+way the ends up to a tile's last start come last, row by row from the top (they read ``back``
+at the tile's own starts).  Every bound is a lone start's and a minimum is exact (no NaN, no
+order), so ``back`` is bit for bit the row-by-row table.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import numpy as np
 from analysis.optimize._budget import BudgetBounds
 from analysis.optimize._costs import INF, Arrays
 from analysis.optimize._exact import Short
-from analysis.optimize._lower import chain, fixed_bounds, fixed_first, fixed_ratios, low_costs
+from analysis.optimize._lower import chain, fixed_bound, fixed_bounds, fixed_first, fixed_ratios, low_costs
 
 # Starts whose rows of bounds are computed and reduced together.
 _GROUP = 4
@@ -99,11 +104,174 @@ def _reduce(low: np.ndarray, back: np.ndarray, j0: int, acc: np.ndarray) -> None
 def _group_of(rows: np.ndarray, r: int, starts: np.ndarray) -> int:  # pragma: no cover - compiled
     """The ``_GROUP`` starts ending at ``rows[r]`` into ``starts`` (ascending; the first repeated
     where fewer are left: a copy gives the same row, hence the same ``back``); returns the
-    index of the next group's top."""
-    lo = max(0, r - _GROUP + 1)
-    for a in range(_GROUP):
-        starts[a] = rows[max(lo, r - _GROUP + 1 + a)]
+    index of the next group's top (a group of ``starts.size``: ``_GROUP`` or ``LANES``)."""
+    size = starts.size
+    lo = max(0, r - size + 1)
+    for a in range(size):
+        starts[a] = rows[max(lo, r - size + 1 + a)]
     return lo - 1
+
+
+# Starts of the product path's tiles (the forward pass's too): as many as keep the lane loops
+# long enough for numba's loop vectoriser (numba runs no SLP vectoriser: a short, fully
+# unrolled loop stays scalar).
+LANES = 64
+# A tile's state: rows of one value per lane, one flat array at these constant offsets (the
+# vectoriser then sees that the rows never overlap, with no check at run time).
+_CI, _X, _Y, _PREV, _XPREV, _T, _G, _BASE, _Q, _FIRST, _LOW, _START, _ROWS = (r * LANES for r in range(13))
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _tile_state(
+    starts: np.ndarray, data: Arrays, short: Short, is_end: np.ndarray, lane: np.ndarray, acc: np.ndarray
+) -> None:  # pragma: no cover - compiled
+    """A tile's lanes before its first end: each start's prefix count, first end's ``g_B``,
+    ``base``, ``q`` and bound (:func:`~analysis.optimize._lower.fixed_first`), running sums 0;
+    ``acc`` (the layers' minima) inf."""
+    count = short.cum_float
+    for a in range(LANES):
+        i = starts[a]
+        lane[_CI + a] = count[i]
+        lane[_G + a], lane[_BASE + a], lane[_Q + a] = data.weight[i + 1], short.base[i + 1], short.q[i + 1]
+        lane[_FIRST + a] = fixed_first(i, data, short, is_end)
+        lane[_START + a] = float(i)
+        lane[_Y + a] = lane[_XPREV + a] = lane[_T + a] = 0.0
+    acc[:] = INF
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _tile_lows(
+    j: int, data: Arrays, short: Short, is_end: np.ndarray, inv: np.ndarray, lane: np.ndarray
+) -> None:  # pragma: no cover - compiled
+    """``lane[_LOW]``: every lane's bound on ``(start, j]`` (inf up to its start, its first
+    bound at ``start + 1``), the lanes' ratios and running sums advanced to ``j``: per lane
+    the arithmetic of :func:`~analysis.optimize._lower.fixed_ratios` (the product formula),
+    :func:`~analysis.optimize._lower.chain` and :func:`~analysis.optimize._lower.fixed_bounds`,
+    the same floats."""
+    count = short.cum_float
+    b = inv.size
+    bf = float(b)
+    cj = count[j]
+    for a in range(LANES):
+        lane[_PREV + a] = lane[_Y + a]
+        lane[_X + a] = cj - lane[_CI + a]
+        lane[_Y + a] = lane[_X + a]
+    for f in range(1, b):  # C(x, B) = prod_f (x - f) / (f + 1)
+        ff, inv_f = float(f), inv[f]
+        for a in range(LANES):
+            lane[_Y + a] *= (lane[_X + a] - ff) * inv_f
+    st, w, per_batch = data.step[j - 1], data.weight[j], data.per_batch
+    base_j, q_j, end = short.base[j], short.q[j], is_end[j]
+    for a in range(LANES):
+        x, y = lane[_X + a], lane[_Y + a]
+        ok = (y > 0.0) & (lane[_XPREV + a] >= bf)
+        ratio = lane[_PREV + a] / y if ok else 0.0  # (0 below a full batch, and up to the start)
+        lane[_XPREV + a] = x
+        t = (lane[_T + a] + st) * ratio
+        lane[_T + a] = t
+        first = (lane[_G + a], lane[_BASE + a], lane[_Q + a])
+        v = fixed_bound(x, w - t, bf, first, base_j, q_j, short, per_batch)
+        lane[_LOW + a] = v if end else INF
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _product_tile(
+    starts: np.ndarray,
+    data: Arrays,
+    short: Short,
+    is_end: np.ndarray,
+    back: np.ndarray,
+    layers: int,
+    work: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+) -> None:  # pragma: no cover - compiled
+    """``back[k, i]`` for ``k < layers`` and the ``LANES`` starts of a tile (ascending, the
+    first repeated where fewer are left), ``C(x, B)`` by the product formula: one pass over
+    the ends, every lane's bound then its layers' minima over the ends above the top start
+    (vectorised across the lanes: each lane's arithmetic is a lone start's), then from the
+    top down the ends up to the top start + 1 (they read ``back`` at the tile's own starts)."""
+    inv, lane, acc, head = work
+    m = back.shape[1] - 1
+    _tile_state(starts, data, short, is_end, lane, acc)
+    j0, top = starts[0] + 1, starts[LANES - 1]
+    low = lane[_LOW : _LOW + LANES]
+    for j in range(j0, m + 1):
+        _tile_lows(j, data, short, is_end, inv, lane)
+        if j <= top + 1:  # up to a lane's start inf, at start + 1 its first bound
+            fj = float(j)
+            for a in range(LANES):
+                v = lane[_FIRST + a] if fj == lane[_START + a] + 1.0 else low[a]
+                head[j - j0, a] = INF if fj <= lane[_START + a] else v
+            continue
+        if not is_end[j]:  # (every lane's bound inf)
+            continue
+        for k in range(1, layers):
+            p = back[k - 1, j]
+            if p < INF:
+                for a in range(LANES):
+                    s = low[a] + p
+                    acc[k, a] = s if s < acc[k, a] else acc[k, a]
+    for a in range(LANES - 1, -1, -1):
+        i = starts[a]
+        for k in range(1, layers):
+            v = acc[k, a]
+            for j in range(i + 1, top + 2):
+                s = head[j - j0, a] + back[k - 1, j]
+                v = s if s < v else v
+            back[k, i] = v
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def product_work(
+    b: int, n_buckets: int, ends: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover - compiled
+    """A tile's work arrays for batches of ``b``: the product formula's ``1 / (f + 1)`` (as
+    :func:`~analysis.optimize._lower.fixed_ratios` computes them), the lanes' state, the
+    minima of ``n_buckets`` layers and room for ``ends`` ends up to the top start."""
+    inv = np.zeros(b)
+    for f in range(1, b):
+        inv[f] = 1.0 / (float(f) + 1.0)
+    return inv, np.zeros(_ROWS), np.empty((n_buckets + 1, LANES)), np.empty((ends, LANES))
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def tile_rows(
+    starts: np.ndarray,
+    data: Arrays,
+    short: Short,
+    is_end: np.ndarray,
+    work: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    out: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """``out[a, j]`` for every ``j > starts[0]``: the row of bounds of start ``starts[a]``
+    (:func:`~analysis.optimize._lower.low_costs`' floats, inf up to the start), for the
+    ``LANES`` starts of a tile at once (one fixed ``B``, ``C(x, B)`` by the product formula)."""
+    inv, lane, acc, _ = work
+    _tile_state(starts, data, short, is_end, lane, acc)
+    for j in range(starts[0] + 1, out.shape[1]):
+        _tile_lows(j, data, short, is_end, inv, lane)
+        fj = float(j)
+        for a in range(LANES):
+            v = lane[_FIRST + a] if fj == lane[_START + a] + 1.0 else lane[_LOW + a]
+            out[a, j] = INF if fj <= lane[_START + a] else v
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _product_backward(
+    data: Arrays, short: Short, rows: np.ndarray, is_end: np.ndarray, n_buckets: int
+) -> np.ndarray:  # pragma: no cover - compiled
+    """:func:`backward` for one fixed ``B`` with ``C(x, B)`` by the product formula, by tiles
+    of ``LANES`` starts (:func:`_product_tile`)."""
+    m = data.cum.size - 1
+    back = np.full((n_buckets + 1, m + 1), INF)
+    back[0, m] = 0.0
+    work = product_work(data.size[1], n_buckets, m + 1)
+    starts = np.empty(LANES, np.int64)
+    r = rows.size - 1
+    while r >= 0:
+        r = _group_of(rows, r, starts)
+        layers = n_buckets + 1 if r < 0 else n_buckets  # (the last layer is read at rows[0] alone)
+        _product_tile(starts, data, short, is_end, back, layers, work)
+    return back
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -115,8 +283,12 @@ def backward(
     is_end: np.ndarray,
     n_buckets: int,
 ) -> np.ndarray:  # pragma: no cover - compiled
-    """``back[k, i]`` for every layer ``k <= n_buckets`` and start ``i`` in ``rows``
-    (``back[0, m] = 0``, inf elsewhere): the module docstring."""
+    """``back[k, i]`` for every layer ``k < n_buckets`` and start ``i`` in ``rows``, and
+    ``back[n_buckets, rows[0]]`` (``back[0, m] = 0``, inf elsewhere): the module docstring.
+    (``back[n_buckets, i]`` is read at the DP's first start alone: ``n_buckets`` buckets from
+    any other start leave none for the lengths below it; the product path leaves it inf.)"""
+    if short.product and not data.token:
+        return _product_backward(data, short, rows, is_end, n_buckets)
     m = data.cum.size - 1
     back = np.full((n_buckets + 1, m + 1), INF)
     back[0, m] = 0.0

@@ -6,6 +6,9 @@ straight from the row's running sum ``T_B`` (``E_B = w_j - T_B``), in three step
 backward pass (:mod:`analysis.optimize._backward`) runs for several starts side by side:
 :func:`fixed_ratios` (the ratios ``C(x_{j-1}, B) / C(x_j, B)``, nothing carried: vectorised),
 the chain ``T`` (:func:`chain`), then :func:`fixed_bounds` (nothing carried: vectorised).
+The formula of one bucket's bound is :func:`fixed_bound`, the one home that the rows, the
+backward pass's tiles (the same three steps lane by lane) and :func:`fixed_path_end` (a
+row's bounds one end at a time, up to the end the search asks for) all read.
 With a token budget the bounds come from the restart-free sums of
 :mod:`analysis.optimize._budget`.  :func:`low_costs` gives one start's row either way.
 """
@@ -91,6 +94,36 @@ def fixed_first(i: int, data: Arrays, short: Short, is_end: np.ndarray) -> float
     return float(low * (1.0 - LOW_SLACK) + steps)
 
 
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def fixed_bound(
+    n: float,
+    eb: float,
+    bf: float,
+    first: tuple[float, float, float],
+    base_j: float,
+    q_j: float,
+    short: Short,
+    per_batch: float,
+) -> float:  # pragma: no cover - compiled
+    """The bound of :func:`fixed_bounds` on one bucket of ``n`` samples whose full batches'
+    ``E_B`` is ``eb`` (``first``: the row's ``g_B``, ``base`` and ``q`` at its first end;
+    ``base_j``, ``q_j``: at the bucket's end)."""
+    g_first, base_first, q_first = first
+    inv_b = 1.0 / bf
+    full = (n * inv_b + _ROUND) - _ROUND  # the nearest integer (n < 2**52), then corrected
+    r = n - full * bf
+    full = full - 1.0 if r < 0.0 else full  # floor(n / B)
+    r = n - full * bf
+    f = r * inv_b
+    f = f * f if short.quad else f
+    d = eb - g_first
+    d = d if d > 0.0 else 0.0
+    low = (n - r) * eb + r * ((base_first + r * q_first) + f * d)
+    steps = per_batch * (full + (1.0 if r > 0.0 else 0.0))
+    alone = n * (base_j + n * q_j) + per_batch  # one batch of n samples: exact
+    return float(alone if n < bf else low * (1.0 - LOW_SLACK) + steps)
+
+
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def fixed_bounds(
     i: int, data: Arrays, short: Short, is_end: np.ndarray, t: np.ndarray, out: np.ndarray
@@ -99,32 +132,55 @@ def fixed_bounds(
     :func:`~analysis.optimize._exact.lower_row` on the exact cost of ``(i, j]`` for one fixed
     ``B`` from ``t[j] = T_B(i, j)`` (inf where not an end; ``floor(n / B)`` of the rounded
     quotient, corrected: branch-free, vectorised)."""
-    weight, per_batch = data.weight, data.per_batch
-    base, q, quad, count = short.base, short.q, short.quad, short.cum_float
+    count = short.cum_float
     m = count.size - 1
     c_i = count[i]
     bf = float(data.size[i + 1])
-    inv_b = 1.0 / bf
-    g_first = weight[i + 1]  # (a fixed B: weight2 is 0)
-    base_first = base[i + 1]
-    q_first = q[i + 1]
+    first = (data.weight[i + 1], short.base[i + 1], short.q[i + 1])  # (a fixed B: weight2 is 0)
     for j in range(i + 2, m + 1):
-        n = count[j] - c_i
-        full = (n * inv_b + _ROUND) - _ROUND  # the nearest integer (n < 2**52), then corrected
-        r = n - full * bf
-        full = full - 1.0 if r < 0.0 else full  # floor(n / B)
-        r = n - full * bf
-        eb = weight[j] - t[j]
-        f = r * inv_b
-        f = f * f if quad else f
-        d = eb - g_first
-        d = d if d > 0.0 else 0.0
-        low = (n - r) * eb + r * ((base_first + r * q_first) + f * d)
-        steps = per_batch * (full + (1.0 if r > 0.0 else 0.0))
-        alone = n * (base[j] + n * q[j]) + per_batch  # one batch of n samples: exact
-        low = alone if n < bf else low * (1.0 - LOW_SLACK) + steps
+        n, eb = count[j] - c_i, data.weight[j] - t[j]
+        low = fixed_bound(n, eb, bf, first, short.base[j], short.q[j], short, data.per_batch)
         out[j] = low if is_end[j] else INF
     power_bounds(i, data, short, t, out)  # higher where B is large
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _product(x: float, b: int) -> float:  # pragma: no cover - compiled
+    """``C(x, b)`` by the product formula, factor by factor as :func:`fixed_ratios` has it."""
+    y = x
+    for f in range(1, b):
+        ff = float(f)
+        y *= (x - ff) * (1.0 / (ff + 1.0))
+    return y
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def fixed_path_end(
+    i: int, target: float, after: np.ndarray, data: Arrays, short: Short, is_end: np.ndarray
+) -> int:  # pragma: no cover - compiled
+    """The first ``j > i`` whose bound plus ``after[j]`` is ``target`` (``m`` if none before
+    it), the bounds of :func:`low_costs` one end at a time from ``i + 1`` (one fixed ``B``,
+    ``C(x, B)`` by the product formula: the same floats as its three steps)."""
+    count = short.cum_float
+    m = count.size - 1
+    c_i = count[i]
+    b = data.size[i + 1]
+    bf = float(b)
+    if i + 1 >= m or fixed_first(i, data, short, is_end) + after[i + 1] == target:
+        return i + 1
+    first = (data.weight[i + 1], short.base[i + 1], short.q[i + 1])
+    prev = _product(count[i + 1] - c_i, b)
+    t = 0.0
+    for j in range(i + 2, m):
+        x = count[j] - c_i
+        y = _product(x, b)
+        ok = (y > 0.0) & (count[j - 1] - c_i >= bf)
+        t = (t + data.step[j - 1]) * (prev / y if ok else 0.0)
+        prev = y
+        low = fixed_bound(x, data.weight[j] - t, bf, first, short.base[j], short.q[j], short, data.per_batch)
+        if is_end[j] and low + after[j] == target:
+            return j
+    return m
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")

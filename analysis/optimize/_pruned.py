@@ -11,7 +11,9 @@ plan (the one pruned scheme, for every rule and objective):
 2. *Upper bounds*: for every bucket count, the plan the bounds chose, costed exactly.
 3. *Forwards, exact*: start ``i`` is followed for its ``k``-th bucket only when the best
    ``k - 1`` buckets up to it plus ``back`` fit under an upper bound, and a bucket from it is
-   costed exactly only when its own bound fits too.
+   costed exactly only when its own bound fits too (for one fixed ``B`` by the product
+   formula the live starts' rows of bounds come a tile of starts at a time: they come in
+   runs).
 
 Why this is the exact optimum: every bucket of an optimal plan passes both tests (the
 prefix of an optimal plan is an optimal prefix, computed exactly by induction; its bounds
@@ -25,12 +27,12 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from analysis.optimize._backward import backward
+from analysis.optimize._backward import LANES, backward, product_work, tile_rows
 from analysis.optimize._budget import SLACK, BudgetBounds
 from analysis.optimize._costs import INF, Arrays, row_costs
 from analysis.optimize._exact import Short, exact_row
 from analysis.optimize._layers import push, run_layers
-from analysis.optimize._lower import low_costs
+from analysis.optimize._lower import fixed_path_end, low_costs
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -99,6 +101,109 @@ def needed(
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
+def _path_end(
+    i: int, layer: int, back: np.ndarray, data: Arrays, short: Short, bounds: BudgetBounds, is_end: np.ndarray
+) -> int:  # pragma: no cover - compiled
+    """The end of the first bucket from ``i`` that gives ``back[layer, i]``: the first ``j``
+    whose bound plus ``back[layer - 1, j]`` is it (the same sums; ``m`` if none before)."""
+    if short.product and not data.token:  # the bounds one end at a time, up to it
+        return fixed_path_end(i, back[layer, i], back[layer - 1], data, short, is_end)
+    m = back.shape[1] - 1
+    low = np.empty(m + 1)
+    low_costs(i, data, short, bounds, is_end, np.empty(m + 1), low)
+    j = i + 1
+    while j < m and low[j] + back[layer - 1, j] != back[layer, i]:
+        j += 1
+    return j
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _uppers(
+    data: Arrays, short: Short, bounds: BudgetBounds, rows: np.ndarray, is_end: np.ndarray, back: np.ndarray
+) -> np.ndarray:  # pragma: no cover - compiled
+    """``upper[K]``: for every bucket count, the exact objective of the plan the bounds chose
+    (inf where ``back`` has none), with the margin ``SLACK``."""
+    n_buckets = back.shape[0] - 1
+    m = back.shape[1] - 1
+    one = np.zeros(m + 1, np.bool_)
+    costs = np.empty(m + 1)
+    tb = np.zeros(m + 1)
+    t2b = np.zeros(m + 1)
+    upper = np.full(n_buckets + 1, INF)
+    for k in range(1, n_buckets + 1):
+        if back[k, 0] == INF:
+            continue
+        total = 0.0
+        i = rows[0]  # (0, typed as the other starts: a literal 0 would compile every callee twice)
+        for layer in range(k, 0, -1):
+            j = _path_end(i, layer, back, data, short, bounds, is_end)
+            one[j] = True
+            exact_row(i, data, short, one, costs, tb, t2b)
+            one[j] = False
+            total += costs[j]
+            i = j
+        upper[k] = total * (1.0 + SLACK)
+    return upper
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _forwards(
+    data: Arrays,
+    short: Short,
+    bounds: BudgetBounds,
+    rows: np.ndarray,
+    is_end: np.ndarray,
+    back: np.ndarray,
+    upper: np.ndarray,
+    best: np.ndarray,
+    arg: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """Step 3 of the module docstring into ``best`` and ``arg``: exact costs where a bucket may
+    be on an optimal plan.  A live start's row of bounds comes, for one fixed ``B`` by the
+    product formula, from a tile of the next ``LANES`` starts computed at once (live starts
+    come in runs), else from :func:`~analysis.optimize._lower.low_costs`: the same floats."""
+    m = data.cum.size - 1
+    n_buckets = back.shape[0] - 1
+    reach = reach_table(back, upper)
+    tb, t2b, costs, low, ratio = (
+        np.zeros(m + 1),
+        np.zeros(m + 1),
+        np.empty(m + 1),
+        np.empty(m + 1),
+        np.empty(m + 1),
+    )
+    need = np.zeros(m + 1, np.bool_)
+    room = np.empty(m + 1)
+    live = np.zeros(n_buckets + 1, np.bool_)
+    tiled = short.product and not data.token
+    work = product_work(data.size[1] if tiled else 1, 0, 0)
+    tile = np.empty((LANES, m + 1) if tiled else (0, 0))
+    starts = np.empty(LANES, np.int64)
+    r0 = -LANES  # the tile's first start's index in rows
+    for r in range(rows.size):
+        i = rows[r]
+        if not live_room(i, best, back, upper, reach, live, room):
+            continue
+        if tiled:
+            if r >= r0 + LANES:
+                r0 = r
+                for a in range(LANES):  # (the last repeated where fewer are left)
+                    starts[a] = rows[min(r + a, rows.size - 1)]
+                tile_rows(starts, data, short, is_end, work, tile)
+            low = tile[r - r0]
+        else:
+            low_costs(i, data, short, bounds, is_end, ratio, low)
+        first, last = needed(i, low, room, need)
+        if last == i:
+            continue
+        exact_row(i, data, short, need, costs, tb, t2b)
+        cells = slice(first, last + 1)  # (the other cells' costs are inf: they win nothing)
+        for k in range(1, n_buckets + 1):
+            if live[k]:
+                push(best[k, cells], arg[k, cells], costs[cells], best[k - 1, i], i)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def solve_exact(
     data: Arrays,
     short: Short,
@@ -123,46 +228,9 @@ def solve_exact(
                 if best[k - 1, i] < INF:
                     push(best[k, i + 1 :], arg[k, i + 1 :], costs[i + 1 :], best[k - 1, i], i)
         return best, arg
-    low = np.empty(m + 1)
-    ratio = np.empty(m + 1)
     back = backward(data, short, bounds, rows, is_end, n_buckets)  # 1. backwards over the bounds
-    # 2. an upper bound for each bucket count: the exact objective of the plan the bounds chose
-    one = np.zeros(m + 1, np.bool_)
-    upper = np.full(n_buckets + 1, INF)
-    for k in range(1, n_buckets + 1):
-        if back[k, 0] == INF:
-            continue
-        total = 0.0
-        i = rows[0]  # (0, typed as the other starts: a literal 0 would compile every callee twice)
-        for layer in range(k, 0, -1):  # the end of a first bucket that gives back[layer, i]
-            low_costs(i, data, short, bounds, is_end, ratio, low)
-            j = i + 1
-            while j < m and low[j] + back[layer - 1, j] != back[layer, i]:  # (the same sums)
-                j += 1
-            one[j] = True
-            exact_row(i, data, short, one, costs, tb, t2b)
-            one[j] = False
-            total += costs[j]
-            i = j
-        upper[k] = total * (1.0 + SLACK)
-    reach = reach_table(back, upper)
-    # 3. forwards, exact costs where a bucket may be on an optimal plan
-    need = np.zeros(m + 1, np.bool_)
-    room = np.empty(m + 1)
-    live = np.zeros(n_buckets + 1, np.bool_)
-    for r in range(rows.size):
-        i = rows[r]
-        if not live_room(i, best, back, upper, reach, live, room):
-            continue
-        low_costs(i, data, short, bounds, is_end, ratio, low)
-        first, last = needed(i, low, room, need)
-        if last == i:
-            continue
-        exact_row(i, data, short, need, costs, tb, t2b)
-        cells = slice(first, last + 1)  # (the other cells' costs are inf: they win nothing)
-        for k in range(1, n_buckets + 1):
-            if live[k]:
-                push(best[k, cells], arg[k, cells], costs[cells], best[k - 1, i], i)
+    upper = _uppers(data, short, bounds, rows, is_end, back)  # 2. an upper bound for each K
+    _forwards(data, short, bounds, rows, is_end, back, upper, best, arg)  # 3. forwards, exact
     return best, arg
 
 

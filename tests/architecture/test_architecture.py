@@ -80,7 +80,6 @@ LONG_FUNCTIONS = {
     "cli:build_parser": "the parser: one declaration per option and subcommand",
     # compiled (numba) kernels: a split would cost a call per cell in the hot loop
     "optimize._costs:row_sums": "compiled kernel",
-    "optimize._pruned:solve_exact": "compiled kernel",
     "optimize._labels:_layer": "compiled kernel",
     # figures: one matplotlib call per element, in drawing order
     "plots._common:place_labels": "label placement: one loop over candidates and collisions",

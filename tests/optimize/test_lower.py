@@ -1,0 +1,50 @@
+"""A start's bounds one end at a time (:func:`~analysis.optimize._lower.fixed_path_end`, the
+search for the plan the bounds chose) are the floats of its row of bounds
+(:func:`~analysis.optimize._lower.low_costs`): the same first end for every target."""
+
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+import pytest
+
+from analysis import BatchRule, LengthHistogram, StepTimeModel
+from analysis.optimize._problem import build_problem
+
+kernel = importlib.import_module("analysis.optimize._kernel")
+lower = importlib.import_module("analysis.optimize._lower")
+exact = importlib.import_module("analysis.optimize._exact")
+
+
+def scan(low: np.ndarray, after: np.ndarray, target: float, i: int) -> int:
+    """The first ``j > i`` with ``low[j] + after[j] == target``, ``m`` if none before it."""
+    m = low.size - 1
+    j = i + 1
+    while j < m and low[j] + after[j] != target:
+        j += 1
+    return j
+
+
+@pytest.mark.parametrize(("batch_size", "time"), [(1, False), (3, False), (8, False), (8, True), (64, False)])
+def test_path_end_is_the_row_scan(batch_size: int, time: bool) -> None:
+    rng = np.random.default_rng(batch_size)
+    lengths = np.sort(rng.choice(np.arange(1, 900), 200, replace=False))
+    hist = LengthHistogram.from_counts(lengths, rng.integers(1, 30, 200))
+    model = StepTimeModel(per_step=0.1, per_token=1e-3, attention=1e-6, working_set=1e-9) if time else None
+    prob = build_problem(hist, BatchRule(batch_size=batch_size), 3, step_time=model)
+    data, short = exact.exact_arrays(prob)
+    assert short.product
+    m = prob.m
+    is_end = np.zeros(m + 1, np.bool_)
+    is_end[prob.ends] = True
+    after = rng.random(m + 1) * 1e3
+    low, ratio = np.empty(m + 1), np.empty(m + 1)
+    for i in range(0, m, 7):
+        lower.low_costs(i, data, short, kernel._NO_BOUNDS, is_end, ratio, low)
+        sums = low + after
+        for j in rng.choice(np.arange(i + 1, m + 1), min(5, m - i), replace=False):
+            if np.isfinite(sums[j]):
+                got = lower.fixed_path_end(i, sums[j], after, data, short, is_end)
+                assert got == scan(low, after, sums[j], i) and got <= j
+        assert lower.fixed_path_end(i, -1.0, after, data, short, is_end) == m  # none: the last end
