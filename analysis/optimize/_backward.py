@@ -139,7 +139,7 @@ def _tile_state(
     acc[:] = INF
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _tile_lows(
     j: int, data: Arrays, short: Short, is_end: np.ndarray, inv: np.ndarray, lane: np.ndarray
 ) -> None:  # pragma: no cover - compiled
