@@ -433,12 +433,17 @@ def _checked_by_floors(
 
 
 def _labels_of(
-    frame: pd.DataFrame, axis: str, pairs: list[tuple[float, int, float, float]], asked: set[tuple[int, str, float]]
+    frame: pd.DataFrame,
+    axis: str,
+    pairs: list[tuple[float, int, float, float]],
+    asked: set[tuple[int, str, float]],
 ) -> tuple[str, ...]:
     """The labels of the Pareto points with an open pair that :func:`_next_asks` would still
     search (at its ``axis`` value, or at its mixing), in the frame's order."""
     open_points = {
-        (x, y) for _, k, x, y in pairs if (k, axis, x) not in asked or (0 < y and (k, "mixing", y) not in asked)
+        (x, y)
+        for _, k, x, y in pairs
+        if (k, axis, x) not in asked or (0 < y and (k, "mixing", y) not in asked)
     }
     pareto = frame[frame["pareto"]]
     keep = [(x, y) in open_points for x, y in pareto[[axis, "mixing"]].itertuples(index=False)]

@@ -114,7 +114,9 @@ def pareto_check_sentence(result: Frontier) -> str:
     >>> import numpy as np
     >>> from analysis import LengthHistogram, frontier
     >>> hist = LengthHistogram.from_counts([1, 2, 3, 9, 10], [5, 5, 5, 5, 5])
-    >>> res = frontier(hist, batch_size=4, rng=np.random.default_rng(0), max_buckets=2, simulate_strategies=False)
+    >>> res = frontier(
+    ...     hist, batch_size=4, rng=np.random.default_rng(0), max_buckets=2, simulate_strategies=False
+    ... )
     >>> pareto_check_sentence(res) == PARETO_CHECKED
     True
     """

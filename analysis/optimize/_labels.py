@@ -71,7 +71,9 @@ def backward(
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _combined(rx: np.ndarray, ry: np.ndarray, wx: float, wy: float, c: int, row: np.ndarray) -> None:  # pragma: no cover
+def _combined(
+    rx: np.ndarray, ry: np.ndarray, wx: float, wy: float, c: int, row: np.ndarray
+) -> None:  # pragma: no cover
     """``row[d] = wx X + wy Y`` of bucket ``(points[c], points[d]]`` for ``d > c`` (the matrix
     alone where the other's weight is 0, so an inf beside it never makes a NaN)."""
     if wy == 0.0:

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import analysis.answers.frontier as frontier_module
 import analysis.cli as cli
 from analysis import (
     BatchRule,
@@ -25,7 +26,6 @@ from analysis import (
     recommend,
     save_histogram,
 )
-import analysis.answers.frontier as frontier_module
 from analysis.answers.frontier import FRONTIER_COLUMNS, Frontier
 from analysis.answers.tradeoff import read_tradeoff
 from analysis.batching import DEFAULT_SEED
@@ -438,7 +438,9 @@ def test_batches_of_one_say_there_is_no_mixing_to_measure():
     plt.close(fig)
 
 
-@pytest.mark.parametrize(("seed", "rule"), [(1, BatchRule(batch_size=4)), (1, BatchRule(max_tokens=200))], ids=str)
+@pytest.mark.parametrize(
+    ("seed", "rule"), [(1, BatchRule(batch_size=4)), (1, BatchRule(max_tokens=200))], ids=str
+)
 def test_the_points_left_unproven_hold_every_beaten_one(monkeypatch, seed, rule):
     """With no floor search allowed (FLOOR_CHECKS = 0) the Lagrangian bounds alone leave
     pairs open: every Pareto point that an exhaustive search finds beaten (here the K = 3
