@@ -106,8 +106,9 @@ def unchecked_sentence(unchecked: int, checks: int, unproven: Sequence[str] = ()
 
 def pareto_check_sentence(result: Frontier) -> str:
     """What a frontier's Pareto check proved (notebook 02 under its table): every pair
-    cleared (:data:`PARETO_CHECKED`), or :func:`unchecked_sentence` naming the points left;
-    without a check (a step-time or noise model, one bucket) that none ran.
+    cleared (:data:`PARETO_CHECKED`; with one bucket the one plan is its row), or
+    :func:`unchecked_sentence` naming the points left; with a step-time or noise model, where
+    no check runs, that none ran (:data:`NOT_CHECKED`).
 
     Examples
     --------
