@@ -10,7 +10,8 @@ import pytest
 
 from analysis import LengthHistogram, StepTimeModel
 from analysis.answers.frontier import frontier
-from analysis.timing.noise import measure_gradient_noise, plan_noise, time_to_quality
+from analysis.timing.noise import plan_noise, time_to_quality
+from tests.answers.conftest import length_noise
 
 CLOCK = StepTimeModel(per_step=0.01, per_token=1e-4, attention=1e-7)
 
@@ -18,11 +19,7 @@ CLOCK = StepTimeModel(per_step=0.01, per_token=1e-4, attention=1e-7)
 @pytest.fixture(scope="module")
 def case():
     rng = np.random.default_rng(3)
-    lengths = rng.integers(4, 120, 600)
-    grads = rng.normal(size=(600, 6)) + np.outer(lengths / 60.0, rng.normal(size=6))
-    model = measure_gradient_noise(
-        lambda idx: grads[idx].mean(0), lengths, n_bins=6, groups_per_bin=6, folds=3, rng=rng
-    )
+    model = length_noise(rng, 120)
     hist = LengthHistogram.from_lengths(rng.integers(4, 120, 800))
     res = frontier(
         hist,

@@ -14,7 +14,8 @@ from analysis.answers.frontier import frontier
 from analysis.answers.tradeoff import TRAINER_LABEL, read_tradeoff, tradeoff
 from analysis.narrative.frontier import frontier_sentence
 from analysis.tables import format_percent
-from analysis.timing.noise import measure_gradient_noise, plan_noise, time_to_quality
+from analysis.timing.noise import plan_noise, time_to_quality
+from tests.answers.conftest import length_noise
 
 CLOCK = StepTimeModel(per_step=0.01, per_token=1e-4, attention=1e-7)
 
@@ -22,11 +23,7 @@ CLOCK = StepTimeModel(per_step=0.01, per_token=1e-4, attention=1e-7)
 @pytest.fixture(scope="module")
 def case():
     rng = np.random.default_rng(3)
-    lengths = rng.integers(4, 160, 600)
-    grads = rng.normal(size=(600, 6)) + np.outer(lengths / 60.0, rng.normal(size=6))
-    model = measure_gradient_noise(
-        lambda idx: grads[idx].mean(0), lengths, n_bins=6, groups_per_bin=6, folds=3, rng=rng
-    )
+    model = length_noise(rng, 160)
     hist = LengthHistogram.from_lengths(rng.integers(4, 160, 900))
     trade = tradeoff(hist, BatchRule(4), rng=np.random.default_rng(1), noise=model, step_time=CLOCK)
     return model, hist, trade
