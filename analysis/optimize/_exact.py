@@ -248,8 +248,28 @@ def exact_row(
     t2b: np.ndarray,
 ) -> None:  # pragma: no cover - compiled
     """``out[j]`` = exact objective of bucket ``(i, j]`` for every ``j > i`` with ``need[j]``
-    (inf elsewhere); ``tb``, ``t2b``: work rows."""
-    cum, weight, weight2, size = data.cum, data.weight, data.weight2, data.size
+    (inf elsewhere); ``tb``, ``t2b``: work rows.  One fixed ``B <= 16`` read without a table
+    of ``C(x, B)`` (batch size 8 and the like) takes :func:`small_row`, any other rule
+    :func:`carried_row`: the same floats."""
+    if not data.token and not data.comb.size and data.size[i + 1] <= _SMALL_SIZE:
+        small_row(i, data, short, need, out, tb, t2b)
+    else:
+        carried_row(i, data, short, need, out, tb, t2b)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def carried_row(
+    i: int,
+    data: Arrays,
+    short: Short,
+    need: np.ndarray,
+    out: np.ndarray,
+    tb: np.ndarray,
+    t2b: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """:func:`exact_row` for any rule: ``T_B`` along the row (with a token budget its restarts,
+    lazily), each residue's ``T_r`` by :func:`_advance` from where its own sum was left."""
+    cum, size = data.cum, data.size
     m = cum.size - 1
     ci = cum[i]
     if data.token:
@@ -271,26 +291,78 @@ def exact_row(
             continue
         n = cum[j] - ci
         b = size[j]
-        if n < b:  # one batch of n samples: each pads to the longest
-            cost = n * (short.base[j] + n * short.q[j])
-        else:
-            full = n // b
-            r = n - full * b
-            cost = full * b * ((weight[j] - tb[j]) + b * (weight2[j] - t2b[j]))
-            if r:
-                if r <= _CARRY_MAX:
-                    at, t, t2 = _advance(
-                        ci, carry_at[r], carry_t[r], carry_t2[r], j, r, cum, short, False, data
-                    )
-                    carry_at[r], carry_t[r], carry_t2[r] = at, t, t2
-                else:  # from the first k whose x_k passes n 2**(-70/r): the terms below are < 2**-70
-                    cut = ci + n * 2.0 ** (-70.0 / r)
-                    first = i + 1 + np.searchsorted(cum[i + 1 : j], cut, side="right")
-                    _, t, t2 = _advance(ci, first, 0.0, 0.0, j, r, cum, short, False, data)
-                cost += r * ((short.base[j] - t) + r * (short.q[j] - t2))
-        if data.per_batch != 0.0:
-            cost += data.per_batch * ((n + b - 1) // b)
-        out[j] = cost
+        r = n % b if n >= b else 0
+        t, t2 = 0.0, 0.0
+        if 0 < r <= _CARRY_MAX:
+            at, t, t2 = _advance(ci, carry_at[r], carry_t[r], carry_t2[r], j, r, cum, short, False, data)
+            carry_at[r], carry_t[r], carry_t2[r] = at, t, t2
+        elif r > _CARRY_MAX:  # from the first k whose x_k passes n 2**(-70/r): the terms below are < 2**-70
+            cut = ci + n * 2.0 ** (-70.0 / r)
+            first = i + 1 + np.searchsorted(cum[i + 1 : j], cut, side="right")
+            _, t, t2 = _advance(ci, first, 0.0, 0.0, j, r, cum, short, False, data)
+        out[j] = _bucket_cost(j, n, b, tb[j], t2b[j], t, t2, data, short)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _bucket_cost(
+    j: int, n: int, b: int, tb: float, t2b: float, t: float, t2: float, data: Arrays, short: Short
+) -> float:  # pragma: no cover - compiled
+    """The exact objective of a bucket of ``n`` samples ending at ``j`` in batches of ``b``
+    from its running sums: ``tb``, ``t2b`` for the full batches, ``t``, ``t2`` for the short
+    one (read only where it has ``r = n mod b > 0`` samples)."""
+    if n < b:  # one batch of n samples: each pads to the longest
+        cost = n * (short.base[j] + n * short.q[j])
+    else:
+        full = n // b
+        r = n - full * b
+        cost = full * b * ((data.weight[j] - tb) + b * (data.weight2[j] - t2b))
+        if r:
+            cost += r * ((short.base[j] - t) + r * (short.q[j] - t2))
+    if data.per_batch != 0.0:
+        cost += data.per_batch * ((n + b - 1) // b)
+    return float(cost)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def small_row(
+    i: int, data: Arrays, short: Short, need: np.ndarray, out: np.ndarray, tb: np.ndarray, t2b: np.ndarray
+) -> None:  # pragma: no cover - compiled
+    """:func:`exact_row` for one fixed ``B <= _SMALL_SIZE`` read without a table of ``C(x, B)``,
+    in one pass up to the last needed end: every subset size ``s <= B`` takes its ratio
+    ``C(a, s) / C(n, s)`` as the product of the first ``s`` factors ``(a - t) / (n - t)``
+    (:func:`short_ratio`'s, in its order), so one row of ``B`` quotients per end gives every
+    residue's and the full batches' ratios, the same floats as their own products, and each
+    running sum is the one :func:`_advance` carries (0 while ``a < s``)."""
+    cum = data.cum
+    m = cum.size - 1
+    ci = cum[i]
+    b = data.size[i + 1]
+    last = i
+    for j in range(i + 1, m + 1):
+        out[j] = INF
+        last = j if need[j] else last
+    ts, t2s, ratio = np.zeros(b + 1), np.zeros(b + 1), np.empty(b + 1)  # s = b: the full batches
+    for j in range(i + 2, last + 1):
+        below, n = cum[j - 1] - ci, cum[j] - ci
+        p = 1.0
+        for s in range(1, b + 1):
+            p *= (below - (s - 1)) / (n - (s - 1))
+            ratio[s] = p
+        st, st2 = short.base_step[j - 1], short.q_step[j - 1]
+        for s in range(1, b):
+            ts[s] = (ts[s] + st) * ratio[s] if below >= s else 0.0
+            t2s[s] = (t2s[s] + st2) * ratio[s] if below >= s else 0.0
+        ts[b] = (ts[b] + data.step[j - 1]) * ratio[b] if below >= b else 0.0
+        t2s[b] = (t2s[b] + data.step2[j - 1]) * ratio[b] if below >= b else 0.0
+        if need[j]:
+            n = cum[j] - ci
+            r = n % b if n >= b else 0
+            tb[j], t2b[j] = ts[b], t2s[b]
+            out[j] = _bucket_cost(j, n, b, ts[b], t2s[b], ts[r], t2s[r], data, short)
+    if last > i and need[i + 1]:  # the first end: every sum 0
+        n = cum[i + 1] - ci
+        tb[i + 1], t2b[i + 1] = 0.0, 0.0
+        out[i + 1] = _bucket_cost(i + 1, n, b, 0.0, 0.0, 0.0, 0.0, data, short)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
