@@ -72,6 +72,8 @@ _CARRY_MAX = 64
 POWER_ABOVE = _CARRY_MAX
 # Subsets up to this size take their ratio C(a, s) / C(b, s) as a product of s factors.
 _SMALL_SIZE = 16
+# Ends whose ratios :func:`small_row` computes at once (a loop across them per subset size).
+_BLOCK = 256
 # Relative margin of the lower bounds (far above the rounding of the costs).
 LOW_SLACK = 1e-9
 _ROUND = 2.0**52  # x + 2**52 - 2**52 rounds 0 <= x < 2**52 to the nearest integer
@@ -300,27 +302,54 @@ def carried_row(
             cut = ci + n * 2.0 ** (-70.0 / r)
             first = i + 1 + np.searchsorted(cum[i + 1 : j], cut, side="right")
             _, t, t2 = _advance(ci, first, 0.0, 0.0, j, r, cum, short, False, data)
-        out[j] = _bucket_cost(j, n, b, tb[j], t2b[j], t, t2, data, short)
+        out[j] = _bucket_cost(n, b, _at(j, data, short), (tb[j], t2b[j], t, t2))
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _bucket_cost(
-    j: int, n: int, b: int, tb: float, t2b: float, t: float, t2: float, data: Arrays, short: Short
+    n: int, b: int, at_j: tuple[float, float, float, float, float], sums: tuple[float, float, float, float]
 ) -> float:  # pragma: no cover - compiled
-    """The exact objective of a bucket of ``n`` samples ending at ``j`` in batches of ``b``
-    from its running sums: ``tb``, ``t2b`` for the full batches, ``t``, ``t2`` for the short
-    one (read only where it has ``r = n mod b > 0`` samples)."""
+    """The exact objective of a bucket of ``n`` samples in batches of ``b``: ``at_j`` its end's
+    ``weight``, ``weight2``, ``base``, ``q`` and the per-batch cost, ``sums`` its running sums
+    (``T_B`` and its second sum for the full batches, ``T_r`` and its second for the short
+    one, read only where it has ``r = n mod b > 0`` samples).  (Scalars only: a call that
+    passes the tables' tuples pays for counting their references.)"""
+    w, w2, base, q, per_batch = at_j
+    tb, t2b, t, t2 = sums
     if n < b:  # one batch of n samples: each pads to the longest
-        cost = n * (short.base[j] + n * short.q[j])
+        cost = n * (base + n * q)
     else:
         full = n // b
         r = n - full * b
-        cost = full * b * ((data.weight[j] - tb) + b * (data.weight2[j] - t2b))
+        cost = full * b * ((w - tb) + b * (w2 - t2b))
         if r:
-            cost += r * ((short.base[j] - t) + r * (short.q[j] - t2))
-    if data.per_batch != 0.0:
-        cost += data.per_batch * ((n + b - 1) // b)
+            cost += r * ((base - t) + r * (q - t2))
+    if per_batch != 0.0:
+        cost += per_batch * ((n + b - 1) // b)
     return float(cost)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _at(j: int, data: Arrays, short: Short) -> tuple[float, float, float, float, float]:  # pragma: no cover
+    """What :func:`_bucket_cost` reads at end ``j``."""
+    return data.weight[j], data.weight2[j], short.base[j], short.q[j], data.per_batch
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _small_ratios(
+    j0: int, nb: int, c_i: float, b: int, count: np.ndarray, ratio: np.ndarray
+) -> None:  # pragma: no cover - compiled
+    """``ratio[s, k]`` for the ``nb`` ends ``j = j0 + k`` of a block and ``1 <= s <= b``: the
+    product ``prod_{t < s} (a - t) / (n - t)`` (``a``, ``n`` the counts up to ``j - 1`` and
+    ``j``), factor by factor as :func:`short_ratio` has it (integers below 2**53: exact in
+    floats), each ``s`` a loop across the block (vectorised: whole rows of a C-ordered table)."""
+    below, above = count[j0 - 1 : j0 - 1 + nb], count[j0 : j0 + nb]
+    ratio[0, :nb] = 1.0
+    for s in range(1, b + 1):
+        tf = float(s - 1)
+        prev, row = ratio[s - 1], ratio[s]
+        for k in range(nb):
+            row[k] = prev[k] * (((below[k] - c_i) - tf) / ((above[k] - c_i) - tf))
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -330,39 +359,47 @@ def small_row(
     """:func:`exact_row` for one fixed ``B <= _SMALL_SIZE`` read without a table of ``C(x, B)``,
     in one pass up to the last needed end: every subset size ``s <= B`` takes its ratio
     ``C(a, s) / C(n, s)`` as the product of the first ``s`` factors ``(a - t) / (n - t)``
-    (:func:`short_ratio`'s, in its order), so one row of ``B`` quotients per end gives every
-    residue's and the full batches' ratios, the same floats as their own products, and each
-    running sum is the one :func:`_advance` carries (0 while ``a < s``)."""
-    cum = data.cum
+    (:func:`short_ratio`'s, in its order), so ``B`` quotients per end give every residue's
+    and the full batches' ratios (:func:`_small_ratios`, a block of ends at a time), the same
+    floats as their own products, and each running sum is the one :func:`_advance` carries
+    (0 while ``a < s``; the second sums stay 0 where their steps are)."""
+    cum, count = data.cum, short.cum_float
     m = cum.size - 1
     ci = cum[i]
+    c_i = count[i]
     b = data.size[i + 1]
     last = i
     for j in range(i + 1, m + 1):
         out[j] = INF
         last = j if need[j] else last
-    ts, t2s, ratio = np.zeros(b + 1), np.zeros(b + 1), np.empty(b + 1)  # s = b: the full batches
-    for j in range(i + 2, last + 1):
-        below, n = cum[j - 1] - ci, cum[j] - ci
-        p = 1.0
-        for s in range(1, b + 1):
-            p *= (below - (s - 1)) / (n - (s - 1))
-            ratio[s] = p
-        st, st2 = short.base_step[j - 1], short.q_step[j - 1]
-        for s in range(1, b):
-            ts[s] = (ts[s] + st) * ratio[s] if below >= s else 0.0
-            t2s[s] = (t2s[s] + st2) * ratio[s] if below >= s else 0.0
-        ts[b] = (ts[b] + data.step[j - 1]) * ratio[b] if below >= b else 0.0
-        t2s[b] = (t2s[b] + data.step2[j - 1]) * ratio[b] if below >= b else 0.0
-        if need[j]:
-            n = cum[j] - ci
-            r = n % b if n >= b else 0
-            tb[j], t2b[j] = ts[b], t2s[b]
-            out[j] = _bucket_cost(j, n, b, ts[b], t2s[b], ts[r], t2s[r], data, short)
+    two = False  # any step of q or weight2 up to the last end
+    for j in range(i + 1, last):
+        two = two or short.q_step[j] != 0.0 or data.step2[j] != 0.0
+    ts, t2s = np.zeros(b + 1), np.zeros(b + 1)  # s = b: the full batches
+    ratio = np.empty((b + 1, _BLOCK))
+    for j0 in range(i + 2, last + 1, _BLOCK):
+        nb = min(_BLOCK, last + 1 - j0)
+        _small_ratios(j0, nb, c_i, b, count, ratio)
+        for k in range(nb):
+            j = j0 + k
+            below = count[j - 1] - c_i
+            st, st2 = short.base_step[j - 1], short.q_step[j - 1]
+            for s in range(1, b):
+                ts[s] = (ts[s] + st) * ratio[s, k] if below >= s else 0.0
+            ts[b] = (ts[b] + data.step[j - 1]) * ratio[b, k] if below >= b else 0.0
+            if two:
+                for s in range(1, b):
+                    t2s[s] = (t2s[s] + st2) * ratio[s, k] if below >= s else 0.0
+                t2s[b] = (t2s[b] + data.step2[j - 1]) * ratio[b, k] if below >= b else 0.0
+            if need[j]:
+                n = cum[j] - ci
+                r = n % b if n >= b else 0
+                tb[j], t2b[j] = ts[b], t2s[b]
+                out[j] = _bucket_cost(n, b, _at(j, data, short), (ts[b], t2s[b], ts[r], t2s[r]))
     if last > i and need[i + 1]:  # the first end: every sum 0
         n = cum[i + 1] - ci
         tb[i + 1], t2b[i + 1] = 0.0, 0.0
-        out[i + 1] = _bucket_cost(i + 1, n, b, 0.0, 0.0, 0.0, 0.0, data, short)
+        out[i + 1] = _bucket_cost(n, b, _at(i + 1, data, short), (0.0, 0.0, 0.0, 0.0))
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
