@@ -118,6 +118,8 @@ def _group_of(rows: np.ndarray, r: int, starts: np.ndarray) -> int:  # pragma: n
 LANES = 64
 # A tile's state: rows of one value per lane, one flat array at these constant offsets (the
 # vectoriser then sees that the rows never overlap, with no check at run time).
+# Ends whose bounds :func:`tile_rows` gathers before writing them to the rows (a cache line).
+TILE_ENDS = 8
 _CI, _X, _Y, _PREV, _XPREV, _T, _G, _BASE, _Q, _FIRST, _LOW, _START, _ROWS = (r * LANES for r in range(13))
 
 
@@ -139,19 +141,30 @@ def _tile_state(
     acc[:] = INF
 
 
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _at(j: int, data: Arrays, short: Short, is_end: np.ndarray) -> tuple[float, float, float, float, float, bool]:  # pragma: no cover
+    """What :func:`_tile_lows` reads at end ``j``: the count up to it, the step before it, its
+    weight, ``base`` and ``q``, and whether it is an end."""
+    return short.cum_float[j], data.step[j - 1], data.weight[j], short.base[j], short.q[j], is_end[j]
+
+
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _tile_lows(
-    j: int, data: Arrays, short: Short, is_end: np.ndarray, inv: np.ndarray, lane: np.ndarray
+    at_j: tuple[float, float, float, float, float, bool],
+    per_batch: float,
+    quad: bool,
+    inv: np.ndarray,
+    lane: np.ndarray,
 ) -> None:  # pragma: no cover - compiled
     """``lane[_LOW]``: every lane's bound on ``(start, j]`` (inf up to its start, its first
-    bound at ``start + 1``), the lanes' ratios and running sums advanced to ``j``: per lane
-    the arithmetic of :func:`~analysis.optimize._lower.fixed_ratios` (the product formula),
-    :func:`~analysis.optimize._lower.chain` and :func:`~analysis.optimize._lower.fixed_bounds`,
-    the same floats."""
-    count = short.cum_float
+    bound at ``start + 1``), the lanes' ratios and running sums advanced to ``j`` (``at_j``:
+    :func:`_at`; scalars, not the tables' tuples, whose reference counts a call per end
+    pays): per lane the arithmetic of :func:`~analysis.optimize._lower.fixed_ratios` (the
+    product formula), :func:`~analysis.optimize._lower.chain` and
+    :func:`~analysis.optimize._lower.fixed_bounds`, the same floats."""
+    cj, st, w, base_j, q_j, end = at_j
     b = inv.size
     bf = float(b)
-    cj = count[j]
     for a in range(LANES):
         lane[_PREV + a] = lane[_Y + a]
         lane[_X + a] = cj - lane[_CI + a]
@@ -160,8 +173,6 @@ def _tile_lows(
         ff, inv_f = float(f), inv[f]
         for a in range(LANES):
             lane[_Y + a] *= (lane[_X + a] - ff) * inv_f
-    st, w, per_batch = data.step[j - 1], data.weight[j], data.per_batch
-    base_j, q_j, end = short.base[j], short.q[j], is_end[j]
     for a in range(LANES):
         x, y = lane[_X + a], lane[_Y + a]
         ok = (y > 0.0) & (lane[_XPREV + a] >= bf)
@@ -170,7 +181,7 @@ def _tile_lows(
         t = (lane[_T + a] + st) * ratio
         lane[_T + a] = t
         first = (lane[_G + a], lane[_BASE + a], lane[_Q + a])
-        v = fixed_bound(x, w - t, bf, first, base_j, q_j, short, per_batch)
+        v = fixed_bound(x, w - t, bf, first, base_j, q_j, quad, per_batch)
         lane[_LOW + a] = v if end else INF
 
 
@@ -195,7 +206,7 @@ def _product_tile(
     j0, top = starts[0] + 1, starts[LANES - 1]
     low = lane[_LOW : _LOW + LANES]
     for j in range(j0, m + 1):
-        _tile_lows(j, data, short, is_end, inv, lane)
+        _tile_lows(_at(j, data, short, is_end), data.per_batch, short.quad, inv, lane)
         if j <= top + 1:  # up to a lane's start inf, at start + 1 its first bound
             fj = float(j)
             for a in range(LANES):
@@ -244,15 +255,23 @@ def tile_rows(
 ) -> None:  # pragma: no cover - compiled
     """``out[a, j]`` for every ``j > starts[0]``: the row of bounds of start ``starts[a]``
     (:func:`~analysis.optimize._lower.low_costs`' floats, inf up to the start), for the
-    ``LANES`` starts of a tile at once (one fixed ``B``, ``C(x, B)`` by the product formula)."""
-    inv, lane, acc, _ = work
+    ``LANES`` starts of a tile at once (one fixed ``B``, ``C(x, B)`` by the product formula;
+    ``work`` of :func:`product_work` with room for ``TILE_ENDS`` ends: a block of ends' bounds
+    goes to the rows a cache line at a time)."""
+    inv, lane, acc, buf = work
     _tile_state(starts, data, short, is_end, lane, acc)
-    for j in range(starts[0] + 1, out.shape[1]):
-        _tile_lows(j, data, short, is_end, inv, lane)
-        fj = float(j)
+    m = out.shape[1] - 1
+    for j0 in range(starts[0] + 1, m + 1, TILE_ENDS):
+        nj = min(TILE_ENDS, m + 1 - j0)
+        for q in range(nj):
+            _tile_lows(_at(j0 + q, data, short, is_end), data.per_batch, short.quad, inv, lane)
+            fj = float(j0 + q)
+            for a in range(LANES):
+                v = lane[_FIRST + a] if fj == lane[_START + a] + 1.0 else lane[_LOW + a]
+                buf[q, a] = INF if fj <= lane[_START + a] else v
         for a in range(LANES):
-            v = lane[_FIRST + a] if fj == lane[_START + a] + 1.0 else lane[_LOW + a]
-            out[a, j] = INF if fj <= lane[_START + a] else v
+            for q in range(nj):
+                out[a, j0 + q] = buf[q, a]
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")

@@ -102,12 +102,12 @@ def fixed_bound(
     first: tuple[float, float, float],
     base_j: float,
     q_j: float,
-    short: Short,
+    quad: bool,
     per_batch: float,
 ) -> float:  # pragma: no cover - compiled
     """The bound of :func:`fixed_bounds` on one bucket of ``n`` samples whose full batches'
     ``E_B`` is ``eb`` (``first``: the row's ``g_B``, ``base`` and ``q`` at its first end;
-    ``base_j``, ``q_j``: at the bucket's end)."""
+    ``base_j``, ``q_j``: at the bucket's end; ``quad``: whether ``q`` is nonzero)."""
     g_first, base_first, q_first = first
     inv_b = 1.0 / bf
     full = (n * inv_b + _ROUND) - _ROUND  # the nearest integer (n < 2**52), then corrected
@@ -115,7 +115,7 @@ def fixed_bound(
     full = full - 1.0 if r < 0.0 else full  # floor(n / B)
     r = n - full * bf
     f = r * inv_b
-    f = f * f if short.quad else f
+    f = f * f if quad else f
     d = eb - g_first
     d = d if d > 0.0 else 0.0
     low = (n - r) * eb + r * ((base_first + r * q_first) + f * d)
@@ -139,7 +139,7 @@ def fixed_bounds(
     first = (data.weight[i + 1], short.base[i + 1], short.q[i + 1])  # (a fixed B: weight2 is 0)
     for j in range(i + 2, m + 1):
         n, eb = count[j] - c_i, data.weight[j] - t[j]
-        low = fixed_bound(n, eb, bf, first, short.base[j], short.q[j], short, data.per_batch)
+        low = fixed_bound(n, eb, bf, first, short.base[j], short.q[j], short.quad, data.per_batch)
         out[j] = low if is_end[j] else INF
     power_bounds(i, data, short, t, out)  # higher where B is large
 
@@ -177,7 +177,9 @@ def fixed_path_end(
         ok = (y > 0.0) & (count[j - 1] - c_i >= bf)
         t = (t + data.step[j - 1]) * (prev / y if ok else 0.0)
         prev = y
-        low = fixed_bound(x, data.weight[j] - t, bf, first, short.base[j], short.q[j], short, data.per_batch)
+        low = fixed_bound(
+            x, data.weight[j] - t, bf, first, short.base[j], short.q[j], short.quad, data.per_batch
+        )
         if is_end[j] and low + after[j] == target:
             return j
     return m
