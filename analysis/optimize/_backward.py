@@ -256,11 +256,11 @@ def tile_rows(
     """``out[a, j]`` for every ``j > starts[0]``: the row of bounds of start ``starts[a]``
     (:func:`~analysis.optimize._lower.low_costs`' floats, inf up to the start), for the
     ``LANES`` starts of a tile at once (one fixed ``B``, ``C(x, B)`` by the product formula;
-    ``work`` of :func:`product_work` with room for ``TILE_ENDS`` ends: a block of ends' bounds
-    goes to the rows a cache line at a time)."""
-    inv, lane, acc, buf = work
+    a block of ``TILE_ENDS`` ends' bounds goes to the rows a cache line at a time)."""
+    inv, lane, acc, _ = work
     _tile_state(starts, data, short, is_end, lane, acc)
     m = out.shape[1] - 1
+    buf = np.empty((TILE_ENDS, LANES))
     for j0 in range(starts[0] + 1, m + 1, TILE_ENDS):
         nj = min(TILE_ENDS, m + 1 - j0)
         for q in range(nj):

@@ -27,7 +27,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from analysis.optimize._backward import LANES, TILE_ENDS, backward, product_work, tile_rows
+from analysis.optimize._backward import LANES, backward, product_work, tile_rows
 from analysis.optimize._budget import SLACK, BudgetBounds
 from analysis.optimize._costs import INF, Arrays, row_costs
 from analysis.optimize._exact import Short, exact_row
@@ -176,7 +176,7 @@ def _forwards(
     room = np.empty(m + 1)
     live = np.zeros(n_buckets + 1, np.bool_)
     tiled = short.product and not data.token
-    work = product_work(data.size[1] if tiled else 1, 0, TILE_ENDS)
+    work = product_work(data.size[1] if tiled else 1, 0, 0)
     tile = np.empty((LANES, m + 1) if tiled else (0, 0))
     starts = np.empty(LANES, np.int64)
     r0 = -LANES  # the tile's first start's index in rows
