@@ -142,7 +142,9 @@ def _tile_state(
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _at(j: int, data: Arrays, short: Short, is_end: np.ndarray) -> tuple[float, float, float, float, float, bool]:  # pragma: no cover
+def _at(
+    j: int, data: Arrays, short: Short, is_end: np.ndarray
+) -> tuple[float, float, float, float, float, bool]:  # pragma: no cover - compiled
     """What :func:`_tile_lows` reads at end ``j``: the count up to it, the step before it, its
     weight, ``base`` and ``q``, and whether it is an end."""
     return short.cum_float[j], data.step[j - 1], data.weight[j], short.base[j], short.q[j], is_end[j]

@@ -29,6 +29,8 @@ kernel = importlib.import_module("analysis.optimize._kernel")
 
 budget = importlib.import_module("analysis.optimize._budget")
 
+exact = importlib.import_module("analysis.optimize._exact")
+
 
 def batch_size_of(rule: dict, upper: int, edge_multiple: int = 1, pad: int = 1) -> int:
     """``batch_size``, or ``max_tokens`` over the upper edge (at its multiple) padded to ``pad``."""
@@ -258,3 +260,30 @@ def test_a_bucket_count_whose_tables_would_not_fit_is_refused_before_allocating(
     with pytest.raises(ValueError, match=msg):
         sweep_bucket_counts(hist, [1, 10_000], ["optimal"], batch_size=8)
     assert optimize_edges(hist, 10_000, batch_size=8, method="equal_count").n_buckets <= 10_000
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_one_pass_row_is_the_carried_row_bit_for_bit(seed):
+    """A fixed ``B <= 16`` read without a table (``small_row``: every subset size's ratio a
+    prefix product of the same ``B`` quotients) gives the floats of the row that carries each
+    residue's sum on its own (``carried_row``), for every start and random ends asked for,
+    with and without a working-set term and a per-step time."""
+    rng = np.random.default_rng(9000 + seed)
+    n = int(rng.integers(5, 200))
+    lengths = np.sort(rng.choice(np.arange(1, 3000), n, replace=False))
+    counts = np.where(rng.random(n) < 0.3, 1, rng.integers(1, 60, n))
+    hist = LengthHistogram.from_counts(lengths, counts)
+    model = [None, StepTimeModel(per_step=0.5, per_token=1e-2, attention=1e-3, working_set=2e-3)][seed % 2]
+    objective = "padding" if model is None else "time"
+    rule = BatchRule(batch_size=int(rng.integers(1, 17)))
+    prob = problem.build_problem(hist, rule, 1, step_time=model, objective=objective)
+    data, short = exact.exact_arrays(prob)
+    assert not data.comb.size and short.quad == (model is not None)
+    m = prob.m
+    for i in range(m):
+        need = rng.random(m + 1) < rng.choice([0.05, 0.5, 1.0])
+        fast, carried = np.empty(m + 1), np.empty(m + 1)
+        exact.small_row(i, data, short, need, fast, np.zeros(m + 1), np.zeros(m + 1))
+        exact.carried_row(i, data, short, need, carried, np.zeros(m + 1), np.zeros(m + 1))
+        assert np.array_equal(fast[i + 1 :], carried[i + 1 :]), (i, rule)
+        assert np.isfinite(fast[i + 1 :]).sum() == need[i + 1 :].sum()
