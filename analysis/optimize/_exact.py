@@ -16,7 +16,9 @@ weight).  ``E[g(max of s)] = g(v_j) - T_s(i, j)`` with ``T_s`` the running sum o
   sum and each ``T_r`` by a running sum of its own residue ``r`` (carried along the row
   from the start for ``r <= _CARRY_MAX``, each computed from where its terms pass
   ``2**-70`` above): every value is a function of ``(i, j)`` alone, whatever else the row
-  needs;
+  needs (:func:`carried_row`; for one fixed ``B <= 16`` read without a table every size's
+  ratio is a prefix product of the same ``B`` quotients, so :func:`small_row` carries all
+  the sums in one pass, the same floats);
 * :func:`lower_row`: ``O(1)`` lower bounds from the full-batch cost ``n E_B``.  For a
   fixed weight ``h`` the chance that a random ``s``-subset holds a sample above a level is
   concave in ``s`` (its increments shrink by ``(x - s) / (n - s - 1) <= 1``), so
