@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.answers.frontier import Frontier, frontier
+from analysis.answers.frontier import FLOOR_CHECKS, Frontier, frontier
 from analysis.batching import BatchRule
 from analysis.lengths import LengthHistogram
 from analysis.optimize import BucketPlan, Floor, optimize_edges
@@ -249,7 +249,8 @@ def tradeoff(
     step_time: StepTimeModel | None = None,
 ) -> TradeOff:
     """The frontier of ``hist`` under ``rule`` with the one set of settings every face uses (the
-    defaults of :func:`analysis.answers.frontier.frontier`; ``rng`` for its simulated
+    defaults of :func:`analysis.answers.frontier.frontier`, and the Pareto check's
+    :data:`~analysis.answers.frontier.FLOOR_CHECKS` floor searches; ``rng`` for its simulated
     strategies, a fresh ``np.random.default_rng(seed)`` so that every face draws the same), read
     at ``min_efficiency`` (else at the Trainer's efficiency: :func:`read_tradeoff`).
     ``edge_sets`` marks given plans on the plane; they never change the answer.  ``noise`` (a
@@ -265,5 +266,7 @@ def tradeoff(
     >>> t.measure, t.target == t.trainer.reached, t.best.n_buckets >= 2
     ('efficiency', True, True)
     """
-    result = frontier(hist, rule, rng=rng, edge_sets=edge_sets, noise=noise, step_time=step_time)
+    result = frontier(
+        hist, rule, rng=rng, edge_sets=edge_sets, noise=noise, step_time=step_time, floor_checks=FLOOR_CHECKS
+    )
     return read_tradeoff(result, hist, min_efficiency, noise=noise, step_time=step_time)

@@ -91,15 +91,23 @@ def unchecked_sentence(unchecked: int, checks: int, unproven: Sequence[str] = ()
     'Not proven: 3 pairs of a Pareto point and a bucket count were ne'
     >>> unchecked_sentence(3, 48, ["frontier edges, K=12", "frontier edges, K=13", "packing"])[-59:]
     'Pareto points not proven: frontier edges, K=12–13; packing.'
+    >>> unchecked_sentence(1, 0)[:120]
+    'Not proven: 1 pair of a Pareto point and a bucket count was not cleared by the DP’s bounds, and no floor search ran (floo'
     """
     if unchecked <= 0:
         return None
     pairs = "pair" if unchecked == 1 else "pairs"
     verb = "was" if unchecked == 1 else "were"
+    if checks > 0:
+        how = f"{verb} neither cleared by the DP’s bounds nor searched (the check runs at most {checks:,} floor searches)"
+    else:
+        how = (
+            f"{verb} not cleared by the DP’s bounds, and no floor search ran (floor_checks=0; the faces run "
+            f"{FLOOR_CHECKS:,})"
+        )
     text = (
-        f"Not proven: {unchecked:,} {pairs} of a Pareto point and a bucket count {verb} neither cleared "
-        f"by the DP’s bounds nor searched (the check runs at most {checks:,} floor searches), so a "
-        "plan of that many buckets may beat such a point."
+        f"Not proven: {unchecked:,} {pairs} of a Pareto point and a bucket count {how}, so a plan of that many "
+        "buckets may beat such a point."
     )
     return text if not unproven else f"{text} The Pareto points not proven: {named_points(unproven)}."
 
@@ -116,14 +124,15 @@ def pareto_check_sentence(result: Frontier) -> str:
     >>> from analysis import LengthHistogram, frontier
     >>> hist = LengthHistogram.from_counts([1, 2, 3, 9, 10], [5, 5, 5, 5, 5])
     >>> res = frontier(
-    ...     hist, batch_size=4, rng=np.random.default_rng(0), max_buckets=2, simulate_strategies=False
+    ...     hist, batch_size=4, rng=np.random.default_rng(0), max_buckets=2, simulate_strategies=False,
+    ...     floor_checks=48,
     ... )
     >>> pareto_check_sentence(res) == PARETO_CHECKED
     True
     """
     if result.axis == "tokens_per_s" or result.mixing_axis != "mixing":
         return NOT_CHECKED
-    text = unchecked_sentence(result.unchecked, FLOOR_CHECKS, result.unproven)
+    text = unchecked_sentence(result.unchecked, result.floor_checks, result.unproven)
     return PARETO_CHECKED if text is None else text
 
 

@@ -117,9 +117,12 @@ class Lagrangian:
     # matrix of analysis.optimize._gradient, its scale N tr Σ)
     axis: str = "mixing"
     noise: GradientArrays | None = None
-    # the passes made on these matrices, by (k_max, lam) (_pass: a floor search asks again for
-    # the optimum and the most mixing it bracketed its gap with)
-    passes: dict[tuple[int, float], dict[int, list[int]]] = field(default_factory=dict, compare=False)
+    # the passes made on these matrices, by (k_max, lam): every K's ends and the DP's minimum
+    # (_pass: a floor search asks again for the optimum and the most mixing it bracketed its gap
+    # with; a pass of more buckets answers for fewer at the same lam)
+    passes: dict[tuple[int, float], tuple[dict[int, list[int]], np.ndarray]] = field(
+        default_factory=dict, compare=False
+    )
 
 
 # The matrices made inside a reuse_matrices() scope, per thread: (hist, key, noise, Lagrangian).
@@ -203,13 +206,24 @@ def _make_lagrangian(hist: LengthHistogram, prob: Problem, noise: GradientNoise 
 def _pass(lag: Lagrangian, k_max: int, lam: float) -> dict[int, list[int]]:
     """Bucket ends (ascending, last ``m``) minimising ``objective - lam * mixing`` for every
     ``K <= k_max`` (one DP pass over the matrices; a pass made before is read back)."""
+    ends, _ = _made_pass(lag, k_max, lam)
+    return {k: list(e) for k, e in ends.items() if k <= k_max}
+
+
+def _made_pass(lag: Lagrangian, k_max: int, lam: float) -> tuple[dict[int, list[int]], np.ndarray]:
+    """The pass of ``lag`` at ``lam`` for at least ``k_max`` buckets, made once: the ends by
+    ``K`` and ``values[K]``, the least ``objective - lam * mixing`` of ``K`` buckets (inf:
+    none).  The DP's layer ``K`` depends on the layers below it only, so a pass made for more
+    buckets answers for fewer, the same ends and sums."""
     made = lag.passes.get((k_max, lam))
     if made is None:
+        made = next((v for (k, x), v in lag.passes.items() if x == lam and k >= k_max), None)
+    if made is None:
         made = lag.passes[(k_max, lam)] = _new_pass(lag, k_max, lam)
-    return {k: list(ends) for k, ends in made.items()}
+    return made
 
 
-def _new_pass(lag: Lagrangian, k_max: int, lam: float) -> dict[int, list[int]]:
+def _new_pass(lag: Lagrangian, k_max: int, lam: float) -> tuple[dict[int, list[int]], np.ndarray]:
     per = lam / lag.scale if lag.scale > 0 else 0.0
     costs = lag.costs - per * lag.mixing if per != 0.0 else lag.costs
     best, arg = _solve_points(costs, min(k_max, lag.points.size - 1))
@@ -222,7 +236,7 @@ def _new_pass(lag: Lagrangian, k_max: int, lam: float) -> dict[int, list[int]]:
                 ends.append(int(lag.points[c]))
                 c = int(arg[layer, c])
             out[k] = ends[::-1]
-    return out
+    return out, best[:, last].copy()
 
 
 def _edges(lag: Lagrangian, ends: list[int]) -> list[int]:
@@ -657,6 +671,57 @@ def frontier_plans(
     prob = build_problem(hist, rule, edge_multiple, step_time, resolve_objective(rule, step_time, None))
     k_max = check_k(prob, max_buckets)
     return _sweep(hist, prob, lagrangian(hist, prob, noise), k_max, lambdas)
+
+
+def frontier_minima(
+    hist: LengthHistogram,
+    rule: BatchRule,
+    max_buckets: int,
+    lambdas: Sequence[float],
+    wanted: Any = None,
+) -> tuple[dict[int, np.ndarray], list[BucketPlan]]:
+    """``(low, plans)`` of the passes of :func:`frontier_plans` at ``lambdas``: ``low[K][j]``,
+    the least ``objective - lambdas[j] * mixing`` of any ``K``-bucket plan (the DP's own
+    minimum over the matrices, inf where there is none: on the candidate grid of long-context
+    data, of the grid's plans), and the plans of the passes' minimisers (each new one once, in
+    the order :func:`frontier_plans` lists them) for which ``wanted(objective, mixing)`` (the
+    matrices' sums, within a relative 1e-13 of the plan's own numbers) holds: only those are
+    evaluated (None: every one).
+
+    Examples
+    --------
+    >>> hist = LengthHistogram.from_counts([1, 2, 3, 9, 10], [5, 5, 5, 5, 5])
+    >>> low, plans = frontier_minima(hist, BatchRule(4), 2, [5.0, 200.0], lambda f, g: g > 0.5)
+    >>> [round(float(x), 1) for x in low[2]], [(p.n_buckets, p.edges) for p in plans]
+    [[79.8, -24.3], [(1, [0, 10]), (2, [0, 1, 10])]]
+    """
+    prob = build_problem(hist, rule, 1, None, resolve_objective(rule, None, None))
+    k_max = check_k(prob, max_buckets)
+    lag = lagrangian(hist, prob)
+    low: dict[int, np.ndarray] = {}
+    seen: set[tuple[int, ...]] = set()
+    plans = []
+    for j, lam in enumerate(lambdas):
+        ends, values = _made_pass(lag, k_max, float(lam))
+        for k in range(1, k_max + 1):
+            if k not in ends:
+                continue
+            low.setdefault(k, np.full(len(lambdas), INF))[j] = values[k]
+            edges = tuple(_edges(lag, ends[k]))
+            if edges in seen:
+                continue
+            seen.add(edges)
+            if wanted is None or wanted(*_matrix_point(lag, ends[k])):
+                plans.append(make_plan(hist, prob, list(edges), "frontier", k))
+    return low, plans
+
+
+def _matrix_point(lag: Lagrangian, ends: Sequence[int]) -> tuple[float, float]:
+    """A plan's objective and axis coordinate from the matrices of ``lag`` (sums over its
+    buckets; the plan's own numbers are exact)."""
+    idx = [0, *(int(i) for i in np.searchsorted(lag.points, np.asarray(ends, np.int64)))]
+    f = math.fsum(float(lag.costs[c, a]) for a, c in zip(idx, idx[1:]))
+    return f, axis_value(lag, ends)
 
 
 def _sweep(
