@@ -210,7 +210,7 @@ def read_tradeoff(
     >>> import numpy as np
     >>> hist = LengthHistogram.from_lengths(np.random.default_rng(0).integers(1, 300, 600))
     >>> res = frontier(hist, batch_size=4, rng=np.random.default_rng(0), max_buckets=4, n_lambdas=2,
-    ...                simulate_strategies=False)
+    ...                simulate_strategies=False, floor_checks=48)
     >>> t = read_tradeoff(res, min_efficiency=0.8)
     >>> t.best.n_buckets, round(t.best.reached, 3), round(t.best.mixing, 3), t.trainer, t.mixing_axis
     (4, 0.838, 0.145, None, 'mixing')

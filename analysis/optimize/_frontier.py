@@ -693,7 +693,7 @@ def frontier_minima(
     >>> hist = LengthHistogram.from_counts([1, 2, 3, 9, 10], [5, 5, 5, 5, 5])
     >>> low, plans = frontier_minima(hist, BatchRule(4), 2, [5.0, 200.0], lambda f, g: g > 0.5)
     >>> [round(float(x), 1) for x in low[2]], [(p.n_buckets, p.edges) for p in plans]
-    [[79.8, -24.3], [(1, [0, 10]), (2, [0, 1, 10])]]
+    ([141.4, 49.8], [(1, [0, 10]), (2, [0, 1, 10])])
     """
     prob = build_problem(hist, rule, 1, None, resolve_objective(rule, None, None))
     k_max = check_k(prob, max_buckets)
