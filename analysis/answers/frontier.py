@@ -313,8 +313,8 @@ def _lower_bounds(
     :data:`_BOUND_LAMBDAS` more spread geometrically from 1/10 of the least of them to 10 times
     the most; ``plans``: the passes' plans (each Pareto-optimal among its ``K``'s plans) that
     may beat a Pareto point of ``frame`` (an objective within ``F`` of :func:`_open_pairs` and
-    the point's mixing, by the matrices' sums with a relative 1e-9 to spare), the only ones
-    evaluated."""
+    the point's mixing, by the matrices' sums with a relative 1e-9 to spare) and are not
+    bucketed rows of it already, the only ones evaluated."""
     lo, hi = min(lambdas), max(lambdas)
     grid = np.union1d(np.geomspace(lo / 10, hi * 10, _BOUND_LAMBDAS), np.asarray(lambdas, float))
     slack = rule.max_tokens / 4 if axis == "budget_fill" and rule.max_tokens is not None else 0.0
@@ -322,8 +322,11 @@ def _lower_bounds(
     points = points[(points[:, 0] > 0) & ~np.isnan(points).any(axis=1)]
     caps = hist.total_tokens / points[:, 0] + slack
     ys = points[:, 1]
+    held = {tuple(e) for e in frame.loc[frame["strategy"] == "bucketed", "edges"]}
 
-    def wanted(objective: float, mixing: float) -> bool:
+    def wanted(edges: tuple[int, ...], objective: float, mixing: float) -> bool:
+        if edges in held:
+            return False
         return bool(((objective <= caps * (1 + 1e-9)) & (mixing >= ys - 1e-9 * np.maximum(ys, 1.0))).any())
 
     low, plans = frontier_minima(hist, rule, k_max, [float(x) for x in grid], wanted)

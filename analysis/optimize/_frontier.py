@@ -80,18 +80,28 @@ def _mixing_matrix(
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _solve_points(costs: np.ndarray, n_buckets: int) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
+def _solve_points(
+    costs: np.ndarray, mixing: np.ndarray, per: float, n_buckets: int
+) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
     """The DP over the points: ``best[k, c]`` = least sum of ``k`` buckets covering
-    ``(points[0], points[c]]``, ``costs[c, a]`` the cost of bucket ``(points[a], points[c]]``
-    (transposed, so a column's starts are contiguous); ``arg[k, c]`` the start's index, the
-    smallest on a tie (strict ``<`` in ascending order, as the padding DP).  Every ``k`` at once:
-    each start's sums for all layers side by side, the same sums and ties as layer by layer."""
+    ``(points[0], points[c]]``, bucket ``(points[a], points[c]]`` costing ``costs[c, a] - per *
+    mixing[c, a]`` (transposed, so a column's starts are contiguous; formed a row at a time, as
+    the whole matrix would be: ``per = 0`` is ``costs`` alone); ``arg[k, c]`` the start's index,
+    the smallest on a tie (strict ``<`` in ascending order, as the padding DP).  Every ``k`` at
+    once: each start's sums for all layers side by side, the same sums and ties as layer by
+    layer."""
     p = costs.shape[0]
     best = np.full((p, n_buckets + 1), INF)  # best[c, k]: the layers side by side (vectorised)
     arg = np.zeros((p, n_buckets + 1), np.int64)
     best[0, 0] = 0.0
+    row = np.empty(p)
     for c in range(1, p):
-        here, at, row = best[c], arg[c], costs[c]
+        here, at = best[c], arg[c]
+        if per != 0.0:
+            for a in range(c):
+                row[a] = costs[c, a] - per * mixing[c, a]
+        else:
+            row[:c] = costs[c, :c]
         for a in range(c):  # ascending, strict <: the smallest start on a tie, in every layer
             x = row[a]
             prev = best[a]
@@ -225,8 +235,7 @@ def _made_pass(lag: Lagrangian, k_max: int, lam: float) -> tuple[dict[int, list[
 
 def _new_pass(lag: Lagrangian, k_max: int, lam: float) -> tuple[dict[int, list[int]], np.ndarray]:
     per = lam / lag.scale if lag.scale > 0 else 0.0
-    costs = lag.costs - per * lag.mixing if per != 0.0 else lag.costs
-    best, arg = _solve_points(costs, min(k_max, lag.points.size - 1))
+    best, arg = _solve_points(lag.costs, lag.mixing, per, min(k_max, lag.points.size - 1))
     last = lag.points.size - 1
     out = {}
     for k in range(1, min(k_max, last) + 1):
@@ -684,14 +693,14 @@ def frontier_minima(
     the least ``objective - lambdas[j] * mixing`` of any ``K``-bucket plan (the DP's own
     minimum over the matrices, inf where there is none: on the candidate grid of long-context
     data, of the grid's plans), and the plans of the passes' minimisers (each new one once, in
-    the order :func:`frontier_plans` lists them) for which ``wanted(objective, mixing)`` (the
-    matrices' sums, within a relative 1e-13 of the plan's own numbers) holds: only those are
-    evaluated (None: every one).
+    the order :func:`frontier_plans` lists them) for which ``wanted(edges, objective, mixing)``
+    (the objective and mixing the matrices' sums, within a relative 1e-13 of the plan's own
+    numbers) holds: only those are evaluated (None: every one).
 
     Examples
     --------
     >>> hist = LengthHistogram.from_counts([1, 2, 3, 9, 10], [5, 5, 5, 5, 5])
-    >>> low, plans = frontier_minima(hist, BatchRule(4), 2, [5.0, 200.0], lambda f, g: g > 0.5)
+    >>> low, plans = frontier_minima(hist, BatchRule(4), 2, [5.0, 200.0], lambda e, f, g: g > 0.5)
     >>> [round(float(x), 1) for x in low[2]], [(p.n_buckets, p.edges) for p in plans]
     ([141.4, 49.8], [(1, [0, 10]), (2, [0, 1, 10])])
     """
@@ -711,7 +720,7 @@ def frontier_minima(
             if edges in seen:
                 continue
             seen.add(edges)
-            if wanted is None or wanted(*_matrix_point(lag, ends[k])):
+            if wanted is None or wanted(edges, *_matrix_point(lag, ends[k])):
                 plans.append(make_plan(hist, prob, list(edges), "frontier", k))
     return low, plans
 
