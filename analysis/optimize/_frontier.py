@@ -133,6 +133,9 @@ class Lagrangian:
     passes: dict[tuple[int, float], tuple[dict[int, list[int]], np.ndarray]] = field(
         default_factory=dict, compare=False
     )
+    # the plans evaluated on this problem, by their edges (plan_of: the sweep, the bounds and
+    # every floor search ask for many of the same)
+    plans: dict[tuple[int, ...], BucketPlan] = field(default_factory=dict, compare=False)
 
 
 # The matrices made inside a reuse_matrices() scope, per thread: (hist, key, noise, Lagrangian).
@@ -252,6 +255,15 @@ def _edges(lag: Lagrangian, ends: list[int]) -> list[int]:
     return ends_to_edges(lag.prob, ends)
 
 
+def plan_of(hist: LengthHistogram, lag: Lagrangian, edges: tuple[int, ...]) -> BucketPlan:
+    """The plan of ``edges`` on the problem of ``lag`` (``hist`` its histogram), evaluated once
+    (:func:`~analysis.optimize.plan.make_plan`, method ``"frontier"``, ``K`` its buckets)."""
+    plan = lag.plans.get(edges)
+    if plan is None:
+        plan = lag.plans[edges] = make_plan(hist, lag.prob, list(edges), "frontier", len(edges) - 1)
+    return plan
+
+
 @dataclass(frozen=True)
 class Point:
     """A plan on the ``(objective, mixing)`` plane."""
@@ -306,7 +318,7 @@ class Evaluator:
     def plan(self, ends: list[int]) -> BucketPlan:
         edges = tuple(_edges(self.lag, ends))
         if edges not in self.plans:
-            self.plans[edges] = make_plan(self.hist, self.lag.prob, list(edges), "frontier", self.k)
+            self.plans[edges] = plan_of(self.hist, self.lag, edges)
         return self.plans[edges]
 
     def point(self, ends: list[int]) -> Point:
@@ -721,7 +733,7 @@ def frontier_minima(
                 continue
             seen.add(edges)
             if wanted is None or wanted(edges, *_matrix_point(lag, ends[k])):
-                plans.append(make_plan(hist, prob, list(edges), "frontier", k))
+                plans.append(plan_of(hist, lag, edges))
     return low, plans
 
 
@@ -743,7 +755,7 @@ def _sweep(
         for k, ends in _pass(lag, k_max, float(lam)).items():
             edges = tuple(_edges(lag, ends))
             if edges not in seen:
-                seen[edges] = make_plan(hist, prob, list(edges), "frontier", k)
+                seen[edges] = plan_of(hist, lag, edges)
                 out.append((float(lam), k, seen[edges]))
     return out
 
