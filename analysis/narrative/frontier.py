@@ -99,15 +99,14 @@ def unchecked_sentence(unchecked: int, checks: int, unproven: Sequence[str] = ()
     pairs = "pair" if unchecked == 1 else "pairs"
     verb = "was" if unchecked == 1 else "were"
     if checks > 0:
-        how = f"{verb} neither cleared by the DP’s bounds nor searched (the check runs at most {checks:,} floor searches)"
+        how = "neither cleared by the DP’s bounds nor searched"
+        how += f" (the check runs at most {checks:,} floor searches)"
     else:
-        how = (
-            f"{verb} not cleared by the DP’s bounds, and no floor search ran (floor_checks=0; the faces run "
-            f"{FLOOR_CHECKS:,})"
-        )
+        how = "not cleared by the DP’s bounds, and no floor search ran"
+        how += f" (floor_checks=0; the faces run {FLOOR_CHECKS:,})"
     text = (
-        f"Not proven: {unchecked:,} {pairs} of a Pareto point and a bucket count {how}, so a plan of that many "
-        "buckets may beat such a point."
+        f"Not proven: {unchecked:,} {pairs} of a Pareto point and a bucket count {verb} {how}, so a plan of "
+        "that many buckets may beat such a point."
     )
     return text if not unproven else f"{text} The Pareto points not proven: {named_points(unproven)}."
 

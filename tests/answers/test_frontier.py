@@ -369,7 +369,13 @@ def test_no_plan_of_any_k_beats_a_pareto_point(seed, rule):
     values = np.sort(rng.choice(np.arange(1, 80), 10, replace=False))
     hist = LengthHistogram.from_lengths(rng.choice(values, 200, p=rng.dirichlet(np.ones(10))))
     res = frontier(
-        hist, rule, rng=np.random.default_rng(0), max_buckets=4, n_lambdas=2, epochs=1, floor_checks=FLOOR_CHECKS
+        hist,
+        rule,
+        rng=np.random.default_rng(0),
+        max_buckets=4,
+        n_lambdas=2,
+        epochs=1,
+        floor_checks=FLOOR_CHECKS,
     )
     assert res.unchecked == 0
     pareto = res.pareto
