@@ -136,6 +136,8 @@ class Lagrangian:
     # the plans evaluated on this problem, by their edges (plan_of: the sweep, the bounds and
     # every floor search ask for many of the same)
     plans: dict[tuple[int, ...], BucketPlan] = field(default_factory=dict, compare=False)
+    # their buckets' numbers, by bounds (make_plan's memo: plans share many buckets)
+    buckets: dict[Any, Any] = field(default_factory=dict, compare=False)
 
 
 # The matrices made inside a reuse_matrices() scope, per thread: (hist, key, noise, Lagrangian).
@@ -260,7 +262,8 @@ def plan_of(hist: LengthHistogram, lag: Lagrangian, edges: tuple[int, ...]) -> B
     (:func:`~analysis.optimize.plan.make_plan`, method ``"frontier"``, ``K`` its buckets)."""
     plan = lag.plans.get(edges)
     if plan is None:
-        plan = lag.plans[edges] = make_plan(hist, lag.prob, list(edges), "frontier", len(edges) - 1)
+        plan = make_plan(hist, lag.prob, list(edges), "frontier", len(edges) - 1, memo=lag.buckets)
+        lag.plans[edges] = plan
     return plan
 
 
