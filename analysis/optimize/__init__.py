@@ -30,7 +30,8 @@ path :func:`optimize_edges` takes down to the compiled kernel and back up to a p
     :data:`AUTO_CANDIDATES_ABOVE` a candidate grid refined at full resolution, then proven.
 13. ``_cells``: the grid's proof, a DP over cells whose value bounds the exact optimum.
 14. ``_frontier``: padding against mixing, the Lagrangian passes over dense matrices, and the
-    floors (``min_efficiency``, ``min_mixing``).  ``_gradient``: the second axis under a
+    floors (``min_efficiency``, ``min_mixing``); what one problem's passes share (the matrices,
+    each pass once, each plan and bucket evaluated once) lives on its ``Lagrangian``.  ``_gradient``: the second axis under a
     gradient-noise model (each bucket's between-bucket share, ``1 - ρ``), which replaces the
     length mixing there (floors: ``min_effective_batch``); ``_quality``: edges for time to
     quality, a walk over the hull of (epoch seconds, steps factor) with its proof;
