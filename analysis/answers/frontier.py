@@ -344,15 +344,17 @@ def _open_pairs(
     leaves only a plan at ``F`` and ``y`` exactly, which ties it)."""
     grid, low, _ = bounds
     slack = rule.max_tokens / 4 if axis == "budget_fill" and rule.max_tokens is not None else 0.0
+    useful = hist.total_tokens
+    ks = list(low)
+    table = np.array([low[k] for k in ks]).reshape(len(ks), grid.size)  # a row per K
     out = []
     for x, y in frame.loc[frame["pareto"], [axis, "mixing"]].itertuples(index=False):
         if not (math.isfinite(x) and math.isfinite(y) and 0 < x <= 1 and 0 <= y <= 1):
             continue
-        cap = hist.total_tokens / x
-        for k, values in low.items():
-            margin = float(np.max(values - slack - (cap - grid * y))) / cap
-            if margin < -1e-10:  # not cleared (at 0 only the point itself, or a tie; a margin for floats)
-                out.append((margin, k, float(x), float(y)))
+        cap = useful / x
+        margins = np.max(table - slack - (cap - grid * y), axis=1) / cap
+        for i in np.flatnonzero(margins < -1e-10):  # not cleared (at 0 only the point itself, or a
+            out.append((float(margins[i]), ks[i], float(x), float(y)))  # tie; a margin for floats)
     return sorted(out)
 
 
