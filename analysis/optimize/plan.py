@@ -295,7 +295,7 @@ def make_plan(
         objective_kind=prob.objective,
         step_tokens=step_tokens(hist, est.rule, est.n_batches),
         warnings=_warnings(hist, est),
-        mixing=edges_mixing(hist, edges, est.batch_sizes),
+        mixing=edges_mixing(hist, edges, est.batch_sizes, memo),
     )
 
 
