@@ -82,35 +82,52 @@ def _mixing_matrix(
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _solve_points(
     costs: np.ndarray, mixing: np.ndarray, per: float, n_buckets: int
-) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
-    """The DP over the points: ``best[k, c]`` = least sum of ``k`` buckets covering
+) -> np.ndarray:  # pragma: no cover
+    """The DP over the points: ``best[c, k]`` = least sum of ``k`` buckets covering
     ``(points[0], points[c]]``, bucket ``(points[a], points[c]]`` costing ``costs[c, a] - per *
     mixing[c, a]`` (transposed, so a column's starts are contiguous; formed a row at a time, as
-    the whole matrix would be: ``per = 0`` is ``costs`` alone); ``arg[k, c]`` the start's index,
-    the smallest on a tie (strict ``<`` in ascending order, as the padding DP).  Every ``k`` at
-    once: each start's sums for all layers side by side, the same sums and ties as layer by
-    layer."""
+    the whole matrix would be: ``per = 0`` is ``costs`` alone).  Every ``k`` at once: each
+    start's sums for all layers side by side (an elementwise minimum, vectorised), the same
+    sums as layer by layer; the minimisers are traced afterwards (:func:`_trace_points`)."""
     p = costs.shape[0]
     best = np.full((p, n_buckets + 1), INF)  # best[c, k]: the layers side by side (vectorised)
-    arg = np.zeros((p, n_buckets + 1), np.int64)
     best[0, 0] = 0.0
     row = np.empty(p)
     for c in range(1, p):
-        here, at = best[c], arg[c]
+        here = best[c]
         if per != 0.0:
             for a in range(c):
                 row[a] = costs[c, a] - per * mixing[c, a]
         else:
             row[:c] = costs[c, :c]
-        for a in range(c):  # ascending, strict <: the smallest start on a tie, in every layer
+        for a in range(c):
             x = row[a]
             prev = best[a]
             for k in range(1, min(n_buckets, a + 1) + 1):  # (more than a + 1 buckets: none)
                 v = prev[k - 1] + x
-                better = v < here[k]
-                here[k] = v if better else here[k]
-                at[k] = a if better else at[k]
-    return np.ascontiguousarray(best.T), np.ascontiguousarray(arg.T)
+                here[k] = v if v < here[k] else here[k]
+    return best
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _trace_points(
+    best: np.ndarray, costs: np.ndarray, mixing: np.ndarray, per: float, k: int, last: int
+) -> np.ndarray:  # pragma: no cover
+    """The point indices ending the ``k`` buckets of the minimum ``best[last, k]`` of
+    :func:`_solve_points` (the same arguments): at each layer the smallest start whose sum
+    equals the layer's minimum, the start a strict ``<`` in ascending order keeps (the
+    padding DP's tie rule), each bucket's cost formed by the same expression."""
+    ends = np.empty(k, np.int64)
+    c = last
+    for layer in range(k, 0, -1):
+        ends[layer - 1] = c
+        target = best[c, layer]
+        for a in range(layer - 1, c):
+            x = costs[c, a] - per * mixing[c, a] if per != 0.0 else costs[c, a]
+            if best[a, layer - 1] + x == target:
+                c = a
+                break
+    return ends
 
 
 @dataclass(frozen=True)
@@ -240,17 +257,14 @@ def _made_pass(lag: Lagrangian, k_max: int, lam: float) -> tuple[dict[int, list[
 
 def _new_pass(lag: Lagrangian, k_max: int, lam: float) -> tuple[dict[int, list[int]], np.ndarray]:
     per = lam / lag.scale if lag.scale > 0 else 0.0
-    best, arg = _solve_points(lag.costs, lag.mixing, per, min(k_max, lag.points.size - 1))
+    best = _solve_points(lag.costs, lag.mixing, per, min(k_max, lag.points.size - 1))
     last = lag.points.size - 1
     out = {}
     for k in range(1, min(k_max, last) + 1):
-        if np.isfinite(best[k, last]):
-            ends, c = [], last
-            for layer in range(k, 0, -1):
-                ends.append(int(lag.points[c]))
-                c = int(arg[layer, c])
-            out[k] = ends[::-1]
-    return out, best[:, last].copy()
+        if np.isfinite(best[last, k]):
+            idx = _trace_points(best, lag.costs, lag.mixing, per, k, last)
+            out[k] = [int(x) for x in lag.points[idx]]
+    return out, best[last].copy()
 
 
 def _edges(lag: Lagrangian, ends: list[int]) -> list[int]:
