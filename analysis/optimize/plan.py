@@ -239,7 +239,7 @@ def _objective(
     per-sample weight in a batch of ``s`` (``weight + B * weight2`` for a full one; see
     :func:`_problem`); ``memo``: each bucket's terms by its bounds, kept across calls on one
     problem (:func:`make_plan`)."""
-    total = []
+    total: list[float] = []
     for lo, hi, b in zip(*bucket_bounds(prob.lengths, edges), batch_sizes):
         if lo == hi:
             continue

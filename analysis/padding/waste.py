@@ -182,8 +182,11 @@ def bucketed_estimate(
             numbers = _bucket_numbers(hist, lo, hi, size, rule.pad_to_multiple_of, prefix)
             if memo is not None:
                 memo[key] = numbers
-        for column, x in zip((samples, tokens, batches, waste), numbers):
-            column.append(x)
+        n, t, b, w = numbers
+        samples.append(n)
+        tokens.append(t)
+        batches.append(b)
+        waste.append(w)
     floats = [w for w in waste if isinstance(w, float)]
     total: int | float = sum(w for w in waste if isinstance(w, int))
     if floats:  # the int part exact, the expectations summed once
