@@ -2,8 +2,8 @@
 
 Run from the repository root::
 
-    .venv/bin/python benchmarks/bench_frontier.py           # everything (about 3 minutes)
-    .venv/bin/python benchmarks/bench_frontier.py --quick   # the goals and the parts (about 1 minute)
+    .venv/bin/python benchmarks/bench_frontier.py           # everything (1.5 minutes here)
+    .venv/bin/python benchmarks/bench_frontier.py --quick   # the goals and the parts (under a minute)
 
 On ``data/case_lengths.csv`` (902,087 samples, 8,128 distinct lengths), batch size 8, K <= 32,
 prints medians (3 runs after a warm-up; CPU seconds with every thread pinned to one core, where
