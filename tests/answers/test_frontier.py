@@ -306,6 +306,9 @@ def test_bad_input_is_one_error_while_the_optimal_dp_runs_beside(hist):
         frontier(hist, batch_size=4, rng=np.random.default_rng(0), max_buckets=4, simulate_samples=0)
     with pytest.raises(ValueError, match="edges"):
         frontier(hist, batch_size=4, rng=np.random.default_rng(0), edge_sets={"case": [0, 5, 3]})
+    for bad in (-1, 2.0, True):
+        with pytest.raises(ValueError, match=r"^floor_checks must be an integer >= 0, got"):
+            frontier(hist, batch_size=4, rng=np.random.default_rng(0), floor_checks=bad)
 
 
 def test_under_a_token_budget_the_plane_is_the_steps_budget_fill(hist):
