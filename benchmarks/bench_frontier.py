@@ -2,29 +2,34 @@
 
 Run from the repository root::
 
-    .venv/bin/python benchmarks/bench_frontier.py
+    .venv/bin/python benchmarks/bench_frontier.py           # everything (1.5 minutes here)
+    .venv/bin/python benchmarks/bench_frontier.py --quick   # the goals and the parts (under a minute)
 
 On ``data/case_lengths.csv`` (902,087 samples, 8,128 distinct lengths), batch size 8, K <= 32,
-prints medians (3 runs after a warm-up) of:
+prints medians (3 runs after a warm-up; CPU seconds with every thread pinned to one core, where
+the goals are stated) of:
 
-- ``analysis.frontier`` whole (with its simulated strategies) and exact only
-  (``simulate_strategies=False``): wall time, and the process's CPU time (the optimal edges'
-  DP runs on a second thread beside the frontier's passes and the simulations, so on two free
-  cores the wall time is below the CPU time), and whole again pinned to one core;
-- its parts: the optimal edges for K = 1..32 (one pruned exact DP pass and the 32 plans), the
+- ``analysis.frontier`` as it is called by default (exact rows: ``simulate_strategies=False``;
+  the Pareto set checked by the Lagrangian bounds of its passes alone, ``floor_checks=0``), and
+  its parts: the optimal edges for K = 1..32 (one pruned exact DP pass and the 32 plans), the
   frontier's matrices (every bucket's exact cost and mixing sum between the points of its
-  candidate grid, 952 here, built once) and one lambda pass over them (every K at once);
-- the DP passes one ``frontier`` call runs (one per lambda, plus the lambda = 0 pass that
-  places them: no per-K rerun);
-- a floor search (``optimize_edges(K=6, min_efficiency=0.9)``) with its passes.
+  candidate grid, 952 here, built once), one lambda pass over them (every K at once) and the
+  plans it evaluates; the DP passes one call runs (each lambda once: the sweep's, the bounds'
+  and the lambda = 0 and most-mixing passes that place them) and the pairs (Pareto point, K)
+  it leaves open;
+- a floor search (``optimize_edges(K=6, min_efficiency=0.9)``) with its passes;
+- without ``--quick``: the frontier as the faces run it (``floor_checks=FLOOR_CHECKS``: the
+  exact floor search at the pairs the bounds leave open; one run, it takes tens of seconds),
+  and the whole call with its simulated strategies on two threads (wall and CPU).
 
-Goals (issue 34), printed last beside the naive DP's time in the same process (the plain DP of
-``analysis.optimize._reference`` over the dense matrix of exact bucket costs, K = 6): ``frontier``
-with K <= 32 in <= 1 s on one core, and a floor at K = 6 in <= 1 s.
+Goals (issue 34), printed beside the naive DP's time in the same process (the plain DP of
+``analysis.optimize._reference`` over the dense matrix of exact bucket costs, K = 6):
+``frontier`` with K <= 32 in <= 1 s on one core, and a floor at K = 6 in <= 1 s.
 """
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import os
 import time
@@ -33,6 +38,7 @@ import numpy as np
 from _common import case_histogram, median_seconds
 
 from analysis import frontier, optimize_edges
+from analysis.answers.frontier import FLOOR_CHECKS
 from analysis.batching import BatchRule
 from analysis.optimize import _problem as problem
 from analysis.optimize import optimal_plans
@@ -42,75 +48,95 @@ RUNS = 3
 K = 32
 frontier_dp = importlib.import_module("analysis.optimize._frontier")
 kernel = importlib.import_module("analysis.optimize._kernel")
+plan_module = importlib.import_module("analysis.optimize.plan")
 
 
-def _counting_passes() -> list[float]:
-    """Wrap the frontier DP's pass so that each call is recorded (its lambda)."""
-    calls: list[float] = []
-    original = frontier_dp._pass
+def _counting(module: object, name: str) -> list[object]:
+    """Wrap ``module.name`` so that each call is recorded (its first argument after the
+    first, or None); returns the list and leaves the wrapper in place."""
+    calls: list[object] = []
+    original = getattr(module, name)
 
-    def counted(lag, k_max, lam):  # type: ignore[no-untyped-def]
-        calls.append(lam)
-        return original(lag, k_max, lam)
+    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(args[2] if len(args) > 2 else None)
+        return original(*args, **kwargs)
 
-    setattr(frontier_dp, "_pass", counted)  # noqa: B010 (a module attribute, replaced)
+    setattr(module, name, counted)
     return calls
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="the goals and the parts only")
+    quick = parser.parse_args().quick
     hist = case_histogram()
     rule = BatchRule(batch_size=8)
     print(f"data/case_lengths.csv: {hist.n_samples:,} samples, {hist.n_distinct:,} distinct, {rule.text}")
 
+    def exact(checks: int = 0) -> object:
+        return frontier(
+            hist,
+            rule,
+            rng=np.random.default_rng(0),
+            max_buckets=K,
+            simulate_strategies=False,
+            floor_checks=checks,
+        )
+
     def whole() -> object:
         return frontier(hist, rule, rng=np.random.default_rng(0), max_buckets=K)
 
-    def exact() -> object:
-        return frontier(hist, rule, rng=np.random.default_rng(0), max_buckets=K, simulate_strategies=False)
-
+    cores = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(cores)})  # one core, CPU seconds: the goals and the parts
     prob = problem.build_problem(hist, rule)
-    lag = frontier_dp.lagrangian(hist, prob)
-    for name, fn in (("every strategy", whole), ("exact rows only", exact)):
-        wall = median_seconds(fn, runs=RUNS)
-        cpu = median_seconds(fn, runs=RUNS, clock=time.process_time)
-        print(f"frontier(), K <= {K}, {name:<16} median {wall:5.2f} s wall, {cpu:5.2f} s CPU (goal: <= 3 s)")
-    cores = os.sched_getaffinity(0)
-    if len(cores) > 1:  # the same call with every thread on one core
-        os.sched_setaffinity(0, {min(cores)})
-        one = median_seconds(whole, runs=RUNS)
-        os.sched_setaffinity(0, cores)
-        print(f"frontier(), K <= {K}, every strategy, one core: median {one:5.2f} s wall (goal: <= 3 s)")
-    t_opt = median_seconds(lambda: optimal_plans(hist, range(1, K + 1), rule), runs=RUNS)
-    t_lag = median_seconds(lambda: frontier_dp.lagrangian(hist, prob), runs=RUNS)
-    t_pass = median_seconds(lambda: frontier_dp._pass(lag, K, 1e8), runs=RUNS)
-    print(f"  optimal edges, K = 1..{K} (one exact DP pass + plans)   median {t_opt:5.2f} s")
-    print(f"  the frontier's matrices ({lag.points.size:,} points)          median {t_lag:5.2f} s")
-    print(f"  one lambda pass over them (every K at once)        median {t_pass:5.3f} s")
-    calls = _counting_passes()
-    res = frontier(hist, rule, rng=np.random.default_rng(0), max_buckets=K, simulate_strategies=False)
-    per_lambda = len(calls) == len(res.lambdas) + 1
-    print(
-        f"DP passes in one frontier() call: {len(calls)} for {len(res.lambdas)} lambdas "
-        f"({'one per lambda and the lambda = 0 pass' if per_lambda else 'NOT one per lambda'}; "
-        f"each gives every K = 1..{K})"
-    )
-    calls.clear()
-    t_floor = median_seconds(lambda: optimize_edges(hist, 6, rule, min_efficiency=0.9), runs=RUNS)
-    plan = optimize_edges(hist, 6, rule, min_efficiency=0.9)
-    assert plan.floor is not None
-    print(
-        f"optimize_edges(K=6, min_efficiency=0.9): median {t_floor:.2f} s, {plan.floor.passes} passes, "
-        f"mixing {plan.mixing:.4f} (bound {plan.floor.bound:.4f}), efficiency {plan.efficiency:.4f}"
-    )
-    cores = os.sched_getaffinity(0)
-    os.sched_setaffinity(0, {min(cores)})  # the goals: one core, CPU seconds
     points = np.r_[0, prob.ends]
     start = time.process_time()
     reference_dp(kernel.cost_matrix(prob, points), 6)
     naive = time.process_time() - start
-    one = median_seconds(exact, runs=RUNS, clock=time.process_time)
-    floor = median_seconds(lambda: optimize_edges(hist, 6, rule, min_efficiency=0.9), RUNS, time.process_time)
+    cpu = time.process_time
+    one = median_seconds(exact, RUNS, cpu)
+    floor = median_seconds(lambda: optimize_edges(hist, 6, rule, min_efficiency=0.9), RUNS, cpu)
+    lag = frontier_dp.lagrangian(hist, prob)
+    t_opt = median_seconds(lambda: optimal_plans(hist, range(1, K + 1), rule), RUNS, cpu)
+    t_lag = median_seconds(lambda: frontier_dp.lagrangian(hist, prob), RUNS, cpu)
+    t_pass = median_seconds(lambda: frontier_dp._new_pass(lag, K, 1e8), RUNS, cpu)
+    edges = optimal_plans(hist, [K], rule)[K].edges
+    t_plan = median_seconds(lambda: plan_module.make_plan(hist, prob, edges, "optimal", K), 20, cpu)
+    passes = _counting(frontier_dp, "_new_pass")
+    plans = _counting(plan_module, "bucketed_estimate")  # once per make_plan
+    res = exact()
+    print(f"frontier(), K <= {K}, exact rows, floor_checks=0 (the default), one core:")
+    print(f"  optimal edges, K = 1..{K} (one exact DP pass + plans)  median {t_opt:5.2f} s CPU")
+    print(f"  the frontier's matrices ({lag.points.size:,} points)         median {t_lag:5.2f} s CPU")
+    print(f"  one lambda pass over them (every K at once)       median {t_pass:5.3f} s CPU")
+    print(f"  one plan evaluated (make_plan, K = {K})            median {t_plan * 1e3:5.1f} ms CPU")
+    print(
+        f"  in one call: {len(passes)} DP passes (each lambda once: {len(res.lambdas)} of the sweep, the "
+        f"bounds' and the two that place them), {len(plans)} plans evaluated (optimal edges included), "
+        f"{len(res.frame)} rows; pairs (Pareto point, K) the bounds leave open: {res.unchecked:,}, "
+        f"{len(res.unproven)} points named unproven"
+    )
+    if not quick:
+        passes.clear(), plans.clear()
+        start = time.process_time()
+        checked = exact(FLOOR_CHECKS)
+        t_checked = time.process_time() - start
+        print(
+            f"frontier(), K <= {K}, exact rows, floor_checks={FLOOR_CHECKS} (the faces'), one core, one run: "
+            f"{t_checked:5.2f} s CPU, {len(passes)} DP passes, {len(plans)} plans evaluated; pairs left open "
+            f"{checked.unchecked:,}, {len(checked.unproven)} points named unproven"
+        )
     os.sched_setaffinity(0, cores)
+    if not quick:  # the whole call, its simulations included, two threads where two cores are free
+        wall = median_seconds(whole, runs=RUNS)
+        both = median_seconds(whole, runs=RUNS, clock=time.process_time)
+        print(f"frontier(), K <= {K}, every strategy: median {wall:5.2f} s wall, {both:5.2f} s CPU")
+    plan = optimize_edges(hist, 6, rule, min_efficiency=0.9)
+    assert plan.floor is not None
+    print(
+        f"optimize_edges(K=6, min_efficiency=0.9): {plan.floor.passes} passes, mixing {plan.mixing:.4f} "
+        f"(bound {plan.floor.bound:.4f}), efficiency {plan.efficiency:.4f}"
+    )
     print(f"goals, one core, CPU seconds (naive DP, K = 6, in this process: {naive:.2f} s):")
     print(f"  frontier(), K <= {K}, exact rows  goal <= 1 s  median {one:5.2f} s ({naive / one:.1f}x)")
     print(f"  floor min_efficiency=0.9, K = 6  goal <= 1 s  median {floor:5.2f} s ({naive / floor:.1f}x)")

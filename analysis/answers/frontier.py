@@ -44,7 +44,7 @@ from analysis.optimize import (
     as_floor,
     evaluate_edges,
     floor_plans,
-    frontier_plans,
+    frontier_minima,
     frontier_sweep,
     optimal_plans,
     reuse_matrices,
@@ -112,7 +112,8 @@ class Frontier:
     ``unchecked``: the pairs (Pareto point, K) that neither the Lagrangian bounds nor a floor
     search cleared (0: no plan of any ``K <= max_buckets`` that the floor search finds beats a
     Pareto point; see :func:`frontier`); ``unproven``: the labels of the Pareto points in those
-    pairs (a plan of some ``K`` may beat these; the others are proven).
+    pairs (a plan of some ``K`` may beat these; the others are proven); ``floor_checks``: the
+    floor searches the check was allowed (:func:`frontier`'s; 0: the Lagrangian bounds alone).
     """
 
     frame: pd.DataFrame
@@ -123,6 +124,7 @@ class Frontier:
     mixing_axis: str = "mixing"
     unchecked: int = 0
     unproven: tuple[str, ...] = ()
+    floor_checks: int = 0
 
     @property
     def pareto(self) -> pd.DataFrame:
@@ -285,9 +287,10 @@ def _pareto(axis: np.ndarray, mixing: np.ndarray) -> np.ndarray:
 
 
 #: Floor searches (:func:`analysis.optimize.floor_plans`) the Pareto check of one
-#: :func:`frontier` call runs at most, the pairs most likely beaten first (a search at K = 32 on
-#: the bundled data's 952-point grid takes about a second); :attr:`Frontier.unchecked` counts
-#: the pairs left.
+#: :func:`frontier` call runs at most where the faces ask for them (``floor_checks=``: the
+#: summary page, notebook 02, the CLI and ``recommendation.json``), the pairs most likely beaten
+#: first (a search at K = 32 on the bundled data's 952-point grid takes about half a second);
+#: :attr:`Frontier.unchecked` counts the pairs left.
 FLOOR_CHECKS = 48
 #: Floor searches run on one set of matrices before the Pareto set is taken again.
 _BATCH = 8
@@ -296,26 +299,37 @@ _BOUND_LAMBDAS = 24
 
 
 def _lower_bounds(
-    hist: LengthHistogram, rule: BatchRule, k_max: int, lambdas: Sequence[float]
+    hist: LengthHistogram,
+    rule: BatchRule,
+    k_max: int,
+    lambdas: Sequence[float],
+    frame: pd.DataFrame,
+    axis: str,
 ) -> tuple[np.ndarray, dict[int, np.ndarray], list[BucketPlan]]:
     """``(grid, low, plans)``: ``low[K][j]``, the least ``objective - grid[j] * mixing`` of any
-    ``K``-bucket plan the optimiser can place (one pass per ``grid[j]`` gives every K at once:
-    :func:`analysis.optimize.frontier_plans`, which lists each minimiser once, so the minimum
-    over the plans it lists is the pass's), for ``grid``: ``lambdas`` (the sweep's: its plans
-    are then bounded at their own K) and :data:`_BOUND_LAMBDAS` more spread geometrically from
-    1/10 of the least of them to 10 times the most; ``plans``: the passes' plans (each
-    Pareto-optimal among its ``K``'s plans)."""
+    ``K``-bucket plan the optimiser can place (one pass per ``grid[j]`` gives every K at once,
+    its minimum the DP's own: :func:`analysis.optimize.frontier_minima`), for ``grid``:
+    ``lambdas`` (the sweep's: its plans are then bounded at their own K) and
+    :data:`_BOUND_LAMBDAS` more spread geometrically from 1/10 of the least of them to 10 times
+    the most; ``plans``: the passes' plans (each Pareto-optimal among its ``K``'s plans) that
+    may beat a Pareto point of ``frame`` (an objective within ``F`` of :func:`_open_pairs` and
+    the point's mixing, by the matrices' sums with a relative 1e-9 to spare) and are not
+    bucketed rows of it already, the only ones evaluated."""
     lo, hi = min(lambdas), max(lambdas)
     grid = np.union1d(np.geomspace(lo / 10, hi * 10, _BOUND_LAMBDAS), np.asarray(lambdas, float))
-    points: dict[int, list[tuple[float, float]]] = {}
-    plans = []
-    for _, k, plan in frontier_plans(hist, rule, k_max, [float(x) for x in grid]):
-        points.setdefault(k, []).append((plan.objective, plan.mixing))
-        plans.append(plan)
-    low = {}
-    for k, pts in points.items():
-        f, g = np.array(pts).T
-        low[k] = (f[:, None] - grid[None, :] * g[:, None]).min(axis=0)
+    slack = rule.max_tokens / 4 if axis == "budget_fill" and rule.max_tokens is not None else 0.0
+    points = frame.loc[frame["pareto"], [axis, "mixing"]].to_numpy(float)
+    points = points[(points[:, 0] > 0) & ~np.isnan(points).any(axis=1)]
+    caps = hist.total_tokens / points[:, 0] + slack
+    ys = points[:, 1]
+    held = {tuple(e) for e in frame.loc[frame["strategy"] == "bucketed", "edges"]}
+
+    def wanted(edges: tuple[int, ...], objective: float, mixing: float) -> bool:
+        if edges in held:
+            return False
+        return bool(((objective <= caps * (1 + 1e-9)) & (mixing >= ys - 1e-9 * np.maximum(ys, 1.0))).any())
+
+    low, plans = frontier_minima(hist, rule, k_max, [float(x) for x in grid], wanted)
     return grid, low, plans
 
 
@@ -330,15 +344,17 @@ def _open_pairs(
     leaves only a plan at ``F`` and ``y`` exactly, which ties it)."""
     grid, low, _ = bounds
     slack = rule.max_tokens / 4 if axis == "budget_fill" and rule.max_tokens is not None else 0.0
+    useful = hist.total_tokens
+    ks = list(low)
+    table = np.array([low[k] for k in ks]).reshape(len(ks), grid.size)  # a row per K
     out = []
     for x, y in frame.loc[frame["pareto"], [axis, "mixing"]].itertuples(index=False):
         if not (math.isfinite(x) and math.isfinite(y) and 0 < x <= 1 and 0 <= y <= 1):
             continue
-        cap = hist.total_tokens / x
-        for k, values in low.items():
-            margin = float(np.max(values - slack - (cap - grid * y))) / cap
-            if margin < -1e-10:  # not cleared (at 0 only the point itself, or a tie; a margin for floats)
-                out.append((margin, k, float(x), float(y)))
+        cap = useful / x
+        margins = np.max(table - slack - (cap - grid * y), axis=1) / cap
+        for i in np.flatnonzero(margins < -1e-10):  # not cleared (at 0 only the point itself, or a
+            out.append((float(margins[i]), ks[i], float(x), float(y)))  # tie; a margin for floats)
     return sorted(out)
 
 
@@ -401,28 +417,29 @@ def _checked_by_floors(
     axis: str,
     k_max: int,
     lambdas: Sequence[float],
+    checks: int,
 ) -> tuple[pd.DataFrame, int, tuple[str, ...]]:
     """``frame`` with a ``floor edges, K=...`` row for each new plan the exact floor search
     (:func:`analysis.optimize.floor_plans`) finds at a Pareto point's ``axis`` and at its
     mixing, for every ``K <= k_max`` where the Lagrangian bounds (:func:`_lower_bounds`) leave
     room for a plan that beats it, and the Pareto set taken again (a point that a found plan
     beats loses its mark; a round checks the points the one before added); the pairs
-    (Pareto point, K) left unchecked when :data:`FLOOR_CHECKS` searches ran out, and the labels
-    of their points."""
+    (Pareto point, K) left unchecked when ``checks`` searches ran out (0: the bounds alone), and
+    the labels of their points."""
     if not lambdas:  # no sweep: around the slope from the most buckets' optimum to one bucket
         opt = frame[frame["label"].isin(["optimal edges, K=1", f"optimal edges, K={k_max}"])]
         f, g = hist.total_tokens / opt[axis].to_numpy(float), opt["mixing"].to_numpy(float)
         slope = max(abs(f[0] - f[-1]) / max(abs(g[0] - g[-1]), 1e-12), 1.0)
         lambdas = [slope / 1000, slope]
-    bounds = _lower_bounds(hist, rule, k_max, lambdas)
+    bounds = _lower_bounds(hist, rule, k_max, lambdas, frame, axis)
     frame = _with_beaters(hist, frame, axis, bounds[2], "frontier edges")
     asked: set[tuple[int, str, float]] = set()
     spent = 0
     while True:
         asks = _next_asks(_open_pairs(hist, rule, frame, axis, bounds), axis, asked)
-        if not asks or spent >= FLOOR_CHECKS:
+        if not asks or spent >= checks:
             break
-        asks = asks[: min(_BATCH, FLOOR_CHECKS - spent)]
+        asks = asks[: min(_BATCH, checks - spent)]
         spent += len(asks)
         asked.update((k, f.measure, f.value) for k, f in asks)
         found = [plan for plan in floor_plans(hist, rule, asks) if plan is not None]
@@ -526,6 +543,7 @@ def frontier(
     simulate_strategies: bool = True,
     simulate_samples: int | None = DEFAULT_SIMULATED_SAMPLES,
     noise: GradientNoise | None = None,
+    floor_checks: int = 0,
 ) -> Frontier:
     """Efficiency (tokens/s with ``step_time``) against mixing for every strategy and knob.
 
@@ -563,6 +581,15 @@ def frontier(
         ``quality_time`` (time to the same loss over a shuffle's, with ``step_time``; NaN
         without), and the Pareto set is taken on (``axis``, ``effective_batch_share``):
         ``Frontier.mixing_axis``.  Without it those columns are NaN.
+    floor_checks : int, default 0
+        The Pareto check's floor searches at most (the faces run :data:`FLOOR_CHECKS`).  Every
+        Pareto point is checked against every ``K <= max_buckets`` by the Lagrangian bounds of
+        the DP's passes (cheap: they clear most pairs, and the passes' plans that beat a point
+        join the plane as ``frontier edges``); the pairs they leave open get the exact floor
+        search at the point's efficiency and at its mixing, up to ``floor_checks`` of them
+        (each takes up to a second; the plans they find that beat a point join as ``floor
+        edges``).  ``Frontier.unchecked`` and ``Frontier.unproven`` say what is left open.  No
+        check runs with ``step_time`` or ``noise``.
 
     Examples
     --------
@@ -584,6 +611,8 @@ def frontier(
     k_max = min(positive_int(max_buckets, "max_buckets"), hist.n_distinct)
     if isinstance(n_lambdas, bool) or not isinstance(n_lambdas, int) or n_lambdas < 0:
         raise ValueError(f"n_lambdas must be an integer >= 0, got {n_lambdas!r}")
+    if isinstance(floor_checks, bool) or not isinstance(floor_checks, int) or floor_checks < 0:
+        raise ValueError(f"floor_checks must be an integer >= 0, got {floor_checks!r}")
     model = step_time
     given = {name: check_edges(edges, hist) for name, edges in (edge_sets or {}).items()}
     rows = []
@@ -654,7 +683,7 @@ def frontier(
     unchecked = 0
     unproven: tuple[str, ...] = ()
     if model is None and noise is None and k_max > 1:
-        frame, unchecked, unproven = _checked_by_floors(hist, rule, frame, axis, k_max, lambdas)
+        frame, unchecked, unproven = _checked_by_floors(hist, rule, frame, axis, k_max, lambdas, floor_checks)
     frame = frame[[*FRONTIER_COLUMNS, "lambda"]]
     return Frontier(
         frame,
@@ -665,6 +694,7 @@ def frontier(
         mixing_axis=mixing_axis,
         unchecked=unchecked,
         unproven=unproven,
+        floor_checks=floor_checks,
     )
 
 

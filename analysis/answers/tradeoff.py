@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.answers.frontier import Frontier, frontier
+from analysis.answers.frontier import FLOOR_CHECKS, Frontier, frontier
 from analysis.batching import BatchRule
 from analysis.lengths import LengthHistogram
 from analysis.optimize import BucketPlan, Floor, optimize_edges
@@ -210,7 +210,7 @@ def read_tradeoff(
     >>> import numpy as np
     >>> hist = LengthHistogram.from_lengths(np.random.default_rng(0).integers(1, 300, 600))
     >>> res = frontier(hist, batch_size=4, rng=np.random.default_rng(0), max_buckets=4, n_lambdas=2,
-    ...                simulate_strategies=False)
+    ...                simulate_strategies=False, floor_checks=48)
     >>> t = read_tradeoff(res, min_efficiency=0.8)
     >>> t.best.n_buckets, round(t.best.reached, 3), round(t.best.mixing, 3), t.trainer, t.mixing_axis
     (4, 0.838, 0.145, None, 'mixing')
@@ -249,7 +249,8 @@ def tradeoff(
     step_time: StepTimeModel | None = None,
 ) -> TradeOff:
     """The frontier of ``hist`` under ``rule`` with the one set of settings every face uses (the
-    defaults of :func:`analysis.answers.frontier.frontier`; ``rng`` for its simulated
+    defaults of :func:`analysis.answers.frontier.frontier`, and the Pareto check's
+    :data:`~analysis.answers.frontier.FLOOR_CHECKS` floor searches; ``rng`` for its simulated
     strategies, a fresh ``np.random.default_rng(seed)`` so that every face draws the same), read
     at ``min_efficiency`` (else at the Trainer's efficiency: :func:`read_tradeoff`).
     ``edge_sets`` marks given plans on the plane; they never change the answer.  ``noise`` (a
@@ -265,5 +266,7 @@ def tradeoff(
     >>> t.measure, t.target == t.trainer.reached, t.best.n_buckets >= 2
     ('efficiency', True, True)
     """
-    result = frontier(hist, rule, rng=rng, edge_sets=edge_sets, noise=noise, step_time=step_time)
+    result = frontier(
+        hist, rule, rng=rng, edge_sets=edge_sets, noise=noise, step_time=step_time, floor_checks=FLOOR_CHECKS
+    )
     return read_tradeoff(result, hist, min_efficiency, noise=noise, step_time=step_time)

@@ -204,6 +204,7 @@ def cmd_frontier(args: argparse.Namespace, out: TextIO) -> None:
         epochs=args.epochs,
         noise=noise,
         step_time=clock,
+        floor_checks=FLOOR_CHECKS,  # as the report and notebook 02 (analysis.answers.tradeoff)
     )
     if args.json:
         print(
@@ -237,7 +238,9 @@ def cmd_frontier(args: argparse.Namespace, out: TextIO) -> None:
         print(wrap(hint, indent="  ", subsequent="    "), file=out)
     print(frame_text(shown), file=out)
     print(wrap(f"({meaning}, {FRONTIER_NOTES[res.mixing_axis]})"), file=out)
-    if (note := unchecked_sentence(res.unchecked, FLOOR_CHECKS, res.unproven)) is not None and not args.all:
+    if (
+        note := unchecked_sentence(res.unchecked, res.floor_checks, res.unproven)
+    ) is not None and not args.all:
         print(wrap(note), file=out)
     print(file=out)
     if (res.frame["label"] == TRAINER_LABEL).any():  # the trade-off, as the report and notebook 02 say it

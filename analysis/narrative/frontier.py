@@ -91,15 +91,22 @@ def unchecked_sentence(unchecked: int, checks: int, unproven: Sequence[str] = ()
     'Not proven: 3 pairs of a Pareto point and a bucket count were ne'
     >>> unchecked_sentence(3, 48, ["frontier edges, K=12", "frontier edges, K=13", "packing"])[-59:]
     'Pareto points not proven: frontier edges, K=12–13; packing.'
+    >>> "was not cleared by the DP’s bounds, and no floor search ran" in unchecked_sentence(1, 0)
+    True
     """
     if unchecked <= 0:
         return None
     pairs = "pair" if unchecked == 1 else "pairs"
     verb = "was" if unchecked == 1 else "were"
+    if checks > 0:
+        how = "neither cleared by the DP’s bounds nor searched"
+        how += f" (the check runs at most {checks:,} floor searches)"
+    else:
+        how = "not cleared by the DP’s bounds, and no floor search ran"
+        how += f" (floor_checks=0; the faces run {FLOOR_CHECKS:,})"
     text = (
-        f"Not proven: {unchecked:,} {pairs} of a Pareto point and a bucket count {verb} neither cleared "
-        f"by the DP’s bounds nor searched (the check runs at most {checks:,} floor searches), so a "
-        "plan of that many buckets may beat such a point."
+        f"Not proven: {unchecked:,} {pairs} of a Pareto point and a bucket count {verb} {how}, so a plan of "
+        "that many buckets may beat such a point."
     )
     return text if not unproven else f"{text} The Pareto points not proven: {named_points(unproven)}."
 
@@ -116,14 +123,15 @@ def pareto_check_sentence(result: Frontier) -> str:
     >>> from analysis import LengthHistogram, frontier
     >>> hist = LengthHistogram.from_counts([1, 2, 3, 9, 10], [5, 5, 5, 5, 5])
     >>> res = frontier(
-    ...     hist, batch_size=4, rng=np.random.default_rng(0), max_buckets=2, simulate_strategies=False
+    ...     hist, batch_size=4, rng=np.random.default_rng(0), max_buckets=2, simulate_strategies=False,
+    ...     floor_checks=48,
     ... )
     >>> pareto_check_sentence(res) == PARETO_CHECKED
     True
     """
     if result.axis == "tokens_per_s" or result.mixing_axis != "mixing":
         return NOT_CHECKED
-    text = unchecked_sentence(result.unchecked, FLOOR_CHECKS, result.unproven)
+    text = unchecked_sentence(result.unchecked, result.floor_checks, result.unproven)
     return PARETO_CHECKED if text is None else text
 
 
@@ -188,7 +196,7 @@ def frontier_sentence(trade: TradeOff, mixing_axis: str = "mixing") -> str:
     >>> from analysis.answers.tradeoff import read_tradeoff
     >>> hist = LengthHistogram.from_lengths(np.random.default_rng(0).integers(1, 300, 600))
     >>> res = frontier(hist, batch_size=4, rng=np.random.default_rng(0), max_buckets=4, n_lambdas=2,
-    ...                simulate_strategies=False)
+    ...                simulate_strategies=False, floor_checks=48)
     >>> print(textwrap.fill(frontier_sentence(read_tradeoff(res, min_efficiency=0.8)), 90))
     At 80.0% efficiency or more, the best bucketed plan (K = 4, 83.8%) keeps 14.5% of the
     mixing (mixing: the share of the data's length variance a batch keeps). Mixing is a proxy:

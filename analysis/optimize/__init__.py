@@ -30,10 +30,12 @@ path :func:`optimize_edges` takes down to the compiled kernel and back up to a p
     :data:`AUTO_CANDIDATES_ABOVE` a candidate grid refined at full resolution, then proven.
 13. ``_cells``: the grid's proof, a DP over cells whose value bounds the exact optimum.
 14. ``_frontier``: padding against mixing, the Lagrangian passes over dense matrices, and the
-    floors (``min_efficiency``, ``min_mixing``).  ``_gradient``: the second axis under a
-    gradient-noise model (each bucket's between-bucket share, ``1 - ρ``), which replaces the
-    length mixing there (floors: ``min_effective_batch``); ``_quality``: edges for time to
-    quality, a walk over the hull of (epoch seconds, steps factor) with its proof;
+    floors (``min_efficiency``, ``min_mixing``); what one problem's passes share (the matrices,
+    each pass once, each plan and bucket evaluated once) lives on its ``Lagrangian``.
+    ``_gradient``: the second axis under a gradient-noise model (each bucket's between-bucket
+    share, ``1 - ρ``), which replaces the length mixing there (floors:
+    ``min_effective_batch``); ``_quality``: edges for time to quality, a walk over the hull of
+    (epoch seconds, steps factor) with its proof;
     ``gradient``: :class:`PlanGradient`, what a plan placed with a noise model carries.
 15. ``rules``: the field's rules (geometric, equal count, equal tokens, greedy descent).
 16. ``plan``: :class:`BucketPlan`, the objective recomputed independently of the DP
@@ -95,6 +97,7 @@ from analysis.optimize._frontier import (
     floor_plan,
     floor_plans,
     frontier_lambdas,
+    frontier_minima,
     frontier_plans,
     frontier_sweep,
     lagrangian,
@@ -137,6 +140,7 @@ __all__ = [
     "evaluate_edges",
     "floor_plans",
     "frontier_lambdas",
+    "frontier_minima",
     "frontier_plans",
     "frontier_sweep",
     "reuse_matrices",

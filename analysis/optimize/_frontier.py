@@ -80,27 +80,54 @@ def _mixing_matrix(
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _solve_points(costs: np.ndarray, n_buckets: int) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover
-    """The DP over the points: ``best[k, c]`` = least sum of ``k`` buckets covering
-    ``(points[0], points[c]]``, ``costs[c, a]`` the cost of bucket ``(points[a], points[c]]``
-    (transposed, so a column's starts are contiguous); ``arg[k, c]`` the start's index, the
-    smallest on a tie (strict ``<`` in ascending order, as the padding DP).  Every ``k`` at once:
-    each start's sums for all layers side by side, the same sums and ties as layer by layer."""
+def _solve_points(
+    costs: np.ndarray, mixing: np.ndarray, per: float, n_buckets: int
+) -> np.ndarray:  # pragma: no cover
+    """The DP over the points: ``best[c, k]`` = least sum of ``k`` buckets covering
+    ``(points[0], points[c]]``, bucket ``(points[a], points[c]]`` costing ``costs[c, a] - per *
+    mixing[c, a]`` (transposed, so a column's starts are contiguous; formed a row at a time, as
+    the whole matrix would be: ``per = 0`` is ``costs`` alone).  Every ``k`` at once: each
+    start's sums for all layers side by side (an elementwise minimum, vectorised), the same
+    sums as layer by layer; the minimisers are traced afterwards (:func:`_trace_points`)."""
     p = costs.shape[0]
     best = np.full((p, n_buckets + 1), INF)  # best[c, k]: the layers side by side (vectorised)
-    arg = np.zeros((p, n_buckets + 1), np.int64)
     best[0, 0] = 0.0
+    row = np.empty(p)
     for c in range(1, p):
-        here, at, row = best[c], arg[c], costs[c]
-        for a in range(c):  # ascending, strict <: the smallest start on a tie, in every layer
+        here = best[c]
+        if per != 0.0:
+            for a in range(c):
+                row[a] = costs[c, a] - per * mixing[c, a]
+        else:
+            row[:c] = costs[c, :c]
+        for a in range(c):
             x = row[a]
             prev = best[a]
             for k in range(1, min(n_buckets, a + 1) + 1):  # (more than a + 1 buckets: none)
                 v = prev[k - 1] + x
-                better = v < here[k]
-                here[k] = v if better else here[k]
-                at[k] = a if better else at[k]
-    return np.ascontiguousarray(best.T), np.ascontiguousarray(arg.T)
+                here[k] = v if v < here[k] else here[k]
+    return best
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _trace_points(
+    best: np.ndarray, costs: np.ndarray, mixing: np.ndarray, per: float, k: int, last: int
+) -> np.ndarray:  # pragma: no cover
+    """The point indices ending the ``k`` buckets of the minimum ``best[last, k]`` of
+    :func:`_solve_points` (the same arguments): at each layer the smallest start whose sum
+    equals the layer's minimum, the start a strict ``<`` in ascending order keeps (the
+    padding DP's tie rule), each bucket's cost formed by the same expression."""
+    ends = np.empty(k, np.int64)
+    c = last
+    for layer in range(k, 0, -1):
+        ends[layer - 1] = c
+        target = best[c, layer]
+        for a in range(layer - 1, c):
+            x = costs[c, a] - per * mixing[c, a] if per != 0.0 else costs[c, a]
+            if best[a, layer - 1] + x == target:
+                c = a
+                break
+    return ends
 
 
 @dataclass(frozen=True)
@@ -117,9 +144,17 @@ class Lagrangian:
     # matrix of analysis.optimize._gradient, its scale N tr Σ)
     axis: str = "mixing"
     noise: GradientArrays | None = None
-    # the passes made on these matrices, by (k_max, lam) (_pass: a floor search asks again for
-    # the optimum and the most mixing it bracketed its gap with)
-    passes: dict[tuple[int, float], dict[int, list[int]]] = field(default_factory=dict, compare=False)
+    # the passes made on these matrices, by (k_max, lam): every K's ends and the DP's minimum
+    # (_pass: a floor search asks again for the optimum and the most mixing it bracketed its gap
+    # with; a pass of more buckets answers for fewer at the same lam)
+    passes: dict[tuple[int, float], tuple[dict[int, list[int]], np.ndarray]] = field(
+        default_factory=dict, compare=False
+    )
+    # the plans evaluated on this problem, by their edges (plan_of: the sweep, the bounds and
+    # every floor search ask for many of the same)
+    plans: dict[tuple[int, ...], BucketPlan] = field(default_factory=dict, compare=False)
+    # their buckets' numbers, by bounds (make_plan's memo: plans share many buckets)
+    buckets: dict[Any, Any] = field(default_factory=dict, compare=False)
 
 
 # The matrices made inside a reuse_matrices() scope, per thread: (hist, key, noise, Lagrangian).
@@ -203,30 +238,47 @@ def _make_lagrangian(hist: LengthHistogram, prob: Problem, noise: GradientNoise 
 def _pass(lag: Lagrangian, k_max: int, lam: float) -> dict[int, list[int]]:
     """Bucket ends (ascending, last ``m``) minimising ``objective - lam * mixing`` for every
     ``K <= k_max`` (one DP pass over the matrices; a pass made before is read back)."""
+    ends, _ = _made_pass(lag, k_max, lam)
+    return {k: list(e) for k, e in ends.items() if k <= k_max}
+
+
+def _made_pass(lag: Lagrangian, k_max: int, lam: float) -> tuple[dict[int, list[int]], np.ndarray]:
+    """The pass of ``lag`` at ``lam`` for at least ``k_max`` buckets, made once: the ends by
+    ``K`` and ``values[K]``, the least ``objective - lam * mixing`` of ``K`` buckets (inf:
+    none).  The DP's layer ``K`` depends on the layers below it only, so a pass made for more
+    buckets answers for fewer, the same ends and sums."""
     made = lag.passes.get((k_max, lam))
     if made is None:
+        made = next((v for (k, x), v in lag.passes.items() if x == lam and k >= k_max), None)
+    if made is None:
         made = lag.passes[(k_max, lam)] = _new_pass(lag, k_max, lam)
-    return {k: list(ends) for k, ends in made.items()}
+    return made
 
 
-def _new_pass(lag: Lagrangian, k_max: int, lam: float) -> dict[int, list[int]]:
+def _new_pass(lag: Lagrangian, k_max: int, lam: float) -> tuple[dict[int, list[int]], np.ndarray]:
     per = lam / lag.scale if lag.scale > 0 else 0.0
-    costs = lag.costs - per * lag.mixing if per != 0.0 else lag.costs
-    best, arg = _solve_points(costs, min(k_max, lag.points.size - 1))
+    best = _solve_points(lag.costs, lag.mixing, per, min(k_max, lag.points.size - 1))
     last = lag.points.size - 1
     out = {}
     for k in range(1, min(k_max, last) + 1):
-        if np.isfinite(best[k, last]):
-            ends, c = [], last
-            for layer in range(k, 0, -1):
-                ends.append(int(lag.points[c]))
-                c = int(arg[layer, c])
-            out[k] = ends[::-1]
-    return out
+        if np.isfinite(best[last, k]):
+            idx = _trace_points(best, lag.costs, lag.mixing, per, k, last)
+            out[k] = [int(x) for x in lag.points[idx]]
+    return out, best[last].copy()
 
 
 def _edges(lag: Lagrangian, ends: list[int]) -> list[int]:
     return ends_to_edges(lag.prob, ends)
+
+
+def plan_of(hist: LengthHistogram, lag: Lagrangian, edges: tuple[int, ...]) -> BucketPlan:
+    """The plan of ``edges`` on the problem of ``lag`` (``hist`` its histogram), evaluated once
+    (:func:`~analysis.optimize.plan.make_plan`, method ``"frontier"``, ``K`` its buckets)."""
+    plan = lag.plans.get(edges)
+    if plan is None:
+        plan = make_plan(hist, lag.prob, list(edges), "frontier", len(edges) - 1, memo=lag.buckets)
+        lag.plans[edges] = plan
+    return plan
 
 
 @dataclass(frozen=True)
@@ -283,7 +335,7 @@ class Evaluator:
     def plan(self, ends: list[int]) -> BucketPlan:
         edges = tuple(_edges(self.lag, ends))
         if edges not in self.plans:
-            self.plans[edges] = make_plan(self.hist, self.lag.prob, list(edges), "frontier", self.k)
+            self.plans[edges] = plan_of(self.hist, self.lag, edges)
         return self.plans[edges]
 
     def point(self, ends: list[int]) -> Point:
@@ -659,6 +711,57 @@ def frontier_plans(
     return _sweep(hist, prob, lagrangian(hist, prob, noise), k_max, lambdas)
 
 
+def frontier_minima(
+    hist: LengthHistogram,
+    rule: BatchRule,
+    max_buckets: int,
+    lambdas: Sequence[float],
+    wanted: Any = None,
+) -> tuple[dict[int, np.ndarray], list[BucketPlan]]:
+    """``(low, plans)`` of the passes of :func:`frontier_plans` at ``lambdas``: ``low[K][j]``,
+    the least ``objective - lambdas[j] * mixing`` of any ``K``-bucket plan (the DP's own
+    minimum over the matrices, inf where there is none: on the candidate grid of long-context
+    data, of the grid's plans), and the plans of the passes' minimisers (each new one once, in
+    the order :func:`frontier_plans` lists them) for which ``wanted(edges, objective, mixing)``
+    (the objective and mixing the matrices' sums, within a relative 1e-13 of the plan's own
+    numbers) holds: only those are evaluated (None: every one).
+
+    Examples
+    --------
+    >>> hist = LengthHistogram.from_counts([1, 2, 3, 9, 10], [5, 5, 5, 5, 5])
+    >>> low, plans = frontier_minima(hist, BatchRule(4), 2, [5.0, 200.0], lambda e, f, g: g > 0.5)
+    >>> [round(float(x), 1) for x in low[2]], [(p.n_buckets, p.edges) for p in plans]
+    ([141.4, 49.8], [(1, [0, 10]), (2, [0, 1, 10])])
+    """
+    prob = build_problem(hist, rule, 1, None, resolve_objective(rule, None, None))
+    k_max = check_k(prob, max_buckets)
+    lag = lagrangian(hist, prob)
+    low: dict[int, np.ndarray] = {}
+    seen: set[tuple[int, ...]] = set()
+    plans = []
+    for j, lam in enumerate(lambdas):
+        ends, values = _made_pass(lag, k_max, float(lam))
+        for k in range(1, k_max + 1):
+            if k not in ends:
+                continue
+            low.setdefault(k, np.full(len(lambdas), INF))[j] = values[k]
+            edges = tuple(_edges(lag, ends[k]))
+            if edges in seen:
+                continue
+            seen.add(edges)
+            if wanted is None or wanted(edges, *_matrix_point(lag, ends[k])):
+                plans.append(plan_of(hist, lag, edges))
+    return low, plans
+
+
+def _matrix_point(lag: Lagrangian, ends: Sequence[int]) -> tuple[float, float]:
+    """A plan's objective and axis coordinate from the matrices of ``lag`` (sums over its
+    buckets; the plan's own numbers are exact)."""
+    idx = [0, *(int(i) for i in np.searchsorted(lag.points, np.asarray(ends, np.int64)))]
+    f = math.fsum(float(lag.costs[c, a]) for a, c in zip(idx, idx[1:]))
+    return f, axis_value(lag, ends)
+
+
 def _sweep(
     hist: LengthHistogram, prob: Problem, lag: Lagrangian, k_max: int, lambdas: Sequence[float]
 ) -> list[tuple[float, int, BucketPlan]]:
@@ -669,7 +772,7 @@ def _sweep(
         for k, ends in _pass(lag, k_max, float(lam)).items():
             edges = tuple(_edges(lag, ends))
             if edges not in seen:
-                seen[edges] = make_plan(hist, prob, list(edges), "frontier", k)
+                seen[edges] = plan_of(hist, lag, edges)
                 out.append((float(lam), k, seen[edges]))
     return out
 

@@ -229,52 +229,73 @@ class BucketPlan:
         }
 
 
-def _objective(prob: Problem, edges: list[int], batch_sizes: list[int]) -> float:
+def _objective(
+    prob: Problem, edges: list[int], batch_sizes: list[int], memo: dict[Any, Any] | None = None
+) -> float:
     """The optimiser's objective for any ``edges``, exact: per bucket of ``n`` samples
     ``floor(n / B) * B * E[g_B(max of B)] + r * E[g_r(max of r)]`` (``r = n mod B``, the last,
     short batch as it is: :func:`~analysis.padding.order_stats.expected_batch_sum`), plus
     ``per_batch * ceil(n / B)`` (the time objective's per-step seconds); ``g_s`` is the
     per-sample weight in a batch of ``s`` (``weight + B * weight2`` for a full one; see
-    :func:`_problem`)."""
-    total = []
+    :func:`_problem`); ``memo``: each bucket's terms by its bounds, kept across calls on one
+    problem (:func:`make_plan`)."""
+    total: list[float] = []
     for lo, hi, b in zip(*bucket_bounds(prob.lengths, edges), batch_sizes):
         if lo == hi:
             continue
-        cum = prob.cum[lo + 1 : hi + 1] - prob.cum[lo]
-        n = int(cum[-1])
-        if prob.rule.batch_size is None:  # g_s = weight + s * weight2
-            g, per_size = prob.weight[lo + 1 : hi + 1], prob.weight2[lo + 1 : hi + 1]
-        elif prob.member is not None:  # g_s = weight - (B - s) * member
-            per_size = prob.member[lo + 1 : hi + 1]
-            g = prob.weight[lo + 1 : hi + 1] - b * per_size
-        else:
-            g, per_size = prob.weight[lo + 1 : hi + 1], None
-        total.append(
-            expected_batch_sum(g, cum, b, per_size if per_size is not None and per_size.any() else None)
-        )
-        if prob.per_batch:
-            total.append(prob.per_batch * -(-n // b))
+        key = ("objective", lo, hi, b)
+        terms = None if memo is None else memo.get(key)
+        if terms is None:
+            terms = _bucket_objective(prob, lo, hi, b)
+            if memo is not None:
+                memo[key] = terms
+        total.extend(terms)
     return math.fsum(total)
 
 
+def _bucket_objective(prob: Problem, lo: int, hi: int, b: int) -> list[float]:
+    """The terms of :func:`_objective` of the bucket of distinct lengths ``lo:hi``, batch size
+    ``b``."""
+    cum = prob.cum[lo + 1 : hi + 1] - prob.cum[lo]
+    n = int(cum[-1])
+    if prob.rule.batch_size is None:  # g_s = weight + s * weight2
+        g, per_size = prob.weight[lo + 1 : hi + 1], prob.weight2[lo + 1 : hi + 1]
+    elif prob.member is not None:  # g_s = weight - (B - s) * member
+        per_size = prob.member[lo + 1 : hi + 1]
+        g = prob.weight[lo + 1 : hi + 1] - b * per_size
+    else:
+        g, per_size = prob.weight[lo + 1 : hi + 1], None
+    total = [expected_batch_sum(g, cum, b, per_size if per_size is not None and per_size.any() else None)]
+    if prob.per_batch:
+        total.append(prob.per_batch * -(-n // b))
+    return total
+
+
 def make_plan(
-    hist: LengthHistogram, prob: Problem, edges: list[int], method: str, requested: int, gap: float = 0.0
+    hist: LengthHistogram,
+    prob: Problem,
+    edges: list[int],
+    method: str,
+    requested: int,
+    gap: float = 0.0,
+    memo: dict[Any, Any] | None = None,
 ) -> BucketPlan:
     """The plan of validated ``edges`` (covering ``hist``); ``gap``: the proven bound on its
-    distance to the optimum (0: optimal)."""
-    est = bucketed_estimate(hist, edges, prob.rule)
+    distance to the optimum (0: optimal); ``memo``: a dict kept across the plans of one
+    ``hist`` and ``prob`` (the frontier's), where each bucket's numbers are computed once."""
+    est = bucketed_estimate(hist, edges, prob.rule, memo=memo)
     return BucketPlan(
         estimate=est,
         method=method,
         n_buckets_requested=requested,
-        objective=_objective(prob, edges, list(est.batch_sizes)),
+        objective=_objective(prob, edges, list(est.batch_sizes), memo),
         edge_multiple=prob.edge_multiple,
         step_time=prob.step_time,
         gap=gap,
         objective_kind=prob.objective,
         step_tokens=step_tokens(hist, est.rule, est.n_batches),
         warnings=_warnings(hist, est),
-        mixing=edges_mixing(hist, edges, est.batch_sizes),
+        mixing=edges_mixing(hist, edges, est.batch_sizes, memo),
     )
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -88,10 +89,14 @@ def _weighted(n: int, size: int) -> int:
 
 
 def bucket_mixing(
-    hist: LengthHistogram, edges: Sequence[int], batch_sizes: Sequence[int]
+    hist: LengthHistogram,
+    edges: Sequence[int],
+    batch_sizes: Sequence[int],
+    memo: dict[Any, Any] | None = None,
 ) -> tuple[float, ...]:
     """Each bucket's share of the mixing of a bucketed shuffle (they sum to it): ``w_b S_b**2 /
-    (N S**2)`` (validated ``edges`` covering ``hist``; ``batch_sizes`` one per bucket).
+    (N S**2)`` (validated ``edges`` covering ``hist``; ``batch_sizes`` one per bucket;
+    ``memo``: a dict kept across calls on the same ``hist``, which holds its prefix sums).
 
     Examples
     --------
@@ -99,8 +104,13 @@ def bucket_mixing(
     >>> [round(x, 4) for x in bucket_mixing(hist, [0, 3, 12], [3, 3])]
     [0.0199, 0.0199]
     """
-    n_all = hist.n_samples
-    c, s1, s2 = _sums(hist)
+    sums = None if memo is None else memo.get("mixing_sums")
+    if sums is None:
+        sums = _sums(hist)
+        if memo is not None:
+            memo["mixing_sums"] = sums
+    c, s1, s2 = sums
+    n_all = c[-1]
     total = _scaled_ss(n_all, s1[-1], s2[-1])  # N * SS_total
     out = []
     for lo, hi, size in zip(*bucket_bounds(hist.lengths, edges), batch_sizes):
@@ -121,15 +131,21 @@ def _total(hist: LengthHistogram, parts: Sequence[float]) -> float:
     return min(1.0, math.fsum(parts)) if parts else 0.0
 
 
-def edges_mixing(hist: LengthHistogram, edges: Sequence[int], batch_sizes: Sequence[int]) -> float:
-    """The mixing of a bucketed shuffle: the sum of :func:`bucket_mixing` (validated input).
+def edges_mixing(
+    hist: LengthHistogram,
+    edges: Sequence[int],
+    batch_sizes: Sequence[int],
+    memo: dict[Any, Any] | None = None,
+) -> float:
+    """The mixing of a bucketed shuffle: the sum of :func:`bucket_mixing` (validated input;
+    ``memo`` as there).
 
     Examples
     --------
     >>> edges_mixing(LengthHistogram.from_lengths([1, 2, 3, 10, 11, 12]), [0, 12], [3])
     1.0
     """
-    return _total(hist, bucket_mixing(hist, edges, batch_sizes))
+    return _total(hist, bucket_mixing(hist, edges, batch_sizes, memo))
 
 
 def bucketed_mixing(

@@ -156,9 +156,15 @@ def _prefix_sums(hist: LengthHistogram, pad_to_multiple_of: int) -> tuple[np.nda
 
 
 def bucketed_estimate(
-    hist: LengthHistogram, edges: list[int], rule: BatchRule, strategy: str = "bucketed"
+    hist: LengthHistogram,
+    edges: list[int],
+    rule: BatchRule,
+    strategy: str = "bucketed",
+    memo: dict[Any, Any] | None = None,
 ) -> WasteEstimate:
-    """:func:`expected_padding` without validation (``edges`` already cover ``hist``)."""
+    """:func:`expected_padding` without validation (``edges`` already cover ``hist``);
+    ``memo``: each bucket's numbers by its bounds, kept across calls on the same ``hist`` and
+    ``rule`` (a bucket that many plans share is computed once, the same numbers)."""
     batch_sizes = rule.batch_sizes(edges)
     prefix = _prefix_sums(hist, rule.pad_to_multiple_of)
     samples: list[int] = []
@@ -170,18 +176,17 @@ def bucketed_estimate(
             for column in (samples, tokens, batches, waste):
                 column.append(0)
             continue
-        if prefix is None:
-            n, t, sums = sum(hist.counts[lo:hi].tolist()), _bucket_tokens(hist, lo, hi), None
-        else:
-            n, t, r = (int(p[hi] - p[lo]) for p in prefix)
-            sums = (n, t, r)
+        key = ("waste", lo, hi, size)
+        numbers = None if memo is None else memo.get(key)
+        if numbers is None:
+            numbers = _bucket_numbers(hist, lo, hi, size, rule.pad_to_multiple_of, prefix)
+            if memo is not None:
+                memo[key] = numbers
+        n, t, b, w = numbers
         samples.append(n)
         tokens.append(t)
-        batches.append(-(-n // size))
-        exact, excess = bucket_waste(
-            hist.lengths[lo:hi], hist.counts[lo:hi], size, rule.pad_to_multiple_of, sums
-        )
-        waste.append(exact + excess if excess else exact)
+        batches.append(b)
+        waste.append(w)
     floats = [w for w in waste if isinstance(w, float)]
     total: int | float = sum(w for w in waste if isinstance(w, int))
     if floats:  # the int part exact, the expectations summed once
@@ -199,6 +204,19 @@ def bucketed_estimate(
         bucket_batches=tuple(batches),
         bucket_waste_tokens=tuple(waste),
     )
+
+
+def _bucket_numbers(
+    hist: LengthHistogram, lo: int, hi: int, size: int, m: int, prefix: tuple[np.ndarray, ...] | None
+) -> tuple[int, int, int, int | float]:
+    """One bucket's samples, tokens, batches and expected padding (:func:`bucketed_estimate`)."""
+    if prefix is None:
+        n, t, sums = sum(hist.counts[lo:hi].tolist()), _bucket_tokens(hist, lo, hi), None
+    else:
+        n, t, r = (int(p[hi] - p[lo]) for p in prefix)
+        sums = (n, t, r)
+    exact, excess = bucket_waste(hist.lengths[lo:hi], hist.counts[lo:hi], size, m, sums)
+    return n, t, -(-n // size), exact + excess if excess else exact
 
 
 def step_tokens(hist: LengthHistogram, rule: BatchRule, n_batches: int) -> int | None:

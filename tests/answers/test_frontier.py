@@ -13,7 +13,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import analysis.answers.frontier as frontier_module
 import analysis.cli as cli
 from analysis import (
     BatchRule,
@@ -26,7 +25,7 @@ from analysis import (
     recommend,
     save_histogram,
 )
-from analysis.answers.frontier import FRONTIER_COLUMNS, Frontier
+from analysis.answers.frontier import FLOOR_CHECKS, FRONTIER_COLUMNS, Frontier
 from analysis.answers.tradeoff import read_tradeoff
 from analysis.batching import DEFAULT_SEED
 from analysis.narrative.frontier import PARETO_CHECKED, frontier_sentence, named_points, pareto_check_sentence
@@ -242,12 +241,25 @@ def test_the_cli_prints_the_short_table_and_every_row_with_all(tmp_path, capsys,
         "1",
     ]
     res = frontier(
-        hist, batch_size=4, rng=np.random.default_rng(DEFAULT_SEED), max_buckets=12, n_lambdas=2, epochs=1
+        hist,
+        batch_size=4,
+        rng=np.random.default_rng(DEFAULT_SEED),
+        max_buckets=12,
+        n_lambdas=2,
+        epochs=1,
+        floor_checks=FLOOR_CHECKS,
     )
     # frontier is a pure function of its arguments: the CLI's two runs, given these same ones,
     # get ``res`` itself instead of computing it twice more (10 s of CPU each); with any other
     # argument they compute their own, and the count below fails
-    asked = {"max_buckets": 12, "n_lambdas": 2, "epochs": 1, "noise": None, "step_time": None}
+    asked = {
+        "max_buckets": 12,
+        "n_lambdas": 2,
+        "epochs": 1,
+        "noise": None,
+        "step_time": None,
+        "floor_checks": FLOOR_CHECKS,
+    }
     seeded = np.random.default_rng(DEFAULT_SEED).bit_generator.state
     hits = []
 
@@ -294,6 +306,9 @@ def test_bad_input_is_one_error_while_the_optimal_dp_runs_beside(hist):
         frontier(hist, batch_size=4, rng=np.random.default_rng(0), max_buckets=4, simulate_samples=0)
     with pytest.raises(ValueError, match="edges"):
         frontier(hist, batch_size=4, rng=np.random.default_rng(0), edge_sets={"case": [0, 5, 3]})
+    for bad in (-1, 2.0, True):
+        with pytest.raises(ValueError, match=r"^floor_checks must be an integer >= 0, got"):
+            frontier(hist, batch_size=4, rng=np.random.default_rng(0), floor_checks=bad)
 
 
 def test_under_a_token_budget_the_plane_is_the_steps_budget_fill(hist):
@@ -356,7 +371,15 @@ def test_no_plan_of_any_k_beats_a_pareto_point(seed, rule):
     rng = np.random.default_rng(seed)
     values = np.sort(rng.choice(np.arange(1, 80), 10, replace=False))
     hist = LengthHistogram.from_lengths(rng.choice(values, 200, p=rng.dirichlet(np.ones(10))))
-    res = frontier(hist, rule, rng=np.random.default_rng(0), max_buckets=4, n_lambdas=2, epochs=1)
+    res = frontier(
+        hist,
+        rule,
+        rng=np.random.default_rng(0),
+        max_buckets=4,
+        n_lambdas=2,
+        epochs=1,
+        floor_checks=FLOOR_CHECKS,
+    )
     assert res.unchecked == 0
     pareto = res.pareto
     inner = hist.lengths[:-1].tolist()
@@ -390,6 +413,7 @@ def test_no_floor_plan_beats_a_pareto_point(source):
         n_lambdas=2,
         epochs=1,
         simulate_samples=4_000,
+        floor_checks=FLOOR_CHECKS,
     )
     assert res.unchecked == 0
     pareto = res.pareto
@@ -441,17 +465,18 @@ def test_batches_of_one_say_there_is_no_mixing_to_measure():
 @pytest.mark.parametrize(
     ("seed", "rule"), [(1, BatchRule(batch_size=4)), (1, BatchRule(max_tokens=200))], ids=str
 )
-def test_the_points_left_unproven_hold_every_beaten_one(monkeypatch, seed, rule):
-    """With no floor search allowed (FLOOR_CHECKS = 0) the Lagrangian bounds alone leave
+def test_the_points_left_unproven_hold_every_beaten_one(seed, rule):
+    """With no floor search (``floor_checks=0``, the default) the Lagrangian bounds alone leave
     pairs open: every Pareto point that an exhaustive search finds beaten (here the K = 3
     optimum under batch size 4; a K = 4 frontier plan and the K = 2 optimum under the budget)
-    is among ``unproven``, and the sentence names the points; with the checks, none is left."""
+    is among ``unproven``, and the sentence names the points; with the faces' checks, none is
+    left."""
     rng = np.random.default_rng(seed)
     values = np.sort(rng.choice(np.arange(1, 80), 10, replace=False))
     hist = LengthHistogram.from_lengths(rng.choice(values, 200, p=rng.dirichlet(np.ones(10))))
     kw = dict(rng=np.random.default_rng(0), max_buckets=4, n_lambdas=2, simulate_strategies=False)
-    monkeypatch.setattr(frontier_module, "FLOOR_CHECKS", 0)
     res = frontier(hist, rule, **kw)
+    assert res.floor_checks == 0
     pareto = res.pareto
     beaten: set[str] = set()
     for k in range(1, 5):
@@ -461,7 +486,6 @@ def test_the_points_left_unproven_hold_every_beaten_one(monkeypatch, seed, rule)
             beaten |= set(pareto.loc[_beaten(x, plan.mixing, pareto, res.axis), "label"])
     assert beaten and beaten <= set(res.unproven) <= set(pareto["label"])
     assert res.unchecked > 0 and named_points(res.unproven) in pareto_check_sentence(res)
-    monkeypatch.undo()
-    checked = frontier(hist, rule, **kw)
+    checked = frontier(hist, rule, floor_checks=FLOOR_CHECKS, **kw)
     assert checked.unchecked == 0 and checked.unproven == ()
     assert pareto_check_sentence(checked) == PARETO_CHECKED

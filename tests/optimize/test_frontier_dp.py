@@ -13,7 +13,14 @@ import numpy as np
 import pytest
 
 from analysis import BatchRule, LengthHistogram, StepTimeModel, evaluate_edges, optimize_edges
-from analysis.optimize import Floor, frontier_lambdas, frontier_plans, frontier_sweep, optimal_plans
+from analysis.optimize import (
+    Floor,
+    frontier_lambdas,
+    frontier_minima,
+    frontier_plans,
+    frontier_sweep,
+    optimal_plans,
+)
 from analysis.optimize._problem import build_problem, resolve_objective
 
 frontier_dp = importlib.import_module("analysis.optimize._frontier")
@@ -67,6 +74,25 @@ def test_every_lambda_gives_pareto_optimal_plans_for_every_k(seed, rule):
             # and it is the minimiser of objective - lam * mixing
             best = min(f - lam * g for f, g, _ in everything[k])
             assert plan.objective - lam * plan.mixing <= best + 1e-9 * abs(best) + 1e-9
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("rule", RULES, ids=str)
+def test_the_pass_minima_are_the_least_of_every_plan_and_the_wanted_plans_are_the_passes(seed, rule):
+    """``frontier_minima``'s ``low[K][j]`` is the least ``objective - lam_j * mixing`` of every
+    K-bucket edge set (exhaustive), and its plans are those of ``frontier_plans`` at the same
+    lambdas that ``wanted`` keeps, in the same order, the same numbers."""
+    hist = _hist(seed)
+    lambdas = [1e-3, 10.0, 1e3, 1e5]
+    low, plans = frontier_minima(hist, rule, 4, lambdas, lambda e, f, g: len(e) % 2 == 1)
+    for k in (1, 2, 3, 4):
+        every = _every_plan(hist, k, rule)
+        for j, lam in enumerate(lambdas):
+            best = min(f - lam * g for f, g, _ in every)
+            assert low[k][j] == pytest.approx(best, rel=1e-12, abs=1e-9), (k, lam)
+    listed = [p for _, _, p in frontier_plans(hist, rule, 4, lambdas) if len(p.edges) % 2 == 1]
+    assert [p.edges for p in plans] == [p.edges for p in listed] and listed
+    assert [(p.objective, p.mixing) for p in plans] == [(p.objective, p.mixing) for p in listed]
 
 
 EXHAUSTIVE_RULES = [
