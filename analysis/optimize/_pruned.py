@@ -120,8 +120,10 @@ def _path_end(
 
 
 # Relative gap between a bucket count's upper bound and ``back`` above which step 2 refines
-# the bounds' plan (:func:`_refine`), and the pattern search's first step (ends).
-_REFINE_GAP = 1e-6
+# the bounds' plan (:func:`_refine`: it costs about as many exact buckets as a narrow forward
+# pass; measured on the bundled data, batch sizes 100 and 1,000 lose by it below this gap, 10^4
+# gains 0.08 s), and the pattern search's first step (ends).
+_REFINE_GAP = 2e-4
 _REFINE_STEP = 32
 
 
