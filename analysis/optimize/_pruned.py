@@ -9,8 +9,9 @@ plan (the one pruned scheme, for every rule and objective):
    ``E_B`` of :mod:`analysis.optimize._budget`): ``back[k, i]``, at most the least exact
    objective of ``k`` buckets covering ``(i, m]`` (:mod:`analysis.optimize._backward`, tiled).
 2. *Upper bounds*: for every bucket count, the plan the bounds chose, costed exactly (for a
-   fixed ``B`` without the product formula, where the bounds' plan may lie far from the
-   optimum, its edges first moved by a local search while the exact cost falls).
+   fixed ``B`` without the product formula, where that plan lies far above ``back``, its
+   edges first moved by a local search while the exact cost falls: any plan's exact cost
+   bounds the optimum from above, so the search changes only how much step 3 prunes).
 3. *Forwards, exact*: start ``i`` is followed for its ``k``-th bucket only when the best
    ``k - 1`` buckets up to it plus ``back`` fit under an upper bound, and a bucket from it is
    costed exactly only when its own bound fits too (for one fixed ``B`` by the product
