@@ -53,36 +53,33 @@ def lower_costs(
     ``count`` and ``batch`` are ``cum`` and ``size`` as floats (exact below 2**53), so the
     loop is branch-free and vectorised; ``ceil`` of a rounded quotient is at most the
     exact one."""
-    weight, weight2, per_batch = data.weight, data.weight2, data.per_batch
-    count, batch, stride = bounds.cum_float, bounds.size_float, bounds.stride
-    t_up, t2_up = bounds.t_up, bounds.t2_up
-    m = count.size - 1
-    ci = count[i]
-    w_first = weight[i + 1]
-    w2_first = weight2[i + 1]
-    t_row = t_up[i // stride]
+    stride, t_up, t2_up, ci = bounds.stride, bounds.t_up, bounds.t2_up, bounds.cum_float[i]
+    w_first, w2_first = data.weight[i + 1], data.weight2[i + 1]
+    j0 = i + 1  # (the rows sliced from j0: an index from 0 is known not to wrap, vectorised)
+    count, batch, end, row = bounds.cum_float[j0:], bounds.size_float[j0:], is_end[j0:], out[j0:]
+    weight, weight2, t_row = data.weight[j0:], data.weight2[j0:], t_up[i // stride, j0:]
     if t2_up.shape[0] == 0:  # no working-set term: one sum
-        for j in range(i + 1, m + 1):
-            n = count[j] - ci
-            w = weight[j]
+        for k in range(count.size):
+            n = count[k] - ci
+            w = weight[k]
             # T(i, j) <= w_j - w_{i+1}: the longest sample drawn is at least the shortest
-            tu = min(t_row[j], w - w_first) + SLACK * w
-            c = n * w if n < batch[j] else n * (w - tu)
-            out[j] = c if is_end[j] else INF
+            tu = min(t_row[k], w - w_first) + SLACK * w
+            c = n * w if n < batch[k] else n * (w - tu)
+            row[k] = c if end[k] else INF
     else:
-        t2_row = t2_up[i // stride]
-        for j in range(i + 1, m + 1):
-            n = count[j] - ci
-            b = batch[j]
-            w = weight[j]
-            w2 = weight2[j]
-            tu = min(t_row[j], w - w_first) + SLACK * w
-            tu2 = min(t2_row[j], w2 - w2_first) + SLACK * w2
+        t2_row = t2_up[i // stride, j0:]
+        for k in range(count.size):
+            n = count[k] - ci
+            b = batch[k]
+            w = weight[k]
+            w2 = weight2[k]
+            tu = min(t_row[k], w - w_first) + SLACK * w
+            tu2 = min(t2_row[k], w2 - w2_first) + SLACK * w2
             c = n * (w + b * w2) if n < b else n * ((w - tu) + b * (w2 - tu2))
-            out[j] = c if is_end[j] else INF
-    if per_batch != 0.0:
-        for j in range(i + 1, m + 1):
-            out[j] += per_batch * math.ceil((count[j] - ci) / batch[j])
+            row[k] = c if end[k] else INF
+    if data.per_batch != 0.0:
+        for k in range(count.size):
+            row[k] += data.per_batch * math.ceil((count[k] - ci) / batch[k])
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", parallel=True)

@@ -19,9 +19,10 @@ from analysis.optimize._costs import cost_arrays
 from analysis.optimize._exact import exact_arrays
 from analysis.optimize._problem import Problem
 from analysis.optimize._pruned import cost_matrix_of, exact_matrix, solve_exact
-from analysis.optimize._ratios import EMPTY
 
-_NO_BOUNDS = BudgetBounds(EMPTY, EMPTY, np.zeros((0, 0)), np.zeros((0, 0)), 1)
+# (writable, as budget_bounds' arrays are: the solver then compiles once for every rule, not
+# again for a token budget's first call)
+_NO_BOUNDS = BudgetBounds(np.zeros(0), np.zeros(0), np.zeros((0, 0)), np.zeros((0, 0)), 1)
 
 
 def solve_kernel(

@@ -132,15 +132,16 @@ def fixed_bounds(
     :func:`~analysis.optimize._exact.lower_row` on the exact cost of ``(i, j]`` for one fixed
     ``B`` from ``t[j] = T_B(i, j)`` (inf where not an end; ``floor(n / B)`` of the rounded
     quotient, corrected: branch-free, vectorised)."""
-    count = short.cum_float
-    m = count.size - 1
-    c_i = count[i]
+    c_i = short.cum_float[i]
     bf = float(data.size[i + 1])
     first = (data.weight[i + 1], short.base[i + 1], short.q[i + 1])  # (a fixed B: weight2 is 0)
-    for j in range(i + 2, m + 1):
-        n, eb = count[j] - c_i, data.weight[j] - t[j]
-        low = fixed_bound(n, eb, bf, first, short.base[j], short.q[j], short.quad, data.per_batch)
-        out[j] = low if is_end[j] else INF
+    j0 = i + 2  # (the rows sliced from j0: an index from 0 is known not to wrap, vectorised)
+    count, w, tt, base, q = short.cum_float[j0:], data.weight[j0:], t[j0:], short.base[j0:], short.q[j0:]
+    end, row, per_batch = is_end[j0:], out[j0:], data.per_batch
+    for k in range(count.size):
+        n, eb = count[k] - c_i, w[k] - tt[k]
+        low = fixed_bound(n, eb, bf, first, base[k], q[k], short.quad, per_batch)
+        row[k] = low if end[k] else INF
     power_bounds(i, data, short, t, out)  # higher where B is large
 
 

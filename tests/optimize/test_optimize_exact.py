@@ -28,6 +28,7 @@ from analysis.timing.epoch import expected_epoch_time
 kernel = importlib.import_module("analysis.optimize._kernel")
 
 budget = importlib.import_module("analysis.optimize._budget")
+pruned = importlib.import_module("analysis.optimize._pruned")
 
 exact = importlib.import_module("analysis.optimize._exact")
 
@@ -248,6 +249,32 @@ def test_the_pruned_dp_is_the_dense_exact_dp_bit_for_bit(seed, rule, monkeypatch
     for k in range(1, 9):
         assert best[k, prob.m] == dense_best[k, prob.m]
         assert kernel.backtrack(arg, k, prob.m) == kernel.backtrack(dense_arg, k, prob.m)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_step_twos_refined_plan_is_a_plan_costed_exactly_and_bounds_the_optimum(seed):
+    """The local search of step 2 (a fixed B above the product formula's) returns the exact
+    objective of the plan it leaves in ``edges`` (the dense matrix's sum over its buckets),
+    no more than the plan it was given, and the optimum is at most it."""
+    rng = np.random.default_rng(7000 + seed)
+    n = int(rng.integers(80, 300))
+    lengths = np.sort(rng.choice(np.arange(1, 3000), n, replace=False))
+    hist = LengthHistogram.from_counts(lengths, rng.integers(1, 80, n))
+    prob = problem.build_problem(hist, BatchRule(batch_size=100), 1)
+    data, short = importlib.import_module("analysis.optimize._exact").exact_arrays(prob)
+    rows, is_end = kernel._rows(prob, 5, prob.ends)
+    matrix = kernel.cost_matrix(prob, np.r_[0, prob.ends])
+    index = {int(e): a for a, e in enumerate(np.r_[0, prob.ends])}
+    dense_best, _ = kernel.solve_kernel(prob, 5, prob.ends, dense=True)
+    for k in range(2, 6):
+        edges = np.r_[0, np.sort(rng.choice(prob.ends[:-1], k - 1, replace=False)), prob.m]
+        given = sum(matrix[index[int(a)], index[int(b)]] for a, b in itertools.pairwise(edges))
+        total = pruned._refine(edges, data, short, is_end, np.zeros((4, prob.m + 1)))
+        assert total == pytest.approx(
+            sum(matrix[index[int(a)], index[int(b)]] for a, b in itertools.pairwise(edges)), rel=1e-12
+        )
+        assert dense_best[k, prob.m] <= total * (1 + 1e-12) and total <= given * (1 + 1e-12)
+        assert np.all(np.diff(edges) > 0) and edges[0] == 0 and edges[-1] == prob.m
 
 
 def test_a_bucket_count_whose_tables_would_not_fit_is_refused_before_allocating():
