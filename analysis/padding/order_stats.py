@@ -182,10 +182,30 @@ def _centered_power_sum(size: int, x0: float, k: int) -> float:
     return 2.0 * x0 * total / n
 
 
-def expected_g_of_max(g: np.ndarray, cum: np.ndarray, size: int) -> float:
+#: Per bucket, :func:`inner_log_probs` by subset size: a caller that prices one bucket twice (its
+#: padding and its objective, same counts, different ``g``) passes one such dict to both, so the
+#: order statistics are computed once; it lives as long as the caller keeps it.
+LogProbs = dict[int, np.ndarray]
+
+
+def inner_log_probs(cum: np.ndarray, size: int, shared: LogProbs | None = None) -> np.ndarray:
+    """``log P(max <= v_j)`` of a random ``size``-subset for the inner rows ``cum[:-1] >= size``
+    (:func:`log_prob_max_at_most`; ``cum`` the cumulative counts, ``cum[-1]`` = n), from
+    ``shared`` when it holds them for this ``size``, else computed (and kept there)."""
+    out = None if shared is None else shared.get(size)
+    if out is None:
+        inner = cum[:-1]
+        ok = inner >= size
+        out = log_prob_max_at_most(inner[ok], int(cum[-1]), size) if ok.any() else np.zeros(0)
+        if shared is not None:
+            shared[size] = out
+    return out
+
+
+def expected_g_of_max(g: np.ndarray, cum: np.ndarray, size: int, shared: LogProbs | None = None) -> float:
     """E[g(max)] of a uniformly random ``size``-subset; ``g`` non-decreasing per distinct
-    length, ``cum`` the cumulative counts (``cum[-1]`` = n >= size >= 1).  No validation."""
-    n = int(cum[-1])
+    length, ``cum`` the cumulative counts (``cum[-1]`` = n >= size >= 1); ``shared``: the
+    bucket's :data:`LogProbs`.  No validation."""
     if g.size == 1:
         return float(g[0])
     steps = np.diff(g)  # >= 0
@@ -193,37 +213,43 @@ def expected_g_of_max(g: np.ndarray, cum: np.ndarray, size: int) -> float:
     above = np.ones(inner.shape)  # P(max > v_j): 1 where fewer than `size` samples are <= v_j
     ok = inner >= size
     if ok.any():
-        above[ok] = -np.expm1(log_prob_max_at_most(inner[ok], n, size))
+        above[ok] = -np.expm1(inner_log_probs(cum, size, shared))
     return float(g[0] + np.dot(steps, above))
 
 
 def expected_batch_sum(
-    g: np.ndarray, cum: np.ndarray, batch_size: int, per_size: np.ndarray | None = None
+    g: np.ndarray,
+    cum: np.ndarray,
+    batch_size: int,
+    per_size: np.ndarray | None = None,
+    shared: LogProbs | None = None,
 ) -> float:
     """``E[sum over the bucket's batches of size * g_size(longest)]`` for a shuffled bucket
     cut into batches of ``batch_size``: ``full * B * E[g_B(max_B)] + r * E[g_r(max_r)]``
     (:func:`expected_g_of_max`; ``r = n mod B``, the partial batch), with
     ``g_b = g + b * per_size`` (``per_size`` None: ``g`` for every size).  ``g`` and
     ``per_size`` non-decreasing per distinct length, ``cum`` the cumulative counts.  A sum of
-    non-negative terms (the step-time model prices ``g`` in seconds).  No validation."""
+    non-negative terms (the step-time model prices ``g`` in seconds); ``shared``: the bucket's
+    :data:`LogProbs`.  No validation."""
     n = int(cum[-1])
     full, rest = divmod(n, batch_size)
 
     def g_of(size: int) -> np.ndarray:
         return g if per_size is None else g + size * per_size
 
-    total = full * batch_size * expected_g_of_max(g_of(batch_size), cum, batch_size) if full else 0.0
+    total = full * batch_size * expected_g_of_max(g_of(batch_size), cum, batch_size, shared) if full else 0.0
     if rest:
-        total += rest * expected_g_of_max(g_of(rest), cum, rest)
+        total += rest * expected_g_of_max(g_of(rest), cum, rest, shared)
     return float(total)
 
 
-def expected_excess(g: np.ndarray, cum: np.ndarray, size: int) -> float:
+def expected_excess(g: np.ndarray, cum: np.ndarray, size: int, shared: LogProbs | None = None) -> float:
     """``E[g(max of a random size-subset)] - E[g(one random sample)]`` (``>= 0``), as the sum
     of non-negative terms ``sum_j (g(v_{j+1}) - g(v_j)) (F1_j - F_j)``, ``F1_j = cum_j / n``
     the single sample's ``P(L <= v_j)`` and ``F_j = P(max <= v_j) <= F1_j``.  Nothing is
     subtracted from a large number, so the excess keeps its relative precision however close
-    to the mean the maximum is; ``size = 1`` gives exactly 0."""
+    to the mean the maximum is; ``size = 1`` gives exactly 0.  ``shared``: the bucket's
+    :data:`LogProbs`."""
     n = int(cum[-1])
     if g.size == 1 or size == 1:
         return 0.0
@@ -234,7 +260,7 @@ def expected_excess(g: np.ndarray, cum: np.ndarray, size: int) -> float:
     ok = inner >= size
     if ok.any():
         log_f1 = np.log1p(-(n - inner[ok]).astype(float) / float(n))
-        ratio = log_prob_max_at_most(inner[ok], n, size) - log_f1  # log(F / F1) <= 0
+        ratio = inner_log_probs(cum, size, shared) - log_f1  # log(F / F1) <= 0
         gap[ok] = f1[ok] * -np.expm1(np.minimum(ratio, 0.0))
     return float(np.dot(steps, gap))
 
@@ -250,6 +276,7 @@ def bucket_waste(
     batch_size: int,
     pad_to_multiple_of: int,
     sums: tuple[int, int, int] | None = None,
+    shared: LogProbs | None = None,
 ) -> tuple[int, float]:
     """Expected padding of one shuffled bucket (distinct ``lengths`` ascending, ``counts``),
     as ``(exact, excess)``: ``exact`` (a Python int) is the rounding waste
@@ -257,7 +284,7 @@ def bucket_waste(
     ``excess`` (a float >= 0) is ``full * B * E[excess_B] + r * E[excess_r]``
     (:func:`expected_excess`), 0.0 when the padding is deterministic.  ``sums``: the bucket's
     exact ``(samples, tokens, rounding waste)`` when the caller has them (from prefix sums),
-    else they are summed here in Python ints."""
+    else they are summed here in Python ints; ``shared``: the bucket's :data:`LogProbs`."""
     m = pad_to_multiple_of
     if sums is None:
         lens, cnts = lengths.tolist(), counts.tolist()
@@ -275,9 +302,9 @@ def bucket_waste(
     g = padded_values(lengths, m)
     cum = np.cumsum(counts) if n < 2**63 else np.array(exact_cumsum(counts.tolist()), dtype=object)
     full, rest = divmod(n, batch_size)
-    excess = full * batch_size * expected_excess(g, cum, batch_size)
+    excess = full * batch_size * expected_excess(g, cum, batch_size, shared)
     if rest > 1:
-        excess += rest * expected_excess(g, cum, rest)
+        excess += rest * expected_excess(g, cum, rest, shared)
     return exact, float(excess)
 
 
