@@ -208,7 +208,11 @@ def expected_g_of_max(g: np.ndarray, cum: np.ndarray, size: int, shared: LogProb
     bucket's :data:`LogProbs`.  No validation."""
     if g.size == 1:
         return float(g[0])
-    steps = np.diff(g)  # >= 0
+    return _g_of_max(g, np.diff(g), cum, size, shared)
+
+
+def _g_of_max(g: np.ndarray, steps: np.ndarray, cum: np.ndarray, size: int, shared: LogProbs | None) -> float:
+    """:func:`expected_g_of_max` of ``g`` (more than one length) from ``steps = diff(g)``."""
     inner = cum[:-1]
     above = np.ones(inner.shape)  # P(max > v_j): 1 where fewer than `size` samples are <= v_j
     ok = inner >= size
@@ -234,12 +238,16 @@ def expected_batch_sum(
     n = int(cum[-1])
     full, rest = divmod(n, batch_size)
 
-    def g_of(size: int) -> np.ndarray:
-        return g if per_size is None else g + size * per_size
+    steps = np.diff(g) if per_size is None and g.size > 1 else None  # one g for both sizes
 
-    total = full * batch_size * expected_g_of_max(g_of(batch_size), cum, batch_size, shared) if full else 0.0
+    def of(size: int) -> float:
+        if steps is None:
+            return expected_g_of_max(g if per_size is None else g + size * per_size, cum, size, shared)
+        return _g_of_max(g, steps, cum, size, shared)
+
+    total = full * batch_size * of(batch_size) if full else 0.0
     if rest:
-        total += rest * expected_g_of_max(g_of(rest), cum, rest, shared)
+        total += rest * of(rest)
     return float(total)
 
 
@@ -250,12 +258,16 @@ def expected_excess(g: np.ndarray, cum: np.ndarray, size: int, shared: LogProbs 
     subtracted from a large number, so the excess keeps its relative precision however close
     to the mean the maximum is; ``size = 1`` gives exactly 0.  ``shared``: the bucket's
     :data:`LogProbs`."""
-    n = int(cum[-1])
     if g.size == 1 or size == 1:
         return 0.0
-    steps = np.diff(g)
+    return _excess(np.diff(g), cum, cum[:-1].astype(float) / float(int(cum[-1])), size, shared)
+
+
+def _excess(steps: np.ndarray, cum: np.ndarray, f1: np.ndarray, size: int, shared: LogProbs | None) -> float:
+    """:func:`expected_excess` from ``steps = diff(g)`` and ``f1 = cum[:-1] / n`` (a bucket's
+    two subset sizes share them)."""
+    n = int(cum[-1])
     inner = cum[:-1]
-    f1 = inner.astype(float) / float(n)
     gap = f1.copy()  # F1 - F: F = 0 where fewer than `size` samples are <= v_j
     ok = inner >= size
     if ok.any():
@@ -302,9 +314,10 @@ def bucket_waste(
     g = padded_values(lengths, m)
     cum = np.cumsum(counts) if n < 2**63 else np.array(exact_cumsum(counts.tolist()), dtype=object)
     full, rest = divmod(n, batch_size)
-    excess = full * batch_size * expected_excess(g, cum, batch_size, shared)
+    steps, f1 = np.diff(g), cum[:-1].astype(float) / float(int(cum[-1]))  # as expected_excess
+    excess = full * batch_size * _excess(steps, cum, f1, batch_size, shared)
     if rest > 1:
-        excess += rest * expected_excess(g, cum, rest, shared)
+        excess += rest * _excess(steps, cum, f1, rest, shared)
     return exact, float(excess)
 
 
