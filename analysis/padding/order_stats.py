@@ -81,14 +81,16 @@ def _stirlerr(x: np.ndarray) -> np.ndarray:
 def log_prob_max_at_most(cum: np.ndarray, n: int, size: int) -> np.ndarray:
     """``log P(max <= v_j) = log C(cum_j, size) - log C(n, size)`` for rows with
     ``size <= cum_j <= n`` (other rows are the caller's business)."""
-    c = cum.astype(float)
     d = (n - cum).astype(float)
     nf = float(n)
-    out = np.zeros(c.shape)
+    out = np.zeros(d.shape)
     if size <= _PRODUCT_TERMS:
-        for i in range(size):
-            out += np.log1p(-d / (nf - i))
+        neg, term = -d, np.empty(d.shape)
+        for i in range(size):  # out += log1p(-d / (n - i)), in place
+            np.log1p(np.divide(neg, nf - i, out=term), out=term)
+            out += term
         return out
+    c = cum.astype(float)
     few = d <= _PRODUCT_TERMS
     if few.any():
         df = d[few]
