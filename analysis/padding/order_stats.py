@@ -197,11 +197,17 @@ def inner_log_probs(cum: np.ndarray, size: int, shared: LogProbs | None = None) 
     out = None if shared is None else shared.get(size)
     if out is None:
         inner = cum[:-1]
-        ok = inner >= size
-        out = log_prob_max_at_most(inner[ok], int(cum[-1]), size) if ok.any() else np.zeros(0)
+        first = _first_at_least(inner, size)
+        out = log_prob_max_at_most(inner[first:], int(cum[-1]), size) if first < inner.size else np.zeros(0)
         if shared is not None:
             shared[size] = out
     return out
+
+
+def _first_at_least(inner: np.ndarray, size: int) -> int:
+    """The first row of the ascending ``inner`` with ``inner >= size`` (the rows ``inner >= size``
+    are ``inner[first:]``)."""
+    return int(np.searchsorted(inner, size))
 
 
 def expected_g_of_max(g: np.ndarray, cum: np.ndarray, size: int, shared: LogProbs | None = None) -> float:
@@ -217,9 +223,9 @@ def _g_of_max(g: np.ndarray, steps: np.ndarray, cum: np.ndarray, size: int, shar
     """:func:`expected_g_of_max` of ``g`` (more than one length) from ``steps = diff(g)``."""
     inner = cum[:-1]
     above = np.ones(inner.shape)  # P(max > v_j): 1 where fewer than `size` samples are <= v_j
-    ok = inner >= size
-    if ok.any():
-        above[ok] = -np.expm1(inner_log_probs(cum, size, shared))
+    first = _first_at_least(inner, size)
+    if first < inner.size:
+        above[first:] = -np.expm1(inner_log_probs(cum, size, shared))
     return float(g[0] + np.dot(steps, above))
 
 
@@ -271,11 +277,11 @@ def _excess(steps: np.ndarray, cum: np.ndarray, f1: np.ndarray, size: int, share
     n = int(cum[-1])
     inner = cum[:-1]
     gap = f1.copy()  # F1 - F: F = 0 where fewer than `size` samples are <= v_j
-    ok = inner >= size
-    if ok.any():
-        log_f1 = np.log1p(-(n - inner[ok]).astype(float) / float(n))
+    first = _first_at_least(inner, size)
+    if first < inner.size:
+        log_f1 = np.log1p(-(n - inner[first:]).astype(float) / float(n))
         ratio = inner_log_probs(cum, size, shared) - log_f1  # log(F / F1) <= 0
-        gap[ok] = f1[ok] * -np.expm1(np.minimum(ratio, 0.0))
+        gap[first:] = f1[first:] * -np.expm1(np.minimum(ratio, 0.0))
     return float(np.dot(steps, gap))
 
 
