@@ -85,9 +85,9 @@ def log_prob_max_at_most(cum: np.ndarray, n: int, size: int) -> np.ndarray:
     nf = float(n)
     out = np.zeros(d.shape)
     if size <= _PRODUCT_TERMS:
-        neg, term = -d, np.empty(d.shape)
-        for i in range(size):  # out += log1p(-d / (n - i)), in place
-            np.log1p(np.divide(neg, nf - i, out=term), out=term)
+        # the terms log1p(-d / (n - i)) of all i at once, summed in order of i
+        terms = np.log1p(np.negative(d) / (nf - np.arange(size, dtype=float))[:, None])
+        for term in terms:
             out += term
         return out
     c = cum.astype(float)
