@@ -204,6 +204,29 @@ def inner_log_probs(cum: np.ndarray, size: int, shared: LogProbs | None = None) 
     return out
 
 
+def share_log_probs(cum: np.ndarray, sizes: tuple[int, int], shared: LogProbs) -> None:
+    """Fill ``shared`` with :func:`inner_log_probs` of both ``sizes`` (``small < large <=
+    _PRODUCT_TERMS``: a bucket's short and full batch) at the cost of the larger: in the product
+    form ``log F_s = sum_{i<s} log1p(-d / (n - i))`` summed in order of ``i``, the smaller
+    size's sum is a partial sum of the larger's, the same numbers as two separate calls."""
+    small, large = sizes
+    inner, n = cum[:-1], int(cum[-1])
+    first_small = _first_at_least(inner, small)
+    if first_small == inner.size:
+        shared[small] = shared[large] = np.zeros(0)
+        return
+    shared[small] = log_prob_max_at_most(inner[first_small:], n, small)
+    first_large = _first_at_least(inner, large)
+    if first_large == inner.size:
+        shared[large] = np.zeros(0)
+        return
+    d = (n - inner[first_large:]).astype(float)
+    out = shared[small][first_large - first_small :].copy()
+    for term in np.log1p(np.negative(d) / (float(n) - np.arange(small, large, dtype=float))[:, None]):
+        out += term
+    shared[large] = out
+
+
 def _first_at_least(inner: np.ndarray, size: int) -> int:
     """The first row of the ascending ``inner`` with ``inner >= size`` (the rows ``inner >= size``
     are ``inner[first:]``)."""
@@ -322,6 +345,8 @@ def bucket_waste(
     g = padded_values(lengths, m)
     cum = np.cumsum(counts) if n < 2**63 else np.array(exact_cumsum(counts.tolist()), dtype=object)
     full, rest = divmod(n, batch_size)
+    if shared is not None and rest and batch_size <= _PRODUCT_TERMS and rest not in shared:
+        share_log_probs(cum, (rest, batch_size), shared)
     steps, f1 = np.diff(g), cum[:-1].astype(float) / float(int(cum[-1]))  # as expected_excess
     excess = full * batch_size * _excess(steps, cum, f1, batch_size, shared)
     if rest > 1:
