@@ -204,33 +204,28 @@ def inner_log_probs(cum: np.ndarray, size: int, shared: LogProbs | None = None) 
     return out
 
 
-def share_log_probs(cum: np.ndarray, sizes: tuple[int, int], shared: LogProbs) -> None:
-    """Fill ``shared`` with :func:`inner_log_probs` of both ``sizes`` (``small < large <=
-    _PRODUCT_TERMS``: a bucket's short and full batch) at the cost of the larger: in the product
-    form ``log F_s = sum_{i<s} log1p(-d / (n - i))`` summed in order of ``i``, the smaller
-    size's sum is a partial sum of the larger's, the same numbers as two separate calls."""
-    small, large = sizes
+def share_log_probs(cum: np.ndarray, sizes: tuple[int, ...], shared: LogProbs) -> None:
+    """Fill ``shared`` with :func:`inner_log_probs` of each of the ascending ``sizes`` (all at
+    most ``_PRODUCT_TERMS``: a bucket's single sample, short and full batch) at the cost of the
+    largest: in the product form ``log F_s = sum_{i<s} log1p(-d / (n - i))``, summed in order
+    of ``i``, a smaller size's sum is a partial sum of a larger one's (the same numbers as
+    separate calls of :func:`log_prob_max_at_most`)."""
     inner, n = cum[:-1], int(cum[-1])
-    first_small = _first_at_least(inner, small)
-    if first_small == inner.size:
-        shared[small] = shared[large] = np.zeros(0)
-        return
-    shared[small] = log_prob_max_at_most(inner[first_small:], n, small)
-    first_large = _first_at_least(inner, large)
-    if first_large == inner.size:
-        shared[large] = np.zeros(0)
-        return
-    d = (n - inner[first_large:]).astype(float)
-    out = shared[small][first_large - first_small :].copy()
-    for term in np.log1p(np.negative(d) / (float(n) - np.arange(small, large, dtype=float))[:, None]):
-        out += term
-    shared[large] = out
+    prev, prev_first, done = np.zeros(inner.size), 0, 0  # log F_0 = 0 on every row
+    for size in sizes:
+        first = _first_at_least(inner, size)
+        d = (n - inner[first:]).astype(float)
+        out = prev[first - prev_first :].copy()
+        for term in np.log1p(np.negative(d) / (float(n) - np.arange(done, size, dtype=float))[:, None]):
+            out += term
+        shared[size] = out
+        prev, prev_first, done = out, first, size
 
 
 def _first_at_least(inner: np.ndarray, size: int) -> int:
     """The first row of the ascending ``inner`` with ``inner >= size`` (the rows ``inner >= size``
     are ``inner[first:]``)."""
-    return int(np.searchsorted(inner, size))
+    return int(inner.searchsorted(size))
 
 
 def expected_g_of_max(g: np.ndarray, cum: np.ndarray, size: int, shared: LogProbs | None = None) -> float:
@@ -302,7 +297,10 @@ def _excess(steps: np.ndarray, cum: np.ndarray, f1: np.ndarray, size: int, share
     gap = f1.copy()  # F1 - F: F = 0 where fewer than `size` samples are <= v_j
     first = _first_at_least(inner, size)
     if first < inner.size:
-        log_f1 = np.log1p(-(n - inner[first:]).astype(float) / float(n))
+        if shared is not None and 1 in shared:  # log F1 = log F of a single sample: the same numbers
+            log_f1 = shared[1][first:]
+        else:
+            log_f1 = np.log1p(-(n - inner[first:]).astype(float) / float(n))
         ratio = inner_log_probs(cum, size, shared) - log_f1  # log(F / F1) <= 0
         gap[first:] = f1[first:] * -np.expm1(np.minimum(ratio, 0.0))
     return float(np.dot(steps, gap))
@@ -345,8 +343,8 @@ def bucket_waste(
     g = padded_values(lengths, m)
     cum = np.cumsum(counts) if n < 2**63 else np.array(exact_cumsum(counts.tolist()), dtype=object)
     full, rest = divmod(n, batch_size)
-    if shared is not None and rest and batch_size <= _PRODUCT_TERMS and rest not in shared:
-        share_log_probs(cum, (rest, batch_size), shared)
+    if shared is not None and batch_size <= _PRODUCT_TERMS and batch_size not in shared:
+        share_log_probs(cum, (1, rest, batch_size) if rest > 1 else (1, batch_size), shared)
     steps, f1 = np.diff(g), cum[:-1].astype(float) / float(int(cum[-1]))  # as expected_excess
     excess = full * batch_size * _excess(steps, cum, f1, batch_size, shared)
     if rest > 1:
