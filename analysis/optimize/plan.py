@@ -258,9 +258,7 @@ def _objective(
     return math.fsum(total)
 
 
-def _bucket_objective(
-    prob: Problem, lo: int, hi: int, b: int, shared: LogProbs | None = None
-) -> list[float]:
+def _bucket_objective(prob: Problem, lo: int, hi: int, b: int, shared: LogProbs | None = None) -> list[float]:
     """The terms of :func:`_objective` of the bucket of distinct lengths ``lo:hi``, batch size
     ``b`` (``shared``: its :data:`~analysis.padding.order_stats.LogProbs`)."""
     cum = prob.cum[lo + 1 : hi + 1] - prob.cum[lo]
