@@ -209,17 +209,16 @@ def share_log_probs(cum: np.ndarray, sizes: tuple[int, ...], shared: LogProbs) -
     most ``_PRODUCT_TERMS``: a bucket's single sample, short and full batch) at the cost of the
     largest: in the product form ``log F_s = sum_{i<s} log1p(-d / (n - i))``, summed in order
     of ``i``, a smaller size's sum is a partial sum of a larger one's (the same numbers as
-    separate calls of :func:`log_prob_max_at_most`)."""
+    separate calls of :func:`log_prob_max_at_most`: one running sum over ``i``)."""
     inner, n = cum[:-1], int(cum[-1])
-    prev, prev_first, done = np.zeros(inner.size), 0, 0  # log F_0 = 0 on every row
+    d = (n - inner).astype(float)
+    # rows with inner < size go past the singularity at i >= inner (-inf, nan): never read
+    with np.errstate(divide="ignore", invalid="ignore"):
+        partial = np.log1p(np.negative(d) / (float(n) - np.arange(sizes[-1], dtype=float))[:, None])
+        for i in range(1, sizes[-1]):  # row i: the sum of the terms 0..i, added in order
+            partial[i] += partial[i - 1]
     for size in sizes:
-        first = _first_at_least(inner, size)
-        d = (n - inner[first:]).astype(float)
-        out = prev[first - prev_first :].copy()
-        for term in np.log1p(np.negative(d) / (float(n) - np.arange(done, size, dtype=float))[:, None]):
-            out += term
-        shared[size] = out
-        prev, prev_first, done = out, first, size
+        shared[size] = partial[size - 1, _first_at_least(inner, size) :].copy()
 
 
 def _first_at_least(inner: np.ndarray, size: int) -> int:
