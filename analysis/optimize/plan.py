@@ -15,7 +15,7 @@ from analysis.optimize._problem import Problem, StepTimeLike
 from analysis.optimize.floors import FloorChoice
 from analysis.optimize.gradient import PlanGradient
 from analysis.padding.mixing import edges_mixing
-from analysis.padding.order_stats import expected_batch_sum
+from analysis.padding.order_stats import LogProbs, expected_batch_sum
 from analysis.padding.waste import WasteEstimate, bucketed_estimate, budget_fill, step_tokens
 
 #: The kinds of :class:`PlanWarning`.
@@ -230,7 +230,11 @@ class BucketPlan:
 
 
 def _objective(
-    prob: Problem, edges: list[int], batch_sizes: list[int], memo: dict[Any, Any] | None = None
+    prob: Problem,
+    edges: list[int],
+    batch_sizes: list[int],
+    memo: dict[Any, Any] | None = None,
+    shared: dict[tuple[int, int], LogProbs] | None = None,
 ) -> float:
     """The optimiser's objective for any ``edges``, exact: per bucket of ``n`` samples
     ``floor(n / B) * B * E[g_B(max of B)] + r * E[g_r(max of r)]`` (``r = n mod B``, the last,
@@ -238,7 +242,8 @@ def _objective(
     ``per_batch * ceil(n / B)`` (the time objective's per-step seconds); ``g_s`` is the
     per-sample weight in a batch of ``s`` (``weight + B * weight2`` for a full one; see
     :func:`_problem`); ``memo``: each bucket's terms by its bounds, kept across calls on one
-    problem (:func:`make_plan`)."""
+    problem (:func:`make_plan`); ``shared``: the buckets' order statistics by their bounds, as
+    :func:`~analysis.padding.waste.bucketed_estimate` left them for the same plan."""
     total: list[float] = []
     for lo, hi, b in zip(*bucket_bounds(prob.lengths, edges), batch_sizes):
         if lo == hi:
@@ -246,16 +251,16 @@ def _objective(
         key = ("objective", lo, hi, b)
         terms = None if memo is None else memo.get(key)
         if terms is None:
-            terms = _bucket_objective(prob, lo, hi, b)
+            terms = _bucket_objective(prob, lo, hi, b, None if shared is None else shared.get((lo, hi)))
             if memo is not None:
                 memo[key] = terms
         total.extend(terms)
     return math.fsum(total)
 
 
-def _bucket_objective(prob: Problem, lo: int, hi: int, b: int) -> list[float]:
+def _bucket_objective(prob: Problem, lo: int, hi: int, b: int, shared: LogProbs | None = None) -> list[float]:
     """The terms of :func:`_objective` of the bucket of distinct lengths ``lo:hi``, batch size
-    ``b``."""
+    ``b`` (``shared``: its :data:`~analysis.padding.order_stats.LogProbs`)."""
     cum = prob.cum[lo + 1 : hi + 1] - prob.cum[lo]
     n = int(cum[-1])
     if prob.rule.batch_size is None:  # g_s = weight + s * weight2
@@ -265,7 +270,8 @@ def _bucket_objective(prob: Problem, lo: int, hi: int, b: int) -> list[float]:
         g = prob.weight[lo + 1 : hi + 1] - b * per_size
     else:
         g, per_size = prob.weight[lo + 1 : hi + 1], None
-    total = [expected_batch_sum(g, cum, b, per_size if per_size is not None and per_size.any() else None)]
+    per_size = per_size if per_size is not None and per_size.any() else None
+    total = [expected_batch_sum(g, cum, b, per_size, shared)]
     if prob.per_batch:
         total.append(prob.per_batch * -(-n // b))
     return total
@@ -282,13 +288,16 @@ def make_plan(
 ) -> BucketPlan:
     """The plan of validated ``edges`` (covering ``hist``); ``gap``: the proven bound on its
     distance to the optimum (0: optimal); ``memo``: a dict kept across the plans of one
-    ``hist`` and ``prob`` (the frontier's), where each bucket's numbers are computed once."""
-    est = bucketed_estimate(hist, edges, prob.rule, memo=memo)
+    ``hist`` and ``prob`` (the frontier's), where each bucket's numbers are computed once.  The
+    padding and the objective of a bucket share its order statistics (``hist``'s and ``prob``'s
+    distinct lengths are the same: ``prob`` built from ``hist``), kept for this plan only."""
+    shared: dict[tuple[int, int], LogProbs] | None = {} if prob.lengths is hist.lengths else None
+    est = bucketed_estimate(hist, edges, prob.rule, memo=memo, shared=shared)
     return BucketPlan(
         estimate=est,
         method=method,
         n_buckets_requested=requested,
-        objective=_objective(prob, edges, list(est.batch_sizes), memo),
+        objective=_objective(prob, edges, list(est.batch_sizes), memo, shared),
         edge_multiple=prob.edge_multiple,
         step_time=prob.step_time,
         gap=gap,

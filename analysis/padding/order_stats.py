@@ -81,14 +81,16 @@ def _stirlerr(x: np.ndarray) -> np.ndarray:
 def log_prob_max_at_most(cum: np.ndarray, n: int, size: int) -> np.ndarray:
     """``log P(max <= v_j) = log C(cum_j, size) - log C(n, size)`` for rows with
     ``size <= cum_j <= n`` (other rows are the caller's business)."""
-    c = cum.astype(float)
     d = (n - cum).astype(float)
     nf = float(n)
-    out = np.zeros(c.shape)
+    out = np.zeros(d.shape)
     if size <= _PRODUCT_TERMS:
-        for i in range(size):
-            out += np.log1p(-d / (nf - i))
+        # the terms log1p(-d / (n - i)) of all i at once, summed in order of i
+        terms = np.log1p(np.negative(d) / (nf - np.arange(size, dtype=float))[:, None])
+        for term in terms:
+            out += term
         return out
+    c = cum.astype(float)
     few = d <= _PRODUCT_TERMS
     if few.any():
         df = d[few]
@@ -182,60 +184,124 @@ def _centered_power_sum(size: int, x0: float, k: int) -> float:
     return 2.0 * x0 * total / n
 
 
-def expected_g_of_max(g: np.ndarray, cum: np.ndarray, size: int) -> float:
+#: Per bucket, :func:`inner_log_probs` by subset size: a caller that prices one bucket twice (its
+#: padding and its objective, same counts, different ``g``) passes one such dict to both, so the
+#: order statistics are computed once; it lives as long as the caller keeps it.
+LogProbs = dict[int, np.ndarray]
+
+
+def inner_log_probs(cum: np.ndarray, size: int, shared: LogProbs | None = None) -> np.ndarray:
+    """``log P(max <= v_j)`` of a random ``size``-subset for the inner rows ``cum[:-1] >= size``
+    (:func:`log_prob_max_at_most`; ``cum`` the cumulative counts, ``cum[-1]`` = n), from
+    ``shared`` when it holds them for this ``size``, else computed (and kept there)."""
+    out = None if shared is None else shared.get(size)
+    if out is None:
+        inner = cum[:-1]
+        first = _first_at_least(inner, size)
+        out = log_prob_max_at_most(inner[first:], int(cum[-1]), size) if first < inner.size else np.zeros(0)
+        if shared is not None:
+            shared[size] = out
+    return out
+
+
+def share_log_probs(cum: np.ndarray, sizes: tuple[int, ...], shared: LogProbs) -> None:
+    """Fill ``shared`` with :func:`inner_log_probs` of each of the ascending ``sizes`` (all at
+    most ``_PRODUCT_TERMS``: a bucket's single sample, short and full batch) at the cost of the
+    largest: in the product form ``log F_s = sum_{i<s} log1p(-d / (n - i))``, summed in order
+    of ``i``, a smaller size's sum is a partial sum of a larger one's (the same numbers as
+    separate calls of :func:`log_prob_max_at_most`: one running sum over ``i``)."""
+    inner, n = cum[:-1], int(cum[-1])
+    d = (n - inner).astype(float)
+    # rows with inner < size go past the singularity at i >= inner (-inf, nan): never read
+    with np.errstate(divide="ignore", invalid="ignore"):
+        partial = np.log1p(np.negative(d) / (float(n) - np.arange(sizes[-1], dtype=float))[:, None])
+        for i in range(1, sizes[-1]):  # row i: the sum of the terms 0..i, added in order
+            partial[i] += partial[i - 1]
+    for size in sizes:
+        shared[size] = partial[size - 1, _first_at_least(inner, size) :].copy()
+
+
+def _first_at_least(inner: np.ndarray, size: int) -> int:
+    """The first row of the ascending ``inner`` with ``inner >= size`` (the rows ``inner >= size``
+    are ``inner[first:]``)."""
+    return int(inner.searchsorted(size))
+
+
+def expected_g_of_max(g: np.ndarray, cum: np.ndarray, size: int, shared: LogProbs | None = None) -> float:
     """E[g(max)] of a uniformly random ``size``-subset; ``g`` non-decreasing per distinct
-    length, ``cum`` the cumulative counts (``cum[-1]`` = n >= size >= 1).  No validation."""
-    n = int(cum[-1])
+    length, ``cum`` the cumulative counts (``cum[-1]`` = n >= size >= 1); ``shared``: the
+    bucket's :data:`LogProbs`.  No validation."""
     if g.size == 1:
         return float(g[0])
-    steps = np.diff(g)  # >= 0
+    return _g_of_max(g, np.diff(g), cum, size, shared)
+
+
+def _g_of_max(g: np.ndarray, steps: np.ndarray, cum: np.ndarray, size: int, shared: LogProbs | None) -> float:
+    """:func:`expected_g_of_max` of ``g`` (more than one length) from ``steps = diff(g)``."""
     inner = cum[:-1]
     above = np.ones(inner.shape)  # P(max > v_j): 1 where fewer than `size` samples are <= v_j
-    ok = inner >= size
-    if ok.any():
-        above[ok] = -np.expm1(log_prob_max_at_most(inner[ok], n, size))
+    first = _first_at_least(inner, size)
+    if first < inner.size:
+        above[first:] = -np.expm1(inner_log_probs(cum, size, shared))
     return float(g[0] + np.dot(steps, above))
 
 
 def expected_batch_sum(
-    g: np.ndarray, cum: np.ndarray, batch_size: int, per_size: np.ndarray | None = None
+    g: np.ndarray,
+    cum: np.ndarray,
+    batch_size: int,
+    per_size: np.ndarray | None = None,
+    shared: LogProbs | None = None,
 ) -> float:
     """``E[sum over the bucket's batches of size * g_size(longest)]`` for a shuffled bucket
     cut into batches of ``batch_size``: ``full * B * E[g_B(max_B)] + r * E[g_r(max_r)]``
     (:func:`expected_g_of_max`; ``r = n mod B``, the partial batch), with
     ``g_b = g + b * per_size`` (``per_size`` None: ``g`` for every size).  ``g`` and
     ``per_size`` non-decreasing per distinct length, ``cum`` the cumulative counts.  A sum of
-    non-negative terms (the step-time model prices ``g`` in seconds).  No validation."""
+    non-negative terms (the step-time model prices ``g`` in seconds); ``shared``: the bucket's
+    :data:`LogProbs`.  No validation."""
     n = int(cum[-1])
     full, rest = divmod(n, batch_size)
 
-    def g_of(size: int) -> np.ndarray:
-        return g if per_size is None else g + size * per_size
+    steps = np.diff(g) if per_size is None and g.size > 1 else None  # one g for both sizes
 
-    total = full * batch_size * expected_g_of_max(g_of(batch_size), cum, batch_size) if full else 0.0
+    def of(size: int) -> float:
+        if steps is None:
+            return expected_g_of_max(g if per_size is None else g + size * per_size, cum, size, shared)
+        return _g_of_max(g, steps, cum, size, shared)
+
+    total = full * batch_size * of(batch_size) if full else 0.0
     if rest:
-        total += rest * expected_g_of_max(g_of(rest), cum, rest)
+        total += rest * of(rest)
     return float(total)
 
 
-def expected_excess(g: np.ndarray, cum: np.ndarray, size: int) -> float:
+def expected_excess(g: np.ndarray, cum: np.ndarray, size: int, shared: LogProbs | None = None) -> float:
     """``E[g(max of a random size-subset)] - E[g(one random sample)]`` (``>= 0``), as the sum
     of non-negative terms ``sum_j (g(v_{j+1}) - g(v_j)) (F1_j - F_j)``, ``F1_j = cum_j / n``
     the single sample's ``P(L <= v_j)`` and ``F_j = P(max <= v_j) <= F1_j``.  Nothing is
     subtracted from a large number, so the excess keeps its relative precision however close
-    to the mean the maximum is; ``size = 1`` gives exactly 0."""
-    n = int(cum[-1])
+    to the mean the maximum is; ``size = 1`` gives exactly 0.  ``shared``: the bucket's
+    :data:`LogProbs`."""
     if g.size == 1 or size == 1:
         return 0.0
-    steps = np.diff(g)
+    return _excess(np.diff(g), cum, cum[:-1].astype(float) / float(int(cum[-1])), size, shared)
+
+
+def _excess(steps: np.ndarray, cum: np.ndarray, f1: np.ndarray, size: int, shared: LogProbs | None) -> float:
+    """:func:`expected_excess` from ``steps = diff(g)`` and ``f1 = cum[:-1] / n`` (a bucket's
+    two subset sizes share them)."""
+    n = int(cum[-1])
     inner = cum[:-1]
-    f1 = inner.astype(float) / float(n)
     gap = f1.copy()  # F1 - F: F = 0 where fewer than `size` samples are <= v_j
-    ok = inner >= size
-    if ok.any():
-        log_f1 = np.log1p(-(n - inner[ok]).astype(float) / float(n))
-        ratio = log_prob_max_at_most(inner[ok], n, size) - log_f1  # log(F / F1) <= 0
-        gap[ok] = f1[ok] * -np.expm1(np.minimum(ratio, 0.0))
+    first = _first_at_least(inner, size)
+    if first < inner.size:
+        if shared is not None and 1 in shared:  # log F1 = log F of a single sample: the same numbers
+            log_f1 = shared[1][first:]
+        else:
+            log_f1 = np.log1p(-(n - inner[first:]).astype(float) / float(n))
+        ratio = inner_log_probs(cum, size, shared) - log_f1  # log(F / F1) <= 0
+        gap[first:] = f1[first:] * -np.expm1(np.minimum(ratio, 0.0))
     return float(np.dot(steps, gap))
 
 
@@ -250,6 +316,7 @@ def bucket_waste(
     batch_size: int,
     pad_to_multiple_of: int,
     sums: tuple[int, int, int] | None = None,
+    shared: LogProbs | None = None,
 ) -> tuple[int, float]:
     """Expected padding of one shuffled bucket (distinct ``lengths`` ascending, ``counts``),
     as ``(exact, excess)``: ``exact`` (a Python int) is the rounding waste
@@ -257,7 +324,7 @@ def bucket_waste(
     ``excess`` (a float >= 0) is ``full * B * E[excess_B] + r * E[excess_r]``
     (:func:`expected_excess`), 0.0 when the padding is deterministic.  ``sums``: the bucket's
     exact ``(samples, tokens, rounding waste)`` when the caller has them (from prefix sums),
-    else they are summed here in Python ints."""
+    else they are summed here in Python ints; ``shared``: the bucket's :data:`LogProbs`."""
     m = pad_to_multiple_of
     if sums is None:
         lens, cnts = lengths.tolist(), counts.tolist()
@@ -275,9 +342,12 @@ def bucket_waste(
     g = padded_values(lengths, m)
     cum = np.cumsum(counts) if n < 2**63 else np.array(exact_cumsum(counts.tolist()), dtype=object)
     full, rest = divmod(n, batch_size)
-    excess = full * batch_size * expected_excess(g, cum, batch_size)
+    if shared is not None and batch_size <= _PRODUCT_TERMS and batch_size not in shared:
+        share_log_probs(cum, (1, rest, batch_size) if rest > 1 else (1, batch_size), shared)
+    steps, f1 = np.diff(g), cum[:-1].astype(float) / float(int(cum[-1]))  # as expected_excess
+    excess = full * batch_size * _excess(steps, cum, f1, batch_size, shared)
     if rest > 1:
-        excess += rest * expected_excess(g, cum, rest)
+        excess += rest * _excess(steps, cum, f1, rest, shared)
     return exact, float(excess)
 
 

@@ -26,7 +26,7 @@ import pandas as pd
 from analysis._validate import known_name
 from analysis.batching import BatchRule, as_rule, bucket_bounds, check_edges, round_up
 from analysis.lengths import LengthHistogram
-from analysis.padding.order_stats import bucket_waste, exact_cumsum
+from analysis.padding.order_stats import LogProbs, bucket_waste, exact_cumsum
 
 __all__ = [
     "WasteEstimate",
@@ -155,18 +155,36 @@ def _prefix_sums(hist: LengthHistogram, pad_to_multiple_of: int) -> tuple[np.nda
     return tuple(out)
 
 
+def _memo_prefix_sums(
+    hist: LengthHistogram, pad_to_multiple_of: int, memo: dict[Any, Any] | None
+) -> tuple[np.ndarray, ...] | None:
+    """:func:`_prefix_sums`, kept in ``memo`` (one ``hist``'s) when there is one."""
+    key = ("prefix", pad_to_multiple_of)
+    if memo is not None and key in memo:
+        prefix: tuple[np.ndarray, ...] | None = memo[key]
+        return prefix
+    prefix = _prefix_sums(hist, pad_to_multiple_of)
+    if memo is not None:
+        memo[key] = prefix
+    return prefix
+
+
 def bucketed_estimate(
     hist: LengthHistogram,
     edges: list[int],
     rule: BatchRule,
     strategy: str = "bucketed",
     memo: dict[Any, Any] | None = None,
+    shared: dict[tuple[int, int], LogProbs] | None = None,
 ) -> WasteEstimate:
     """:func:`expected_padding` without validation (``edges`` already cover ``hist``);
-    ``memo``: each bucket's numbers by its bounds, kept across calls on the same ``hist`` and
-    ``rule`` (a bucket that many plans share is computed once, the same numbers)."""
+    ``memo``: each bucket's numbers by its bounds (and the prefix sums), kept across calls on
+    the same ``hist`` and ``rule`` (a bucket that many plans share is computed once, the same
+    numbers); ``shared``: each bucket's :data:`~analysis.padding.order_stats.LogProbs` by its
+    bounds ``(lo, hi)``, filled here for a caller that prices the same buckets again (one
+    plan's: the caller drops it)."""
     batch_sizes = rule.batch_sizes(edges)
-    prefix = _prefix_sums(hist, rule.pad_to_multiple_of)
+    prefix = _memo_prefix_sums(hist, rule.pad_to_multiple_of, memo)
     samples: list[int] = []
     tokens: list[int] = []
     batches: list[int] = []
@@ -179,7 +197,8 @@ def bucketed_estimate(
         key = ("waste", lo, hi, size)
         numbers = None if memo is None else memo.get(key)
         if numbers is None:
-            numbers = _bucket_numbers(hist, lo, hi, size, rule.pad_to_multiple_of, prefix)
+            logs = None if shared is None else shared.setdefault((lo, hi), {})
+            numbers = _bucket_numbers(hist, lo, hi, size, rule.pad_to_multiple_of, prefix, logs)
             if memo is not None:
                 memo[key] = numbers
         n, t, b, w = numbers
@@ -207,7 +226,13 @@ def bucketed_estimate(
 
 
 def _bucket_numbers(
-    hist: LengthHistogram, lo: int, hi: int, size: int, m: int, prefix: tuple[np.ndarray, ...] | None
+    hist: LengthHistogram,
+    lo: int,
+    hi: int,
+    size: int,
+    m: int,
+    prefix: tuple[np.ndarray, ...] | None,
+    shared: LogProbs | None = None,
 ) -> tuple[int, int, int, int | float]:
     """One bucket's samples, tokens, batches and expected padding (:func:`bucketed_estimate`)."""
     if prefix is None:
@@ -215,7 +240,7 @@ def _bucket_numbers(
     else:
         n, t, r = (int(p[hi] - p[lo]) for p in prefix)
         sums = (n, t, r)
-    exact, excess = bucket_waste(hist.lengths[lo:hi], hist.counts[lo:hi], size, m, sums)
+    exact, excess = bucket_waste(hist.lengths[lo:hi], hist.counts[lo:hi], size, m, sums, shared)
     return n, t, -(-n // size), exact + excess if excess else exact
 
 

@@ -1,0 +1,68 @@
+"""One bucket's order statistics shared between its padding and its objective: the same numbers."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from analysis.padding.order_stats import (
+    bucket_waste,
+    expected_batch_sum,
+    expected_excess,
+    inner_log_probs,
+    log_prob_max_at_most,
+    padded_values,
+    share_log_probs,
+)
+
+
+def _bits(values: np.ndarray) -> np.ndarray:
+    return np.asarray(values, dtype=float).view(np.int64)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_shared_sizes_are_the_separate_calls_bit_for_bit(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    counts = rng.integers(1, 40, size=int(rng.integers(2, 300)))
+    cum = np.cumsum(counts)
+    n = int(cum[-1])
+    batch = int(rng.integers(2, 65))
+    sizes = (1, *sorted({int(rng.integers(2, batch + 1)), batch}))
+    shared: dict[int, np.ndarray] = {}
+    share_log_probs(cum, sizes, shared)
+    for size in sizes:
+        inner = cum[:-1]
+        expected = log_prob_max_at_most(inner[inner >= size], n, size)
+        assert np.array_equal(_bits(shared[size]), _bits(expected))
+        assert np.array_equal(_bits(inner_log_probs(cum, size)), _bits(expected))
+
+
+def test_shared_log_probs_are_the_exact_binomial_ratios() -> None:
+    counts = np.array([3, 1, 4, 1, 5, 9, 2, 6])
+    cum = np.cumsum(counts)
+    n = int(cum[-1])
+    shared: dict[int, np.ndarray] = {}
+    share_log_probs(cum, (1, 3, 7), shared)
+    for size in (1, 3, 7):
+        rows = [int(c) for c in cum[:-1] if c >= size]
+        exact = [math.log(Fraction(math.comb(c, size), math.comb(n, size))) for c in rows]
+        np.testing.assert_allclose(shared[size], exact, rtol=1e-14)
+
+
+@pytest.mark.parametrize("batch_size", [2, 5, 8, 64])
+def test_waste_and_objective_with_shared_statistics_are_unchanged(batch_size: int) -> None:
+    rng = np.random.default_rng(batch_size)
+    lengths = np.unique(rng.integers(1, 500, size=80))
+    counts = rng.integers(1, 30, size=lengths.size)
+    cum = np.cumsum(counts)
+    g = padded_values(lengths, 8)
+    shared: dict[int, np.ndarray] = {}
+    assert bucket_waste(lengths, counts, batch_size, 8, shared=shared) == bucket_waste(
+        lengths, counts, batch_size, 8
+    )
+    assert batch_size in shared and 1 in shared
+    assert expected_batch_sum(g, cum, batch_size, shared=shared) == expected_batch_sum(g, cum, batch_size)
+    assert expected_excess(g, cum, batch_size, shared) == expected_excess(g, cum, batch_size)
