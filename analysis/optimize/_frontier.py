@@ -4,7 +4,7 @@ A bucket's mixing share (:func:`analysis.padding.mixing.bucket_mixing`: ``w SS /
 is additive over buckets like its padding, so the exact DP minimises ``objective - lam *
 mixing`` as it minimises the objective.  The matrices of every bucket between two allowed
 ends are computed once per problem: its exact cost (the exact rows of
-:func:`~analysis.optimize._exact._exact_row`, each bucket's last short batch as it is) and its
+:func:`~analysis.optimize._exact.exact_row`, each bucket's last short batch as it is) and its
 mixing sum from prefix sums of ``count``, ``count * d`` and ``count * d**2`` (``d`` the length
 less the mean length, so the sums stay small where a bucket sits far from the mean).  Each
 ``lam`` is then one pass of the DP over ``costs - lam * mixing``, which gives every ``K`` at
