@@ -178,13 +178,9 @@ def _uppers(
     (inf where ``back`` has none), with the margin ``SLACK``."""
     n_buckets = back.shape[0] - 1
     m = back.shape[1] - 1
-    one = np.zeros(m + 1, np.bool_)
-    costs = np.empty(m + 1)
-    tb = np.zeros(m + 1)
-    t2b = np.zeros(m + 1)
     upper = np.full(n_buckets + 1, INF)
     refine = not short.product and not data.token  # (where the bounds' plans lie far from optimal)
-    work = np.zeros((4, m + 1) if refine else (4, 0))
+    work = np.zeros((4, m + 1))
     for k in range(1, n_buckets + 1):
         if back[k, 0] == INF:
             continue
@@ -193,10 +189,7 @@ def _uppers(
         edges = np.zeros(k + 1, np.int64)
         for layer in range(k, 0, -1):
             j = _path_end(i, layer, back, data, short, bounds, is_end)
-            one[j] = True
-            exact_row(i, data, short, one, costs, tb, t2b)
-            one[j] = False
-            total += costs[j]
+            total += _bucket(i, j, data, short, is_end, work)
             i = edges[k - layer + 1] = j
         if refine and k > 1 and total > back[k, 0] * (1.0 + _REFINE_GAP):
             total = min(total, _refine(edges, data, short, is_end, work))
