@@ -17,6 +17,14 @@ and beats the incumbent lies below that line (a Lagrangian bound; ``mu`` the slo
 edge the floor falls in, where the triangle between the edge and the floor is smallest).  Each
 bound is loosened by a relative ``slack``, so the float sums never drop the best plan.
 
+The cuts come in bulk where they can, with the same outcome label by label: an end's labels
+run by ascending ``x`` and falling ``y``, so the limit cuts a prefix and the incumbent a suffix
+(found by binary search on the very sums each label's test computes), and a bucket from an
+end whose best label on some line (its least ``x + mu y``) passes that line by a margin far
+above rounding is cut whole; only the ends that hold labels are read.  ``work`` still counts
+every label each bucket extends, cut in bulk or not, so the work limit stops a search at the
+same point.
+
 When the labels would pass ``max_labels`` in one state or the work ``max_work`` label
 extensions, the search stops and says so (the caller keeps its hull vertex and its bound).
 """
@@ -109,6 +117,72 @@ def _pareto_keep(xs: np.ndarray, ys: np.ndarray) -> np.ndarray:  # pragma: no co
     return keep[:n]
 
 
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _first_within(
+    v: np.ndarray, lo: int, hi: int, add: float, bound: float, limit: float, sign: float
+) -> int:  # pragma: no cover - compiled
+    """With ``sign = -1``: the first ``t`` in ``[lo, hi)`` where ``v[t] + add + bound <= limit``
+    (``v`` falling: every later one holds too), else ``hi``; with ``sign = 1``: the first where
+    ``v[t] + add + bound >= limit`` (``v`` rising: every later one breaks it too).  A binary
+    search of the same float sums the labels' own tests compute (a rounded sum never falls when
+    a term rises), so the labels it passes over are exactly those the tests would cut."""
+    while lo < hi:
+        mid = (lo + hi) // 2
+        s = v[mid] + add + bound
+        if (s > limit) if sign < 0.0 else (s < limit):
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+# Relative margin of :func:`_all_cut` (far above the rounding of a few sums: ~1e-15).
+_CUT_MARGIN = 1e-9
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _least_lines(
+    xs: np.ndarray, ys: np.ndarray, start: np.ndarray, held: np.ndarray, mus: np.ndarray
+) -> np.ndarray:  # pragma: no cover - compiled
+    """``out[h, i]``: the least ``x + mus[i] y`` over the labels of end ``held[h]``
+    (``start[a]:start[a + 1]``), and ``out[h, mus.size]`` the most ``|x| + mus_max |y|``."""
+    nmu = mus.size
+    top = mus.max()
+    out = np.full((held.size, nmu + 1), INF)
+    for h in range(held.size):
+        a = held[h]
+        out[h, nmu] = 0.0
+        for t in range(start[a], start[a + 1]):
+            for i in range(nmu):
+                out[h, i] = min(out[h, i], xs[t] + mus[i] * ys[t])
+            out[h, nmu] = max(out[h, nmu], abs(xs[t]) + top * abs(ys[t]))
+    return out
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _all_cut(
+    least: np.ndarray,
+    x_add: float,
+    y_add: float,
+    mus: np.ndarray,
+    bound: np.ndarray,
+    lines: np.ndarray,
+    slack: np.ndarray,
+) -> bool:  # pragma: no cover - compiled
+    """Whether one Lagrangian line cuts every label of an end extended by a bucket
+    (``x_add``, ``y_add``): its least ``x + mu y`` (:func:`_least_lines`) plus the bucket's and
+    the completion's bound passes the line by more than ``_CUT_MARGIN`` of the terms' size (so
+    each label's own float test, which sums at least as much, passes it too)."""
+    size = least[mus.size]
+    for i in range(mus.size):
+        v = least[i] + x_add + mus[i] * y_add + bound[i]
+        terms = size + abs(x_add) + mus[i] * abs(y_add) + abs(bound[i]) + abs(lines[i]) + slack[i]
+        margin = _CUT_MARGIN * terms
+        if v - margin > lines[i] + slack[i]:
+            return True
+    return False
+
+
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _layer(
     prev_x: np.ndarray,
@@ -147,6 +221,8 @@ def _layer(
     out_y = np.empty(size)
     out_parent = np.empty(size, np.int64)
     total = 0
+    held = np.flatnonzero(prev_start[1:] > prev_start[:-1])
+    least = _least_lines(prev_x, prev_y, prev_start, held, mus)
     for c in range(p):
         start[c] = total
         if c < k or (rem == 0 and c != last) or (rem > 0 and c == last):
@@ -154,19 +230,23 @@ def _layer(
         if bx[c] == INF or by[c] == INF:
             continue
         n = 0
-        for a in range(k - 1, c):
+        for h in range(held.size):  # (the starts with labels, ascending: the others add none)
+            a = held[h]
+            if a >= c:
+                break
             x_add = xm[c, a]
             y_add = ym[c, a]
             if x_add == INF or y_add == INF:
                 continue
-            for t in range(prev_start[a], prev_start[a + 1]):
-                work += 1
+            t0, t1 = prev_start[a], prev_start[a + 1]
+            work += t1 - t0
+            if _all_cut(least[h], x_add, y_add, mus, bounds[2:, rem, c], lines, slack[2:]):
+                continue
+            lo = _first_within(prev_y, t0, t1, y_add, by[c], limit + slack[1], -1.0)
+            hi = _first_within(prev_x, lo, t1, x_add, bx[c], incumbent - slack[0], 1.0)
+            for t in range(lo, hi):
                 x = prev_x[t] + x_add
                 y = prev_y[t] + y_add
-                if y + by[c] > limit + slack[1]:
-                    continue
-                if x + bx[c] >= incumbent - slack[0]:
-                    continue
                 cut = False
                 for i in range(nmu):
                     if x + mus[i] * y + bounds[2 + i, rem, c] > lines[i] + slack[2 + i]:

@@ -1,0 +1,102 @@
+"""The floor search's label DP (analysis.optimize._labels) against exhaustive search: on random
+matrices it returns exactly the plans that meet the limit, beat the incumbent and no other such
+plan beats, whatever Lagrangian lines cut the partial plans on the way."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from analysis.optimize._labels import bounds, label_search
+
+
+def _matrices(rng: np.random.Generator, p: int) -> tuple[np.ndarray, np.ndarray]:
+    """``xm[c, a]``, ``ym[c, a]`` of bucket ``(a, c]`` for ``a < c`` (inf elsewhere): ``y``
+    falls where ``x`` rises, plus noise, so the two trade off and each end holds many labels."""
+    xm = np.full((p, p), np.inf)
+    ym = np.full((p, p), np.inf)
+    for c in range(p):
+        for a in range(c):
+            xm[c, a] = rng.normal(0, 10)
+            ym[c, a] = 20 - 0.5 * xm[c, a] + rng.uniform(0, 3)
+    return xm, ym
+
+
+def _exhaustive(
+    xm: np.ndarray, ym: np.ndarray, k: int, incumbent: float, limit: float
+) -> list[tuple[float, float]]:
+    """Every plan's sums, kept where ``y <= limit`` and ``x < incumbent``, then those no other
+    kept plan beats on both (one of equal pairs), by ascending ``x``."""
+    p = xm.shape[0]
+    plans = []
+    for inner in itertools.combinations(range(1, p - 1), k - 1):
+        ends = [0, *inner, p - 1]
+        x = y = 0.0
+        for a, c in itertools.pairwise(ends):
+            x, y = x + xm[c, a], y + ym[c, a]
+        if y <= limit and x < incumbent:
+            plans.append((x, y))
+    plans.sort()
+    front: list[tuple[float, float]] = []
+    for x, y in plans:
+        if not front or y < front[-1][1]:
+            front.append((x, y))
+    return front
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("mu_scale", [0.0, 0.3, 3.0])
+def test_the_label_search_is_the_constrained_pareto_set_of_exhaustive_search(
+    seed: int, mu_scale: float
+) -> None:
+    rng = np.random.default_rng(seed)
+    p, k = 16, 5
+    xm, ym = _matrices(rng, p)
+    every = _exhaustive(xm, ym, k, np.inf, np.inf)
+    # the incumbent and the limit from the unconstrained front (ascending x, falling y), so
+    # that its middle meets both and the bounds and lines cut labels on either side
+    incumbent, limit = every[3 * len(every) // 4][0], every[len(every) // 4][1]
+    want = _exhaustive(xm, ym, k, incumbent, limit)
+    assert 2 <= len(want) < len(every)
+    found, kept, done, work = label_search(
+        bounds(xm, ym, k, mu_scale), incumbent, limit, max_labels=10**6, max_work=10**9
+    )
+    assert done and kept > 0 and work > 0
+    np.testing.assert_allclose([(x, y) for x, y, _ in found], want, rtol=1e-12)
+    for x, y, idx in found:  # each plan's ends give its sums
+        ends = [0, *idx]
+        assert sum(xm[c, a] for a, c in itertools.pairwise(ends)) == pytest.approx(x, rel=1e-12)
+        assert sum(ym[c, a] for a, c in itertools.pairwise(ends)) == pytest.approx(y, rel=1e-12)
+
+
+def test_the_work_is_every_extension_the_bounds_judged() -> None:
+    """``work`` counts the labels each bucket extended, cut or not (the cuts in bulk count
+    too): with no limit, incumbent or line to cut, it is the number of (label, bucket) pairs."""
+    rng = np.random.default_rng(7)
+    p, k = 10, 3
+    xm, ym = _matrices(rng, p)
+    _, _, done, work = label_search(bounds(xm, ym, k, 0.0), 1e12, 1e12, max_labels=10**6, max_work=10**9)
+    assert done
+    # brute force the same count: labels are the Pareto sets of the partial plans per end
+    labels = {0: [(0.0, 0.0)]}
+    expected = 0
+    for layer in range(1, k + 1):
+        nxt: dict[int, list[tuple[float, float]]] = {}
+        for c in range(layer, p):
+            if (layer == k) != (c == p - 1) or c > p - 1 - (k - layer):  # (or no completion)
+                continue
+            cand = []
+            for a, held in labels.items():
+                if a < c:
+                    expected += len(held)
+                    cand += [(x + xm[c, a], y + ym[c, a]) for x, y in held]
+            cand.sort()
+            front: list[tuple[float, float]] = []
+            for x, y in cand:
+                if not front or y < front[-1][1]:
+                    front.append((x, y))
+            nxt[c] = front
+        labels = nxt
+    assert work == expected
