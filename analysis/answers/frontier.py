@@ -360,19 +360,20 @@ def _open_pairs(
 
 def _next_asks(
     pairs: list[tuple[float, int, float, float]], axis: str, asked: set[tuple[int, str, float]]
-) -> list[tuple[int, Floor]]:
+) -> list[tuple[int, str, float]]:
     """The floor searches the open ``pairs`` still need, one a point first (its pair most likely
     beaten: a plan that beats a point closes every pair of it), then the rest, in the pairs'
     order: each pair's floor at its ``axis`` value, then (once that did not beat the point) at
-    its mixing."""
-    first: list[tuple[int, Floor]] = []
-    rest: list[tuple[int, Floor]] = []
+    its mixing: ``(K, measure, value)`` (a :class:`~analysis.optimize.Floor` is made only for
+    the searches run)."""
+    first: list[tuple[int, str, float]] = []
+    rest: list[tuple[int, str, float]] = []
     seen: set[tuple[float, float]] = set()
     for _, k, x, y in pairs:
         if (k, axis, x) not in asked:
-            ask = (k, Floor(axis, x))
+            ask = (k, axis, x)
         elif 0 < y and (k, "mixing", y) not in asked:
-            ask = (k, Floor("mixing", y))
+            ask = (k, "mixing", y)
         else:
             continue
         (rest if (x, y) in seen else first).append(ask)
@@ -441,8 +442,9 @@ def _checked_by_floors(
             break
         asks = asks[: min(_BATCH, checks - spent)]
         spent += len(asks)
-        asked.update((k, f.measure, f.value) for k, f in asks)
-        found = [plan for plan in floor_plans(hist, rule, asks) if plan is not None]
+        asked.update(asks)
+        floors = [(k, Floor(measure, value)) for k, measure, value in asks]
+        found = [plan for plan in floor_plans(hist, rule, floors) if plan is not None]
         frame = _with_beaters(hist, frame, axis, found, "floor edges")
     pairs = _open_pairs(hist, rule, frame, axis, bounds)
     left = _next_asks(pairs, axis, asked)

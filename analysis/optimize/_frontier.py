@@ -155,6 +155,9 @@ class Lagrangian:
     plans: dict[tuple[int, ...], BucketPlan] = field(default_factory=dict, compare=False)
     # their buckets' numbers, by bounds (make_plan's memo: plans share many buckets)
     buckets: dict[Any, Any] = field(default_factory=dict, compare=False)
+    # the floor searches' shared completion tables, by the pair of matrices searched
+    # (analysis.optimize._labels.bounds' memo)
+    floor_tables: dict[Any, dict[int, Any]] = field(default_factory=dict, compare=False)
 
 
 # The matrices made inside a reuse_matrices() scope, per thread: (hist, key, noise, Lagrangian).
@@ -480,7 +483,8 @@ def _search_gap(
         xm, ym, mu = -mixing, hm, (1.0 / lam if lam > 0 else 0.0)
         high, limit, low = -gap.p.mixing, _limit(lag, ev, floor), -_hull_bound(gap, floor, lag, ev)
     labels, work = 0, FLOOR_MAX_WORK if max_work is None else max_work
-    tables = bounds(xm, ym, k, mu)
+    pair = ("axis",) if _on_axis(floor) else ("mixing", floor.measure)
+    tables = bounds(xm, ym, k, mu, lag.floor_tables.setdefault(pair, {}))
     for share in _TARGETS:
         target = high if share == 1.0 else low + share * (high - low)
         found, kept, done, spent = label_search(

@@ -31,7 +31,7 @@ extensions, the search stops and says so (the caller keeps its hull vertex and i
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numba
 import numpy as np
@@ -303,13 +303,24 @@ class Bounds(NamedTuple):
     scale: np.ndarray  # the largest finite bucket value of each
 
 
-def bounds(xm: np.ndarray, ym: np.ndarray, n_buckets: int, mu: float) -> Bounds:
+def bounds(
+    xm: np.ndarray, ym: np.ndarray, n_buckets: int, mu: float, memo: dict[int, Any] | None = None
+) -> Bounds:
     """The completion bounds of ``n_buckets`` buckets over ``xm``, ``ym`` (``[c, a]``: bucket
-    ``(points[a], points[c]]``, inf where none), with multipliers spread around ``mu``."""
+    ``(points[a], points[c]]``, inf where none), with multipliers spread around ``mu``;
+    ``memo``, a dict kept with these two matrices, holds their transposes and the tables of
+    ``X`` and ``Y`` alone by bucket count, which every search on them shares (the tables are
+    computed weight by weight: the same floats either way)."""
     mus = np.array([mu * f for f in _SPREAD] if mu > 0 else [0.0])
-    weights = np.array([[1.0, 0.0], [0.0, 1.0], *([1.0, v] for v in mus)])
-    tables, scale = backward(np.ascontiguousarray(xm.T), np.ascontiguousarray(ym.T), weights, n_buckets)
-    return Bounds(xm, ym, n_buckets, mus, tables, scale)
+    memo = {} if memo is None else memo
+    if n_buckets not in memo:
+        xt, yt = np.ascontiguousarray(xm.T), np.ascontiguousarray(ym.T)
+        memo[n_buckets] = (xt, yt, *backward(xt, yt, np.array([[1.0, 0.0], [0.0, 1.0]]), n_buckets))
+    xt, yt, alone, alone_scale = memo[n_buckets]
+    lines, line_scale = backward(xt, yt, np.array([[1.0, v] for v in mus]), n_buckets)
+    return Bounds(
+        xm, ym, n_buckets, mus, np.concatenate([alone, lines]), np.concatenate([alone_scale, line_scale])
+    )
 
 
 def label_search(
