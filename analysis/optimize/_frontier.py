@@ -488,7 +488,7 @@ def _search_gap(
     for share in _TARGETS:
         target = high if share == 1.0 else low + share * (high - low)
         found, kept, done, spent = label_search(
-            tables, target, limit, max_labels=FLOOR_MAX_LABELS, max_work=work
+            tables, target, limit, max_labels=FLOOR_MAX_LABELS, max_work=work, max_found=_VERIFY
         )
         labels, work = labels + kept, work - spent
         if not done:

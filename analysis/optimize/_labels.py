@@ -331,11 +331,13 @@ def label_search(
     max_labels: int,
     max_work: int,
     rel: float = 1e-9,
+    max_found: int | None = None,
 ) -> tuple[list[tuple[float, float, list[int]]], int, bool, int]:
     """Every plan of ``b.n_buckets`` buckets with ``y <= limit`` and ``x < incumbent`` (within
     the ``rel`` slack) that no other such plan beats on both: ``(x, y, point indices of its
-    ends)`` by ascending ``x``; the labels kept; whether it finished (False: ``max_labels`` or
-    ``max_work`` passed, the list is empty); the label extensions tried."""
+    ends)`` by ascending ``x`` (the first ``max_found`` of them: only those are traced back);
+    the labels kept; whether it finished (False: ``max_labels`` or ``max_work`` passed, the
+    list is empty); the label extensions tried."""
     k_all = b.n_buckets
     size = [
         max(abs(incumbent), 1.0),
@@ -375,7 +377,8 @@ def label_search(
         layers.append((parent, start))
     found = []
     last_start = layers[-1][1]
-    for t in np.argsort(x[last_start[p - 1] : last_start[p]], kind="mergesort") + last_start[p - 1]:
+    order = np.argsort(x[last_start[p - 1] : last_start[p]], kind="mergesort") + last_start[p - 1]
+    for t in order[:max_found]:
         found.append((float(x[t]), float(y[t]), _trace(layers, int(t))))
     return found, labels, True, work
 

@@ -65,6 +65,10 @@ def test_the_label_search_is_the_constrained_pareto_set_of_exhaustive_search(
     )
     assert done and kept > 0 and work > 0
     np.testing.assert_allclose([(x, y) for x, y, _ in found], want, rtol=1e-12)
+    first, *_ = label_search(
+        bounds(xm, ym, k, mu_scale), incumbent, limit, max_labels=10**6, max_work=10**9, max_found=2
+    )
+    assert first == found[:2]  # only the first are traced back: the same ones
     for x, y, idx in found:  # each plan's ends give its sums
         ends = [0, *idx]
         assert sum(xm[c, a] for a, c in itertools.pairwise(ends)) == pytest.approx(x, rel=1e-12)
