@@ -21,7 +21,8 @@ The cuts come in bulk where they can, with the same outcome label by label: an e
 run by ascending ``x`` and falling ``y``, so the limit cuts a prefix and the incumbent a suffix
 (found by binary search on the very sums each label's test computes), and a bucket from an
 end whose best label on some line (its least ``x + mu y``) passes that line by a margin far
-above rounding is cut whole; only the ends that hold labels are read.  ``work`` still counts
+above rounding is cut whole (and where its worst label stays below every line by as much, no
+label is tested against them); only the ends that hold labels are read.  ``work`` still counts
 every label each bucket extends, cut in bulk or not, so the work limit stops a search at the
 same point.
 
@@ -94,27 +95,70 @@ def _combined(
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _pareto_keep(xs: np.ndarray, ys: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
-    """Indices of the labels no other beats (ascending ``x``, then ``y``; one of equal pairs)."""
-    order = np.argsort(xs, kind="mergesort")
-    keep = np.empty(xs.size, np.int64)
-    n = 0
-    best_y = INF
-    i = 0
-    while i < order.size:
-        # among equal x, the least y
-        j = i
-        t = order[i]
-        while j + 1 < order.size and xs[order[j + 1]] == xs[t]:
+def _merge_fronts(
+    xs: np.ndarray,
+    ys: np.ndarray,
+    src: np.ndarray,
+    i: int,
+    ie: int,
+    j: int,
+    je: int,
+    dst: np.ndarray,
+    out: int,
+) -> int:  # pragma: no cover - compiled
+    """The labels ``src[i:ie]`` and ``src[j:je]`` (each by ascending ``x``, the first's indices
+    the smaller) merged by ascending ``x`` (the first's on equal ``x``: a stable sort), then
+    those no other beats written to ``dst[out:]``: of equal ``x`` the least ``y`` (the first of
+    equal ones), kept where its ``y`` is below every kept one's; returns the new ``out``."""
+    best = INF
+    pend = -1  # the pick of the current x, written once x changes
+    while i < ie or j < je:
+        if j >= je or (i < ie and xs[src[i]] <= xs[src[j]]):
+            t = src[i]
+            i += 1
+        else:
+            t = src[j]
             j += 1
-            if ys[order[j]] < ys[t]:
-                t = order[j]
-        if ys[t] < best_y:
-            keep[n] = t
-            n += 1
-            best_y = ys[t]
-        i = j + 1
-    return keep[:n]
+        if pend >= 0 and xs[t] == xs[pend]:
+            pend = t if ys[t] < ys[pend] else pend
+            continue
+        if pend >= 0 and ys[pend] < best:
+            dst[out] = pend
+            out += 1
+            best = ys[pend]
+        pend = t
+    if pend >= 0 and ys[pend] < best:
+        dst[out] = pend
+        out += 1
+    return out
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _front(xs: np.ndarray, ys: np.ndarray, runs: np.ndarray) -> np.ndarray:  # pragma: no cover
+    """Indices of the labels no other beats, by ascending ``x`` (of equal pairs the first),
+    from runs ``runs[r]:runs[r + 1]`` each by ascending ``x`` (a bucket from one end extends
+    that end's labels, already so ordered): the runs merged pairwise, neighbours first, each
+    merge keeping only its unbeaten labels (:func:`_merge_fronts`).  A label a merge drops is
+    beaten within it, hence in all, and the pick among equals is the first of the least, so
+    this is the stable sort by ``x`` and one scan, in ``O(n log runs)``."""
+    src = np.arange(runs[-1])
+    dst = np.empty(runs[-1], np.int64)
+    lo, hi = runs[:-1].copy(), runs[1:].copy()
+    count = lo.size
+    while True:  # a round merges runs 2r and 2r + 1 into run r of dst, written from 0 on
+        new = 0
+        for r in range(0, count, 2):
+            at = hi[new - 1] if new > 0 else 0
+            if r + 1 < count:
+                end = _merge_fronts(xs, ys, src, lo[r], hi[r], lo[r + 1], hi[r + 1], dst, at)
+            else:  # (the last alone: only its own unbeaten labels)
+                end = _merge_fronts(xs, ys, src, lo[r], hi[r], 0, 0, dst, at)
+            lo[new], hi[new] = at, end  # (entries r >= 2 new + 2, still to read, untouched)
+            new += 1
+        src, dst = dst, src
+        count = new
+        if count == 1:
+            return src[lo[0] : hi[0]].copy()
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
@@ -136,51 +180,60 @@ def _first_within(
     return lo
 
 
-# Relative margin of :func:`_all_cut` (far above the rounding of a few sums: ~1e-15).
+# Relative margin of :func:`_lines_cut` (far above the rounding of a few sums: ~1e-15).
 _CUT_MARGIN = 1e-9
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _least_lines(
+def _line_ranges(
     xs: np.ndarray, ys: np.ndarray, start: np.ndarray, held: np.ndarray, mus: np.ndarray
 ) -> np.ndarray:  # pragma: no cover - compiled
-    """``out[h, i]``: the least ``x + mus[i] y`` over the labels of end ``held[h]``
-    (``start[a]:start[a + 1]``), and ``out[h, mus.size]`` the most ``|x| + mus_max |y|``."""
+    """``out[h, i]`` and ``out[h, nmu + 1 + i]``: the least and the most ``x + mus[i] y`` over
+    the labels of end ``held[h]`` (``start[a]:start[a + 1]``), and ``out[h, nmu]`` the most
+    ``|x| + mus_max |y|`` (``nmu = mus.size``)."""
     nmu = mus.size
     top = mus.max()
-    out = np.full((held.size, nmu + 1), INF)
+    out = np.empty((held.size, 2 * nmu + 1))
     for h in range(held.size):
         a = held[h]
+        out[h, :nmu] = INF
+        out[h, nmu:] = -INF
         out[h, nmu] = 0.0
         for t in range(start[a], start[a + 1]):
             for i in range(nmu):
-                out[h, i] = min(out[h, i], xs[t] + mus[i] * ys[t])
+                v = xs[t] + mus[i] * ys[t]
+                out[h, i] = min(out[h, i], v)
+                out[h, nmu + 1 + i] = max(out[h, nmu + 1 + i], v)
             out[h, nmu] = max(out[h, nmu], abs(xs[t]) + top * abs(ys[t]))
     return out
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _all_cut(
-    least: np.ndarray,
+def _lines_cut(
+    ranges: np.ndarray,
     x_add: float,
     y_add: float,
     mus: np.ndarray,
     bound: np.ndarray,
     lines: np.ndarray,
     slack: np.ndarray,
-) -> bool:  # pragma: no cover - compiled
-    """Whether one Lagrangian line cuts every label of an end extended by a bucket
-    (``x_add``, ``y_add``): its least ``x + mu y`` (:func:`_least_lines`) plus the bucket's and
-    the completion's bound passes the line by more than ``_CUT_MARGIN`` of the terms' size (so
-    each label's own float test, which sums at least as much, passes it too)."""
-    size = least[mus.size]
-    for i in range(mus.size):
-        v = least[i] + x_add + mus[i] * y_add + bound[i]
+) -> int:  # pragma: no cover - compiled
+    """What the Lagrangian lines do to the labels of an end extended by a bucket (``x_add``,
+    ``y_add``), from the end's least and most ``x + mu y`` (:func:`_line_ranges`) plus the
+    bucket's and the completion's bound: 1 where one line cuts them all, 0 where no line cuts
+    any, -1 where each label must be tested.  Each verdict holds by more than ``_CUT_MARGIN``
+    of the terms' size, far above what rounding moves each label's own float test."""
+    nmu = mus.size
+    size = ranges[nmu]
+    none = True
+    for i in range(nmu):
+        add = x_add + mus[i] * y_add + bound[i]
         terms = size + abs(x_add) + mus[i] * abs(y_add) + abs(bound[i]) + abs(lines[i]) + slack[i]
         margin = _CUT_MARGIN * terms
-        if v - margin > lines[i] + slack[i]:
-            return True
-    return False
+        if ranges[i] + add - margin > lines[i] + slack[i]:
+            return 1
+        none = none and ranges[nmu + 1 + i] + add + margin <= lines[i] + slack[i]
+    return 0 if none else -1
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -222,7 +275,8 @@ def _layer(
     out_parent = np.empty(size, np.int64)
     total = 0
     held = np.flatnonzero(prev_start[1:] > prev_start[:-1])
-    least = _least_lines(prev_x, prev_y, prev_start, held, mus)
+    runs = np.empty(64, np.int64)  # where each bucket's run of candidates starts
+    ranges = _line_ranges(prev_x, prev_y, prev_start, held, mus)
     for c in range(p):
         start[c] = total
         if c < k or (rem == 0 and c != last) or (rem > 0 and c == last):
@@ -230,6 +284,7 @@ def _layer(
         if bx[c] == INF or by[c] == INF:
             continue
         n = 0
+        nr = 0
         for h in range(held.size):  # (the starts with labels, ascending: the others add none)
             a = held[h]
             if a >= c:
@@ -240,15 +295,20 @@ def _layer(
                 continue
             t0, t1 = prev_start[a], prev_start[a + 1]
             work += t1 - t0
-            if _all_cut(least[h], x_add, y_add, mus, bounds[2:, rem, c], lines, slack[2:]):
+            verdict = _lines_cut(ranges[h], x_add, y_add, mus, bounds[2:, rem, c], lines, slack[2:])
+            if verdict == 1:
                 continue
             lo = _first_within(prev_y, t0, t1, y_add, by[c], limit + slack[1], -1.0)
             hi = _first_within(prev_x, lo, t1, x_add, bx[c], incumbent - slack[0], 1.0)
+            if nr + 1 >= runs.size:
+                runs = np.concatenate((runs, np.empty(runs.size, np.int64)))
+            runs[nr] = n
+            nr += 1 if lo < hi else 0  # (a run of this bucket's labels, by ascending x)
             for t in range(lo, hi):
                 x = prev_x[t] + x_add
                 y = prev_y[t] + y_add
                 cut = False
-                for i in range(nmu):
+                for i in range(nmu if verdict < 0 else 0):
                     if x + mus[i] * y + bounds[2 + i, rem, c] > lines[i] + slack[2 + i]:
                         cut = True
                         break
@@ -269,7 +329,8 @@ def _layer(
                 n += 1
         if n == 0:
             continue
-        keep = _pareto_keep(cx[:n], cy[:n])
+        runs[nr] = n
+        keep = _front(cx, cy, runs[: nr + 1])
         if keep.size > max_labels or work > max_work:
             return out_x[:0], out_y[:0], out_parent[:0], start, work, True
         # grown like the candidates' arrays above on purpose: compiled code, where a shared

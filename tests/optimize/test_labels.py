@@ -104,3 +104,56 @@ def test_the_work_is_every_extension_the_bounds_judged() -> None:
             nxt[c] = front
         labels = nxt
     assert work == expected
+
+
+def _reference_labels(xm: np.ndarray, ym: np.ndarray, k: int) -> list[tuple[float, float, list[int]]]:
+    """The label DP with nothing to cut, in plain Python: each end's candidates in the order
+    the search makes them (ascending start, each start's labels in order), stably sorted by
+    ``x``; of equal ``x`` the first least ``y``, kept where its ``y`` is below every kept one's;
+    the last end's labels by ascending ``x`` with their ends traced back."""
+    p = xm.shape[0]
+    labels: dict[int, list[tuple[float, float, list[int]]]] = {0: [(0.0, 0.0, [])]}
+    for layer in range(1, k + 1):
+        nxt: dict[int, list[tuple[float, float, list[int]]]] = {}
+        for c in range(layer, p):
+            if (layer == k) != (c == p - 1) or c > p - 1 - (k - layer):
+                continue
+            cand = [
+                (x + xm[c, a], y + ym[c, a], [*ends, c])
+                for a in sorted(labels)
+                if a < c
+                for x, y, ends in labels[a]
+            ]
+            cand.sort(key=lambda label: label[0])  # stable
+            front: list[tuple[float, float, list[int]]] = []
+            i = 0
+            while i < len(cand):
+                j, pick = i, cand[i]
+                while j + 1 < len(cand) and cand[j + 1][0] == cand[i][0]:
+                    j += 1
+                    pick = cand[j] if cand[j][1] < pick[1] else pick
+                if not front or pick[1] < front[-1][1]:
+                    front.append(pick)
+                i = j + 1
+            if front:
+                nxt[c] = front
+        labels = nxt
+    return labels[p - 1]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_ties_are_broken_as_a_stable_sort_would_break_them(seed: int) -> None:
+    """Small integer buckets tie on both sums all the time: the search keeps, of equal pairs,
+    the one a stable sort of each end's candidates puts first, and traces back its very ends."""
+    rng = np.random.default_rng(seed)
+    p, k = 13, 4
+    xm = np.full((p, p), np.inf)
+    ym = np.full((p, p), np.inf)
+    for c in range(p):
+        for a in range(c):
+            xm[c, a] = float(rng.integers(0, 4))
+            ym[c, a] = float(rng.integers(0, 4))
+    want = _reference_labels(xm, ym, k)
+    found, _, done, _ = label_search(bounds(xm, ym, k, 0.0), 1e12, 1e12, max_labels=10**6, max_work=10**9)
+    assert done and len(want) >= 2
+    assert found == want
