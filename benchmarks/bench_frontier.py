@@ -19,7 +19,8 @@ the goals are stated) of:
   it leaves open;
 - a floor search (``optimize_edges(K=6, min_efficiency=0.9)``) with its passes;
 - without ``--quick``: the frontier as the faces run it (``floor_checks=FLOOR_CHECKS``: the
-  exact floor search at the pairs the bounds leave open; one run, it takes tens of seconds),
+  exact floor search at the pairs the bounds leave open; one run of a few seconds, with the
+  median and the most CPU time of one of its floor searches),
   and the whole call with its simulated strategies on two threads (wall and CPU).
 
 Goals (issue 34), printed beside the naive DP's time in the same process (the plain DP of
@@ -32,6 +33,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import statistics
 import time
 
 import numpy as np
@@ -63,6 +65,23 @@ def _counting(module: object, name: str) -> list[object]:
 
     setattr(module, name, counted)
     return calls
+
+
+def _timing_searches(module: object) -> list[float]:
+    """Wrap ``module.floor_plans`` to run its asks one at a time, each timed (CPU seconds)."""
+    original = module.floor_plans  # type: ignore[attr-defined]
+    seconds: list[float] = []
+
+    def timed(hist, rule, asks):  # type: ignore[no-untyped-def]
+        out = []
+        for ask in asks:
+            start = time.process_time()
+            out += original(hist, rule, [ask])
+            seconds.append(time.process_time() - start)
+        return out
+
+    module.floor_plans = timed  # type: ignore[attr-defined]
+    return seconds
 
 
 def main() -> None:
@@ -118,13 +137,16 @@ def main() -> None:
     )
     if not quick:
         passes.clear(), plans.clear()
+        searches = _timing_searches(importlib.import_module("analysis.answers.frontier"))
         start = time.process_time()
         checked = exact(FLOOR_CHECKS)
         t_checked = time.process_time() - start
         print(
             f"frontier(), K <= {K}, exact rows, floor_checks={FLOOR_CHECKS} (the faces'), one core, one run: "
             f"{t_checked:5.2f} s CPU, {len(passes)} DP passes, {len(plans)} plans evaluated; pairs left open "
-            f"{checked.unchecked:,}, {len(checked.unproven)} points named unproven"
+            f"{checked.unchecked:,}, {len(checked.unproven)} points named unproven; "
+            f"its {len(searches)} floor searches: median {statistics.median(searches):.3f} s, "
+            f"most {max(searches):.3f} s CPU each"
         )
     os.sched_setaffinity(0, cores)
     if not quick:  # the whole call, its simulations included, two threads where two cores are free

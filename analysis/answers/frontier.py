@@ -289,7 +289,8 @@ def _pareto(axis: np.ndarray, mixing: np.ndarray) -> np.ndarray:
 #: Floor searches (:func:`analysis.optimize.floor_plans`) the Pareto check of one
 #: :func:`frontier` call runs at most where the faces ask for them (``floor_checks=``: the
 #: summary page, notebook 02, the CLI and ``recommendation.json``), the pairs most likely beaten
-#: first (a search at K = 32 on the bundled data's 952-point grid takes about half a second);
+#: first (a search at K = 32 on the bundled data's 952-point grid takes 0.08 s, the median of the
+#: bundled data's 48, 0.2 s at most: ``benchmarks/bench_frontier.py``);
 #: :attr:`Frontier.unchecked` counts the pairs left.
 FLOOR_CHECKS = 48
 #: Floor searches run on one set of matrices before the Pareto set is taken again.
@@ -589,7 +590,7 @@ def frontier(
         the DP's passes (cheap: they clear most pairs, and the passes' plans that beat a point
         join the plane as ``frontier edges``); the pairs they leave open get the exact floor
         search at the point's efficiency and at its mixing, up to ``floor_checks`` of them
-        (each takes up to a second; the plans they find that beat a point join as ``floor
+        (each a fraction of a second; the plans they find that beat a point join as ``floor
         edges``).  ``Frontier.unchecked`` and ``Frontier.unproven`` say what is left open.  No
         check runs with ``step_time`` or ``noise``.
 
