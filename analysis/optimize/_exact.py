@@ -481,6 +481,31 @@ def power_bounds(
         low_row[k] = low if low > old else old  # (inf where not an end stays inf)
 
 
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def power_bounds_within(
+    i: int, data: Arrays, short: Short, t: np.ndarray, out: np.ndarray, room: np.ndarray
+) -> None:  # pragma: no cover
+    """:func:`power_bounds` only where ``out[j] <= room[j]``: elsewhere the raised bound, at
+    least ``out[j]``, is above ``room[j]`` either way (all the forward pass asks of a bound,
+    and the power bound costs several times the rest of it)."""
+    bf = float(data.size[i + 1])
+    if not short.power or bf <= POWER_ABOVE:
+        return
+    count = short.cum_float
+    m = count.size - 1
+    c_i = count[i]
+    first = max(i + 2, i + 1 + np.searchsorted(count[i + 1 :], c_i + bf, side="left"))  # n >= B
+    base_first, q_first, per_batch = short.base[i + 1], short.q[i + 1], data.per_batch
+    for j in range(first, m + 1):
+        old = out[j]
+        if old <= room[j]:
+            n, tj = count[j] - c_i, t[j]
+            low = power_bound(
+                n, data.weight[j] - tj, tj, bf, short.base[j], short.q[j], base_first, q_first, per_batch
+            )
+            out[j] = low if low > old else old
+
+
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def power_bound(
     n: float,
