@@ -3,14 +3,16 @@ the pruned DP (:mod:`analysis.optimize._pruned`) rules buckets out with.
 
 For a fixed ``B`` the bound of :func:`~analysis.optimize._exact.lower_row` is computed
 straight from the row's running sum ``T_B`` (``E_B = w_j - T_B``), in three steps that the
-backward pass (:mod:`analysis.optimize._backward`) runs for several starts side by side:
+backward pass (:mod:`analysis.optimize._backward`) runs lane by lane for tiles of starts:
 :func:`fixed_ratios` (the ratios ``C(x_{j-1}, B) / C(x_j, B)``, nothing carried: vectorised),
 the chain ``T`` (:func:`chain`), then :func:`fixed_bounds` (nothing carried: vectorised).
 The formula of one bucket's bound is :func:`fixed_bound`, the one home that the rows, the
 backward pass's tiles (the same three steps lane by lane) and :func:`fixed_path_end` (a
 row's bounds one end at a time, up to the end the search asks for) all read.
 With a token budget the bounds come from the restart-free sums of
-:mod:`analysis.optimize._budget`.  :func:`low_costs` gives one start's row either way.
+:mod:`analysis.optimize._budget`.  :func:`low_costs` gives one start's row either way, and
+:func:`low_costs_within` the row the forward pass compares with its room (the power bound
+only where the bound before it fits: above the room, a bound stays above it).
 """
 
 from __future__ import annotations
