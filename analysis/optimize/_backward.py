@@ -2,18 +2,21 @@
 least sum of ``k`` buckets' bounds covering ``(i, m]`` (:mod:`analysis.optimize._pruned`).
 
 ``back[k, i] = min over j > i of low(i, j) + back[k - 1, j]`` needs every bucket's bound, so
-the work is arranged for the machine, not changed.  One fixed ``B`` whose ``C(x, B)`` is the
-product formula (batch size 8 and the like) takes tiles of ``LANES`` starts in one pass over
-the ends: at each end every lane's ``C(x, B)``, ratio, running sum and bound (the arithmetic
-of :mod:`analysis.optimize._lower`'s three steps, lane by lane), then each layer's running
-minimum, all as loops across the lanes (vectorised: the lanes are independent), with no row
-of ratios or bounds ever stored.  Any other rule takes ``_GROUP`` starts at a time (the rows'
-bounds of :mod:`analysis.optimize._lower`; for a fixed ``B`` their running sums advance side
-by side, independent chains each with exactly a lone start's arithmetic), then each layer's
-minimum over the ends after the group's last start for the ``_GROUP`` rows at once.  Either
-way the ends up to a tile's last start come last, row by row from the top (they read ``back``
-at the tile's own starts).  Every bound is a lone start's and a minimum is exact (no NaN, no
-order), so ``back`` is bit for bit the row-by-row table.
+the work is arranged for the machine, not changed.  A fixed ``B`` takes tiles of ``LANES``
+starts in one pass over the ends: at each end every lane's ratio (``C(x, B)`` by the product
+formula, batch size 8 and the like, else :func:`~analysis.optimize._exact.ratio_bound`),
+running sum and bound (the arithmetic of :mod:`analysis.optimize._lower`'s three steps, lane
+by lane), then each layer's running minimum, all as loops across the lanes (vectorised: the
+lanes are independent), with no row of ratios or bounds ever stored.  Without the product
+formula a bucket's bound is raised to the power bound where ``B > POWER_ABOVE``, which costs
+several times the rest; a chunk of ends at a time, the power bounds are computed only at the
+ends where some lane's bound before it (at most its bound) could still lower a minimum.  A
+token budget takes ``_GROUP`` starts at a time (the rows' bounds of
+:mod:`analysis.optimize._lower`), then each layer's minimum over the ends after the group's
+last start for the ``_GROUP`` rows at once.  Either way the ends up to a tile's last start
+come last, row by row from the top (they read ``back`` at the tile's own starts).  Every
+bound is a lone start's and a minimum is exact (no NaN, no order; a skipped bound is at
+least a minimum already taken), so ``back`` is bit for bit the row-by-row table.
 """
 
 from __future__ import annotations
@@ -23,46 +26,11 @@ import numpy as np
 
 from analysis.optimize._budget import BudgetBounds
 from analysis.optimize._costs import INF, Arrays
-from analysis.optimize._exact import Short
-from analysis.optimize._lower import chain, fixed_bound, fixed_bounds, fixed_first, fixed_ratios, low_costs
+from analysis.optimize._exact import POWER_ABOVE, Short, power_bound, ratio_bound
+from analysis.optimize._lower import fixed_bound, fixed_first, low_costs
 
 # Starts whose rows of bounds are computed and reduced together.
 _GROUP = 4
-
-
-@numba.njit(cache=True, nogil=True, error_model="numpy")
-def _chains(starts: np.ndarray, step: np.ndarray, ratio: np.ndarray) -> None:  # pragma: no cover
-    """The running sums of the ``_GROUP`` rows (``ratio[a]`` in, ``T`` out): each alone up to
-    the last start's second end, then side by side (the loop runs at the throughput of the
-    arithmetic, not at the latency of one chain)."""
-    m = ratio.shape[1] - 1
-    top = starts[_GROUP - 1] + 2
-    t0 = chain(starts[0] + 2, top, 0.0, step, ratio[0])
-    t1 = chain(starts[1] + 2, top, 0.0, step, ratio[1])
-    t2 = chain(starts[2] + 2, top, 0.0, step, ratio[2])
-    t3 = chain(starts[3] + 2, top, 0.0, step, ratio[3])
-    r0, r1, r2, r3 = ratio[0], ratio[1], ratio[2], ratio[3]
-    for j in range(top, m + 1):
-        st = step[j - 1]
-        t0 = (t0 + st) * r0[j]
-        t1 = (t1 + st) * r1[j]
-        t2 = (t2 + st) * r2[j]
-        t3 = (t3 + st) * r3[j]
-        r0[j], r1[j], r2[j], r3[j] = t0, t1, t2, t3
-
-
-@numba.njit(cache=True, nogil=True, error_model="numpy")
-def _fixed_rows(
-    starts: np.ndarray, data: Arrays, short: Short, is_end: np.ndarray, ratio: np.ndarray, low: np.ndarray
-) -> None:  # pragma: no cover - compiled
-    """``low[a, j]``: the bound on bucket ``(starts[a], j]`` for every ``j > starts[a]``, one
-    fixed ``B`` (each the value of :func:`~analysis.optimize._lower.low_costs`)."""
-    for a in range(_GROUP):
-        fixed_ratios(starts[a], data, short, low[a], ratio[a])
-    _chains(starts, data.step, ratio)
-    for a in range(_GROUP):
-        fixed_bounds(starts[a], data, short, is_end, ratio[a], low[a])
-        low[a, starts[a] + 1] = fixed_first(starts[a], data, short, is_end)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -75,9 +43,8 @@ def _budget_rows(
     ratio: np.ndarray,
     low: np.ndarray,
 ) -> None:  # pragma: no cover - compiled
-    """``low[a]`` as :func:`_fixed_rows` under a token budget (start by start: no carried sum).
-    (Apart from it: with both branches in one function the fixed one compiled 8x slower at a
-    batch size above every bucket.)"""
+    """``low[a, j]``: the bound on bucket ``(starts[a], j]`` for every ``j > starts[a]`` under a
+    token budget (each the value of :func:`~analysis.optimize._lower.low_costs`)."""
     for a in range(_GROUP):
         low_costs(starts[a], data, short, bounds, is_end, ratio[a], low[a])
 
@@ -295,6 +262,260 @@ def _product_backward(
     return back
 
 
+# Ends whose bounds a fixed-``B`` tile without the product formula computes before their
+# layers' minima (:func:`_fixed_chunk`), and its lanes' state: rows of one value per lane, flat
+# at constant offsets (as the product tile's).
+_CHUNK = 64
+_FCI, _FXPREV, _FT, _FG, _FBASE, _FQ, _FFIRST, _FSTART, _FV, _FROWS = (r * LANES for r in range(10))
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _fixed_state(
+    starts: np.ndarray, data: Arrays, short: Short, is_end: np.ndarray, lane: np.ndarray, acc: np.ndarray
+) -> None:  # pragma: no cover - compiled
+    """A tile's lanes before its first end (:func:`_fixed_tile`): each start's prefix count,
+    first end's ``g_B``, ``base``, ``q`` and bound, running sums 0; ``acc`` inf."""
+    count = short.cum_float
+    for a in range(LANES):
+        i = starts[a]
+        lane[_FCI + a] = count[i]
+        lane[_FG + a], lane[_FBASE + a], lane[_FQ + a] = data.weight[i + 1], short.base[i + 1], short.q[i + 1]
+        lane[_FFIRST + a] = fixed_first(i, data, short, is_end)
+        lane[_FSTART + a] = float(i)
+        lane[_FXPREV + a] = lane[_FT + a] = 0.0
+    acc[:] = INF
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _fixed_lows(
+    at_j: tuple[float, float, float, float, float, bool],
+    bf: float,
+    quad: bool,
+    per_batch: float,
+    lane: np.ndarray,
+    out: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """Every lane advanced to end ``j`` (``at_j``: :func:`_at`), ``B`` not by the product
+    formula: ``out[0]`` the bound of :func:`~analysis.optimize._lower.fixed_bounds` on
+    ``(start, j]`` before the power bound (inf where not an end), ``out[1]`` the running sum
+    ``T_B``, ``out[2]`` the count ``n``; per lane the arithmetic of
+    :func:`~analysis.optimize._lower.fixed_ratios` (0 below a full batch, else
+    :func:`~analysis.optimize._exact.ratio_bound`), :func:`~analysis.optimize._lower.chain`
+    and :func:`~analysis.optimize._lower.fixed_bound`: the same floats."""
+    cj, st, w, base_j, q_j, end = at_j
+    low, tt, xx = out[0], out[1], out[2]
+    full = 0  # the lanes with a full batch below j: a prefix (the starts ascend)
+    for a in range(LANES):
+        full += lane[_FXPREV + a] >= bf
+    for a in range(full):
+        x = cj - lane[_FCI + a]
+        ratio = ratio_bound(lane[_FXPREV + a], x, bf)
+        lane[_FT + a] = (lane[_FT + a] + st) * ratio
+    for a in range(full, LANES):  # (0 below a full batch, up to the start too)
+        lane[_FT + a] = (lane[_FT + a] + st) * 0.0
+    for a in range(LANES):
+        x = cj - lane[_FCI + a]
+        lane[_FXPREV + a] = x
+        t = lane[_FT + a]
+        first = (lane[_FG + a], lane[_FBASE + a], lane[_FQ + a])
+        v = fixed_bound(x, w - t, bf, first, base_j, q_j, quad, per_batch)
+        low[a], tt[a], xx[a] = (v if end else INF), t, x
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _fixed_full(
+    at_j: tuple[float, float, float, float, float, bool],
+    bf: float,
+    per_batch: float,
+    lane: np.ndarray,
+    cur: np.ndarray,
+    out: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """``out[a]``: lane ``a``'s bound at end ``j`` (``cur``: :func:`_fixed_lows`' rows there)
+    raised to :func:`~analysis.optimize._exact.power_bound` where higher and ``n >= B`` (as
+    :func:`~analysis.optimize._exact.power_bounds` raises a row's: inf stays inf)."""
+    _, _, w, base_j, q_j, _ = at_j
+    low, tt, xx = cur[0], cur[1], cur[2]
+    for a in range(LANES):
+        n, t = xx[a], tt[a]
+        pw = power_bound(n, w - t, t, bf, base_j, q_j, lane[_FBASE + a], lane[_FQ + a], per_batch)
+        v = low[a]
+        out[a] = pw if (n >= bf) & (pw > v) else v
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _power_to(j: int, short: Short, bf: float, lane: np.ndarray) -> bool:  # pragma: no cover - compiled
+    """Whether some lane's bound up to end ``j`` may take the power bound: ``B > POWER_ABOVE``,
+    steps ``>= 0`` and a full batch in the first lane's bucket (the most samples)."""
+    return short.power and bf > POWER_ABOVE and short.cum_float[j] - lane[_FCI] >= bf
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _settle(
+    j: int, back: np.ndarray, layers: int, v: np.ndarray, acc: np.ndarray
+) -> None:  # pragma: no cover
+    """Each layer's minima take end ``j`` at the lanes' bounds ``v``."""
+    for k in range(1, layers):
+        p = back[k - 1, j]
+        if p < INF:
+            for a in range(LANES):
+                s = v[a] + p
+                acc[k, a] = s if s < acc[k, a] else acc[k, a]
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _below(
+    j: int, back: np.ndarray, layers: int, low: np.ndarray, acc: np.ndarray
+) -> bool:  # pragma: no cover
+    """Whether some lane's bound before the power bound (``low``), plus ``back`` at ``j``, is
+    below that lane's minimum of some layer (else no bound at ``j``, being at least it, can
+    lower a minimum)."""
+    hit = False
+    for k in range(1, layers):
+        p = back[k - 1, j]
+        for a in range(LANES):
+            hit |= low[a] + p < acc[k, a]
+    return hit
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _seed(
+    c0: int, nc: int, k: int, back: np.ndarray, buf: np.ndarray, acc: np.ndarray
+) -> int:  # pragma: no cover
+    """The chunk's end (from ``c0``; -1 if none) where the middle lane's bound before the
+    power bound plus ``back[k - 1]`` is least, if below its minimum of layer ``k``."""
+    mid = LANES // 2
+    best, arg = acc[k, mid], -1
+    for q in range(nc):
+        s = buf[q, 0, mid] + back[k - 1, c0 + q]
+        best, arg = (s, q) if s < best else (best, arg)
+    return arg
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _fixed_chunk(
+    c0: int,
+    nc: int,
+    data: Arrays,
+    short: Short,
+    is_end: np.ndarray,
+    back: np.ndarray,
+    layers: int,
+    work: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+) -> None:  # pragma: no cover - compiled
+    """The layers' minima (``acc``) over the ``nc`` ends from ``c0`` (all above the tile's
+    top start + 1).  Without the power bound every end's bounds.  With it, a bound is at least
+    the one before it (``buf[q, 0]``), so an end where none of those, plus ``back``, is below
+    its lane's minimum can lower no minimum and its power bounds are skipped: first the end
+    least for the middle lane in each layer (a minimum that is near the final one early), then
+    every end that passes that test, each with every lane's power bound (the minima of the
+    same sums, so the same floats)."""
+    lane, acc, _, buf = work
+    bf, per_batch, quad = float(data.size[1]), data.per_batch, short.quad
+    power = _power_to(c0 + nc - 1, short, bf, lane)
+    v = lane[_FV : _FV + LANES]
+    for q in range(nc):
+        _fixed_lows(_at(c0 + q, data, short, is_end), bf, quad, per_batch, lane, buf[q])
+    for k in range(1, layers if power else 1):
+        q = _seed(c0, nc, k, back, buf, acc)
+        if q >= 0:
+            _fixed_full(_at(c0 + q, data, short, is_end), bf, per_batch, lane, buf[q], v)
+            _settle(c0 + q, back, layers, v, acc)
+    for q in range(nc):
+        j = c0 + q
+        if not is_end[j]:  # (every lane's bound inf)
+            continue
+        if not power:
+            _settle(j, back, layers, buf[q, 0], acc)
+        elif _below(j, back, layers, buf[q, 0], acc):
+            _fixed_full(_at(j, data, short, is_end), bf, per_batch, lane, buf[q], v)
+            _settle(j, back, layers, v, acc)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _fixed_head(
+    starts: np.ndarray,
+    data: Arrays,
+    short: Short,
+    is_end: np.ndarray,
+    work: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+) -> None:  # pragma: no cover - compiled
+    """``head[j - starts[0] - 1, a]``: lane ``a``'s bound on ``(start, j]`` for the ends up to
+    the top start + 1 (inf up to its start, its first bound at ``start + 1``; power bound
+    included), the lanes advanced to there."""
+    lane, _, head, buf = work
+    bf, per_batch, quad = float(data.size[1]), data.per_batch, short.quad
+    power = _power_to(starts[LANES - 1] + 1, short, bf, lane)
+    cur, v = buf[0], lane[_FV : _FV + LANES]
+    j0 = starts[0] + 1
+    for j in range(j0, starts[LANES - 1] + 2):
+        at_j = _at(j, data, short, is_end)
+        _fixed_lows(at_j, bf, quad, per_batch, lane, cur)
+        if power:
+            _fixed_full(at_j, bf, per_batch, lane, cur, v)
+        else:
+            v[:] = cur[0]
+        fj = float(j)
+        for a in range(LANES):
+            x = lane[_FFIRST + a] if fj == lane[_FSTART + a] + 1.0 else v[a]
+            head[j - j0, a] = INF if fj <= lane[_FSTART + a] else x
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _fixed_tile(
+    starts: np.ndarray,
+    data: Arrays,
+    short: Short,
+    is_end: np.ndarray,
+    back: np.ndarray,
+    layers: int,
+    work: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+) -> None:  # pragma: no cover - compiled
+    """``back[k, i]`` for ``k < layers`` and the ``LANES`` starts of a tile (ascending, the
+    first repeated where fewer are left), one fixed ``B`` not by the product formula: the ends
+    up to the top start + 1 (:func:`_fixed_head`), the layers' minima over the ends above a
+    chunk at a time (:func:`_fixed_chunk`), then as :func:`_product_tile` from the top down."""
+    lane, acc, head, _ = work
+    m = back.shape[1] - 1
+    _fixed_state(starts, data, short, is_end, lane, acc)
+    _fixed_head(starts, data, short, is_end, work)
+    j0, top = starts[0] + 1, starts[LANES - 1]
+    for c0 in range(top + 2, m + 1, _CHUNK):
+        _fixed_chunk(c0, min(_CHUNK, m + 1 - c0), data, short, is_end, back, layers, work)
+    for a in range(LANES - 1, -1, -1):
+        i = starts[a]
+        for k in range(1, layers):
+            v = acc[k, a]
+            for j in range(i + 1, top + 2):
+                s = head[j - j0, a] + back[k - 1, j]
+                v = s if s < v else v
+            back[k, i] = v
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _fixed_backward(
+    data: Arrays, short: Short, rows: np.ndarray, is_end: np.ndarray, n_buckets: int
+) -> np.ndarray:  # pragma: no cover - compiled
+    """:func:`backward` for one fixed ``B`` not by the product formula, by tiles of ``LANES``
+    starts (:func:`_fixed_tile`)."""
+    m = data.cum.size - 1
+    back = np.full((n_buckets + 1, m + 1), INF)
+    back[0, m] = 0.0
+    work = (
+        np.zeros(_FROWS),
+        np.empty((n_buckets + 1, LANES)),
+        np.empty((m + 1, LANES)),
+        np.empty((_CHUNK, 3, LANES)),
+    )
+    starts = np.empty(LANES, np.int64)
+    r = rows.size - 1
+    while r >= 0:
+        r = _group_of(rows, r, starts)
+        layers = n_buckets + 1 if r < 0 else n_buckets  # (the last layer is read at rows[0] alone)
+        _fixed_tile(starts, data, short, is_end, back, layers, work)
+    return back
+
+
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def backward(
     data: Arrays,
@@ -310,6 +531,8 @@ def backward(
     any other start leave none for the lengths below it; the product path leaves it inf.)"""
     if short.product and not data.token:
         return _product_backward(data, short, rows, is_end, n_buckets)
+    if not data.token:  # (the arrays of exact_arrays: no table of C(x, B))
+        return _fixed_backward(data, short, rows, is_end, n_buckets)
     m = data.cum.size - 1
     back = np.full((n_buckets + 1, m + 1), INF)
     back[0, m] = 0.0
@@ -320,10 +543,7 @@ def backward(
     r = rows.size - 1
     while r >= 0:
         r = _group_of(rows, r, starts)
-        if data.token:
-            _budget_rows(starts, data, short, bounds, is_end, ratio, low)
-        else:
-            _fixed_rows(starts, data, short, is_end, ratio, low)
+        _budget_rows(starts, data, short, bounds, is_end, ratio, low)
         top = starts[_GROUP - 1]
         _reduce(low, back, top + 2, acc)
         for a in range(_GROUP - 1, -1, -1):  # the ends up to the last start + 1, from the top

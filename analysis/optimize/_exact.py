@@ -177,29 +177,34 @@ def ratio_bounds(i: int, j0: int, data: Arrays, short: Short, ratio: np.ndarray)
     bf = float(data.size[i + 1])
     below, above, out = count[j0 - 1 : m], count[j0 : m + 1], ratio[j0 : m + 1]
     for k in range(out.size):
-        a = below[k] - c_i
-        b = above[k] - c_i
-        d = b - a
-        u = bf / (0.5 * (a + b + 1.0))
-        series = 1.0 + u * (
-            0.5 + u * (1.0 / 3.0 + u * (0.25 + u * (0.2 + u * (1.0 / 6.0 + u * (1.0 / 7.0 + u * 0.125)))))
-        )
-        v = bf / b
-        gap = d * (d * d - 1.0) * (v * (2.0 + v * (3.0 + 4.0 * v))) / (24.0 * b * b)
-        z = d * u * series + gap  # (Jensen's gap, at least)
-        h = (z if z < 700.0 else 700.0) * (1.0 / 256.0)
-        e = 1.0 - h * (
-            1.0 - h * (0.5 - h * (1.0 / 6.0 - h * (1.0 / 24.0 - h * (1.0 / 120.0 - h * (1.0 / 720.0)))))
-        )
-        e = e * e
-        e = e * e
-        e = e * e
-        e = e * e
-        e = e * e
-        e = e * e
-        e = e * e
-        e = e * e  # p(h)**256
-        out[k] = e * (1.0 + 1e-11)
+        out[k] = ratio_bound(below[k] - c_i, above[k] - c_i, bf)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def ratio_bound(a: float, b: float, bf: float) -> float:  # pragma: no cover - compiled
+    """One ratio of :func:`ratio_bounds`: at least ``C(a, B) / C(b, B)`` for ``B <= a <= b``
+    (``bf``: ``B``), in flops only (the backward pass's tiles read it lane by lane)."""
+    d = b - a
+    u = bf / (0.5 * (a + b + 1.0))
+    series = 1.0 + u * (
+        0.5 + u * (1.0 / 3.0 + u * (0.25 + u * (0.2 + u * (1.0 / 6.0 + u * (1.0 / 7.0 + u * 0.125)))))
+    )
+    v = bf / b
+    gap = d * (d * d - 1.0) * (v * (2.0 + v * (3.0 + 4.0 * v))) / (24.0 * b * b)
+    z = d * u * series + gap  # (Jensen's gap, at least)
+    h = (z if z < 700.0 else 700.0) * (1.0 / 256.0)
+    e = 1.0 - h * (
+        1.0 - h * (0.5 - h * (1.0 / 6.0 - h * (1.0 / 24.0 - h * (1.0 / 120.0 - h * (1.0 / 720.0)))))
+    )
+    e = e * e
+    e = e * e
+    e = e * e
+    e = e * e
+    e = e * e
+    e = e * e
+    e = e * e
+    e = e * e  # p(h)**256
+    return e * (1.0 + 1e-11)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -468,17 +473,61 @@ def power_bounds(
     cnt, w, tt, low_row = count[first:], data.weight[first:], t[first:], out[first:]
     base, q = short.base[first:], short.q[first:]
     base_first, q_first, per_batch = short.base[i + 1], short.q[i + 1], data.per_batch
-    inv_b = 1.0 / bf
     for k in range(cnt.size):
-        n = cnt[k] - c_i
-        full = (n * inv_b + _ROUND) - _ROUND  # the nearest integer (n < 2**52), then corrected
-        r = n - full * bf
-        full = full - 1.0 if r < 0.0 else full  # floor(n / B)
-        r = n - full * bf
-        low = _capped(n, bf, r, w[k] - tt[k], tt[k], base[k], q[k], base_first, q_first)
-        low = low * (1.0 - LOW_SLACK) + per_batch * (full + (1.0 if r > 0.0 else 0.0))
+        low = power_bound(
+            cnt[k] - c_i, w[k] - tt[k], tt[k], bf, base[k], q[k], base_first, q_first, per_batch
+        )
         old = low_row[k]
         low_row[k] = low if low > old else old  # (inf where not an end stays inf)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def power_bounds_within(
+    i: int, data: Arrays, short: Short, t: np.ndarray, out: np.ndarray, room: np.ndarray
+) -> None:  # pragma: no cover
+    """:func:`power_bounds` only where ``out[j] <= room[j]``: elsewhere the raised bound, at
+    least ``out[j]``, is above ``room[j]`` either way (all the forward pass asks of a bound,
+    and the power bound costs several times the rest of it)."""
+    bf = float(data.size[i + 1])
+    if not short.power or bf <= POWER_ABOVE:
+        return
+    count = short.cum_float
+    m = count.size - 1
+    c_i = count[i]
+    first = max(i + 2, i + 1 + np.searchsorted(count[i + 1 :], c_i + bf, side="left"))  # n >= B
+    base_first, q_first, per_batch = short.base[i + 1], short.q[i + 1], data.per_batch
+    for j in range(first, m + 1):
+        old = out[j]
+        if old <= room[j]:
+            n, tj = count[j] - c_i, t[j]
+            low = power_bound(
+                n, data.weight[j] - tj, tj, bf, short.base[j], short.q[j], base_first, q_first, per_batch
+            )
+            out[j] = low if low > old else old
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def power_bound(
+    n: float,
+    eb: float,
+    t: float,
+    bf: float,
+    top: float,
+    top_q: float,
+    first: float,
+    first_q: float,
+    per_batch: float,
+) -> float:  # pragma: no cover - compiled
+    """The power bound of :func:`power_bounds` on one bucket of ``n >= B`` samples (``bf``:
+    ``B``) from ``eb <= E_B[g_B]`` and ``t >= T_B[g_B]`` (:func:`_capped`'s other arguments),
+    with the margin and the per-batch seconds (the backward pass's tiles read it lane by lane)."""
+    inv_b = 1.0 / bf
+    full = (n * inv_b + _ROUND) - _ROUND  # the nearest integer (n < 2**52), then corrected
+    r = n - full * bf
+    full = full - 1.0 if r < 0.0 else full  # floor(n / B)
+    r = n - full * bf
+    low = _capped(n, bf, r, eb, t, top, top_q, first, first_q)
+    return float(low * (1.0 - LOW_SLACK) + per_batch * (full + (1.0 if r > 0.0 else 0.0)))
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")

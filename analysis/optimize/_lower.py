@@ -3,14 +3,16 @@ the pruned DP (:mod:`analysis.optimize._pruned`) rules buckets out with.
 
 For a fixed ``B`` the bound of :func:`~analysis.optimize._exact.lower_row` is computed
 straight from the row's running sum ``T_B`` (``E_B = w_j - T_B``), in three steps that the
-backward pass (:mod:`analysis.optimize._backward`) runs for several starts side by side:
+backward pass (:mod:`analysis.optimize._backward`) runs lane by lane for tiles of starts:
 :func:`fixed_ratios` (the ratios ``C(x_{j-1}, B) / C(x_j, B)``, nothing carried: vectorised),
 the chain ``T`` (:func:`chain`), then :func:`fixed_bounds` (nothing carried: vectorised).
 The formula of one bucket's bound is :func:`fixed_bound`, the one home that the rows, the
 backward pass's tiles (the same three steps lane by lane) and :func:`fixed_path_end` (a
 row's bounds one end at a time, up to the end the search asks for) all read.
 With a token budget the bounds come from the restart-free sums of
-:mod:`analysis.optimize._budget`.  :func:`low_costs` gives one start's row either way.
+:mod:`analysis.optimize._budget`.  :func:`low_costs` gives one start's row either way, and
+:func:`low_costs_within` the row the forward pass compares with its room (the power bound
+only where the bound before it fits: above the room, a bound stays above it).
 """
 
 from __future__ import annotations
@@ -20,7 +22,14 @@ import numpy as np
 
 from analysis.optimize._budget import BudgetBounds, lower_costs
 from analysis.optimize._costs import INF, Arrays
-from analysis.optimize._exact import LOW_SLACK, Short, lower_row, power_bounds, ratio_bounds
+from analysis.optimize._exact import (
+    LOW_SLACK,
+    Short,
+    lower_row,
+    power_bounds,
+    power_bounds_within,
+    ratio_bounds,
+)
 
 _ROUND = 2.0**52  # x + 2**52 - 2**52 rounds 0 <= x < 2**52 to the nearest integer
 
@@ -130,8 +139,17 @@ def fixed_bounds(
 ) -> None:  # pragma: no cover - compiled
     """``out[j]`` for ``i + 2 <= j <= m``: the bound of
     :func:`~analysis.optimize._exact.lower_row` on the exact cost of ``(i, j]`` for one fixed
-    ``B`` from ``t[j] = T_B(i, j)`` (inf where not an end; ``floor(n / B)`` of the rounded
-    quotient, corrected: branch-free, vectorised)."""
+    ``B`` from ``t[j] = T_B(i, j)`` (:func:`fixed_chords`, then the power bound where higher)."""
+    fixed_chords(i, data, short, is_end, t, out)
+    power_bounds(i, data, short, t, out)  # higher where B is large
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def fixed_chords(
+    i: int, data: Arrays, short: Short, is_end: np.ndarray, t: np.ndarray, out: np.ndarray
+) -> None:  # pragma: no cover - compiled
+    """:func:`fixed_bounds` before the power bound: :func:`fixed_bound` of every end (inf where
+    not an end; ``floor(n / B)`` of the rounded quotient, corrected: branch-free, vectorised)."""
     c_i = short.cum_float[i]
     bf = float(data.size[i + 1])
     first = (data.weight[i + 1], short.base[i + 1], short.q[i + 1])  # (a fixed B: weight2 is 0)
@@ -142,7 +160,6 @@ def fixed_bounds(
         n, eb = count[k] - c_i, w[k] - tt[k]
         low = fixed_bound(n, eb, bf, first, base[k], q[k], short.quad, per_batch)
         row[k] = low if end[k] else INF
-    power_bounds(i, data, short, t, out)  # higher where B is large
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -205,4 +222,29 @@ def low_costs(
     fixed_ratios(i, data, short, out, ratio)
     chain(i + 2, out.size, 0.0, data.step, ratio)
     fixed_bounds(i, data, short, is_end, ratio, out)
+    out[i + 1] = fixed_first(i, data, short, is_end)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def low_costs_within(
+    i: int,
+    data: Arrays,
+    short: Short,
+    bounds: BudgetBounds,
+    is_end: np.ndarray,
+    room: np.ndarray,
+    ratio: np.ndarray,
+    out: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """:func:`low_costs` where ``out[j] <= room[j]`` may hold, and where it cannot a value above
+    ``room[j]`` (for one fixed ``B`` the bound before the power bound, which only raises it:
+    :func:`~analysis.optimize._exact.power_bounds_within`), so ``out[j] <= room[j]`` exactly
+    where the bound is within it."""
+    if data.token:
+        low_costs(i, data, short, bounds, is_end, ratio, out)
+        return
+    fixed_ratios(i, data, short, out, ratio)
+    chain(i + 2, out.size, 0.0, data.step, ratio)
+    fixed_chords(i, data, short, is_end, ratio, out)
+    power_bounds_within(i, data, short, ratio, out, room)
     out[i + 1] = fixed_first(i, data, short, is_end)

@@ -35,7 +35,7 @@ from analysis.optimize._budget import SLACK, BudgetBounds
 from analysis.optimize._costs import INF, Arrays, row_costs
 from analysis.optimize._exact import Short, exact_row
 from analysis.optimize._layers import push, run_layers
-from analysis.optimize._lower import fixed_path_end, low_costs
+from analysis.optimize._lower import fixed_path_end, low_costs, low_costs_within
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -242,8 +242,8 @@ def _forwards(
                     starts[a] = rows[min(r + a, rows.size - 1)]
                 tile_rows(starts, data, short, is_end, work, tile)
             low = tile[r - r0]
-        else:
-            low_costs(i, data, short, bounds, is_end, ratio, low)
+        else:  # (the bounds where within the room; above it where not)
+            low_costs_within(i, data, short, bounds, is_end, room, ratio, low)
         first, last = needed(i, low, room, need)
         if last == i:
             continue

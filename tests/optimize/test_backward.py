@@ -73,6 +73,33 @@ def test_backward_with_a_step_time_is_the_row_by_row_recursion() -> None:
     assert same_where_read(got, row_by_row(data, short, rows, is_end, 4))
 
 
+@pytest.mark.parametrize(
+    ("batch_size", "max_count", "step_time"),
+    [(64, 6_000, False), (100, 400, False), (1_000, 400, True), (10_000, 400, False), (10**8, 40, False)],
+)
+def test_the_fixed_tiles_are_the_row_by_row_recursion(
+    batch_size: int, max_count: int, step_time: bool
+) -> None:
+    """Batch sizes without the product formula (ratios by ``ratio_bound``): most buckets hold
+    full batches, so above ``POWER_ABOVE`` the tiles skip the power bounds that cannot lower a
+    minimum; at 64 with ``C(N, 64)`` beyond float64 (no power bound), and at a batch size above
+    every bucket (none there either); the time objective's working-set term at 1,000."""
+    rng = np.random.default_rng(batch_size)
+    lengths = np.sort(rng.choice(np.arange(1, 3000), 700, replace=False))
+    hist = LengthHistogram.from_counts(lengths, rng.integers(1, max_count, 700))
+    model = (
+        StepTimeModel(per_step=0.1, per_token=1e-3, attention=1e-6, working_set=1e-9) if step_time else None
+    )
+    prob = build_problem(hist, BatchRule(batch_size=batch_size), step_time=model)
+    data, short = exact.exact_arrays(prob)
+    assert not short.product and short.power and short.quad == step_time
+    for n_buckets in (1, 3, 6):
+        rows, is_end = kernel._rows(prob, n_buckets, prob.ends)
+        got = backward_mod.backward(data, short, kernel._NO_BOUNDS, rows, is_end, n_buckets)
+        assert same_where_read(got, row_by_row(data, short, rows, is_end, n_buckets))
+        assert np.isfinite(got[n_buckets, 0])
+
+
 @pytest.mark.parametrize("batch_size", [1, 8, 64])
 def test_tile_rows_are_the_rows_of_bounds(batch_size: int) -> None:
     """The forward pass's tile of rows: each lane's row the start's own

@@ -48,3 +48,32 @@ def test_path_end_is_the_row_scan(batch_size: int, time: bool) -> None:
                 got = lower.fixed_path_end(i, sums[j], after, data, short, is_end)
                 assert got == scan(low, after, sums[j], i) and got <= j
         assert lower.fixed_path_end(i, -1.0, after, data, short, is_end) == m  # none: the last end
+
+
+@pytest.mark.parametrize(("batch_size", "step_time"), [(100, False), (1_000, True), (10_000, False)])
+def test_the_bounds_within_a_room_are_the_bounds_where_they_fit(batch_size: int, step_time: bool) -> None:
+    """``low_costs_within`` (the forward pass's rows, power bounds only where the bound before
+    them fits the room): within the room exactly where ``low_costs`` is, and the same floats
+    there, for rooms around the bounds (some cells raised by the power bound above the room)."""
+    rng = np.random.default_rng(batch_size)
+    lengths = np.sort(rng.choice(np.arange(1, 3000), 400, replace=False))
+    hist = LengthHistogram.from_counts(lengths, rng.integers(1, 400, 400))
+    model = (
+        StepTimeModel(per_step=0.1, per_token=1e-3, attention=1e-6, working_set=1e-9) if step_time else None
+    )
+    prob = build_problem(hist, BatchRule(batch_size=batch_size), step_time=model)
+    data, short = exact.exact_arrays(prob)
+    m = prob.m
+    is_end = np.ones(m + 1, np.bool_)
+    low, chord, within, work = np.empty(m + 1), np.empty(m + 1), np.empty(m + 1), np.empty(m + 1)
+    split = 0
+    for i in range(0, m, 7):
+        lower.low_costs(i, data, short, kernel._NO_BOUNDS, is_end, work, low)
+        lower.low_costs(i, data, short._replace(power=False), kernel._NO_BOUNDS, is_end, work, chord)
+        room = np.where(rng.random(m + 1) < 0.5, chord, low) * (1.0 + rng.uniform(-1e-3, 1e-3, m + 1))
+        lower.low_costs_within(i, data, short, kernel._NO_BOUNDS, is_end, room, work, within)
+        fits = low[i + 1 :] <= room[i + 1 :]
+        assert np.array_equal(within[i + 1 :] <= room[i + 1 :], fits)
+        assert within[i + 1 :][fits].tobytes() == low[i + 1 :][fits].tobytes()
+        split += int(((chord <= room) & (low > room))[i + 1 :].sum())
+    assert split > 0  # some bound fits only before its power bound
