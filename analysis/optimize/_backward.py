@@ -24,7 +24,16 @@ import numpy as np
 from analysis.optimize._budget import BudgetBounds
 from analysis.optimize._costs import INF, Arrays
 from analysis.optimize._exact import Short
-from analysis.optimize._lower import chain, fixed_bound, fixed_bounds, fixed_first, fixed_ratios, low_costs
+from analysis.optimize._lower import (
+    budget_bound,
+    budget_end,
+    budget_first,
+    chain,
+    fixed_bound,
+    fixed_bounds,
+    fixed_first,
+    fixed_ratios,
+)
 
 # Starts whose rows of bounds are computed and reduced together.
 _GROUP = 4
@@ -63,23 +72,6 @@ def _fixed_rows(
     for a in range(_GROUP):
         fixed_bounds(starts[a], data, short, is_end, ratio[a], low[a])
         low[a, starts[a] + 1] = fixed_first(starts[a], data, short, is_end)
-
-
-@numba.njit(cache=True, nogil=True, error_model="numpy")
-def _budget_rows(
-    starts: np.ndarray,
-    data: Arrays,
-    short: Short,
-    bounds: BudgetBounds,
-    is_end: np.ndarray,
-    ratio: np.ndarray,
-    low: np.ndarray,
-) -> None:  # pragma: no cover - compiled
-    """``low[a]`` as :func:`_fixed_rows` under a token budget (start by start: no carried sum).
-    (Apart from it: with both branches in one function the fixed one compiled 8x slower at a
-    batch size above every bucket.)"""
-    for a in range(_GROUP):
-        low_costs(starts[a], data, short, bounds, is_end, ratio[a], low[a])
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", fastmath={"nnan", "nsz"})
@@ -295,6 +287,211 @@ def _product_backward(
     return back
 
 
+# A budget tile's lanes: the seven values of budget_first, the bounds at one end, and the
+# table's sums at that end for each run of lanes (rows of one flat array at constant offsets,
+# as the product path's).
+_BF1, _BF2, _BF3, _BF4, _BF5, _BF6, _BV, _BT, _BT2, _BSTATE = (r * LANES for r in range(1, 11))
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _lanes(
+    cj: float,
+    end: tuple[float, float, float, float, float, float, float],
+    scalars: tuple[float, bool, float],
+    state: np.ndarray,
+    power: bool,
+) -> None:  # pragma: no cover - compiled
+    """``state[_BV + a]``: :func:`~analysis.optimize._lower.budget_bound` of every lane's bucket
+    ending at the end read (``cj``, ``end``: :func:`~analysis.optimize._lower.budget_end`;
+    ``scalars``: the rounding bound of the prefix sums, whether ``q`` is nonzero, the
+    per-batch cost; each lane's table sums at ``state[_BT + a]``, ``state[_BT2 + a]``), with the
+    power bound if ``power``: one loop across the lanes, vectorised.  (Scalars and one array
+    only: a call that passes the tables' tuples pays for counting their references, at every
+    end.)"""
+    err, quad, per_batch = scalars
+    if power:  # (the two loops compiled apart: the one without is vectorised)
+        for a in range(LANES):
+            t, t2, first = _lane(state, a)
+            state[_BV + a] = budget_bound(cj, end, t, t2, first, err, quad, per_batch, True)
+    else:
+        for a in range(LANES):
+            t, t2, first = _lane(state, a)
+            state[_BV + a] = budget_bound(cj, end, t, t2, first, err, quad, per_batch, False)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _lane(state: np.ndarray, a: int) -> tuple[float, float, tuple[float, ...]]:  # pragma: no cover - compiled
+    """Lane ``a``'s table sums and :func:`~analysis.optimize._lower.budget_first` values."""
+    first = (
+        state[a],
+        state[_BF1 + a],
+        state[_BF2 + a],
+        state[_BF3 + a],
+        state[_BF4 + a],
+        state[_BF5 + a],
+        state[_BF6 + a],
+    )
+    return state[_BT + a], state[_BT2 + a], first
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _budget_lanes(
+    j: int, data: Arrays, short: Short, bounds: BudgetBounds, state: np.ndarray, runs: np.ndarray, power: bool
+) -> None:  # pragma: no cover - compiled
+    """:func:`_lanes` at end ``j``: the runs' table sums read into ``state`` first."""
+    two = bounds.t2_up.shape[0] > 0
+    for u in range(runs[0, LANES]):  # (each run's lanes read one row of the table)
+        row = runs[1, u]
+        t, t2 = bounds.t_up[row, j], bounds.t2_up[row, j] if two else 0.0
+        for a in range(runs[0, u], runs[0, u + 1]):
+            state[_BT + a], state[_BT2 + a] = t, t2
+    scalars = (bounds.mass_err, short.quad, data.per_batch)
+    _lanes(bounds.cum_float[j], budget_end(j, data, short, bounds), scalars, state, power)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _budget_runs(starts: np.ndarray, stride: int, runs: np.ndarray) -> None:  # pragma: no cover - compiled
+    """The tile's lanes in runs that read one row of the bounds' table (``starts // stride``
+    never falls): ``runs[0, u]`` the first lane of run ``u`` (``runs[0, count]`` = ``LANES``),
+    ``runs[1, u]`` its row, ``runs[0, LANES]`` the count."""
+    count = 0
+    for a in range(LANES):
+        row = starts[a] // stride
+        if a == 0 or row != runs[1, count - 1]:
+            runs[0, count], runs[1, count] = a, row
+            count += 1
+    runs[0, count] = LANES
+    runs[0, LANES] = count
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _budget_seed(
+    starts: np.ndarray,
+    data: Arrays,
+    short: Short,
+    bounds: BudgetBounds,
+    is_end: np.ndarray,
+    back: np.ndarray,
+    layers: int,
+    work: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+) -> None:  # pragma: no cover - compiled
+    """A budget tile's lanes before its first end (:func:`_budget_tile`): each start's
+    :func:`~analysis.optimize._lower.budget_first` and table row, and each layer's minimum
+    seeded with its term at ``seed[k]`` (the previous tile's lowest start's best end, where
+    above this tile's top start + 1: a term of the minimum, with the power bound), else inf."""
+    state, runs, acc, arg, _, seed = work
+    for a in range(LANES):
+        first = budget_first(starts[a], data, short, bounds)
+        for f in range(7):
+            state[f * LANES + a] = first[f]
+    _budget_runs(starts, bounds.stride, runs)
+    acc[:] = INF
+    m = back.shape[1] - 1
+    for k in range(1, layers):
+        j = seed[k]
+        if starts[LANES - 1] + 1 < j <= m and is_end[j] and back[k - 1, j] < INF:
+            _budget_lanes(j, data, short, bounds, state, runs, True)
+            for a in range(LANES):
+                acc[k, a] = state[_BV + a] + back[k - 1, j]
+                arg[k, a] = j
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _budget_tile(
+    starts: np.ndarray,
+    data: Arrays,
+    short: Short,
+    bounds: BudgetBounds,
+    is_end: np.ndarray,
+    back: np.ndarray,
+    layers: int,
+    work: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+) -> None:  # pragma: no cover - compiled
+    """``back[k, i]`` for ``k < layers`` and the ``LANES`` starts of a tile under a token budget,
+    as :func:`_product_tile` (one pass over the ends, the ends up to the top start + 1 last,
+    from the top down), every lane's bound a lone start's
+    (:func:`~analysis.optimize._lower.budget_bound`).  The power bound (square roots) only
+    where some lane's term could lower a minimum: at each end the bounds without it first,
+    and only if one of them plus ``back`` is below its layer's minimum so far, all of them
+    with it (a bound with it is at least one without, so a term skipped could lower nothing:
+    the minima are the same floats); the minima are seeded (:func:`_budget_seed`) so that
+    few ends pass."""
+    state, runs, acc, arg, head, seed = work
+    _budget_seed(starts, data, short, bounds, is_end, back, layers, work)
+    m = back.shape[1] - 1
+    j0, top = starts[0] + 1, starts[LANES - 1]
+    v = state[_BV : _BV + LANES]
+    for j in range(j0, m + 1):
+        if j <= top + 1:  # up to a lane's start inf, then its bound with the power bound
+            _budget_lanes(j, data, short, bounds, state, runs, True)
+            for a in range(LANES):
+                head[j - j0, a] = INF if j <= starts[a] or not is_end[j] else v[a]
+            continue
+        if not is_end[j]:
+            continue
+        _budget_lanes(j, data, short, bounds, state, runs, False)
+        hit = 0
+        for k in range(1, layers):
+            p = back[k - 1, j]
+            if p < INF:
+                for a in range(LANES):
+                    hit += v[a] + p < acc[k, a]
+        if hit == 0:
+            continue
+        _budget_lanes(j, data, short, bounds, state, runs, True)
+        for k in range(1, layers):
+            p = back[k - 1, j]
+            for a in range(LANES):
+                s = v[a] + p
+                if s < acc[k, a]:
+                    acc[k, a], arg[k, a] = s, j
+    _tile_finish(starts, back, layers, acc, head, j0, top)
+    for k in range(1, layers):
+        seed[k] = arg[k, 0]
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _tile_finish(
+    starts: np.ndarray, back: np.ndarray, layers: int, acc: np.ndarray, head: np.ndarray, j0: int, top: int
+) -> None:  # pragma: no cover - compiled
+    """``back[k, i]`` of a tile's starts from the top down: the minimum over the ends above the
+    top start + 1 (``acc[k, a]``) and over the ends up to it (bounds ``head``, which read
+    ``back`` at the tile's own starts)."""
+    for a in range(LANES - 1, -1, -1):
+        i = starts[a]
+        for k in range(1, layers):
+            v = acc[k, a]
+            for j in range(i + 1, top + 2):
+                s = head[j - j0, a] + back[k - 1, j]
+                v = s if s < v else v
+            back[k, i] = v
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _budget_backward(
+    data: Arrays, short: Short, bounds: BudgetBounds, rows: np.ndarray, is_end: np.ndarray, n_buckets: int
+) -> np.ndarray:  # pragma: no cover - compiled
+    """:func:`backward` under a token budget, by tiles of ``LANES`` starts (:func:`_budget_tile`)."""
+    m = data.cum.size - 1
+    back = np.full((n_buckets + 1, m + 1), INF)
+    back[0, m] = 0.0
+    work = (
+        np.zeros(_BSTATE),
+        np.zeros((2, LANES + 1), np.int64),
+        np.empty((n_buckets + 1, LANES)),
+        np.zeros((n_buckets + 1, LANES), np.int64),
+        np.empty((m + 1, LANES)),
+        np.zeros(n_buckets + 1, np.int64),  # (0: no seed)
+    )
+    starts = np.empty(LANES, np.int64)
+    r = rows.size - 1
+    while r >= 0:
+        r = _group_of(rows, r, starts)
+        layers = n_buckets + 1 if r < 0 else n_buckets  # (the last layer is read at rows[0] alone)
+        _budget_tile(starts, data, short, bounds, is_end, back, layers, work)
+    return back
+
+
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def backward(
     data: Arrays,
@@ -310,6 +507,8 @@ def backward(
     any other start leave none for the lengths below it; the product path leaves it inf.)"""
     if short.product and not data.token:
         return _product_backward(data, short, rows, is_end, n_buckets)
+    if data.token:
+        return _budget_backward(data, short, bounds, rows, is_end, n_buckets)
     m = data.cum.size - 1
     back = np.full((n_buckets + 1, m + 1), INF)
     back[0, m] = 0.0
@@ -320,10 +519,7 @@ def backward(
     r = rows.size - 1
     while r >= 0:
         r = _group_of(rows, r, starts)
-        if data.token:
-            _budget_rows(starts, data, short, bounds, is_end, ratio, low)
-        else:
-            _fixed_rows(starts, data, short, is_end, ratio, low)
+        _fixed_rows(starts, data, short, is_end, ratio, low)
         top = starts[_GROUP - 1]
         _reduce(low, back, top + 2, acc)
         for a in range(_GROUP - 1, -1, -1):  # the ends up to the last start + 1, from the top
