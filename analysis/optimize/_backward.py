@@ -377,8 +377,10 @@ def _budget_seed(
 ) -> None:  # pragma: no cover - compiled
     """A budget tile's lanes before its first end (:func:`_budget_tile`): each start's
     :func:`~analysis.optimize._lower.budget_first` and table row, and each layer's minimum
-    seeded with its term at ``seed[k]`` (the previous tile's lowest start's best end, where
-    above this tile's top start + 1: a term of the minimum, with the power bound), else inf."""
+    seeded with the least of its terms at ``seed[0, k]`` and ``seed[1, k]`` (the previous
+    tile's lowest start's best end, and that end moved on by its drift over that tile; each
+    where above this tile's top start + 1: a term of the minimum, with the power bound), else
+    inf."""
     state, runs, acc, arg, _, seed = work
     for a in range(LANES):
         first = budget_first(starts[a], data, short, bounds)
@@ -388,12 +390,14 @@ def _budget_seed(
     acc[:] = INF
     m = back.shape[1] - 1
     for k in range(1, layers):
-        j = seed[k]
-        if starts[LANES - 1] + 1 < j <= m and is_end[j] and back[k - 1, j] < INF:
-            _budget_lanes(j, data, short, bounds, state, runs, True)
-            for a in range(LANES):
-                acc[k, a] = state[_BV + a] + back[k - 1, j]
-                arg[k, a] = j
+        for c in range(2):
+            j = seed[c, k]
+            if starts[LANES - 1] + 1 < j <= m and is_end[j] and back[k - 1, j] < INF:
+                _budget_lanes(j, data, short, bounds, state, runs, True)
+                for a in range(LANES):
+                    s = state[_BV + a] + back[k - 1, j]
+                    if s < acc[k, a]:
+                        acc[k, a], arg[k, a] = s, j
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -446,8 +450,9 @@ def _budget_tile(
                 if s < acc[k, a]:
                     acc[k, a], arg[k, a] = s, j
     _tile_finish(starts, back, layers, acc, head, j0, top)
-    for k in range(1, layers):
-        seed[k] = arg[k, 0]
+    for k in range(1, layers):  # the lowest start's best end, and its drift over the tile, again
+        seed[0, k] = arg[k, 0]
+        seed[1, k] = max(0, 2 * arg[k, 0] - arg[k, LANES - 1])
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -481,7 +486,7 @@ def _budget_backward(
         np.empty((n_buckets + 1, LANES)),
         np.zeros((n_buckets + 1, LANES), np.int64),
         np.empty((m + 1, LANES)),
-        np.zeros(n_buckets + 1, np.int64),  # (0: no seed)
+        np.zeros((2, n_buckets + 1), np.int64),  # (0: no seed)
     )
     starts = np.empty(LANES, np.int64)
     r = rows.size - 1
