@@ -7,13 +7,16 @@ product formula (batch size 8 and the like) takes tiles of ``LANES`` starts in o
 the ends: at each end every lane's ``C(x, B)``, ratio, running sum and bound (the arithmetic
 of :mod:`analysis.optimize._lower`'s three steps, lane by lane), then each layer's running
 minimum, all as loops across the lanes (vectorised: the lanes are independent), with no row
-of ratios or bounds ever stored.  Any other rule takes ``_GROUP`` starts at a time (the rows'
-bounds of :mod:`analysis.optimize._lower`; for a fixed ``B`` their running sums advance side
-by side, independent chains each with exactly a lone start's arithmetic), then each layer's
-minimum over the ends after the group's last start for the ``_GROUP`` rows at once.  Either
-way the ends up to a tile's last start come last, row by row from the top (they read ``back``
-at the tile's own starts).  Every bound is a lone start's and a minimum is exact (no NaN, no
-order), so ``back`` is bit for bit the row-by-row table.
+of ratios or bounds ever stored.  A token budget takes tiles of ``LANES`` starts the same way
+(:func:`_budget_tile`: each lane's :func:`~analysis.optimize._lower.budget_bound`, the power
+bound only at the ends where some lane's term could lower a minimum).  Any other rule (a
+fixed ``B`` without the product formula) takes ``_GROUP`` starts at a time (their rows of
+bounds; their running sums advance side by side, independent chains each with exactly a lone
+start's arithmetic), then each layer's minimum over the ends after the group's last start
+for the ``_GROUP`` rows at once.  Every way the ends up to a tile's last start come last, row
+by row from the top (they read ``back`` at the tile's own starts).  Every bound is a lone
+start's and a minimum is exact (no NaN, no order), so ``back`` is bit for bit the row-by-row
+table.
 """
 
 from __future__ import annotations
