@@ -52,7 +52,7 @@ A new objective touches: ``_problem`` (its name in :data:`OBJECTIVES`, the check
 combination with ``step_time`` and the rule, its per-sample ``weight`` and ``per_batch`` in
 ``build_problem``); ``_exact._short`` (the weight of a sample in a short batch, if it depends
 on the batch's size); the lower bounds, which must stay below every exact cost
-(``_exact.lower_row``, ``_lower.fixed_bounds`` and ``fixed_first``, ``_budget.lower_costs``); ``plan``
+(``_lower.fixed_bound`` and ``fixed_first``, ``_lower.budget_bound``); ``plan``
 (``_objective``, the independent evaluation the tests compare with, and the
 ``objective_kind`` it reports); :func:`sweep_measure` (the measure the gain rule reads); and
 ``_frontier`` if a floor applies to it.

@@ -2,21 +2,20 @@
 least sum of ``k`` buckets' bounds covering ``(i, m]`` (:mod:`analysis.optimize._pruned`).
 
 ``back[k, i] = min over j > i of low(i, j) + back[k - 1, j]`` needs every bucket's bound, so
-the work is arranged for the machine, not changed.  A fixed ``B`` takes tiles of ``LANES``
-starts in one pass over the ends: at each end every lane's ratio (``C(x, B)`` by the product
-formula, batch size 8 and the like, else :func:`~analysis.optimize._exact.ratio_bound`),
-running sum and bound (the arithmetic of :mod:`analysis.optimize._lower`'s three steps, lane
-by lane), then each layer's running minimum, all as loops across the lanes (vectorised: the
-lanes are independent), with no row of ratios or bounds ever stored.  Without the product
-formula a bucket's bound is raised to the power bound where ``B > POWER_ABOVE``, which costs
-several times the rest; a chunk of ends at a time, the power bounds are computed only at the
-ends where some lane's bound before it (at most its bound) could still lower a minimum.  A
-token budget takes ``_GROUP`` starts at a time (the rows' bounds of
-:mod:`analysis.optimize._lower`), then each layer's minimum over the ends after the group's
-last start for the ``_GROUP`` rows at once.  Either way the ends up to a tile's last start
-come last, row by row from the top (they read ``back`` at the tile's own starts).  Every
-bound is a lone start's and a minimum is exact (no NaN, no order; a skipped bound is at
-least a minimum already taken), so ``back`` is bit for bit the row-by-row table.
+the work is arranged for the machine, not changed.  Every rule takes tiles of ``LANES`` starts
+in one pass over the ends: at each end every lane's bound (the arithmetic of
+:mod:`analysis.optimize._lower`, lane by lane), then each layer's running minimum, all as loops
+across the lanes (vectorised: the lanes are independent), with no row of ratios or bounds ever
+stored.  A fixed ``B`` takes its ratio by the product formula (``C(x, B)``, batch size 8 and
+the like: :func:`_product_tile`) or else by :func:`~analysis.optimize._exact.ratio_bound`
+(:func:`_fixed_tile`), then the running sum and the bound; a token budget takes
+:func:`~analysis.optimize._lower.budget_bound` (:func:`_budget_tile`).  Where a bound may be
+raised by the power bound (``B > POWER_ABOVE``), which costs several times the rest, it is
+computed only at the ends where some lane's bound without it (at most its bound) could still
+lower a minimum.  The ends up to a tile's last start come last, row by row from the top (they
+read ``back`` at the tile's own starts).  Every bound is a lone start's and a minimum is exact
+(no NaN, no order; a skipped bound is at least a minimum already taken), so ``back`` is bit
+for bit the row-by-row table.
 """
 
 from __future__ import annotations
@@ -27,51 +26,14 @@ import numpy as np
 from analysis.optimize._budget import BudgetBounds
 from analysis.optimize._costs import INF, Arrays
 from analysis.optimize._exact import POWER_ABOVE, Short, power_bound, ratio_bound
-from analysis.optimize._lower import fixed_bound, fixed_first, low_costs
-
-# Starts whose rows of bounds are computed and reduced together.
-_GROUP = 4
-
-
-@numba.njit(cache=True, nogil=True, error_model="numpy")
-def _budget_rows(
-    starts: np.ndarray,
-    data: Arrays,
-    short: Short,
-    bounds: BudgetBounds,
-    is_end: np.ndarray,
-    ratio: np.ndarray,
-    low: np.ndarray,
-) -> None:  # pragma: no cover - compiled
-    """``low[a, j]``: the bound on bucket ``(starts[a], j]`` for every ``j > starts[a]`` under a
-    token budget (each the value of :func:`~analysis.optimize._lower.low_costs`)."""
-    for a in range(_GROUP):
-        low_costs(starts[a], data, short, bounds, is_end, ratio[a], low[a])
-
-
-@numba.njit(cache=True, nogil=True, error_model="numpy", fastmath={"nnan", "nsz"})
-def _reduce(low: np.ndarray, back: np.ndarray, j0: int, acc: np.ndarray) -> None:  # pragma: no cover
-    """``acc[a, k] = min over j >= j0 of low[a, j] + back[k - 1, j]`` for every layer ``k >= 1``
-    (no NaN is ever summed: bounds and ``back`` are finite or ``+inf``)."""
-    m = back.shape[1] - 1
-    l0, l1, l2, l3 = low[0, j0:], low[1, j0:], low[2, j0:], low[3, j0:]
-    for k in range(1, back.shape[0]):
-        prev = back[k - 1, j0:]
-        m0 = m1 = m2 = m3 = INF
-        for j in range(m + 1 - j0):
-            p = prev[j]
-            m0 = min(m0, l0[j] + p)
-            m1 = min(m1, l1[j] + p)
-            m2 = min(m2, l2[j] + p)
-            m3 = min(m3, l3[j] + p)
-        acc[0, k], acc[1, k], acc[2, k], acc[3, k] = m0, m1, m2, m3
+from analysis.optimize._lower import budget_bound, budget_end, budget_first, fixed_bound, fixed_first
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _group_of(rows: np.ndarray, r: int, starts: np.ndarray) -> int:  # pragma: no cover - compiled
-    """The ``_GROUP`` starts ending at ``rows[r]`` into ``starts`` (ascending; the first repeated
-    where fewer are left: a copy gives the same row, hence the same ``back``); returns the
-    index of the next group's top (a group of ``starts.size``: ``_GROUP`` or ``LANES``)."""
+    """The ``starts.size`` (``LANES``) starts of a tile ending at ``rows[r]`` into ``starts``
+    (ascending; the first repeated where fewer are left: a copy gives the same row, hence the
+    same ``back``); returns the index of the next tile's top."""
     size = starts.size
     lo = max(0, r - size + 1)
     for a in range(size):
@@ -516,6 +478,216 @@ def _fixed_backward(
     return back
 
 
+# A budget tile's lanes: the seven values of budget_first, the bounds at one end, and the
+# table's sums at that end for each run of lanes (rows of one flat array at constant offsets,
+# as the product path's).
+_BF1, _BF2, _BF3, _BF4, _BF5, _BF6, _BV, _BT, _BT2, _BSTATE = (r * LANES for r in range(1, 11))
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _lanes(
+    cj: float,
+    end: tuple[float, float, float, float, float, float, float],
+    scalars: tuple[float, bool, float],
+    state: np.ndarray,
+    power: bool,
+) -> None:  # pragma: no cover - compiled
+    """``state[_BV + a]``: :func:`~analysis.optimize._lower.budget_bound` of every lane's bucket
+    ending at the end read (``cj``, ``end``: :func:`~analysis.optimize._lower.budget_end`;
+    ``scalars``: the rounding bound of the prefix sums, whether ``q`` is nonzero, the
+    per-batch cost; each lane's table sums at ``state[_BT + a]``, ``state[_BT2 + a]``), with the
+    power bound if ``power``: one loop across the lanes, vectorised.  (Scalars and one array
+    only: a call that passes the tables' tuples pays for counting their references, at every
+    end.)"""
+    err, quad, per_batch = scalars
+    if power:  # (the two loops compiled apart: the one without is vectorised)
+        for a in range(LANES):
+            t, t2, first = _lane(state, a)
+            state[_BV + a] = budget_bound(cj, end, t, t2, first, err, quad, per_batch, True)
+    else:
+        for a in range(LANES):
+            t, t2, first = _lane(state, a)
+            state[_BV + a] = budget_bound(cj, end, t, t2, first, err, quad, per_batch, False)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _lane(state: np.ndarray, a: int) -> tuple[float, float, tuple[float, ...]]:  # pragma: no cover - compiled
+    """Lane ``a``'s table sums and :func:`~analysis.optimize._lower.budget_first` values."""
+    first = (
+        state[a],
+        state[_BF1 + a],
+        state[_BF2 + a],
+        state[_BF3 + a],
+        state[_BF4 + a],
+        state[_BF5 + a],
+        state[_BF6 + a],
+    )
+    return state[_BT + a], state[_BT2 + a], first
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _budget_lanes(
+    j: int, data: Arrays, short: Short, bounds: BudgetBounds, state: np.ndarray, runs: np.ndarray, power: bool
+) -> None:  # pragma: no cover - compiled
+    """:func:`_lanes` at end ``j``: the runs' table sums read into ``state`` first."""
+    two = bounds.t2_up.shape[0] > 0
+    for u in range(runs[0, LANES]):  # (each run's lanes read one row of the table)
+        row = runs[1, u]
+        t, t2 = bounds.t_up[row, j], bounds.t2_up[row, j] if two else 0.0
+        for a in range(runs[0, u], runs[0, u + 1]):
+            state[_BT + a], state[_BT2 + a] = t, t2
+    scalars = (bounds.mass_err, short.quad, data.per_batch)
+    _lanes(bounds.cum_float[j], budget_end(j, data, short, bounds), scalars, state, power)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _budget_runs(starts: np.ndarray, stride: int, runs: np.ndarray) -> None:  # pragma: no cover - compiled
+    """The tile's lanes in runs that read one row of the bounds' table (``starts // stride``
+    never falls): ``runs[0, u]`` the first lane of run ``u`` (``runs[0, count]`` = ``LANES``),
+    ``runs[1, u]`` its row, ``runs[0, LANES]`` the count."""
+    count = 0
+    for a in range(LANES):
+        row = starts[a] // stride
+        if a == 0 or row != runs[1, count - 1]:
+            runs[0, count], runs[1, count] = a, row
+            count += 1
+    runs[0, count] = LANES
+    runs[0, LANES] = count
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _budget_seed(
+    starts: np.ndarray,
+    data: Arrays,
+    short: Short,
+    bounds: BudgetBounds,
+    is_end: np.ndarray,
+    back: np.ndarray,
+    layers: int,
+    work: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+) -> None:  # pragma: no cover - compiled
+    """A budget tile's lanes before its first end (:func:`_budget_tile`): each start's
+    :func:`~analysis.optimize._lower.budget_first` and table row, and each layer's minimum
+    seeded with the least of its terms at ``seed[0, k]`` and ``seed[1, k]`` (the previous
+    tile's lowest start's best end, and that end moved on by its drift over that tile; each
+    where above this tile's top start + 1: a term of the minimum, with the power bound), else
+    inf."""
+    state, runs, acc, arg, _, seed = work
+    for a in range(LANES):
+        first = budget_first(starts[a], data, short, bounds)
+        for f in range(7):
+            state[f * LANES + a] = first[f]
+    _budget_runs(starts, bounds.stride, runs)
+    acc[:] = INF
+    m = back.shape[1] - 1
+    for k in range(1, layers):
+        for c in range(2):
+            j = seed[c, k]
+            if starts[LANES - 1] + 1 < j <= m and is_end[j] and back[k - 1, j] < INF:
+                _budget_lanes(j, data, short, bounds, state, runs, True)
+                for a in range(LANES):
+                    s = state[_BV + a] + back[k - 1, j]
+                    if s < acc[k, a]:
+                        acc[k, a], arg[k, a] = s, j
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _budget_tile(
+    starts: np.ndarray,
+    data: Arrays,
+    short: Short,
+    bounds: BudgetBounds,
+    is_end: np.ndarray,
+    back: np.ndarray,
+    layers: int,
+    work: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+) -> None:  # pragma: no cover - compiled
+    """``back[k, i]`` for ``k < layers`` and the ``LANES`` starts of a tile under a token budget,
+    as :func:`_product_tile` (one pass over the ends, the ends up to the top start + 1 last,
+    from the top down), every lane's bound a lone start's
+    (:func:`~analysis.optimize._lower.budget_bound`).  The power bound (square roots) only
+    where some lane's term could lower a minimum: at each end the bounds without it first,
+    and only if one of them plus ``back`` is below its layer's minimum so far, all of them
+    with it (a bound with it is at least one without, so a term skipped could lower nothing:
+    the minima are the same floats); the minima are seeded (:func:`_budget_seed`) so that
+    few ends pass."""
+    state, runs, acc, arg, head, seed = work
+    _budget_seed(starts, data, short, bounds, is_end, back, layers, work)
+    m = back.shape[1] - 1
+    j0, top = starts[0] + 1, starts[LANES - 1]
+    v = state[_BV : _BV + LANES]
+    for j in range(j0, m + 1):
+        if j <= top + 1:  # up to a lane's start inf, then its bound with the power bound
+            _budget_lanes(j, data, short, bounds, state, runs, True)
+            for a in range(LANES):
+                head[j - j0, a] = INF if j <= starts[a] or not is_end[j] else v[a]
+            continue
+        if not is_end[j]:
+            continue
+        _budget_lanes(j, data, short, bounds, state, runs, False)
+        hit = 0
+        for k in range(1, layers):
+            p = back[k - 1, j]
+            if p < INF:
+                for a in range(LANES):
+                    hit += v[a] + p < acc[k, a]
+        if hit == 0:
+            continue
+        _budget_lanes(j, data, short, bounds, state, runs, True)
+        for k in range(1, layers):
+            p = back[k - 1, j]
+            for a in range(LANES):
+                s = v[a] + p
+                if s < acc[k, a]:
+                    acc[k, a], arg[k, a] = s, j
+    _tile_finish(starts, back, layers, acc, head, j0, top)
+    for k in range(1, layers):  # the lowest start's best end, and its drift over the tile, again
+        seed[0, k] = arg[k, 0]
+        seed[1, k] = max(0, 2 * arg[k, 0] - arg[k, LANES - 1])
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _tile_finish(
+    starts: np.ndarray, back: np.ndarray, layers: int, acc: np.ndarray, head: np.ndarray, j0: int, top: int
+) -> None:  # pragma: no cover - compiled
+    """``back[k, i]`` of a tile's starts from the top down: the minimum over the ends above the
+    top start + 1 (``acc[k, a]``) and over the ends up to it (bounds ``head``, which read
+    ``back`` at the tile's own starts)."""
+    for a in range(LANES - 1, -1, -1):
+        i = starts[a]
+        for k in range(1, layers):
+            v = acc[k, a]
+            for j in range(i + 1, top + 2):
+                s = head[j - j0, a] + back[k - 1, j]
+                v = s if s < v else v
+            back[k, i] = v
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _budget_backward(
+    data: Arrays, short: Short, bounds: BudgetBounds, rows: np.ndarray, is_end: np.ndarray, n_buckets: int
+) -> np.ndarray:  # pragma: no cover - compiled
+    """:func:`backward` under a token budget, by tiles of ``LANES`` starts (:func:`_budget_tile`)."""
+    m = data.cum.size - 1
+    back = np.full((n_buckets + 1, m + 1), INF)
+    back[0, m] = 0.0
+    work = (
+        np.zeros(_BSTATE),
+        np.zeros((2, LANES + 1), np.int64),
+        np.empty((n_buckets + 1, LANES)),
+        np.zeros((n_buckets + 1, LANES), np.int64),
+        np.empty((m + 1, LANES)),
+        np.zeros((2, n_buckets + 1), np.int64),  # (0: no seed)
+    )
+    starts = np.empty(LANES, np.int64)
+    r = rows.size - 1
+    while r >= 0:
+        r = _group_of(rows, r, starts)
+        layers = n_buckets + 1 if r < 0 else n_buckets  # (the last layer is read at rows[0] alone)
+        _budget_tile(starts, data, short, bounds, is_end, back, layers, work)
+    return back
+
+
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def backward(
     data: Arrays,
@@ -531,27 +703,6 @@ def backward(
     any other start leave none for the lengths below it; the product path leaves it inf.)"""
     if short.product and not data.token:
         return _product_backward(data, short, rows, is_end, n_buckets)
-    if not data.token:  # (the arrays of exact_arrays: no table of C(x, B))
-        return _fixed_backward(data, short, rows, is_end, n_buckets)
-    m = data.cum.size - 1
-    back = np.full((n_buckets + 1, m + 1), INF)
-    back[0, m] = 0.0
-    ratio = np.empty((_GROUP, m + 1))
-    low = np.empty((_GROUP, m + 1))
-    acc = np.empty((_GROUP, n_buckets + 1))
-    starts = np.empty(_GROUP, np.int64)
-    r = rows.size - 1
-    while r >= 0:
-        r = _group_of(rows, r, starts)
-        _budget_rows(starts, data, short, bounds, is_end, ratio, low)
-        top = starts[_GROUP - 1]
-        _reduce(low, back, top + 2, acc)
-        for a in range(_GROUP - 1, -1, -1):  # the ends up to the last start + 1, from the top
-            i = starts[a]
-            for k in range(1, n_buckets + 1):
-                v = acc[a, k]
-                for j in range(i + 1, top + 2):
-                    s = low[a, j] + back[k - 1, j]
-                    v = s if s < v else v
-                back[k, i] = v
-    return back
+    if data.token:
+        return _budget_backward(data, short, bounds, rows, is_end, n_buckets)
+    return _fixed_backward(data, short, rows, is_end, n_buckets)  # (exact_arrays: no table of C(x, B))

@@ -19,7 +19,9 @@ weight).  ``E[g(max of s)] = g(v_j) - T_s(i, j)`` with ``T_s`` the running sum o
   needs (:func:`carried_row`; for one fixed ``B <= 16`` read without a table every size's
   ratio is a prefix product of the same ``B`` quotients, so :func:`small_row` carries all
   the sums in one pass, the same floats);
-* :func:`lower_row`: ``O(1)`` lower bounds from the full-batch cost ``n E_B``.  For a
+* the ``O(1)`` lower bounds from the full-batch cost ``n E_B`` (for a fixed ``B``
+  :func:`~analysis.optimize._lower.fixed_bound`, under a token budget
+  :func:`~analysis.optimize._lower.budget_bound`).  For a
   fixed weight ``h`` the chance that a random ``s``-subset holds a sample above a level is
   concave in ``s`` (its increments shrink by ``(x - s) / (n - s - 1) <= 1``), so
   ``E_s[h] >= h_first + (s / B) (E_B[h] - h_first)`` (the chord from ``s = 0``, where the
@@ -98,7 +100,7 @@ class Short(NamedTuple):
     lo: np.ndarray
     cum_float: np.ndarray  # the prefix counts as floats (exact below 2**53)
     product: bool  # one fixed B whose C(N, B) fits float64: C(x, B) by the product formula
-    power: bool  # steps of base and q >= 0 (the power bound holds): see lower_row
+    power: bool  # steps of base and q >= 0 (the power bound holds): the module docstring
 
 
 def _short(prob: Problem, hi: np.ndarray | None = None, lo: np.ndarray | None = None) -> Short:
@@ -443,7 +445,7 @@ def power_cap(t: float, s: float, n: float, b: float, r: float) -> float:  # pra
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _capped(
+def capped(
     n: float, b: float, r: float, eb: float, t: float, top: float, top_q: float, first: float, first_q: float
 ) -> float:  # pragma: no cover - compiled
     """The power bound on the exact cost of a bucket of ``n >= B`` samples with ``r`` in the
@@ -519,67 +521,12 @@ def power_bound(
     per_batch: float,
 ) -> float:  # pragma: no cover - compiled
     """The power bound of :func:`power_bounds` on one bucket of ``n >= B`` samples (``bf``:
-    ``B``) from ``eb <= E_B[g_B]`` and ``t >= T_B[g_B]`` (:func:`_capped`'s other arguments),
+    ``B``) from ``eb <= E_B[g_B]`` and ``t >= T_B[g_B]`` (:func:`capped`'s other arguments),
     with the margin and the per-batch seconds (the backward pass's tiles read it lane by lane)."""
     inv_b = 1.0 / bf
     full = (n * inv_b + _ROUND) - _ROUND  # the nearest integer (n < 2**52), then corrected
     r = n - full * bf
     full = full - 1.0 if r < 0.0 else full  # floor(n / B)
     r = n - full * bf
-    low = _capped(n, bf, r, eb, t, top, top_q, first, first_q)
+    low = capped(n, bf, r, eb, t, top, top_q, first, first_q)
     return float(low * (1.0 - LOW_SLACK) + per_batch * (full + (1.0 if r > 0.0 else 0.0)))
-
-
-@numba.njit(cache=True, nogil=True, error_model="numpy")
-def _lower_cells(
-    i: int, j0: int, j1: int, data: Arrays, short: Short, row: np.ndarray, power: bool
-) -> None:  # pragma: no cover - compiled
-    """:func:`lower_row` for ``j0 <= j < j1``, with the power bound where higher if ``power``
-    (the rows sliced from ``j0``: vectorised)."""
-    c_i = short.cum_float[i]
-    cnt, size, w, w2 = short.cum_float[j0:j1], data.size[j0:j1], data.weight[j0:j1], data.weight2[j0:j1]
-    base, q, low_row = short.base[j0:j1], short.q[j0:j1], row[j0:j1]
-    base_first, q_first = short.base[i + 1], short.q[i + 1]
-    g_first = data.weight[i + 1]
-    g2_first = data.weight2[i + 1]
-    per_batch, quad = data.per_batch, short.quad
-    for k in range(cnt.size):
-        c = low_row[k]
-        n = cnt[k] - c_i
-        b = float(size[k])
-        full = math.floor(n / b)
-        r = n - full * b
-        steps = per_batch * (full + (1.0 if r > 0.0 else 0.0))
-        eb = (c - steps) / n
-        f = r / b
-        f = f * f if quad else f
-        d = eb - (g_first + b * g2_first)
-        low = full * b * eb + r * ((base_first + r * q_first) + f * (d if d > 0.0 else 0.0))
-        if power:  # (a constant: the two loops compiled apart)
-            t_up = (w[k] + b * w2[k]) - eb  # >= T_B: eb <= E_B
-            capped = _capped(n, b, r, eb, t_up, base[k], q[k], base_first, q_first)
-            low = capped if capped > low else low
-        alone = n * (base[k] + n * q[k]) + per_batch  # one batch of n samples: exact
-        low = alone if n < b else low * (1.0 - LOW_SLACK) + steps
-        low_row[k] = c if c == INF else low
-
-
-@numba.njit(cache=True, nogil=True, error_model="numpy")
-def lower_row(i: int, data: Arrays, short: Short, row: np.ndarray) -> None:  # pragma: no cover
-    """``row[j]`` (a full-batch cost ``n E_B + per_batch ceil(n / B)``, or a lower bound on it,
-    inf where not an end) becomes a lower bound on the exact cost of ``(i, j]``: exact below a
-    full batch, else ``full B E_B + r (g_r(first) + f (E_B - g_B(first)))`` with
-    ``f = r / B`` (``(r / B)**2`` with a working-set term; the module docstring), and from
-    the first bucket with a full batch the power bound where higher (``B > POWER_ABOVE``,
-    steps ``>= 0``).  In floats (counts below 2**53: ``floor(n / B)`` of the rounded
-    quotient is the exact one), so each loop is branch-free and vectorised."""
-    cum, size = data.cum, data.size
-    m = cum.size - 1
-    ci = cum[i]
-    first = m + 1  # (n - B grows with j: B falls, n grows)
-    if short.power and size[i + 1] > POWER_ABOVE:
-        first = i + 1
-        while first <= m and cum[first] - ci < size[first]:
-            first += 1
-    _lower_cells(i, i + 1, first, data, short, row, False)
-    _lower_cells(i, first, m + 1, data, short, row, True)

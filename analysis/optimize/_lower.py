@@ -1,7 +1,7 @@
 """``O(1)`` lower bounds on the exact cost of every bucket of a start's row, compiled: what
 the pruned DP (:mod:`analysis.optimize._pruned`) rules buckets out with.
 
-For a fixed ``B`` the bound of :func:`~analysis.optimize._exact.lower_row` is computed
+For a fixed ``B`` the chord bound of :mod:`analysis.optimize._exact` is computed
 straight from the row's running sum ``T_B`` (``E_B = w_j - T_B``), in three steps that the
 backward pass (:mod:`analysis.optimize._backward`) runs lane by lane for tiles of starts:
 :func:`fixed_ratios` (the ratios ``C(x_{j-1}, B) / C(x_j, B)``, nothing carried: vectorised),
@@ -10,8 +10,9 @@ The formula of one bucket's bound is :func:`fixed_bound`, the one home that the 
 backward pass's tiles (the same three steps lane by lane) and :func:`fixed_path_end` (a
 row's bounds one end at a time, up to the end the search asks for) all read.
 With a token budget the bounds come from the restart-free sums of
-:mod:`analysis.optimize._budget`.  :func:`low_costs` gives one start's row either way, and
-:func:`low_costs_within` the row the forward pass compares with its room (the power bound
+:mod:`analysis.optimize._budget` (:func:`budget_bound`, one bucket's: the home that the rows
+and the backward pass's tiles both read).  :func:`low_costs` gives one start's row either way,
+and :func:`low_costs_within` the row the forward pass compares with its room (the power bound
 only where the bound before it fits: above the room, a bound stays above it).
 """
 
@@ -20,12 +21,13 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from analysis.optimize._budget import BudgetBounds, lower_costs
+from analysis.optimize._budget import BudgetBounds, full_bound, ones_bound
 from analysis.optimize._costs import INF, Arrays
 from analysis.optimize._exact import (
     LOW_SLACK,
+    POWER_ABOVE,
     Short,
-    lower_row,
+    capped,
     power_bounds,
     power_bounds_within,
     ratio_bounds,
@@ -138,8 +140,8 @@ def fixed_bounds(
     i: int, data: Arrays, short: Short, is_end: np.ndarray, t: np.ndarray, out: np.ndarray
 ) -> None:  # pragma: no cover - compiled
     """``out[j]`` for ``i + 2 <= j <= m``: the bound of
-    :func:`~analysis.optimize._exact.lower_row` on the exact cost of ``(i, j]`` for one fixed
-    ``B`` from ``t[j] = T_B(i, j)`` (:func:`fixed_chords`, then the power bound where higher)."""
+    :mod:`analysis.optimize._exact` (the chord, then the power bound where higher) on the exact
+    cost of ``(i, j]`` for one fixed ``B`` from ``t[j] = T_B(i, j)`` (:func:`fixed_chords`)."""
     fixed_chords(i, data, short, is_end, t, out)
     power_bounds(i, data, short, t, out)  # higher where B is large
 
@@ -216,8 +218,7 @@ def low_costs(
     """Lower bounds on the exact cost of every bucket ``(i, j]``, ``j > i`` (inf where not an
     end); ``ratio`` a work row."""
     if data.token:
-        lower_costs(i, data, bounds, is_end, out)
-        lower_row(i, data, short, out)
+        budget_row(i, data, short, bounds, is_end, out)
         return
     fixed_ratios(i, data, short, out, ratio)
     chain(i + 2, out.size, 0.0, data.step, ratio)
@@ -248,3 +249,107 @@ def low_costs_within(
     fixed_chords(i, data, short, is_end, ratio, out)
     power_bounds_within(i, data, short, ratio, out, room)
     out[i + 1] = fixed_first(i, data, short, is_end)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def budget_first(
+    i: int, data: Arrays, short: Short, bounds: BudgetBounds
+) -> tuple[float, ...]:  # pragma: no cover
+    """What :func:`budget_bound` reads at start ``i``: its count and prefix weight, ``w``,
+    ``w2``, ``base`` and ``q`` at its first end, and whether the power bound applies (1.0:
+    ``B > POWER_ABOVE`` there, steps ``>= 0``; a float, as the tiles hold it)."""
+    power = 1.0 if short.power and data.size[i + 1] > POWER_ABOVE else 0.0
+    return (
+        bounds.cum_float[i],
+        bounds.mass[i],
+        data.weight[i + 1],
+        data.weight2[i + 1],
+        short.base[i + 1],
+        short.q[i + 1],
+        power,
+    )
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def budget_bound(
+    cj: float,
+    end: tuple[float, float, float, float, float, float, float],
+    t: float,
+    t2: float,
+    first: tuple[float, ...],
+    err: float,
+    quad: bool,
+    per_batch: float,
+    power: bool,
+) -> float:  # pragma: no cover - compiled
+    """A lower bound on the exact cost of bucket ``(i, j]`` under a token budget (``cj``: the
+    count up to ``j``; ``end``: ``B``, ``1 / B``, ``w``, ``w2``, ``base``, ``q`` and ``mass``
+    at ``j``; ``t``, ``t2``: the table's sums; ``first``: :func:`budget_first`), with the
+    power bound where it applies if ``power`` (a constant: the backward pass asks for it only
+    where the rest cannot rule the bucket out; the power value and the chord's are maxed
+    after the same monotone rounding, so either way the same floats where it is asked).
+
+    Below a full batch the exact cost (one batch of ``n``); in batches of one the sum of the
+    weights (:func:`~analysis.optimize._budget.ones_bound`); else the full batches at
+    ``eb <= E_B`` (:func:`~analysis.optimize._budget.full_bound`) and the short batch of ``r``
+    by the chord ``g_r(first) + f (eb - g_B(first))`` (``f = r / B``, squared with a working-set
+    term; :mod:`analysis.optimize._exact`), raised to the power bound
+    (:func:`~analysis.optimize._exact.capped`) where it applies; the margin ``LOW_SLACK``,
+    then ``per_batch`` for each of ``ceil(n / B)`` batches (``floor(n / B)`` of the rounded
+    quotient, corrected: branch-free)."""
+    b, inv_b, w, w2, base_j, q_j, mass_j = end
+    c_i, mass_i, w_first, w2_first, base_first, q_first, lane_power = first
+    n = cj - c_i
+    full = (n * inv_b + _ROUND) - _ROUND
+    r = n - full * b
+    full = full - 1.0 if r < 0.0 else full
+    r = n - full * b
+    steps = per_batch * (full + (1.0 if r > 0.0 else 0.0))
+    eb, t_b = full_bound(t, t2, w, w2, b, (w_first, w2_first))
+    f = r * inv_b
+    f = f * f if quad else f
+    d = eb - (w_first + b * w2_first)
+    d = d if d > 0.0 else 0.0
+    low = full * b * eb + r * ((base_first + r * q_first) + f * d)
+    low = ones_bound(mass_j, mass_i, err, n, w + w2) if b == 1.0 else low
+    alone = n * (base_j + n * q_j) + per_batch  # one batch of n samples: exact
+    v = alone if n < b else low * (1.0 - LOW_SLACK) + steps
+    if power and lane_power > 0.0 and n >= b:
+        raised = capped(n, b, r, eb, t_b, base_j, q_j, base_first, q_first) * (1.0 - LOW_SLACK) + steps
+        v = raised if raised > v else v
+    return v
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def budget_end(
+    j: int, data: Arrays, short: Short, bounds: BudgetBounds
+) -> tuple[float, float, float, float, float, float, float]:  # pragma: no cover - compiled
+    """What :func:`budget_bound` reads at end ``j`` (``end``)."""
+    b = bounds.size_float[j]
+    return b, 1.0 / b, data.weight[j], data.weight2[j], short.base[j], short.q[j], bounds.mass[j]
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def budget_row(
+    i: int, data: Arrays, short: Short, bounds: BudgetBounds, is_end: np.ndarray, out: np.ndarray
+) -> None:  # pragma: no cover - compiled
+    """``out[j]``: :func:`budget_bound` of every bucket ``(i, j]``, ``j > i`` (inf where not an
+    end), the table's row at or below ``i``."""
+    m = out.size - 1
+    row = i // bounds.stride
+    first = budget_first(i, data, short, bounds)
+    two = bounds.t2_up.shape[0] > 0
+    for j in range(i + 1, m + 1):
+        t2 = bounds.t2_up[row, j] if two else 0.0
+        v = budget_bound(
+            bounds.cum_float[j],
+            budget_end(j, data, short, bounds),
+            bounds.t_up[row, j],
+            t2,
+            first,
+            bounds.mass_err,
+            short.quad,
+            data.per_batch,
+            True,
+        )
+        out[j] = v if is_end[j] else INF

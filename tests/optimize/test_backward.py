@@ -17,6 +17,7 @@ kernel = importlib.import_module("analysis.optimize._kernel")
 backward_mod = importlib.import_module("analysis.optimize._backward")
 lower = importlib.import_module("analysis.optimize._lower")
 exact = importlib.import_module("analysis.optimize._exact")
+budget_mod = importlib.import_module("analysis.optimize._budget")
 
 
 def same_where_read(got: np.ndarray, want: np.ndarray) -> bool:
@@ -24,14 +25,16 @@ def same_where_read(got: np.ndarray, want: np.ndarray) -> bool:
     return got[:-1].tobytes() == want[:-1].tobytes() and got[-1, 0].tobytes() == want[-1, 0].tobytes()
 
 
-def row_by_row(data, short, rows: np.ndarray, is_end: np.ndarray, n_buckets: int) -> np.ndarray:
-    """The recursion start by start, from the top, each row of bounds alone."""
+def row_by_row(data, short, rows: np.ndarray, is_end: np.ndarray, n_buckets: int, bounds=None) -> np.ndarray:
+    """The recursion start by start, from the top, each row of bounds alone (``bounds``: a
+    token budget's, else none)."""
+    bounds = kernel._NO_BOUNDS if bounds is None else bounds
     m = data.cum.size - 1
     back = np.full((n_buckets + 1, m + 1), np.inf)
     back[0, m] = 0.0
     low, ratio = np.empty(m + 1), np.empty(m + 1)
     for i in rows[::-1]:
-        lower.low_costs(i, data, short, kernel._NO_BOUNDS, is_end, ratio, low)
+        lower.low_costs(i, data, short, bounds, is_end, ratio, low)
         for k in range(1, n_buckets + 1):
             back[k, i] = np.min(low[i + 1 :] + back[k - 1, i + 1 :])
     return back
@@ -97,6 +100,40 @@ def test_the_fixed_tiles_are_the_row_by_row_recursion(
         rows, is_end = kernel._rows(prob, n_buckets, prob.ends)
         got = backward_mod.backward(data, short, kernel._NO_BOUNDS, rows, is_end, n_buckets)
         assert same_where_read(got, row_by_row(data, short, rows, is_end, n_buckets))
+        assert np.isfinite(got[n_buckets, 0])
+
+
+@pytest.mark.parametrize(
+    ("budget_factor", "time", "stride", "every"),
+    [
+        (0.6, False, 32, 1),  # batches of one (the sums of weights), samples over the budget
+        (3.0, False, 8, 1),
+        (400.0, False, 32, 1),  # B > POWER_ABOVE: the power bound, asked only where it may lower a minimum
+        (400.0, True, 4, 1),  # a working-set term (two sums), a table row per 4 starts: runs of lanes
+        (900.0, False, 16, 3),  # every third length a start: the tile's lanes far apart
+    ],
+)
+def test_budget_backward_is_the_row_by_row_recursion(
+    budget_factor: float, time: bool, stride: int, every: int
+) -> None:
+    """A token budget's tiles (:func:`~analysis.optimize._backward._budget_tile`): the same
+    floats as the recursion over each start's row (``low_costs``, every bound with the power
+    bound where it applies), for several tiles, so seeded from the tile before."""
+    rng = np.random.default_rng(int(budget_factor * 10) + time)
+    lengths = np.sort(rng.choice(np.arange(10, 3000), 300, replace=False))
+    counts = np.where(rng.random(300) < 0.3, 1, rng.integers(1, 4000, 300))
+    hist = LengthHistogram.from_counts(lengths, counts)
+    model = StepTimeModel(per_step=0.05, per_token=1e-3, attention=1e-7, working_set=1e-9) if time else None
+    prob = build_problem(hist, BatchRule(max_tokens=int(lengths[-1] * budget_factor)), 1, model)
+    data, short = exact.exact_arrays(prob)
+    bounds = budget_mod.budget_bounds(data, stride)
+    assert (bounds.t2_up.shape[0] > 0) == time and ((prob.size == 1).any() == (budget_factor < 2))
+    ends = np.unique(np.r_[prob.ends[every - 1 :: every], prob.m])
+    for n_buckets in (1, 3, 6):
+        rows, is_end = kernel._rows(prob, n_buckets, ends)
+        got = backward_mod.backward(data, short, bounds, rows, is_end, n_buckets)
+        want = row_by_row(data, short, rows, is_end, n_buckets, bounds)
+        assert same_where_read(got, want)
         assert np.isfinite(got[n_buckets, 0])
 
 
