@@ -120,7 +120,11 @@ LANES = 64
 # vectoriser then sees that the rows never overlap, with no check at run time).
 # Ends whose bounds :func:`tile_rows` gathers before writing them to the rows (a cache line).
 TILE_ENDS = 8
-_CI, _X, _Y, _PREV, _XPREV, _T, _G, _BASE, _Q, _FIRST, _LOW, _START, _ROWS = (r * LANES for r in range(13))
+# Ends whose layers' minima :func:`_product_tile` takes before testing which lanes are near.
+_NEAR_ENDS = 32
+_CI, _X, _Y, _PREV, _XPREV, _T, _G, _BASE, _Q, _FIRST, _LOW, _START, _GAP, _LAST, _ROWS = (
+    r * LANES for r in range(15)
+)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -188,6 +192,28 @@ def _tile_lows(
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
+def _near_flush(
+    acc: np.ndarray, layers: int, tau: float, j: float, lane: np.ndarray
+) -> None:  # pragma: no cover
+    """A block of ends' minima ``acc[1]`` into the running minima ``acc[0]`` (``acc[1]`` back to
+    inf) and ``lane[_LAST] = j`` for the lanes where the block's least ``low(i, j) +
+    back[k - 1, j]`` is within ``tau`` of the running minimum for some ``k >= 2`` (layer 1
+    reads ``back[0]``, finite at ``m`` alone: not a near end)."""
+    run, blk = acc[0], acc[1]
+    gap, near_j = lane[_GAP : _GAP + LANES], lane[_LAST : _LAST + LANES]
+    gap[:] = INF
+    for k in range(1, layers):
+        for a in range(LANES):
+            b, c = blk[k, a], run[k, a]
+            n = b if b < c else c
+            gap[a] = min(gap[a], b - n) if k >= 2 else gap[a]
+            run[k, a] = n
+            blk[k, a] = INF
+    for a in range(LANES):
+        near_j[a] = j if gap[a] <= tau else near_j[a]
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _product_tile(
     starts: np.ndarray,
     data: Arrays,
@@ -196,17 +222,24 @@ def _product_tile(
     back: np.ndarray,
     layers: int,
     work: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    near: tuple[float, np.ndarray],
 ) -> None:  # pragma: no cover - compiled
     """``back[k, i]`` for ``k < layers`` and the ``LANES`` starts of a tile (ascending, the
     first repeated where fewer are left), ``C(x, B)`` by the product formula: one pass over
     the ends, every lane's bound then its layers' minima over the ends above the top start
-    (vectorised across the lanes: each lane's arithmetic is a lone start's), then from the
-    top down the ends up to the top start + 1 (they read ``back`` at the tile's own starts)."""
+    (vectorised across the lanes: each lane's arithmetic is a lone start's; a block of
+    ``_NEAR_ENDS`` ends at a time), then from the top down the ends up to the top start + 1
+    (they read ``back`` at the tile's own starts).  ``near = (tau, last)``: ``last[i]``, at
+    least every end ``j < m`` whose bound plus ``back[k - 1, j]`` is within ``tau`` of
+    ``back[k, i]`` for some ``k >= 2``, and at least the top start + 1 (:func:`_near_flush`:
+    the block's minimum against the running one, at least ``back[k, i]``: a superset)."""
     inv, lane, acc, head = work
+    tau, last = near
     m = back.shape[1] - 1
     _tile_state(starts, data, short, is_end, lane, acc)
     j0, top = starts[0] + 1, starts[LANES - 1]
-    low = lane[_LOW : _LOW + LANES]
+    low, blk = lane[_LOW : _LOW + LANES], acc[1]
+    lane[_LAST : _LAST + LANES] = float(top + 1)
     for j in range(j0, m + 1):
         _tile_lows(_at(j, data, short, is_end), data.per_batch, short.quad, inv, lane)
         if j <= top + 1:  # up to a lane's start inf, at start + 1 its first bound
@@ -215,18 +248,20 @@ def _product_tile(
                 v = lane[_FIRST + a] if fj == lane[_START + a] + 1.0 else low[a]
                 head[j - j0, a] = INF if fj <= lane[_START + a] else v
             continue
-        if not is_end[j]:  # (every lane's bound inf)
-            continue
-        for k in range(1, layers):
-            p = back[k - 1, j]
-            if p < INF:
-                for a in range(LANES):
-                    s = low[a] + p
-                    acc[k, a] = s if s < acc[k, a] else acc[k, a]
+        if is_end[j]:  # (else every lane's bound inf)
+            for k in range(1, layers):
+                p = back[k - 1, j]
+                if p < INF:
+                    for a in range(LANES):
+                        s = low[a] + p
+                        blk[k, a] = s if s < blk[k, a] else blk[k, a]
+        if (j - top) % _NEAR_ENDS == 0 or j == m:
+            _near_flush(acc, layers, tau, float(min(j, m - 1)), lane)
     for a in range(LANES - 1, -1, -1):
         i = starts[a]
+        last[i] = int(lane[_LAST + a])
         for k in range(1, layers):
-            v = acc[k, a]
+            v = acc[0, k, a]
             for j in range(i + 1, top + 2):
                 s = head[j - j0, a] + back[k - 1, j]
                 v = s if s < v else v
@@ -239,11 +274,11 @@ def product_work(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover - compiled
     """A tile's work arrays for batches of ``b``: the product formula's ``1 / (f + 1)`` (as
     :func:`~analysis.optimize._lower.fixed_ratios` computes them), the lanes' state, the
-    minima of ``n_buckets`` layers and room for ``ends`` ends up to the top start."""
+    minima of ``n_buckets`` layers (running, and a block's) and room for ``ends`` ends up to the top start."""
     inv = np.zeros(b)
     for f in range(1, b):
         inv[f] = 1.0 / (float(f) + 1.0)
-    return inv, np.zeros(_ROWS), np.empty((n_buckets + 1, LANES)), np.empty((ends, LANES))
+    return inv, np.zeros(_ROWS), np.empty((2, n_buckets + 1, LANES)), np.empty((ends, LANES))
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -254,17 +289,17 @@ def tile_rows(
     is_end: np.ndarray,
     work: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
     out: np.ndarray,
+    stop: int,
 ) -> None:  # pragma: no cover - compiled
-    """``out[a, j]`` for every ``j > starts[0]``: the row of bounds of start ``starts[a]``
+    """``out[a, j]`` for ``starts[0] < j <= stop``: the row of bounds of start ``starts[a]``
     (:func:`~analysis.optimize._lower.low_costs`' floats, inf up to the start), for the
     ``LANES`` starts of a tile at once (one fixed ``B``, ``C(x, B)`` by the product formula;
     a block of ``TILE_ENDS`` ends' bounds goes to the rows a cache line at a time)."""
     inv, lane, acc, _ = work
     _tile_state(starts, data, short, is_end, lane, acc)
-    m = out.shape[1] - 1
     buf = np.empty((TILE_ENDS, LANES))
-    for j0 in range(starts[0] + 1, m + 1, TILE_ENDS):
-        nj = min(TILE_ENDS, m + 1 - j0)
+    for j0 in range(starts[0] + 1, stop + 1, TILE_ENDS):
+        nj = min(TILE_ENDS, stop + 1 - j0)
         for q in range(nj):
             _tile_lows(_at(j0 + q, data, short, is_end), data.per_batch, short.quad, inv, lane)
             fj = float(j0 + q)
@@ -277,11 +312,17 @@ def tile_rows(
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _product_backward(
-    data: Arrays, short: Short, rows: np.ndarray, is_end: np.ndarray, n_buckets: int
+def product_backward(
+    data: Arrays,
+    short: Short,
+    rows: np.ndarray,
+    is_end: np.ndarray,
+    n_buckets: int,
+    near: tuple[float, np.ndarray],
 ) -> np.ndarray:  # pragma: no cover - compiled
     """:func:`backward` for one fixed ``B`` with ``C(x, B)`` by the product formula, by tiles
-    of ``LANES`` starts (:func:`_product_tile`)."""
+    of ``LANES`` starts (:func:`_product_tile`; ``near = (tau, last)``: ``last[i]`` for each
+    start, the last end below ``m`` within ``tau`` of one of its minima)."""
     m = data.cum.size - 1
     back = np.full((n_buckets + 1, m + 1), INF)
     back[0, m] = 0.0
@@ -291,7 +332,7 @@ def _product_backward(
     while r >= 0:
         r = _group_of(rows, r, starts)
         layers = n_buckets + 1 if r < 0 else n_buckets  # (the last layer is read at rows[0] alone)
-        _product_tile(starts, data, short, is_end, back, layers, work)
+        _product_tile(starts, data, short, is_end, back, layers, work, near)
     return back
 
 
@@ -309,7 +350,8 @@ def backward(
     (``back[n_buckets, i]`` is read at the DP's first start alone: ``n_buckets`` buckets from
     any other start leave none for the lengths below it; the product path leaves it inf.)"""
     if short.product and not data.token:
-        return _product_backward(data, short, rows, is_end, n_buckets)
+        m = data.cum.size - 1
+        return product_backward(data, short, rows, is_end, n_buckets, (0.0, np.empty(m + 1, np.int64)))
     m = data.cum.size - 1
     back = np.full((n_buckets + 1, m + 1), INF)
     back[0, m] = 0.0

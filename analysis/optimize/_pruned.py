@@ -30,7 +30,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from analysis.optimize._backward import LANES, backward, product_work, tile_rows
+from analysis.optimize._backward import LANES, backward, product_backward, product_work, tile_rows
 from analysis.optimize._budget import SLACK, BudgetBounds
 from analysis.optimize._costs import INF, Arrays, row_costs
 from analysis.optimize._exact import Short, exact_row
@@ -63,10 +63,12 @@ def live_room(
     reach: np.ndarray,
     live: np.ndarray,
     room: np.ndarray,
+    stop: int,
 ) -> bool:  # pragma: no cover - compiled
     """Whether start ``i`` is live for some layer (``live[k]``: its best ``k - 1`` buckets plus
-    a bound on the rest stay within an upper bound) and, if so, ``room[j]`` for ``j > i``: the
-    most a bucket ``(i, j]`` may cost and still lie on an optimal plan."""
+    a bound on the rest stay within an upper bound) and, if so, ``room[j]`` for
+    ``i < j <= stop`` and ``j = m``: the most a bucket ``(i, j]`` may cost and still lie on an
+    optimal plan (no other end can: :func:`_forwards`)."""
     n_buckets = back.shape[0] - 1
     m = back.shape[1] - 1
     any_live = False
@@ -78,28 +80,36 @@ def live_room(
         any_live = any_live or live[k]
     if not any_live:
         return False
-    for j in range(i + 1, m + 1):
+    for j in range(i + 1, stop + 1):
         room[j] = -INF
+    room[m] = -INF
     for k in range(1, n_buckets + 1):
         if live[k]:
             a = best[k - 1, i]
-            for j in range(i + 1, m + 1):
+            for j in range(i + 1, stop + 1):
                 room[j] = max(room[j], reach[k, j] - a)
+            room[m] = max(room[m], reach[k, m] - a)
     return True
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def needed(
-    i: int, low: np.ndarray, room: np.ndarray, need: np.ndarray
+    i: int, low: np.ndarray, room: np.ndarray, need: np.ndarray, stop: int
 ) -> tuple[int, int]:  # pragma: no cover - compiled
     """``need[j]``: whether bucket ``(i, j]`` may lie on an optimal plan (its bound within the
-    room), for every ``j > i``; returns the first and last such ``j`` (``last == i``: none)."""
+    room), for ``i < j <= stop`` and ``j = m`` (false between: no such end can); returns the
+    first and last such ``j`` (``last == i``: none)."""
     m = low.size - 1
     first, last = m + 1, i
-    for j in range(i + 1, m + 1):
+    for j in range(i + 1, stop + 1):
         need[j] = low[j] <= room[j]
         first = j if need[j] and first > m else first
         last = j if need[j] else last
+    need[stop + 1 : m] = False
+    if stop < m:
+        need[m] = low[m] <= room[m]
+        first = m if need[m] and first > m else first
+        last = m if need[m] else last
     return first, last
 
 
@@ -198,6 +208,59 @@ def _uppers(
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
+def _stops(
+    back: np.ndarray, upper: np.ndarray, rows: np.ndarray, near: tuple[float, np.ndarray]
+) -> np.ndarray:
+    """``stop[i]``: the last end below ``m`` where a bucket from ``i`` may lie on an optimal
+    plan (``m`` where unknown).  A bucket ``(i, j]`` of an optimal plan of ``K`` buckets, the
+    ``k``-th, has ``best[k - 1, i] + low(i, j) + back[K - k, j] <= upper[K]``, and
+    ``best[k - 1, i] + back[K - k + 1, i] >= back[K, 0]`` (a plan's exact costs are at least
+    its bounds), so ``low(i, j) + back[K - k, j]`` is within ``upper[K] - back[K, 0]`` of
+    ``back[K - k + 1, i]``: where that is at most ``tau / 2`` for every ``K``, at most the
+    ``last`` end of :func:`~analysis.optimize._backward.product_backward` (``tau``, half of it
+    a margin for rounding), or ``m`` itself."""
+    tau, last = near
+    n_buckets = back.shape[0] - 1
+    m = back.shape[1] - 1
+    stop = np.full(m + 1, m, np.int64)
+    if last.size == 0 or n_buckets < 2:  # (back[1, i], the bound at m, is read from layer 1)
+        return stop
+    for k in range(1, n_buckets + 1):
+        if upper[k] < INF and not upper[k] - back[k, rows[0]] <= 0.5 * tau:
+            return stop
+    for r in range(rows.size):
+        stop[rows[r]] = min(last[rows[r]], m - 1)
+    return stop
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _tile(
+    r: int,
+    rows: np.ndarray,
+    data: Arrays,
+    short: Short,
+    is_end: np.ndarray,
+    back: np.ndarray,
+    stop: np.ndarray,
+    work: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    tile: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """``tile[a]``: the row of bounds of ``rows[r + a]`` (the last repeated where fewer are
+    left) up to the tile's last ``stop`` and at ``m`` (``back[1, i]``: the bound on ``(i, m]``
+    plus ``back[0, m] = 0``, the same float), by :func:`~analysis.optimize._backward.tile_rows`."""
+    m = data.cum.size - 1
+    starts = np.empty(LANES, np.int64)
+    top = 0
+    for a in range(LANES):
+        starts[a] = rows[min(r + a, rows.size - 1)]
+        top = max(top, stop[starts[a]])
+    tile_rows(starts, data, short, is_end, work, tile, top)
+    if top < m:
+        for a in range(LANES):
+            tile[a, m] = back[1, starts[a]]
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _forwards(
     data: Arrays,
     short: Short,
@@ -208,11 +271,14 @@ def _forwards(
     upper: np.ndarray,
     best: np.ndarray,
     arg: np.ndarray,
+    near: tuple[float, np.ndarray],
 ) -> None:  # pragma: no cover - compiled
     """Step 3 of the module docstring into ``best`` and ``arg``: exact costs where a bucket may
     be on an optimal plan.  A live start's row of bounds comes, for one fixed ``B`` by the
     product formula, from a tile of the next ``LANES`` starts computed at once (live starts
-    come in runs), else from :func:`~analysis.optimize._lower.low_costs`: the same floats."""
+    come in runs) up to the last end where one may be needed (:func:`_stops`, given ``near``
+    from the backward pass) and at ``m``, else from
+    :func:`~analysis.optimize._lower.low_costs`: the same floats."""
     m = data.cum.size - 1
     n_buckets = back.shape[0] - 1
     reach = reach_table(back, upper)
@@ -227,24 +293,22 @@ def _forwards(
     room = np.empty(m + 1)
     live = np.zeros(n_buckets + 1, np.bool_)
     tiled = short.product and not data.token
+    stop = _stops(back, upper, rows, near if tiled else (0.0, np.empty(0, np.int64)))
     work = product_work(data.size[1] if tiled else 1, 0, 0)
     tile = np.empty((LANES, m + 1) if tiled else (0, 0))
-    starts = np.empty(LANES, np.int64)
     r0 = -LANES  # the tile's first start's index in rows
     for r in range(rows.size):
         i = rows[r]
-        if not live_room(i, best, back, upper, reach, live, room):
+        if not live_room(i, best, back, upper, reach, live, room, stop[i]):
             continue
         if tiled:
             if r >= r0 + LANES:
                 r0 = r
-                for a in range(LANES):  # (the last repeated where fewer are left)
-                    starts[a] = rows[min(r + a, rows.size - 1)]
-                tile_rows(starts, data, short, is_end, work, tile)
+                _tile(r, rows, data, short, is_end, back, stop, work, tile)
             low = tile[r - r0]
         else:
             low_costs(i, data, short, bounds, is_end, ratio, low)
-        first, last = needed(i, low, room, need)
+        first, last = needed(i, low, room, need, stop[i])
         if last == i:
             continue
         exact_row(i, data, short, need, costs, tb, t2b)
@@ -252,6 +316,24 @@ def _forwards(
         for k in range(1, n_buckets + 1):
             if live[k]:
                 push(best[k, cells], arg[k, cells], costs[cells], best[k - 1, i], i)
+
+
+# How far above its minimum ``low(i, j) + back[k - 1, j]`` may lie where the backward pass
+# records the last end ``j`` (for :func:`_stops`), relative to the bound on one bucket
+# ``(0, m]``: the optimum lies above ``back`` by about 6e-6 of itself on the bundled data, and
+# the optimum of 16 buckets is about 0.4 of the one bucket's.
+_TAU = 2e-5
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _scale(
+    data: Arrays, short: Short, bounds: BudgetBounds, rows: np.ndarray, is_end: np.ndarray
+) -> float:  # pragma: no cover - compiled
+    """The bound on one bucket ``(rows[0], m]`` (the scale of the objective)."""
+    m = data.cum.size - 1
+    low = np.empty(m + 1)
+    low_costs(rows[0], data, short, bounds, is_end, np.empty(m + 1), low)
+    return float(low[m])
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -279,9 +361,14 @@ def solve_exact(
                 if best[k - 1, i] < INF:
                     push(best[k, i + 1 :], arg[k, i + 1 :], costs[i + 1 :], best[k - 1, i], i)
         return best, arg
-    back = backward(data, short, bounds, rows, is_end, n_buckets)  # 1. backwards over the bounds
+    if short.product and not data.token:  # 1. backwards over the bounds
+        near = (_TAU * _scale(data, short, bounds, rows, is_end), np.empty(m + 1, np.int64))
+        back = product_backward(data, short, rows, is_end, n_buckets, near)
+    else:
+        near = (0.0, np.empty(0, np.int64))
+        back = backward(data, short, bounds, rows, is_end, n_buckets)
     upper = _uppers(data, short, bounds, rows, is_end, back)  # 2. an upper bound for each K
-    _forwards(data, short, bounds, rows, is_end, back, upper, best, arg)  # 3. forwards, exact
+    _forwards(data, short, bounds, rows, is_end, back, upper, best, arg, near)  # 3. forwards, exact
     return best, arg
 
 
