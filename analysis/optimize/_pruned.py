@@ -63,23 +63,27 @@ def live_room(
     reach: np.ndarray,
     live: np.ndarray,
     room: np.ndarray,
-    stop: int,
-) -> bool:  # pragma: no cover - compiled
+    last: np.ndarray,
+) -> int:  # pragma: no cover - compiled
     """Whether start ``i`` is live for some layer (``live[k]``: its best ``k - 1`` buckets plus
-    a bound on the rest stay within an upper bound) and, if so, ``room[j]`` for
-    ``i < j <= stop`` and ``j = m``: the most a bucket ``(i, j]`` may cost and still lie on an
-    optimal plan (no other end can: :func:`_forwards`)."""
+    a bound on the rest stay within an upper bound; -1 where for none) and, if so, ``stop``
+    (returned: ``m`` where ``last`` is empty, else the most of ``last[K - k + 1, i]`` over the
+    live pairs of a layer ``k`` and a bucket count ``K``, below ``m``: :func:`_near`) and
+    ``room[j]`` for ``i < j <= stop`` and ``j = m``: the most a bucket ``(i, j]`` may cost
+    and still lie on an optimal plan."""
     n_buckets = back.shape[0] - 1
     m = back.shape[1] - 1
-    any_live = False
+    stop = i
     for k in range(1, n_buckets + 1):
         a = best[k - 1, i]
         live[k] = False
         for total_k in range(k, n_buckets + 1):
-            live[k] = live[k] or (a < INF and a + back[total_k - k + 1, i] <= upper[total_k])
-        any_live = any_live or live[k]
-    if not any_live:
-        return False
+            if a < INF and a + back[total_k - k + 1, i] <= upper[total_k]:
+                live[k] = True
+                stop = max(stop, last[total_k - k + 1, i]) if last.size and total_k > k else stop
+    if not live[1:].any():
+        return -1
+    stop = min(stop, m - 1) if last.size else m
     for j in range(i + 1, stop + 1):
         room[j] = -INF
     room[m] = -INF
@@ -89,7 +93,7 @@ def live_room(
             for j in range(i + 1, stop + 1):
                 room[j] = max(room[j], reach[k, j] - a)
             room[m] = max(room[m], reach[k, m] - a)
-    return True
+    return stop
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -208,56 +212,48 @@ def _uppers(
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _stops(
-    back: np.ndarray, upper: np.ndarray, rows: np.ndarray, near: tuple[float, np.ndarray]
-) -> np.ndarray:
-    """``stop[i]``: the last end below ``m`` where a bucket from ``i`` may lie on an optimal
-    plan (``m`` where unknown).  A bucket ``(i, j]`` of an optimal plan of ``K`` buckets, the
-    ``k``-th, has ``best[k - 1, i] + low(i, j) + back[K - k, j] <= upper[K]``, and
-    ``best[k - 1, i] + back[K - k + 1, i] >= back[K, 0]`` (a plan's exact costs are at least
-    its bounds), so ``low(i, j) + back[K - k, j]`` is within ``upper[K] - back[K, 0]`` of
-    ``back[K - k + 1, i]``: where that is at most ``tau / 2`` for every ``K``, at most the
-    ``last`` end of :func:`~analysis.optimize._backward.product_backward` (``tau``, half of it
-    a margin for rounding), or ``m`` itself."""
-    tau, last = near
-    n_buckets = back.shape[0] - 1
-    m = back.shape[1] - 1
-    stop = np.full(m + 1, m, np.int64)
-    if last.size == 0 or n_buckets < 2:  # (back[1, i], the bound at m, is read from layer 1)
-        return stop
-    for k in range(1, n_buckets + 1):
+def _near(
+    back: np.ndarray, upper: np.ndarray, rows: np.ndarray, near: tuple[float, np.ndarray, np.ndarray]
+) -> np.ndarray:  # pragma: no cover - compiled
+    """``near``'s ``last`` where it bounds the ends that may be needed, else empty.  A bucket
+    ``(i, j]``, ``j < m``, of an optimal plan of ``K`` buckets, the ``k``-th, has
+    ``best[k - 1, i] + low(i, j) + back[K - k, j] <= upper[K]``, and ``best[k - 1, i] +
+    back[K - k + 1, i] >= back[K, 0]`` (a plan's exact costs are at least its bounds), so
+    ``low(i, j) + back[K - k, j]`` is within ``upper[K] - back[K, 0]`` of
+    ``back[K - k + 1, i]``: where that is at most ``tau / 2`` for every ``K`` (half of ``tau``
+    a margin for rounding), ``j <= last[K - k + 1, i]``
+    (:func:`~analysis.optimize._backward.product_backward`)."""
+    tau, last, _ = near
+    for k in range(1, back.shape[0]):
         if upper[k] < INF and not upper[k] - back[k, rows[0]] <= 0.5 * tau:
-            return stop
-    for r in range(rows.size):
-        stop[rows[r]] = min(last[rows[r]], m - 1)
-    return stop
+            return last[:0]
+    return last
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _tile(
     r: int,
+    r0: int,
     rows: np.ndarray,
     data: Arrays,
     short: Short,
     is_end: np.ndarray,
-    back: np.ndarray,
-    stop: np.ndarray,
+    stop: int,
+    done: int,
     work: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
     tile: np.ndarray,
-) -> None:  # pragma: no cover - compiled
-    """``tile[a]``: the row of bounds of ``rows[r + a]`` (the last repeated where fewer are
-    left) up to the tile's last ``stop`` and at ``m`` (``back[1, i]``: the bound on ``(i, m]``
-    plus ``back[0, m] = 0``, the same float), by :func:`~analysis.optimize._backward.tile_rows`."""
-    m = data.cum.size - 1
+) -> int:  # pragma: no cover - compiled
+    """``tile[a]``: the row of bounds of ``rows[r0 + a]`` (the last repeated where fewer are
+    left), computed up to ``done`` and now on to ``stop`` where ``rows[r]`` reads further
+    (:func:`~analysis.optimize._backward.tile_rows`: the lanes carry on); returns the new
+    ``done``."""
+    if stop <= done:
+        return done
     starts = np.empty(LANES, np.int64)
-    top = 0
     for a in range(LANES):
-        starts[a] = rows[min(r + a, rows.size - 1)]
-        top = max(top, stop[starts[a]])
-    tile_rows(starts, data, short, is_end, work, tile, top)
-    if top < m:
-        for a in range(LANES):
-            tile[a, m] = back[1, starts[a]]
+        starts[a] = rows[min(r0 + a, rows.size - 1)]
+    tile_rows(starts, data, short, is_end, work, tile, done, stop)
+    return stop
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -271,13 +267,14 @@ def _forwards(
     upper: np.ndarray,
     best: np.ndarray,
     arg: np.ndarray,
-    near: tuple[float, np.ndarray],
+    near: tuple[float, np.ndarray, np.ndarray],
 ) -> None:  # pragma: no cover - compiled
     """Step 3 of the module docstring into ``best`` and ``arg``: exact costs where a bucket may
     be on an optimal plan.  A live start's row of bounds comes, for one fixed ``B`` by the
     product formula, from a tile of the next ``LANES`` starts computed at once (live starts
-    come in runs) up to the last end where one may be needed (:func:`_stops`, given ``near``
-    from the backward pass) and at ``m``, else from
+    come in runs) up to the last end where one may be needed (:func:`live_room`, from the
+    backward pass's ``near``: :func:`_near`) and at ``m`` (the backward pass's tighter bound
+    on the last bucket, ``near[2]``), else from
     :func:`~analysis.optimize._lower.low_costs`: the same floats."""
     m = data.cum.size - 1
     n_buckets = back.shape[0] - 1
@@ -293,33 +290,35 @@ def _forwards(
     room = np.empty(m + 1)
     live = np.zeros(n_buckets + 1, np.bool_)
     tiled = short.product and not data.token
-    stop = _stops(back, upper, rows, near if tiled else (0.0, np.empty(0, np.int64)))
+    last = _near(back, upper, rows, near) if tiled else near[1][:0]
     work = product_work(data.size[1] if tiled else 1, 0, 0)
     tile = np.empty((LANES, m + 1) if tiled else (0, 0))
-    r0 = -LANES  # the tile's first start's index in rows
+    r0, done = -LANES, 0  # the tile's first start's index in rows, its last end computed
     for r in range(rows.size):
         i = rows[r]
-        if not live_room(i, best, back, upper, reach, live, room, stop[i]):
+        stop = live_room(i, best, back, upper, reach, live, room, last)
+        if stop < 0:
             continue
         if tiled:
             if r >= r0 + LANES:
-                r0 = r
-                _tile(r, rows, data, short, is_end, back, stop, work, tile)
+                r0, done = r, i
+            done = _tile(r, r0, rows, data, short, is_end, stop, done, work, tile)
             low = tile[r - r0]
+            low[m] = near[2][i]  # (at least the row's own bound)
         else:
             low_costs(i, data, short, bounds, is_end, ratio, low)
-        first, last = needed(i, low, room, need, stop[i])
-        if last == i:
+        first, last_j = needed(i, low, room, need, stop)
+        if last_j == i:
             continue
         exact_row(i, data, short, need, costs, tb, t2b)
-        cells = slice(first, last + 1)  # (the other cells' costs are inf: they win nothing)
+        cells = slice(first, last_j + 1)  # (the other cells' costs are inf: they win nothing)
         for k in range(1, n_buckets + 1):
             if live[k]:
                 push(best[k, cells], arg[k, cells], costs[cells], best[k - 1, i], i)
 
 
 # How far above its minimum ``low(i, j) + back[k - 1, j]`` may lie where the backward pass
-# records the last end ``j`` (for :func:`_stops`), relative to the bound on one bucket
+# records the last end ``j`` (for :func:`_near`), relative to the bound on one bucket
 # ``(0, m]``: the optimum lies above ``back`` by about 6e-6 of itself on the bundled data, and
 # the optimum of 16 buckets is about 0.4 of the one bucket's.
 _TAU = 2e-5
@@ -362,10 +361,11 @@ def solve_exact(
                     push(best[k, i + 1 :], arg[k, i + 1 :], costs[i + 1 :], best[k - 1, i], i)
         return best, arg
     if short.product and not data.token:  # 1. backwards over the bounds
-        near = (_TAU * _scale(data, short, bounds, rows, is_end), np.empty(m + 1, np.int64))
+        last = np.empty((n_buckets + 1, m + 1), np.int64)
+        near = (_TAU * _scale(data, short, bounds, rows, is_end), last, np.empty(m + 1))
         back = product_backward(data, short, rows, is_end, n_buckets, near)
     else:
-        near = (0.0, np.empty(0, np.int64))
+        near = (0.0, np.empty((0, 0), np.int64), np.empty(0))
         back = backward(data, short, bounds, rows, is_end, n_buckets)
     upper = _uppers(data, short, bounds, rows, is_end, back)  # 2. an upper bound for each K
     _forwards(data, short, bounds, rows, is_end, back, upper, best, arg, near)  # 3. forwards, exact

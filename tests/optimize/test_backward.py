@@ -85,7 +85,9 @@ def test_tile_rows_are_the_rows_of_bounds(batch_size: int) -> None:
     lanes = backward_mod.LANES
     starts = np.minimum(np.arange(30, 30 + 3 * lanes, 3), prob.ends[-2])
     tile = np.full((lanes, m + 1), -1.0)
-    backward_mod.tile_rows(starts, data, short, is_end, backward_mod.product_work(batch_size, 0, 0), tile, m)
+    backward_mod.tile_rows(
+        starts, data, short, is_end, backward_mod.product_work(batch_size, 0, 0), tile, starts[0], m
+    )
     low, ratio = np.empty(m + 1), np.empty(m + 1)
     for a, i in enumerate(starts):
         lower.low_costs(i, data, short, kernel._NO_BOUNDS, is_end, ratio, low)
