@@ -267,7 +267,7 @@ def _product_tile(
     (they read ``back`` at the tile's own starts).  ``near = (tau, last, at_m, sums)``:
     ``at_m[i]`` from :func:`_last_bound`; ``last[k, i]`` at least every end ``j < m`` whose
     bound plus ``back[k - 1, j]`` is within ``tau`` of ``back[k, i]`` (``k >= 2``), and at
-    least the top start + 1 (:func:`_near_flush`: the block's minimum against the running
+    least the top start + 1 below m (:func:`_near_flush`: the block's minimum against the running
     one, at least ``back[k, i]``: a superset)."""
     inv, lane, acc, head = work
     tau, last, at_m, sums = near
@@ -275,7 +275,7 @@ def _product_tile(
     _tile_state(starts, data, short, is_end, lane, acc)
     j0, top = starts[0] + 1, starts[LANES - 1]
     low, blk = lane[_LOW : _LOW + LANES], acc[1]
-    acc[2] = float(top + 1)
+    acc[2] = float(min(top + 1, m - 1))
     for j in range(j0, m + 1):
         _tile_lows(_at(j, data, short, is_end), data.per_batch, short.quad, inv, lane)
         if j == m:
@@ -361,7 +361,7 @@ def product_backward(
     rows: np.ndarray,
     is_end: np.ndarray,
     n_buckets: int,
-    near: tuple[float, np.ndarray],
+    near: tuple[float, np.ndarray, np.ndarray],
 ) -> np.ndarray:  # pragma: no cover - compiled
     """:func:`backward` for one fixed ``B`` with ``C(x, B)`` by the product formula, by tiles
     of ``LANES`` starts (:func:`_product_tile`; ``near = (tau, last, at_m)``: ``last[k, i]``

@@ -16,7 +16,9 @@ plan (the one pruned scheme, for every rule and objective):
    ``k - 1`` buckets up to it plus ``back`` fit under an upper bound, and a bucket from it is
    costed exactly only when its own bound fits too (for one fixed ``B`` by the product
    formula the live starts' rows of bounds come a tile of starts at a time: they come in
-   runs).
+   runs; where every upper bound lies within ``tau / 2`` of ``back``, only up to the last
+   end the backward pass found within ``tau`` of a minimum, and at ``m`` a tighter bound
+   on the last bucket, both from the backward pass: :func:`_near`).
 
 Why this is the exact optimum: every bucket of an optimal plan passes both tests (the
 prefix of an optimal plan is an optimal prefix, computed exactly by induction; its bounds
@@ -33,7 +35,7 @@ import numpy as np
 from analysis.optimize._backward import LANES, backward, product_backward, product_work, tile_rows
 from analysis.optimize._budget import SLACK, BudgetBounds
 from analysis.optimize._costs import INF, Arrays, row_costs
-from analysis.optimize._exact import Short, exact_row
+from analysis.optimize._exact import Short, exact_cells, exact_row
 from analysis.optimize._layers import push, run_layers
 from analysis.optimize._lower import fixed_path_end, low_costs
 
@@ -93,7 +95,7 @@ def live_room(
             for j in range(i + 1, stop + 1):
                 room[j] = max(room[j], reach[k, j] - a)
             room[m] = max(room[m], reach[k, m] - a)
-    return stop
+    return int(stop)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -310,7 +312,7 @@ def _forwards(
         first, last_j = needed(i, low, room, need, stop)
         if last_j == i:
             continue
-        exact_row(i, data, short, need, costs, tb, t2b)
+        exact_cells(i, first, last_j, data, short, need, costs, tb, t2b)
         cells = slice(first, last_j + 1)  # (the other cells' costs are inf: they win nothing)
         for k in range(1, n_buckets + 1):
             if live[k]:
