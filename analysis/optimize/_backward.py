@@ -121,7 +121,7 @@ LANES = 64
 # Ends whose bounds :func:`tile_rows` gathers before writing them to the rows (a cache line).
 TILE_ENDS = 8
 # Ends whose layers' minima :func:`_product_tile` takes before testing which lanes are near.
-_NEAR_ENDS = 32
+_NEAR_ENDS = 64
 _CI, _X, _Y, _PREV, _XPREV, _T, _G, _BASE, _Q, _FIRST, _LOW, _START, _ROWS = (r * LANES for r in range(13))
 
 
@@ -274,7 +274,7 @@ def _product_tile(
     m = back.shape[1] - 1
     _tile_state(starts, data, short, is_end, lane, acc)
     j0, top = starts[0] + 1, starts[LANES - 1]
-    low, blk = lane[_LOW : _LOW + LANES], acc[1]
+    low = lane[_LOW : _LOW + LANES]
     acc[2] = float(min(top + 1, m - 1))
     for j in range(j0, m + 1):
         _tile_lows(_at(j, data, short, is_end), data.per_batch, short.quad, inv, lane)
@@ -292,7 +292,7 @@ def _product_tile(
                 if p < INF:
                     for a in range(LANES):
                         s = low[a] + p
-                        blk[k, a] = s if s < blk[k, a] else blk[k, a]
+                        acc[1, k, a] = s if s < acc[1, k, a] else acc[1, k, a]
         if (j - top) % _NEAR_ENDS == 0 or j == m:
             _near_flush(acc, layers, tau, float(min(j, m - 1)))
     for a in range(LANES - 1, -1, -1):
