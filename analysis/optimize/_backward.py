@@ -25,7 +25,7 @@ import numpy as np
 
 from analysis.optimize._budget import BudgetBounds
 from analysis.optimize._costs import INF, Arrays
-from analysis.optimize._exact import POWER_ABOVE, Short, power_bound, ratio_bound
+from analysis.optimize._exact import LOW_SLACK, POWER_ABOVE, Short, power_bound, ratio_bound
 from analysis.optimize._lower import budget_bound, budget_end, budget_first, fixed_bound, fixed_first
 
 
@@ -49,6 +49,8 @@ LANES = 64
 # vectoriser then sees that the rows never overlap, with no check at run time).
 # Ends whose bounds :func:`tile_rows` gathers before writing them to the rows (a cache line).
 TILE_ENDS = 8
+# Ends whose layers' minima :func:`_product_tile` takes before testing which lanes are near.
+_NEAR_ENDS = 64
 _CI, _X, _Y, _PREV, _XPREV, _T, _G, _BASE, _Q, _FIRST, _LOW, _START, _ROWS = (r * LANES for r in range(13))
 
 
@@ -117,6 +119,65 @@ def _tile_lows(
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
+def mean_sums(data: Arrays, short: Short) -> np.ndarray:  # pragma: no cover - compiled
+    """``sums[i]``: the sum of ``base`` over the samples above end ``i`` (from the top: every
+    term ``>= 0``, so its relative error stays below ``m`` ulps)."""
+    count, base = short.cum_float, short.base
+    m = count.size - 1
+    sums = np.zeros(m + 1)
+    for i in range(m - 1, -1, -1):
+        sums[i] = sums[i + 1] + (count[i + 1] - count[i]) * base[i + 1]
+    return sums
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _last_bound(
+    starts: np.ndarray, data: Arrays, short: Short, sums: np.ndarray, lane: np.ndarray, at_m: np.ndarray
+) -> None:  # pragma: no cover - compiled
+    """``at_m[i]``: a bound on the exact cost of the last bucket ``(i, m]`` at least its row's
+    (the lanes at ``m``).  Where ``q = 0`` and the steps of ``base`` are ``>= 0``, a short batch
+    of ``r`` samples costs ``r E_r`` (``E_r = base_m - T_r``, the expected ``base`` of its
+    longest), and ``E_r`` is concave in ``r`` (``-T_r`` sums steps ``>= 0`` times
+    ``-C(a, r) / C(n, r)``, convex in ``r`` as ``a < n``): ``E_r`` is at least the chord from
+    ``E_1`` (the mean of ``base``, from ``sums``) to ``E_B`` (``w_m - T_B``, as the row's
+    bound reads it), tighter than the row's chord from ``base`` at the first end."""
+    m = at_m.size - 1
+    b = data.size[m]
+    bf = float(b)
+    chord = not short.quad and short.power and b >= 2
+    for a in range(LANES):
+        i = starts[a]
+        v = lane[_FIRST + a] if i + 1 == m else lane[_LOW + a]
+        n = lane[_X + a]
+        if chord and n >= bf:
+            full = np.floor(n / bf)
+            r = n - full * bf
+            eb = data.weight[m] - lane[_T + a]
+            e1 = sums[i] / n
+            e_r = e1 + (r - 1.0) / (bf - 1.0) * (eb - e1) if r > 0.0 else 0.0
+            low = ((n - r) * eb + r * e_r) * (1.0 - LOW_SLACK)
+            low += data.per_batch * (full + (1.0 if r > 0.0 else 0.0))
+            v = low if low > v else v
+        at_m[i] = v
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _near_flush(acc: np.ndarray, layers: int, tau: float, j: float) -> None:  # pragma: no cover
+    """A block of ends' minima ``acc[1]`` into the running minima ``acc[0]`` (``acc[1]`` back to
+    inf) and ``acc[2, k] = j`` for the lanes where the block's least ``low(i, j) +
+    back[k - 1, j]`` is within ``tau`` of the running minimum, ``k >= 2`` (layer 1 reads
+    ``back[0]``, finite at ``m`` alone: no near end)."""
+    run, blk, near_j = acc[0], acc[1], acc[2]
+    for k in range(1, layers):
+        for a in range(LANES):
+            b, c = blk[k, a], run[k, a]
+            n = b if b < c else c
+            near_j[k, a] = j if k >= 2 and b - n <= tau else near_j[k, a]
+            run[k, a] = n
+            blk[k, a] = INF
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _product_tile(
     starts: np.ndarray,
     data: Arrays,
@@ -125,37 +186,49 @@ def _product_tile(
     back: np.ndarray,
     layers: int,
     work: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    near: tuple[float, np.ndarray, np.ndarray, np.ndarray],
 ) -> None:  # pragma: no cover - compiled
     """``back[k, i]`` for ``k < layers`` and the ``LANES`` starts of a tile (ascending, the
     first repeated where fewer are left), ``C(x, B)`` by the product formula: one pass over
     the ends, every lane's bound then its layers' minima over the ends above the top start
-    (vectorised across the lanes: each lane's arithmetic is a lone start's), then from the
-    top down the ends up to the top start + 1 (they read ``back`` at the tile's own starts)."""
+    (vectorised across the lanes: each lane's arithmetic is a lone start's; a block of
+    ``_NEAR_ENDS`` ends at a time), then from the top down the ends up to the top start + 1
+    (they read ``back`` at the tile's own starts).  ``near = (tau, last, at_m, sums)``:
+    ``at_m[i]`` from :func:`_last_bound`; ``last[k, i]`` at least every end ``j < m`` whose
+    bound plus ``back[k - 1, j]`` is within ``tau`` of ``back[k, i]`` (``k >= 2``), and at
+    least the top start + 1 below m (:func:`_near_flush`: the block's minimum against the running
+    one, at least ``back[k, i]``: a superset)."""
     inv, lane, acc, head = work
+    tau, last, at_m, sums = near
     m = back.shape[1] - 1
     _tile_state(starts, data, short, is_end, lane, acc)
     j0, top = starts[0] + 1, starts[LANES - 1]
     low = lane[_LOW : _LOW + LANES]
+    acc[2] = float(min(top + 1, m - 1))
     for j in range(j0, m + 1):
         _tile_lows(_at(j, data, short, is_end), data.per_batch, short.quad, inv, lane)
+        if j == m:
+            _last_bound(starts, data, short, sums, lane, at_m)
         if j <= top + 1:  # up to a lane's start inf, at start + 1 its first bound
             fj = float(j)
             for a in range(LANES):
                 v = lane[_FIRST + a] if fj == lane[_START + a] + 1.0 else low[a]
                 head[j - j0, a] = INF if fj <= lane[_START + a] else v
             continue
-        if not is_end[j]:  # (every lane's bound inf)
-            continue
-        for k in range(1, layers):
-            p = back[k - 1, j]
-            if p < INF:
-                for a in range(LANES):
-                    s = low[a] + p
-                    acc[k, a] = s if s < acc[k, a] else acc[k, a]
+        if is_end[j]:  # (else every lane's bound inf)
+            for k in range(1, layers):
+                p = back[k - 1, j]
+                if p < INF:
+                    for a in range(LANES):
+                        s = low[a] + p
+                        acc[1, k, a] = s if s < acc[1, k, a] else acc[1, k, a]
+        if (j - top) % _NEAR_ENDS == 0 or j == m:
+            _near_flush(acc, layers, tau, float(min(j, m - 1)))
     for a in range(LANES - 1, -1, -1):
         i = starts[a]
         for k in range(1, layers):
-            v = acc[k, a]
+            last[k, i] = int(acc[2, k, a])
+            v = acc[0, k, a]
             for j in range(i + 1, top + 2):
                 s = head[j - j0, a] + back[k - 1, j]
                 v = s if s < v else v
@@ -168,11 +241,12 @@ def product_work(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover - compiled
     """A tile's work arrays for batches of ``b``: the product formula's ``1 / (f + 1)`` (as
     :func:`~analysis.optimize._lower.fixed_ratios` computes them), the lanes' state, the
-    minima of ``n_buckets`` layers and room for ``ends`` ends up to the top start."""
+    minima of ``n_buckets`` layers (running, a block's, and their near ends) and room for
+    ``ends`` ends up to the top start."""
     inv = np.zeros(b)
     for f in range(1, b):
         inv[f] = 1.0 / (float(f) + 1.0)
-    return inv, np.zeros(_ROWS), np.empty((n_buckets + 1, LANES)), np.empty((ends, LANES))
+    return inv, np.zeros(_ROWS), np.empty((3, n_buckets + 1, LANES)), np.empty((ends, LANES))
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -183,17 +257,21 @@ def tile_rows(
     is_end: np.ndarray,
     work: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
     out: np.ndarray,
+    done: int,
+    stop: int,
 ) -> None:  # pragma: no cover - compiled
-    """``out[a, j]`` for every ``j > starts[0]``: the row of bounds of start ``starts[a]``
+    """``out[a, j]`` for ``done < j <= stop``: the row of bounds of start ``starts[a]``
     (:func:`~analysis.optimize._lower.low_costs`' floats, inf up to the start), for the
     ``LANES`` starts of a tile at once (one fixed ``B``, ``C(x, B)`` by the product formula;
-    a block of ``TILE_ENDS`` ends' bounds goes to the rows a cache line at a time)."""
+    a block of ``TILE_ENDS`` ends' bounds goes to the rows a cache line at a time; ``done``
+    the tile's first start, or the last end of the call before on the same tile: the lanes
+    carry on from there)."""
     inv, lane, acc, _ = work
-    _tile_state(starts, data, short, is_end, lane, acc)
-    m = out.shape[1] - 1
+    if done == starts[0]:
+        _tile_state(starts, data, short, is_end, lane, acc)
     buf = np.empty((TILE_ENDS, LANES))
-    for j0 in range(starts[0] + 1, m + 1, TILE_ENDS):
-        nj = min(TILE_ENDS, m + 1 - j0)
+    for j0 in range(done + 1, stop + 1, TILE_ENDS):
+        nj = min(TILE_ENDS, stop + 1 - j0)
         for q in range(nj):
             _tile_lows(_at(j0 + q, data, short, is_end), data.per_batch, short.quad, inv, lane)
             fj = float(j0 + q)
@@ -206,21 +284,30 @@ def tile_rows(
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _product_backward(
-    data: Arrays, short: Short, rows: np.ndarray, is_end: np.ndarray, n_buckets: int
+def product_backward(
+    data: Arrays,
+    short: Short,
+    rows: np.ndarray,
+    is_end: np.ndarray,
+    n_buckets: int,
+    near: tuple[float, np.ndarray, np.ndarray],
 ) -> np.ndarray:  # pragma: no cover - compiled
     """:func:`backward` for one fixed ``B`` with ``C(x, B)`` by the product formula, by tiles
-    of ``LANES`` starts (:func:`_product_tile`)."""
+    of ``LANES`` starts (:func:`_product_tile`; ``near = (tau, last, at_m)``: ``last[k, i]``
+    for each start, at least the last end below ``m`` within ``tau`` of its minimum for layer
+    ``k`` (``m - 1`` where not computed), ``at_m[i]`` a bound on the last bucket ``(i, m]``)."""
     m = data.cum.size - 1
     back = np.full((n_buckets + 1, m + 1), INF)
     back[0, m] = 0.0
     work = product_work(data.size[1], n_buckets, m + 1)
+    sums = mean_sums(data, short)
+    near[1][:] = m - 1
     starts = np.empty(LANES, np.int64)
     r = rows.size - 1
     while r >= 0:
         r = _group_of(rows, r, starts)
         layers = n_buckets + 1 if r < 0 else n_buckets  # (the last layer is read at rows[0] alone)
-        _product_tile(starts, data, short, is_end, back, layers, work)
+        _product_tile(starts, data, short, is_end, back, layers, work, (*near, sums))
     return back
 
 
@@ -702,7 +789,9 @@ def backward(
     (``back[n_buckets, i]`` is read at the DP's first start alone: ``n_buckets`` buckets from
     any other start leave none for the lengths below it; the product path leaves it inf.)"""
     if short.product and not data.token:
-        return _product_backward(data, short, rows, is_end, n_buckets)
+        m = data.cum.size - 1
+        near = (0.0, np.empty((n_buckets + 1, m + 1), np.int64), np.empty(m + 1))
+        return product_backward(data, short, rows, is_end, n_buckets, near)
     if data.token:
         return _budget_backward(data, short, bounds, rows, is_end, n_buckets)
     return _fixed_backward(data, short, rows, is_end, n_buckets)  # (exact_arrays: no table of C(x, B))

@@ -269,6 +269,28 @@ def exact_row(
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
+def exact_cells(
+    i: int,
+    first: int,
+    last: int,
+    data: Arrays,
+    short: Short,
+    need: np.ndarray,
+    out: np.ndarray,
+    tb: np.ndarray,
+    t2b: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """:func:`exact_row`'s ``out[j]`` for ``first <= j <= last`` (the first and last ends with
+    ``need[j]``): :func:`small_cells` only up to ``last`` where :func:`exact_row` would take
+    :func:`small_row` (the same floats), else :func:`exact_row`."""
+    if not data.token and not data.comb.size and data.size[i + 1] <= _SMALL_SIZE:
+        out[first : last + 1] = INF
+        small_cells(i, last, data, short, need, out, tb, t2b)
+    else:
+        exact_row(i, data, short, need, out, tb, t2b)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def carried_row(
     i: int,
     data: Arrays,
@@ -372,15 +394,31 @@ def small_row(
     and the full batches' ratios (:func:`_small_ratios`, a block of ends at a time), the same
     floats as their own products, and each running sum is the one :func:`_advance` carries
     (0 while ``a < s``; the second sums stay 0 where their steps are)."""
-    cum, count = data.cum, short.cum_float
-    m = cum.size - 1
-    ci = cum[i]
-    c_i = count[i]
-    b = data.size[i + 1]
+    m = data.cum.size - 1
     last = i
     for j in range(i + 1, m + 1):
         out[j] = INF
         last = j if need[j] else last
+    small_cells(i, last, data, short, need, out, tb, t2b)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def small_cells(
+    i: int,
+    last: int,
+    data: Arrays,
+    short: Short,
+    need: np.ndarray,
+    out: np.ndarray,
+    tb: np.ndarray,
+    t2b: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """:func:`small_row`'s costs into ``out[j]`` for the ends ``j <= last`` with ``need[j]``
+    (``out`` untouched elsewhere)."""
+    cum, count = data.cum, short.cum_float
+    ci = cum[i]
+    c_i = count[i]
+    b = data.size[i + 1]
     two = False  # any step of q or weight2 up to the last end
     for j in range(i + 1, last):
         two = two or short.q_step[j] != 0.0 or data.step2[j] != 0.0

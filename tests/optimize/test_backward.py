@@ -149,9 +149,41 @@ def test_tile_rows_are_the_rows_of_bounds(batch_size: int) -> None:
     lanes = backward_mod.LANES
     starts = np.minimum(np.arange(30, 30 + 3 * lanes, 3), prob.ends[-2])
     tile = np.full((lanes, m + 1), -1.0)
-    backward_mod.tile_rows(starts, data, short, is_end, backward_mod.product_work(batch_size, 0, 0), tile)
+    backward_mod.tile_rows(
+        starts, data, short, is_end, backward_mod.product_work(batch_size, 0, 0), tile, starts[0], m
+    )
     low, ratio = np.empty(m + 1), np.empty(m + 1)
     for a, i in enumerate(starts):
         lower.low_costs(i, data, short, kernel._NO_BOUNDS, is_end, ratio, low)
         assert tile[a, i + 1 :].tobytes() == low[i + 1 :].tobytes()
         assert np.all(tile[a, starts[0] + 1 : i + 1] == np.inf) and np.all(tile[a, : starts[0] + 1] == -1.0)
+
+
+@pytest.mark.parametrize("batch_size", [3, 8])
+def test_the_near_ends_and_the_last_buckets_bound(batch_size: int) -> None:
+    """What the product path's backward pass leaves for the forward pass, against the rows
+    of bounds one start at a time: ``last[k, i]`` at least every end ``j < m`` whose bound
+    plus ``back[k - 1, j]`` is within ``tau`` of ``back[k, i]`` (``k >= 2``), and below ``m``;
+    ``at_m[i]`` at least the row's bound on ``(i, m]`` and at most its exact cost."""
+    prob = build_problem(histogram(157, batch_size), BatchRule(batch_size=batch_size), 1)
+    data, short = exact.exact_arrays(prob)
+    m, n_buckets = prob.m, 5
+    rows, is_end = kernel._rows(prob, n_buckets, prob.ends)
+    want = row_by_row(data, short, rows, is_end, n_buckets)
+    tau = 1e-3 * want[1, rows[0]]
+    last, at_m = np.full((n_buckets + 1, m + 1), -1), np.full(m + 1, -1.0)
+    got = backward_mod.product_backward(data, short, rows, is_end, n_buckets, (tau, last, at_m))
+    assert same_where_read(got, want)
+    low, ratio, cost, work = np.empty(m + 1), np.empty(m + 1), np.empty(m + 1), np.zeros((2, m + 1))
+    only_m = np.zeros(m + 1, np.bool_)
+    only_m[m] = True
+    wide = 0
+    for i in rows:
+        lower.low_costs(i, data, short, kernel._NO_BOUNDS, is_end, ratio, low)
+        exact.exact_row(i, data, short, only_m, cost, work[0], work[1])
+        assert low[m] <= at_m[i] <= cost[m]
+        for k in range(2, n_buckets):
+            near = np.flatnonzero(low[i + 1 : m] + want[k - 1, i + 1 : m] <= want[k, i] + tau) + i + 1
+            assert near.size == 0 or near.max() <= last[k, i] < m
+            wide += near.size > 1
+    assert wide > 0  # (tau lets some rows' near ends spread)

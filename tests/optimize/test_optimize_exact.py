@@ -29,6 +29,7 @@ kernel = importlib.import_module("analysis.optimize._kernel")
 
 budget = importlib.import_module("analysis.optimize._budget")
 pruned = importlib.import_module("analysis.optimize._pruned")
+backward = importlib.import_module("analysis.optimize._backward")
 
 exact = importlib.import_module("analysis.optimize._exact")
 
@@ -314,3 +315,33 @@ def test_the_one_pass_row_is_the_carried_row_bit_for_bit(seed):
         exact.carried_row(i, data, short, need, carried, np.zeros(m + 1), np.zeros(m + 1))
         assert np.array_equal(fast[i + 1 :], carried[i + 1 :]), (i, rule)
         assert np.isfinite(fast[i + 1 :]).sum() == need[i + 1 :].sum()
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_pruned_dp_reading_only_the_near_ends_is_the_dense_dp_bit_for_bit(seed):
+    """Smooth histograms of many samples at batch size 8: every upper bound lies within
+    ``tau / 2`` of ``back`` (asserted), so the forward pass reads the rows of bounds only up
+    to the backward pass's near ends and the last bucket's tighter bound; its optimum for
+    every K up to 8 is still the dense DP's: the same float, the same ends."""
+    rng = np.random.default_rng(8000 + seed)
+    n = int(rng.integers(150, 300))
+    lengths = np.arange(20, 20 + n)
+    density = np.exp(-0.5 * ((np.log(lengths) - np.log(rng.uniform(60, 150))) / 0.6) ** 2)
+    counts = rng.poisson(3000 * density / density.max()) + 1
+    prob = problem.build_problem(LengthHistogram.from_counts(lengths, counts), BatchRule(batch_size=8), 1)
+    data, short = exact.exact_arrays(prob)
+    rows, is_end = kernel._rows(prob, 8, prob.ends)
+    last = np.empty((9, prob.m + 1), np.int64)
+    near = (
+        pruned._TAU * pruned._scale(data, short, kernel._NO_BOUNDS, rows, is_end),
+        last,
+        np.empty(prob.m + 1),
+    )
+    back = backward.product_backward(data, short, rows, is_end, 8, near)
+    upper = pruned._uppers(data, short, kernel._NO_BOUNDS, rows, is_end, back)
+    assert pruned._near(back, upper, rows, near).size  # (the near ends are read)
+    dense_best, dense_arg = kernel.solve_kernel(prob, 8, prob.ends, dense=True)
+    best, arg = kernel.solve_kernel(prob, 8, prob.ends)
+    for k in range(1, 9):
+        assert best[k, prob.m] == dense_best[k, prob.m]
+        assert kernel.backtrack(arg, k, prob.m) == kernel.backtrack(dense_arg, k, prob.m)
