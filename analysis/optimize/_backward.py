@@ -542,7 +542,7 @@ def _fixed_tile(
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _fixed_backward(
+def fixed_backward(
     data: Arrays, short: Short, rows: np.ndarray, is_end: np.ndarray, n_buckets: int
 ) -> np.ndarray:  # pragma: no cover - compiled
     """:func:`backward` for one fixed ``B`` not by the product formula, by tiles of ``LANES``
@@ -751,7 +751,7 @@ def _tile_finish(
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _budget_backward(
+def budget_backward(
     data: Arrays, short: Short, bounds: BudgetBounds, rows: np.ndarray, is_end: np.ndarray, n_buckets: int
 ) -> np.ndarray:  # pragma: no cover - compiled
     """:func:`backward` under a token budget, by tiles of ``LANES`` starts (:func:`_budget_tile`)."""
@@ -775,7 +775,6 @@ def _budget_backward(
     return back
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
 def backward(
     data: Arrays,
     short: Short,
@@ -783,15 +782,22 @@ def backward(
     rows: np.ndarray,
     is_end: np.ndarray,
     n_buckets: int,
-) -> np.ndarray:  # pragma: no cover - compiled
+    near: tuple[float, np.ndarray, np.ndarray] | None = None,
+) -> np.ndarray:
     """``back[k, i]`` for every layer ``k < n_buckets`` and start ``i`` in ``rows``, and
     ``back[n_buckets, rows[0]]`` (``back[0, m] = 0``, inf elsewhere): the module docstring.
     (``back[n_buckets, i]`` is read at the DP's first start alone: ``n_buckets`` buckets from
-    any other start leave none for the lengths below it; the product path leaves it inf.)"""
+    any other start leave none for the lengths below it; the product path leaves it inf.)
+    The rule's pass is chosen here, in Python, so that a first call compiles only its own;
+    ``near``: the product path's record of near ends (:func:`product_backward`; None: none
+    kept)."""
     if short.product and not data.token:
-        m = data.cum.size - 1
-        near = (0.0, np.empty((n_buckets + 1, m + 1), np.int64), np.empty(m + 1))
-        return product_backward(data, short, rows, is_end, n_buckets, near)
-    if data.token:
-        return _budget_backward(data, short, bounds, rows, is_end, n_buckets)
-    return _fixed_backward(data, short, rows, is_end, n_buckets)  # (exact_arrays: no table of C(x, B))
+        if near is None:
+            m = data.cum.size - 1
+            near = (0.0, np.empty((n_buckets + 1, m + 1), np.int64), np.empty(m + 1))
+        out: np.ndarray = product_backward(data, short, rows, is_end, n_buckets, near)
+    elif data.token:
+        out = budget_backward(data, short, bounds, rows, is_end, n_buckets)
+    else:  # (exact_arrays: no table of C(x, B))
+        out = fixed_backward(data, short, rows, is_end, n_buckets)
+    return out

@@ -220,6 +220,14 @@ def low_costs(
     if data.token:
         budget_row(i, data, short, bounds, is_end, out)
         return
+    fixed_row(i, data, short, is_end, ratio, out)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def fixed_row(
+    i: int, data: Arrays, short: Short, is_end: np.ndarray, ratio: np.ndarray, out: np.ndarray
+) -> None:  # pragma: no cover - compiled
+    """:func:`low_costs` for one fixed ``B`` (what a caller that knows the rule compiles alone)."""
     fixed_ratios(i, data, short, out, ratio)
     chain(i + 2, out.size, 0.0, data.step, ratio)
     fixed_bounds(i, data, short, is_end, ratio, out)

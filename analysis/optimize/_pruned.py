@@ -32,12 +32,12 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from analysis.optimize._backward import LANES, backward, product_backward, product_work, tile_rows
+from analysis.optimize._backward import LANES, backward, product_work, tile_rows
 from analysis.optimize._budget import SLACK, BudgetBounds
 from analysis.optimize._costs import INF, Arrays, row_costs
 from analysis.optimize._exact import Short, exact_cells, exact_row
 from analysis.optimize._layers import push, run_layers
-from analysis.optimize._lower import fixed_path_end, low_costs, low_costs_within
+from analysis.optimize._lower import fixed_path_end, fixed_row, low_costs, low_costs_within
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -327,17 +327,14 @@ _TAU = 2e-5
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _scale(
-    data: Arrays, short: Short, bounds: BudgetBounds, rows: np.ndarray, is_end: np.ndarray
-) -> float:  # pragma: no cover - compiled
-    """The bound on one bucket ``(rows[0], m]`` (the scale of the objective)."""
+def _scale(data: Arrays, short: Short, rows: np.ndarray, is_end: np.ndarray) -> float:  # pragma: no cover
+    """The bound on one bucket ``(rows[0], m]`` (the scale of the objective; one fixed ``B``)."""
     m = data.cum.size - 1
     low = np.empty(m + 1)
-    low_costs(rows[0], data, short, bounds, is_end, np.empty(m + 1), low)
+    fixed_row(rows[0], data, short, is_end, np.empty(m + 1), low)
     return float(low[m])
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
 def solve_exact(
     data: Arrays,
     short: Short,
@@ -346,31 +343,42 @@ def solve_exact(
     is_end: np.ndarray,
     n_buckets: int,
     dense: bool,
-) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
+) -> tuple[np.ndarray, np.ndarray]:
     """``D[k, j]`` and ``A[k, j]`` over the exact costs (the module docstring): with ``dense``
-    every bucket costed, else pruned (``D[k, m]`` and its path the dense ones)."""
+    every bucket costed, else pruned (``D[k, m]`` and its path the dense ones).  Each step is
+    a compiled call of its own, the backward pass the one of the rule (so a first call
+    compiles the passes of its rule, not every rule's; between the calls only the GIL's
+    hand-over)."""
+    m = data.cum.size - 1
+    if dense:
+        return _dense(data, short, rows, is_end, n_buckets)
+    near = (0.0, np.empty((0, 0), np.int64), np.empty(0))
+    if short.product and not data.token:  # the product path records the near ends
+        last = np.empty((n_buckets + 1, m + 1), np.int64)
+        near = (_TAU * _scale(data, short, rows, is_end), last, np.empty(m + 1))
+    back = backward(data, short, bounds, rows, is_end, n_buckets, near)  # 1. backwards over the bounds
+    upper = _uppers(data, short, bounds, rows, is_end, back)  # 2. an upper bound for each K
+    best, arg = run_layers(n_buckets, m)
+    _forwards(data, short, bounds, rows, is_end, back, upper, best, arg, near)  # 3. forwards, exact
+    return best, arg
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _dense(
+    data: Arrays, short: Short, rows: np.ndarray, is_end: np.ndarray, n_buckets: int
+) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
+    """:func:`solve_exact` with every bucket costed."""
     m = data.cum.size - 1
     tb = np.zeros(m + 1)
     t2b = np.zeros(m + 1)
     costs = np.empty(m + 1)
     best, arg = run_layers(n_buckets, m)
-    if dense:
-        for r in range(rows.size):
-            i = rows[r]
-            exact_row(i, data, short, is_end, costs, tb, t2b)
-            for k in range(1, n_buckets + 1):
-                if best[k - 1, i] < INF:
-                    push(best[k, i + 1 :], arg[k, i + 1 :], costs[i + 1 :], best[k - 1, i], i)
-        return best, arg
-    if short.product and not data.token:  # 1. backwards over the bounds
-        last = np.empty((n_buckets + 1, m + 1), np.int64)
-        near = (_TAU * _scale(data, short, bounds, rows, is_end), last, np.empty(m + 1))
-        back = product_backward(data, short, rows, is_end, n_buckets, near)
-    else:
-        near = (0.0, np.empty((0, 0), np.int64), np.empty(0))
-        back = backward(data, short, bounds, rows, is_end, n_buckets)
-    upper = _uppers(data, short, bounds, rows, is_end, back)  # 2. an upper bound for each K
-    _forwards(data, short, bounds, rows, is_end, back, upper, best, arg, near)  # 3. forwards, exact
+    for r in range(rows.size):
+        i = rows[r]
+        exact_row(i, data, short, is_end, costs, tb, t2b)
+        for k in range(1, n_buckets + 1):
+            if best[k - 1, i] < INF:
+                push(best[k, i + 1 :], arg[k, i + 1 :], costs[i + 1 :], best[k - 1, i], i)
     return best, arg
 
 

@@ -333,7 +333,7 @@ def test_the_pruned_dp_reading_only_the_near_ends_is_the_dense_dp_bit_for_bit(se
     rows, is_end = kernel._rows(prob, 8, prob.ends)
     last = np.empty((9, prob.m + 1), np.int64)
     near = (
-        pruned._TAU * pruned._scale(data, short, kernel._NO_BOUNDS, rows, is_end),
+        pruned._TAU * pruned._scale(data, short, rows, is_end),
         last,
         np.empty(prob.m + 1),
     )
