@@ -2,7 +2,7 @@
 
 Run from the repository root::
 
-    .venv/bin/python benchmarks/bench_frontier.py           # everything (1.5 minutes here)
+    .venv/bin/python benchmarks/bench_frontier.py           # everything (about 20 s here)
     .venv/bin/python benchmarks/bench_frontier.py --quick   # the goals and the parts (under a minute)
 
 On ``data/case_lengths.csv`` (902,087 samples, 8,128 distinct lengths), batch size 8, K <= 32,

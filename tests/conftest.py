@@ -228,13 +228,15 @@ polish(xm, ym, [0, 2, 4, 5], 1e9)
 
 def _compile_the_optimiser() -> None:
     """Compile (or load from numba's cache) the compiled functions most tests reach: the exact
-    DP under a batch size and a token budget, the cost matrix of the greedy rule, a frontier
+    DP under a batch size (with and without the product formula: each rule compiles its own
+    backward pass) and a token budget, the cost matrix of the greedy rule, a frontier
     under both rules, the floors' label search (a floor on mixing under both rules: the
     frontier above never needs it) and the three compiled packers (on a fresh clone both
     workers, the shared report's two runs and the notebooks' kernels would otherwise each
     compile these at once, seconds of CPU each: 4.5 s the label search, 3.3 s the packers)."""
     hist = LengthHistogram.from_lengths(np.arange(1, 40))
     optimize_edges(hist, 2, batch_size=2)
+    optimize_edges(hist, 2, batch_size=100)  # (C(x, B) without the product formula: its own pass)
     optimize_edges(hist, 2, max_tokens=80)
     optimize_edges(hist, 2, batch_size=2, method="greedy")
     for rule in (BatchRule(batch_size=2), BatchRule(max_tokens=80)):

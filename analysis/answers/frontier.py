@@ -289,8 +289,8 @@ def _pareto(axis: np.ndarray, mixing: np.ndarray) -> np.ndarray:
 #: Floor searches (:func:`analysis.optimize.floor_plans`) the Pareto check of one
 #: :func:`frontier` call runs at most where the faces ask for them (``floor_checks=``: the
 #: summary page, notebook 02, the CLI and ``recommendation.json``), the pairs most likely beaten
-#: first (a search at K = 32 on the bundled data's 952-point grid takes 0.08 s, the median of the
-#: bundled data's 48, 0.2 s at most: ``benchmarks/bench_frontier.py``);
+#: first (a search at K = 32 on the bundled data's 952-point grid takes 0.07 s, the median of the
+#: bundled data's 48, 0.18 s at most: ``benchmarks/bench_frontier.py``);
 #: :attr:`Frontier.unchecked` counts the pairs left.
 FLOOR_CHECKS = 48
 #: Floor searches run on one set of matrices before the Pareto set is taken again.
