@@ -75,9 +75,13 @@ def ratio_at(
 ) -> float:  # pragma: no cover - compiled
     """``C(a, size) / C(b, size)`` for ``a <= b`` and ``b >= size`` (0 when ``a < size``):
     from the table of ``C(x, size)``, else ``prod_{a < y <= b} (y - size) / y`` when
-    ``b - a`` is small, else from the table of ``log x!``."""
+    ``b - a`` is small, else from the table of ``log x!``; ``a / b`` for ``size = 1`` (the
+    difference of two ``log x!`` near ``1e9`` keeps only ~1e-7 of it there, and a batch of one's
+    cost is bounded by its samples' weights to 1e-8: :func:`~analysis.optimize._budget.ones_bound`)."""
     if a < size:
         return 0.0
+    if size == 1:
+        return a / b
     if comb.size:
         return float(comb[a] / comb[b])
     if b - a <= PRODUCT_RATIO:

@@ -286,3 +286,19 @@ def test_the_distribution_sentence_says_how_full_a_shuffles_steps_are():
         "Both take one batch size, 1 (the longest sample must fit the budget): "
         "their steps are 50.0% real tokens."
     )
+
+
+@pytest.mark.parametrize("k", [1, 2])
+def test_batches_of_one_over_tens_of_millions_of_samples_cost_their_weights(k):
+    """Found by the property test: every sample over a budget of one token is a batch of one,
+    whose cost the bounds take as the sum of its samples' weights to 1e-8; the DP's own cost
+    of such a bucket read ``C(a, 1) / C(b, 1)`` from two ``log x!`` near 1e9 (1e-7 off), fell
+    below that bound and pruned the only plan.  The DP's objective is now the independent
+    evaluation's (``make_plan``), to rounding."""
+    hist = LengthHistogram.from_counts([1, 2, 3], [1, 39_967_031, 39_967_032])
+    plan = optimize_edges(hist, k, max_tokens=1)
+    want = min(
+        evaluate_edges(hist, [0, *inner, 3], max_tokens=1).objective
+        for inner in itertools.combinations([1, 2], k - 1)
+    )
+    assert plan.objective == pytest.approx(want, rel=1e-12)
