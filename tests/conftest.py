@@ -210,12 +210,16 @@ def _is_xdist_worker() -> bool:
 
 
 #: What compiles beside the optimiser, in a process of its own (:func:`pytest_sessionstart`):
-#: the three packers and the floors' label search on a small matrix, nothing the optimiser calls.
+#: first the DP under the two rules whose backward passes batch size 2 does not compile (each
+#: rule compiles its own; the optimiser's thread reaches them last, from this cache), then the
+#: three packers and the floors' label search on a small matrix, nothing the optimiser calls.
 _COMPILE_BESIDE = """
 import numpy as np
-from analysis import BatchRule, LengthHistogram, simulate
+from analysis import BatchRule, LengthHistogram, optimize_edges, simulate
 from analysis.optimize._labels import bounds, label_search, polish
 hist = LengthHistogram.from_lengths(np.arange(1, 40))
+optimize_edges(hist, 2, batch_size=100)
+optimize_edges(hist, 2, max_tokens=80)
 for packer in ("packing_bfd", "packing_first_fit", "packing_next_fit"):
     simulate(hist, packer, BatchRule(max_tokens=80), rng=np.random.default_rng(0))
 c, a = np.indices((6, 6))
@@ -226,18 +230,21 @@ polish(xm, ym, [0, 2, 4, 5], 1e9)
 """
 
 
-def _compile_the_optimiser() -> None:
+def _compile_the_optimiser(beside: bool = False) -> None:
     """Compile (or load from numba's cache) the compiled functions most tests reach: the exact
     DP under a batch size (with and without the product formula: each rule compiles its own
     backward pass) and a token budget, the cost matrix of the greedy rule, a frontier
     under both rules, the floors' label search (a floor on mixing under both rules: the
     frontier above never needs it) and the three compiled packers (on a fresh clone both
     workers, the shared report's two runs and the notebooks' kernels would otherwise each
-    compile these at once, seconds of CPU each: 4.5 s the label search, 3.3 s the packers)."""
+    compile these at once, seconds of CPU each: 4.5 s the label search, 3.3 s the packers).
+    ``beside``: the process beside compiles the other rules' passes (``_COMPILE_BESIDE``), so
+    the token budget's frontier comes last here."""
     hist = LengthHistogram.from_lengths(np.arange(1, 40))
     optimize_edges(hist, 2, batch_size=2)
-    optimize_edges(hist, 2, batch_size=100)  # (C(x, B) without the product formula: its own pass)
-    optimize_edges(hist, 2, max_tokens=80)
+    if not beside:
+        optimize_edges(hist, 2, batch_size=100)  # (C(x, B) without the product formula: its own pass)
+        optimize_edges(hist, 2, max_tokens=80)
     optimize_edges(hist, 2, batch_size=2, method="greedy")
     for rule in (BatchRule(batch_size=2), BatchRule(max_tokens=80)):
         frontier(hist, rule, rng=np.random.default_rng(0), max_buckets=3, epochs=1)
@@ -261,7 +268,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         command = [sys.executable, "-c", _COMPILE_BESIDE]
         _BESIDE.append(subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="compile")
-        _COMPILING.append(pool.submit(_compile_the_optimiser))
+        _COMPILING.append(pool.submit(_compile_the_optimiser, True))
         pool.shutdown(wait=False)  # the thread runs on; the hook below waits for it
 
 
