@@ -531,14 +531,7 @@ def _fixed_tile(
     j0, top = starts[0] + 1, starts[LANES - 1]
     for c0 in range(top + 2, m + 1, _CHUNK):
         _fixed_chunk(c0, min(_CHUNK, m + 1 - c0), data, short, is_end, back, layers, work)
-    for a in range(LANES - 1, -1, -1):
-        i = starts[a]
-        for k in range(1, layers):
-            v = acc[k, a]
-            for j in range(i + 1, top + 2):
-                s = head[j - j0, a] + back[k - 1, j]
-                v = s if s < v else v
-            back[k, i] = v
+    _tile_finish(starts, back, layers, acc, head, j0, top)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
