@@ -58,7 +58,8 @@ BATCH_SIZE = 8
 
 
 def explorer_at(rev: str) -> types.ModuleType | None:
-    """``analysis/explorer.py`` of commit ``rev`` as a module (None outside a git checkout)."""
+    """``analysis/explorer.py`` of commit ``rev`` as a module (None outside a git checkout, or
+    where it imports modules this package no longer has)."""
     try:
         source = subprocess.run(
             ["git", "-C", str(PROJECT_ROOT), "show", f"{rev}:analysis/explorer.py"],
@@ -71,7 +72,10 @@ def explorer_at(rev: str) -> types.ModuleType | None:
     module = types.ModuleType("explorer_before")
     module.__file__ = f"{rev}:analysis/explorer.py"
     sys.modules[module.__name__] = module  # dataclasses look their module up
-    exec(compile(source, module.__file__, "exec"), module.__dict__)
+    try:
+        exec(compile(source, module.__file__, "exec"), module.__dict__)
+    except ImportError:  # (its imports name modules the package has since moved)
+        return None
     return module
 
 
@@ -233,7 +237,10 @@ def main() -> None:
         f"median of {args.repeats}; {os.cpu_count()} CPUs, load average {load()}"
     )
     if before is None:
-        print(f"(before: {args.before} not readable with git; only the current explorer is timed)")
+        print(
+            f"(before: {args.before} not readable with git or not importable beside this package; "
+            "only the current explorer is timed)"
+        )
     print(
         f"{'interaction':<46} {'before ms':>10} {'redraw ms':>10} {'ratio':>7} {'optimal shown ms':>17}"
         f"  redraw target <= {TARGET_MS:.0f} ms"
