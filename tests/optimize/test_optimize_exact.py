@@ -345,3 +345,17 @@ def test_the_pruned_dp_reading_only_the_near_ends_is_the_dense_dp_bit_for_bit(se
     for k in range(1, 9):
         assert best[k, prob.m] == dense_best[k, prob.m]
         assert kernel.backtrack(arg, k, prob.m) == kernel.backtrack(dense_arg, k, prob.m)
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_a_bucket_of_hundreds_of_millions_of_samples_keeps_its_plan(k: int) -> None:
+    """Found by the property test: 2.2e8 samples of one length, batch size 18.  The DP's own
+    exact cost of the last bucket is about ``n`` ulps off (1.1e-8 low); the last bucket's
+    chord bound, below the true cost, was above it and pruned the only plan.  Its margin now
+    grows with the bucket's samples: the pruned DP is the dense one."""
+    hist = LengthHistogram.from_counts([1, 2, 3, 4, 42_747], [1, 1, 1, 215_242_067, 171])
+    prob = problem.build_problem(hist, BatchRule(batch_size=18), 1)
+    pruned = kernel.solve_kernel(prob, k, prob.ends)
+    dense = kernel.solve_kernel(prob, k, prob.ends, dense=True)
+    assert np.isfinite(pruned[0][k, prob.m]) and pruned[0][k, prob.m] == dense[0][k, prob.m]
+    assert kernel.backtrack(pruned[1], k, prob.m) == kernel.backtrack(dense[1], k, prob.m)
