@@ -262,10 +262,17 @@ def exact_row(
     (inf elsewhere); ``tb``, ``t2b``: work rows.  One fixed ``B <= 16`` read without a table
     of ``C(x, B)`` (batch size 8 and the like) takes :func:`small_row`, any other rule
     :func:`carried_row`: the same floats."""
-    if not data.token and not data.comb.size and data.size[i + 1] <= _SMALL_SIZE:
+    if _small(i, data):
         small_row(i, data, short, need, out, tb, t2b)
     else:
         carried_row(i, data, short, need, out, tb, t2b)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _small(i: int, data: Arrays) -> bool:  # pragma: no cover - compiled
+    """Whether the row of start ``i`` takes :func:`small_row`: one fixed ``B <= 16`` read
+    without a table of ``C(x, B)``."""
+    return not data.token and not data.comb.size and data.size[i + 1] <= _SMALL_SIZE
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -283,7 +290,7 @@ def exact_cells(
     """:func:`exact_row`'s ``out[j]`` for ``first <= j <= last`` (the first and last ends with
     ``need[j]``): :func:`small_cells` only up to ``last`` where :func:`exact_row` would take
     :func:`small_row` (the same floats), else :func:`exact_row`."""
-    if not data.token and not data.comb.size and data.size[i + 1] <= _SMALL_SIZE:
+    if _small(i, data):
         out[first : last + 1] = INF
         small_cells(i, last, data, short, need, out, tb, t2b)
     else:
