@@ -48,7 +48,7 @@ from _common import case_histogram
 import analysis.explorer
 from analysis.batching import BatchRule
 from analysis.lengths import LengthHistogram
-from analysis.optimize import optimize_edges, sweep_bucket_counts
+from analysis.optimize import Floor, optimize_edges, sweep_bucket_counts
 from analysis.paths import PROJECT_ROOT
 
 TARGET_MS = 150.0
@@ -101,6 +101,11 @@ def timed_set(panel: Any, control: str, value: Any) -> Timing:
     return redraw, shown
 
 
+def _rule(start: dict[str, Any]) -> dict[str, Any]:
+    """The batch size of the bench, unless ``start`` gives a token budget."""
+    return {} if "max_tokens" in start else {"batch_size": BATCH_SIZE}
+
+
 def alternating(*values: Any) -> Iterator[Any]:
     """``values`` over and over (each set differs from the one before)."""
     while True:
@@ -129,7 +134,7 @@ def scenarios(hist: LengthHistogram) -> list[Scenario]:
         def run(explore: Callable[..., Any], repeats: int) -> list[Timing]:
             out = []
             for _ in range(repeats):
-                panel = explore(hist, batch_size=BATCH_SIZE, n_buckets=N_BUCKETS, **start)
+                panel = explore(hist, **{"batch_size": BATCH_SIZE, "n_buckets": N_BUCKETS, **start})
                 if before is not None:
                     panel.rule.value = before
                 out.append(timed_set(panel, control, value))
@@ -139,7 +144,7 @@ def scenarios(hist: LengthHistogram) -> list[Scenario]:
 
     def steady(control: str, values: Callable[[Any], Iterator[Any]], warm: int = 2, **start: Any) -> Run:
         def run(explore: Callable[..., Any], repeats: int) -> list[Timing]:
-            panel = explore(hist, batch_size=BATCH_SIZE, n_buckets=N_BUCKETS, **start)
+            panel = explore(hist, **{"n_buckets": N_BUCKETS, **_rule(start), **start})
             seq = values(panel)
             for _ in range(warm):  # visit each value once: what the panel may keep
                 timed_set(panel, control, next(seq))
@@ -149,6 +154,10 @@ def scenarios(hist: LengthHistogram) -> list[Scenario]:
 
     def edge_moves(panel: Any) -> Iterator[str]:
         return alternating(moved_edge(panel, 16), moved_edge(panel, -16))
+
+    budget: dict[str, Any] = {"max_tokens": BatchRule.resolve().token_budget(hist.max)}
+    floor: dict[str, Any] = {"floor": Floor("mixing", 0.3)}
+    fill: dict[str, Any] = {"floor": Floor("budget_fill", 0.7)}
 
     return [
         ("move an edge (type the edges, Enter)", False, True, steady("edges", edge_moves)),
@@ -193,6 +202,41 @@ def scenarios(hist: LengthHistogram) -> list[Scenario]:
             True,
             False,
             fresh("n_buckets", N_BUCKETS + 1, before="max_tokens"),
+        ),
+        # under a token budget from the start, and with a floor set (issue 34; the old
+        # explorer had neither a budget start nor a floor: not timed)
+        (
+            "max_tokens: K slider 6 <-> 7, seen",
+            False,
+            False,
+            steady("n_buckets", lambda _: alternating(7, 6), **budget),
+        ),
+        ("max_tokens: move an edge", False, False, steady("edges", edge_moves, **budget)),
+        ("floor: type mixing >= 30%, first time", True, False, fresh("floor_value", "30%")),
+        (
+            "floor 30% set: K slider 6 <-> 7, seen",
+            False,
+            False,
+            steady("n_buckets", lambda _: alternating(7, 6), **floor),
+        ),
+        (
+            "floor 30% set: K slider -> a new K",
+            True,
+            False,
+            steady("n_buckets", lambda _: iter(range(7, 17)), warm=0, **floor),
+        ),
+        ("floor 30% set: move an edge", False, False, steady("edges", edge_moves, **floor)),
+        (
+            "floor 30% set: batch size -> a new value",
+            True,
+            False,
+            steady("rule_value", lambda _: map(str, range(9, 100)), warm=0, **floor),
+        ),
+        (
+            "max_tokens, budget fill >= 70%: K -> a new K",
+            True,
+            False,
+            steady("n_buckets", lambda _: iter(range(7, 17)), warm=0, **budget, **fill),
         ),
     ]
 

@@ -47,7 +47,7 @@ from analysis.narrative.frontier import (
     frontier_sentence,
     unchecked_sentence,
 )
-from analysis.optimize import Floor, as_floor
+from analysis.optimize import Floor, as_floor, parse_share
 
 __all__ = [
     "add_floors",
@@ -59,16 +59,11 @@ __all__ = [
 
 
 def _share(text: str) -> float:
-    """A floor in ``(0, 1]`` (``0.9``, or ``90%``)."""
+    """A floor in ``(0, 1]`` (``0.9``, or ``90%``): :func:`analysis.optimize.floors.parse_share`."""
     try:
-        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected a number in (0, 1] or a percentage, got {text!r}"
-        ) from None
-    if not 0 < value <= 1:
-        raise argparse.ArgumentTypeError(f"expected a number in (0, 1] or a percentage, got {text!r}")
-    return value
+        return parse_share(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 # Shaped like add_batch_rule (cli/_options.py) on purpose: two mutually exclusive options, each

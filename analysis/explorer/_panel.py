@@ -17,10 +17,11 @@ from analysis.batching import (
     BatchRule,
     parse_rule_value,
 )
-from analysis.explorer._plans import STAND_IN_METHOD, Job, Plans
+from analysis.explorer._plans import STAND_IN_METHOD, Job, Key, Plans
 from analysis.explorer._view import ExplorerView, HistogramInput, edited_view, view_title, with_noise
 from analysis.lengths import as_histogram
-from analysis.optimize import METHODS, evaluate_edges
+from analysis.narrative.plan import describe_computing
+from analysis.optimize import METHODS, Floor, evaluate_edges, parse_share
 from analysis.tables import tidy
 
 if TYPE_CHECKING:
@@ -40,8 +41,14 @@ class Explorer:
     Attributes (ipywidgets): ``n_buckets`` (IntSlider), ``rule`` (Dropdown:
     ``batch_size``/``max_tokens``), ``rule_value`` (Text: the value, read on Enter by
     :func:`analysis.batching.parse_rule_value`, the CLI's rule, and shown whole), ``method`` (Dropdown),
-    ``edges`` (Text, evaluated on Enter), ``status`` and ``table`` (HTML), ``image`` (Image,
-    the figure as PNG), ``widget`` (the whole VBox).  ``view`` is the last
+    ``edges`` (Text, evaluated on Enter), ``floor`` (Dropdown: what a floor floors, the
+    mixing, or with a noise model the effective batch share, or the objective's share: the
+    efficiency, the budget fill under ``max_tokens``) and ``floor_value`` (Text: the floor, a
+    number in (0, 1] or a percentage, read on Enter; empty: no floor), ``status`` and
+    ``table`` (HTML), ``image`` (Image, the figure as PNG), ``widget`` (the whole VBox).
+    With a floor the ``"optimal"`` edges are the best plan meeting it (``optimize_edges(...,
+    floor=...)``, exact, one K at a time in the background); the field's rules ignore it,
+    and the status says so.  ``view`` is the last
     :class:`ExplorerView`; ``error`` the last problem (edited edges, or a batch rule with no
     optimum) or ``None``; ``plot`` the :class:`analysis.plots.EdgesOnHistogram` the image
     shows, one figure updated in place.  Placed plans are kept (see the module docstring):
@@ -73,6 +80,7 @@ class Explorer:
         method: str = DEFAULT_METHOD,
         background: bool = True,
         noise: GradientNoise | None = None,
+        floor: Floor | None = None,
     ) -> None:
         import ipywidgets as w
 
@@ -89,14 +97,14 @@ class Explorer:
         self.view: ExplorerView | None = None
         self.error: str | None = None
         self._busy = False  # the panel is setting a widget itself: its observer must not act
-        self._plans = Plans(self.hist, k_max)
+        self._plans = Plans(self.hist, k_max, noise=noise)
         # one re-entrant lock around every state change and display (a display sets the edges
         # box, whose observer takes the lock again in the same thread); the condition tells
         # wait() that a pass ended
         self._lock = threading.RLock()
         self._idle = threading.Condition(self._lock)
-        self._pending: dict[BatchRule, threading.Thread] = {}  # the pass running for each rule
-        self._waiting_for: BatchRule | None = None  # the rule the provisional view waits for
+        self._pending: dict[Key, threading.Thread] = {}  # the pass running for each rule and floor
+        self._waiting_for: Key | None = None  # the rule and floor the provisional view waits for
         self._shown_k: int | None = None  # the K slider's value when the view was shown
         from analysis.plots import EdgesOnHistogram
 
@@ -126,6 +134,22 @@ class Explorer:
             layout=w.Layout(width="95%"),
             placeholder="comma-separated, e.g. 0, 770, 1216, 8192 (Enter)",
         )
+        axis = "mixing" if noise is None else "effective_batch"
+        self.floor = w.Dropdown(
+            options=[
+                (f"{axis.replace('_', ' ')} floor", axis),
+                ("efficiency / budget fill floor", "objective"),
+            ],
+            value=axis if floor is None or floor.measure == axis else "objective",
+            description="",
+            layout=w.Layout(width="auto"),
+        )
+        self.floor_value = w.Text(
+            value="" if floor is None else repr(floor.value),
+            description=">=",
+            continuous_update=False,
+            placeholder="none, or e.g. 30% (Enter)",
+        )
         self.status = w.HTML()
         self.table = w.HTML()
         self.image = w.Image(format="png")
@@ -133,13 +157,19 @@ class Explorer:
             [
                 w.HBox([self.n_buckets, self.method]),
                 w.HBox([self.rule, self.rule_value]),
+                w.HBox([self.floor, self.floor_value]),
                 self.edges,
                 self.status,
                 self.image,
                 self.table,
             ]
         )
-        for control in (self.n_buckets, self.method, self.rule_value):
+        if floor is not None and self._floor(rule) != floor:
+            wanted = "budget_fill" if rule.max_tokens is not None else "efficiency"
+            raise ValueError(
+                f"floor: the panel floors {axis} or {wanted} under {rule.text}, got {floor.measure}"
+            )
+        for control in (self.n_buckets, self.method, self.rule_value, self.floor, self.floor_value):
             control.observe(self._on_control, names="value")
         self.rule.observe(self._on_rule, names="value")
         self.edges.observe(self._on_edges, names="value")
@@ -156,6 +186,21 @@ class Explorer:
             raise ValueError(f"{self.rule.value}: {exc}") from None
         by_size = self.rule.value == "batch_size"
         return BatchRule(value if by_size else None, None if by_size else value, self.pad_to_multiple_of)
+
+    def _floor(self, rule: BatchRule) -> Floor | None:
+        """The floor the controls ask for under ``rule`` (None: the box is empty; a
+        ``ValueError`` naming the floor when it holds what
+        :func:`analysis.optimize.parse_share` refuses)."""
+        text = str(self.floor_value.value).strip()
+        if not text:
+            return None
+        measure = str(self.floor.value)
+        if measure == "objective":
+            measure = "efficiency" if rule.max_tokens is None else "budget_fill"
+        try:
+            return Floor(measure, parse_share(text))
+        except ValueError as exc:
+            raise ValueError(f"{measure.replace('_', ' ')} floor: {exc}") from None
 
     def place_edges(self) -> None:
         """Place edges with the current K, method and batch rule, and show them (in the
@@ -207,72 +252,83 @@ class Explorer:
         self._waiting_for = None
         try:
             rule = self._rule()
-            plan = self._plans.plan(k, rule, method) if block else self._plans.cached(k, rule, method)
+            floor = self._floor(rule)
+            asked = floor if method == "optimal" else None
+            plan = (
+                self._plans.plan(k, rule, method, asked)
+                if block
+                else self._plans.cached(k, rule, method, asked)
+            )
         except ValueError as exc:
             self._show_error(str(exc))
             return
         if plan is not None:
-            self._show(ExplorerView(plan, plan.method))
+            self._show(ExplorerView(plan, plan.method, floor=floor))
             return
-        self._waiting_for = rule
-        self._show_provisional(k, rule)
+        self._waiting_for = (rule, floor)
+        self._show_provisional(k, rule, floor)
         # after drawing: a pass started first would take CPU from the drawing on shared cores
-        self._start(rule, k)
+        self._start((rule, floor), k)
 
-    def _start(self, rule: BatchRule, n_buckets: int) -> None:
-        """Run the pass ``rule`` lacks in a daemon thread, unless one runs for it already."""
-        if rule in self._pending:
+    def _start(self, key: Key, n_buckets: int) -> None:
+        """Run the pass ``key`` (a rule and its floor) lacks in a daemon thread, unless one
+        runs for it already."""
+        if key in self._pending:
             return
-        job = self._plans.claim(rule, n_buckets)
+        job = self._plans.claim(key, n_buckets)
         assert job is not None  # cached() found the plan missing, so a pass is missing
-        name = f"explorer: optimal edges for {rule.text}"
-        thread = threading.Thread(target=self._work, args=(rule, job), daemon=True, name=name)
-        self._pending[rule] = thread
+        rule, floor = key
+        name = f"explorer: optimal edges for {rule.text}" + ("" if floor is None else f", {floor.text}")
+        thread = threading.Thread(target=self._work, args=(key, job), daemon=True, name=name)
+        self._pending[key] = thread
         thread.start()
 
-    def _work(self, rule: BatchRule, job: Job) -> None:
+    def _work(self, key: Key, job: Job) -> None:
         """The worker thread: run ``job`` without the lock, store and show its result under it,
-        and go on while the panel asks for a K of ``rule`` still missing (a failed sweep)."""
+        and go on while the panel asks for a K of ``key`` still missing (a failed sweep, or a
+        floor: placed one K at a time)."""
         next_job: Job | None = job
         try:
             while next_job is not None:
                 store = next_job()
                 with self._lock:
                     store()
-                    self._show_if_asked(rule)
-                    asked = int(self.n_buckets.value) if self._asks(rule) else None
-                    next_job = self._plans.claim(rule, asked)
+                    self._show_if_asked(key)
+                    asked = int(self.n_buckets.value) if self._asks(key) else None
+                    next_job = self._plans.claim(key, asked)
                     if next_job is None:
-                        del self._pending[rule]
+                        del self._pending[key]
                         self._idle.notify_all()
         except Exception as exc:  # a bug, not bad input: say so rather than wait forever
             with self._lock:
-                self._pending.pop(rule, None)
+                self._pending.pop(key, None)
                 self._idle.notify_all()
-                self._show_error(f"the optimiser failed for {rule.text}: {type(exc).__name__}: {exc}")
+                self._show_error(f"the optimiser failed for {key[0].text}: {type(exc).__name__}: {exc}")
 
-    def _asks(self, rule: BatchRule) -> bool:
-        """Whether the panel still waits for the optimal edges of ``rule``."""
+    def _asks(self, key: Key) -> bool:
+        """Whether the panel still waits for the optimal edges of ``key``."""
         try:
-            asked = self._rule()
-        except ValueError:  # the box holds a refused value: the panel shows that error
+            rule = self._rule()
+            asked = (rule, self._floor(rule))
+        except ValueError:  # a box holds a refused value: the panel shows that error
             return False
-        return self._waiting_for == rule and asked == rule and self.method.value == "optimal"
+        return self._waiting_for == key and asked == key and self.method.value == "optimal"
 
-    def _show_if_asked(self, rule: BatchRule) -> None:
-        if not self._asks(rule):
+    def _show_if_asked(self, key: Key) -> None:
+        if not self._asks(key):
             return
+        rule, floor = key
         try:
-            plan = self._plans.cached(int(self.n_buckets.value), rule, "optimal")
+            plan = self._plans.cached(int(self.n_buckets.value), rule, "optimal", floor)
         except ValueError as exc:
             self._waiting_for = None
             self._show_error(str(exc))
             return
         if plan is not None:
             self._waiting_for = None
-            self._show(ExplorerView(plan, plan.method))
+            self._show(ExplorerView(plan, plan.method, floor=floor))
 
-    def _show_provisional(self, n_buckets: int, rule: BatchRule) -> None:
+    def _show_provisional(self, n_buckets: int, rule: BatchRule, floor: Floor | None) -> None:
         """Show what stands in until the optimal edges of ``rule`` are known: the edges on
         show, evaluated under ``rule``, or, where K changed, quick edges for the new K."""
         shown = self.view
@@ -283,15 +339,12 @@ class Explorer:
                 else:
                     origin = f"{shown.source}, {shown.plan.rule.text}"
                 plan = evaluate_edges(self.hist, shown.edges, rule, method="previous")
-                view = ExplorerView(plan, "previous", provisional=origin)
+                view = ExplorerView(plan, "previous", provisional=origin, floor=floor)
             else:
                 plan = self._plans.plan(n_buckets, rule, STAND_IN_METHOD)
-                view = ExplorerView(plan, STAND_IN_METHOD, provisional="placed for the new K")
+                view = ExplorerView(plan, STAND_IN_METHOD, provisional="placed for the new K", floor=floor)
         except ValueError as exc:
-            self._show_error(
-                f"computing the optimal edges for {rule.text} in the background; "
-                f"nothing to show meanwhile: {exc}"
-            )
+            self._show_error(f"{describe_computing(rule, floor)}; nothing to show meanwhile: {exc}")
             return
         self._show(view)
 
@@ -330,10 +383,10 @@ class Explorer:
             self.edges.value = view.edges_text()
         finally:
             self._busy = False
-        noise = view.noise_text()
+        lines = [line for line in (view.floor_text(), view.noise_text()) if line is not None]
         self.status.value = (
             f"<b>{html.escape(view.status())}</b>"
-            + ("" if noise is None else f"<br>{html.escape(noise)}")
+            + "".join(f"<br>{html.escape(line)}" for line in lines)
             + "".join(
                 f"<br><span style='color:#a60'>warning: {html.escape(line)}</span>" for line in view.warnings
             )
@@ -369,6 +422,7 @@ class ExplorerControls(TypedDict, total=False):
     method: str
     background: bool
     noise: GradientNoise | None
+    floor: Floor | None
 
 
 def explore(hist: HistogramInput, **controls: Unpack[ExplorerControls]) -> Explorer:
@@ -392,6 +446,10 @@ def explore(hist: HistogramInput, **controls: Unpack[ExplorerControls]) -> Explo
         A gradient-noise model of your model (:func:`analysis.loaders.load_gradient_noise`):
         the status then says what the edges on show keep of a shuffle's effective batch
         (``B_eff``) and their steps to the same loss (:meth:`ExplorerView.noise_text`).
+    floor : Floor, optional
+        A starting floor (:class:`analysis.optimize.Floor`) on the mixing (with ``noise``, the
+        effective batch share) or on the objective (the efficiency; the budget fill under
+        ``max_tokens``): the ``"optimal"`` edges are then the best plan meeting it.
 
     Examples
     --------
@@ -401,5 +459,12 @@ def explore(hist: HistogramInput, **controls: Unpack[ExplorerControls]) -> Explo
     >>> panel.n_buckets.value = 3   # what dragging the slider does
     >>> panel.view.n_buckets, panel.edges.value
     (3, '0, 3, 11, 40')
+    >>> round(panel.view.plan.mixing, 3)   # the padding optimum keeps little mixing
+    0.002
+    >>> panel.floor_value.value = "60%"   # a floor: the most efficient plan keeping 60 % of it
+    >>> panel.wait()
+    True
+    >>> panel.view.edges, round(panel.view.plan.mixing, 3), round(panel.view.efficiency, 3)
+    ([0, 3, 10, 40], 0.646, 0.688)
     """
     return Explorer(hist, **controls)

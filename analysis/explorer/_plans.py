@@ -10,7 +10,8 @@ from dataclasses import replace
 
 from analysis.batching import BatchRule
 from analysis.lengths import LengthHistogram
-from analysis.optimize import BucketPlan, evaluate_edges, optimize_edges, sweep_bucket_counts
+from analysis.optimize import BucketPlan, Floor, evaluate_edges, optimize_edges, sweep_bucket_counts
+from analysis.timing.noise import GradientNoise
 
 __all__ = ["STAND_IN_METHOD"]
 
@@ -23,6 +24,9 @@ STAND_IN_METHOD = "equal_tokens"
 #: and touches no shared state; the function it returns stores the result (under the lock).
 Job = Callable[[], Callable[[], None]]
 
+#: What a pass is for: the batch rule, and the floor its optimal plans meet (None: none).
+Key = tuple[BatchRule, Floor | None]
+
 
 class Plans:
     """The plans the panel has placed, by (method, batch rule) and K: each placed once.
@@ -32,7 +36,11 @@ class Plans:
     time the rule is asked for; the plan of one K is then built from its edges with
     :func:`analysis.evaluate_edges` (the padding model, milliseconds).  The field's rules
     are placed per K by :func:`analysis.optimize_edges` (milliseconds).  The plans of the
-    last ``keep`` (method, rule) pairs are kept.
+    last ``keep`` (method, rule) pairs are kept.  With a :class:`~analysis.optimize.Floor`,
+    ``"optimal"`` is the best plan meeting it (:func:`analysis.optimize_edges` with
+    ``floor=``, and ``noise=`` when the panel has a model: the gradient axis), placed one K
+    at a time (an exact floor search takes about a tenth of a second per K), the last
+    ``keep`` (rule, floor) pairs kept; the field's rules ignore the floor.
 
     :meth:`cached` never runs the optimiser (it answers ``None`` where an optimal plan needs
     a pass); :meth:`claim` hands out the missing pass as a :data:`Job`, which a caller may
@@ -40,30 +48,40 @@ class Plans:
     lock: the panel calls :meth:`cached`, :meth:`claim` and a job's store under its own.
     """
 
-    def __init__(self, hist: LengthHistogram, k_max: int, keep: int = 8) -> None:
+    def __init__(
+        self, hist: LengthHistogram, k_max: int, keep: int = 8, noise: GradientNoise | None = None
+    ) -> None:
         self.hist = hist
         self.k_max = k_max
         self.keep = keep
+        self.noise = noise
         self.sweeps = 0  # optimiser sweeps started (a test counts them)
         self._plans: OrderedDict[tuple[str, BatchRule], dict[int, BucketPlan]] = OrderedDict()
         # per rule: the optimal edges of each K with the proven bound on their distance to the
         # optimum (plan.gap), or the message of its ValueError; a rule whose sweep failed
         # starts empty and is filled K by K
         self._optimal: dict[BatchRule, dict[int, tuple[list[int], float] | str]] = {}
+        # per (rule, floor): the best plan meeting the floor for each K placed, or its error
+        self._floored: OrderedDict[tuple[BatchRule, Floor], dict[int, BucketPlan | str]] = OrderedDict()
 
-    def plan(self, n_buckets: int, rule: BatchRule, method: str) -> BucketPlan:
-        """The plan ``optimize_edges(hist, n_buckets, rule, method=method)`` (equal to it),
-        running any optimiser pass it needs here."""
-        while (plan := self.cached(n_buckets, rule, method)) is None:
-            job = self.claim(rule, n_buckets)
+    def plan(self, n_buckets: int, rule: BatchRule, method: str, floor: Floor | None = None) -> BucketPlan:
+        """The plan ``optimize_edges(hist, n_buckets, rule, method=method)`` (equal to it; with
+        ``floor`` and ``"optimal"``, the one with ``floor=floor``), running any optimiser pass
+        it needs here."""
+        while (plan := self.cached(n_buckets, rule, method, floor)) is None:
+            job = self.claim((rule, floor), n_buckets)
             assert job is not None  # cached() lacks the plan, so a pass is missing
             job()()
         return plan
 
-    def cached(self, n_buckets: int, rule: BatchRule, method: str) -> BucketPlan | None:
+    def cached(
+        self, n_buckets: int, rule: BatchRule, method: str, floor: Floor | None = None
+    ) -> BucketPlan | None:
         """The plan of :meth:`plan` where it needs no optimiser pass (the field's rules are
         placed here, in milliseconds), else ``None``.  Raises ``ValueError`` as
         :func:`analysis.optimize_edges` would."""
+        if floor is not None and method == "optimal":
+            return self._floored_plan(n_buckets, rule, floor)
         key = (method, rule)
         plans = self._plans.pop(key, {})
         self._plans[key] = plans  # most recent last
@@ -84,15 +102,32 @@ class Plans:
                 plans[n_buckets] = self._optimal_plan(n_buckets, rule, *found)
         return plans[n_buckets]
 
+    def _floored_plan(self, n_buckets: int, rule: BatchRule, floor: Floor) -> BucketPlan | None:
+        key = (rule, floor)
+        plans = self._floored.pop(key, {})
+        self._floored[key] = plans  # most recent last
+        while len(self._floored) > self.keep:
+            del self._floored[next(iter(self._floored))]
+        found = plans.get(n_buckets)
+        if isinstance(found, str):
+            raise ValueError(found)
+        return found
+
     def _optimal_plan(self, n_buckets: int, rule: BatchRule, edges: list[int], gap: float) -> BucketPlan:
         plan = evaluate_edges(self.hist, edges, rule, method="optimal")
         # the pass's proven gap ("auto" candidates above AUTO_CANDIDATES_ABOVE distinct lengths)
         return replace(plan, n_buckets_requested=n_buckets, gap=gap)
 
-    def claim(self, rule: BatchRule, n_buckets: int | None) -> Job | None:
-        """The optimiser pass the optimal plans of ``rule`` still lack, or ``None``: the sweep
-        over every K the first time ``rule`` is asked for; after a sweep that failed (some K
-        has no finite optimum), ``n_buckets`` alone (``None``: none asked for)."""
+    def claim(self, key: Key, n_buckets: int | None) -> Job | None:
+        """The optimiser pass the optimal plans of ``key`` (a rule and its floor) still lack,
+        or ``None``: without a floor, the sweep over every K the first time the rule is asked
+        for, and after a sweep that failed (some K has no finite optimum) ``n_buckets`` alone
+        (``None``: none asked for); with a floor, ``n_buckets`` alone."""
+        rule, floor = key
+        if floor is not None:
+            if n_buckets is not None and n_buckets not in self._floored.get((rule, floor), {}):
+                return lambda: self._place_floored(rule, floor, n_buckets)
+            return None
         if rule not in self._optimal:
             self.sweeps += 1
             return lambda: self._sweep(rule)
@@ -125,5 +160,17 @@ class Plans:
 
         def store() -> None:
             self._optimal.setdefault(rule, {})[n_buckets] = found
+
+        return store
+
+    def _place_floored(self, rule: BatchRule, floor: Floor, n_buckets: int) -> Callable[[], None]:
+        found: BucketPlan | str
+        try:
+            found = optimize_edges(self.hist, n_buckets, rule, floor=floor, noise=self.noise)
+        except ValueError as exc:
+            found = str(exc)
+
+        def store() -> None:
+            self._floored.setdefault((rule, floor), {})[n_buckets] = found
 
         return store

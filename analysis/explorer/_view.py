@@ -15,9 +15,10 @@ from matplotlib.figure import Figure
 from analysis.answers.gradient_noise import PlanQuality, plan_quality
 from analysis.batching import DEFAULT_METHOD, DEFAULT_N_BUCKETS, BatchRule, parse_edges
 from analysis.lengths import LengthHistogram, as_histogram
+from analysis.narrative.frontier import floor_sentence
 from analysis.narrative.noise import describe_plan_noise
-from analysis.narrative.plan import describe_plan_status, plan_warnings
-from analysis.optimize import BucketPlan, evaluate_edges, optimize_edges
+from analysis.narrative.plan import describe_floor_ignored, describe_plan_status, plan_warnings
+from analysis.optimize import BucketPlan, Floor, evaluate_edges, optimize_edges
 from analysis.tables import format_percent
 from analysis.timing.noise import GradientNoise
 
@@ -43,12 +44,34 @@ class ExplorerView:
 
     ``quality``: the plan in gradient noise (:func:`analysis.answers.gradient_noise.plan_quality`)
     when the explorer was given a noise model, shown under the status line (:meth:`noise_text`).
+    ``floor``: the floor the controls ask for (None: none), which the ``"optimal"`` edges meet
+    (:meth:`floor_text`).
     """
 
     plan: BucketPlan
     source: str
     provisional: str | None = None
     quality: PlanQuality | None = None
+    floor: Floor | None = None
+
+    def floor_text(self) -> str | None:
+        """How the plan meets the floor (:func:`analysis.narrative.frontier.floor_sentence`), or
+        that the floor places the optimal edges only (edges of a field rule, or typed); None
+        without a floor and while the optimal edges are computed (the status says so).
+
+        Examples
+        --------
+        >>> v = explore_view([1, 2, 3, 9, 10] * 5, n_buckets=2, batch_size=4, floor=Floor("mixing", 0.2))
+        >>> v.edges, v.floor_text()
+        ... # doctest: +NORMALIZE_WHITESPACE
+        ([0, 2, 10], '--min-mixing 20%: efficiency 75.27% (proven best); the next frontier point
+        reaches 88.27% efficiency keeping 3.70%.')
+        """
+        if self.floor is None or self.provisional is not None:
+            return None
+        if self.plan.floor is None:
+            return describe_floor_ignored(self.floor, self.source)
+        return floor_sentence(self.plan)
 
     def noise_text(self) -> str | None:
         """What the plan keeps of a shuffle's effective batch (``B_eff``) and its steps to the
@@ -102,7 +125,7 @@ class ExplorerView:
         under that rule: previous edges (optimal, batch_size 4), 1 bucket: efficiency 63.16%,
         padded tokens 25 for 16 useful (waste 9)'
         """
-        return describe_plan_status(self.plan, self.source, self.provisional)
+        return describe_plan_status(self.plan, self.source, self.provisional, self.floor)
 
 
 def explore_view(
@@ -115,6 +138,7 @@ def explore_view(
     method: str = DEFAULT_METHOD,
     edges: EdgesInput | None = None,
     noise: GradientNoise | None = None,
+    floor: Floor | None = None,
 ) -> ExplorerView:
     """The plan for one set of control values (the panel's pure logic), priced in gradient
     noise when a ``noise`` model is given (:func:`with_noise`).
@@ -122,8 +146,10 @@ def explore_view(
     With ``edges=None`` the edges are placed by ``method`` (:func:`analysis.optimize_edges`);
     otherwise the given edges (a list, or text for :func:`analysis.batching.parse_edges`) are
     evaluated as they are.  The batch rule is :meth:`analysis.BatchRule.resolve` of
-    ``batch_size`` / ``max_tokens``.  Raises ``ValueError`` for edges that are not
-    increasing or don't cover the data.
+    ``batch_size`` / ``max_tokens``.  With a ``floor`` the ``"optimal"`` edges are the best
+    plan meeting it (:func:`analysis.optimize_edges` with ``floor=`` and ``noise=``); other
+    edges are placed or evaluated without it, and the view says so (:meth:`ExplorerView.floor_text`).
+    Raises ``ValueError`` for edges that are not increasing or don't cover the data.
 
     Examples
     --------
@@ -136,9 +162,17 @@ def explore_view(
     histogram = as_histogram(hist)
     rule = BatchRule.resolve(batch_size, max_tokens, pad_to_multiple_of)
     if edges is None:
-        plan = optimize_edges(histogram, n_buckets, rule, method=method)
-        return with_noise(ExplorerView(plan, plan.method), histogram, noise)
-    return with_noise(edited_view(histogram, edges, rule), histogram, noise)
+        floored = floor is not None and method == "optimal"
+        plan = optimize_edges(
+            histogram,
+            n_buckets,
+            rule,
+            method=method,
+            floor=floor if floored else None,
+            noise=noise if floored else None,
+        )
+        return with_noise(ExplorerView(plan, plan.method, floor=floor), histogram, noise)
+    return with_noise(replace(edited_view(histogram, edges, rule), floor=floor), histogram, noise)
 
 
 def with_noise(

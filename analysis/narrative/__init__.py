@@ -30,7 +30,14 @@ from analysis.narrative.frontier import floor_sentence, frontier_sentence, paret
 from analysis.narrative.lengths import describe_clipping, describe_distribution, lengths_label
 from analysis.narrative.noise import describe_noise_model, describe_plan_noise
 from analysis.narrative.packing import describe_pack_or_pad
-from analysis.narrative.plan import buckets_phrase, describe_plan_status, describe_warning, plan_warnings
+from analysis.narrative.plan import (
+    buckets_phrase,
+    describe_computing,
+    describe_floor_ignored,
+    describe_plan_status,
+    describe_warning,
+    plan_warnings,
+)
 from analysis.narrative.recommendation import describe_answer, describe_recommendation
 from analysis.narrative.strategies import describe_choice, describe_sampler_data, describe_simulation
 from analysis.narrative.timing import (
@@ -49,6 +56,8 @@ __all__ = [
     "describe_warning",
     "plan_warnings",
     "describe_plan_status",
+    "describe_computing",
+    "describe_floor_ignored",
     "describe_answer",
     "describe_recommendation",
     "describe_steps",

@@ -3,10 +3,18 @@ here), its warnings under a token budget, and the explorer's status line."""
 
 from __future__ import annotations
 
-from analysis.optimize import BucketPlan, PlanWarning
+from analysis.batching import BatchRule
+from analysis.optimize import BucketPlan, Floor, PlanWarning
 from analysis.tables import format_bound, format_count, format_percent
 
-__all__ = ["buckets_phrase", "describe_warning", "plan_warnings", "describe_plan_status"]
+__all__ = [
+    "buckets_phrase",
+    "describe_warning",
+    "plan_warnings",
+    "describe_plan_status",
+    "describe_computing",
+    "describe_floor_ignored",
+]
 
 
 def buckets_phrase(plan: BucketPlan) -> str:
@@ -84,11 +92,37 @@ def plan_warnings(plan: BucketPlan) -> list[str]:
     return [describe_warning(w) for w in plan.warnings]
 
 
-def describe_plan_status(plan: BucketPlan, source: str, provisional: str | None = None) -> str:
+def describe_computing(rule: BatchRule, floor: Floor | None = None) -> str:
+    """What the explorer computes in the background: ``computing the optimal edges for
+    batch_size 8 in the background`` (with a floor: ``... with mixing of at least 30.0% ...``).
+
+    Examples
+    --------
+    >>> describe_computing(BatchRule(batch_size=8), Floor("mixing", 0.3))
+    'computing the optimal edges for batch_size 8 with mixing of at least 30.0% in the background'
+    """
+    meeting = "" if floor is None else f" with {floor.text}"
+    return f"computing the optimal edges for {rule.text}{meeting} in the background"
+
+
+def describe_floor_ignored(floor: Floor, source: str) -> str:
+    """The explorer's line under edges a floor did not place (a field rule's, edited ones).
+
+    Examples
+    --------
+    >>> describe_floor_ignored(Floor("mixing", 0.3), "greedy")
+    'the floor (mixing of at least 30.0%) places the optimal edges only: these are greedy edges'
+    """
+    return f"the floor ({floor.text}) places the optimal edges only: these are {source} edges"
+
+
+def describe_plan_status(
+    plan: BucketPlan, source: str, provisional: str | None = None, floor: Floor | None = None
+) -> str:
     """The explorer's status line: where the edges came from (``source``), the plan's
     efficiency, padded and useful tokens, its budget fill under a token budget, and the proven
     bound when the plan is not proven optimal; for a ``provisional`` plan (shown while the
-    optimal edges are computed), which edges are shown meanwhile.
+    optimal edges are computed, meeting ``floor`` when given), which edges are shown meanwhile.
 
     Examples
     --------
@@ -114,6 +148,6 @@ def describe_plan_status(plan: BucketPlan, source: str, provisional: str | None 
     if provisional is None:
         return f"{source}, {numbers}"
     return (
-        f"computing the optimal edges for {plan.rule.text} in the background; shown meanwhile, "
+        f"{describe_computing(plan.rule, floor)}; shown meanwhile, "
         f"under that rule: {source} edges ({provisional}), {numbers}"
     )

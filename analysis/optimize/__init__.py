@@ -119,7 +119,7 @@ from analysis.optimize._search import (
     optimal_ends,
     use_grid,
 )
-from analysis.optimize.floors import FLOOR_MEASURES, Floor, FloorChoice, as_floor
+from analysis.optimize.floors import FLOOR_MEASURES, Floor, FloorChoice, as_floor, parse_share
 from analysis.optimize.gradient import PlanGradient, plan_gradient
 from analysis.optimize.plan import BucketPlan, PlanWarning, make_plan
 from analysis.optimize.rules import RULES, baseline_edges
@@ -132,6 +132,7 @@ __all__ = [
     "BucketPlan",
     "FLOOR_MEASURES",
     "Floor",
+    "parse_share",
     "FloorChoice",
     "PlanGradient",
     "PlanWarning",

@@ -19,7 +19,7 @@ from typing import Any
 
 from analysis.tables import format_percent
 
-__all__ = ["FLOOR_MEASURES", "Floor", "FloorChoice", "as_floor"]
+__all__ = ["FLOOR_MEASURES", "Floor", "FloorChoice", "as_floor", "parse_share"]
 
 #: The measures a :class:`Floor` may name.
 FLOOR_MEASURES = ("efficiency", "budget_fill", "mixing", "effective_batch")
@@ -73,6 +73,30 @@ class Floor:
     def text(self) -> str:
         """``budget fill of at least 70.0%``."""
         return f"{self.words} of at least {format_percent(self.value, 1)}"
+
+
+def parse_share(text: str) -> float:
+    """A floor's value as typed (the CLI's ``--min-*`` options, the explorer's floor box): a
+    number in ``(0, 1]`` (``0.9``) or a percentage (``90%``).
+
+    Examples
+    --------
+    >>> parse_share("0.3"), parse_share(" 90% ")
+    (0.3, 0.9)
+    >>> parse_share("120%")
+    Traceback (most recent call last):
+    ...
+    ValueError: expected a number in (0, 1] or a percentage, got '120%'
+    """
+    clean = text.strip()
+    message = f"expected a number in (0, 1] or a percentage, got {text!r}"
+    try:
+        value = float(clean[:-1]) / 100 if clean.endswith("%") else float(clean)
+    except ValueError:
+        raise ValueError(message) from None
+    if not 0 < value <= 1:  # NaN fails too
+        raise ValueError(message)
+    return value
 
 
 def as_floor(

@@ -13,7 +13,8 @@ import pytest
 import analysis.explorer._plans as _plans  # the plan cache: the optimiser calls a test counts or holds
 from analysis import BatchRule, LengthHistogram, evaluate_edges, explorer, optimize_edges
 from analysis.explorer import Explorer, ExplorerView, explore, explore_figure, explore_view
-from analysis.optimize import AUTO_CANDIDATES_ABOVE
+from analysis.narrative.frontier import floor_sentence
+from analysis.optimize import AUTO_CANDIDATES_ABOVE, Floor
 from analysis.padding.waste import expected_padding
 from analysis.plots import EdgesOnHistogram, plot_edges_on_histogram
 from analysis.tables import format_bound, format_count
@@ -437,9 +438,10 @@ def test_quick_changes_run_one_pass_per_rule_and_end_on_the_last_choice(held, fi
     a, b = BatchRule(batch_size=16), BatchRule(batch_size=24)
     for value in (16, 24, 16):  # A, B, A again
         panel.rule_value.value = str(value)
-    assert panel._plans.sweeps == 3 and set(panel._pending) == {a, b}  # the start's, A's, B's
+    # the start's, A's, B's (a pass is kept per rule and floor: none here)
+    assert panel._plans.sweeps == 3 and set(panel._pending) == {(a, None), (b, None)}
     one, other = (a, b) if first == "asked for" else (b, a)
-    worker = panel._pending[one]
+    worker = panel._pending[(one, None)]
     held.open(one)
     worker.join(timeout=GATE_S)
     assert not worker.is_alive()
@@ -550,3 +552,63 @@ def test_the_rule_box_shows_the_largest_value_whole():
     assert digits >= len(str(MAX_RULE_VALUE)) + 1  # every digit of 2**62, and the caret
     panel.rule_value.value = f"{MAX_RULE_VALUE:,}"  # the largest value the rule takes
     assert panel.error is None and panel.view.plan.rule.max_tokens == MAX_RULE_VALUE
+
+
+# ------------------------------------------------------------------ a floor
+def test_a_floor_places_the_best_plan_meeting_it_in_the_background_once_per_k(held):
+    panel = _held_panel(held, batch_size=8, n_buckets=4)
+    rule, floor = BatchRule(batch_size=8), Floor("mixing", 0.3)
+    assert panel.view.plan.mixing < 0.3 and panel.floor.value == "mixing"  # the optimum keeps less
+    panel.floor_value.value = "30%"
+    assert panel.view.provisional is not None and panel.view.floor == floor  # the callback returned
+    assert html.unescape(panel.status.value).startswith(
+        "<b>computing the optimal edges for batch_size 8 with mixing of at least 30.0% in the background"
+    )
+    assert panel.wait(timeout=GATE_S)
+    want = optimize_edges(HIST, 4, rule, min_mixing=0.3)
+    assert panel.view.plan == want and want.floor is not None and want.mixing >= 0.3
+    assert panel.edges.value == ", ".join(map(str, want.edges))
+    sentence = floor_sentence(want)
+    assert sentence is not None and html.escape(sentence) in panel.status.value
+    panel.n_buckets.value = 5  # a K the floor has not placed: its own pass
+    assert panel.wait(timeout=GATE_S)
+    assert panel.view.plan == optimize_edges(HIST, 5, rule, min_mixing=0.3)
+    assert set(panel._plans._floored[(rule, floor)]) == {4, 5}
+    panel.n_buckets.value = 4  # placed: a lookup, final at once
+    assert panel.view.provisional is None and panel.view.plan == want
+    panel.floor_value.value = ""  # no floor: the sweep's optimum, kept
+    assert panel.view.plan == optimize_edges(HIST, 4, rule) and panel._plans.sweeps == 1  # the start's
+
+
+def test_the_objective_floor_is_the_efficiency_or_under_a_budget_the_budget_fill():
+    panel = explore(HIST, batch_size=8, n_buckets=3, background=False)
+    panel.floor.value = "objective"
+    panel.floor_value.value = "0.7"  # the optimum: 79.46 % efficiency, 74.77 % budget fill
+    assert panel.view.plan == optimize_edges(HIST, 3, batch_size=8, min_efficiency=0.7)
+    panel.rule.value = "max_tokens"
+    budget = BatchRule(max_tokens=8 * HIST.max)
+    assert panel.view.plan == optimize_edges(HIST, 3, budget, min_budget_fill=0.7)
+    assert panel.view.floor == Floor("budget_fill", 0.7) and panel.error is None
+    panel.floor_value.value = "0.9"  # unreachable: the optimiser's one line
+    assert panel.error == "min_budget_fill = 0.9 is unreachable with 3 buckets: the best is 0.7477"
+
+
+def test_a_refused_floor_is_one_line_and_a_field_rule_says_the_floor_is_not_its():
+    panel = explore(HIST, batch_size=8, n_buckets=3, background=False)
+    shown = panel.view
+    panel.floor_value.value = "1.5"
+    assert panel.error == "mixing floor: expected a number in (0, 1] or a percentage, got '1.5'"
+    assert panel.view is shown  # nothing placed
+    panel.floor_value.value = "20%"
+    panel.method.value = "greedy"  # floors place the optimal edges only
+    assert panel.view.plan == optimize_edges(HIST, 3, batch_size=8, method="greedy")
+    line = "the floor (mixing of at least 20.0%) places the optimal edges only: these are greedy edges"
+    assert html.escape(line) in panel.status.value
+    with pytest.raises(ValueError, match="^floor: the panel floors mixing or budget_fill under max_tokens"):
+        explore(HIST, max_tokens=20_000, floor=Floor("efficiency", 0.9))
+
+
+def test_a_starting_floor_places_synchronously_and_shows_its_value():
+    panel = explore(HIST, batch_size=8, n_buckets=2, floor=Floor("efficiency", 0.65))
+    assert panel.floor.value == "objective" and panel.floor_value.value == "0.65"
+    assert panel.view.plan == optimize_edges(HIST, 2, batch_size=8, min_efficiency=0.65)

@@ -175,3 +175,17 @@ def test_the_cli_calls_the_length_mixing_a_proxy(capsys, monkeypatch, lengths_fi
     assert MIXING_PROXY in " ".join(capsys.readouterr().out.split())
     assert cli.main(["compare", str(lengths_file), "--buckets", "3", "--epochs", "1", "--wide"]) == 0
     assert MIXING_PROXY in " ".join(capsys.readouterr().out.split())
+
+
+def test_the_explorer_floors_the_effective_batch_with_a_model(model):
+    panel = explore(HIST, batch_size=8, n_buckets=3, noise=model, background=False)
+    assert panel.floor.value == "effective_batch"  # the gradient axis, not the length proxy
+    shown = panel.view.quality
+    assert shown is not None
+    floor = (shown.effective_batch_share.value + 1) / 2  # more of the batch than the optimum keeps
+    panel.floor_value.value = repr(floor)
+    want = optimize_edges(HIST, 3, RULE, noise=model, min_effective_batch=floor)
+    assert panel.error is None and panel.view.plan == want
+    # the floor holds on the design-effect share it floors (every batch counted as full)
+    assert want.gradient is not None and want.gradient.effective_batch_share >= floor
+    assert panel.view.quality == plan_quality(model, HIST, RULE, edges=want.edges)  # priced as ever
