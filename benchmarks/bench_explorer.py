@@ -20,8 +20,11 @@ with ``git show`` and imported as a module beside the current package), so the r
 (before / redraw: how much sooner the panel answers) is measured in the same run; the old
 explorer ran every pass in the callback, so its time compares with both columns.
 
-The last row moves K while the ``max_tokens`` pass runs: the redraw then shares the CPU with
-the worker thread (the old explorer, which never had a pass running, is not timed there).
+The row "K slider 6 -> 7 during the max_tokens pass" moves K while the ``max_tokens`` pass
+runs: the redraw then shares the CPU with the worker thread (the old explorer, which never had
+a pass running, is not timed there).  The rows after it start under a token budget (eight times
+the longest length) or with a floor set (issue 34: the explorer under a budget and with a floor;
+the old explorer had no floor); a floor places one K per pass, so a K not seen before needs one.
 
 Target (issue 14): every interaction redraws in <= 150 ms; it is a target for the redraw,
 the time the panel is unresponsive.  The optimiser pass alone is timed last.  The load

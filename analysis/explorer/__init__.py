@@ -5,6 +5,11 @@ number of buckets, the batch rule (``batch_size`` or ``max_tokens``), the placem
 and the edges themselves (a comma-separated text box), and, updated live: the expected
 efficiency and padded tokens, the per-bucket table, and the histogram with the edges drawn.
 
+A floor (the box under the batch rule, read on Enter; empty: none) makes the ``"optimal"``
+edges the best plan meeting it: at least that share of the length mixing (with a gradient-noise
+model, of the effective batch), or of the efficiency (the budget fill under ``max_tokens``);
+exact, as :func:`analysis.optimize_edges` with ``floor=`` places it, one K at a time.
+
 Changing K, the method or the batch rule places new edges with
 :func:`analysis.optimize_edges` and writes them into the edges box; editing the box (press
 Enter) evaluates exactly those edges with :func:`analysis.padding.waste.expected_padding`, so you can try
