@@ -342,6 +342,29 @@ def test_the_explorer_redraws_in_jupyterlab(chrome: webdriver.Chrome, lab: Lab) 
         assert rule_box.first_selected_option.get_attribute("value") == rule
         assert "efficiency" in status, status
 
+    # a floor (issue 34: the explorer with a floor set, and under a token budget): the box
+    # under the rule, read on Enter; each K it has not placed runs one floor search
+    floor_box = _control(panel, "widget-text", ">=").find_element(By.CSS_SELECTOR, "input")
+    floor_box.send_keys("30%")
+    floor_ms = [_timed(driver, panel, "floor 30%", lambda: floor_box.send_keys(Keys.ENTER))]
+    status = _settled(panel)
+    assert "--min-mixing 30%" in status and "frontier," in status, status
+    for rule in ("batch_size", "max_tokens"):
+        if rule_box.first_selected_option.get_attribute("value") != rule:
+            floor_ms.append(
+                _timed(
+                    driver, panel, f"rule {rule}, floor set", lambda rule=rule: rule_box.select_by_value(rule)
+                )
+            )
+            status = _settled(panel)
+        for key in (Keys.ARROW_RIGHT, Keys.ARROW_LEFT):  # a new K, then one placed
+            floor_ms.append(
+                _timed(driver, panel, f"K with a floor, {rule}", lambda key=key: handle.send_keys(key))
+            )
+            status = _settled(panel)
+            assert "--min-mixing 30%" in status, status
+    assert "budget fill" in status, status  # the last K under the token budget
+
     shot = lab.root.parent / "explorer.png"
     driver.save_screenshot(str(shot))
     print(f"screenshot: {shot}")
@@ -355,5 +378,7 @@ def test_the_explorer_redraws_in_jupyterlab(chrome: webdriver.Chrome, lab: Lab) 
     print(line("K slider redraw", k_ms))
     print(line("edge edit redraw", edge_ms))
     print(line("batch-rule redraw (first view)", rule_ms))
+    print(line("floor, K and rule redraws with a floor set", floor_ms))
     assert statistics.median(k_ms) <= REDRAW_BROKEN_MS, line("K slider redraw", k_ms)
     assert statistics.median(edge_ms) <= REDRAW_BROKEN_MS, line("edge edit redraw", edge_ms)
+    assert statistics.median(floor_ms) <= REDRAW_BROKEN_MS, line("floor redraws", floor_ms)
