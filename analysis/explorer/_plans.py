@@ -4,13 +4,22 @@ placed once, and the optimiser passes it still lacks, handed out as jobs a worke
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 
 from analysis.batching import BatchRule
 from analysis.lengths import LengthHistogram
-from analysis.optimize import BucketPlan, Floor, evaluate_edges, optimize_edges, sweep_bucket_counts
+from analysis.optimize import (
+    BucketPlan,
+    Floor,
+    evaluate_edges,
+    optimize_edges,
+    reuse_matrices,
+    sweep_bucket_counts,
+)
 from analysis.timing.noise import GradientNoise
 
 __all__ = ["STAND_IN_METHOD"]
@@ -39,8 +48,10 @@ class Plans:
     last ``keep`` (method, rule) pairs are kept.  With a :class:`~analysis.optimize.Floor`,
     ``"optimal"`` is the best plan meeting it (:func:`analysis.optimize_edges` with
     ``floor=``, and ``noise=`` when the panel has a model: the gradient axis), placed one K
-    at a time (an exact floor search takes about a tenth of a second per K), the last
-    ``keep`` (rule, floor) pairs kept; the field's rules ignore the floor.
+    at a time on matrices kept per rule (:func:`analysis.optimize.reuse_matrices`: made by
+    the first floor search under a rule, a second or so; each K's search then about a tenth
+    of a second on the bundled data), the last ``keep`` (rule, floor) pairs and the matrices
+    of the last ``keep`` rules kept; the field's rules ignore the floor.
 
     :meth:`cached` never runs the optimiser (it answers ``None`` where an optimal plan needs
     a pass); :meth:`claim` hands out the missing pass as a :data:`Job`, which a caller may
@@ -63,6 +74,10 @@ class Plans:
         self._optimal: dict[BatchRule, dict[int, tuple[list[int], float] | str]] = {}
         # per (rule, floor): the best plan meeting the floor for each K placed, or its error
         self._floored: OrderedDict[tuple[BatchRule, Floor], dict[int, BucketPlan | str]] = OrderedDict()
+        # the floor searches' matrices (one set per rule, made once: reuse_matrices' kept
+        # list), and one search at a time on them (their memos are not locked)
+        self._matrices: list[Any] = []
+        self._searching = threading.Lock()
 
     def plan(self, n_buckets: int, rule: BatchRule, method: str, floor: Floor | None = None) -> BucketPlan:
         """The plan ``optimize_edges(hist, n_buckets, rule, method=method)`` (equal to it; with
@@ -165,10 +180,12 @@ class Plans:
 
     def _place_floored(self, rule: BatchRule, floor: Floor, n_buckets: int) -> Callable[[], None]:
         found: BucketPlan | str
-        try:
-            found = optimize_edges(self.hist, n_buckets, rule, floor=floor, noise=self.noise)
-        except ValueError as exc:
-            found = str(exc)
+        with self._searching, reuse_matrices(self._matrices):
+            try:
+                found = optimize_edges(self.hist, n_buckets, rule, floor=floor, noise=self.noise)
+            except ValueError as exc:
+                found = str(exc)
+            del self._matrices[: -self.keep]  # the most recent rules' (appended last)
 
         def store() -> None:
             self._floored.setdefault((rule, floor), {})[n_buckets] = found

@@ -165,11 +165,15 @@ _LOCAL = threading.local()
 
 
 @contextmanager
-def reuse_matrices() -> Iterator[None]:
+def reuse_matrices(kept: list[Any] | None = None) -> Iterator[None]:
     """Within this scope every function of this module on the same histogram (the same object),
     rule, edge multiple, objective and noise model reuses one set of matrices and the passes
     made on them (the frontier's sweep, its bounds and its floor searches); they are dropped
-    when the outermost scope ends.  A scope belongs to the thread that opened it.
+    when the outermost scope ends, or, with ``kept`` (a list the caller keeps and passes to
+    each of its scopes), held in that list: the next scope given it starts with them (the
+    explorer's floor searches, one K at a time; the caller bounds the list and runs one such
+    scope at a time, since the passes' memos are not locked).  A scope belongs to the thread
+    that opened it; one inside another uses the outer one's matrices.
 
     Examples
     --------
@@ -179,10 +183,17 @@ def reuse_matrices() -> Iterator[None]:
     ...     b = floor_plans(hist, BatchRule(4), [(2, Floor("mixing", 0.2))])
     >>> a[0].edges == b[0].edges, _LOCAL.scope is None
     (True, True)
+    >>> kept: list = []
+    >>> with reuse_matrices(kept):
+    ...     c = floor_plans(hist, BatchRule(4), [(2, Floor("mixing", 0.2))])
+    >>> with reuse_matrices(kept):  # the same matrices, made once
+    ...     d = floor_plans(hist, BatchRule(4), [(3, Floor("mixing", 0.2))])
+    >>> len(kept), c[0].edges == a[0].edges
+    (1, True)
     """
     outer = getattr(_LOCAL, "scope", None)
     if outer is None:
-        _LOCAL.scope = []
+        _LOCAL.scope = [] if kept is None else kept
     try:
         yield
     finally:

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import analysis.explorer._plans as _plans  # the plan cache: the optimiser calls a test counts or holds
+import analysis.optimize._frontier as _frontier  # the floor searches' matrices, counted
 from analysis import BatchRule, LengthHistogram, evaluate_edges, explorer, optimize_edges
 from analysis.explorer import Explorer, ExplorerView, explore, explore_figure, explore_view
 from analysis.narrative.frontier import floor_sentence
@@ -612,3 +613,16 @@ def test_a_starting_floor_places_synchronously_and_shows_its_value():
     panel = explore(HIST, batch_size=8, n_buckets=2, floor=Floor("efficiency", 0.65))
     assert panel.floor.value == "objective" and panel.floor_value.value == "0.65"
     assert panel.view.plan == optimize_edges(HIST, 2, batch_size=8, min_efficiency=0.65)
+
+
+def test_a_floor_makes_the_matrices_of_a_rule_once_for_every_k(monkeypatch):
+    made = []
+    real = _frontier._make_lagrangian
+    monkeypatch.setattr(_frontier, "_make_lagrangian", lambda *a: made.append(a[1].rule) or real(*a))
+    panel = explore(HIST, batch_size=8, n_buckets=3, background=False, floor=Floor("mixing", 0.3))
+    for k in (4, 5):
+        panel.n_buckets.value = k
+    panel.rule_value.value = "16"
+    assert made == [BatchRule(batch_size=8), BatchRule(batch_size=16)]
+    assert panel.view.plan == optimize_edges(HIST, 5, batch_size=16, min_mixing=0.3)
+    assert len(panel._plans._matrices) == 2
