@@ -567,6 +567,7 @@ def _held_floored(held, **start):
     held.threads.clear()
     return panel
 
+
 def test_a_floor_places_the_best_plan_meeting_it_in_the_background_once_per_k(held):
     panel = _held_floored(held, batch_size=8, n_buckets=4)
     rule, floor = BatchRule(batch_size=8), Floor("mixing", 0.3)
