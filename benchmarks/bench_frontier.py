@@ -42,6 +42,7 @@ from _common import case_histogram, median_seconds
 from analysis import frontier, optimize_edges
 from analysis.answers.frontier import FLOOR_CHECKS
 from analysis.batching import BatchRule
+from analysis.lengths import LengthHistogram
 from analysis.optimize import _problem as problem
 from analysis.optimize import optimal_plans
 from analysis.optimize._reference import reference_dp
@@ -162,6 +163,29 @@ def main() -> None:
     print(f"goals, one core, CPU seconds (naive DP, K = 6, in this process: {naive:.2f} s):")
     print(f"  frontier(), K <= {K}, exact rows  goal <= 1 s  median {one:5.2f} s ({naive / one:.1f}x)")
     print(f"  floor min_efficiency=0.9, K = 6  goal <= 1 s  median {floor:5.2f} s ({naive / floor:.1f}x)")
+    _under_budgets(hist)
+
+
+def _under_budgets(hist: LengthHistogram) -> None:
+    """The same two calls under token budgets (the goals are stated at batch size 8; printed so
+    that a budget's cost is seen, not assumed): one core, CPU seconds, median of RUNS."""
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+    print("under token budgets, one core, CPU seconds (no goal stated; the frontier's matrices dominate):")
+    for budget in (16_384, 65_536):
+        rule = BatchRule(max_tokens=budget)
+        cpu = time.process_time
+
+        def run(r: BatchRule = rule) -> object:
+            return frontier(hist, r, rng=np.random.default_rng(0), max_buckets=K, simulate_strategies=False)
+
+        one = median_seconds(run, RUNS, cpu)
+        floor = median_seconds(lambda r=rule: optimize_edges(hist, 6, r, min_mixing=0.3), RUNS, cpu)
+        prob = problem.build_problem(hist, rule)
+        lag = median_seconds(lambda p=prob: frontier_dp.lagrangian(hist, p), RUNS, cpu)
+        print(
+            f"  max_tokens {budget:,}: frontier(), K <= {K} median {one:5.2f} s (its matrices {lag:5.2f} s); "
+            f"floor min_mixing=0.3, K = 6 median {floor:5.2f} s"
+        )
 
 
 if __name__ == "__main__":
