@@ -60,10 +60,12 @@ from analysis.optimize._ratios import (
     EMPTY,
     LOG_TABLE_MAX,
     PRODUCT_RATIO,
+    SUM_TERMS,
     build_ratio_tables,
     comb_applies,
     log_fact_ratio,
     log_fact_table,
+    log_ratio_sum,
     product_ratio,
     ratio_at,
 )
@@ -149,6 +151,8 @@ def short_ratio(a: int, b: int, s: int, hi: np.ndarray, lo: np.ndarray) -> float
         return out
     if b - a <= PRODUCT_RATIO:
         return product_ratio(a, b, s)
+    if s <= SUM_TERMS or b - a <= SUM_TERMS:
+        return math.exp(log_ratio_sum(a, b, s))
     return math.exp(log_fact_ratio(a - s, b - s, hi, lo) - log_fact_ratio(a, b, hi, lo))
 
 

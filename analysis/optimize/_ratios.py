@@ -21,6 +21,9 @@ from analysis.padding.order_stats import stirling_series
 
 # Ratios over at most this many samples are products (exact to a few ulps, no table read).
 PRODUCT_RATIO = 8
+# Ratios whose subset size or samples between are at most this take ``log`` of the ratio as a
+# sum of that many ``log1p`` terms (:func:`log_ratio_sum`: to a few ulps of itself).
+SUM_TERMS = 64
 # Largest log C(N, B) for which the kernel reads ratios from a table of C(x, B).
 _LINEAR_LOG_LIMIT = 600.0
 # Batch sizes up to this may use that table (the product formula is O(B) per value).
@@ -87,6 +90,28 @@ def ratio_at(
     if b - a <= PRODUCT_RATIO:
         return product_ratio(a, b, size)
     return math.exp(log_fact_ratio(a - size, b - size, hi, lo) - log_fact_ratio(a, b, hi, lo))
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def log_ratio_sum(a: int, b: int, size: int) -> float:  # pragma: no cover - compiled
+    """``log(C(a, size) / C(b, size))`` for ``size <= a <= b``, as ``sum_{t < size} log1p(-d / (b - t))``
+    or, where fewer, ``sum_{u < d} log1p(-size / (b - u))`` (``d = b - a``; both products
+    ``C(a, size) / C(b, size)``): ``min(size, d)`` terms of one sign, each to an ulp or two of
+    itself, so the sum is within ``min(size, d) + 1`` ulps of itself, however close to 0.  (The
+    difference of two ``log(b! / a!)``, each near ``d log b``, keeps only ``d log b`` ulps of
+    it: ``1e-7`` of the ratio at ``1e10`` samples, where a bucket's cost ``w - T`` may read the
+    ratio ``T / E`` times over.)"""
+    d = b - a
+    total = 0.0
+    if size <= d:
+        fd = float(d)
+        for t in range(size):
+            total += math.log1p(-fd / float(b - t))
+    else:
+        fs = float(size)
+        for u in range(d):
+            total += math.log1p(-fs / float(b - u))
+    return total
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
