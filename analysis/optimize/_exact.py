@@ -60,13 +60,14 @@ from analysis.optimize._ratios import (
     EMPTY,
     LOG_TABLE_MAX,
     PRODUCT_RATIO,
-    SUM_TERMS,
+    QUOTIENT_TERMS,
     build_ratio_tables,
     comb_applies,
     log_fact_ratio,
     log_fact_table,
-    log_ratio_sum,
+    log_comb_ratio,
     product_ratio,
+    quotient_ratio,
     ratio_at,
 )
 
@@ -151,8 +152,10 @@ def short_ratio(a: int, b: int, s: int, hi: np.ndarray, lo: np.ndarray) -> float
         return out
     if b - a <= PRODUCT_RATIO:
         return product_ratio(a, b, s)
-    if s <= SUM_TERMS or b - a <= SUM_TERMS:
-        return math.exp(log_ratio_sum(a, b, s))
+    if s <= QUOTIENT_TERMS or b - a <= QUOTIENT_TERMS:
+        return quotient_ratio(a, b, s)
+    if a - s >= 16:
+        return math.exp(log_comb_ratio(a, b, s))
     return math.exp(log_fact_ratio(a - s, b - s, hi, lo) - log_fact_ratio(a, b, hi, lo))
 
 
