@@ -138,10 +138,11 @@ def mean_sums(data: Arrays, short: Short) -> np.ndarray:  # pragma: no cover - c
     return sums
 
 
-# Relative margin per sample of :func:`_last_bound`, beside ``LOW_SLACK``: the DP's own exact
-# cost of a bucket of ``n`` samples is off by up to about ``n`` ulps (found by the property
+# Relative margin per sample of :func:`_last_bound`, beside ``LOW_SLACK`` (found by the property
 # test: 1.1e-8 low at 2.2e8 samples, where this chord, below the true cost, was above the
-# DP's); at the bundled data's 902,087 samples it adds 4e-10.
+# DP's; that came from the exact ratios above 16, which now keep a few ulps of themselves,
+# :func:`~analysis.optimize._exact.short_ratio`, and the case passes without it: kept as a
+# cheap cover); at the bundled data's 902,087 samples it adds 4e-10.
 _COUNT_SLACK = 4.0 * 2.0**-53
 
 

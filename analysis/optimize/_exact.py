@@ -63,9 +63,9 @@ from analysis.optimize._ratios import (
     QUOTIENT_TERMS,
     build_ratio_tables,
     comb_applies,
+    log_comb_ratio,
     log_fact_ratio,
     log_fact_table,
-    log_comb_ratio,
     product_ratio,
     quotient_ratio,
     ratio_at,
@@ -142,7 +142,13 @@ def exact_arrays(prob: Problem) -> tuple[Arrays, Short]:
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def short_ratio(a: int, b: int, s: int, hi: np.ndarray, lo: np.ndarray) -> float:  # pragma: no cover
-    """``C(a, s) / C(b, s)`` for ``a <= b``, ``s <= b`` (0 when ``a < s``)."""
+    """``C(a, s) / C(b, s)`` for ``a <= b``, ``s <= b`` (0 when ``a < s``), within a few ulps of
+    itself: a product of ``s`` quotients (``s <= 16``, :func:`small_row`'s), of ``b - a``
+    (:func:`~analysis.optimize._ratios.product_ratio`), of at most ``QUOTIENT_TERMS``
+    (:func:`~analysis.optimize._ratios.quotient_ratio`), else Stirling's series paired
+    (:func:`~analysis.optimize._ratios.log_comb_ratio`; the plain difference of two
+    ``log(b! / a!)`` only where ``a < s + 16``, ``s`` and ``b - a`` above 64: a ratio below
+    ``e**-60``, whose rounding no cost can see)."""
     if a < s:
         return 0.0
     if s <= _SMALL_SIZE:
