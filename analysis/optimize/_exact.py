@@ -145,10 +145,11 @@ def short_ratio(a: int, b: int, s: int, hi: np.ndarray, lo: np.ndarray) -> float
     """``C(a, s) / C(b, s)`` for ``a <= b``, ``s <= b`` (0 when ``a < s``), within a few ulps of
     itself: a product of ``s`` quotients (``s <= 16``, :func:`small_row`'s), of ``b - a``
     (:func:`~analysis.optimize._ratios.product_ratio`), of at most ``QUOTIENT_TERMS``
-    (:func:`~analysis.optimize._ratios.quotient_ratio`), else Stirling's series paired
-    (:func:`~analysis.optimize._ratios.log_comb_ratio`; the plain difference of two
-    ``log(b! / a!)`` only where ``a < s + 16``, ``s`` and ``b - a`` above 64: a ratio below
-    ``e**-60``, whose rounding no cost can see)."""
+    (:func:`~analysis.optimize._ratios.quotient_ratio`), else the exponential of Stirling's
+    series paired (:func:`~analysis.optimize._ratios.log_comb_ratio`: a few ulps of the
+    logarithm ``L``, so ``|L|`` times that of the ratio, ``3e-14`` at ``|L| <= 50``, where a
+    cost can see it), or where ``a < s + 16`` (``s`` and ``b - a`` above 64: a ratio below
+    ``e**-60``) the plain difference of two ``log(b! / a!)``."""
     if a < s:
         return 0.0
     if s <= _SMALL_SIZE:
