@@ -60,11 +60,14 @@ from analysis.optimize._ratios import (
     EMPTY,
     LOG_TABLE_MAX,
     PRODUCT_RATIO,
+    QUOTIENT_TERMS,
     build_ratio_tables,
     comb_applies,
+    log_comb_ratio,
     log_fact_ratio,
     log_fact_table,
     product_ratio,
+    quotient_ratio,
     ratio_at,
 )
 
@@ -139,7 +142,19 @@ def exact_arrays(prob: Problem) -> tuple[Arrays, Short]:
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def short_ratio(a: int, b: int, s: int, hi: np.ndarray, lo: np.ndarray) -> float:  # pragma: no cover
-    """``C(a, s) / C(b, s)`` for ``a <= b``, ``s <= b`` (0 when ``a < s``)."""
+    """``C(a, s) / C(b, s)`` for ``a <= b``, ``s <= b`` (0 when ``a < s``): a product of ``s``
+    quotients (``s <= 16``, :func:`small_row`'s), of ``b - a <= 8``
+    (:func:`~analysis.optimize._ratios.product_ratio`), of at most ``QUOTIENT_TERMS`` where
+    ``s`` is (:func:`~analysis.optimize._ratios.quotient_ratio`), each within a few ulps of
+    itself (the bounds of a fixed ``B <= 64`` read these ulps:
+    :func:`~analysis.optimize._lower.product_grow`).  A larger ``s`` reads the table of
+    ``log x!`` up to its end (as before: a few ulps of ``d log b``, ``d = b - a``, of the
+    logarithm ``L``), beyond it the exponential of Stirling's series paired
+    (:func:`~analysis.optimize._ratios.log_comb_ratio`: a few ulps of ``L`` itself, so ``|L|``
+    ulps of the ratio, ``3e-14`` at ``|L| <= 50``, where a cost can see it; the plain
+    difference of two ``log(b! / a!)``, near ``d log b``, kept ``1e-7`` of the ratio at ``1e10``
+    samples), or where ``a < s + 16`` a product of ``b - a <= QUOTIENT_TERMS`` quotients or the
+    plain difference (``s`` and ``b - a`` above 64: a ratio below ``e**-60``)."""
     if a < s:
         return 0.0
     if s <= _SMALL_SIZE:
@@ -149,6 +164,12 @@ def short_ratio(a: int, b: int, s: int, hi: np.ndarray, lo: np.ndarray) -> float
         return out
     if b - a <= PRODUCT_RATIO:
         return product_ratio(a, b, s)
+    if s <= QUOTIENT_TERMS:
+        return quotient_ratio(a, b, s)
+    if b >= hi.size and a - s >= 16:
+        return math.exp(log_comb_ratio(a, b, s))
+    if b >= hi.size and b - a <= QUOTIENT_TERMS:
+        return quotient_ratio(a, b, s)
     return math.exp(log_fact_ratio(a - s, b - s, hi, lo) - log_fact_ratio(a, b, hi, lo))
 
 

@@ -66,13 +66,29 @@ def fixed_ratios(
             inv = 1.0 / (ff + 1.0)
             for j in range(y.size):
                 y[j] *= (x[j] - ff) * inv
+        grow = product_grow(b)
         for j in range(i + 2, m + 1):
             ok = (cx[j] > 0.0) & (count[j - 1] - c_i >= bf)
-            ratio[j] = cx[j - 1] / cx[j] if ok else 0.0  # (0 below a full batch)
+            ratio[j] = (cx[j - 1] / cx[j]) * grow if ok else 0.0  # (0 below a full batch)
     else:  # 0 while x_{j-1} < B, then bounds on the ratios
         full = i + 2 + np.searchsorted(cum[i + 1 : m], ci + b, side="left")  # first x_{j-1} >= B
         ratio[i + 2 : full] = 0.0
         ratio_bounds(i, full, data, short, ratio)  # at least each ratio: flops only
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def product_grow(b: int) -> float:  # pragma: no cover - compiled
+    """``1 + (8 B + 8) 2**-53``: what the bounds multiply each ratio ``C(x_{j-1}, B) / C(x_j, B)``
+    of the product formula by, so that their running sum ``T_B`` is at least the exact
+    cost's (:mod:`analysis.optimize._exact`), whose ``w - T_B`` may read a ratio's rounding
+    ``T_B / E_B`` times over (``1e9`` times: a billion samples of length 1 beside one of
+    ``1e9``).  Per step, in units of ``2**-53``: the formula's ``C(x, B)``, ``3 (B - 1)`` (a
+    rounded ``1 / (f + 1)`` and two products per factor), so its quotient ``6 B - 5``; the
+    exact cost's ratio, at most ``2 B + 1`` (a product of ``B`` quotients, or of fewer:
+    :func:`~analysis.optimize._exact.short_ratio`); each running sum's sum and product, 2;
+    this product, 1: at most ``8 B`` in all, so each term of the bounds' sum, a product of
+    ratios, is at least the exact cost's."""
+    return 1.0 + (8.0 * b + 8.0) * 2.0**-53
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -190,12 +206,13 @@ def fixed_path_end(
         return i + 1
     first = (data.weight[i + 1], short.base[i + 1], short.q[i + 1])
     prev = _product(count[i + 1] - c_i, b)
+    grow = product_grow(b)
     t = 0.0
     for j in range(i + 2, m):
         x = count[j] - c_i
         y = _product(x, b)
         ok = (y > 0.0) & (count[j - 1] - c_i >= bf)
-        t = (t + data.step[j - 1]) * (prev / y if ok else 0.0)
+        t = (t + data.step[j - 1]) * ((prev / y) * grow if ok else 0.0)
         prev = y
         low = fixed_bound(
             x, data.weight[j] - t, bf, first, short.base[j], short.q[j], short.quad, data.per_batch

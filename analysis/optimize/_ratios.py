@@ -21,6 +21,9 @@ from analysis.padding.order_stats import stirling_series
 
 # Ratios over at most this many samples are products (exact to a few ulps, no table read).
 PRODUCT_RATIO = 8
+# Ratios whose subset size or samples between are at most this are products of that many
+# quotients (:func:`quotient_ratio`: to a few ulps of themselves).
+QUOTIENT_TERMS = 64
 # Largest log C(N, B) for which the kernel reads ratios from a table of C(x, B).
 _LINEAR_LOG_LIMIT = 600.0
 # Batch sizes up to this may use that table (the product formula is O(B) per value).
@@ -87,6 +90,47 @@ def ratio_at(
     if b - a <= PRODUCT_RATIO:
         return product_ratio(a, b, size)
     return math.exp(log_fact_ratio(a - size, b - size, hi, lo) - log_fact_ratio(a, b, hi, lo))
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def quotient_ratio(a: int, b: int, size: int) -> float:  # pragma: no cover - compiled
+    """``C(a, size) / C(b, size)`` for ``size <= a <= b`` as a product of ``k = min(size, d)``
+    quotients (``d = b - a``): ``prod_{t < size} (a - t) / (b - t)``, or where fewer
+    ``prod_{u < d} (b - size - u) / (b - u)``, 8 factors over 8 at a time (integers below
+    ``2**53``: exact in floats, and 8 of them below ``2**424``), so within ``2 k`` ulps of
+    itself, however close to 1 (two roundings per factor)."""
+    d = b - a
+    k = min(size, d)
+    top = a if size <= d else b - size  # the factors: (top - t) / (b - t), t < k
+    out = 1.0
+    for t0 in range(0, k, 8):
+        num = 1.0
+        den = 1.0
+        for t in range(t0, min(t0 + 8, k)):
+            num *= top - t
+            den *= b - t
+        out *= num / den
+    return out
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def log_comb_ratio(a: int, b: int, size: int) -> float:  # pragma: no cover - compiled
+    """``log(C(a, size) / C(b, size))`` for ``size + 16 <= a <= b`` from Stirling's series,
+    its large terms paired so that it keeps a few ulps of itself however close to 0 (the
+    difference of two ``log(b! / a!)``, each near ``d log b``, keeps only ``d log b`` ulps of
+    it: ``1e-7`` of the ratio at ``1e10`` samples, where a bucket's cost ``w - T`` may read
+    the ratio ``T / E`` times over).  With ``d = b - a``, ``e = a - size`` and
+    ``lam = log1p(size d / (b e))`` (``= log(a (b - size) / (b e))``), the second difference of
+    ``x log x - x`` is ``a lam + d log1p(-size / b) - size log1p(d / e)`` (three terms of the
+    size of the result, ``size d / b``), that of ``log(2 pi x) / 2`` is ``lam / 2``, and that
+    of the series' remainder a small correction."""
+    fa, fb, fs = float(a), float(b), float(size)
+    fd = float(b - a)
+    e = float(a - size)
+    lam = math.log1p(fs * fd / (fb * e))
+    main = fa * lam + fd * math.log1p(-fs / fb) - fs * math.log1p(fd / e)
+    rest = (_stirlerr(fa) - _stirlerr(fb)) - (_stirlerr(e) - _stirlerr(fb - fs))
+    return main + 0.5 * lam + rest
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")

@@ -32,6 +32,8 @@ pruned = importlib.import_module("analysis.optimize._pruned")
 backward = importlib.import_module("analysis.optimize._backward")
 
 exact = importlib.import_module("analysis.optimize._exact")
+lower = importlib.import_module("analysis.optimize._lower")
+ratios = importlib.import_module("analysis.optimize._ratios")
 
 
 def batch_size_of(rule: dict, upper: int, edge_multiple: int = 1, pad: int = 1) -> int:
@@ -350,12 +352,74 @@ def test_the_pruned_dp_reading_only_the_near_ends_is_the_dense_dp_bit_for_bit(se
 @pytest.mark.parametrize("k", [1, 2, 3])
 def test_a_bucket_of_hundreds_of_millions_of_samples_keeps_its_plan(k: int) -> None:
     """Found by the property test: 2.2e8 samples of one length, batch size 18.  The DP's own
-    exact cost of the last bucket is about ``n`` ulps off (1.1e-8 low); the last bucket's
-    chord bound, below the true cost, was above it and pruned the only plan.  Its margin now
-    grows with the bucket's samples: the pruned DP is the dense one."""
+    exact cost of the last bucket was 1.1e-8 low (its ratios for 18 samples the difference of
+    two ``log(b! / a!)``); the last bucket's chord bound, below the true cost, was above it and
+    pruned the only plan.  The ratios now keep a few ulps of themselves (and the chord's
+    margin grows with the bucket's samples): the pruned DP is the dense one."""
     hist = LengthHistogram.from_counts([1, 2, 3, 4, 42_747], [1, 1, 1, 215_242_067, 171])
     prob = problem.build_problem(hist, BatchRule(batch_size=18), 1)
     pruned = kernel.solve_kernel(prob, k, prob.ends)
     dense = kernel.solve_kernel(prob, k, prob.ends, dense=True)
     assert np.isfinite(pruned[0][k, prob.m]) and pruned[0][k, prob.m] == dense[0][k, prob.m]
     assert kernel.backtrack(pruned[1], k, prob.m) == kernel.backtrack(dense[1], k, prob.m)
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "size"),
+    [
+        (215_242_070, 215_242_241, 18),  # the property test's: 171 samples above 2.2e8
+        (21_920_784_888, 21_933_421_214, 17),  # 1.3e7 above 2.2e10
+        (10**10, 10**10 + 1, 40),
+        (10**10, 10**10 + 5_000, 64),
+        (10**9, 10**9 + 40, 10_000),  # few samples between, a large subset
+        (10**12, 10**12 + 3_000, 300),  # Stirling's series, the ratio near 1
+        (10**6, 10**6 + 20_000, 5_000),  # and far from it (e**-100)
+        (4_000, 4_100, 3_000),
+    ],
+)
+def test_a_ratio_of_binomials_keeps_a_few_ulps_of_itself(a: int, b: int, size: int) -> None:
+    """``C(a, s) / C(b, s)`` for subsets above 16, against exact integers: within ``1e-14``
+    of itself (the difference of two ``log(b! / a!)`` near ``d log b`` kept ``1e-7`` of it at
+    ``1e10`` samples, and a bucket's cost ``w - T_B`` reads the ratio ``T_B / E_B`` times
+    over)."""
+    true = Fraction(math.comb(a, size), math.comb(b, size))
+    hi, lo = ratios.log_fact_table(1 << 10)
+    got = exact.short_ratio(a, b, size, hi, lo)
+    assert abs(Fraction(got) - true) <= Fraction(1, 10**14) * true
+
+
+@pytest.mark.parametrize(
+    ("lengths", "counts", "batch_size", "rel"),
+    [
+        ([1, 2, 3, 4, 91_633], [1, 1, 1, 215_242_067, 171], 18, 1e-11),  # the property test's
+        ([1, 2, 3, 12], [1, 1, 21_920_784_885, 12_636_326], 17, 1e-11),  # the property test's
+        ([1, 10**9], [10**10, 1], 8, 1e-7),  # E_B near 2.8 beside a sum T_B near 1e9
+        ([1, 10**9], [10**10, 1], 18, 1e-7),
+        ([1, 2, 10**9], [10**10, 5, 1], 20, 1e-7),
+        ([1, 10**9], [10**11, 3], 12, 1e-7),
+    ],
+)
+def test_billions_of_samples_cost_exactly_and_keep_their_plan(lengths, counts, batch_size, rel) -> None:
+    """One bucket of billions of samples: its exact cost is the exact rational one to
+    ``rel`` (the ratios above 16 were ``1e-7`` off: ``-2e-8`` and ``-1.1e-7`` on the property
+    test's cases; where ``w - T_B`` reads ``T_B`` 4e8 times over, a few ulps of each ratio
+    leave ``4e-8`` of it), every bound on it is at most the DP's own cost (the product
+    formula's bounds were ``3e-7`` above it there), and the pruned DP is the dense one, not
+    "no plan"."""
+    hist = LengthHistogram.from_counts(lengths, counts)
+    rule = BatchRule(batch_size=batch_size)
+    prob = problem.build_problem(hist, rule, 1)
+    data, short = exact.exact_arrays(prob)
+    m = prob.m
+    every = np.ones(m + 1, np.bool_)
+    cost, low = np.empty(m + 1), np.empty(m + 1)
+    exact.exact_row(0, data, short, every, cost, np.zeros(m + 1), np.zeros(m + 1))
+    lower.low_costs(0, data, short, kernel._NO_BOUNDS, every, np.zeros(m + 1), low)
+    true = exact_cost(lengths, counts, [0, lengths[-1]], {"batch_size": batch_size})
+    assert abs(Fraction(cost[m]) - true) <= Fraction(rel) * true
+    assert (low[1:] <= cost[1:]).all()
+    pruned_best, pruned_arg = kernel.solve_kernel(prob, 1, prob.ends)
+    dense_best, _ = kernel.solve_kernel(prob, 1, prob.ends, dense=True)
+    assert pruned_best[1, m] == dense_best[1, m] == cost[m]
+    assert kernel.backtrack(pruned_arg, 1, m) == [m]
+    assert optimize_edges(hist, 1, rule).edges[-1] == lengths[-1]
