@@ -18,7 +18,9 @@ plan (the one pruned scheme, for every rule and objective):
    formula the live starts' rows of bounds come a tile of starts at a time: they come in
    runs; where every upper bound lies within ``tau / 2`` of ``back``, only up to the last
    end the backward pass found within ``tau`` of a minimum, and at ``m`` a tighter bound
-   on the last bucket, both from the backward pass: :func:`_near`).
+   on the last bucket, both from the backward pass: :func:`_near`; for one fixed ``B`` not by
+   it, a bucket whose short batch is not carried along the row is tested once more with a
+   tighter bound on its short batch before it is costed: :func:`_residues`).
 
 Why this is the exact optimum: every bucket of an optimal plan passes both tests (the
 prefix of an optimal plan is an optimal prefix, computed exactly by induction; its bounds
@@ -35,9 +37,9 @@ import numpy as np
 from analysis.optimize._backward import LANES, backward, product_work, tile_rows
 from analysis.optimize._budget import SLACK, BudgetBounds
 from analysis.optimize._costs import INF, Arrays, row_costs
-from analysis.optimize._exact import Short, exact_cells, exact_row
+from analysis.optimize._exact import POWER_ABOVE, Short, exact_cells, exact_row
 from analysis.optimize._layers import push, run_layers
-from analysis.optimize._lower import fixed_path_end, fixed_row, low_costs, low_costs_within
+from analysis.optimize._lower import fixed_path_end, fixed_row, low_costs, low_costs_within, residue_bound
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -259,6 +261,36 @@ def _tile(
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
+def _residues(
+    i: int,
+    first: int,
+    last: int,
+    data: Arrays,
+    short: Short,
+    t_b: np.ndarray,
+    room: np.ndarray,
+    need: np.ndarray,
+    work: np.ndarray,
+) -> tuple[int, int]:  # pragma: no cover - compiled
+    """``need[j]`` cleared where a bucket's short batch of more than ``POWER_ABOVE`` samples
+    (not carried along the row: its exact cost sums its own terms) has a bound above the room
+    (:func:`~analysis.optimize._lower.residue_bound`, from the row's ``t_b``; one fixed ``B``,
+    steps ``>= 0``), for ``first <= j <= last``; returns the new first and last such ``j``
+    (``last == i``: none)."""
+    cum = data.cum
+    b = data.size[i + 1]
+    new_first, new_last = cum.size, i
+    for j in range(first, last + 1):
+        if need[j] and j > i + 1:
+            n = cum[j] - cum[i]
+            if n >= b and n % b > POWER_ABOVE:
+                need[j] = residue_bound(i, j, t_b[j], data, short, work) <= room[j]
+        new_first = j if need[j] and new_first == cum.size else new_first
+        new_last = j if need[j] else new_last
+    return new_first, new_last
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _forwards(
     data: Arrays,
     short: Short,
@@ -292,6 +324,7 @@ def _forwards(
     room = np.empty(m + 1)
     live = np.zeros(n_buckets + 1, np.bool_)
     tiled = short.product and not data.token
+    residues = not tiled and not data.token and short.power
     last = _near(back, upper, rows, near) if tiled else near[1][:0]
     work = product_work(data.size[1] if tiled else 1, 0, 0)
     tile = np.empty((LANES, m + 1) if tiled else (0, 0))
@@ -310,6 +343,8 @@ def _forwards(
         else:  # (the bounds where within the room; above it where not)
             low_costs_within(i, data, short, bounds, is_end, room, ratio, low)
         first, last_j = needed(i, low, room, need, stop)
+        if residues and data.size[i + 1] > POWER_ABOVE:  # (T_B's bounds in ratio: chain)
+            first, last_j = _residues(i, first, last_j, data, short, ratio, room, need, costs)
         if last_j == i:
             continue
         exact_cells(i, first, last_j, data, short, need, costs, tb, t2b)
