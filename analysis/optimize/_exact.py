@@ -575,3 +575,25 @@ def power_bound(
     r = n - full * bf
     low = capped(n, bf, r, eb, t, top, top_q, first, first_q)
     return float(low * (1.0 - LOW_SLACK) + per_batch * (full + (1.0 if r > 0.0 else 0.0)))
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def cut_cost(i: int, j: int, data: Arrays, short: Short) -> float:  # pragma: no cover - compiled
+    """Bucket ``(i, j]``'s exact objective (one fixed ``B``) with ``T_B`` too summed only from
+    the first end whose count passes ``n 2**(-70/B)`` (as :func:`carried_row` sums a residue
+    above ``_CARRY_MAX``, and every residue here): each term left out is at most ``2**-70``
+    of its step, so this is :func:`exact_row`'s cost to about ``1e-20`` of itself, from a few
+    ends instead of the row's (an estimate to compare plans by, not a cost the DP reads)."""
+    cum = data.cum
+    ci = cum[i]
+    n = cum[j] - ci
+    b = data.size[j]
+    r = n % b if n >= b else 0
+    sums = np.zeros(4)
+    for c in range(2):
+        s = b if c == 0 else r
+        if s > 0 and n >= s:
+            cut = ci + n * 2.0 ** (-70.0 / s)
+            first = i + 1 + np.searchsorted(cum[i + 1 : j], cut, side="right")
+            _, sums[2 * c], sums[2 * c + 1] = _advance(ci, first, 0.0, 0.0, j, s, cum, short, c == 0, data)
+    return _bucket_cost(n, b, _at(j, data, short), (sums[0], sums[1], sums[2], sums[3]))

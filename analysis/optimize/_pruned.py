@@ -37,7 +37,7 @@ import numpy as np
 from analysis.optimize._backward import LANES, backward, product_work, tile_rows
 from analysis.optimize._budget import SLACK, BudgetBounds
 from analysis.optimize._costs import INF, Arrays, row_costs
-from analysis.optimize._exact import POWER_ABOVE, Short, exact_cells, exact_row
+from analysis.optimize._exact import POWER_ABOVE, Short, cut_cost, exact_cells, exact_row
 from analysis.optimize._layers import push, run_layers
 from analysis.optimize._lower import fixed_path_end, fixed_row, low_costs, low_costs_within, residue_bound
 
@@ -162,23 +162,34 @@ def _bucket(
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
+def _estimate(i: int, j: int, data: Arrays, short: Short, is_end: np.ndarray) -> float:  # pragma: no cover
+    """:func:`_bucket`'s cost to about ``1e-20`` of itself, from the last ends alone
+    (:func:`~analysis.optimize._exact.cut_cost`; inf where :func:`_bucket` has it)."""
+    m = is_end.size - 1
+    if i < 0 or j > m or i >= j or not is_end[j] or (i > 0 and not is_end[i]):
+        return INF
+    return cut_cost(i, j, data, short)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _refine(
     edges: np.ndarray, data: Arrays, short: Short, is_end: np.ndarray, work: np.ndarray
 ) -> float:  # pragma: no cover - compiled
     """A plan's inner edges moved one at a time by a pattern search (steps ``_REFINE_STEP``,
-    halved where neither side costs less), twice over; returns its exact objective, at most
-    the given plan's (every move lowers it): only an upper bound on the optimum is asked."""
+    halved where neither side costs less), twice over, the moves compared by
+    :func:`_estimate`; returns the exact objective of the plan reached (only an upper bound on
+    the optimum is asked: the caller keeps the given plan's where lower)."""
     k = edges.size - 1
     for _ in range(2):
         for t in range(1, k):
             a, x, c = edges[t - 1], edges[t], edges[t + 1]
-            cur = _bucket(a, x, data, short, is_end, work) + _bucket(x, c, data, short, is_end, work)
+            cur = _estimate(a, x, data, short, is_end) + _estimate(x, c, data, short, is_end)
             step = _REFINE_STEP
             while step >= 1:
                 moved = False
                 for d in (-step, step):
                     y = edges[t] + d
-                    v = _bucket(a, y, data, short, is_end, work) + _bucket(y, c, data, short, is_end, work)
+                    v = _estimate(a, y, data, short, is_end) + _estimate(y, c, data, short, is_end)
                     if v < cur and not moved:
                         cur, edges[t], moved = v, y, True
                 step = step if moved else step // 2
