@@ -169,8 +169,9 @@ def ratio_bounds(i: int, j0: int, data: Arrays, short: Short, ratio: np.ndarray)
     * ``exp(-Z) <= exp(-z)`` for ``z = min(that, 700) <= Z``, and
       ``exp(-z) = exp(-z/256)**256 <= p(z/256)**256`` with ``p`` the Taylor polynomial of
       ``exp(-h)`` to ``h**6/720`` (it ends on a positive term: above ``exp(-h)``, and > 0);
-    * times ``1 + 1e-11``: above the rounding of these steps (a few ulps of ``z <= 700``,
-      ``7e-13`` at most through ``exp``; a few ulps doubled by each of the 8 squarings) and of
+    * times ``1 + 1e-11``: above the rounding of these steps (a few ulps of ``z <= 700``, its
+      quotients taken from one reciprocal, ``7e-13`` at most through ``exp``; a few ulps
+      doubled by each of the 8 squarings) and of
       each step of the running sum that reads it, so the computed ``T_B`` is at least the
       exact one."""
     count = short.cum_float
@@ -187,12 +188,15 @@ def ratio_bound(a: float, b: float, bf: float) -> float:  # pragma: no cover - c
     """One ratio of :func:`ratio_bounds`: at least ``C(a, B) / C(b, B)`` for ``B <= a <= b``
     (``bf``: ``B``), in flops only (the backward pass's tiles read it lane by lane)."""
     d = b - a
-    u = bf / (0.5 * (a + b + 1.0))
+    ybar = 0.5 * (a + b + 1.0)
+    inv = 1.0 / (ybar * b)  # (one division: u = B / ybar, v = B / b and 1 / b**2 from it)
+    u = bf * b * inv
     series = 1.0 + u * (
         0.5 + u * (1.0 / 3.0 + u * (0.25 + u * (0.2 + u * (1.0 / 6.0 + u * (1.0 / 7.0 + u * 0.125)))))
     )
-    v = bf / b
-    gap = d * (d * d - 1.0) * (v * (2.0 + v * (3.0 + 4.0 * v))) / (24.0 * b * b)
+    inv_b = ybar * inv
+    v = bf * inv_b
+    gap = d * (d * d - 1.0) * (v * (2.0 + v * (3.0 + 4.0 * v))) * (inv_b * inv_b * (1.0 / 24.0))
     z = d * u * series + gap  # (Jensen's gap, at least)
     h = (z if z < 700.0 else 700.0) * (1.0 / 256.0)
     e = 1.0 - h * (

@@ -144,6 +144,7 @@ def _path_end(
 # gains 0.08 s), and the pattern search's first step (ends).
 _REFINE_GAP = 2e-4
 _REFINE_STEP = 32
+_REFINE_PASSES = 6
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -176,11 +177,13 @@ def _refine(
     edges: np.ndarray, data: Arrays, short: Short, is_end: np.ndarray, work: np.ndarray
 ) -> float:  # pragma: no cover - compiled
     """A plan's inner edges moved one at a time by a pattern search (steps ``_REFINE_STEP``,
-    halved where neither side costs less), twice over, the moves compared by
+    halved where neither side costs less), over every edge until none moves (at most
+    ``_REFINE_PASSES`` times), the moves compared by
     :func:`_estimate`; returns the exact objective of the plan reached (only an upper bound on
     the optimum is asked: the caller keeps the given plan's where lower)."""
     k = edges.size - 1
-    for _ in range(2):
+    for _ in range(_REFINE_PASSES):
+        before = edges.copy()
         for t in range(1, k):
             a, x, c = edges[t - 1], edges[t], edges[t + 1]
             cur = _estimate(a, x, data, short, is_end) + _estimate(x, c, data, short, is_end)
@@ -193,6 +196,8 @@ def _refine(
                     if v < cur and not moved:
                         cur, edges[t], moved = v, y, True
                 step = step if moved else step // 2
+        if (edges == before).all():
+            break
     total = 0.0
     for t in range(k):
         total += _bucket(edges[t], edges[t + 1], data, short, is_end, work)
