@@ -174,13 +174,14 @@ def _estimate(i: int, j: int, data: Arrays, short: Short, is_end: np.ndarray) ->
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _refine(
-    edges: np.ndarray, data: Arrays, short: Short, is_end: np.ndarray, work: np.ndarray
+    edges: np.ndarray, data: Arrays, short: Short, is_end: np.ndarray
 ) -> float:  # pragma: no cover - compiled
     """A plan's inner edges moved one at a time by a pattern search (steps ``_REFINE_STEP``,
     halved where neither side costs less), over every edge until none moves (at most
     ``_REFINE_PASSES`` times), the moves compared by
-    :func:`_estimate`; returns the exact objective of the plan reached (only an upper bound on
-    the optimum is asked: the caller keeps the given plan's where lower)."""
+    :func:`_estimate`; returns the objective of the plan reached by :func:`_estimate` too (the
+    exact one to far within the margin ``SLACK`` that the upper bound adds: only an upper bound
+    on the optimum is asked; the caller keeps the given plan's where lower)."""
     k = edges.size - 1
     for _ in range(_REFINE_PASSES):
         before = edges.copy()
@@ -200,35 +201,58 @@ def _refine(
             break
     total = 0.0
     for t in range(k):
-        total += _bucket(edges[t], edges[t + 1], data, short, is_end, work)
+        total += _estimate(edges[t], edges[t + 1], data, short, is_end)
     return total
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _uppers(
     data: Arrays, short: Short, bounds: BudgetBounds, rows: np.ndarray, is_end: np.ndarray, back: np.ndarray
-) -> np.ndarray:  # pragma: no cover - compiled
+) -> np.ndarray:
     """``upper[K]``: for every bucket count, the exact objective of the plan the bounds chose
-    (inf where ``back`` has none), with the margin ``SLACK``."""
+    (inf where ``back`` has none), with the margin ``SLACK``; for one fixed ``B`` without the
+    product formula (where the bounds' plans lie far from optimal) refined by
+    :func:`_refined` (a compiled call of its own, chosen here: the other rules' first call
+    does not compile it)."""
+    upper, plans = _bound_plans(data, short, bounds, rows, is_end, back)
+    if not short.product and not data.token:
+        _refined(data, short, is_end, back, upper, plans)
+    return upper
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _bound_plans(
+    data: Arrays, short: Short, bounds: BudgetBounds, rows: np.ndarray, is_end: np.ndarray, back: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
+    """:func:`_uppers` before the refinement, and the plans (``plans[K, :K + 1]``: edges)."""
     n_buckets = back.shape[0] - 1
     m = back.shape[1] - 1
     upper = np.full(n_buckets + 1, INF)
-    refine = not short.product and not data.token  # (where the bounds' plans lie far from optimal)
+    plans = np.zeros((n_buckets + 1, n_buckets + 1), np.int64)
     work = np.zeros((4, m + 1))
     for k in range(1, n_buckets + 1):
         if back[k, 0] == INF:
             continue
         total = 0.0
         i = rows[0]  # (0, typed as the other starts: a literal 0 would compile every callee twice)
-        edges = np.zeros(k + 1, np.int64)
         for layer in range(k, 0, -1):
             j = _path_end(i, layer, back, data, short, bounds, is_end)
             total += _bucket(i, j, data, short, is_end, work)
-            i = edges[k - layer + 1] = j
-        if refine and k > 1 and total > back[k, 0] * (1.0 + _REFINE_GAP):
-            total = min(total, _refine(edges, data, short, is_end, work))
+            i = plans[k, k - layer + 1] = j
         upper[k] = total * (1.0 + SLACK)
-    return upper
+    return upper, plans
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _refined(
+    data: Arrays, short: Short, is_end: np.ndarray, back: np.ndarray, upper: np.ndarray, plans: np.ndarray
+) -> None:  # pragma: no cover - compiled
+    """``upper[K]`` lowered to the exact objective of the plan :func:`_refine` reaches from the
+    bounds' plan (with the margin ``SLACK``) where that plan lies more than ``_REFINE_GAP``
+    above ``back``."""
+    for k in range(2, back.shape[0]):
+        if upper[k] < INF and upper[k] > back[k, 0] * (1.0 + _REFINE_GAP) * (1.0 + SLACK):
+            edges = plans[k, : k + 1].copy()
+            upper[k] = min(upper[k], _refine(edges, data, short, is_end) * (1.0 + SLACK))
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")

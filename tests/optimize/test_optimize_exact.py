@@ -270,7 +270,7 @@ def test_step_twos_refined_plan_is_a_plan_costed_exactly_and_bounds_the_optimum(
     for k in range(2, 6):
         edges = np.r_[0, np.sort(rng.choice(prob.ends[:-1], k - 1, replace=False)), prob.m]
         given = sum(matrix[index[int(a)], index[int(b)]] for a, b in itertools.pairwise(edges))
-        total = pruned._refine(edges, data, short, is_end, np.zeros((4, prob.m + 1)))
+        total = pruned._refine(edges, data, short, is_end)
         assert total == pytest.approx(
             sum(matrix[index[int(a)], index[int(b)]] for a, b in itertools.pairwise(edges)), rel=1e-12
         )
