@@ -27,6 +27,7 @@ from analysis.optimize._budget import BudgetBounds
 from analysis.optimize._costs import INF, Arrays
 from analysis.optimize._exact import LOW_SLACK, POWER_ABOVE, Short, power_bound, ratio_bound
 from analysis.optimize._lower import (
+    COUNT_SLACK,
     budget_bound,
     budget_end,
     budget_first,
@@ -138,14 +139,6 @@ def mean_sums(data: Arrays, short: Short) -> np.ndarray:  # pragma: no cover - c
     return sums
 
 
-# Relative margin per sample of :func:`_last_bound`, beside ``LOW_SLACK`` (found by the property
-# test: 1.1e-8 low at 2.2e8 samples, where this chord, below the true cost, was above the
-# DP's; that came from the exact ratios above 16, which now keep a few ulps of themselves,
-# :func:`~analysis.optimize._exact.short_ratio`, and the case passes without it: kept as a
-# cheap cover); at the bundled data's 902,087 samples it adds 4e-10.
-_COUNT_SLACK = 4.0 * 2.0**-53
-
-
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _last_bound(
     starts: np.ndarray, data: Arrays, short: Short, sums: np.ndarray, lane: np.ndarray, at_m: np.ndarray
@@ -171,7 +164,7 @@ def _last_bound(
             eb = data.weight[m] - lane[_T + a]
             e1 = sums[i] / n
             e_r = e1 + (r - 1.0) / (bf - 1.0) * (eb - e1) if r > 0.0 else 0.0
-            low = ((n - r) * eb + r * e_r) * (1.0 - LOW_SLACK - _COUNT_SLACK * n)
+            low = ((n - r) * eb + r * e_r) * (1.0 - LOW_SLACK - COUNT_SLACK * n)
             low += data.per_batch * (full + (1.0 if r > 0.0 else 0.0))
             v = low if low > v else v
         at_m[i] = v

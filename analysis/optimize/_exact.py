@@ -190,8 +190,9 @@ def ratio_bounds(i: int, j0: int, data: Arrays, short: Short, ratio: np.ndarray)
     * ``exp(-Z) <= exp(-z)`` for ``z = min(that, 700) <= Z``, and
       ``exp(-z) = exp(-z/256)**256 <= p(z/256)**256`` with ``p`` the Taylor polynomial of
       ``exp(-h)`` to ``h**6/720`` (it ends on a positive term: above ``exp(-h)``, and > 0);
-    * times ``1 + 1e-11``: above the rounding of these steps (a few ulps of ``z <= 700``,
-      ``7e-13`` at most through ``exp``; a few ulps doubled by each of the 8 squarings) and of
+    * times ``1 + 1e-11``: above the rounding of these steps (a few ulps of ``z <= 700``, its
+      quotients taken from one reciprocal, ``7e-13`` at most through ``exp``; a few ulps
+      doubled by each of the 8 squarings) and of
       each step of the running sum that reads it, so the computed ``T_B`` is at least the
       exact one."""
     count = short.cum_float
@@ -208,12 +209,15 @@ def ratio_bound(a: float, b: float, bf: float) -> float:  # pragma: no cover - c
     """One ratio of :func:`ratio_bounds`: at least ``C(a, B) / C(b, B)`` for ``B <= a <= b``
     (``bf``: ``B``), in flops only (the backward pass's tiles read it lane by lane)."""
     d = b - a
-    u = bf / (0.5 * (a + b + 1.0))
+    ybar = 0.5 * (a + b + 1.0)
+    inv = 1.0 / (ybar * b)  # (one division: u = B / ybar, v = B / b and 1 / b**2 from it)
+    u = bf * b * inv
     series = 1.0 + u * (
         0.5 + u * (1.0 / 3.0 + u * (0.25 + u * (0.2 + u * (1.0 / 6.0 + u * (1.0 / 7.0 + u * 0.125)))))
     )
-    v = bf / b
-    gap = d * (d * d - 1.0) * (v * (2.0 + v * (3.0 + 4.0 * v))) / (24.0 * b * b)
+    inv_b = ybar * inv
+    v = bf * inv_b
+    gap = d * (d * d - 1.0) * (v * (2.0 + v * (3.0 + 4.0 * v))) * (inv_b * inv_b * (1.0 / 24.0))
     z = d * u * series + gap  # (Jensen's gap, at least)
     h = (z if z < 700.0 else 700.0) * (1.0 / 256.0)
     e = 1.0 - h * (
@@ -596,3 +600,25 @@ def power_bound(
     r = n - full * bf
     low = capped(n, bf, r, eb, t, top, top_q, first, first_q)
     return float(low * (1.0 - LOW_SLACK) + per_batch * (full + (1.0 if r > 0.0 else 0.0)))
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def cut_cost(i: int, j: int, data: Arrays, short: Short) -> float:  # pragma: no cover - compiled
+    """Bucket ``(i, j]``'s exact objective (one fixed ``B``) with ``T_B`` too summed only from
+    the first end whose count passes ``n 2**(-70/B)`` (as :func:`carried_row` sums a residue
+    above ``_CARRY_MAX``, and every residue here): each term left out is at most ``2**-70``
+    of its step, so this is :func:`exact_row`'s cost to about ``1e-20`` of itself, from a few
+    ends instead of the row's (an estimate to compare plans by, not a cost the DP reads)."""
+    cum = data.cum
+    ci = cum[i]
+    n = cum[j] - ci
+    b = data.size[j]
+    r = n % b if n >= b else 0
+    sums = np.zeros(4)
+    for c in range(2):
+        s = b if c == 0 else r
+        if s > 0 and n >= s:
+            cut = ci + n * 2.0 ** (-70.0 / s)
+            first = i + 1 + np.searchsorted(cum[i + 1 : j], cut, side="right")
+            _, sums[2 * c], sums[2 * c + 1] = _advance(ci, first, 0.0, 0.0, j, s, cum, short, c == 0, data)
+    return _bucket_cost(n, b, _at(j, data, short), (sums[0], sums[1], sums[2], sums[3]))

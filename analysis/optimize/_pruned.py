@@ -18,7 +18,9 @@ plan (the one pruned scheme, for every rule and objective):
    formula the live starts' rows of bounds come a tile of starts at a time: they come in
    runs; where every upper bound lies within ``tau / 2`` of ``back``, only up to the last
    end the backward pass found within ``tau`` of a minimum, and at ``m`` a tighter bound
-   on the last bucket, both from the backward pass: :func:`_near`).
+   on the last bucket, both from the backward pass: :func:`_near`; for one fixed ``B`` not by
+   it, a bucket whose short batch is not carried along the row is tested once more with a
+   tighter bound on its short batch before it is costed: :func:`_residues`).
 
 Why this is the exact optimum: every bucket of an optimal plan passes both tests (the
 prefix of an optimal plan is an optimal prefix, computed exactly by induction; its bounds
@@ -35,9 +37,9 @@ import numpy as np
 from analysis.optimize._backward import LANES, backward, product_work, tile_rows
 from analysis.optimize._budget import SLACK, BudgetBounds
 from analysis.optimize._costs import INF, Arrays, row_costs
-from analysis.optimize._exact import Short, exact_cells, exact_row
+from analysis.optimize._exact import POWER_ABOVE, Short, cut_cost, exact_cells, exact_row
 from analysis.optimize._layers import push, run_layers
-from analysis.optimize._lower import fixed_path_end, fixed_row, low_costs, low_costs_within
+from analysis.optimize._lower import fixed_path_end, fixed_row, low_costs, low_costs_within, residue_bound
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -142,6 +144,7 @@ def _path_end(
 # gains 0.08 s), and the pattern search's first step (ends).
 _REFINE_GAP = 2e-4
 _REFINE_STEP = 32
+_REFINE_PASSES = 6
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -160,57 +163,96 @@ def _bucket(
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
+def _estimate(i: int, j: int, data: Arrays, short: Short, is_end: np.ndarray) -> float:  # pragma: no cover
+    """:func:`_bucket`'s cost to about ``1e-20`` of itself, from the last ends alone
+    (:func:`~analysis.optimize._exact.cut_cost`; inf where :func:`_bucket` has it)."""
+    m = is_end.size - 1
+    if i < 0 or j > m or i >= j or not is_end[j] or (i > 0 and not is_end[i]):
+        return INF
+    return cut_cost(i, j, data, short)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _refine(
-    edges: np.ndarray, data: Arrays, short: Short, is_end: np.ndarray, work: np.ndarray
+    edges: np.ndarray, data: Arrays, short: Short, is_end: np.ndarray
 ) -> float:  # pragma: no cover - compiled
     """A plan's inner edges moved one at a time by a pattern search (steps ``_REFINE_STEP``,
-    halved where neither side costs less), twice over; returns its exact objective, at most
-    the given plan's (every move lowers it): only an upper bound on the optimum is asked."""
+    halved where neither side costs less), over every edge until none moves (at most
+    ``_REFINE_PASSES`` times), the moves compared by
+    :func:`_estimate`; returns the objective of the plan reached by :func:`_estimate` too (the
+    exact one to far within the margin ``SLACK`` that the upper bound adds: only an upper bound
+    on the optimum is asked; the caller keeps the given plan's where lower)."""
     k = edges.size - 1
-    for _ in range(2):
+    for _ in range(_REFINE_PASSES):
+        before = edges.copy()
         for t in range(1, k):
             a, x, c = edges[t - 1], edges[t], edges[t + 1]
-            cur = _bucket(a, x, data, short, is_end, work) + _bucket(x, c, data, short, is_end, work)
+            cur = _estimate(a, x, data, short, is_end) + _estimate(x, c, data, short, is_end)
             step = _REFINE_STEP
             while step >= 1:
                 moved = False
                 for d in (-step, step):
                     y = edges[t] + d
-                    v = _bucket(a, y, data, short, is_end, work) + _bucket(y, c, data, short, is_end, work)
+                    v = _estimate(a, y, data, short, is_end) + _estimate(y, c, data, short, is_end)
                     if v < cur and not moved:
                         cur, edges[t], moved = v, y, True
                 step = step if moved else step // 2
+        if (edges == before).all():
+            break
     total = 0.0
     for t in range(k):
-        total += _bucket(edges[t], edges[t + 1], data, short, is_end, work)
+        total += _estimate(edges[t], edges[t + 1], data, short, is_end)
     return total
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _uppers(
     data: Arrays, short: Short, bounds: BudgetBounds, rows: np.ndarray, is_end: np.ndarray, back: np.ndarray
-) -> np.ndarray:  # pragma: no cover - compiled
+) -> np.ndarray:
     """``upper[K]``: for every bucket count, the exact objective of the plan the bounds chose
-    (inf where ``back`` has none), with the margin ``SLACK``."""
+    (inf where ``back`` has none), with the margin ``SLACK``; for one fixed ``B`` without the
+    product formula (where the bounds' plans lie far from optimal) refined by
+    :func:`_refined` (a compiled call of its own, chosen here: the other rules' first call
+    does not compile it)."""
+    upper, plans = _bound_plans(data, short, bounds, rows, is_end, back)
+    if not short.product and not data.token:
+        _refined(data, short, is_end, back, upper, plans)
+    return upper
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _bound_plans(
+    data: Arrays, short: Short, bounds: BudgetBounds, rows: np.ndarray, is_end: np.ndarray, back: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
+    """:func:`_uppers` before the refinement, and the plans (``plans[K, :K + 1]``: edges)."""
     n_buckets = back.shape[0] - 1
     m = back.shape[1] - 1
     upper = np.full(n_buckets + 1, INF)
-    refine = not short.product and not data.token  # (where the bounds' plans lie far from optimal)
+    plans = np.zeros((n_buckets + 1, n_buckets + 1), np.int64)
     work = np.zeros((4, m + 1))
     for k in range(1, n_buckets + 1):
         if back[k, 0] == INF:
             continue
         total = 0.0
         i = rows[0]  # (0, typed as the other starts: a literal 0 would compile every callee twice)
-        edges = np.zeros(k + 1, np.int64)
         for layer in range(k, 0, -1):
             j = _path_end(i, layer, back, data, short, bounds, is_end)
             total += _bucket(i, j, data, short, is_end, work)
-            i = edges[k - layer + 1] = j
-        if refine and k > 1 and total > back[k, 0] * (1.0 + _REFINE_GAP):
-            total = min(total, _refine(edges, data, short, is_end, work))
+            i = plans[k, k - layer + 1] = j
         upper[k] = total * (1.0 + SLACK)
-    return upper
+    return upper, plans
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _refined(
+    data: Arrays, short: Short, is_end: np.ndarray, back: np.ndarray, upper: np.ndarray, plans: np.ndarray
+) -> None:  # pragma: no cover - compiled
+    """``upper[K]`` lowered to the exact objective of the plan :func:`_refine` reaches from the
+    bounds' plan (with the margin ``SLACK``) where that plan lies more than ``_REFINE_GAP``
+    above ``back``."""
+    for k in range(2, back.shape[0]):
+        if upper[k] < INF and upper[k] > back[k, 0] * (1.0 + _REFINE_GAP) * (1.0 + SLACK):
+            edges = plans[k, : k + 1].copy()
+            upper[k] = min(upper[k], _refine(edges, data, short, is_end) * (1.0 + SLACK))
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -259,6 +301,36 @@ def _tile(
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
+def _residues(
+    i: int,
+    first: int,
+    last: int,
+    data: Arrays,
+    short: Short,
+    t_b: np.ndarray,
+    room: np.ndarray,
+    need: np.ndarray,
+    work: np.ndarray,
+) -> tuple[int, int]:  # pragma: no cover - compiled
+    """``need[j]`` cleared where a bucket's short batch of more than ``POWER_ABOVE`` samples
+    (not carried along the row: its exact cost sums its own terms) has a bound above the room
+    (:func:`~analysis.optimize._lower.residue_bound`, from the row's ``t_b``; one fixed ``B``,
+    steps ``>= 0``), for ``first <= j <= last``; returns the new first and last such ``j``
+    (``last == i``: none)."""
+    cum = data.cum
+    b = data.size[i + 1]
+    new_first, new_last = cum.size, i
+    for j in range(first, last + 1):
+        if need[j] and j > i + 1:
+            n = cum[j] - cum[i]
+            if n >= b and n % b > POWER_ABOVE:
+                need[j] = residue_bound(i, j, t_b[j], data, short, work) <= room[j]
+        new_first = j if need[j] and new_first == cum.size else new_first
+        new_last = j if need[j] else new_last
+    return new_first, new_last
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _forwards(
     data: Arrays,
     short: Short,
@@ -292,6 +364,7 @@ def _forwards(
     room = np.empty(m + 1)
     live = np.zeros(n_buckets + 1, np.bool_)
     tiled = short.product and not data.token
+    residues = not tiled and not data.token and short.power
     last = _near(back, upper, rows, near) if tiled else near[1][:0]
     work = product_work(data.size[1] if tiled else 1, 0, 0)
     tile = np.empty((LANES, m + 1) if tiled else (0, 0))
@@ -310,6 +383,8 @@ def _forwards(
         else:  # (the bounds where within the room; above it where not)
             low_costs_within(i, data, short, bounds, is_end, room, ratio, low)
         first, last_j = needed(i, low, room, need, stop)
+        if residues and data.size[i + 1] > POWER_ABOVE:  # (T_B's bounds in ratio: chain)
+            first, last_j = _residues(i, first, last_j, data, short, ratio, room, need, costs)
         if last_j == i:
             continue
         exact_cells(i, first, last_j, data, short, need, costs, tb, t2b)

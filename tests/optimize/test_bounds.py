@@ -131,3 +131,42 @@ def test_the_ratio_bounds_are_at_least_the_ratios_and_close(size):
                 close += 1
     assert close > 100
     assert err <= 1e-5
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("model", [None, "time"])
+@pytest.mark.parametrize("size", [100, 700])
+def test_the_residue_bound_is_at_most_the_exact_cost_and_tighter(seed, model, size):
+    """``residue_bound`` (the forward pass's bound on a bucket whose short batch holds more
+    than ``POWER_ABOVE`` samples) is at most the exact rational cost and the DP's floats of
+    every such bucket, with and without a working-set term, and above the row's bounds
+    (chord and power bound) for most of them (where the short batch is a small part of a
+    batch: the case it is for)."""
+    rng = np.random.default_rng(9000 + seed)
+    m = 16
+    lengths = sorted(rng.choice(np.arange(20, 400), m, replace=False).tolist())
+    counts = rng.integers(1, 8 * size // m, m).tolist()
+    hist = LengthHistogram.from_counts(lengths, counts)
+    step_time = model_rules()[1][1] if model else None
+    prob = problem.build_problem(
+        hist, BatchRule(batch_size=size), 1, step_time=step_time, objective="time" if model else "padding"
+    )
+    data, short = exact.exact_arrays(prob)
+    assert short.power and not short.product and short.quad == bool(model)
+    is_end = np.ones(m + 1, np.bool_)
+    low, t_b, work = np.empty(m + 1), np.empty(m + 1), np.empty(m + 1)
+    costs = kernel.cost_matrix(prob, np.arange(m + 1))
+    checked = tighter = 0
+    for i in range(m - 1):
+        lower.low_costs(i, data, short, kernel._NO_BOUNDS, is_end, t_b, low)  # t_b: the row's T_B bounds
+        for j in range(i + 2, m + 1):
+            n = int(prob.cum[j] - prob.cum[i])
+            if n < size or n % size <= exact.POWER_ABOVE:
+                continue
+            bound = lower.residue_bound(i, j, t_b[j], data, short, work)
+            cost = bucket_cost(lengths, counts, i, j, {"batch_size": size}, step_time)
+            assert bound <= costs[i, j] and Fraction(bound) <= cost, (i, j)
+            checked += 1
+            tighter += bound > low[j]
+    assert checked >= 10
+    assert tighter >= checked // 2

@@ -272,12 +272,32 @@ def test_step_twos_refined_plan_is_a_plan_costed_exactly_and_bounds_the_optimum(
     for k in range(2, 6):
         edges = np.r_[0, np.sort(rng.choice(prob.ends[:-1], k - 1, replace=False)), prob.m]
         given = sum(matrix[index[int(a)], index[int(b)]] for a, b in itertools.pairwise(edges))
-        total = pruned._refine(edges, data, short, is_end, np.zeros((4, prob.m + 1)))
+        total = pruned._refine(edges, data, short, is_end)
         assert total == pytest.approx(
             sum(matrix[index[int(a)], index[int(b)]] for a, b in itertools.pairwise(edges)), rel=1e-12
         )
         assert dense_best[k, prob.m] <= total * (1 + 1e-12) and total <= given * (1 + 1e-12)
         assert np.all(np.diff(edges) > 0) and edges[0] == 0 and edges[-1] == prob.m
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_cut_cost_is_the_exact_cost_to_the_last_bits(seed):
+    """``cut_cost`` (step 2's estimate: every running sum from where its terms pass 2**-70)
+    is the DP's exact cost of every bucket to 1e-14, with and without a working-set term,
+    for batch sizes whose residues are carried and whose are not."""
+    rng = np.random.default_rng(7100 + seed)
+    n = int(rng.integers(40, 120))
+    lengths = np.sort(rng.choice(np.arange(1, 3000), n, replace=False))
+    hist = LengthHistogram.from_counts(lengths, rng.integers(1, 200, n))
+    model = [None, StepTimeModel(per_step=0.5, per_token=1e-2, attention=1e-3, working_set=2e-3)][seed % 2]
+    objective = "padding" if model is None else "time"
+    rule = BatchRule(batch_size=[8, 40, 100, 700][seed])
+    prob = problem.build_problem(hist, rule, 1, step_time=model, objective=objective)
+    data, short = exact.exact_arrays(prob)
+    matrix = kernel.cost_matrix(prob, np.arange(prob.m + 1))
+    for i in range(prob.m):
+        for j in range(i + 1, prob.m + 1):
+            assert exact.cut_cost(i, j, data, short) == pytest.approx(matrix[i, j], rel=1e-14, abs=0), (i, j)
 
 
 def test_a_bucket_count_whose_tables_would_not_fit_is_refused_before_allocating():
