@@ -218,7 +218,7 @@ def low_costs(
     """Lower bounds on the exact cost of every bucket ``(i, j]``, ``j > i`` (inf where not an
     end); ``ratio`` a work row."""
     if data.token:
-        budget_row(i, data, short, bounds, is_end, out)
+        budget_row(i, data, short, bounds, is_end, out, out[:0])
         return
     fixed_row(i, data, short, is_end, ratio, out)
 
@@ -250,7 +250,7 @@ def low_costs_within(
     :func:`~analysis.optimize._exact.power_bounds_within`), so ``out[j] <= room[j]`` exactly
     where the bound is within it."""
     if data.token:
-        low_costs(i, data, short, bounds, is_end, ratio, out)
+        budget_row(i, data, short, bounds, is_end, out, room)
         return
     fixed_ratios(i, data, short, out, ratio)
     chain(i + 2, out.size, 0.0, data.step, ratio)
@@ -339,25 +339,30 @@ def budget_end(
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def budget_row(
-    i: int, data: Arrays, short: Short, bounds: BudgetBounds, is_end: np.ndarray, out: np.ndarray
+    i: int,
+    data: Arrays,
+    short: Short,
+    bounds: BudgetBounds,
+    is_end: np.ndarray,
+    out: np.ndarray,
+    room: np.ndarray,
 ) -> None:  # pragma: no cover - compiled
     """``out[j]``: :func:`budget_bound` of every bucket ``(i, j]``, ``j > i`` (inf where not an
-    end), the table's row at or below ``i``."""
+    end), the table's row at or below ``i``.  With a ``room`` (empty: none), the power bound
+    only where the bound without it is at most ``room[j]`` (it only raises a bound, and where
+    it is asked the same floats: :func:`budget_bound`), so ``out[j] <= room[j]`` exactly where
+    the bound is within it."""
     m = out.size - 1
     row = i // bounds.stride
     first = budget_first(i, data, short, bounds)
     two = bounds.t2_up.shape[0] > 0
+    within = room.size > 0
+    err, quad, per_batch = bounds.mass_err, short.quad, data.per_batch
     for j in range(i + 1, m + 1):
-        t2 = bounds.t2_up[row, j] if two else 0.0
-        v = budget_bound(
-            bounds.cum_float[j],
-            budget_end(j, data, short, bounds),
-            bounds.t_up[row, j],
-            t2,
-            first,
-            bounds.mass_err,
-            short.quad,
-            data.per_batch,
-            True,
-        )
+        t, t2 = bounds.t_up[row, j], bounds.t2_up[row, j] if two else 0.0
+        end = budget_end(j, data, short, bounds)
+        cj = bounds.cum_float[j]
+        v = budget_bound(cj, end, t, t2, first, err, quad, per_batch, False) if within else -INF
+        if v == -INF or v <= room[j]:  # (without a room: every bound with the power bound)
+            v = budget_bound(cj, end, t, t2, first, err, quad, per_batch, True)
         out[j] = v if is_end[j] else INF
