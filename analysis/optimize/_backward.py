@@ -654,11 +654,11 @@ def _budget_seed(
     work: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
 ) -> None:  # pragma: no cover - compiled
     """A budget tile's lanes before its first end (:func:`_budget_tile`): each start's
-    :func:`~analysis.optimize._lower.budget_first` and table row, and each layer's minimum
-    seeded with the least of its terms at ``seed[0, k]`` and ``seed[1, k]`` (the previous
-    tile's lowest start's best end, and that end moved on by its drift over that tile; each
-    where above this tile's top start + 1: a term of the minimum, with the power bound), else
-    inf."""
+    :func:`~analysis.optimize._lower.budget_first` and table row, and the layers' minima
+    seeded with their terms at the ends ``seed[c, k]`` (the previous tile's best ends of its
+    lowest, middle and highest start for layer ``k``, and the lowest's moved on by its drift
+    over that tile), each for every layer, where above this tile's top start + 1 (a term of
+    the minimum, with the power bound), else inf."""
     state, runs, acc, arg, _, seed = work
     for a in range(LANES):
         first = budget_first(starts[a], data, short, bounds)
@@ -668,14 +668,29 @@ def _budget_seed(
     acc[:] = INF
     m = back.shape[1] - 1
     for k in range(1, layers):
-        for c in range(2):
+        for c in range(seed.shape[0]):
             j = seed[c, k]
-            if starts[LANES - 1] + 1 < j <= m and is_end[j] and back[k - 1, j] < INF:
+            if starts[LANES - 1] + 1 < j <= m and is_end[j]:
                 _budget_lanes(j, data, short, bounds, state, runs, True)
-                for a in range(LANES):
-                    s = state[_BV + a] + back[k - 1, j]
-                    if s < acc[k, a]:
-                        acc[k, a], arg[k, a] = s, j
+                _budget_take(j, back, layers, state, acc, arg)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _budget_take(
+    j: int, back: np.ndarray, layers: int, state: np.ndarray, acc: np.ndarray, arg: np.ndarray
+) -> None:  # pragma: no cover - compiled
+    """Every layer's minimum ``acc[k, a]`` lowered to lane ``a``'s bound at ``j`` plus
+    ``back[k - 1, j]`` where that is less (``arg[k, a] = j`` there): selects across the
+    lanes, vectorised."""
+    v = state[_BV : _BV + LANES]
+    for k in range(1, layers):
+        p = back[k - 1, j]
+        if p < INF:
+            for a in range(LANES):
+                s = v[a] + p
+                lt = s < acc[k, a]
+                arg[k, a] = j if lt else arg[k, a]
+                acc[k, a] = s if lt else acc[k, a]
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -721,16 +736,13 @@ def _budget_tile(
         if hit == 0:
             continue
         _budget_lanes(j, data, short, bounds, state, runs, True)
-        for k in range(1, layers):
-            p = back[k - 1, j]
-            for a in range(LANES):
-                s = v[a] + p
-                if s < acc[k, a]:
-                    acc[k, a], arg[k, a] = s, j
+        _budget_take(j, back, layers, state, acc, arg)
     _tile_finish(starts, back, layers, acc, head, j0, top)
-    for k in range(1, layers):  # the lowest start's best end, and its drift over the tile, again
+    for k in range(1, layers):  # the best ends again: the lowest, middle and top starts', a drift
         seed[0, k] = arg[k, 0]
         seed[1, k] = max(0, 2 * arg[k, 0] - arg[k, LANES - 1])
+        seed[2, k] = arg[k, LANES // 2]
+        seed[3, k] = arg[k, LANES - 1]
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -764,7 +776,7 @@ def budget_backward(
         np.empty((n_buckets + 1, LANES)),
         np.zeros((n_buckets + 1, LANES), np.int64),
         np.empty((m + 1, LANES)),
-        np.zeros((2, n_buckets + 1), np.int64),  # (0: no seed)
+        np.zeros((4, n_buckets + 1), np.int64),  # (0: no seed)
     )
     starts = np.empty(LANES, np.int64)
     r = rows.size - 1

@@ -355,14 +355,23 @@ def budget_row(
     m = out.size - 1
     row = i // bounds.stride
     first = budget_first(i, data, short, bounds)
-    two = bounds.t2_up.shape[0] > 0
-    within = room.size > 0
+    t_row = bounds.t_up[row]
+    t2_row = bounds.t2_up[row] if bounds.t2_up.shape[0] > 0 else np.zeros(m + 1)
     err, quad, per_batch = bounds.mass_err, short.quad, data.per_batch
-    for j in range(i + 1, m + 1):
-        t, t2 = bounds.t_up[row, j], bounds.t2_up[row, j] if two else 0.0
-        end = budget_end(j, data, short, bounds)
-        cj = bounds.cum_float[j]
-        v = budget_bound(cj, end, t, t2, first, err, quad, per_batch, False) if within else -INF
-        if v == -INF or v <= room[j]:  # (without a room: every bound with the power bound)
-            v = budget_bound(cj, end, t, t2, first, err, quad, per_batch, True)
-        out[j] = v if is_end[j] else INF
+    if room.size:  # (each loop compiled apart, nothing carried: vectorised)
+        for j in range(i + 1, m + 1):
+            end = budget_end(j, data, short, bounds)
+            v = budget_bound(
+                bounds.cum_float[j], end, t_row[j], t2_row[j], first, err, quad, per_batch, False
+            )
+            out[j] = v if is_end[j] else INF
+        for j in range(i + 1, m + 1):  # (the power bound where the bound fits: few ends)
+            if out[j] <= room[j]:
+                end = budget_end(j, data, short, bounds)
+                cj = bounds.cum_float[j]
+                out[j] = budget_bound(cj, end, t_row[j], t2_row[j], first, err, quad, per_batch, True)
+    else:
+        for j in range(i + 1, m + 1):
+            end = budget_end(j, data, short, bounds)
+            v = budget_bound(bounds.cum_float[j], end, t_row[j], t2_row[j], first, err, quad, per_batch, True)
+            out[j] = v if is_end[j] else INF
