@@ -574,7 +574,7 @@ _BF1, _BF2, _BF3, _BF4, _BF5, _BF6, _BV, _BT, _BT2, _BSTATE = (r * LANES for r i
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _lanes(
     cj: float,
-    end: tuple[float, float, float, float, float, float, float],
+    end: tuple[float, float, float, float, float, float, float, float],
     scalars: tuple[float, bool, float],
     state: np.ndarray,
     power: bool,
