@@ -6,10 +6,10 @@ changes (:func:`~analysis.optimize._costs._restart`): ``O(m)`` stretches of cons
 each of ``m`` starts, too many to run for every bucket.  ``T`` only grows when the bucket's
 start moves down (more short samples: every ``P(max <= v)`` grows) and when ``B`` falls (fewer
 draws).  So the sums of the start at or below ``i`` that is a multiple of the stride (at
-least ``BOUND_STRIDE``, about ``m / BOUND_ROWS``), under batch sizes lowered to rungs
-``_RUNG`` apart (``_bound_table``: a restart per rung, not per end, and one row per stride of
-starts), bound ``T`` from above and every bucket's
-full batches' ``E_B`` from below (:func:`full_bound`), with a margin ``SLACK`` far above the
+least ``BOUND_STRIDE``; with a cost per batch about ``m / BOUND_ROWS``), under batch sizes
+lowered to rungs ``_RUNG`` apart (``_bound_table``: a restart per rung, not per end, and one
+row per stride of starts), bound ``T`` from above and every bucket's full batches' ``E_B``
+from below (:func:`full_bound`), with a margin ``SLACK`` far above the
 sums' rounding.  :func:`~analysis.optimize._lower.budget_bound` then turns them into bounds
 on the exact cost.
 
@@ -33,13 +33,15 @@ import numpy as np
 
 from analysis.optimize._costs import Arrays, row_sums
 
-# The bounds' running sums: a row per ``BOUND_STRIDE`` starts or more, so that there are at
-# most about ``BOUND_ROWS`` rows (a row costs ``O(m)`` and a restart per rung: at 32 starts
-# apart the table cost more than the backward pass it serves, 0.13 s at ``max_tokens=65536``
-# on the bundled data, and 128 apart, measured, prunes the same) and the table stays under
-# ``BOUND_BYTES``; batch sizes within this factor share a restart, and this relative margin
-# (far above the rounding of the sums) on each.
-BOUND_STRIDE = 16
+# The bounds' running sums: a row per ``BOUND_STRIDE`` starts, or further where the table
+# would pass ``BOUND_BYTES``, and with a cost per batch (the steps and time objectives) further
+# still, to about ``BOUND_ROWS`` rows: there the batches dominate a bucket's cost and the
+# sums move its bound little (on the bundled data rows 127 apart prune as 32 did, and a table
+# 32 apart cost more than the backward pass it serves: 0.13 s at ``max_tokens=65536``), while
+# the padding objective's bounds move with the sums one for one (rows 127 apart cost its
+# forward pass 2.6 times as much there); batch sizes within ``_RUNG`` share a restart, and a
+# relative margin ``SLACK`` (far above the rounding of the sums) on each.
+BOUND_STRIDE = 32
 BOUND_ROWS = 64
 BOUND_BYTES = 64 << 20
 _RUNG = 1.1  # (1.05 restarted twice as often for the same pruning; 1.2 passes below 0.98 of a cost)
@@ -140,12 +142,13 @@ def _mass(data: Arrays) -> tuple[np.ndarray, float]:
 
 def budget_bounds(data: Arrays, stride: int | None = None) -> BudgetBounds:
     """The bounds of a token budget's bucket costs, their rows ``stride`` starts apart (by
-    default ``BOUND_STRIDE``, or further where there would be more than ``BOUND_ROWS`` rows
-    or the table would pass ``BOUND_BYTES``)."""
+    default ``BOUND_STRIDE``, or further where the table would pass ``BOUND_BYTES`` or, with a
+    cost per batch, where there would be more than ``BOUND_ROWS`` rows)."""
     if stride is None:
         m = data.cum.size - 1
         per_row = (m + 1) * 8 * (2 if data.weight2.any() else 1)
-        stride = max(BOUND_STRIDE, -(-m // BOUND_ROWS), -(-m * per_row // BOUND_BYTES))
+        coarse = -(-m // BOUND_ROWS) if data.per_batch > 0.0 else 1
+        stride = max(BOUND_STRIDE, coarse, -(-m * per_row // BOUND_BYTES))
     t_up, t2_up = _bound_table(data, _rungs(data.size), stride, bool(data.weight2.any()))
     mass, err = _mass(data)
     return BudgetBounds(
