@@ -292,17 +292,19 @@ def budget_bound(
 ) -> float:  # pragma: no cover - compiled
     """A lower bound on the exact cost of bucket ``(i, j]`` under a token budget (``cj``: the
     count up to ``j``; ``end``: ``B``, ``1 / B``, ``w``, ``w2``, ``base``, ``q``, ``mass`` and
-    ``1 / (B - 1)`` at ``j``; ``t``, ``t2``: the table's sums; ``first``: :func:`budget_first`), with the
-    power bound where it applies if ``power`` (a constant: the backward pass asks for it only
-    where the rest cannot rule the bucket out; the power value and the chord's are maxed
-    after the same monotone rounding, so either way the same floats where it is asked).
+    ``1 / (B - 1)`` at ``j``; ``t``, ``t2``: the table's sums; ``first``:
+    :func:`budget_first`), with the power bound where it applies and the chord from ``E_1``
+    if ``power`` (a constant: the
+    backward pass asks for them only where the rest cannot rule the bucket out; each only
+    raises the bound, the chords' short batch maxed before the same monotone rounding and the
+    power value after it, so either way the same floats where it is asked).
 
     Below a full batch the exact cost (one batch of ``n``); in batches of one the sum of the
     weights (:func:`~analysis.optimize._budget.ones_bound`); else the full batches at
     ``eb <= E_B`` (:func:`~analysis.optimize._budget.full_bound`) and the short batch of ``r``
     by the chord ``g_r(first) + f (eb - g_B(first))`` (``f = r / B``, squared with a working-set
-    term; :mod:`analysis.optimize._exact`), without a working-set term at least the chord
-    from ``E_1`` to ``E_B``: ``E_r >= E_1 + (r - 1) / (B - 1) (E_B - E_1)`` for ``r >= 1``
+    term; :mod:`analysis.optimize._exact`), with ``power`` and without a working-set term at
+    least the chord from ``E_1`` to ``E_B``: ``E_r >= E_1 + (r - 1) / (B - 1) (E_B - E_1)`` for ``r >= 1``
     (``E_s`` is concave in ``s``, :mod:`analysis.optimize._exact`; ``E_1`` is the mean weight,
     at least ``(mass_j - mass_i - err) / n``, and both enter with weights ``>= 0``, so ``eb``
     and that bound on ``E_1`` keep it below; far tighter where ``B`` is large: the chord from
@@ -325,9 +327,10 @@ def budget_bound(
     d = eb - (w_first + b * w2_first)
     d = d if d > 0.0 else 0.0
     e_r = (base_first + r * q_first) + f * d
-    e1 = ((mass_j - mass_i) - err) / n  # (at most E_1, the mean weight, without q)
-    chord = e1 + (r - 1.0) * inv_b1 * (eb - e1)
-    e_r = chord if not quad and chord > e_r else e_r
+    if power and not quad:  # (raised as by the power bound: where asked, a division a lane)
+        e1 = ((mass_j - mass_i) - err) / n  # (at most E_1, the mean weight, without q)
+        chord = e1 + (r - 1.0) * inv_b1 * (eb - e1)
+        e_r = chord if chord > e_r else e_r
     low = full * b * eb + r * e_r
     low = ones_bound(mass_j, mass_i, err, n, w + w2) if b == 1.0 else low
     alone = n * (base_j + n * q_j) + per_batch  # one batch of n samples: exact
