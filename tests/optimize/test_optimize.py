@@ -351,7 +351,7 @@ def test_pruned_bounds_never_exceed_a_bucket_cost(seed, n_lengths, time, multipl
     data, short = exact_module.exact_arrays(prob)
     two = bool(prob.weight2.any())
     assert two == time
-    t_up, t2_up = budget._bound_table(data, budget._rungs(prob.size), stride, two)
+    t_up, t2_up = budget._bound_table(data, budget._rungs(prob.size, budget.rung_factor(data)), stride, two)
     assert t2_up.shape[0] == (t_up.shape[0] if two else 0)
     points = np.arange(prob.m + 1)
     exact = kernel.cost_matrix(prob, points)
