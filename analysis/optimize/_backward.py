@@ -576,23 +576,26 @@ _BF1, _BF2, _BF3, _BF4, _BF5, _BF6, _BV, _BT, _BT2, _BSTATE = (r * LANES for r i
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _lanes(
     cj: float,
-    end: tuple[float, float, float, float, float, float, float],
+    end: tuple[float, float, float, float, float, float, float, float],
     scalars: tuple[float, bool, float],
     state: np.ndarray,
     power: bool,
+    lanes: np.ndarray,
 ) -> None:  # pragma: no cover - compiled
     """``state[_BV + a]``: :func:`~analysis.optimize._lower.budget_bound` of every lane's bucket
     ending at the end read (``cj``, ``end``: :func:`~analysis.optimize._lower.budget_end`;
     ``scalars``: the rounding bound of the prefix sums, whether ``q`` is nonzero, the
-    per-batch cost; each lane's table sums at ``state[_BT + a]``, ``state[_BT2 + a]``), with the
-    power bound if ``power``: one loop across the lanes, vectorised.  (Scalars and one array
-    only: a call that passes the tables' tuples pays for counting their references, at every
+    per-batch cost; each lane's table sums at ``state[_BT + a]``, ``state[_BT2 + a]``): without
+    the power bound one loop across the lanes, vectorised; with it (a loop that stays scalar)
+    only the lanes with ``lanes[a]``, the others left as they are.  (Scalars and arrays only:
+    a call that passes the tables' tuples pays for counting their references, at every
     end.)"""
     err, quad, per_batch = scalars
     if power:  # (the two loops compiled apart: the one without is vectorised)
         for a in range(LANES):
-            t, t2, first = _lane(state, a)
-            state[_BV + a] = budget_bound(cj, end, t, t2, first, err, quad, per_batch, True)
+            if lanes[a]:
+                t, t2, first = _lane(state, a)
+                state[_BV + a] = budget_bound(cj, end, t, t2, first, err, quad, per_batch, True)
     else:
         for a in range(LANES):
             t, t2, first = _lane(state, a)
@@ -616,7 +619,14 @@ def _lane(state: np.ndarray, a: int) -> tuple[float, float, tuple[float, ...]]: 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _budget_lanes(
-    j: int, data: Arrays, short: Short, bounds: BudgetBounds, state: np.ndarray, runs: np.ndarray, power: bool
+    j: int,
+    data: Arrays,
+    short: Short,
+    bounds: BudgetBounds,
+    state: np.ndarray,
+    runs: np.ndarray,
+    power: bool,
+    lanes: np.ndarray,
 ) -> None:  # pragma: no cover - compiled
     """:func:`_lanes` at end ``j``: the runs' table sums read into ``state`` first."""
     two = bounds.t2_up.shape[0] > 0
@@ -626,7 +636,7 @@ def _budget_lanes(
         for a in range(runs[0, u], runs[0, u + 1]):
             state[_BT + a], state[_BT2 + a] = t, t2
     scalars = (bounds.mass_err, short.quad, data.per_batch)
-    _lanes(bounds.cum_float[j], budget_end(j, data, short, bounds), scalars, state, power)
+    _lanes(bounds.cum_float[j], budget_end(j, data, short, bounds), scalars, state, power, lanes)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -653,15 +663,15 @@ def _budget_seed(
     is_end: np.ndarray,
     back: np.ndarray,
     layers: int,
-    work: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    work: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
 ) -> None:  # pragma: no cover - compiled
     """A budget tile's lanes before its first end (:func:`_budget_tile`): each start's
-    :func:`~analysis.optimize._lower.budget_first` and table row, and each layer's minimum
-    seeded with the least of its terms at ``seed[0, k]`` and ``seed[1, k]`` (the previous
-    tile's lowest start's best end, and that end moved on by its drift over that tile; each
-    where above this tile's top start + 1: a term of the minimum, with the power bound), else
-    inf."""
-    state, runs, acc, arg, _, seed = work
+    :func:`~analysis.optimize._lower.budget_first` and table row, and the layers' minima
+    seeded with their terms at the ends ``seed[c, k]`` (the previous tile's best ends of its
+    lowest, middle and highest start for layer ``k``, and the lowest's moved on by its drift
+    over that tile), each for every layer, where above this tile's top start + 1 (a term of
+    the minimum, with the power bound), else inf."""
+    state, runs, acc, arg, _, seed, lanes = work
     for a in range(LANES):
         first = budget_first(starts[a], data, short, bounds)
         for f in range(7):
@@ -670,14 +680,43 @@ def _budget_seed(
     acc[:] = INF
     m = back.shape[1] - 1
     for k in range(1, layers):
-        for c in range(2):
+        for c in range(seed.shape[0]):
             j = seed[c, k]
-            if starts[LANES - 1] + 1 < j <= m and is_end[j] and back[k - 1, j] < INF:
-                _budget_lanes(j, data, short, bounds, state, runs, True)
-                for a in range(LANES):
-                    s = state[_BV + a] + back[k - 1, j]
-                    if s < acc[k, a]:
-                        acc[k, a], arg[k, a] = s, j
+            if starts[LANES - 1] + 1 < j <= m and is_end[j]:
+                _budget_lanes(j, data, short, bounds, state, runs, True, lanes[0])
+                _budget_take(j, back, layers, state, acc, arg)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _hit_lanes(
+    j: int, back: np.ndarray, layers: int, v: np.ndarray, acc: np.ndarray, hits: np.ndarray
+) -> None:  # pragma: no cover - compiled
+    """``hits[a]``: whether lane ``a``'s bound ``v[a]`` at ``j`` plus ``back[k - 1, j]`` is
+    below its minimum ``acc[k, a]`` for some layer ``k`` (the same sums as the test)."""
+    hits[:] = False
+    for k in range(1, layers):
+        p = back[k - 1, j]
+        if p < INF:
+            for a in range(LANES):
+                hits[a] = hits[a] or v[a] + p < acc[k, a]
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _budget_take(
+    j: int, back: np.ndarray, layers: int, state: np.ndarray, acc: np.ndarray, arg: np.ndarray
+) -> None:  # pragma: no cover - compiled
+    """Every layer's minimum ``acc[k, a]`` lowered to lane ``a``'s bound at ``j`` plus
+    ``back[k - 1, j]`` where that is less (``arg[k, a] = j`` there): selects across the
+    lanes, vectorised."""
+    v = state[_BV : _BV + LANES]
+    for k in range(1, layers):
+        p = back[k - 1, j]
+        if p < INF:
+            for a in range(LANES):
+                s = v[a] + p
+                lt = s < acc[k, a]
+                arg[k, a] = j if lt else arg[k, a]
+                acc[k, a] = s if lt else acc[k, a]
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -689,31 +728,31 @@ def _budget_tile(
     is_end: np.ndarray,
     back: np.ndarray,
     layers: int,
-    work: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    work: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
 ) -> None:  # pragma: no cover - compiled
     """``back[k, i]`` for ``k < layers`` and the ``LANES`` starts of a tile under a token budget,
     as :func:`_product_tile` (one pass over the ends, the ends up to the top start + 1 last,
     from the top down), every lane's bound a lone start's
     (:func:`~analysis.optimize._lower.budget_bound`).  The power bound (square roots) only
     where some lane's term could lower a minimum: at each end the bounds without it first,
-    and only if one of them plus ``back`` is below its layer's minimum so far, all of them
-    with it (a bound with it is at least one without, so a term skipped could lower nothing:
-    the minima are the same floats); the minima are seeded (:func:`_budget_seed`) so that
-    few ends pass."""
-    state, runs, acc, arg, head, seed = work
+    and only if one of them plus ``back`` is below its layer's minimum so far, those lanes'
+    bounds with it (:func:`_hit_lanes`; a bound with it is at least one without, so a term
+    skipped could lower nothing: the minima are the same floats); the minima are seeded
+    (:func:`_budget_seed`) so that few ends pass."""
+    state, runs, acc, arg, head, seed, lanes = work
     _budget_seed(starts, data, short, bounds, is_end, back, layers, work)
     m = back.shape[1] - 1
     j0, top = starts[0] + 1, starts[LANES - 1]
-    v = state[_BV : _BV + LANES]
+    v, hits = state[_BV : _BV + LANES], lanes[1]
     for j in range(j0, m + 1):
         if j <= top + 1:  # up to a lane's start inf, then its bound with the power bound
-            _budget_lanes(j, data, short, bounds, state, runs, True)
+            _budget_lanes(j, data, short, bounds, state, runs, True, lanes[0])
             for a in range(LANES):
                 head[j - j0, a] = INF if j <= starts[a] or not is_end[j] else v[a]
             continue
         if not is_end[j]:
             continue
-        _budget_lanes(j, data, short, bounds, state, runs, False)
+        _budget_lanes(j, data, short, bounds, state, runs, False, hits)
         hit = 0
         for k in range(1, layers):
             p = back[k - 1, j]
@@ -722,17 +761,15 @@ def _budget_tile(
                     hit += v[a] + p < acc[k, a]
         if hit == 0:
             continue
-        _budget_lanes(j, data, short, bounds, state, runs, True)
-        for k in range(1, layers):
-            p = back[k - 1, j]
-            for a in range(LANES):
-                s = v[a] + p
-                if s < acc[k, a]:
-                    acc[k, a], arg[k, a] = s, j
+        _hit_lanes(j, back, layers, v, acc, hits)
+        _budget_lanes(j, data, short, bounds, state, runs, True, hits)
+        _budget_take(j, back, layers, state, acc, arg)
     _tile_finish(starts, back, layers, acc, head, j0, top)
-    for k in range(1, layers):  # the lowest start's best end, and its drift over the tile, again
+    for k in range(1, layers):  # the best ends again: the lowest, middle and top starts', a drift
         seed[0, k] = arg[k, 0]
         seed[1, k] = max(0, 2 * arg[k, 0] - arg[k, LANES - 1])
+        seed[2, k] = arg[k, LANES // 2]
+        seed[3, k] = arg[k, LANES - 1]
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -766,7 +803,8 @@ def budget_backward(
         np.empty((n_buckets + 1, LANES)),
         np.zeros((n_buckets + 1, LANES), np.int64),
         np.empty((m + 1, LANES)),
-        np.zeros((2, n_buckets + 1), np.int64),  # (0: no seed)
+        np.zeros((4, n_buckets + 1), np.int64),  # (0: no seed)
+        np.ones((2, LANES), np.bool_),  # (every lane; the lanes that hit at an end)
     )
     starts = np.empty(LANES, np.int64)
     r = rows.size - 1

@@ -5,10 +5,11 @@ With a token budget ``B`` follows the end, so each start's running sum restarts 
 changes (:func:`~analysis.optimize._costs._restart`): ``O(m)`` stretches of constant ``B`` for
 each of ``m`` starts, too many to run for every bucket.  ``T`` only grows when the bucket's
 start moves down (more short samples: every ``P(max <= v)`` grows) and when ``B`` falls (fewer
-draws).  So the sums of the start at or below ``i`` that is a multiple of ``BOUND_STRIDE``,
-under batch sizes lowered to rungs ``_RUNG`` apart (``_bound_table``: a restart per rung, not
-per end, and one row per ``BOUND_STRIDE`` starts), bound ``T`` from above and every bucket's
-full batches' ``E_B`` from below (:func:`full_bound`), with a margin ``SLACK`` far above the
+draws).  So the sums of the start at or below ``i`` that is a multiple of the stride (at
+least ``BOUND_STRIDE``; with a cost per batch about ``m / BOUND_ROWS``), under batch sizes
+lowered to rungs a factor ``rung_factor`` apart (``_bound_table``: a restart per rung, not per end, and one
+row per stride of starts), bound ``T`` from above and every bucket's full batches' ``E_B``
+from below (:func:`full_bound`), with a margin ``SLACK`` far above the
 sums' rounding.  :func:`~analysis.optimize._lower.budget_bound` then turns them into bounds
 on the exact cost.
 
@@ -18,7 +19,7 @@ sum at all: a batch of one pads nothing, ``n E_1 = sum of the samples' weights``
 difference of prefix sums (``mass``), less a margin ``mass_err`` above their rounding and
 ``SLACK`` of ``n`` longest samples' weight (as the sums: above the exact costs' rounding;
 :func:`ones_bound`).  The
-stride's bound there would count every sample of up to ``BOUND_STRIDE`` lengths below the
+stride's bound there would count every sample of up to a stride of lengths below the
 start (the cheapest ones) as the bucket's: about ``5e-3`` of the optimum too low at
 ``max_tokens=4096`` on the bundled data, which the forward pass then paid for.
 """
@@ -32,11 +33,21 @@ import numpy as np
 
 from analysis.optimize._costs import Arrays, row_sums
 
-# The bounds' running sums: one row per this many starts, batch sizes within this factor
-# share a restart, and this relative margin (far above the rounding of the sums) on each.
+# The bounds' running sums: a row per ``BOUND_STRIDE`` starts, or further where the table
+# would pass ``BOUND_BYTES``, and with a cost per batch (the steps and time objectives) further
+# still, to about ``BOUND_ROWS`` rows: there the batches dominate a bucket's cost and the
+# sums move its bound little (on the bundled data rows 127 apart prune as 32 did, and a table
+# 32 apart cost more than the backward pass it serves: 0.13 s at ``max_tokens=65536``), while
+# the padding objective's bounds move with the sums one for one (rows 127 apart cost its
+# forward pass 2.6 times as much there); batch sizes within a factor ``_RUNG`` (with a cost
+# per batch ``_RUNG_COARSE``: half the restarts, the same pruning there, while the padding
+# objective's forward pass took twice as long at ``max_tokens=65536``) share a restart, and
+# a relative margin ``SLACK`` (far above the rounding of the sums) on each.
 BOUND_STRIDE = 32
+BOUND_ROWS = 64
 BOUND_BYTES = 64 << 20
 _RUNG = 1.05
+_RUNG_COARSE = 1.1  # (1.2 passes below 0.98 of a cost in the tightness test)
 SLACK = 1e-8
 
 
@@ -100,16 +111,16 @@ def _bound_table(
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _rungs(size: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
+def _rungs(size: np.ndarray, factor: float) -> np.ndarray:  # pragma: no cover - compiled
     """``size`` (non-increasing from index 1) lowered to the last of each run of ends whose
-    batch sizes stay within a factor ``_RUNG`` of the run's first: at most ``size``, and
-    changing ``log(B_max / B_min) / log(_RUNG)`` times, not at every end."""
+    batch sizes stay within ``factor`` of the run's first: at most ``size``, and changing
+    ``log(B_max / B_min) / log(factor)`` times, not at every end."""
     out = size.copy()
     m = size.size - 1
     j = 1
     while j <= m:
         end = j
-        while end < m and size[end + 1] * _RUNG >= size[j]:
+        while end < m and size[end + 1] * factor >= size[j]:
             end += 1
         for t in range(j, end + 1):
             out[t] = size[end]
@@ -132,14 +143,22 @@ def _mass(data: Arrays) -> tuple[np.ndarray, float]:
     return mass, err
 
 
+def rung_factor(data: Arrays) -> float:
+    """The factor between the bounds' rungs: ``_RUNG_COARSE`` with a cost per batch, else
+    ``_RUNG`` (the module's constants)."""
+    return _RUNG_COARSE if data.per_batch > 0.0 else _RUNG
+
+
 def budget_bounds(data: Arrays, stride: int | None = None) -> BudgetBounds:
     """The bounds of a token budget's bucket costs, their rows ``stride`` starts apart (by
-    default ``BOUND_STRIDE``, or further where the table would pass ``BOUND_BYTES``)."""
+    default ``BOUND_STRIDE``, or further where the table would pass ``BOUND_BYTES`` or, with a
+    cost per batch, where there would be more than ``BOUND_ROWS`` rows)."""
     if stride is None:
         m = data.cum.size - 1
         per_row = (m + 1) * 8 * (2 if data.weight2.any() else 1)
-        stride = max(BOUND_STRIDE, -(-m * per_row // BOUND_BYTES))
-    t_up, t2_up = _bound_table(data, _rungs(data.size), stride, bool(data.weight2.any()))
+        coarse = -(-m // BOUND_ROWS) if data.per_batch > 0.0 else 1
+        stride = max(BOUND_STRIDE, coarse, -(-m * per_row // BOUND_BYTES))
+    t_up, t2_up = _bound_table(data, _rungs(data.size, rung_factor(data)), stride, bool(data.weight2.any()))
     mass, err = _mass(data)
     return BudgetBounds(
         data.cum.astype(np.float64), data.size.astype(np.float64), t_up, t2_up, stride, mass, err

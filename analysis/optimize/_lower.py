@@ -248,7 +248,7 @@ def low_costs(
     """Lower bounds on the exact cost of every bucket ``(i, j]``, ``j > i`` (inf where not an
     end); ``ratio`` a work row."""
     if data.token:
-        budget_row(i, data, short, bounds, is_end, out)
+        budget_row(i, data, short, bounds, is_end, out, out[:0])
         return
     fixed_row(i, data, short, is_end, ratio, out)
 
@@ -280,7 +280,7 @@ def low_costs_within(
     :func:`~analysis.optimize._exact.power_bounds_within`), so ``out[j] <= room[j]`` exactly
     where the bound is within it."""
     if data.token:
-        low_costs(i, data, short, bounds, is_end, ratio, out)
+        budget_row(i, data, short, bounds, is_end, out, room)
         return
     fixed_ratios(i, data, short, out, ratio)
     chain(i + 2, out.size, 0.0, data.step, ratio)
@@ -311,7 +311,7 @@ def budget_first(
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def budget_bound(
     cj: float,
-    end: tuple[float, float, float, float, float, float, float],
+    end: tuple[float, float, float, float, float, float, float, float],
     t: float,
     t2: float,
     first: tuple[float, ...],
@@ -321,21 +321,29 @@ def budget_bound(
     power: bool,
 ) -> float:  # pragma: no cover - compiled
     """A lower bound on the exact cost of bucket ``(i, j]`` under a token budget (``cj``: the
-    count up to ``j``; ``end``: ``B``, ``1 / B``, ``w``, ``w2``, ``base``, ``q`` and ``mass``
-    at ``j``; ``t``, ``t2``: the table's sums; ``first``: :func:`budget_first`), with the
-    power bound where it applies if ``power`` (a constant: the backward pass asks for it only
-    where the rest cannot rule the bucket out; the power value and the chord's are maxed
-    after the same monotone rounding, so either way the same floats where it is asked).
+    count up to ``j``; ``end``: ``B``, ``1 / B``, ``w``, ``w2``, ``base``, ``q``, ``mass`` and
+    ``1 / (B - 1)`` at ``j``; ``t``, ``t2``: the table's sums; ``first``:
+    :func:`budget_first`), with the power bound where it applies and the chord from ``E_1``
+    if ``power`` (a constant: the
+    backward pass asks for them only where the rest cannot rule the bucket out; each only
+    raises the bound, the chords' short batch maxed before the same monotone rounding and the
+    power value after it, so either way the same floats where it is asked).
 
     Below a full batch the exact cost (one batch of ``n``); in batches of one the sum of the
     weights (:func:`~analysis.optimize._budget.ones_bound`); else the full batches at
     ``eb <= E_B`` (:func:`~analysis.optimize._budget.full_bound`) and the short batch of ``r``
     by the chord ``g_r(first) + f (eb - g_B(first))`` (``f = r / B``, squared with a working-set
-    term; :mod:`analysis.optimize._exact`), raised to the power bound
+    term; :mod:`analysis.optimize._exact`), with ``power`` and without a working-set term at
+    least the chord from ``E_1`` to ``E_B``: ``E_r >= E_1 + (r - 1) / (B - 1) (E_B - E_1)`` for ``r >= 1``
+    (``E_s`` is concave in ``s``, :mod:`analysis.optimize._exact`; ``E_1`` is the mean weight,
+    at least ``(mass_j - mass_i - err) / n``, and both enter with weights ``>= 0``, so ``eb``
+    and that bound on ``E_1`` keep it below; far tighter where ``B`` is large: the chord from
+    the shortest weight puts a short batch of half a batch halfway between the shortest
+    weight and ``E_B``), raised to the power bound
     (:func:`~analysis.optimize._exact.capped`) where it applies; the margin ``LOW_SLACK``,
     then ``per_batch`` for each of ``ceil(n / B)`` batches (``floor(n / B)`` of the rounded
     quotient, corrected: branch-free)."""
-    b, inv_b, w, w2, base_j, q_j, mass_j = end
+    b, inv_b, w, w2, base_j, q_j, mass_j, inv_b1 = end
     c_i, mass_i, w_first, w2_first, base_first, q_first, lane_power = first
     n = cj - c_i
     full = (n * inv_b + _ROUND) - _ROUND
@@ -348,7 +356,12 @@ def budget_bound(
     f = f * f if quad else f
     d = eb - (w_first + b * w2_first)
     d = d if d > 0.0 else 0.0
-    low = full * b * eb + r * ((base_first + r * q_first) + f * d)
+    e_r = (base_first + r * q_first) + f * d
+    if power and not quad:  # (raised as by the power bound: where asked, a division a lane)
+        e1 = ((mass_j - mass_i) - err) / n  # (at most E_1, the mean weight, without q)
+        chord = e1 + (r - 1.0) * inv_b1 * (eb - e1)
+        e_r = chord if chord > e_r else e_r
+    low = full * b * eb + r * e_r
     low = ones_bound(mass_j, mass_i, err, n, w + w2) if b == 1.0 else low
     alone = n * (base_j + n * q_j) + per_batch  # one batch of n samples: exact
     v = alone if n < b else low * (1.0 - LOW_SLACK) + steps
@@ -361,36 +374,51 @@ def budget_bound(
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def budget_end(
     j: int, data: Arrays, short: Short, bounds: BudgetBounds
-) -> tuple[float, float, float, float, float, float, float]:  # pragma: no cover - compiled
+) -> tuple[float, float, float, float, float, float, float, float]:  # pragma: no cover - compiled
     """What :func:`budget_bound` reads at end ``j`` (``end``)."""
     b = bounds.size_float[j]
-    return b, 1.0 / b, data.weight[j], data.weight2[j], short.base[j], short.q[j], bounds.mass[j]
+    inv_b1 = 1.0 / (b - 1.0) if b > 1.0 else 0.0
+    return b, 1.0 / b, data.weight[j], data.weight2[j], short.base[j], short.q[j], bounds.mass[j], inv_b1
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def budget_row(
-    i: int, data: Arrays, short: Short, bounds: BudgetBounds, is_end: np.ndarray, out: np.ndarray
+    i: int,
+    data: Arrays,
+    short: Short,
+    bounds: BudgetBounds,
+    is_end: np.ndarray,
+    out: np.ndarray,
+    room: np.ndarray,
 ) -> None:  # pragma: no cover - compiled
     """``out[j]``: :func:`budget_bound` of every bucket ``(i, j]``, ``j > i`` (inf where not an
-    end), the table's row at or below ``i``."""
+    end), the table's row at or below ``i``.  With a ``room`` (empty: none), the power bound
+    only where the bound without it is at most ``room[j]`` (it only raises a bound, and where
+    it is asked the same floats: :func:`budget_bound`), so ``out[j] <= room[j]`` exactly where
+    the bound is within it."""
     m = out.size - 1
     row = i // bounds.stride
     first = budget_first(i, data, short, bounds)
-    two = bounds.t2_up.shape[0] > 0
-    for j in range(i + 1, m + 1):
-        t2 = bounds.t2_up[row, j] if two else 0.0
-        v = budget_bound(
-            bounds.cum_float[j],
-            budget_end(j, data, short, bounds),
-            bounds.t_up[row, j],
-            t2,
-            first,
-            bounds.mass_err,
-            short.quad,
-            data.per_batch,
-            True,
-        )
-        out[j] = v if is_end[j] else INF
+    t_row = bounds.t_up[row]
+    t2_row = bounds.t2_up[row] if bounds.t2_up.shape[0] > 0 else np.zeros(m + 1)
+    err, quad, per_batch = bounds.mass_err, short.quad, data.per_batch
+    if room.size:  # (each loop compiled apart, nothing carried: vectorised)
+        for j in range(i + 1, m + 1):
+            end = budget_end(j, data, short, bounds)
+            v = budget_bound(
+                bounds.cum_float[j], end, t_row[j], t2_row[j], first, err, quad, per_batch, False
+            )
+            out[j] = v if is_end[j] else INF
+        for j in range(i + 1, m + 1):  # (the power bound where the bound fits: few ends)
+            if out[j] <= room[j]:
+                end = budget_end(j, data, short, bounds)
+                cj = bounds.cum_float[j]
+                out[j] = budget_bound(cj, end, t_row[j], t2_row[j], first, err, quad, per_batch, True)
+    else:
+        for j in range(i + 1, m + 1):
+            end = budget_end(j, data, short, bounds)
+            v = budget_bound(bounds.cum_float[j], end, t_row[j], t2_row[j], first, err, quad, per_batch, True)
+            out[j] = v if is_end[j] else INF
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")

@@ -351,7 +351,7 @@ def test_pruned_bounds_never_exceed_a_bucket_cost(seed, n_lengths, time, multipl
     data, short = exact_module.exact_arrays(prob)
     two = bool(prob.weight2.any())
     assert two == time
-    t_up, t2_up = budget._bound_table(data, budget._rungs(prob.size), stride, two)
+    t_up, t2_up = budget._bound_table(data, budget._rungs(prob.size, budget.rung_factor(data)), stride, two)
     assert t2_up.shape[0] == (t_up.shape[0] if two else 0)
     points = np.arange(prob.m + 1)
     exact = kernel.cost_matrix(prob, points)
@@ -364,7 +364,7 @@ def test_pruned_bounds_never_exceed_a_bucket_cost(seed, n_lengths, time, multipl
     assert (prob.size == 1).any() == (factor is not None)
     close = []
     for i in range(prob.m):
-        lower_module.budget_row(i, data, short, bounds, is_end, low)
+        lower_module.budget_row(i, data, short, bounds, is_end, low, low[:0])
         row = exact[i, i + 1 :]
         bound = low[i + 1 :]
         assert np.array_equal(np.isfinite(bound), np.isfinite(row))
@@ -403,6 +403,7 @@ def test_pruned_token_dp_gives_the_dense_optimum_bit_for_bit(
     prob = _token_problem(seed, n_lengths, time, multiple, factor)
     ends = np.unique(np.r_[prob.ends[every - 1 :: every], prob.m])
     monkeypatch.setattr(budget, "BOUND_STRIDE", stride)
+    monkeypatch.setattr(budget, "BOUND_ROWS", 10**9)  # (the stride as set, however many rows)
     dense_best, dense_arg = kernel.solve_kernel(prob, 8, ends, dense=True)
     best, arg = kernel.solve_kernel(prob, 8, ends)
     for k in range(1, 9):
@@ -424,12 +425,12 @@ def test_pruned_token_dp_equals_the_dense_dp_on_random_histograms(data):
     prob = problem.build_problem(
         LengthHistogram.from_counts(lengths, counts), BatchRule(max_tokens=max_tokens)
     )
-    saved = budget.BOUND_STRIDE
-    budget.BOUND_STRIDE = data.draw(st.sampled_from([1, 2, 16]))
+    saved = budget.BOUND_STRIDE, budget.BOUND_ROWS
+    budget.BOUND_STRIDE, budget.BOUND_ROWS = data.draw(st.sampled_from([1, 2, 16])), 10**9
     try:
         best, arg = kernel.solve_kernel(prob, 6, prob.ends)
     finally:
-        budget.BOUND_STRIDE = saved
+        budget.BOUND_STRIDE, budget.BOUND_ROWS = saved
     dense_best, dense_arg = kernel.solve_kernel(prob, 6, prob.ends, dense=True)
     for k in range(1, min(6, m) + 1):
         assert best[k, prob.m] == dense_best[k, prob.m]
@@ -441,6 +442,7 @@ def test_pruned_token_dp_equals_exhaustive_search(seed, monkeypatch):
     """The pruned DP on small histograms (with every start a bound row, and one in 3): still
     the exhaustive optimum of a token budget for every K up to 4."""
     monkeypatch.setattr(budget, "BOUND_STRIDE", 1 + 2 * (seed % 2))
+    monkeypatch.setattr(budget, "BOUND_ROWS", 10**9)
     rng = np.random.default_rng(500 + seed)
     lengths, counts = random_hist(rng, max_distinct=9, max_count=30)
     assert_optimal_as_exhaustive_search(lengths, counts, max_tokens=int(rng.integers(10, 200)))

@@ -246,6 +246,7 @@ def test_the_pruned_dp_is_the_dense_exact_dp_bit_for_bit(seed, rule, monkeypatch
     counts = np.where(rng.random(n) < 0.3, 1, rng.integers(1, 60, n))
     hist = LengthHistogram.from_counts(lengths, counts)
     monkeypatch.setattr(budget, "BOUND_STRIDE", [1, 8, 32][seed % 3])
+    monkeypatch.setattr(budget, "BOUND_ROWS", 10**9)  # (the stride as set)
     prob = problem.build_problem(hist, rule, 1)
     dense_best, dense_arg = kernel.solve_kernel(prob, 8, prob.ends, dense=True)
     best, arg = kernel.solve_kernel(prob, 8, prob.ends)
