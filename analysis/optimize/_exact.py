@@ -329,7 +329,9 @@ def carried_row(
     t2b: np.ndarray,
 ) -> None:  # pragma: no cover - compiled
     """:func:`exact_row` for any rule: ``T_B`` along the row (with a token budget its restarts,
-    lazily), each residue's ``T_r`` by :func:`_advance` from where its own sum was left."""
+    lazily), the residues ``r <= _CARRY_MAX`` in one pass of every size the row needs
+    (:func:`_advance_all`, each size's floats those of its own :func:`_advance`), each larger
+    one by :func:`_advance` from where its terms pass ``2**-70``."""
     cum, size = data.cum, data.size
     m = cum.size - 1
     ci = cum[i]
@@ -343,9 +345,12 @@ def carried_row(
                 at, t, t2 = _advance(ci, at, t, t2, j, b, cum, short, True, data)
                 tb[j] = t
                 t2b[j] = t2
-    carry_at = np.full(_CARRY_MAX + 1, i + 1)
-    carry_t = np.zeros(_CARRY_MAX + 1)
-    carry_t2 = np.zeros(_CARRY_MAX + 1)
+    last = _residue_ends(i, data, need)
+    sizes = np.flatnonzero(last > i)  # the residues the row reads, ascending
+    live = sizes.size
+    sums = np.zeros((2, _CARRY_MAX + 1))  # T_s and its second sum, by size s
+    work = np.empty((5, _CARRY_MAX + 1))
+    carry_at = i + 1
     for j in range(i + 1, m + 1):
         if not need[j]:
             out[j] = INF
@@ -355,13 +360,157 @@ def carried_row(
         r = n % b if n >= b else 0
         t, t2 = 0.0, 0.0
         if 0 < r <= _CARRY_MAX:
-            at, t, t2 = _advance(ci, carry_at[r], carry_t[r], carry_t2[r], j, r, cum, short, False, data)
-            carry_at[r], carry_t[r], carry_t2[r] = at, t, t2
+            live = _keep(sizes, live, last, j)
+            carry_at = _advance_all(ci, carry_at, j, sizes[:live], cum, short, sums, work)
+            t, t2 = sums[0, r], sums[1, r]
         elif r > _CARRY_MAX:  # from the first k whose x_k passes n 2**(-70/r): the terms below are < 2**-70
             cut = ci + n * 2.0 ** (-70.0 / r)
             first = i + 1 + np.searchsorted(cum[i + 1 : j], cut, side="right")
             _, t, t2 = _advance(ci, first, 0.0, 0.0, j, r, cum, short, False, data)
         out[j] = _bucket_cost(n, b, _at(j, data, short), (tb[j], t2b[j], t, t2))
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _residue_ends(i: int, data: Arrays, need: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
+    """``last[s]``: the last end ``j > i`` with ``need[j]`` whose bucket ``(i, j]`` leaves
+    ``s = n mod B`` samples to its short batch, for ``0 < s <= _CARRY_MAX`` (``i`` where none)."""
+    cum, size = data.cum, data.size
+    ci = cum[i]
+    last = np.full(_CARRY_MAX + 1, i)
+    for j in range(i + 1, cum.size):
+        if need[j]:
+            n = cum[j] - ci
+            b = size[j]
+            r = n % b if n >= b else 0
+            if 0 < r <= _CARRY_MAX:
+                last[r] = j
+    return last
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _keep(sizes: np.ndarray, live: int, last: np.ndarray, j: int) -> int:  # pragma: no cover - compiled
+    """Drop from the first ``live`` of ``sizes`` (in place, in order) those no end from ``j``
+    on reads; returns how many are left."""
+    kept = 0
+    for k in range(live):
+        s = sizes[k]
+        if last[s] >= j:
+            sizes[kept] = s
+            kept += 1
+    return kept
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _advance_all(
+    ci: int, at: int, j: int, sizes: np.ndarray, cum: np.ndarray, short: Short, sums: np.ndarray, work: np.ndarray
+) -> int:  # pragma: no cover - compiled
+    """:func:`_advance` over ``base`` and ``q`` from end ``at`` to ``j`` for every subset size
+    of ``sizes`` (ascending, ``<= _CARRY_MAX``) at once: ``sums[0, s]``, ``sums[1, s]`` the
+    running sums of size ``s``.  Each step takes every size's ratio from
+    :func:`_step_ratios` (the floats of :func:`short_ratio`) and each sum the same step as
+    :func:`_advance` (0 while fewer than ``s`` samples lie below), so each size's sums are
+    the floats :func:`_advance` would carry."""
+    ratio = work[0]
+    t, t2 = sums[0], sums[1]
+    live = sizes.size
+    while at < j:
+        a = cum[at] - ci
+        at += 1
+        n = cum[at] - ci
+        st, st2 = short.base_step[at - 1], short.q_step[at - 1]
+        while live and sizes[live - 1] > a:  # (a grows along the row: once reached, kept)
+            live -= 1
+        if live:
+            _step_ratios(a, n, sizes[:live], work)
+        for k in range(live):
+            s = sizes[k]
+            t[s] = (t[s] + st) * ratio[s]
+            t2[s] = (t2[s] + st2) * ratio[s]
+        for k in range(live, sizes.size):
+            s = sizes[k]
+            t[s] = 0.0
+            t2[s] = 0.0
+        live = sizes.size
+    return at
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _step_ratios(a: int, b: int, sizes: np.ndarray, work: np.ndarray) -> None:  # pragma: no cover - compiled
+    """``work[0, s] = short_ratio(a, b, s)`` for every ``s`` of ``sizes`` (ascending,
+    ``<= min(a, _CARRY_MAX)``), the same floats: :func:`short_ratio` multiplies, for
+    ``s <= _SMALL_SIZE``, the first ``s`` of the quotients ``(a - t) / (b - t)`` in order, so
+    each is a prefix product of one chain; above, where ``d = b - a <= PRODUCT_RATIO``, it is
+    :func:`~analysis.optimize._ratios.product_ratio`, whose denominator is the same product
+    for every size (its numerator, ``d`` factors per size, is each size's own), else
+    :func:`_quotients`."""
+    ratio = work[0]
+    top = sizes[-1]
+    p = 1.0
+    for t in range(min(top, _SMALL_SIZE)):
+        p *= (a - t) / (b - t)
+        ratio[t + 1] = p
+    if top <= _SMALL_SIZE:
+        return
+    first = np.searchsorted(sizes, _SMALL_SIZE, side="right")
+    if b - a > PRODUCT_RATIO:
+        _quotients(a, b, sizes[first:], work)
+        return
+    den = 1.0
+    for y in range(a + 1, b + 1):
+        den *= y
+    for k in range(first, sizes.size):
+        s = sizes[k]
+        num = 1.0
+        for y in range(a + 1, b + 1):
+            num *= y - s
+        ratio[s] = num / den
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _quotients(a: int, b: int, sizes: np.ndarray, work: np.ndarray) -> None:  # pragma: no cover - compiled
+    """``work[0, s] =`` :func:`~analysis.optimize._ratios.quotient_ratio` ``(a, b, s)`` for
+    ``_SMALL_SIZE < s <= QUOTIENT_TERMS`` of ``sizes`` (ascending) where ``d = b - a >
+    PRODUCT_RATIO``, the same floats.  It multiplies the quotients of 8 factors over 8 in
+    order, each a running product restarted every 8: for ``s <= d`` its factors are
+    ``(a - t) / (b - t)``, ``t < s``, whose running products (``work[1]``, ``work[2]``) and
+    the product of whole groups (``work[3]``) every such size shares, so that one of them is
+    ``whole[s // 8]`` times the quotient of its last, partial group; for ``s > d`` its ``d``
+    numerators ``b - s - t`` are the size's own (the running denominators ``b - t`` are the
+    same)."""
+    ratio, num, den, whole = work[0], work[1], work[2], work[3]
+    d = b - a
+    kk = min(sizes[-1], d)
+    nv, dv = 1.0, 1.0
+    for t in range(kk):
+        if t % 8 == 0:
+            nv, dv = 1.0, 1.0
+        nv *= a - t
+        dv *= b - t
+        num[t], den[t] = nv, dv
+    whole[0] = 1.0
+    for g in range(kk // 8):
+        whole[g + 1] = whole[g] * (num[8 * g + 7] / den[8 * g + 7])
+    for s in sizes:
+        if s > d:
+            ratio[s] = _own_numerators(b - s, d, den)
+        elif s % 8 == 0:
+            ratio[s] = whole[s // 8]
+        else:
+            ratio[s] = whole[s // 8] * (num[s - 1] / den[s - 1])
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _own_numerators(top: int, d: int, den: np.ndarray) -> float:  # pragma: no cover - compiled
+    """:func:`~analysis.optimize._ratios.quotient_ratio` of ``d`` factors ``(top - t) / (b - t)``
+    from the running denominators ``den`` (restarted every 8)."""
+    out = 1.0
+    for t0 in range(0, d, 8):
+        nv = 1.0
+        end = min(t0 + 8, d)
+        for t in range(t0, end):
+            nv *= top - t
+        out *= nv / den[end - 1]
+    return out
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
