@@ -402,7 +402,14 @@ def _keep(sizes: np.ndarray, live: int, last: np.ndarray, j: int) -> int:  # pra
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _advance_all(
-    ci: int, at: int, j: int, sizes: np.ndarray, cum: np.ndarray, short: Short, sums: np.ndarray, work: np.ndarray
+    ci: int,
+    at: int,
+    j: int,
+    sizes: np.ndarray,
+    cum: np.ndarray,
+    short: Short,
+    sums: np.ndarray,
+    work: np.ndarray,
 ) -> int:  # pragma: no cover - compiled
     """:func:`_advance` over ``base`` and ``q`` from end ``at`` to ``j`` for every subset size
     of ``sizes`` (ascending, ``<= _CARRY_MAX``) at once: ``sums[0, s]``, ``sums[1, s]`` the
