@@ -331,7 +331,7 @@ def carried_row(
     """:func:`exact_row` for any rule: ``T_B`` along the row (with a token budget its restarts,
     lazily), the residues ``r <= _CARRY_MAX`` in one pass of every size the row needs
     (:func:`_advance_all`, each size's floats those of its own :func:`_advance`), each larger
-    one by :func:`_advance` from where its terms pass ``2**-70``."""
+    one from where its terms pass ``2**-70``, side by side (:func:`_long_residues`)."""
     cum, size = data.cum, data.size
     m = cum.size - 1
     ci = cum[i]
@@ -351,6 +351,8 @@ def carried_row(
     sums = np.zeros((2, _CARRY_MAX + 1))  # T_s and its second sum, by size s
     work = np.empty((5, _CARRY_MAX + 1))
     carry_at = i + 1
+    sums_long = np.empty((2, m + 1))
+    _long_residues(i, data, short, need, sums_long[0], sums_long[1])
     for j in range(i + 1, m + 1):
         if not need[j]:
             out[j] = INF
@@ -363,11 +365,120 @@ def carried_row(
             live = _keep(sizes, live, last, j)
             carry_at = _advance_all(ci, carry_at, j, sizes[:live], cum, short, sums, work)
             t, t2 = sums[0, r], sums[1, r]
-        elif r > _CARRY_MAX:  # from the first k whose x_k passes n 2**(-70/r): the terms below are < 2**-70
-            cut = ci + n * 2.0 ** (-70.0 / r)
-            first = i + 1 + np.searchsorted(cum[i + 1 : j], cut, side="right")
-            _, t, t2 = _advance(ci, first, 0.0, 0.0, j, r, cum, short, False, data)
+        elif r > _CARRY_MAX:
+            t, t2 = sums_long[0, j], sums_long[1, j]
         out[j] = _bucket_cost(n, b, _at(j, data, short), (tb[j], t2b[j], t, t2))
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _long_residues(
+    i: int, data: Arrays, short: Short, need: np.ndarray, t_out: np.ndarray, t2_out: np.ndarray
+) -> None:  # pragma: no cover - compiled
+    """``t_out[j]``, ``t2_out[j]``: the running sums ``T_r`` of every end ``j > i`` with
+    ``need[j]`` whose residue ``r = n mod B`` exceeds ``_CARRY_MAX``, each from the first end
+    ``k`` whose ``x_k`` passes ``n 2**(-70/r)`` (the terms below are ``< 2**-70``) to ``j``.
+    The cells are walked side by side, one end of the row at a time (:func:`_sweep`): each
+    cell's sum takes the steps :func:`_advance` would, in its order, so the same floats."""
+    cum, size = data.cum, data.size
+    ci = cum[i]
+    m = cum.size - 1
+    js = np.empty(m - i, np.int64)
+    nc = 0
+    for j in range(i + 1, m + 1):
+        if need[j]:
+            n = cum[j] - ci
+            b = size[j]
+            if n >= b and n % b > _CARRY_MAX:
+                js[nc] = j
+                nc += 1
+    if nc == 0:
+        return
+    js = js[:nc]
+    rs = np.empty(nc, np.int64)
+    firsts = np.empty(nc, np.int64)
+    for c in range(nc):
+        j = js[c]
+        n = cum[j] - ci
+        rs[c] = n % size[j]
+        cut = ci + n * 2.0 ** (-70.0 / rs[c])
+        firsts[c] = i + 1 + np.searchsorted(cum[i + 1 : j], cut, side="right")
+    order = np.argsort(firsts, kind="mergesort")
+    _sweep(ci, js[order], rs[order], firsts[order], cum, short, t_out, t2_out)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _sweep(
+    ci: int,
+    js: np.ndarray,
+    rs: np.ndarray,
+    firsts: np.ndarray,
+    cum: np.ndarray,
+    short: Short,
+    t_out: np.ndarray,
+    t2_out: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """The walks of :func:`_long_residues` (cells by their first end, ascending): from its
+    first end each cell joins the live ones, every live cell takes the step of end ``k``
+    (:func:`_live_step`), and at its own end ``j`` it leaves with its sums."""
+    nc = js.size
+    live_j = np.empty(nc, np.int64)
+    live_r = np.empty(nc, np.int64)
+    sums = np.zeros((3, nc))  # T_r, its second sum, work
+    live = 0
+    p = 0
+    k = firsts[0]
+    while p < nc or live:
+        while p < nc and firsts[p] == k:
+            if js[p] == k:  # no step: the sums are 0
+                t_out[k], t2_out[k] = 0.0, 0.0
+            else:
+                live_j[live], live_r[live] = js[p], rs[p]
+                sums[0, live], sums[1, live] = 0.0, 0.0
+                live += 1
+            p += 1
+        if live:
+            _live_step(cum[k] - ci, cum[k + 1] - ci, k, live_r[:live], sums[:, :live], short)
+        k += 1
+        kept = 0
+        for c in range(live):
+            if live_j[c] == k:
+                t_out[k], t2_out[k] = sums[0, c], sums[1, c]
+            else:
+                live_j[kept], live_r[kept] = live_j[c], live_r[c]
+                sums[0, kept], sums[1, kept] = sums[0, c], sums[1, c]
+                kept += 1
+        live = kept
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _live_step(
+    a: int, b: int, k: int, rs: np.ndarray, sums: np.ndarray, short: Short
+) -> None:  # pragma: no cover - compiled
+    """One step of :func:`_advance` over ``base`` and ``q`` (from ``a`` to ``b`` samples, end
+    ``k`` to ``k + 1``) for the sums ``sums[0, c]``, ``sums[1, c]`` of subsets of ``rs[c] >
+    _SMALL_SIZE``, each ratio :func:`short_ratio`'s: where ``b - a <= PRODUCT_RATIO``
+    :func:`~analysis.optimize._ratios.product_ratio`, whose denominator every size shares."""
+    st, st2 = short.base_step[k], short.q_step[k]
+    t, t2, ratio = sums[0], sums[1], sums[2]
+    if b - a <= PRODUCT_RATIO:
+        den = 1.0
+        for y in range(a + 1, b + 1):
+            den *= y
+        ratio[:] = 1.0
+        for y in range(a + 1, b + 1):
+            for c in range(rs.size):
+                ratio[c] *= y - rs[c]
+        for c in range(rs.size):
+            ratio[c] = ratio[c] / den
+    else:
+        for c in range(rs.size):
+            ratio[c] = short_ratio(a, b, rs[c], short.hi, short.lo)
+    for c in range(rs.size):
+        if a < rs[c]:
+            t[c], t2[c] = 0.0, 0.0
+        else:
+            t[c] = (t[c] + st) * ratio[c]
+            t2[c] = (t2[c] + st2) * ratio[c]
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
