@@ -74,6 +74,9 @@ from analysis.optimize._ratios import (
 # Residues up to this carry one running sum along the row (from its start); above, each
 # cell's sum starts where its terms pass 2**-70.
 _CARRY_MAX = 64
+# Residues above _CARRY_MAX up to this keep each end's ratio for the next cell of the same
+# residue (:func:`_live_step`).
+_MEMO_MAX = 1 << 16
 # Batch sizes above which the lower bounds add the power bound (:func:`power_cap`; at or
 # below, every residue is carried and an exact cost is cheap).
 POWER_ABOVE = _CARRY_MAX
@@ -423,7 +426,8 @@ def _sweep(
     nc = js.size
     live_j = np.empty(nc, np.int64)
     live_r = np.empty(nc, np.int64)
-    sums = np.zeros((3, nc))  # T_r, its second sum, work
+    sums = np.zeros((4, nc))  # T_r, its second sum, the ratios, r as a float
+    memo = np.full((2, rs.max() + 1 if rs.max() <= _MEMO_MAX else 0), -1.0)
     live = 0
     p = 0
     k = firsts[0]
@@ -433,11 +437,11 @@ def _sweep(
                 t_out[k], t2_out[k] = 0.0, 0.0
             else:
                 live_j[live], live_r[live] = js[p], rs[p]
-                sums[0, live], sums[1, live] = 0.0, 0.0
+                sums[0, live], sums[1, live], sums[3, live] = 0.0, 0.0, rs[p]
                 live += 1
             p += 1
         if live:
-            _live_step(cum[k] - ci, cum[k + 1] - ci, k, live_r[:live], sums[:, :live], short)
+            _live_step(cum[k] - ci, cum[k + 1] - ci, k, live_r[:live], sums[:, :live], short, memo)
         k += 1
         kept = 0
         for c in range(live):
@@ -445,40 +449,50 @@ def _sweep(
                 t_out[k], t2_out[k] = sums[0, c], sums[1, c]
             else:
                 live_j[kept], live_r[kept] = live_j[c], live_r[c]
-                sums[0, kept], sums[1, kept] = sums[0, c], sums[1, c]
+                sums[0, kept], sums[1, kept], sums[3, kept] = sums[0, c], sums[1, c], sums[3, c]
                 kept += 1
         live = kept
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _live_step(
-    a: int, b: int, k: int, rs: np.ndarray, sums: np.ndarray, short: Short
+    a: int, b: int, k: int, rs: np.ndarray, sums: np.ndarray, short: Short, memo: np.ndarray
 ) -> None:  # pragma: no cover - compiled
     """One step of :func:`_advance` over ``base`` and ``q`` (from ``a`` to ``b`` samples, end
     ``k`` to ``k + 1``) for the sums ``sums[0, c]``, ``sums[1, c]`` of subsets of ``rs[c] >
-    _SMALL_SIZE``, each ratio :func:`short_ratio`'s: where ``b - a <= PRODUCT_RATIO``
-    :func:`~analysis.optimize._ratios.product_ratio`, whose denominator every size shares."""
+    _SMALL_SIZE`` (``sums[3, c]``: ``rs[c]`` as a float, exact), each ratio
+    :func:`short_ratio`'s: where ``b - a <= PRODUCT_RATIO``
+    :func:`~analysis.optimize._ratios.product_ratio`, whose denominator every size shares
+    (its numerators ``y - r``, integers, the same floats computed in floats), else
+    :func:`short_ratio` itself, once per size and end (``memo``: the end each size's ratio
+    ``memo[1, r]`` was computed at, where sizes are small enough to index it)."""
     st, st2 = short.base_step[k], short.q_step[k]
-    t, t2, ratio = sums[0], sums[1], sums[2]
+    t, t2, ratio, rf = sums[0], sums[1], sums[2], sums[3]
+    af = float(a)
     if b - a <= PRODUCT_RATIO:
         den = 1.0
         for y in range(a + 1, b + 1):
             den *= y
         ratio[:] = 1.0
         for y in range(a + 1, b + 1):
+            yf = float(y)
             for c in range(rs.size):
-                ratio[c] *= y - rs[c]
+                ratio[c] *= yf - rf[c]
         for c in range(rs.size):
             ratio[c] = ratio[c] / den
     else:
         for c in range(rs.size):
-            ratio[c] = short_ratio(a, b, rs[c], short.hi, short.lo)
+            s = rs[c]
+            if s >= memo.shape[1]:
+                ratio[c] = short_ratio(a, b, s, short.hi, short.lo)
+            elif memo[0, s] == k:
+                ratio[c] = memo[1, s]
+            else:
+                ratio[c] = short_ratio(a, b, s, short.hi, short.lo)
+                memo[0, s], memo[1, s] = k, ratio[c]
     for c in range(rs.size):
-        if a < rs[c]:
-            t[c], t2[c] = 0.0, 0.0
-        else:
-            t[c] = (t[c] + st) * ratio[c]
-            t2[c] = (t2[c] + st2) * ratio[c]
+        t[c] = (t[c] + st) * ratio[c] if af >= rf[c] else 0.0
+        t2[c] = (t2[c] + st2) * ratio[c] if af >= rf[c] else 0.0
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
