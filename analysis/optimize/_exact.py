@@ -14,9 +14,11 @@ weight).  ``E[g(max of s)] = g(v_j) - T_s(i, j)`` with ``T_s`` the running sum o
 
 * :func:`exact_row`: the exact costs of the ends a row needs, ``T_B`` by the row's running
   sum and each ``T_r`` by a running sum of its own residue ``r`` (carried along the row
-  from the start for ``r <= _CARRY_MAX``, each computed from where its terms pass
-  ``2**-70`` above): every value is a function of ``(i, j)`` alone, whatever else the row
-  needs (:func:`carried_row`; for one fixed ``B <= 16`` read without a table every size's
+  from the start for ``r <= _CARRY_MAX``, every size in one pass with its ratios from shared
+  prefix products, :func:`step_ratios`; each computed from where its terms pass ``2**-70``
+  above, the cells side by side, :func:`long_residue_sums`): every value is a function of
+  ``(i, j)`` alone, whatever else the row needs, and the float :func:`_advance` would give it
+  alone (:func:`carried_row`; for one fixed ``B <= 16`` read without a table every size's
   ratio is a prefix product of the same ``B`` quotients, so :func:`small_row` carries all
   the sums in one pass, the same floats);
 * the ``O(1)`` lower bounds from the full-batch cost ``n E_B`` (for a fixed ``B``
@@ -334,7 +336,7 @@ def carried_row(
     """:func:`exact_row` for any rule: ``T_B`` along the row (with a token budget its restarts,
     lazily), the residues ``r <= _CARRY_MAX`` in one pass of every size the row needs
     (:func:`_advance_all`, each size's floats those of its own :func:`_advance`), each larger
-    one from where its terms pass ``2**-70``, side by side (:func:`_long_residues`)."""
+    one from where its terms pass ``2**-70``, side by side (:func:`long_residue_sums`)."""
     cum, size = data.cum, data.size
     m = cum.size - 1
     ci = cum[i]
@@ -355,7 +357,7 @@ def carried_row(
     work = np.empty((5, _CARRY_MAX + 1))
     carry_at = i + 1
     sums_long = np.empty((2, m + 1))
-    _long_residues(i, data, short, need, sums_long[0], sums_long[1])
+    long_residue_sums(i, data, short, need, sums_long[0], sums_long[1])
     for j in range(i + 1, m + 1):
         if not need[j]:
             out[j] = INF
@@ -374,7 +376,7 @@ def carried_row(
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _long_residues(
+def long_residue_sums(
     i: int, data: Arrays, short: Short, need: np.ndarray, t_out: np.ndarray, t2_out: np.ndarray
 ) -> None:  # pragma: no cover - compiled
     """``t_out[j]``, ``t2_out[j]``: the running sums ``T_r`` of every end ``j > i`` with
@@ -420,7 +422,7 @@ def _sweep(
     t_out: np.ndarray,
     t2_out: np.ndarray,
 ) -> None:  # pragma: no cover - compiled
-    """The walks of :func:`_long_residues` (cells by their first end, ascending): from its
+    """The walks of :func:`long_residue_sums` (cells by their first end, ascending): from its
     first end each cell joins the live ones, every live cell takes the step of end ``k``
     (:func:`_live_step`), and at its own end ``j`` it leaves with its sums."""
     nc = js.size
@@ -539,7 +541,7 @@ def _advance_all(
     """:func:`_advance` over ``base`` and ``q`` from end ``at`` to ``j`` for every subset size
     of ``sizes`` (ascending, ``<= _CARRY_MAX``) at once: ``sums[0, s]``, ``sums[1, s]`` the
     running sums of size ``s``.  Each step takes every size's ratio from
-    :func:`_step_ratios` (the floats of :func:`short_ratio`) and each sum the same step as
+    :func:`step_ratios` (the floats of :func:`short_ratio`) and each sum the same step as
     :func:`_advance` (0 while fewer than ``s`` samples lie below), so each size's sums are
     the floats :func:`_advance` would carry."""
     ratio = work[0]
@@ -553,7 +555,7 @@ def _advance_all(
         while live and sizes[live - 1] > a:  # (a grows along the row: once reached, kept)
             live -= 1
         if live:
-            _step_ratios(a, n, sizes[:live], work)
+            step_ratios(a, n, sizes[:live], work)
         for k in range(live):
             s = sizes[k]
             t[s] = (t[s] + st) * ratio[s]
@@ -567,7 +569,7 @@ def _advance_all(
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _step_ratios(a: int, b: int, sizes: np.ndarray, work: np.ndarray) -> None:  # pragma: no cover - compiled
+def step_ratios(a: int, b: int, sizes: np.ndarray, work: np.ndarray) -> None:  # pragma: no cover - compiled
     """``work[0, s] = short_ratio(a, b, s)`` for every ``s`` of ``sizes`` (ascending,
     ``<= min(a, _CARRY_MAX)``), the same floats: :func:`short_ratio` multiplies, for
     ``s <= _SMALL_SIZE``, the first ``s`` of the quotients ``(a - t) / (b - t)`` in order, so
