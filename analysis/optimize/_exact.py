@@ -76,6 +76,10 @@ from analysis.optimize._ratios import (
 # Residues up to this carry one running sum along the row (from its start); above, each
 # cell's sum starts where its terms pass 2**-70.
 _CARRY_MAX = 64
+# Rows whose residues up to _CARRY_MAX walk at least this many times the longest walk, all
+# told, advance them in one pass (:func:`_advance_all`: a step of it costs a few of one
+# size's); below, each on its own (the same floats either way).
+_SHARED_FROM = 6
 # Residues above _CARRY_MAX up to this keep each end's ratio for the next cell of the same
 # residue (:func:`_live_step`).
 _MEMO_MAX = 1 << 16
@@ -335,7 +339,9 @@ def carried_row(
 ) -> None:  # pragma: no cover - compiled
     """:func:`exact_row` for any rule: ``T_B`` along the row (with a token budget its restarts,
     lazily), the residues ``r <= _CARRY_MAX`` in one pass of every size the row needs
-    (:func:`_advance_all`, each size's floats those of its own :func:`_advance`), each larger
+    (:func:`_advance_all`, each size's floats those of its own :func:`_advance`; where their
+    walks, each to its last end, add up to less than ``_SHARED_FROM`` times the longest, each
+    by :func:`_advance`), each larger
     one from where its terms pass ``2**-70``, side by side (:func:`long_residue_sums`)."""
     cum, size = data.cum, data.size
     m = cum.size - 1
@@ -353,9 +359,11 @@ def carried_row(
     last = _residue_ends(i, data, need)
     sizes = np.flatnonzero(last > i)  # the residues the row reads, ascending
     live = sizes.size
+    alone = live == 0 or (last[sizes] - i).sum() < _SHARED_FROM * (last.max() - i)
     sums = np.zeros((2, _CARRY_MAX + 1))  # T_s and its second sum, by size s
     work = np.empty((5, _CARRY_MAX + 1))
     carry_at = i + 1
+    ats = np.full(_CARRY_MAX + 1, i + 1)
     sums_long = np.empty((2, m + 1))
     long_residue_sums(i, data, short, need, sums_long[0], sums_long[1])
     for j in range(i + 1, m + 1):
@@ -366,7 +374,10 @@ def carried_row(
         b = size[j]
         r = n % b if n >= b else 0
         t, t2 = 0.0, 0.0
-        if 0 < r <= _CARRY_MAX:
+        if 0 < r <= _CARRY_MAX and alone:
+            at_r, t, t2 = _advance(ci, ats[r], sums[0, r], sums[1, r], j, r, cum, short, False, data)
+            ats[r], sums[0, r], sums[1, r] = at_r, t, t2
+        elif 0 < r <= _CARRY_MAX:
             live = _keep(sizes, live, last, j)
             carry_at = _advance_all(ci, carry_at, j, sizes[:live], cum, short, sums, work)
             t, t2 = sums[0, r], sums[1, r]
