@@ -357,9 +357,8 @@ def carried_row(
                 tb[j] = t
                 t2b[j] = t2
     last = _residue_ends(i, data, need)
-    sizes = np.flatnonzero(last > i)  # the residues the row reads, ascending
+    sizes, alone = _carried_sizes(last, i)
     live = sizes.size
-    alone = live == 0 or (last[sizes] - i).sum() < _SHARED_FROM * (last.max() - i)
     sums = np.zeros((2, _CARRY_MAX + 1))  # T_s and its second sum, by size s
     work = np.empty((5, _CARRY_MAX + 1))
     carry_at = i + 1
@@ -418,8 +417,25 @@ def long_residue_sums(
         rs[c] = n % size[j]
         cut = ci + n * 2.0 ** (-70.0 / rs[c])
         firsts[c] = i + 1 + np.searchsorted(cum[i + 1 : j], cut, side="right")
-    order = np.argsort(firsts, kind="mergesort")
+    order = _by_first(firsts, i, m)
     _sweep(ci, js[order], rs[order], firsts[order], cum, short, t_out, t2_out)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _by_first(firsts: np.ndarray, i: int, m: int) -> np.ndarray:  # pragma: no cover - compiled
+    """The cells in the order of their first ends ``i < first <= m`` (a counting sort: cheaper
+    to compile than ``np.argsort``; the order of ties is the cells' own, and reads nothing)."""
+    start = np.zeros(m - i + 2, np.int64)
+    for f in firsts:
+        start[f - i + 1] += 1
+    for k in range(1, start.size):
+        start[k] += start[k - 1]
+    order = np.empty(firsts.size, np.int64)
+    for c in range(firsts.size):
+        slot = firsts[c] - i
+        order[start[slot]] = c
+        start[slot] += 1
+    return order
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -440,7 +456,10 @@ def _sweep(
     live_j = np.empty(nc, np.int64)
     live_r = np.empty(nc, np.int64)
     sums = np.zeros((4, nc))  # T_r, its second sum, the ratios, r as a float
-    memo = np.full((2, rs.max() + 1 if rs.max() <= _MEMO_MAX else 0), -1.0)
+    top = 0
+    for r in rs:
+        top = max(top, r)
+    memo = np.full((2, top + 1 if top <= _MEMO_MAX else 0), -1.0)
     live = 0
     p = 0
     k = firsts[0]
@@ -496,12 +515,12 @@ def _live_step(
     else:
         for c in range(rs.size):
             s = rs[c]
-            if s >= memo.shape[1]:
-                ratio[c] = short_ratio(a, b, s, short.hi, short.lo)
-            elif memo[0, s] == k:
+            kept = s < memo.shape[1]
+            if kept and memo[0, s] == k:
                 ratio[c] = memo[1, s]
-            else:
-                ratio[c] = short_ratio(a, b, s, short.hi, short.lo)
+                continue
+            ratio[c] = short_ratio(a, b, s, short.hi, short.lo)  # (one call: inlined once)
+            if kept:
                 memo[0, s], memo[1, s] = k, ratio[c]
     for c in range(rs.size):
         t[c] = (t[c] + st) * ratio[c] if af >= rf[c] else 0.0
@@ -523,6 +542,22 @@ def _residue_ends(i: int, data: Arrays, need: np.ndarray) -> np.ndarray:  # prag
             if 0 < r <= _CARRY_MAX:
                 last[r] = j
     return last
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _carried_sizes(last: np.ndarray, i: int) -> tuple[np.ndarray, bool]:  # pragma: no cover - compiled
+    """The residues a row reads (``last[s] > i``), ascending, and whether to carry each on its
+    own: their walks, each to its last end, add up to less than ``_SHARED_FROM`` times the
+    longest.  (Plain loops: cheaper to compile than their NumPy spellings.)"""
+    sizes = np.empty(last.size, np.int64)
+    live, walks, longest = 0, 0, 0
+    for s in range(1, last.size):
+        if last[s] > i:
+            sizes[live] = s
+            live += 1
+            walks += last[s] - i
+            longest = max(longest, last[s] - i)
+    return sizes[:live], walks < _SHARED_FROM * longest
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
@@ -596,7 +631,9 @@ def step_ratios(a: int, b: int, sizes: np.ndarray, work: np.ndarray) -> None:  #
         ratio[t + 1] = p
     if top <= _SMALL_SIZE:
         return
-    first = np.searchsorted(sizes, _SMALL_SIZE, side="right")
+    first = 0
+    while sizes[first] <= _SMALL_SIZE:  # (top > _SMALL_SIZE: it stops)
+        first += 1
     if b - a > PRODUCT_RATIO:
         _quotients(a, b, sizes[first:], work)
         return
