@@ -80,8 +80,11 @@ _CARRY_MAX = 64
 # told, advance them in one pass (:func:`_advance_all`: a step of it costs a few of one
 # size's); below, each on its own (the same floats either way).
 _SHARED_FROM = 6
-# Residues above _CARRY_MAX up to this keep each end's ratio for the next cell of the same
-# residue (:func:`_live_step`).
+# Rows with at least this many residues above _CARRY_MAX walk them side by side
+# (:func:`_sweep`); fewer, each on its own.
+_SWEEP_FROM = 8
+# Residues above _CARRY_MAX up to this (and to 4 times the row's cells: where residues
+# repeat) keep each end's ratio for the next cell of the same residue (:func:`_live_step`).
 _MEMO_MAX = 1 << 16
 # Batch sizes above which the lower bounds add the power bound (:func:`power_cap`; at or
 # below, every residue is carried and an exact cost is cheap).
@@ -356,15 +359,17 @@ def carried_row(
                 at, t, t2 = _advance(ci, at, t, t2, j, b, cum, short, True, data)
                 tb[j] = t
                 t2b[j] = t2
-    last = _residue_ends(i, data, need)
+    last, n_long = _residue_ends(i, data, need)
     sizes, alone = _carried_sizes(last, i)
     live = sizes.size
     sums = np.zeros((2, _CARRY_MAX + 1))  # T_s and its second sum, by size s
-    work = np.empty((5, _CARRY_MAX + 1))
+    work = np.empty((5, 0 if alone else _CARRY_MAX + 1))  # (per call: the DP makes many)
     carry_at = i + 1
     ats = np.full(_CARRY_MAX + 1, i + 1)
-    sums_long = np.empty((2, m + 1))
-    long_residue_sums(i, data, short, need, sums_long[0], sums_long[1])
+    sums_long = np.empty((2, n_long))  # by cell, in the order of the ends
+    if n_long:
+        long_residue_sums(i, data, short, need, sums_long[0], sums_long[1])
+    c_long = 0
     for j in range(i + 1, m + 1):
         if not need[j]:
             out[j] = INF
@@ -381,7 +386,8 @@ def carried_row(
             carry_at = _advance_all(ci, carry_at, j, sizes[:live], cum, short, sums, work)
             t, t2 = sums[0, r], sums[1, r]
         elif r > _CARRY_MAX:
-            t, t2 = sums_long[0, j], sums_long[1, j]
+            t, t2 = sums_long[0, c_long], sums_long[1, c_long]
+            c_long += 1
         out[j] = _bucket_cost(n, b, _at(j, data, short), (tb[j], t2b[j], t, t2))
 
 
@@ -389,26 +395,24 @@ def carried_row(
 def long_residue_sums(
     i: int, data: Arrays, short: Short, need: np.ndarray, t_out: np.ndarray, t2_out: np.ndarray
 ) -> None:  # pragma: no cover - compiled
-    """``t_out[j]``, ``t2_out[j]``: the running sums ``T_r`` of every end ``j > i`` with
-    ``need[j]`` whose residue ``r = n mod B`` exceeds ``_CARRY_MAX``, each from the first end
+    """``t_out[c]``, ``t2_out[c]``: the running sums ``T_r`` of the ``c``-th end ``j > i`` with
+    ``need[j]`` whose residue ``r = n mod B`` exceeds ``_CARRY_MAX`` (``t_out.size`` of them:
+    per cell, not per end, so that a row allocates no array of the ends), each from the first end
     ``k`` whose ``x_k`` passes ``n 2**(-70/r)`` (the terms below are ``< 2**-70``) to ``j``.
     The cells are walked side by side, one end of the row at a time (:func:`_sweep`): each
     cell's sum takes the steps :func:`_advance` would, in its order, so the same floats."""
     cum, size = data.cum, data.size
     ci = cum[i]
     m = cum.size - 1
-    js = np.empty(m - i, np.int64)
-    nc = 0
-    for j in range(i + 1, m + 1):
-        if need[j]:
-            n = cum[j] - ci
-            b = size[j]
-            if n >= b and n % b > _CARRY_MAX:
-                js[nc] = j
-                nc += 1
+    nc = t_out.size
     if nc == 0:
         return
-    js = js[:nc]
+    js = np.empty(nc, np.int64)
+    c = 0
+    for j in range(i + 1, m + 1):
+        if c < nc and need[j] and cum[j] - ci >= size[j] and (cum[j] - ci) % size[j] > _CARRY_MAX:
+            js[c] = j
+            c += 1
     rs = np.empty(nc, np.int64)
     firsts = np.empty(nc, np.int64)
     for c in range(nc):
@@ -417,14 +421,29 @@ def long_residue_sums(
         rs[c] = n % size[j]
         cut = ci + n * 2.0 ** (-70.0 / rs[c])
         firsts[c] = i + 1 + np.searchsorted(cum[i + 1 : j], cut, side="right")
+    if nc < _SWEEP_FROM:  # a few cells: each walks on its own (the same floats)
+        for c in range(nc):
+            _, t_out[c], t2_out[c] = _advance(ci, firsts[c], 0.0, 0.0, js[c], rs[c], cum, short, False, data)
+        return
     order = _by_first(firsts, i, m)
-    _sweep(ci, js[order], rs[order], firsts[order], cum, short, t_out, t2_out)
+    _sweep(ci, js[order], rs[order], firsts[order], order, cum, short, t_out, t2_out)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _by_first(firsts: np.ndarray, i: int, m: int) -> np.ndarray:  # pragma: no cover - compiled
     """The cells in the order of their first ends ``i < first <= m`` (a counting sort: cheaper
-    to compile than ``np.argsort``; the order of ties is the cells' own, and reads nothing)."""
+    to compile than ``np.argsort``; an insertion sort for a few cells, whose rows are many in
+    the DP; the order of ties is the cells' own, and reads nothing)."""
+    if firsts.size <= 32:
+        order = np.arange(firsts.size)
+        for c in range(1, firsts.size):
+            x = order[c]
+            k = c
+            while k and firsts[order[k - 1]] > firsts[x]:
+                order[k] = order[k - 1]
+                k -= 1
+            order[k] = x
+        return order
     start = np.zeros(m - i + 2, np.int64)
     for f in firsts:
         start[f - i + 1] += 1
@@ -444,31 +463,34 @@ def _sweep(
     js: np.ndarray,
     rs: np.ndarray,
     firsts: np.ndarray,
+    ids: np.ndarray,
     cum: np.ndarray,
     short: Short,
     t_out: np.ndarray,
     t2_out: np.ndarray,
 ) -> None:  # pragma: no cover - compiled
-    """The walks of :func:`long_residue_sums` (cells by their first end, ascending): from its
-    first end each cell joins the live ones, every live cell takes the step of end ``k``
-    (:func:`_live_step`), and at its own end ``j`` it leaves with its sums."""
+    """The walks of :func:`long_residue_sums` (cells by their first end, ascending; ``ids``
+    where their sums go): from its first end each cell joins the live ones, every live cell
+    takes the step of end ``k`` (:func:`_live_step`), and at its own end ``j`` it leaves with
+    its sums."""
     nc = js.size
     live_j = np.empty(nc, np.int64)
     live_r = np.empty(nc, np.int64)
+    live_id = np.empty(nc, np.int64)
     sums = np.zeros((4, nc))  # T_r, its second sum, the ratios, r as a float
     top = 0
     for r in rs:
         top = max(top, r)
-    memo = np.full((2, top + 1 if top <= _MEMO_MAX else 0), -1.0)
+    memo = np.full((2, top + 1 if top <= min(_MEMO_MAX, 4 * nc) else 0), -1.0)  # (residues repeat)
     live = 0
     p = 0
     k = firsts[0]
     while p < nc or live:
         while p < nc and firsts[p] == k:
             if js[p] == k:  # no step: the sums are 0
-                t_out[k], t2_out[k] = 0.0, 0.0
+                t_out[ids[p]], t2_out[ids[p]] = 0.0, 0.0
             else:
-                live_j[live], live_r[live] = js[p], rs[p]
+                live_j[live], live_r[live], live_id[live] = js[p], rs[p], ids[p]
                 sums[0, live], sums[1, live], sums[3, live] = 0.0, 0.0, rs[p]
                 live += 1
             p += 1
@@ -478,9 +500,9 @@ def _sweep(
         kept = 0
         for c in range(live):
             if live_j[c] == k:
-                t_out[k], t2_out[k] = sums[0, c], sums[1, c]
+                t_out[live_id[c]], t2_out[live_id[c]] = sums[0, c], sums[1, c]
             else:
-                live_j[kept], live_r[kept] = live_j[c], live_r[c]
+                live_j[kept], live_r[kept], live_id[kept] = live_j[c], live_r[c], live_id[c]
                 sums[0, kept], sums[1, kept], sums[3, kept] = sums[0, c], sums[1, c], sums[3, c]
                 kept += 1
         live = kept
@@ -528,12 +550,14 @@ def _live_step(
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _residue_ends(i: int, data: Arrays, need: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
+def _residue_ends(i: int, data: Arrays, need: np.ndarray) -> tuple[np.ndarray, int]:  # pragma: no cover
     """``last[s]``: the last end ``j > i`` with ``need[j]`` whose bucket ``(i, j]`` leaves
-    ``s = n mod B`` samples to its short batch, for ``0 < s <= _CARRY_MAX`` (``i`` where none)."""
+    ``s = n mod B`` samples to its short batch, for ``0 < s <= _CARRY_MAX`` (``i`` where none),
+    and how many such ends leave more than ``_CARRY_MAX``."""
     cum, size = data.cum, data.size
     ci = cum[i]
     last = np.full(_CARRY_MAX + 1, i)
+    long = 0
     for j in range(i + 1, cum.size):
         if need[j]:
             n = cum[j] - ci
@@ -541,7 +565,8 @@ def _residue_ends(i: int, data: Arrays, need: np.ndarray) -> np.ndarray:  # prag
             r = n % b if n >= b else 0
             if 0 < r <= _CARRY_MAX:
                 last[r] = j
-    return last
+            long += r > _CARRY_MAX
+    return last, long
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
