@@ -83,8 +83,8 @@ _SHARED_FROM = 6
 # Rows with at least this many residues above _CARRY_MAX walk them side by side
 # (:func:`_sweep`); fewer, each on its own.
 _SWEEP_FROM = 8
-# Residues above _CARRY_MAX up to this (and to 4 times the row's cells: where residues
-# repeat) keep each end's ratio for the next cell of the same residue (:func:`_live_step`).
+# Residues above _CARRY_MAX up to this keep each end's ratio for the next cell of the same
+# residue (:func:`_live_step`).
 _MEMO_MAX = 1 << 16
 # Batch sizes above which the lower bounds add the power bound (:func:`power_cap`; at or
 # below, every residue is carried and an exact cost is cheap).
@@ -481,7 +481,7 @@ def _sweep(
     top = 0
     for r in rs:
         top = max(top, r)
-    memo = np.full((2, top + 1 if top <= min(_MEMO_MAX, 4 * nc) else 0), -1.0)  # (residues repeat)
+    memo = np.full((2, top + 1 if top <= _MEMO_MAX else 0), -1.0)
     live = 0
     p = 0
     k = firsts[0]
