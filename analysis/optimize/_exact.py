@@ -14,9 +14,11 @@ weight).  ``E[g(max of s)] = g(v_j) - T_s(i, j)`` with ``T_s`` the running sum o
 
 * :func:`exact_row`: the exact costs of the ends a row needs, ``T_B`` by the row's running
   sum and each ``T_r`` by a running sum of its own residue ``r`` (carried along the row
-  from the start for ``r <= _CARRY_MAX``, each computed from where its terms pass
-  ``2**-70`` above): every value is a function of ``(i, j)`` alone, whatever else the row
-  needs (:func:`carried_row`; for one fixed ``B <= 16`` read without a table every size's
+  from the start for ``r <= _CARRY_MAX``, every size in one pass with its ratios from shared
+  prefix products, :func:`step_ratios`; each computed from where its terms pass ``2**-70``
+  above, the cells side by side, :func:`long_residue_sums`): every value is a function of
+  ``(i, j)`` alone, whatever else the row needs, and the float :func:`_advance` would give it
+  alone (:func:`carried_row`; for one fixed ``B <= 16`` read without a table every size's
   ratio is a prefix product of the same ``B`` quotients, so :func:`small_row` carries all
   the sums in one pass, the same floats);
 * the ``O(1)`` lower bounds from the full-batch cost ``n E_B`` (for a fixed ``B``
@@ -74,6 +76,16 @@ from analysis.optimize._ratios import (
 # Residues up to this carry one running sum along the row (from its start); above, each
 # cell's sum starts where its terms pass 2**-70.
 _CARRY_MAX = 64
+# Rows whose residues up to _CARRY_MAX walk at least this many times the longest walk, all
+# told, advance them in one pass (:func:`_advance_all`: a step of it costs a few of one
+# size's); below, each on its own (the same floats either way).
+_SHARED_FROM = 6
+# Rows with at least this many residues above _CARRY_MAX walk them side by side
+# (:func:`_sweep`); fewer, each on its own.
+_SWEEP_FROM = 8
+# Residues above _CARRY_MAX up to this keep each end's ratio for the next cell of the same
+# residue (:func:`_live_step`).
+_MEMO_MAX = 1 << 16
 # Batch sizes above which the lower bounds add the power bound (:func:`power_cap`; at or
 # below, every residue is carried and an exact cost is cheap).
 POWER_ABOVE = _CARRY_MAX
@@ -333,7 +345,11 @@ def carried_row(
     t2b: np.ndarray,
 ) -> None:  # pragma: no cover - compiled
     """:func:`exact_row` for any rule: ``T_B`` along the row (with a token budget its restarts,
-    lazily), each residue's ``T_r`` by :func:`_advance` from where its own sum was left."""
+    lazily), the residues ``r <= _CARRY_MAX`` in one pass of every size the row needs
+    (:func:`_advance_all`, each size's floats those of its own :func:`_advance`; where their
+    walks, each to its last end, add up to less than ``_SHARED_FROM`` times the longest, each
+    by :func:`_advance`), each larger
+    one from where its terms pass ``2**-70``, side by side (:func:`long_residue_sums`)."""
     cum, size = data.cum, data.size
     m = cum.size - 1
     ci = cum[i]
@@ -347,9 +363,17 @@ def carried_row(
                 at, t, t2 = _advance(ci, at, t, t2, j, b, cum, short, True, data)
                 tb[j] = t
                 t2b[j] = t2
-    carry_at = np.full(_CARRY_MAX + 1, i + 1)
-    carry_t = np.zeros(_CARRY_MAX + 1)
-    carry_t2 = np.zeros(_CARRY_MAX + 1)
+    last, n_long = _residue_ends(i, data, need)
+    sizes, alone = _carried_sizes(last, i)
+    live = sizes.size
+    sums = np.zeros((2, _CARRY_MAX + 1))  # T_s and its second sum, by size s
+    work = np.empty((5, 0 if alone else _CARRY_MAX + 1))  # (per call: the DP makes many)
+    carry_at = i + 1
+    ats = np.full(_CARRY_MAX + 1, i + 1)
+    sums_long = np.empty((2, n_long))  # by cell, in the order of the ends
+    if n_long:
+        long_residue_sums(i, data, short, need, sums_long[0], sums_long[1])
+    c_long = 0
     for j in range(i + 1, m + 1):
         if not need[j]:
             out[j] = INF
@@ -358,14 +382,346 @@ def carried_row(
         b = size[j]
         r = n % b if n >= b else 0
         t, t2 = 0.0, 0.0
-        if 0 < r <= _CARRY_MAX:
-            at, t, t2 = _advance(ci, carry_at[r], carry_t[r], carry_t2[r], j, r, cum, short, False, data)
-            carry_at[r], carry_t[r], carry_t2[r] = at, t, t2
-        elif r > _CARRY_MAX:  # from the first k whose x_k passes n 2**(-70/r): the terms below are < 2**-70
-            cut = ci + n * 2.0 ** (-70.0 / r)
-            first = i + 1 + np.searchsorted(cum[i + 1 : j], cut, side="right")
-            _, t, t2 = _advance(ci, first, 0.0, 0.0, j, r, cum, short, False, data)
+        if 0 < r <= _CARRY_MAX and alone:
+            at_r, t, t2 = _advance(ci, ats[r], sums[0, r], sums[1, r], j, r, cum, short, False, data)
+            ats[r], sums[0, r], sums[1, r] = at_r, t, t2
+        elif 0 < r <= _CARRY_MAX:
+            live = _keep(sizes, live, last, j)
+            carry_at = _advance_all(ci, carry_at, j, sizes[:live], cum, short, sums, work)
+            t, t2 = sums[0, r], sums[1, r]
+        elif r > _CARRY_MAX:
+            t, t2 = sums_long[0, c_long], sums_long[1, c_long]
+            c_long += 1
         out[j] = _bucket_cost(n, b, _at(j, data, short), (tb[j], t2b[j], t, t2))
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def long_residue_sums(
+    i: int, data: Arrays, short: Short, need: np.ndarray, t_out: np.ndarray, t2_out: np.ndarray
+) -> None:  # pragma: no cover - compiled
+    """``t_out[c]``, ``t2_out[c]``: the running sums ``T_r`` of the ``c``-th end ``j > i`` with
+    ``need[j]`` whose residue ``r = n mod B`` exceeds ``_CARRY_MAX`` (``t_out.size`` of them:
+    per cell, not per end, so that a row allocates no array of the ends), each from the first end
+    ``k`` whose ``x_k`` passes ``n 2**(-70/r)`` (the terms below are ``< 2**-70``) to ``j``.
+    The cells are walked side by side, one end of the row at a time (:func:`_sweep`): each
+    cell's sum takes the steps :func:`_advance` would, in its order, so the same floats."""
+    cum, size = data.cum, data.size
+    ci = cum[i]
+    m = cum.size - 1
+    nc = t_out.size
+    if nc == 0:
+        return
+    js = np.empty(nc, np.int64)
+    c = 0
+    for j in range(i + 1, m + 1):
+        if c < nc and need[j] and cum[j] - ci >= size[j] and (cum[j] - ci) % size[j] > _CARRY_MAX:
+            js[c] = j
+            c += 1
+    rs = np.empty(nc, np.int64)
+    firsts = np.empty(nc, np.int64)
+    for c in range(nc):
+        j = js[c]
+        n = cum[j] - ci
+        rs[c] = n % size[j]
+        cut = ci + n * 2.0 ** (-70.0 / rs[c])
+        firsts[c] = i + 1 + np.searchsorted(cum[i + 1 : j], cut, side="right")
+    if nc < _SWEEP_FROM:  # a few cells: each walks on its own (the same floats)
+        for c in range(nc):
+            _, t_out[c], t2_out[c] = _advance(ci, firsts[c], 0.0, 0.0, js[c], rs[c], cum, short, False, data)
+        return
+    order = _by_first(firsts, i, m)
+    _sweep(ci, js[order], rs[order], firsts[order], order, cum, short, t_out, t2_out)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _by_first(firsts: np.ndarray, i: int, m: int) -> np.ndarray:  # pragma: no cover - compiled
+    """The cells in the order of their first ends ``i < first <= m`` (a counting sort: cheaper
+    to compile than ``np.argsort``; an insertion sort for a few cells, whose rows are many in
+    the DP; the order of ties is the cells' own, and reads nothing)."""
+    if firsts.size <= 32:
+        order = np.arange(firsts.size)
+        for c in range(1, firsts.size):
+            x = order[c]
+            k = c
+            while k and firsts[order[k - 1]] > firsts[x]:
+                order[k] = order[k - 1]
+                k -= 1
+            order[k] = x
+        return order
+    start = np.zeros(m - i + 2, np.int64)
+    for f in firsts:
+        start[f - i + 1] += 1
+    for k in range(1, start.size):
+        start[k] += start[k - 1]
+    order = np.empty(firsts.size, np.int64)
+    for c in range(firsts.size):
+        slot = firsts[c] - i
+        order[start[slot]] = c
+        start[slot] += 1
+    return order
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _sweep(
+    ci: int,
+    js: np.ndarray,
+    rs: np.ndarray,
+    firsts: np.ndarray,
+    ids: np.ndarray,
+    cum: np.ndarray,
+    short: Short,
+    t_out: np.ndarray,
+    t2_out: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """The walks of :func:`long_residue_sums` (cells by their first end, ascending; ``ids``
+    where their sums go): from its first end each cell joins the live ones, every live cell
+    takes the step of end ``k`` (:func:`_live_step`), and at its own end ``j`` it leaves with
+    its sums."""
+    nc = js.size
+    live_j = np.empty(nc, np.int64)
+    live_r = np.empty(nc, np.int64)
+    live_id = np.empty(nc, np.int64)
+    sums = np.zeros((4, nc))  # T_r, its second sum, the ratios, r as a float
+    top = 0
+    for r in rs:
+        top = max(top, r)
+    memo = np.full((2, top + 1 if top <= _MEMO_MAX else 0), -1.0)
+    live = 0
+    p = 0
+    k = firsts[0]
+    while p < nc or live:
+        while p < nc and firsts[p] == k:
+            if js[p] == k:  # no step: the sums are 0
+                t_out[ids[p]], t2_out[ids[p]] = 0.0, 0.0
+            else:
+                live_j[live], live_r[live], live_id[live] = js[p], rs[p], ids[p]
+                sums[0, live], sums[1, live], sums[3, live] = 0.0, 0.0, rs[p]
+                live += 1
+            p += 1
+        if live:
+            _live_step(cum[k] - ci, cum[k + 1] - ci, k, live_r[:live], sums[:, :live], short, memo)
+        k += 1
+        kept = 0
+        for c in range(live):
+            if live_j[c] == k:
+                t_out[live_id[c]], t2_out[live_id[c]] = sums[0, c], sums[1, c]
+            else:
+                live_j[kept], live_r[kept], live_id[kept] = live_j[c], live_r[c], live_id[c]
+                sums[0, kept], sums[1, kept], sums[3, kept] = sums[0, c], sums[1, c], sums[3, c]
+                kept += 1
+        live = kept
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _live_step(
+    a: int, b: int, k: int, rs: np.ndarray, sums: np.ndarray, short: Short, memo: np.ndarray
+) -> None:  # pragma: no cover - compiled
+    """One step of :func:`_advance` over ``base`` and ``q`` (from ``a`` to ``b`` samples, end
+    ``k`` to ``k + 1``) for the sums ``sums[0, c]``, ``sums[1, c]`` of subsets of ``rs[c] >
+    _SMALL_SIZE`` (``sums[3, c]``: ``rs[c]`` as a float, exact), each ratio
+    :func:`short_ratio`'s: where ``b - a <= PRODUCT_RATIO``
+    :func:`~analysis.optimize._ratios.product_ratio`, whose denominator every size shares
+    (its numerators ``y - r``, integers, the same floats computed in floats), else
+    :func:`short_ratio` itself, once per size and end (``memo``: the end each size's ratio
+    ``memo[1, r]`` was computed at, where sizes are small enough to index it)."""
+    st, st2 = short.base_step[k], short.q_step[k]
+    t, t2, ratio, rf = sums[0], sums[1], sums[2], sums[3]
+    af = float(a)
+    if b - a <= PRODUCT_RATIO:
+        den = 1.0
+        for y in range(a + 1, b + 1):
+            den *= y
+        ratio[:] = 1.0
+        for y in range(a + 1, b + 1):
+            yf = float(y)
+            for c in range(rs.size):
+                ratio[c] *= yf - rf[c]
+        for c in range(rs.size):
+            ratio[c] = ratio[c] / den
+    else:
+        for c in range(rs.size):
+            s = rs[c]
+            kept = s < memo.shape[1]
+            if kept and memo[0, s] == k:
+                ratio[c] = memo[1, s]
+                continue
+            ratio[c] = short_ratio(a, b, s, short.hi, short.lo)  # (one call: inlined once)
+            if kept:
+                memo[0, s], memo[1, s] = k, ratio[c]
+    for c in range(rs.size):
+        t[c] = (t[c] + st) * ratio[c] if af >= rf[c] else 0.0
+        t2[c] = (t2[c] + st2) * ratio[c] if af >= rf[c] else 0.0
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _residue_ends(i: int, data: Arrays, need: np.ndarray) -> tuple[np.ndarray, int]:  # pragma: no cover
+    """``last[s]``: the last end ``j > i`` with ``need[j]`` whose bucket ``(i, j]`` leaves
+    ``s = n mod B`` samples to its short batch, for ``0 < s <= _CARRY_MAX`` (``i`` where none),
+    and how many such ends leave more than ``_CARRY_MAX``."""
+    cum, size = data.cum, data.size
+    ci = cum[i]
+    last = np.full(_CARRY_MAX + 1, i)
+    long = 0
+    for j in range(i + 1, cum.size):
+        if need[j]:
+            n = cum[j] - ci
+            b = size[j]
+            r = n % b if n >= b else 0
+            if 0 < r <= _CARRY_MAX:
+                last[r] = j
+            long += r > _CARRY_MAX
+    return last, long
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _carried_sizes(last: np.ndarray, i: int) -> tuple[np.ndarray, bool]:  # pragma: no cover - compiled
+    """The residues a row reads (``last[s] > i``), ascending, and whether to carry each on its
+    own: their walks, each to its last end, add up to less than ``_SHARED_FROM`` times the
+    longest.  (Plain loops: cheaper to compile than their NumPy spellings.)"""
+    sizes = np.empty(last.size, np.int64)
+    live, walks, longest = 0, 0, 0
+    for s in range(1, last.size):
+        if last[s] > i:
+            sizes[live] = s
+            live += 1
+            walks += last[s] - i
+            longest = max(longest, last[s] - i)
+    return sizes[:live], walks < _SHARED_FROM * longest
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _keep(sizes: np.ndarray, live: int, last: np.ndarray, j: int) -> int:  # pragma: no cover - compiled
+    """Drop from the first ``live`` of ``sizes`` (in place, in order) those no end from ``j``
+    on reads; returns how many are left."""
+    kept = 0
+    for k in range(live):
+        s = sizes[k]
+        if last[s] >= j:
+            sizes[kept] = s
+            kept += 1
+    return kept
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _advance_all(
+    ci: int,
+    at: int,
+    j: int,
+    sizes: np.ndarray,
+    cum: np.ndarray,
+    short: Short,
+    sums: np.ndarray,
+    work: np.ndarray,
+) -> int:  # pragma: no cover - compiled
+    """:func:`_advance` over ``base`` and ``q`` from end ``at`` to ``j`` for every subset size
+    of ``sizes`` (ascending, ``<= _CARRY_MAX``) at once: ``sums[0, s]``, ``sums[1, s]`` the
+    running sums of size ``s``.  Each step takes every size's ratio from
+    :func:`step_ratios` (the floats of :func:`short_ratio`) and each sum the same step as
+    :func:`_advance` (0 while fewer than ``s`` samples lie below), so each size's sums are
+    the floats :func:`_advance` would carry."""
+    ratio = work[0]
+    t, t2 = sums[0], sums[1]
+    live = sizes.size
+    while at < j:
+        a = cum[at] - ci
+        at += 1
+        n = cum[at] - ci
+        st, st2 = short.base_step[at - 1], short.q_step[at - 1]
+        while live and sizes[live - 1] > a:  # (a grows along the row: once reached, kept)
+            live -= 1
+        if live:
+            step_ratios(a, n, sizes[:live], work)
+        for k in range(live):
+            s = sizes[k]
+            t[s] = (t[s] + st) * ratio[s]
+            t2[s] = (t2[s] + st2) * ratio[s]
+        for k in range(live, sizes.size):
+            s = sizes[k]
+            t[s] = 0.0
+            t2[s] = 0.0
+        live = sizes.size
+    return at
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def step_ratios(a: int, b: int, sizes: np.ndarray, work: np.ndarray) -> None:  # pragma: no cover - compiled
+    """``work[0, s] = short_ratio(a, b, s)`` for every ``s`` of ``sizes`` (ascending,
+    ``<= min(a, _CARRY_MAX)``), the same floats: :func:`short_ratio` multiplies, for
+    ``s <= _SMALL_SIZE``, the first ``s`` of the quotients ``(a - t) / (b - t)`` in order, so
+    each is a prefix product of one chain; above, where ``d = b - a <= PRODUCT_RATIO``, it is
+    :func:`~analysis.optimize._ratios.product_ratio`, whose denominator is the same product
+    for every size (its numerator, ``d`` factors per size, is each size's own), else
+    :func:`_quotients`."""
+    ratio = work[0]
+    top = sizes[-1]
+    p = 1.0
+    for t in range(min(top, _SMALL_SIZE)):
+        p *= (a - t) / (b - t)
+        ratio[t + 1] = p
+    if top <= _SMALL_SIZE:
+        return
+    first = 0
+    while sizes[first] <= _SMALL_SIZE:  # (top > _SMALL_SIZE: it stops)
+        first += 1
+    if b - a > PRODUCT_RATIO:
+        _quotients(a, b, sizes[first:], work)
+        return
+    den = 1.0
+    for y in range(a + 1, b + 1):
+        den *= y
+    for k in range(first, sizes.size):
+        s = sizes[k]
+        num = 1.0
+        for y in range(a + 1, b + 1):
+            num *= y - s
+        ratio[s] = num / den
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _quotients(a: int, b: int, sizes: np.ndarray, work: np.ndarray) -> None:  # pragma: no cover - compiled
+    """``work[0, s] =`` :func:`~analysis.optimize._ratios.quotient_ratio` ``(a, b, s)`` for
+    ``_SMALL_SIZE < s <= QUOTIENT_TERMS`` of ``sizes`` (ascending) where ``d = b - a >
+    PRODUCT_RATIO``, the same floats.  It multiplies the quotients of 8 factors over 8 in
+    order, each a running product restarted every 8: for ``s <= d`` its factors are
+    ``(a - t) / (b - t)``, ``t < s``, whose running products (``work[1]``, ``work[2]``) and
+    the product of whole groups (``work[3]``) every such size shares, so that one of them is
+    ``whole[s // 8]`` times the quotient of its last, partial group; for ``s > d`` its ``d``
+    numerators ``b - s - t`` are the size's own (the running denominators ``b - t`` are the
+    same)."""
+    ratio, num, den, whole = work[0], work[1], work[2], work[3]
+    d = b - a
+    kk = min(sizes[-1], d)
+    nv, dv = 1.0, 1.0
+    for t in range(kk):
+        if t % 8 == 0:
+            nv, dv = 1.0, 1.0
+        nv *= a - t
+        dv *= b - t
+        num[t], den[t] = nv, dv
+    whole[0] = 1.0
+    for g in range(kk // 8):
+        whole[g + 1] = whole[g] * (num[8 * g + 7] / den[8 * g + 7])
+    for s in sizes:
+        if s > d:
+            ratio[s] = _own_numerators(b - s, d, den)
+        elif s % 8 == 0:
+            ratio[s] = whole[s // 8]
+        else:
+            ratio[s] = whole[s // 8] * (num[s - 1] / den[s - 1])
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _own_numerators(top: int, d: int, den: np.ndarray) -> float:  # pragma: no cover - compiled
+    """:func:`~analysis.optimize._ratios.quotient_ratio` of ``d`` factors ``(top - t) / (b - t)``
+    from the running denominators ``den`` (restarted every 8)."""
+    out = 1.0
+    for t0 in range(0, d, 8):
+        nv = 1.0
+        end = min(t0 + 8, d)
+        for t in range(t0, end):
+            nv *= top - t
+        out *= nv / den[end - 1]
+    return out
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")

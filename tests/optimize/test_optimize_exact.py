@@ -444,3 +444,98 @@ def test_billions_of_samples_cost_exactly_and_keep_their_plan(lengths, counts, b
     assert pruned_best[1, m] == dense_best[1, m] == cost[m]
     assert kernel.backtrack(pruned_arg, 1, m) == [m]
     assert optimize_edges(hist, 1, rule).edges[-1] == lengths[-1]
+
+
+def _residue_sum(i, j, r, data, short):
+    """``T_r(i, j)`` over ``base`` and ``q``, one cell alone: from the row's start where
+    ``r <= 64``, else from the first end whose count passes ``n 2**(-70/r)``, each step
+    ``(t + step) * short_ratio`` (what ``carried_row`` carries side by side)."""
+    cum = data.cum
+    ci, n = int(cum[i]), int(cum[j] - cum[i])
+    first = i + 1
+    if r > 64:
+        cut = ci + n * 2.0 ** (-70.0 / r)
+        first = i + 1 + int(np.searchsorted(cum[i + 1 : j], cut, side="right"))
+    t = t2 = 0.0
+    for k in range(first, j):
+        below, above = int(cum[k] - ci), int(cum[k + 1] - ci)
+        if below < r:
+            t = t2 = 0.0
+            continue
+        ratio = exact.short_ratio(below, above, r, short.hi, short.lo)
+        t = (t + short.base_step[k]) * ratio
+        t2 = (t2 + short.q_step[k]) * ratio
+    return t, t2
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_carried_row_is_each_cell_summed_alone_bit_for_bit(seed):
+    """``carried_row`` advances every residue up to 64 in one pass (each size's ratio from
+    shared prefix products) and walks the larger ones side by side (shared denominators, one
+    ratio per residue and end): each cost is the float of its own cell's sum taken alone, for
+    batch sizes across the product, quotient and table ranges and token budgets, with and
+    without a working-set term (the sample counts reach past the table of ``log x!``)."""
+    rng = np.random.default_rng(9100 + seed)
+    n = int(rng.integers(30, 60))
+    lengths = np.sort(rng.choice(np.arange(1, 4000), n, replace=False))
+    counts = np.where(rng.random(n) < 0.4, rng.integers(1, 9, n), rng.integers(1, 9000, n))
+    hist = LengthHistogram.from_counts(lengths, counts)
+    model = [None, StepTimeModel(per_step=0.5, per_token=1e-2, attention=1e-3, working_set=2e-3)][seed % 2]
+    objective = "padding" if model is None else "time"
+    rules = [
+        {"batch_size": int(rng.integers(17, 65))},
+        {"batch_size": int(rng.integers(66, 70))},
+        {"batch_size": int(rng.integers(90, 2000))},
+    ]
+    rules.append({"max_tokens": int(rng.integers(4000, 200_000))})
+    seen = set()
+    for kw in rules:
+        prob = problem.build_problem(hist, BatchRule(**kw), 1, step_time=model, objective=objective)
+        data, short = exact.exact_arrays(prob)
+        m, cum = prob.m, data.cum
+        for i in range(m):
+            need = rng.random(m + 1) < 0.8
+            out, tb, t2b = np.empty(m + 1), np.zeros(m + 1), np.zeros(m + 1)
+            exact.carried_row(i, data, short, need, out, tb, t2b)
+            ends = [j for j in range(i + 1, m + 1) if need[j] and (cum[j] - cum[i]) >= data.size[j]]
+            ends = [j for j in ends if (cum[j] - cum[i]) % data.size[j] > 64]
+            long = np.full((2, len(ends)), np.nan)
+            exact.long_residue_sums(i, data, short, need, long[0], long[1])
+            for j in np.flatnonzero(need[i + 1 :]) + i + 1:
+                nj, b = int(cum[j] - cum[i]), int(data.size[j])
+                r = nj % b if nj >= b else 0
+                t, t2 = _residue_sum(i, j, r, data, short) if r else (0.0, 0.0)
+                seen.add(0 if r <= 16 else 1 if r <= 64 else 2)
+                if r > 64:  # the sums themselves (a cost may round an ulp of them away)
+                    c = ends.index(j)
+                    assert (long[0, c], long[1, c]) == (t, t2), (kw, i, j, r)
+                w, w2, base, q = data.weight[j], data.weight2[j], short.base[j], short.q[j]
+                if nj < b:
+                    want = nj * (base + nj * q)
+                else:
+                    want = (nj // b) * b * ((w - tb[j]) + b * (w2 - t2b[j]))
+                    want = want + r * ((base - t) + r * (q - t2)) if r else want
+                if data.per_batch != 0.0:
+                    want += data.per_batch * ((nj + b - 1) // b)
+                assert out[j] == want, (kw, i, j, r)
+    assert seen == {0, 1, 2}  # residues in every range: the chain, the quotients, side by side
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_every_residues_ratio_of_one_pass_is_short_ratio_bit_for_bit(seed):
+    """``step_ratios`` forms every size's ``C(a, s) / C(b, s)`` (``s <= 64``) from prefix
+    products shared across sizes, yet each is the float ``short_ratio`` computes alone, for
+    ends of 0 to 200 samples (the chain, the product and both kinds of quotients)."""
+    rng = np.random.default_rng(9200 + seed)
+    work = np.empty((5, 65))
+    for _ in range(300):
+        a = int(rng.integers(1, 10**6)) if rng.random() < 0.8 else int(rng.integers(1, 80))
+        b = a + int(rng.choice([rng.integers(0, 9), rng.integers(9, 64), rng.integers(64, 200)]))
+        sizes = np.flatnonzero(rng.random(65) < rng.choice([0.1, 0.5, 1.0]))
+        sizes = sizes[(sizes >= 1) & (sizes <= a)]
+        if not sizes.size:
+            continue
+        work[:] = np.nan
+        exact.step_ratios(a, b, sizes, work)
+        for s in sizes:
+            assert work[0, s] == exact.short_ratio(a, b, int(s), np.zeros(0), np.zeros(0)), (a, b, s)
