@@ -33,6 +33,10 @@ STAND_IN_METHOD = "equal_tokens"
 #: and touches no shared state; the function it returns stores the result (under the lock).
 Job = Callable[[], Callable[[], None]]
 
+#: The floor searches' matrices kept, at most this many rules' (each tens of MB on a long
+#: histogram: two quadratic matrices over its candidate grid, and the passes made on them).
+MATRICES_KEPT = 2
+
 #: What a pass is for: the batch rule, and the floor its optimal plans meet (None: none).
 Key = tuple[BatchRule, Floor | None]
 
@@ -51,7 +55,7 @@ class Plans:
     at a time on matrices kept per rule (:func:`analysis.optimize.reuse_matrices`: made by
     the first floor search under a rule, a second or so; each K's search then about a tenth
     of a second on the bundled data), the last ``keep`` (rule, floor) pairs and the matrices
-    of the last ``keep`` rules kept; the field's rules ignore the floor.
+    of the last :data:`MATRICES_KEPT` rules made kept; the field's rules ignore the floor.
 
     :meth:`cached` never runs the optimiser (it answers ``None`` where an optimal plan needs
     a pass); :meth:`claim` hands out the missing pass as a :data:`Job`, which a caller may
@@ -185,7 +189,7 @@ class Plans:
                 found = optimize_edges(self.hist, n_buckets, rule, floor=floor, noise=self.noise)
             except ValueError as exc:
                 found = str(exc)
-            del self._matrices[: -self.keep]  # the most recent rules' (appended last)
+            del self._matrices[:-MATRICES_KEPT]  # the most recent rules' (appended last)
 
         def store() -> None:
             self._floored.setdefault((rule, floor), {})[n_buckets] = found
