@@ -8,7 +8,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeVar
 
 from analysis.batching import BatchRule
 from analysis.lengths import LengthHistogram
@@ -33,12 +33,28 @@ STAND_IN_METHOD = "equal_tokens"
 #: and touches no shared state; the function it returns stores the result (under the lock).
 Job = Callable[[], Callable[[], None]]
 
+T = TypeVar("T")
+V = TypeVar("V")
+
 #: The floor searches' matrices kept, at most this many rules' (each tens of MB on a long
 #: histogram: two quadratic matrices over its candidate grid, and the passes made on them).
 MATRICES_KEPT = 2
 
 #: What a pass is for: the batch rule, and the floor its optimal plans meet (None: none).
 Key = tuple[BatchRule, Floor | None]
+
+
+def _recent(table: OrderedDict[T, dict[int, V]], key: T, keep: int) -> tuple[dict[int, V], list[T]]:
+    """``table[key]`` (a new empty one if missing) made the most recent entry, and the keys
+    dropped so that at most ``keep`` remain (the oldest first)."""
+    plans = table.pop(key, {})
+    table[key] = plans  # most recent last
+    dropped = []
+    while len(table) > keep:
+        old = next(iter(table))
+        del table[old]
+        dropped.append(old)
+    return plans, dropped
 
 
 class Plans:
@@ -101,12 +117,8 @@ class Plans:
         :func:`analysis.optimize_edges` would."""
         if floor is not None and method == "optimal":
             return self._floored_plan(n_buckets, rule, floor)
-        key = (method, rule)
-        plans = self._plans.pop(key, {})
-        self._plans[key] = plans  # most recent last
-        while len(self._plans) > self.keep:
-            old_method, old_rule = next(iter(self._plans))
-            del self._plans[(old_method, old_rule)]
+        plans, dropped = _recent(self._plans, (method, rule), self.keep)
+        for old_method, old_rule in dropped:
             if old_method == "optimal":
                 self._optimal.pop(old_rule, None)
         if n_buckets not in plans:
@@ -122,11 +134,7 @@ class Plans:
         return plans[n_buckets]
 
     def _floored_plan(self, n_buckets: int, rule: BatchRule, floor: Floor) -> BucketPlan | None:
-        key = (rule, floor)
-        plans = self._floored.pop(key, {})
-        self._floored[key] = plans  # most recent last
-        while len(self._floored) > self.keep:
-            del self._floored[next(iter(self._floored))]
+        plans, _ = _recent(self._floored, (rule, floor), self.keep)
         found = plans.get(n_buckets)
         if isinstance(found, str):
             raise ValueError(found)
