@@ -1,0 +1,64 @@
+"""The optimiser's kernels compiled ahead of their first call: ``python -m analysis.optimize._ahead``.
+
+numba compiles a kernel on its first call and keeps the machine code in its cache on disk,
+beside the module (``cache=True``); every later process loads it.  A first call pays the
+compile, about half a minute for the exact DP on these machines, and processes started at
+once (the report's notebooks, the test workers) each pay it, since none finds the cache yet.
+The dev install (``make setup``, which ``make test`` runs) runs this module beside the install
+of the extras, so the suite's processes load the kernels instead (the Makefile says what it
+saves).  ``make report`` does not: the report places its plan in its own process before it runs the
+notebooks, which then load what that compiled.
+
+It makes each top-level call production makes once, on a small histogram: the exact DP for
+the three rules that take different passes (a fixed batch size by the product formula, one
+above it, a token budget), the candidate grid with its proof, the frontier's matrices and
+passes, and a floor.  A kernel it misses still compiles on its first call, as before.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from analysis.batching import BatchRule
+from analysis.lengths import LengthHistogram
+from analysis.optimize import optimize_edges
+from analysis.optimize._frontier import frontier_minima
+
+# Candidate ends of the grid the candidate search is called with (fewer than the histogram's).
+_GRID = 50
+# The rules whose exact DP takes different compiled passes: a fixed batch size whose C(N, B)
+# fits float64 (the product formula), one whose C(N, B) does not (on :func:`histogram`'s
+# 242,850 samples), a token budget (with lengths padded to a multiple: the same kernels).
+RULES = (
+    BatchRule(batch_size=8),
+    BatchRule(batch_size=1_000),
+    BatchRule(max_tokens=4_096, pad_to_multiple_of=8),
+)
+
+
+def histogram() -> LengthHistogram:
+    """The small histogram the kernels are called on: 400 distinct lengths (more than the
+    candidate grid's 50), 242,850 samples."""
+    lengths = np.arange(1, 401) * 5
+    counts = 1 + (np.arange(400) * 7919) % 1_250
+    return LengthHistogram.from_counts(lengths, counts)
+
+
+def compile_kernels() -> None:
+    """Call every kernel the optimiser's entry points reach (each compiles into the cache on
+    disk unless it is there already).
+
+    Examples
+    --------
+    >>> compile_kernels()  # a second call loads every kernel: a second or so
+    """
+    hist = histogram()
+    for rule in RULES:
+        optimize_edges(hist, 4, rule, candidates=None)
+    optimize_edges(hist, 4, RULES[0], candidates=_GRID)
+    optimize_edges(hist, 4, RULES[0], min_mixing=0.5)
+    frontier_minima(hist, RULES[0], 4, [0.0, 1.0])
+
+
+if __name__ == "__main__":
+    compile_kernels()
