@@ -2,8 +2,9 @@
 
 numba compiles a kernel on its first call and keeps the machine code in its cache on disk,
 beside the module (``cache=True``); every later process loads it.  A first call pays the
-compile, about half a minute for the exact DP on these machines, and processes started at
-once (the report's notebooks, the test workers) each pay it, since none finds the cache yet.
+compile (on these machines about 20 s for batch size 8's exact DP, a minute for every kernel
+called here), and processes started at once (the test workers, the notebooks' kernels) each
+pay it, since none finds the cache yet.
 The dev install (``make setup``, which ``make test`` runs) runs this module beside the install
 of the extras, so the suite's processes load the kernels instead (the Makefile says what it
 saves).  ``make report`` does not: the report places its plan in its own process before it runs the

@@ -8,7 +8,7 @@ import numba
 import numpy as np
 
 from analysis.optimize._costs import INF, Arrays, cost_arrays, row_costs
-from analysis.optimize._exact import Short, exact_arrays, exact_row
+from analysis.optimize._exact import Short, carried_rows, exact_arrays, exact_row
 from analysis.optimize._problem import Problem
 
 
@@ -22,6 +22,7 @@ def _cell_dp_compiled(
     single: np.ndarray,
     is_end: np.ndarray,
     n_buckets: int,
+    carried: bool | None,
 ) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
     """A lower bound on the exact optimum by a DP over cells ``[points[a], points[a + 1])``
     (the last cell is the end ``m`` alone), where a bucket's cost depends only on the cells of
@@ -45,7 +46,8 @@ def _cell_dp_compiled(
     charged (cost 0 here).  ``D[k, b]`` is then at most ``k`` buckets' objective up to an end
     in cell ``b`` plus the mass left in the cell, and ``D[k, -1] <= OPT[k]``.  Where every
     cell on its path holds one possible start, the path is a plan and ``D`` its exact
-    objective, added in the same order as the exact DP adds it."""
+    objective, added in the same order as the exact DP adds it.  ``carried``:
+    :func:`~analysis.optimize._exact.carried_rows`."""
     cum, weight, weight2, size = data.cum, data.weight, data.weight2, data.size
     m = cum.size - 1
     p = points.size
@@ -71,7 +73,7 @@ def _cell_dp_compiled(
         if last_start[a] < 0 or not live:
             continue
         if single[a]:
-            exact_row(last_start[a], data, short, is_end, costs, tb, t2b)
+            exact_row(last_start[a], data, short, is_end, costs, tb, t2b, carried)
         else:
             row_costs(last_start[a], full, is_end, costs)
             first = points[a] + 1
@@ -111,7 +113,8 @@ def cell_dp(prob: Problem, points: np.ndarray, n_buckets: int) -> tuple[np.ndarr
     first = np.searchsorted(starts, points[:-1], side="left")  # the cell's possible starts: first..at
     single = (at - first) == 0
     data, short = exact_arrays(prob)
+    starts_of = last_start.astype(np.int64)
     out: tuple[np.ndarray, np.ndarray] = _cell_dp_compiled(
-        data, short, cost_arrays(prob), points, last_start.astype(np.int64), single, is_end, n_buckets
+        data, short, cost_arrays(prob), points, starts_of, single, is_end, n_buckets, carried_rows(data)
     )
     return out

@@ -294,15 +294,26 @@ def exact_row(
     out: np.ndarray,
     tb: np.ndarray,
     t2b: np.ndarray,
+    carried: bool | None = True,
 ) -> None:  # pragma: no cover - compiled
     """``out[j]`` = exact objective of bucket ``(i, j]`` for every ``j > i`` with ``need[j]``
     (inf elsewhere); ``tb``, ``t2b``: work rows.  One fixed ``B <= 16`` read without a table
     of ``C(x, B)`` (batch size 8 and the like) takes :func:`small_row`, any other rule
-    :func:`carried_row`: the same floats."""
-    if _small(i, data):
+    :func:`carried_row`: the same floats.  ``carried``: ``None`` where no row of the problem
+    takes :func:`carried_row` (:func:`carried_rows`): numba then leaves it out of the
+    compiled code (the branch goes with the argument's type)."""
+    if carried is None or _small(i, data):
         small_row(i, data, short, need, out, tb, t2b)
     else:
         carried_row(i, data, short, need, out, tb, t2b)
+
+
+def carried_rows(data: Arrays) -> bool | None:
+    """``None`` where every row of ``data`` takes :func:`small_row` (one fixed ``B <= 16``
+    read without a table), else ``True``: the ``carried`` argument of :func:`exact_row` and
+    of its callers, so that batch size 8's first call compiles no :func:`carried_row` (about
+    a third of its compile)."""
+    return None if not data.token and not data.comb.size and data.size[1:].max() <= _SMALL_SIZE else True
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
@@ -323,15 +334,16 @@ def exact_cells(
     out: np.ndarray,
     tb: np.ndarray,
     t2b: np.ndarray,
+    carried: bool | None,
 ) -> None:  # pragma: no cover - compiled
     """:func:`exact_row`'s ``out[j]`` for ``first <= j <= last`` (the first and last ends with
     ``need[j]``): :func:`small_cells` only up to ``last`` where :func:`exact_row` would take
-    :func:`small_row` (the same floats), else :func:`exact_row`."""
-    if _small(i, data):
+    :func:`small_row` (the same floats), else :func:`exact_row` (``carried`` as there)."""
+    if carried is None or _small(i, data):
         out[first : last + 1] = INF
         small_cells(i, last, data, short, need, out, tb, t2b)
     else:
-        exact_row(i, data, short, need, out, tb, t2b)
+        exact_row(i, data, short, need, out, tb, t2b, carried)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")

@@ -78,5 +78,6 @@ def cost_matrix(prob: Problem, points: np.ndarray) -> np.ndarray:
 def full_batch_matrix(prob: Problem, points: np.ndarray) -> np.ndarray:
     """Dense ``M[a, b]`` = full-batch objective of bucket ``(points[a], points[b]]``."""
     short = exact_arrays(prob)[1]  # (not read: the full-batch costs take cost_arrays' tables)
-    out: np.ndarray = cost_matrix_of(cost_arrays(prob), short, np.asarray(points, np.int64), False)
+    # (carried None: the full-batch matrix costs no exact row, so none is compiled into it)
+    out: np.ndarray = cost_matrix_of(cost_arrays(prob), short, np.asarray(points, np.int64), False, None)
     return out

@@ -37,7 +37,7 @@ import numpy as np
 from analysis.optimize._backward import LANES, backward, product_work, tile_rows
 from analysis.optimize._budget import SLACK, BudgetBounds
 from analysis.optimize._costs import INF, Arrays, row_costs
-from analysis.optimize._exact import POWER_ABOVE, Short, cut_cost, exact_cells, exact_row
+from analysis.optimize._exact import POWER_ABOVE, Short, carried_rows, cut_cost, exact_cells, exact_row
 from analysis.optimize._layers import push, run_layers
 from analysis.optimize._lower import fixed_path_end, fixed_row, low_costs, low_costs_within, residue_bound
 
@@ -149,15 +149,16 @@ _REFINE_PASSES = 6
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _bucket(
-    i: int, j: int, data: Arrays, short: Short, is_end: np.ndarray, work: np.ndarray
+    i: int, j: int, data: Arrays, short: Short, is_end: np.ndarray, work: np.ndarray, carried: bool | None
 ) -> float:  # pragma: no cover - compiled
     """The exact cost of bucket ``(i, j]`` as the DP costs it (inf unless ``0 <= i < j <= m``,
-    ``j`` an end and ``i`` a start); ``work``: rows (a mask, costs and two sums)."""
+    ``j`` an end and ``i`` a start); ``work``: rows (a mask, costs and two sums); ``carried``:
+    :func:`~analysis.optimize._exact.carried_rows`."""
     m = is_end.size - 1
     if i < 0 or j > m or i >= j or not is_end[j] or (i > 0 and not is_end[i]):
         return INF
     work[0, j] = 1.0
-    exact_row(i, data, short, work[0] > 0.0, work[1], work[2], work[3])
+    exact_row(i, data, short, work[0] > 0.0, work[1], work[2], work[3], carried)
     work[0, j] = 0.0
     return float(work[1, j])
 
@@ -213,7 +214,7 @@ def _uppers(
     product formula (where the bounds' plans lie far from optimal) refined by
     :func:`_refined` (a compiled call of its own, chosen here: the other rules' first call
     does not compile it)."""
-    upper, plans = _bound_plans(data, short, bounds, rows, is_end, back)
+    upper, plans = _bound_plans(data, short, bounds, rows, is_end, back, carried_rows(data))
     if not short.product and not data.token:
         _refined(data, short, is_end, back, upper, plans)
     return upper
@@ -221,9 +222,16 @@ def _uppers(
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _bound_plans(
-    data: Arrays, short: Short, bounds: BudgetBounds, rows: np.ndarray, is_end: np.ndarray, back: np.ndarray
+    data: Arrays,
+    short: Short,
+    bounds: BudgetBounds,
+    rows: np.ndarray,
+    is_end: np.ndarray,
+    back: np.ndarray,
+    carried: bool | None,
 ) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
-    """:func:`_uppers` before the refinement, and the plans (``plans[K, :K + 1]``: edges)."""
+    """:func:`_uppers` before the refinement, and the plans (``plans[K, :K + 1]``: edges);
+    ``carried``: :func:`~analysis.optimize._exact.carried_rows`."""
     n_buckets = back.shape[0] - 1
     m = back.shape[1] - 1
     upper = np.full(n_buckets + 1, INF)
@@ -236,7 +244,7 @@ def _bound_plans(
         i = rows[0]  # (0, typed as the other starts: a literal 0 would compile every callee twice)
         for layer in range(k, 0, -1):
             j = _path_end(i, layer, back, data, short, bounds, is_end)
-            total += _bucket(i, j, data, short, is_end, work)
+            total += _bucket(i, j, data, short, is_end, work, carried)
             i = plans[k, k - layer + 1] = j
         upper[k] = total * (1.0 + SLACK)
     return upper, plans
@@ -342,13 +350,14 @@ def _forwards(
     best: np.ndarray,
     arg: np.ndarray,
     near: tuple[float, np.ndarray, np.ndarray],
+    carried: bool | None,
 ) -> None:  # pragma: no cover - compiled
     """Step 3 of the module docstring into ``best`` and ``arg``: exact costs where a bucket may
-    be on an optimal plan.  A live start's row of bounds comes, for one fixed ``B`` by the
-    product formula, from a tile of the next ``LANES`` starts computed at once (live starts
-    come in runs) up to the last end where one may be needed (:func:`live_room`, from the
-    backward pass's ``near``: :func:`_near`) and at ``m`` (the backward pass's tighter bound
-    on the last bucket, ``near[2]``), else from
+    be on an optimal plan (``carried``: :func:`~analysis.optimize._exact.carried_rows`).  A live
+    start's row of bounds comes, for one fixed ``B`` by the product formula, from a tile of the
+    next ``LANES`` starts computed at once (live starts come in runs) up to the last end where
+    one may be needed (:func:`live_room`, from the backward pass's ``near``: :func:`_near`) and
+    at ``m`` (the backward pass's tighter bound on the last bucket, ``near[2]``), else from
     :func:`~analysis.optimize._lower.low_costs`: the same floats."""
     m = data.cum.size - 1
     n_buckets = back.shape[0] - 1
@@ -387,7 +396,7 @@ def _forwards(
             first, last_j = _residues(i, first, last_j, data, short, ratio, room, need, costs)
         if last_j == i:
             continue
-        exact_cells(i, first, last_j, data, short, need, costs, tb, t2b)
+        exact_cells(i, first, last_j, data, short, need, costs, tb, t2b, carried)
         cells = slice(first, last_j + 1)  # (the other cells' costs are inf: they win nothing)
         for k in range(1, n_buckets + 1):
             if live[k]:
@@ -426,7 +435,7 @@ def solve_exact(
     hand-over)."""
     m = data.cum.size - 1
     if dense:
-        return _dense(data, short, rows, is_end, n_buckets)
+        return _dense(data, short, rows, is_end, n_buckets, carried_rows(data))
     near = (0.0, np.empty((0, 0), np.int64), np.empty(0))
     if short.product and not data.token:  # the product path records the near ends
         last = np.empty((n_buckets + 1, m + 1), np.int64)
@@ -434,13 +443,14 @@ def solve_exact(
     back = backward(data, short, bounds, rows, is_end, n_buckets, near)  # 1. backwards over the bounds
     upper = _uppers(data, short, bounds, rows, is_end, back)  # 2. an upper bound for each K
     best, arg = run_layers(n_buckets, m)
-    _forwards(data, short, bounds, rows, is_end, back, upper, best, arg, near)  # 3. forwards, exact
+    carried = carried_rows(data)
+    _forwards(data, short, bounds, rows, is_end, back, upper, best, arg, near, carried)  # 3. forwards, exact
     return best, arg
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _dense(
-    data: Arrays, short: Short, rows: np.ndarray, is_end: np.ndarray, n_buckets: int
+    data: Arrays, short: Short, rows: np.ndarray, is_end: np.ndarray, n_buckets: int, carried: bool | None
 ) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
     """:func:`solve_exact` with every bucket costed."""
     m = data.cum.size - 1
@@ -450,7 +460,7 @@ def _dense(
     best, arg = run_layers(n_buckets, m)
     for r in range(rows.size):
         i = rows[r]
-        exact_row(i, data, short, is_end, costs, tb, t2b)
+        exact_row(i, data, short, is_end, costs, tb, t2b, carried)
         for k in range(1, n_buckets + 1):
             if best[k - 1, i] < INF:
                 push(best[k, i + 1 :], arg[k, i + 1 :], costs[i + 1 :], best[k - 1, i], i)
@@ -459,11 +469,12 @@ def _dense(
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def cost_matrix_of(
-    data: Arrays, short: Short, points: np.ndarray, exact: bool
+    data: Arrays, short: Short, points: np.ndarray, exact: bool, carried: bool | None
 ) -> np.ndarray:  # pragma: no cover - compiled
     """``out[a, c]`` = objective of bucket ``(points[a], points[c]]`` (inf when ``a >= c``):
-    the exact one (:func:`~analysis.optimize._exact.exact_row`), or with ``exact=False`` the
-    full-batch one (:func:`~analysis.optimize._costs.row_costs`, ``short`` unread)."""
+    the exact one (:func:`~analysis.optimize._exact.exact_row`, ``carried`` as there), or with
+    ``exact=False`` the full-batch one (:func:`~analysis.optimize._costs.row_costs`, ``short``
+    unread)."""
     m = data.cum.size - 1
     p = points.size
     is_end = np.zeros(m + 1, np.bool_)
@@ -475,7 +486,7 @@ def cost_matrix_of(
     out = np.full((p, p), INF)
     for a in range(p - 1):
         if exact:
-            exact_row(points[a], data, short, is_end, costs, tb, t2b)
+            exact_row(points[a], data, short, is_end, costs, tb, t2b, carried)
         else:
             row_costs(points[a], data, is_end, costs)
         for c in range(a + 1, p):
@@ -485,5 +496,5 @@ def cost_matrix_of(
 
 def exact_matrix(data: Arrays, short: Short, points: np.ndarray) -> np.ndarray:
     """``out[a, c]`` = exact objective of bucket ``(points[a], points[c]]`` (inf when ``a >= c``)."""
-    out: np.ndarray = cost_matrix_of(data, short, points, True)
+    out: np.ndarray = cost_matrix_of(data, short, points, True, carried_rows(data))
     return out

@@ -539,3 +539,26 @@ def test_every_residues_ratio_of_one_pass_is_short_ratio_bit_for_bit(seed):
         exact.step_ratios(a, b, sizes, work)
         for s in sizes:
             assert work[0, s] == exact.short_ratio(a, b, int(s), np.zeros(0), np.zeros(0)), (a, b, s)
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [BatchRule(batch_size=1), BatchRule(batch_size=16), BatchRule(batch_size=17), BatchRule(batch_size=1_000)]
+    + [BatchRule(max_tokens=512), BatchRule(max_tokens=512, pad_to_multiple_of=8)],
+)
+def test_rows_compiled_without_carried_row_are_the_same_floats(rule):
+    """``carried_rows`` is None exactly where every row takes ``small_row`` (one fixed
+    ``B <= 16``), and there ``exact_row`` compiled without ``carried_row`` gives, bit for bit,
+    the floats of the one that chooses row by row."""
+    hist = LengthHistogram.from_counts(np.arange(1, 121) * 3, 1 + np.arange(120) % 7 * 5)
+    prob = problem.build_problem(hist, rule, 1)
+    data, short = exact.exact_arrays(prob)
+    carried = exact.carried_rows(data)
+    assert (carried is None) == (rule.batch_size is not None and rule.batch_size <= 16)
+    m = prob.m
+    need = np.ones(m + 1, np.bool_)
+    for i in range(m):
+        want, got = np.empty(m + 1), np.empty(m + 1)
+        exact.exact_row(i, data, short, need, want, np.zeros(m + 1), np.zeros(m + 1))
+        exact.exact_row(i, data, short, need, got, np.zeros(m + 1), np.zeros(m + 1), carried)
+        assert got[i + 1 :].tobytes() == want[i + 1 :].tobytes()
