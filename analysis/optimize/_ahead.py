@@ -1,4 +1,4 @@
-"""The optimiser's kernels compiled ahead of their first call: ``python -m analysis.optimize._ahead``.
+"""The optimiser's kernels compiled ahead of their first call: ``python -m analysis.optimize._ahead [PART]``.
 
 numba compiles a kernel on its first call and keeps the machine code in its cache on disk,
 beside the module (``cache=True``); every later process loads it.  A first call pays the
@@ -17,6 +17,9 @@ passes, and a floor.  A kernel it misses still compiles on its first call, as be
 """
 
 from __future__ import annotations
+
+import sys
+from collections.abc import Callable
 
 import numpy as np
 
@@ -45,21 +48,41 @@ def histogram() -> LengthHistogram:
     return LengthHistogram.from_counts(lengths, counts)
 
 
-def compile_kernels() -> None:
-    """Call every kernel the optimiser's entry points reach (each compiles into the cache on
-    disk unless it is there already).
+def _calls(hist: LengthHistogram) -> tuple[Callable[[], object], ...]:
+    """The calls: the exact DP by the product formula, a floor, the candidate grid, the
+    frontier and the greedy rule's descent (all batch size 8: the kernels without
+    :func:`~analysis.optimize._exact.carried_row`), then the exact DP of the other two rules
+    and a token budget's frontier."""
+    return (
+        lambda: optimize_edges(hist, 4, RULES[0], candidates=None),
+        lambda: optimize_edges(hist, 4, RULES[0], min_mixing=0.5),
+        lambda: optimize_edges(hist, 4, RULES[0], candidates=_GRID),
+        lambda: frontier_minima(hist, RULES[0], 4, [0.0, 1.0]),
+        lambda: optimize_edges(hist, 4, RULES[0], method="greedy"),
+        lambda: optimize_edges(hist, 4, RULES[1], candidates=None),
+        lambda: optimize_edges(hist, 4, RULES[2], candidates=None),
+        lambda: frontier_minima(hist, RULES[2], 4, [0.0, 1.0]),
+    )
+
+
+#: The calls in two parts that share few kernels, for two processes side by side (here 33 s
+#: and 44 s of compile, side by side; one process compiles them all in 63 s): batch size 8's,
+#: and the carried and budget ones.
+PARTS = ((0, 1, 2, 3, 4), (5, 6, 7))
+
+
+def compile_kernels(part: int | None = None) -> None:
+    """Call every kernel the optimiser's entry points reach, or those of ``PARTS[part]`` (each
+    compiles into the cache on disk unless it is there already).
 
     Examples
     --------
     >>> compile_kernels()  # a second call loads every kernel: a second or so
     """
-    hist = histogram()
-    for rule in RULES:
-        optimize_edges(hist, 4, rule, candidates=None)
-    optimize_edges(hist, 4, RULES[0], candidates=_GRID)
-    optimize_edges(hist, 4, RULES[0], min_mixing=0.5)
-    frontier_minima(hist, RULES[0], 4, [0.0, 1.0])
+    calls = _calls(histogram())
+    for index in range(len(calls)) if part is None else PARTS[part]:
+        calls[index]()
 
 
 if __name__ == "__main__":
-    compile_kernels()
+    compile_kernels(int(sys.argv[1]) if len(sys.argv) > 1 else None)
