@@ -96,8 +96,12 @@ report: setup-report  ## Run every notebook on the bundled data into reports/ (e
 
 # ruff first (a second); then mypy runs beside pytest, which spreads the tests over every core
 # (pytest-xdist; pyproject's --dist=loadscope keeps a module or notebook on one worker).  mypy's
-# output follows pytest's, and either one failing fails the target.
+# output follows pytest's, and either one failing fails the target.  The package and the tests
+# are byte-compiled first (a second): with PYTHONDONTWRITEBYTECODE set, as on this project's
+# machines, each of the suite's processes (workers, notebook kernels, report runs) would compile
+# them again on import (0.15 s each, measured on `import analysis` and its faces).
 test: setup ruff  ## Run every test: ruff, mypy --strict, unit tests, doctests, nbval over notebooks/
+	PYTHONDONTWRITEBYTECODE= "$(PY)" -m compileall -qq -j 0 analysis tests benchmarks || true
 	@mkdir -p .make; \
 	echo '"$(PY)" -m mypy > .make/mypy.log &   (shown after pytest)'; \
 	"$(PY)" -m mypy > .make/mypy.log 2>&1 & mypy_pid=$$!; \
