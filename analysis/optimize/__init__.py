@@ -25,7 +25,9 @@ path :func:`optimize_edges` takes down to the compiled kernel and back up to a p
 10. ``_pruned``: the one pruned DP: bounds backwards, an upper bound per ``K``, then exact
     costs forwards only where a bucket may lie on an optimal plan (bit for bit the dense DP).
 11. ``_kernel``: :func:`~analysis.optimize._kernel.solve_kernel`, the entry point, and the
-    dense matrices of exact and full-batch costs between given points.
+    dense matrices of exact and full-batch costs between given points.  ``_compile``: the lock
+    that keeps two Python threads out of numba's parallel code; ``_ahead``: every kernel
+    compiled into numba's cache on disk ahead of its first call (the dev install runs it).
 12. ``_search``: which ends the DP may use: every distinct length, or above
     :data:`AUTO_CANDIDATES_ABOVE` a candidate grid refined at full resolution, then proven.
 13. ``_cells``: the grid's proof, a DP over cells whose value bounds the exact optimum.
