@@ -33,7 +33,9 @@ from analysis.optimize._lower import (
     budget_first,
     fixed_bound,
     fixed_first,
+    pair_start,
     product_grow,
+    product_pairs,
 )
 
 
@@ -59,7 +61,8 @@ LANES = 64
 TILE_ENDS = 8
 # Ends whose layers' minima :func:`_product_tile` takes before testing which lanes are near.
 _NEAR_ENDS = 64
-_CI, _X, _Y, _PREV, _XPREV, _T, _G, _BASE, _Q, _FIRST, _LOW, _START, _ROWS = (r * LANES for r in range(13))
+_CI, _X, _Y, _PREV, _XPREV, _T, _G, _BASE, _Q, _FIRST, _LOW, _START, _U = (r * LANES for r in range(13))
+_ROWS = 13 * LANES
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -94,7 +97,7 @@ def _tile_lows(
     at_j: tuple[float, float, float, float, float, bool],
     per_batch: float,
     quad: bool,
-    inv: np.ndarray,
+    pairs: np.ndarray,
     lane: np.ndarray,
 ) -> None:  # pragma: no cover - compiled
     """``lane[_LOW]``: every lane's bound on ``(start, j]`` (inf up to its start, its first
@@ -104,17 +107,19 @@ def _tile_lows(
     product formula), :func:`~analysis.optimize._lower.chain` and
     :func:`~analysis.optimize._lower.fixed_bounds`, the same floats."""
     cj, st, w, base_j, q_j, end = at_j
-    b = inv.size
+    b = pairs.shape[1]
     bf = float(b)
     grow = product_grow(b)
     for a in range(LANES):
         lane[_PREV + a] = lane[_Y + a]
-        lane[_X + a] = cj - lane[_CI + a]
-        lane[_Y + a] = lane[_X + a]
-    for f in range(1, b):  # C(x, B) = prod_f (x - f) / (f + 1)
-        ff, inv_f = float(f), inv[f]
+        x = cj - lane[_CI + a]
+        lane[_X + a] = x
+        lane[_Y + a] = pair_start(x, pairs)
+        lane[_U + a] = x * (x - (bf - 1.0))
+    for f in range(b // 2):  # C(x, B) = y0 prod_f (u + c_f) d_f (product_pairs)
+        c, d = pairs[0, f], pairs[1, f]
         for a in range(LANES):
-            lane[_Y + a] *= (lane[_X + a] - ff) * inv_f
+            lane[_Y + a] *= (lane[_U + a] + c) * d
     for a in range(LANES):
         x, y = lane[_X + a], lane[_Y + a]
         ok = (y > 0.0) & (lane[_XPREV + a] >= bf)
@@ -207,7 +212,7 @@ def _product_tile(
     bound plus ``back[k - 1, j]`` is within ``tau`` of ``back[k, i]`` (``k >= 2``), and at
     least the top start + 1 below m (:func:`_near_flush`: the block's minimum against the running
     one, at least ``back[k, i]``: a superset)."""
-    inv, lane, acc, head = work
+    pairs, lane, acc, head = work
     tau, last, at_m, sums = near
     m = back.shape[1] - 1
     _tile_state(starts, data, short, is_end, lane, acc)
@@ -215,7 +220,7 @@ def _product_tile(
     low = lane[_LOW : _LOW + LANES]
     acc[2] = float(min(top + 1, m - 1))
     for j in range(j0, m + 1):
-        _tile_lows(_at(j, data, short, is_end), data.per_batch, short.quad, inv, lane)
+        _tile_lows(_at(j, data, short, is_end), data.per_batch, short.quad, pairs, lane)
         if j == m:
             _last_bound(starts, data, short, sums, lane, at_m)
         if j <= top + 1:  # up to a lane's start inf, at start + 1 its first bound
@@ -248,14 +253,11 @@ def _product_tile(
 def product_work(
     b: int, n_buckets: int, ends: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:  # pragma: no cover - compiled
-    """A tile's work arrays for batches of ``b``: the product formula's ``1 / (f + 1)`` (as
-    :func:`~analysis.optimize._lower.fixed_ratios` computes them), the lanes' state, the
+    """A tile's work arrays for batches of ``b``: the product formula's constants
+    (:func:`~analysis.optimize._lower.product_pairs`), the lanes' state, the
     minima of ``n_buckets`` layers (running, a block's, and their near ends) and room for
     ``ends`` ends up to the top start."""
-    inv = np.zeros(b)
-    for f in range(1, b):
-        inv[f] = 1.0 / (float(f) + 1.0)
-    return inv, np.zeros(_ROWS), np.empty((3, n_buckets + 1, LANES)), np.empty((ends, LANES))
+    return product_pairs(b), np.zeros(_ROWS), np.empty((3, n_buckets + 1, LANES)), np.empty((ends, LANES))
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -275,14 +277,14 @@ def tile_rows(
     a block of ``TILE_ENDS`` ends' bounds goes to the rows a cache line at a time; ``done``
     the tile's first start, or the last end of the call before on the same tile: the lanes
     carry on from there)."""
-    inv, lane, acc, _ = work
+    pairs, lane, acc, _ = work
     if done == starts[0]:
         _tile_state(starts, data, short, is_end, lane, acc)
     buf = np.empty((TILE_ENDS, LANES))
     for j0 in range(done + 1, stop + 1, TILE_ENDS):
         nj = min(TILE_ENDS, stop + 1 - j0)
         for q in range(nj):
-            _tile_lows(_at(j0 + q, data, short, is_end), data.per_batch, short.quad, inv, lane)
+            _tile_lows(_at(j0 + q, data, short, is_end), data.per_batch, short.quad, pairs, lane)
             fj = float(j0 + q)
             for a in range(LANES):
                 v = lane[_FIRST + a] if fj == lane[_START + a] + 1.0 else lane[_LOW + a]

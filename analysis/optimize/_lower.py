@@ -66,19 +66,20 @@ def fixed_ratios(
             cx[j] = comb[cum[j] - ci]
         for j in range(i + 2, m + 1):
             ratio[j] = cx[j - 1] / cx[j] if cx[j] > 0.0 else 0.0  # (0 below a full batch)
-    elif short.product:  # C(x, B) by the product formula, factor by factor (vectorised)
+    elif short.product:  # C(x, B) by the product formula, two factors at a time (vectorised)
         count = short.cum_float
         c_i = count[i]
-        x = ratio[i + 1 : m + 1]  # x_j, then C(x_j, B) in cx (ratio is free until below)
+        pairs = product_pairs(b)
+        u = ratio[i + 1 : m + 1]  # x_j (x_j - B + 1), then C(x_j, B) in cx (ratio is free until below)
         y = cx[i + 1 : m + 1]
-        for j in range(x.size):
-            x[j] = count[i + 1 + j] - c_i
-            y[j] = x[j]
-        for f in range(1, b):  # C(x, B) = prod_f (x - f) / (f + 1), the quotient as a product
-            ff = float(f)
-            inv = 1.0 / (ff + 1.0)
+        for j in range(u.size):
+            x = count[i + 1 + j] - c_i
+            y[j] = pair_start(x, pairs)
+            u[j] = x * (x - (bf - 1.0))
+        for f in range(b // 2):  # C(x, B) = y * prod_f (u + c_f) d_f (:func:`product_pairs`)
+            c, d = pairs[0, f], pairs[1, f]
             for j in range(y.size):
-                y[j] *= (x[j] - ff) * inv
+                y[j] *= (u[j] + c) * d
         grow = product_grow(b)
         for j in range(i + 2, m + 1):
             ok = (cx[j] > 0.0) & (count[j - 1] - c_i >= bf)
@@ -89,18 +90,51 @@ def fixed_ratios(
         ratio_bounds(i, full, data, short, ratio)  # at least each ratio: flops only
 
 
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def product_pairs(b: int) -> np.ndarray:  # pragma: no cover - compiled
+    """The product formula's constants, its factors two at a time: ``C(x, B) = y0 prod_f
+    (u + c_f) d_f`` over ``f < B // 2``, ``u = x (x - B + 1)``, the factors ``x - f`` and
+    ``x - (B - 1 - f)`` paired (``(x - f)(x - B + 1 + f) = u + c_f``, ``c_f = f (B - 1 - f)``)
+    over ``d_f = 1 / ((f + 1)(B - f))``; for an odd ``B`` the middle factor starts the product,
+    ``y0 = (x - h) / (h + 1)``, ``h = (B - 1) / 2`` (:func:`pair_start`).  ``out[0, f] = c_f``,
+    ``out[1, f] = d_f``; ``out[:, B // 2] = (h, 1 / (h + 1))`` for an odd ``B``; ``B`` columns
+    (its shape says ``B``).  Half the products of one factor at a time; for integer ``x``
+    below about ``9e7`` (``u < 2**53``) every ``u + c_f`` is exact, and ``C(x, B)`` is exactly
+    0 for ``0 <= x < B`` (one pair, or the middle factor, is)."""
+    out = np.zeros((2, b))
+    bf = float(b)
+    for f in range(b // 2):
+        ff = float(f)
+        out[0, f] = ff * (bf - 1.0 - ff)
+        out[1, f] = 1.0 / ((ff + 1.0) * (bf - ff))
+    if b % 2:
+        h = float(b // 2)
+        out[0, b // 2] = h
+        out[1, b // 2] = 1.0 / (h + 1.0)
+    return out
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def pair_start(x: float, pairs: np.ndarray) -> float:  # pragma: no cover - compiled
+    """:func:`product_pairs`' ``y0`` at ``x``: the middle factor for an odd ``B``, else 1."""
+    b = pairs.shape[1]
+    h = b // 2
+    return (x - pairs[0, h]) * pairs[1, h] if b % 2 else 1.0
+
+
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def product_grow(b: int) -> float:  # pragma: no cover - compiled
     """``1 + (8 B + 8) 2**-53``: what the bounds multiply each ratio ``C(x_{j-1}, B) / C(x_j, B)``
     of the product formula by, so that their running sum ``T_B`` is at least the exact
     cost's (:mod:`analysis.optimize._exact`), whose ``w - T_B`` may read a ratio's rounding
     ``T_B / E_B`` times over (``1e9`` times: a billion samples of length 1 beside one of
-    ``1e9``).  Per step, in units of ``2**-53``: the formula's ``C(x, B)``, ``3 (B - 1)`` (a
-    rounded ``1 / (f + 1)`` and two products per factor), so its quotient ``6 B - 5``; the
-    exact cost's ratio, at most ``2 B + 1`` (a product of ``B`` quotients, or of fewer:
-    :func:`~analysis.optimize._exact.short_ratio`); each running sum's sum and product, 2;
-    this product, 1: at most ``8 B`` in all, so each term of the bounds' sum, a product of
-    ratios, is at least the exact cost's."""
+    ``1e9``).  Per step, in units of ``2**-53``: the formula's ``C(x, B)``, at most
+    ``2.5 B + 2`` (:func:`product_pairs`: per pair ``u``, ``u + c_f``, a rounded ``d_f`` and
+    two products, the middle factor's rounded inverse and product), so its quotient
+    ``5 B + 5``; the exact cost's ratio, at most ``2 B + 1`` (a product of ``B`` quotients, or
+    of fewer: :func:`~analysis.optimize._exact.short_ratio`); each running sum's sum and
+    product, 2; this product, 1: at most ``7 B + 9 <= 8 B + 8`` in all, so each term of the
+    bounds' sum, a product of ratios, is at least the exact cost's."""
     return 1.0 + (8.0 * b + 8.0) * 2.0**-53
 
 
@@ -194,12 +228,13 @@ def fixed_chords(
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _product(x: float, b: int) -> float:  # pragma: no cover - compiled
-    """``C(x, b)`` by the product formula, factor by factor as :func:`fixed_ratios` has it."""
-    y = x
-    for f in range(1, b):
-        ff = float(f)
-        y *= (x - ff) * (1.0 / (ff + 1.0))
+def _product(x: float, pairs: np.ndarray) -> float:  # pragma: no cover - compiled
+    """``C(x, B)`` by the product formula, two factors at a time as :func:`fixed_ratios` has it
+    (``pairs``: :func:`product_pairs`)."""
+    y = pair_start(x, pairs)
+    u = x * (x - (float(pairs.shape[1]) - 1.0))
+    for f in range(pairs.shape[1] // 2):
+        y *= (u + pairs[0, f]) * pairs[1, f]
     return y
 
 
@@ -218,12 +253,13 @@ def fixed_path_end(
     if i + 1 >= m or fixed_first(i, data, short, is_end) + after[i + 1] == target:
         return i + 1
     first = (data.weight[i + 1], short.base[i + 1], short.q[i + 1])
-    prev = _product(count[i + 1] - c_i, b)
+    pairs = product_pairs(b)
+    prev = _product(count[i + 1] - c_i, pairs)
     grow = product_grow(b)
     t = 0.0
     for j in range(i + 2, m):
         x = count[j] - c_i
-        y = _product(x, b)
+        y = _product(x, pairs)
         ok = (y > 0.0) & (count[j - 1] - c_i >= bf)
         t = (t + data.step[j - 1]) * ((prev / y) * grow if ok else 0.0)
         prev = y

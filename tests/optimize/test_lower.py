@@ -77,3 +77,26 @@ def test_the_bounds_within_a_room_are_the_bounds_where_they_fit(batch_size: int,
         assert within[i + 1 :][fits].tobytes() == low[i + 1 :][fits].tobytes()
         split += int(((chord <= room) & (low > room))[i + 1 :].sum())
     assert split > 0  # some bound fits only before its power bound
+
+
+@pytest.mark.parametrize("batch_size", [1, 2, 3, 8, 17, 32, 47, 64])
+def test_the_paired_product_formula_is_the_binomial_within_its_rounding(batch_size: int) -> None:
+    """``C(x, B)`` two factors at a time (``product_pairs``): exactly 0 for ``0 <= x < B``, and
+    within ``(2.5 B + 3)`` units of ``2**-53`` of ``math.comb`` (the count ``product_grow``'s
+    margin assumes), where ``u = x (x - B + 1)`` is exact (``x`` up to 9e7) and where it is
+    rounded (up to 1e12 samples)."""
+    import math
+    from fractions import Fraction
+
+    pairs = lower.product_pairs(batch_size)
+    assert pairs.shape == (2, batch_size)
+    for x in range(batch_size):
+        assert lower._product(float(x), pairs) == 0.0
+    xs = [batch_size, batch_size + 1, 2 * batch_size + 7, 1_000, 902_087, 94_906_265, 10**9 + 7, 10**12 + 3]
+    for x in xs:
+        want = math.comb(x, batch_size)
+        got = lower._product(float(x), pairs)
+        if want > 1e300:
+            continue
+        err = abs(Fraction(got) - want) / want
+        assert err <= (2.5 * batch_size + 3) * Fraction(2) ** -53, (x, float(err))
