@@ -217,7 +217,8 @@ def goals(hist: LengthHistogram, runs: int = 3) -> None:
         f"{'4x the samples, the same lengths (K = 6, batch size 8)':<58} {'<= 1.1x':>12} "
         f"{k6(big, b8) / base:7.2f}x  of {base:.3f} s"
     )
-    rules = [BatchRule(batch_size=b) for b in (10**4, 10**8)]
+    # (fixed batch sizes across the product formula's range, 17..63, and above it)
+    rules = [BatchRule(batch_size=b) for b in (16, 32, 48, 64, 100, 1000, 10**4, 10**5, 10**8)]
     rules += [BatchRule(max_tokens=t, pad_to_multiple_of=p) for t in (4096, 16384, 2**24) for p in (1, 64)]
     for rule in rules:
         t = k6(hist, rule)

@@ -340,26 +340,25 @@ def test_the_one_pass_row_is_the_carried_row_bit_for_bit(seed):
         assert np.isfinite(fast[i + 1 :]).sum() == need[i + 1 :].sum()
 
 
+@pytest.mark.parametrize("batch_size", [8, 48])
 @pytest.mark.parametrize("seed", range(3))
-def test_the_pruned_dp_reading_only_the_near_ends_is_the_dense_dp_bit_for_bit(seed):
-    """Smooth histograms of many samples at batch size 8: every upper bound lies within
-    ``tau / 2`` of ``back`` (asserted), so the forward pass reads the rows of bounds only up
-    to the backward pass's near ends and the last bucket's tighter bound; its optimum for
-    every K up to 8 is still the dense DP's: the same float, the same ends."""
+def test_the_pruned_dp_reading_only_the_near_ends_is_the_dense_dp_bit_for_bit(seed, batch_size):
+    """Smooth histograms of many samples at batch sizes 8 and 48 (``tau`` six times larger
+    there): every upper bound lies within ``tau / 2`` of ``back`` (asserted), so the forward
+    pass reads the rows of bounds only up to the backward pass's near ends and the last
+    bucket's tighter bound; its optimum for every K up to 8 is still the dense DP's: the same
+    float, the same ends."""
     rng = np.random.default_rng(8000 + seed)
     n = int(rng.integers(150, 300))
     lengths = np.arange(20, 20 + n)
     density = np.exp(-0.5 * ((np.log(lengths) - np.log(rng.uniform(60, 150))) / 0.6) ** 2)
     counts = rng.poisson(3000 * density / density.max()) + 1
-    prob = problem.build_problem(LengthHistogram.from_counts(lengths, counts), BatchRule(batch_size=8), 1)
+    rule = BatchRule(batch_size=batch_size)
+    prob = problem.build_problem(LengthHistogram.from_counts(lengths, counts), rule, 1)
     data, short = exact.exact_arrays(prob)
     rows, is_end = kernel._rows(prob, 8, prob.ends)
     last = np.empty((9, prob.m + 1), np.int64)
-    near = (
-        pruned._TAU * pruned._scale(data, short, rows, is_end),
-        last,
-        np.empty(prob.m + 1),
-    )
+    near = (pruned._tau(data, short, rows, is_end), last, np.empty(prob.m + 1))
     back = backward.product_backward(data, short, rows, is_end, 8, near)
     upper = pruned._uppers(data, short, kernel._NO_BOUNDS, rows, is_end, back)
     assert pruned._near(back, upper, rows, near).size  # (the near ends are read)
