@@ -561,3 +561,19 @@ def test_rows_compiled_without_carried_row_are_the_same_floats(rule):
         exact.exact_row(i, data, short, need, want, np.zeros(m + 1), np.zeros(m + 1))
         exact.exact_row(i, data, short, need, got, np.zeros(m + 1), np.zeros(m + 1), carried)
         assert got[i + 1 :].tobytes() == want[i + 1 :].tobytes()
+
+
+def test_a_batch_whose_binomial_passes_e600_takes_the_product_formula_and_the_dense_optimum():
+    """Batch size 64 over 900,000 samples: ``log C(N, 64)`` is about 672, below the limit of
+    700 (float64 reaches e**709), so ``C(x, B)`` comes from the product formula, and the pruned
+    DP's optimum for every K up to 6 is the dense DP's: the same float, the same ends."""
+    lengths = np.arange(1, 201) * 7
+    counts = np.full(200, 4_500)
+    prob = problem.build_problem(LengthHistogram.from_counts(lengths, counts), BatchRule(batch_size=64), 1)
+    data, short = exact.exact_arrays(prob)
+    assert short.product and 600 < ratios._log_comb_top(int(prob.cum[-1]), 64) < 700
+    dense_best, dense_arg = kernel.solve_kernel(prob, 6, prob.ends, dense=True)
+    best, arg = kernel.solve_kernel(prob, 6, prob.ends)
+    for k in range(1, 7):
+        assert best[k, prob.m] == dense_best[k, prob.m]
+        assert kernel.backtrack(arg, k, prob.m) == kernel.backtrack(dense_arg, k, prob.m)
