@@ -13,7 +13,8 @@ notebooks, which then load what that compiled.
 It makes each top-level call production makes once, on a small histogram: the exact DP for
 the three rules that take different passes (a fixed batch size by the product formula, one
 above it, a token budget), the candidate grid with its proof, the frontier's matrices and
-passes, and a floor.  A kernel it misses still compiles on its first call, as before.
+passes (batch size 8 and a token budget), a floor and the greedy rule's descent.  A kernel it
+misses still compiles on its first call, as before.
 """
 
 from __future__ import annotations
