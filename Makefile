@@ -101,7 +101,7 @@ report: setup-report  ## Run every notebook on the bundled data into reports/ (e
 # machines, each of the suite's processes (workers, notebook kernels, report runs) would compile
 # them again on import (0.15 s each, measured on `import analysis` and its faces).
 test: setup ruff  ## Run every test: ruff, mypy --strict, unit tests, doctests, nbval over notebooks/
-	PYTHONDONTWRITEBYTECODE= "$(PY)" -m compileall -qq -j 0 analysis tests benchmarks || true
+	PYTHONDONTWRITEBYTECODE= "$(PY)" -m compileall -qq -j 0 analysis tests || true
 	@mkdir -p .make; \
 	echo '"$(PY)" -m mypy > .make/mypy.log &   (shown after pytest)'; \
 	"$(PY)" -m mypy > .make/mypy.log 2>&1 & mypy_pid=$$!; \

@@ -49,40 +49,40 @@ def histogram() -> LengthHistogram:
     return LengthHistogram.from_counts(lengths, counts)
 
 
-def _calls(hist: LengthHistogram) -> tuple[Callable[[], object], ...]:
-    """The calls: the exact DP by the product formula, a floor, the candidate grid, the
-    frontier and the greedy rule's descent (all batch size 8: the kernels without
-    :func:`~analysis.optimize._exact.carried_row`), then the exact DP of the other two rules
-    and a token budget's frontier."""
-    return (
+def _parts(hist: LengthHistogram) -> tuple[tuple[Callable[[], object], ...], ...]:
+    """The calls in two parts that share few kernels, for two processes side by side (here 33 s
+    and 44 s of compile, side by side; one process compiles them all in 63 s): the exact DP by
+    the product formula, a floor, the candidate grid, the frontier and the greedy rule's
+    descent (all batch size 8: the kernels without
+    :func:`~analysis.optimize._exact.carried_row`); the exact DP of the other two rules and a
+    token budget's frontier."""
+    batch_8 = (
         lambda: optimize_edges(hist, 4, RULES[0], candidates=None),
         lambda: optimize_edges(hist, 4, RULES[0], min_mixing=0.5),
         lambda: optimize_edges(hist, 4, RULES[0], candidates=_GRID),
         lambda: frontier_minima(hist, RULES[0], 4, [0.0, 1.0]),
         lambda: optimize_edges(hist, 4, RULES[0], method="greedy"),
+    )
+    others = (
         lambda: optimize_edges(hist, 4, RULES[1], candidates=None),
         lambda: optimize_edges(hist, 4, RULES[2], candidates=None),
         lambda: frontier_minima(hist, RULES[2], 4, [0.0, 1.0]),
     )
-
-
-#: The calls in two parts that share few kernels, for two processes side by side (here 33 s
-#: and 44 s of compile, side by side; one process compiles them all in 63 s): batch size 8's,
-#: and the carried and budget ones.
-PARTS = ((0, 1, 2, 3, 4), (5, 6, 7))
+    return batch_8, others
 
 
 def compile_kernels(part: int | None = None) -> None:
-    """Call every kernel the optimiser's entry points reach, or those of ``PARTS[part]`` (each
-    compiles into the cache on disk unless it is there already).
+    """Call every kernel the optimiser's entry points reach, or those of part ``part`` (0 or 1:
+    :func:`_parts`; each compiles into the cache on disk unless it is there already).
 
     Examples
     --------
     >>> compile_kernels()  # a second call loads every kernel: a second or so
     """
-    calls = _calls(histogram())
-    for index in range(len(calls)) if part is None else PARTS[part]:
-        calls[index]()
+    parts = _parts(histogram())
+    for calls in parts if part is None else parts[part : part + 1]:
+        for call in calls:
+            call()
 
 
 if __name__ == "__main__":

@@ -207,14 +207,20 @@ def _refine(
 
 
 def _uppers(
-    data: Arrays, short: Short, bounds: BudgetBounds, rows: np.ndarray, is_end: np.ndarray, back: np.ndarray
+    data: Arrays,
+    short: Short,
+    bounds: BudgetBounds,
+    rows: np.ndarray,
+    is_end: np.ndarray,
+    back: np.ndarray,
+    carried: bool | None,
 ) -> np.ndarray:
     """``upper[K]``: for every bucket count, the exact objective of the plan the bounds chose
     (inf where ``back`` has none), with the margin ``SLACK``; for one fixed ``B`` without the
     product formula (where the bounds' plans lie far from optimal) refined by
     :func:`_refined` (a compiled call of its own, chosen here: the other rules' first call
-    does not compile it)."""
-    upper, plans = _bound_plans(data, short, bounds, rows, is_end, back, carried_rows(data))
+    does not compile it); ``carried``: :func:`~analysis.optimize._exact.carried_rows`."""
+    upper, plans = _bound_plans(data, short, bounds, rows, is_end, back, carried)
     if not short.product and not data.token:
         _refined(data, short, is_end, back, upper, plans)
     return upper
@@ -449,10 +455,10 @@ def solve_exact(
     if short.product and not data.token:  # the product path records the near ends
         last = np.empty((n_buckets + 1, m + 1), np.int64)
         near = (_tau(data, short, rows, is_end), last, np.empty(m + 1))
-    back = backward(data, short, bounds, rows, is_end, n_buckets, near)  # 1. backwards over the bounds
-    upper = _uppers(data, short, bounds, rows, is_end, back)  # 2. an upper bound for each K
-    best, arg = run_layers(n_buckets, m)
     carried = carried_rows(data)
+    back = backward(data, short, bounds, rows, is_end, n_buckets, near)  # 1. backwards over the bounds
+    upper = _uppers(data, short, bounds, rows, is_end, back, carried)  # 2. an upper bound for each K
+    best, arg = run_layers(n_buckets, m)
     _forwards(data, short, bounds, rows, is_end, back, upper, best, arg, near, carried)  # 3. forwards, exact
     return best, arg
 

@@ -360,7 +360,7 @@ def test_the_pruned_dp_reading_only_the_near_ends_is_the_dense_dp_bit_for_bit(se
     last = np.empty((9, prob.m + 1), np.int64)
     near = (pruned._tau(data, short, rows, is_end), last, np.empty(prob.m + 1))
     back = backward.product_backward(data, short, rows, is_end, 8, near)
-    upper = pruned._uppers(data, short, kernel._NO_BOUNDS, rows, is_end, back)
+    upper = pruned._uppers(data, short, kernel._NO_BOUNDS, rows, is_end, back, exact.carried_rows(data))
     assert pruned._near(back, upper, rows, near).size  # (the near ends are read)
     dense_best, dense_arg = kernel.solve_kernel(prob, 8, prob.ends, dense=True)
     best, arg = kernel.solve_kernel(prob, 8, prob.ends)
