@@ -28,7 +28,9 @@ the workers, the report's runs and the notebooks' kernels load them from the cac
 each compiling them at once (about 40 s of CPU on a fresh clone, paid once instead of up to
 five times).  The packers and the floors' label search, which share no compiled function with
 the optimiser, compile meanwhile in a process of their own on the core the workers leave idle
-once they have collected (about 8 s of the 40).
+once they have collected (about 8 s of the 40).  After ``make setup``, which compiles the
+optimiser's kernels ahead (``analysis.optimize._ahead``), most of this loads them; what is
+left to compile is the packers and what only the tests call (the dense DP).
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from analysis import BatchRule, LengthHistogram, frontier, optimize_edges, save_histogram, simulate
+from analysis.optimize._kernel import solve_kernel
+from analysis.optimize._problem import build_problem
 
 settings.register_profile(
     "workbench",
@@ -238,10 +242,14 @@ def _compile_the_optimiser(beside: bool = False) -> None:
     frontier above never needs it) and the three compiled packers (on a fresh clone both
     workers, the shared report's two runs and the notebooks' kernels would otherwise each
     compile these at once, seconds of CPU each: 4.5 s the label search, 3.3 s the packers).
-    ``beside``: the process beside compiles the other rules' passes (``_COMPILE_BESIDE``), so
-    the token budget's frontier comes last here."""
+    ``beside``: the process beside compiles the other rules' passes and the packers
+    (``_COMPILE_BESIDE``), so the token budget's frontier comes last here and the packers are
+    left to it (compiled here too, at once, they cost 7 s of CPU twice)."""
     hist = LengthHistogram.from_lengths(np.arange(1, 40))
     optimize_edges(hist, 2, batch_size=2)
+    for rule in (BatchRule(batch_size=2), BatchRule(batch_size=100)):  # the tests' dense DP
+        prob = build_problem(hist, rule, 1)
+        solve_kernel(prob, 2, prob.ends, dense=True)
     if not beside:
         optimize_edges(hist, 2, batch_size=100)  # (C(x, B) without the product formula: its own pass)
         optimize_edges(hist, 2, max_tokens=80)
@@ -249,7 +257,7 @@ def _compile_the_optimiser(beside: bool = False) -> None:
     for rule in (BatchRule(batch_size=2), BatchRule(max_tokens=80)):
         frontier(hist, rule, rng=np.random.default_rng(0), max_buckets=3, epochs=1)
         optimize_edges(hist, 3, rule, min_mixing=0.5)
-    for packer in ("packing_bfd", "packing_first_fit", "packing_next_fit"):
+    for packer in () if beside else ("packing_bfd", "packing_first_fit", "packing_next_fit"):
         simulate(hist, packer, BatchRule(max_tokens=80), rng=np.random.default_rng(0))
 
 

@@ -433,7 +433,7 @@ def test_billions_of_samples_cost_exactly_and_keep_their_plan(lengths, counts, b
     m = prob.m
     every = np.ones(m + 1, np.bool_)
     cost, low = np.empty(m + 1), np.empty(m + 1)
-    exact.exact_row(0, data, short, every, cost, np.zeros(m + 1), np.zeros(m + 1))
+    exact.exact_row(0, data, short, every, cost, np.zeros(m + 1), np.zeros(m + 1), True)  # (the DP's types)
     lower.low_costs(0, data, short, kernel._NO_BOUNDS, every, np.zeros(m + 1), low)
     true = exact_cost(lengths, counts, [0, lengths[-1]], {"batch_size": batch_size})
     assert abs(Fraction(cost[m]) - true) <= Fraction(rel) * true
@@ -558,7 +558,7 @@ def test_rows_compiled_without_carried_row_are_the_same_floats(rule):
     need = np.ones(m + 1, np.bool_)
     for i in range(m):
         want, got = np.empty(m + 1), np.empty(m + 1)
-        exact.exact_row(i, data, short, need, want, np.zeros(m + 1), np.zeros(m + 1))
+        exact.exact_row(i, data, short, need, want, np.zeros(m + 1), np.zeros(m + 1), True)  # row by row
         exact.exact_row(i, data, short, need, got, np.zeros(m + 1), np.zeros(m + 1), carried)
         assert got[i + 1 :].tobytes() == want[i + 1 :].tobytes()
 

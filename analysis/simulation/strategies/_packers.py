@@ -145,6 +145,16 @@ def _next_fit_rows(lengths: np.ndarray, capacity: int) -> np.ndarray:  # pragma:
     return row
 
 
+def _lengths(lengths: np.ndarray, capacity: int, name: str) -> np.ndarray:
+    """``lengths`` as the kernels take them, once each fits ``capacity``: int64, C-contiguous
+    and read-only (a view; numba compiles a writable array apart, seconds per kernel, so every
+    caller passes the one type)."""
+    arr = np.ascontiguousarray(lengths, dtype=np.int64).view()
+    arr.flags.writeable = False
+    _check_fits(arr, capacity, name)
+    return arr
+
+
 def _check_fits(lengths: np.ndarray, capacity: int, name: str) -> None:
     if lengths.size and int(lengths.max()) > capacity:
         n_long = int(np.count_nonzero(lengths > capacity))
@@ -173,8 +183,7 @@ def pack_bfd(lengths: np.ndarray, capacity: int, chunk: int = TRL_MAP_BATCH) -> 
     >>> np.split(indices, offsets[1:-1])
     [array([0]), array([2, 3]), array([1])]
     """
-    arr = np.asarray(lengths, dtype=np.int64)
-    _check_fits(arr, capacity, "packing_bfd")
+    arr = _lengths(lengths, capacity, "packing_bfd")
     return _rows(*_bfd_rows(arr, int(capacity), int(chunk)))
 
 
@@ -189,8 +198,7 @@ def pack_first_fit(
     >>> np.split(indices, offsets[1:-1])
     [array([0, 1]), array([2, 3]), array([4])]
     """
-    arr = np.asarray(lengths, dtype=np.int64)
-    _check_fits(arr, capacity, "packing_first_fit")
+    arr = _lengths(lengths, capacity, "packing_first_fit")
     order = np.asarray(order, dtype=np.int64)
     return _rows(order, _first_fit_rows(arr[order], int(capacity), int(group)))
 
@@ -204,8 +212,7 @@ def pack_next_fit(lengths: np.ndarray, capacity: int) -> tuple[np.ndarray, np.nd
     >>> np.split(indices, offsets[1:-1])
     [array([0, 1]), array([2, 3]), array([4])]
     """
-    arr = np.asarray(lengths, dtype=np.int64)
-    _check_fits(arr, capacity, "packing_next_fit")
+    arr = _lengths(lengths, capacity, "packing_next_fit")
     return _rows(np.arange(arr.size, dtype=np.int64), _next_fit_rows(arr, int(capacity)))
 
 
