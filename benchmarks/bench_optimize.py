@@ -30,7 +30,8 @@ at full resolution (every distinct length a candidate edge), batch size 8:
 ``--goals`` prints only issue 34's goals, each beside its measured median and the naive DP's
 time in the same process (the plain DP of ``analysis.optimize._reference`` over the dense
 matrix of exact bucket costs, the matrix included), pinned to one core, CPU seconds: the
-machines are shared, so the ratios are what to compare across runs.
+machines are shared, so the ratios are what to compare across runs; then the same goals on
+every file of ``../shared/data`` (unclipped), one line per file, when it is there.
 """
 
 from __future__ import annotations
@@ -47,10 +48,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from _common import case_histogram, median_seconds, shared_histogram
+from _common import SHARED_DATA, case_histogram, median_seconds, shared_histogram
 
 from analysis.batching import BatchRule
 from analysis.lengths import LengthHistogram
+from analysis.loaders import load_lengths
 from analysis.optimize import METHODS, optimize_edges, sweep_bucket_counts
 from analysis.optimize._problem import build_problem, resolve_objective
 from analysis.optimize._reference import reference_dp
@@ -228,6 +230,38 @@ def goals(hist: LengthHistogram, runs: int = 3) -> None:
         warm = _first_call_seconds(tmp)
     print(f"{'first optimize_edges(K=6) in a new process, empty cache':<58} {'cheap':>12} {cold:8.2f}  wall")
     print(f"{'   the same with numba cache on disk filled':<58} {'':>12} {warm:8.2f}  wall")
+    shared_goals(cpu)
+
+
+#: The rules :func:`shared_goals` sets beside batch size 8 on each file of ``../shared/data``.
+_SHARED_RULES = (
+    BatchRule(batch_size=16),
+    BatchRule(batch_size=64),
+    BatchRule(batch_size=1000),
+    BatchRule(max_tokens=16384),
+    BatchRule(max_tokens=16384, pad_to_multiple_of=64),
+)
+
+
+def shared_goals(cpu: Any) -> None:
+    """The goals on every file of ``../shared/data`` (unclipped; skipped when absent): K = 6
+    at batch size 8 beside the naive DP, the sweep, and the other rules against batch size 8."""
+    files = sorted(SHARED_DATA.glob("*.npy"))
+    if not files:
+        return
+    b8 = BatchRule(batch_size=8)
+    print("\nevery file of ../shared/data (unclipped; targets as above: <= 0.1 s, >= 80x, <= 0.2 s, <= 2x):")
+    for path in files:
+        h = load_lengths(path)
+        base = cpu(lambda h=h: optimize_edges(h, 6, b8, candidates=None))
+        naive = _naive_seconds(h, b8, 6)
+        sweep = cpu(lambda h=h: sweep_bucket_counts(h, range(1, 17), ["optimal"], b8, candidates=None))
+        ratios = [cpu(lambda h=h, r=r: optimize_edges(h, 6, r, candidates=None)) for r in _SHARED_RULES]
+        print(
+            f"   {path.stem} ({h.n_samples:,} samples, {h.n_distinct:,} lengths): K = 6 {base:.3f} s, "
+            f"{naive / base:.0f}x the naive DP; sweep {sweep:.3f} s; "
+            + ", ".join(f"{r.text} {x / base:.1f}x" for r, x in zip(_SHARED_RULES, ratios, strict=True))
+        )
 
 
 def main() -> None:
