@@ -71,9 +71,9 @@ BYTE_COMPILE = "$(PY)" -m compileall -qq -j 0 -x '$(NOT_COMPILED)' "$$("$(PY)" -
 # The dev install compiles the optimiser's kernels into numba's cache on disk beside the
 # install of the extras (python -m analysis.optimize._ahead, in two processes, once the core is
 # in: pip leaves a core idle).  The suite's workers and notebook kernels then load the kernels
-# instead of each compiling them at once: a fresh clone's `make test` 4 min 12 s to 4 min 27 s
-# in four runs, was 4 min 34 s (the install 80-84 s, was 45 s; the tests 172-183 s, were
-# 222 s).  A failed compile fails the install with its log.
+# instead of each compiling them at once: a fresh clone's `make test` 3 min 57.6 s and 3 min 59.6 s
+# in two runs (the install 73-76 s, was 45 s without it; pytest 159-161 s, was 222 s).
+# A failed compile fails the install with its log.
 $(STAMP): pyproject.toml
 	$(make_venv)
 	$(PIP_INSTALL) .
