@@ -58,14 +58,20 @@ setup-report: $(REPORT_STAMP)  ## The same with the report extra only (what `mak
 # imported after all is compiled in memory when imported, as Python does: slower, never wrong.
 NOT_COMPILED := /tests?/|/site-packages/(pip|mypy)/|/transformers/models/(?!(auto|gpt2|encoder_decoder)/|[^/]*\.py$$)|/torch/_inductor/|/networkx/algorithms/|/sympy/physics/|/lhotse/bin/|/numba/cuda/|/trl/experimental/|/numpy/distutils/|/fontTools/ttLib/
 
+# pip prints its errors only (-qq): a pip configuration that names a package index or a folder
+# of wheels where some packages are missing gets one warning per package looked up (seen on
+# these machines: 30 lines of "Location ... is ignored" for file:///opt/pypi-more/simple),
+# none of them about this project.  A failed install still prints pip's ERROR lines and fails.
+PIP_QUIET := -qq
+
 define make_venv
 	@if [ ! -x "$(PY)" ]; then \
 	  echo "creating $(ENV_PREFIX) with $(BASE_PYTHON)"; \
 	  "$(BASE_PYTHON)" -m venv "$(ENV_PREFIX)"; \
 	fi
-	"$(PY)" -m pip install --quiet --upgrade pip
+	"$(PY)" -m pip install $(PIP_QUIET) --upgrade pip
 endef
-PIP_INSTALL = PYTHONWARNINGS='ignore:Editable installation' "$(PY)" -m pip install --quiet --no-compile -e
+PIP_INSTALL = PYTHONWARNINGS='ignore:Editable installation' "$(PY)" -m pip install $(PIP_QUIET) --no-compile -e
 BYTE_COMPILE = "$(PY)" -m compileall -qq -j 0 -x '$(NOT_COMPILED)' "$$("$(PY)" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" || true
 
 # The dev install compiles the optimiser's kernels into numba's cache on disk beside the
