@@ -31,10 +31,11 @@ from analysis.batching import BatchRule
 from analysis.lengths import LengthHistogram
 from analysis.loaders import load_lengths
 from analysis.optimize._backward import backward
-from analysis.optimize._exact import POWER_ABOVE, exact_arrays
+from analysis.optimize._costs import Arrays
+from analysis.optimize._exact import POWER_ABOVE, Short, exact_arrays
 from analysis.optimize._kernel import _NO_BOUNDS, _rows, solve_kernel
 from analysis.optimize._lower import chain, fixed_ratios, fixed_row, residue_bound
-from analysis.optimize._problem import build_problem, resolve_objective
+from analysis.optimize._problem import Problem, build_problem, resolve_objective
 from analysis.optimize._pruned import _tau
 
 K = 6
@@ -46,7 +47,7 @@ def _gaps(best: np.ndarray, back: np.ndarray, m: int) -> str:
     return " ".join(f"{best[k, m] / back[k, 0] - 1:8.1e}" for k in range(1, K + 1))
 
 
-def _raised_back(prob, data, short) -> tuple[np.ndarray, int]:  # type: ignore[no-untyped-def]
+def _raised_back(prob: Problem, data: Arrays, short: Short) -> tuple[np.ndarray, int]:
     """``back`` by a plain DP over the bounds, each raised to ``residue_bound`` where higher
     (``n >= B``, ``r > 0``), and how many were raised."""
     m, b = prob.m, prob.rule.batch_size
