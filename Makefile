@@ -77,8 +77,9 @@ BYTE_COMPILE = "$(PY)" -m compileall -qq -j 0 -x '$(NOT_COMPILED)' "$$("$(PY)" -
 # The dev install compiles the optimiser's kernels into numba's cache on disk beside the
 # install of the extras (python -m analysis.optimize._ahead, in two processes, once the core is
 # in: pip leaves a core idle).  The suite's workers and notebook kernels then load the kernels
-# instead of each compiling them at once: a fresh clone's `make test` 3 min 57.6 s and 3 min 59.6 s
-# in two runs (the install 73-76 s, was 45 s without it; pytest 159-161 s, was 222 s).
+# instead of each compiling them at once: a fresh clone's `make test` 3 min 57.6 s, 3 min 59.6 s
+# and 4 min 7.0 s in three runs (the install 73-80 s, was 45 s without it; pytest 159-163 s,
+# was 222 s).
 # A failed compile fails the install with its log.
 $(STAMP): pyproject.toml
 	$(make_venv)
