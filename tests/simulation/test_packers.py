@@ -194,3 +194,24 @@ def test_compare_strategies_measures_the_packers_like_any_strategy():
     assert (table["batch_rule"] == f"max_tokens {8 * 399:,}").all()
     assert table.loc[["packing_bfd", "packing_next_fit"], "composition_repeat"].eq(1.0).all()  # fixed rows
     assert table.loc["packing_first_fit", "composition_repeat"] < 0.05
+
+
+def test_the_packers_compile_one_specialization_whatever_array_they_are_given():
+    """Lists, writable and read-only int32 or int64 arrays (a histogram's arrays are
+    read-only) reach each compiled packer as one type, so it compiles once (seconds each),
+    and the same rows."""
+    from analysis.simulation.strategies import _packers
+
+    lengths = np.array([4, 2, 3, 1, 4, 2], dtype=np.int64)
+    frozen, frozen32 = lengths.copy(), lengths.astype(np.int32)
+    frozen.flags.writeable = frozen32.flags.writeable = False
+    given = (lengths.tolist(), lengths, frozen, frozen32)
+    for pack, kernel in (
+        (lambda x: pack_bfd(x, 5), _packers._bfd_rows),
+        (lambda x: pack_first_fit(x, 5, np.arange(6)), _packers._first_fit_rows),
+        (lambda x: pack_next_fit(x, 5), _packers._next_fit_rows),
+    ):
+        rows = [_rows(*pack(x)) for x in given]
+        assert rows[1:] == rows[:-1]
+        assert len(kernel.signatures) == 1, kernel.signatures
+    assert lengths.flags.writeable  # the caller's array is left as it was
