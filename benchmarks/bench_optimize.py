@@ -178,16 +178,17 @@ def _naive_seconds(hist: LengthHistogram, rule: BatchRule, k: int) -> float:
     return time.process_time() - start
 
 
-def _first_call_seconds(cache_dir: str) -> float:
-    """Wall seconds of the first ``optimize_edges(K=6)`` in a new process with ``cache_dir`` as
-    numba's cache (empty: every kernel compiled; filled: loaded)."""
+def _first_call_seconds(cache_dir: str, rule: str = "batch_size=8") -> float:
+    """Wall seconds of the first ``optimize_edges(K=6)`` under ``rule`` (keyword arguments, as
+    text) in a new process with ``cache_dir`` as numba's cache (empty: every kernel it calls
+    compiled; filled: loaded)."""
     code = (
         "import time, sys\n"
         "sys.path.insert(0, 'benchmarks')\n"
         "from _common import case_histogram\n"
         "from analysis import optimize_edges\n"
         "h = case_histogram()\n"
-        "t = time.perf_counter(); optimize_edges(h, 6, batch_size=8); print(time.perf_counter() - t)\n"
+        f"t = time.perf_counter(); optimize_edges(h, 6, {rule}); print(time.perf_counter() - t)\n"
     )
     env = {**os.environ, "NUMBA_CACHE_DIR": cache_dir}
     out = subprocess.run(
@@ -230,6 +231,10 @@ def goals(hist: LengthHistogram, runs: int = 3) -> None:
         warm = _first_call_seconds(tmp)
     print(f"{'first optimize_edges(K=6) in a new process, empty cache':<58} {'cheap':>12} {cold:8.2f}  wall")
     print(f"{'   the same with numba cache on disk filled':<58} {'':>12} {warm:8.2f}  wall")
+    for rule in ("batch_size=64", "batch_size=1000", "max_tokens=16384"):  # (each compiles its own)
+        with tempfile.TemporaryDirectory() as tmp:
+            cold = _first_call_seconds(tmp, rule)
+        print(f"{'   the same, empty cache, ' + rule:<58} {'':>12} {cold:8.2f}  wall")
     shared_goals(cpu)
 
 
