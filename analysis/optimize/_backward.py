@@ -114,8 +114,7 @@ def _tile_lows(
         lane[_PREV + a] = lane[_Y + a]
         x = cj - lane[_CI + a]
         lane[_X + a] = x
-        lane[_Y + a] = pair_start(x, pairs)
-        lane[_U + a] = x * (x - (bf - 1.0))
+        lane[_Y + a], lane[_U + a] = pair_start(x, pairs)
     for f in range(b // 2):  # C(x, B) = y0 prod_f (u + c_f) d_f (product_pairs)
         c, d = pairs[0, f], pairs[1, f]
         for a in range(LANES):

@@ -74,8 +74,7 @@ def fixed_ratios(
         y = cx[i + 1 : m + 1]
         for j in range(u.size):
             x = count[i + 1 + j] - c_i
-            y[j] = pair_start(x, pairs)
-            u[j] = x * (x - (bf - 1.0))
+            y[j], u[j] = pair_start(x, pairs)
         for f in range(b // 2):  # C(x, B) = y * prod_f (u + c_f) d_f (:func:`product_pairs`)
             c, d = pairs[0, f], pairs[1, f]
             for j in range(y.size):
@@ -115,11 +114,12 @@ def product_pairs(b: int) -> np.ndarray:  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def pair_start(x: float, pairs: np.ndarray) -> float:  # pragma: no cover - compiled
-    """:func:`product_pairs`' ``y0`` at ``x``: the middle factor for an odd ``B``, else 1."""
+def pair_start(x: float, pairs: np.ndarray) -> tuple[float, float]:  # pragma: no cover - compiled
+    """:func:`product_pairs`' start at ``x``: ``y0`` (the middle factor for an odd ``B``, else
+    1) and ``u = x (x - B + 1)``, which every pair's factor ``(u + c_f) d_f`` reads."""
     b = pairs.shape[1]
     h = b // 2
-    return (x - pairs[0, h]) * pairs[1, h] if b % 2 else 1.0
+    return ((x - pairs[0, h]) * pairs[1, h] if b % 2 else 1.0), x * (x - (float(b) - 1.0))
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
@@ -231,8 +231,7 @@ def fixed_chords(
 def _product(x: float, pairs: np.ndarray) -> float:  # pragma: no cover - compiled
     """``C(x, B)`` by the product formula, two factors at a time as :func:`fixed_ratios` has it
     (``pairs``: :func:`product_pairs`)."""
-    y = pair_start(x, pairs)
-    u = x * (x - (float(pairs.shape[1]) - 1.0))
+    y, u = pair_start(x, pairs)
     for f in range(pairs.shape[1] // 2):
         y *= (u + pairs[0, f]) * pairs[1, f]
     return y
