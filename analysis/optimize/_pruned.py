@@ -449,13 +449,13 @@ def solve_exact(
     compiles the passes of its rule, not every rule's; between the calls only the GIL's
     hand-over)."""
     m = data.cum.size - 1
+    carried = carried_rows(data)
     if dense:
-        return _dense(data, short, rows, is_end, n_buckets, carried_rows(data))
+        return _dense(data, short, rows, is_end, n_buckets, carried)
     near = (0.0, np.empty((0, 0), np.int64), np.empty(0))
     if short.product and not data.token:  # the product path records the near ends
         last = np.empty((n_buckets + 1, m + 1), np.int64)
         near = (_tau(data, short, rows, is_end), last, np.empty(m + 1))
-    carried = carried_rows(data)
     back = backward(data, short, bounds, rows, is_end, n_buckets, near)  # 1. backwards over the bounds
     upper = _uppers(data, short, bounds, rows, is_end, back, carried)  # 2. an upper bound for each K
     best, arg = run_layers(n_buckets, m)
