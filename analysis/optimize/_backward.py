@@ -7,7 +7,7 @@ in one pass over the ends: at each end every lane's bound (the arithmetic of
 :mod:`analysis.optimize._lower`, lane by lane), then each layer's running minimum, all as loops
 across the lanes (vectorised: the lanes are independent), with no row of ratios or bounds ever
 stored.  A fixed ``B`` takes its ratio by the product formula (``C(x, B)``, batch size 8 and
-the like: :func:`_product_tile`) or else by :func:`~analysis.optimize._exact.ratio_bound`
+the like: :func:`_product_tile`) or else by :func:`~analysis.optimize._exact.ratio_upper`
 (:func:`_fixed_tile`), then the running sum and the bound; a token budget takes
 :func:`~analysis.optimize._lower.budget_bound` (:func:`_budget_tile`).  Where a bound may be
 raised by the power bound (``B > POWER_ABOVE``), which costs several times the rest, it is
@@ -25,7 +25,15 @@ import numpy as np
 
 from analysis.optimize._budget import BudgetBounds
 from analysis.optimize._costs import INF, Arrays
-from analysis.optimize._exact import LOW_SLACK, POWER_ABOVE, Short, power_bound, ratio_bound
+from analysis.optimize._exact import (
+    FEW_STEPS,
+    LOW_SLACK,
+    POWER_ABOVE,
+    Short,
+    power_bound,
+    ratio_bound,
+    ratio_few,
+)
 from analysis.optimize._lower import (
     COUNT_SLACK,
     budget_bound,
@@ -359,17 +367,22 @@ def _fixed_lows(
     ``(start, j]`` before the power bound (inf where not an end), ``out[1]`` the running sum
     ``T_B``, ``out[2]`` the count ``n``; per lane the arithmetic of
     :func:`~analysis.optimize._lower.fixed_ratios` (0 below a full batch, else
-    :func:`~analysis.optimize._exact.ratio_bound`), :func:`~analysis.optimize._lower.chain`
+    :func:`~analysis.optimize._exact.ratio_upper`), :func:`~analysis.optimize._lower.chain`
     and :func:`~analysis.optimize._lower.fixed_bound`: the same floats."""
     cj, st, w, base_j, q_j, end = at_j
     low, tt, xx = out[0], out[1], out[2]
     full = 0  # the lanes with a full batch below j: a prefix (the starts ascend)
     for a in range(LANES):
         full += lane[_FXPREV + a] >= bf
-    for a in range(full):
-        x = cj - lane[_FCI + a]
-        ratio = ratio_bound(lane[_FXPREV + a], x, bf)
-        lane[_FT + a] = (lane[_FT + a] + st) * ratio
+    d = cj - lane[_FCI] - lane[_FXPREV]  # (the samples at j: the same in every lane)
+    if d <= FEW_STEPS:  # (ratio_upper's choice, made once for the lanes)
+        for a in range(full):
+            ratio = ratio_few(cj - lane[_FCI + a], d, bf)
+            lane[_FT + a] = (lane[_FT + a] + st) * ratio
+    else:
+        for a in range(full):
+            ratio = ratio_bound(lane[_FXPREV + a], cj - lane[_FCI + a], bf)
+            lane[_FT + a] = (lane[_FT + a] + st) * ratio
     for a in range(full, LANES):  # (0 below a full batch, up to the start too)
         lane[_FT + a] = (lane[_FT + a] + st) * 0.0
     for a in range(LANES):

@@ -33,8 +33,8 @@ from analysis.optimize._exact import (
     capped,
     power_bounds,
     power_bounds_within,
-    ratio_bound,
     ratio_bounds,
+    ratio_upper,
 )
 
 _ROUND = 2.0**52  # x + 2**52 - 2**52 rounds 0 <= x < 2**52 to the nearest integer
@@ -467,7 +467,7 @@ def residue_bound(
 
     The short batch's sums ``T_r = sum_k step_k C(x_k, r) / C(n, r)`` (and the second, over the
     steps of ``q``) are carried as the exact cost carries them, ``T = (T + step_k) ratio_k``,
-    with :func:`~analysis.optimize._exact.ratio_bound`, at least each ratio (0 while
+    with :func:`~analysis.optimize._exact.ratio_upper`, at least each ratio (0 while
     ``x_k < r``, as there), from the end ``s`` before the first whose count passes
     ``n 2**(-_RESIDUE_CUT / r)``: the sum there is at most the steps' sum before it,
     ``base[s] - base[i + 1]`` (each ratio ``<= 1``; its rounding, a few ulps of ``base``, then
@@ -486,7 +486,7 @@ def residue_bound(
     below, above, out = count[s:j], count[s + 1 : j + 1], ratio[s:j]
     for k in range(out.size):
         a = below[k] - c_i
-        out[k] = ratio_bound(a, above[k] - c_i, rf) if a >= rf else 0.0
+        out[k] = ratio_upper(a, above[k] - c_i, rf) if a >= rf else 0.0
     t = short.base[s] - short.base[i + 1]
     t2 = short.q[s] - short.q[i + 1]
     t, t2 = (t if t > 0.0 else 0.0), (t2 if t2 > 0.0 else 0.0)

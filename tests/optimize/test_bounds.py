@@ -109,7 +109,8 @@ def test_the_ratio_bounds_are_at_least_the_ratios_and_close(size):
     """``ratio_bounds`` (what the bounds read for a batch size with no table of ``C(x, B)``):
     at least ``C(x_{j-1}, B) / C(x_j, B)`` for every end, in rationals, and within 1e-5 of it
     where the bucket holds at least ``8 B`` samples below the end and the end at most a
-    hundredth of them (``B / x`` and the step small: the series and Jensen's gap vanish)."""
+    hundredth of them (``B / x`` and the step small: the series and Jensen's gap vanish), and
+    within ``2e-11`` where the end holds at most ``FEW_STEPS`` samples (the product itself)."""
     rng = np.random.default_rng(size)
     m = 300
     counts = np.where(rng.random(m) < 0.2, rng.integers(1, 3000, m), rng.integers(1, 60, m))
@@ -118,7 +119,7 @@ def test_the_ratio_bounds_are_at_least_the_ratios_and_close(size):
     data, short = exact.exact_arrays(prob)
     assert not data.comb.size and not short.product  # (the rows these ratios serve)
     ratio = np.zeros(m + 1)
-    close, err = 0, 0.0
+    close, err, few, few_err = 0, 0.0, 0, 0.0
     for i in (0, 7, 40):
         x = (prob.cum - prob.cum[i]).tolist()
         j0 = next(j for j in range(i + 2, m + 1) if x[j - 1] >= size)
@@ -129,8 +130,12 @@ def test_the_ratio_bounds_are_at_least_the_ratios_and_close(size):
             if x[j - 1] >= 8 * size and x[j] - x[j - 1] <= x[j - 1] // 100:
                 err = max(err, ratio[j] / float(want) - 1)
                 close += 1
-    assert close > 100
+            if x[j] - x[j - 1] <= exact.FEW_STEPS:
+                few_err = max(few_err, float(Fraction(ratio[j]) / want - 1))
+                few += 1
+    assert close > 100 and few > 20
     assert err <= 1e-5
+    assert few_err <= 2e-11
 
 
 @pytest.mark.parametrize("seed", range(3))
