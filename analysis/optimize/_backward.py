@@ -27,7 +27,6 @@ from analysis.optimize._budget import BudgetBounds
 from analysis.optimize._costs import INF, Arrays
 from analysis.optimize._exact import (
     FEW_STEPS,
-    LOW_SLACK,
     POWER_ABOVE,
     Short,
     power_bound,
@@ -35,15 +34,17 @@ from analysis.optimize._exact import (
     ratio_few,
 )
 from analysis.optimize._lower import (
-    COUNT_SLACK,
     budget_bound,
     budget_end,
     budget_first,
     fixed_bound,
     fixed_first,
+    mean_low,
+    mean_scale,
     pair_start,
     product_grow,
     product_pairs,
+    row_mean_scale,
 )
 
 
@@ -69,8 +70,9 @@ LANES = 64
 TILE_ENDS = 8
 # Ends whose layers' minima :func:`_product_tile` takes before testing which lanes are near.
 _NEAR_ENDS = 64
-_CI, _X, _Y, _PREV, _XPREV, _T, _G, _BASE, _Q, _FIRST, _LOW, _START, _U = (r * LANES for r in range(13))
-_ROWS = 13 * LANES
+_CI, _X, _Y, _PREV, _XPREV, _T, _G, _BASE, _Q, _FIRST, _LOW = (r * LANES for r in range(11))
+_START, _U, _A, _M = (r * LANES for r in range(11, 15))
+_ROWS = 15 * LANES
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -86,6 +88,8 @@ def _tile_state(
         lane[_CI + a] = count[i]
         lane[_G + a], lane[_BASE + a], lane[_Q + a] = data.weight[i + 1], short.base[i + 1], short.q[i + 1]
         lane[_FIRST + a] = fixed_first(i, data, short, is_end)
+        lane[_A + a] = short.above[i] * row_mean_scale(short, float(data.size[i + 1]))
+        lane[_M + a] = -1.0  # (the means: where lane[_A] > 0, from each end)
         lane[_START + a] = float(i)
         lane[_Y + a] = lane[_XPREV + a] = lane[_T + a] = 0.0
     acc[:] = INF
@@ -94,15 +98,16 @@ def _tile_state(
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _at(
     j: int, data: Arrays, short: Short, is_end: np.ndarray
-) -> tuple[float, float, float, float, float, bool]:  # pragma: no cover - compiled
+) -> tuple[float, float, float, float, float, bool, float]:  # pragma: no cover - compiled
     """What :func:`_tile_lows` reads at end ``j``: the count up to it, the step before it, its
-    weight, ``base`` and ``q``, and whether it is an end."""
-    return short.cum_float[j], data.step[j - 1], data.weight[j], short.base[j], short.q[j], is_end[j]
+    weight, ``base`` and ``q``, whether it is an end, and the sum of ``base`` above it."""
+    j_at = (short.cum_float[j], data.step[j - 1], data.weight[j], short.base[j], short.q[j], is_end[j])
+    return (*j_at, short.above[j])
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _tile_lows(
-    at_j: tuple[float, float, float, float, float, bool],
+    at_j: tuple[float, float, float, float, float, bool, float],
     per_batch: float,
     quad: bool,
     pairs: np.ndarray,
@@ -114,7 +119,7 @@ def _tile_lows(
     pays): per lane the arithmetic of :func:`~analysis.optimize._lower.fixed_ratios` (the
     product formula), :func:`~analysis.optimize._lower.chain` and
     :func:`~analysis.optimize._lower.fixed_bounds`, the same floats."""
-    cj, st, w, base_j, q_j, end = at_j
+    cj, st, w, base_j, q_j, end, above_j = at_j
     b = pairs.shape[1]
     bf = float(b)
     grow = product_grow(b)
@@ -123,6 +128,9 @@ def _tile_lows(
         x = cj - lane[_CI + a]
         lane[_X + a] = x
         lane[_Y + a], lane[_U + a] = pair_start(x, pairs)
+    if lane[_A] > 0.0:  # (every lane's scale the same: mean_scale; else the means stay -1)
+        for a in range(LANES):
+            lane[_M + a] = mean_low(lane[_A + a], above_j, lane[_X + a])
     for f in range(b // 2):  # C(x, B) = y0 prod_f (u + c_f) d_f (product_pairs)
         c, d = pairs[0, f], pairs[1, f]
         for a in range(LANES):
@@ -135,50 +143,32 @@ def _tile_lows(
         t = (lane[_T + a] + st) * ratio
         lane[_T + a] = t
         first = (lane[_G + a], lane[_BASE + a], lane[_Q + a])
-        v = fixed_bound(x, w - t, bf, first, base_j, q_j, quad, per_batch)
+        v = fixed_bound(x, w - t, lane[_M + a], bf, first, base_j, q_j, quad, per_batch)
         lane[_LOW + a] = v if end else INF
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def mean_sums(data: Arrays, short: Short) -> np.ndarray:  # pragma: no cover - compiled
-    """``sums[i]``: the sum of ``base`` over the samples above end ``i`` (from the top: every
-    term ``>= 0``, so its relative error stays below ``m`` ulps)."""
-    count, base = short.cum_float, short.base
-    m = count.size - 1
-    sums = np.zeros(m + 1)
-    for i in range(m - 1, -1, -1):
-        sums[i] = sums[i + 1] + (count[i + 1] - count[i]) * base[i + 1]
-    return sums
-
-
-@numba.njit(cache=True, nogil=True, error_model="numpy")
 def _last_bound(
-    starts: np.ndarray, data: Arrays, short: Short, sums: np.ndarray, lane: np.ndarray, at_m: np.ndarray
+    starts: np.ndarray, data: Arrays, short: Short, lane: np.ndarray, at_m: np.ndarray
 ) -> None:  # pragma: no cover - compiled
-    """``at_m[i]``: a bound on the exact cost of the last bucket ``(i, m]`` at least its row's
-    (the lanes at ``m``).  Where ``q = 0`` and the steps of ``base`` are ``>= 0``, a short batch
-    of ``r`` samples costs ``r E_r`` (``E_r = base_m - T_r``, the expected ``base`` of its
-    longest), and ``E_r`` is concave in ``r`` (``-T_r`` sums steps ``>= 0`` times
-    ``-C(a, r) / C(n, r)``, convex in ``r`` as ``a < n``): ``E_r`` is at least the chord from
-    ``E_1`` (the mean of ``base``, from ``sums``) to ``E_B`` (``w_m - T_B``, as the row's
-    bound reads it), tighter than the row's chord from ``base`` at the first end."""
+    """``at_m[i]``: a bound on the last bucket ``(i, m]`` at least its row's (the lanes at
+    ``m``), which the forward pass reads beside its rows of bounds (computed only up to the
+    ends it needs): with the chord from ``E_1`` (:func:`~analysis.optimize._lower.fixed_bound`)
+    at every batch size, where the rows take it only for some (``row_mean_scale``: ``m``
+    buckets cost little)."""
     m = at_m.size - 1
-    b = data.size[m]
-    bf = float(b)
-    chord = not short.quad and short.power and b >= 2
+    bf = float(data.size[m])
+    scale = mean_scale(short)
     for a in range(LANES):
         i = starts[a]
         v = lane[_FIRST + a] if i + 1 == m else lane[_LOW + a]
-        n = lane[_X + a]
-        if chord and n >= bf:
-            full = np.floor(n / bf)
-            r = n - full * bf
+        x = lane[_X + a]
+        if i + 1 < m and scale > 0.0:
+            first = (lane[_G + a], lane[_BASE + a], lane[_Q + a])
+            mean = mean_low(short.above[i] * scale, 0.0, x)
             eb = data.weight[m] - lane[_T + a]
-            e1 = sums[i] / n
-            e_r = e1 + (r - 1.0) / (bf - 1.0) * (eb - e1) if r > 0.0 else 0.0
-            low = ((n - r) * eb + r * e_r) * (1.0 - LOW_SLACK - COUNT_SLACK * n)
-            low += data.per_batch * (full + (1.0 if r > 0.0 else 0.0))
-            v = low if low > v else v
+            c1 = fixed_bound(x, eb, mean, bf, first, short.base[m], short.q[m], short.quad, data.per_batch)
+            v = c1 if c1 > v else v
         at_m[i] = v
 
 
@@ -207,20 +197,20 @@ def _product_tile(
     back: np.ndarray,
     layers: int,
     work: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
-    near: tuple[float, np.ndarray, np.ndarray, np.ndarray],
+    near: tuple[float, np.ndarray, np.ndarray],
 ) -> None:  # pragma: no cover - compiled
     """``back[k, i]`` for ``k < layers`` and the ``LANES`` starts of a tile (ascending, the
     first repeated where fewer are left), ``C(x, B)`` by the product formula: one pass over
     the ends, every lane's bound then its layers' minima over the ends above the top start
     (vectorised across the lanes: each lane's arithmetic is a lone start's; a block of
     ``_NEAR_ENDS`` ends at a time), then from the top down the ends up to the top start + 1
-    (they read ``back`` at the tile's own starts).  ``near = (tau, last, at_m, sums)``:
+    (they read ``back`` at the tile's own starts).  ``near = (tau, last, at_m)``:
     ``at_m[i]`` from :func:`_last_bound`; ``last[k, i]`` at least every end ``j < m`` whose
     bound plus ``back[k - 1, j]`` is within ``tau`` of ``back[k, i]`` (``k >= 2``), and at
     least the top start + 1 below m (:func:`_near_flush`: the block's minimum against the running
     one, at least ``back[k, i]``: a superset)."""
     pairs, lane, acc, head = work
-    tau, last, at_m, sums = near
+    tau, last, at_m = near
     m = back.shape[1] - 1
     _tile_state(starts, data, short, is_end, lane, acc)
     j0, top = starts[0] + 1, starts[LANES - 1]
@@ -229,7 +219,7 @@ def _product_tile(
     for j in range(j0, m + 1):
         _tile_lows(_at(j, data, short, is_end), data.per_batch, short.quad, pairs, lane)
         if j == m:
-            _last_bound(starts, data, short, sums, lane, at_m)
+            _last_bound(starts, data, short, lane, at_m)
         if j <= top + 1:  # up to a lane's start inf, at start + 1 its first bound
             fj = float(j)
             for a in range(LANES):
@@ -318,14 +308,13 @@ def product_backward(
     back = np.full((n_buckets + 1, m + 1), INF)
     back[0, m] = 0.0
     work = product_work(data.size[1], n_buckets, m + 1)
-    sums = mean_sums(data, short)
     near[1][:] = m - 1
     starts = np.empty(LANES, np.int64)
     r = rows.size - 1
     while r >= 0:
         r = _group_of(rows, r, starts)
         layers = n_buckets + 1 if r < 0 else n_buckets  # (the last layer is read at rows[0] alone)
-        _product_tile(starts, data, short, is_end, back, layers, work, (*near, sums))
+        _product_tile(starts, data, short, is_end, back, layers, work, near)
     return back
 
 
@@ -333,7 +322,7 @@ def product_backward(
 # layers' minima (:func:`_fixed_chunk`), and its lanes' state: rows of one value per lane, flat
 # at constant offsets (as the product tile's).
 _CHUNK = 64
-_FCI, _FXPREV, _FT, _FG, _FBASE, _FQ, _FFIRST, _FSTART, _FV, _FROWS = (r * LANES for r in range(10))
+_FCI, _FXPREV, _FT, _FG, _FBASE, _FQ, _FFIRST, _FSTART, _FA, _FM, _FV, _FROWS = (r * LANES for r in range(12))
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -348,6 +337,8 @@ def _fixed_state(
         lane[_FCI + a] = count[i]
         lane[_FG + a], lane[_FBASE + a], lane[_FQ + a] = data.weight[i + 1], short.base[i + 1], short.q[i + 1]
         lane[_FFIRST + a] = fixed_first(i, data, short, is_end)
+        lane[_FA + a] = short.above[i] * row_mean_scale(short, float(data.size[i + 1]))
+        lane[_FM + a] = -1.0  # (the means: where lane[_FA] > 0, from each end)
         lane[_FSTART + a] = float(i)
         lane[_FXPREV + a] = lane[_FT + a] = 0.0
     acc[:] = INF
@@ -355,7 +346,7 @@ def _fixed_state(
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _fixed_lows(
-    at_j: tuple[float, float, float, float, float, bool],
+    at_j: tuple[float, float, float, float, float, bool, float],
     bf: float,
     quad: bool,
     per_batch: float,
@@ -369,7 +360,7 @@ def _fixed_lows(
     :func:`~analysis.optimize._lower.fixed_ratios` (0 below a full batch, else
     :func:`~analysis.optimize._exact.ratio_upper`), :func:`~analysis.optimize._lower.chain`
     and :func:`~analysis.optimize._lower.fixed_bound`: the same floats."""
-    cj, st, w, base_j, q_j, end = at_j
+    cj, st, w, base_j, q_j, end, above_j = at_j
     low, tt, xx = out[0], out[1], out[2]
     full = 0  # the lanes with a full batch below j: a prefix (the starts ascend)
     for a in range(LANES):
@@ -385,18 +376,21 @@ def _fixed_lows(
             lane[_FT + a] = (lane[_FT + a] + st) * ratio
     for a in range(full, LANES):  # (0 below a full batch, up to the start too)
         lane[_FT + a] = (lane[_FT + a] + st) * 0.0
+    if lane[_FA] > 0.0:  # (every lane's scale the same: mean_scale; else the means stay -1)
+        for a in range(LANES):
+            lane[_FM + a] = mean_low(lane[_FA + a], above_j, cj - lane[_FCI + a])
     for a in range(LANES):
         x = cj - lane[_FCI + a]
         lane[_FXPREV + a] = x
         t = lane[_FT + a]
         first = (lane[_FG + a], lane[_FBASE + a], lane[_FQ + a])
-        v = fixed_bound(x, w - t, bf, first, base_j, q_j, quad, per_batch)
+        v = fixed_bound(x, w - t, lane[_FM + a], bf, first, base_j, q_j, quad, per_batch)
         low[a], tt[a], xx[a] = (v if end else INF), t, x
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _fixed_full(
-    at_j: tuple[float, float, float, float, float, bool],
+    at_j: tuple[float, float, float, float, float, bool, float],
     bf: float,
     per_batch: float,
     lane: np.ndarray,
@@ -406,7 +400,7 @@ def _fixed_full(
     """``out[a]``: lane ``a``'s bound at end ``j`` (``cur``: :func:`_fixed_lows`' rows there)
     raised to :func:`~analysis.optimize._exact.power_bound` where higher and ``n >= B`` (as
     :func:`~analysis.optimize._exact.power_bounds` raises a row's: inf stays inf)."""
-    _, _, w, base_j, q_j, _ = at_j
+    _, _, w, base_j, q_j, _, _ = at_j
     low, tt, xx = cur[0], cur[1], cur[2]
     for a in range(LANES):
         n, t = xx[a], tt[a]

@@ -104,7 +104,8 @@ _Y_FLOOR = 2.0**-900
 class Short(NamedTuple):
     """What the short batches read: ``base`` and ``q`` (``g_s = base + s q``) with their
     steps, whether ``q`` is nonzero, a table of ``log x!`` (``hi + lo``) for the ratios, and
-    the prefix counts as floats."""
+    the prefix counts as floats, and the sums of ``base`` above each end (the means the bounds
+    read: :func:`~analysis.optimize._lower.mean_low`)."""
 
     base: np.ndarray
     base_step: np.ndarray
@@ -116,6 +117,7 @@ class Short(NamedTuple):
     cum_float: np.ndarray  # the prefix counts as floats (exact below 2**53)
     product: bool  # one fixed B whose C(N, B) fits float64: C(x, B) by the product formula
     power: bool  # steps of base and q >= 0 (the power bound holds): the module docstring
+    above: np.ndarray  # the sum of base over the samples above each end, from the top
 
 
 def _short(prob: Problem, hi: np.ndarray | None = None, lo: np.ndarray | None = None) -> Short:
@@ -136,7 +138,9 @@ def _short(prob: Problem, hi: np.ndarray | None = None, lo: np.ndarray | None = 
     product = prob.rule.batch_size is not None and comb_applies(prob)
     power = bool((steps >= 0.0).all())
     cum_float = prob.cum.astype(np.float64)
-    return Short(base, steps[0], q, steps[1], bool(q.any()), hi, lo, cum_float, product, power)
+    above = np.zeros(m + 1)  # (from the top, one term at a time: within m + 1 ulps of itself)
+    above[:m] = np.cumsum((np.diff(prob.cum) * base[1:])[::-1])[::-1]
+    return Short(base, steps[0], q, steps[1], bool(q.any()), hi, lo, cum_float, product, power, above)
 
 
 def exact_arrays(prob: Problem) -> tuple[Arrays, Short]:

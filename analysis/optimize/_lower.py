@@ -168,10 +168,44 @@ def fixed_first(i: int, data: Arrays, short: Short, is_end: np.ndarray) -> float
     return float(low * (1.0 - LOW_SLACK) + steps)
 
 
+# Batch sizes whose bounds read the chord from E_1 (:func:`fixed_bound`): below, the bounds lie
+# within 1e-5 of the optimum without it (batch size 8 on the bundled data: 6e-6), and above
+# ``POWER_ABOVE`` the power bound takes the short batch; its division per bucket costs the
+# backward pass a fifth more (measured: ``benchmarks/bench_optimize.py --goals``).
+_MEAN_FROM = 16
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def mean_scale(short: Short) -> float:
+    """What ``above[i]`` is scaled by before :func:`mean_low` reads a mean from it: ``1 - (2 m +
+    4) 2**-53`` (each sum from the top within ``m + 1`` ulps of itself, and the product's
+    rounding) where ``E_r`` is concave in ``r`` (``q = 0``, steps ``>= 0``: the module
+    docstring of :mod:`analysis.optimize._exact`), else 0 (no mean is read)."""
+    if short.quad or not short.power:
+        return 0.0
+    return 1.0 - (2.0 * short.above.size + 4.0) * 2.0**-53
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def row_mean_scale(short: Short, bf: float) -> float:
+    """:func:`mean_scale` where every bucket's bound of batches of ``bf`` reads its mean
+    (``_MEAN_FROM <= B <= POWER_ABOVE``), else 0."""
+    return mean_scale(short) if _MEAN_FROM <= bf <= POWER_ABOVE else 0.0
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def mean_low(a_i: float, above_j: float, n: float) -> float:
+    """At least the mean ``base`` of the ``n`` samples of ``(i, j]``, ``E_1``, from ``a_i =
+    above[i] * mean_scale`` (the difference of the sums above ``i`` and ``j`` less their
+    rounding), or -1 where ``a_i`` is 0 (no mean read: :func:`fixed_bound` takes none)."""
+    return (a_i - above_j) / n if a_i > 0.0 else -1.0
+
+
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def fixed_bound(
     n: float,
     eb: float,
+    mean: float,
     bf: float,
     first: tuple[float, float, float],
     base_j: float,
@@ -180,8 +214,12 @@ def fixed_bound(
     per_batch: float,
 ) -> float:  # pragma: no cover - compiled
     """The bound of :func:`fixed_bounds` on one bucket of ``n`` samples whose full batches'
-    ``E_B`` is ``eb`` (``first``: the row's ``g_B``, ``base`` and ``q`` at its first end;
-    ``base_j``, ``q_j``: at the bucket's end; ``quad``: whether ``q`` is nonzero)."""
+    ``E_B`` is at least ``eb`` (``first``: the row's ``g_B``, ``base`` and ``q`` at its first
+    end; ``base_j``, ``q_j``: at the bucket's end; ``quad``: whether ``q`` is nonzero).  The
+    short batch of ``r`` samples costs ``r E_r``, at least the chord from ``base`` at the
+    first end (``r = 0``) to ``E_B``; where ``mean >= 0`` (:func:`mean_low`, at most ``E_1``:
+    ``E_r`` concave in ``r``), also at least the chord from ``E_1`` to ``E_B``, tighter by as
+    much as the bucket's mean lies above its shortest length (a heavy-tailed bucket)."""
     g_first, base_first, q_first = first
     inv_b = 1.0 / bf
     full = (n * inv_b + _ROUND) - _ROUND  # the nearest integer (n < 2**52), then corrected
@@ -192,7 +230,10 @@ def fixed_bound(
     f = f * f if quad else f
     d = eb - g_first
     d = d if d > 0.0 else 0.0
-    low = (n - r) * eb + r * ((base_first + r * q_first) + f * d)
+    e_r = (base_first + r * q_first) + f * d
+    c1 = mean + ((r - 1.0) * (1.0 / (bf - 1.0))) * (eb - mean)  # (B = 1: r = 0, not read)
+    e_r = c1 if (mean >= 0.0) & (r > 0.0) & (c1 > e_r) else e_r
+    low = (n - r) * eb + r * e_r
     steps = per_batch * (full + (1.0 if r > 0.0 else 0.0))
     alone = n * (base_j + n * q_j) + per_batch  # one batch of n samples: exact
     return float(alone if n < bf else low * (1.0 - LOW_SLACK) + steps)
@@ -218,12 +259,14 @@ def fixed_chords(
     c_i = short.cum_float[i]
     bf = float(data.size[i + 1])
     first = (data.weight[i + 1], short.base[i + 1], short.q[i + 1])  # (a fixed B: weight2 is 0)
+    a_i = short.above[i] * row_mean_scale(short, bf)
     j0 = i + 2  # (the rows sliced from j0: an index from 0 is known not to wrap, vectorised)
     count, w, tt, base, q = short.cum_float[j0:], data.weight[j0:], t[j0:], short.base[j0:], short.q[j0:]
-    end, row, per_batch = is_end[j0:], out[j0:], data.per_batch
+    end, row, per_batch, above = is_end[j0:], out[j0:], data.per_batch, short.above[j0:]
     for k in range(count.size):
         n, eb = count[k] - c_i, w[k] - tt[k]
-        low = fixed_bound(n, eb, bf, first, base[k], q[k], short.quad, per_batch)
+        mean = mean_low(a_i, above[k], n)
+        low = fixed_bound(n, eb, mean, bf, first, base[k], q[k], short.quad, per_batch)
         row[k] = low if end[k] else INF
 
 
@@ -252,6 +295,7 @@ def fixed_path_end(
     if i + 1 >= m or fixed_first(i, data, short, is_end) + after[i + 1] == target:
         return i + 1
     first = (data.weight[i + 1], short.base[i + 1], short.q[i + 1])
+    a_i = short.above[i] * row_mean_scale(short, bf)
     pairs = product_pairs(b)
     prev = _product(count[i + 1] - c_i, pairs)
     grow = product_grow(b)
@@ -262,8 +306,9 @@ def fixed_path_end(
         ok = (y > 0.0) & (count[j - 1] - c_i >= bf)
         t = (t + data.step[j - 1]) * ((prev / y) * grow if ok else 0.0)
         prev = y
+        mean = mean_low(a_i, short.above[j], x)
         low = fixed_bound(
-            x, data.weight[j] - t, bf, first, short.base[j], short.q[j], short.quad, data.per_batch
+            x, data.weight[j] - t, mean, bf, first, short.base[j], short.q[j], short.quad, data.per_batch
         )
         if is_end[j] and low + after[j] == target:
             return j

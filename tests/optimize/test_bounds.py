@@ -104,6 +104,73 @@ def test_every_lower_bound_is_at_most_the_exact_cost(seed, rule, model):
     assert raised > 0
 
 
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("size", [16, 40, 64])
+def test_the_chord_from_the_mean_is_at_most_the_exact_cost_and_raises_bounds(seed, size):
+    """Batch sizes 16 to 64 (``C(x, B)`` by the product formula, no power bound): every
+    bound of ``low_costs`` is at most the exact cost in rationals, and the chord from the
+    bucket's mean ``E_1`` (``fixed_bound``) raises bounds above the chord from its shortest
+    length (the bounds with ``power=False``, which reads no mean) on a heavy tail: the
+    longest lengths far above the rest, each held by a few samples."""
+    rng = np.random.default_rng(8100 + seed)
+    m = int(rng.integers(6, 12))
+    lengths = sorted(rng.choice(np.arange(20, 200), m - 3, replace=False).tolist()) + [900, 3000, 9000]
+    counts = rng.integers(20, 300, m).tolist()
+    counts[-3:] = rng.integers(1, 5, 3).tolist()
+    hist = LengthHistogram.from_counts(lengths, counts)
+    prob = problem.build_problem(hist, BatchRule(batch_size=size), 1)
+    data, short = exact.exact_arrays(prob)
+    assert short.product and short.power and not short.quad
+    is_end = np.ones(m + 1, np.bool_)
+    low, chord, work = np.empty(m + 1), np.empty(m + 1), np.empty(m + 1)
+    costs = kernel.cost_matrix(prob, np.arange(m + 1))
+    raised = 0
+    for i in range(m):
+        lower.low_costs(i, data, short, kernel._NO_BOUNDS, is_end, work, low)
+        lower.low_costs(i, data, short._replace(power=False), kernel._NO_BOUNDS, is_end, work, chord)
+        assert (low >= chord)[i + 1 :].all()
+        raised += int((low > chord)[i + 1 :].sum())
+        for j in range(i + 1, m + 1):
+            cost = bucket_cost(lengths, counts, i, j, {"batch_size": size}, None)
+            assert costs[i, j] == pytest.approx(float(cost), rel=1e-12)
+            assert Fraction(low[j]) <= cost * (1 + Fraction(1, 10**12)), (i, j)
+    assert raised > m
+
+
+def test_the_mean_read_from_the_sums_above_is_at_most_the_mean():
+    """``mean_low`` from the sums of ``base`` above each end (``Short.above``, from the top) is
+    at most each bucket's mean in rationals, also where the bucket is a sliver below a tail
+    holding almost all of the sum (the two sums nearly cancel), and within 1e-9 of it where
+    the bucket holds a tenth of the sum above its start."""
+    rng = np.random.default_rng(8200)
+    m = 400
+    lengths = np.unique(rng.integers(1, 10**6, 3 * m))[:m]
+    counts = rng.integers(1, 50, lengths.size)
+    counts[-20:] = rng.integers(10**4, 10**5, 20)  # (the tail holds almost all of the sum)
+    hist = LengthHistogram.from_counts(lengths, counts)
+    prob = problem.build_problem(hist, BatchRule(batch_size=32), 1)
+    data, short = exact.exact_arrays(prob)
+    m = prob.m
+    scale = lower.mean_scale(short)
+    assert 0.0 < scale < 1.0
+    cum = prob.cum.tolist()
+    base = [Fraction(float(v)) for v in short.base]
+    above = [Fraction(0)] * (m + 1)  # exact
+    for k in range(m - 1, -1, -1):
+        above[k] = above[k + 1] + (cum[k + 1] - cum[k]) * base[k + 1]
+    close = 0
+    for i in rng.integers(0, m - 1, 60).tolist():
+        for j in rng.integers(i + 1, m + 1, 20).tolist():
+            n = cum[j] - cum[i]
+            want = (above[i] - above[j]) / n
+            got = lower.mean_low(float(short.above[i]) * scale, float(short.above[j]), float(n))
+            assert Fraction(got) <= want, (i, j)
+            if above[i] - above[j] >= above[i] / 10:
+                assert float(want) - got <= 1e-9 * float(want), (i, j)
+                close += 1
+    assert close > 50
+
+
 @pytest.mark.parametrize("size", [65, 300, 2000])
 def test_the_ratio_bounds_are_at_least_the_ratios_and_close(size):
     """``ratio_bounds`` (what the bounds read for a batch size with no table of ``C(x, B)``):
