@@ -28,12 +28,14 @@ from analysis.optimize._costs import INF, Arrays
 from analysis.optimize._exact import (
     FEW_STEPS,
     POWER_ABOVE,
+    RATIO_GROW,
     Short,
     power_bound,
     ratio_bound,
     ratio_few,
 )
 from analysis.optimize._lower import (
+    FEW_PRODUCT_FROM,
     budget_bound,
     budget_end,
     budget_first,
@@ -71,8 +73,8 @@ TILE_ENDS = 8
 # Ends whose layers' minima :func:`_product_tile` takes before testing which lanes are near.
 _NEAR_ENDS = 64
 _CI, _X, _Y, _PREV, _XPREV, _T, _G, _BASE, _Q, _FIRST, _LOW = (r * LANES for r in range(11))
-_START, _U, _A, _M = (r * LANES for r in range(11, 15))
-_ROWS = 15 * LANES
+_START, _U, _A, _M, _S = (r * LANES for r in range(11, 16))
+_ROWS = 16 * LANES
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -91,7 +93,8 @@ def _tile_state(
         lane[_A + a] = short.above[i] * row_mean_scale(short, float(data.size[i + 1]))
         lane[_M + a] = -1.0  # (the means: where lane[_A] > 0, from each end)
         lane[_START + a] = float(i)
-        lane[_Y + a] = lane[_XPREV + a] = lane[_T + a] = 0.0
+        lane[_X + a] = lane[_Y + a] = lane[_XPREV + a] = lane[_T + a] = 0.0
+    lane[_S] = 0.0  # (C(x, B) taken at x = 0)
     acc[:] = INF
 
 
@@ -123,28 +126,66 @@ def _tile_lows(
     b = pairs.shape[1]
     bf = float(b)
     grow = product_grow(b)
+    d = cj - lane[_CI] - lane[_X]  # the samples at j (where lane 0 holds no full batch, no lane does)
+    few = (d <= FEW_STEPS) & (b >= FEW_PRODUCT_FROM)  # (ratio_few, else C(x, B): fixed_ratios' choice)
+    if not few and lane[_S] > 0.0:  # (C(x, B) at the end before j skipped: taken now)
+        for a in range(LANES):
+            lane[_Y + a], lane[_U + a] = pair_start(lane[_X + a], pairs)
+        _products(pairs, lane)
+    lane[_S] = 1.0 if few else 0.0
     for a in range(LANES):
         lane[_PREV + a] = lane[_Y + a]
         x = cj - lane[_CI + a]
         lane[_X + a] = x
-        lane[_Y + a], lane[_U + a] = pair_start(x, pairs)
+        lane[_Y + a], lane[_U + a] = pair_start(x, pairs)  # (read where not few)
     if lane[_A] > 0.0:  # (every lane's scale the same: mean_scale; else the means stay -1)
         for a in range(LANES):
             lane[_M + a] = mean_low(lane[_A + a], above_j, lane[_X + a])
-    for f in range(b // 2):  # C(x, B) = y0 prod_f (u + c_f) d_f (product_pairs)
+    if few:
+        for a in range(LANES):
+            ok = lane[_XPREV + a] >= bf  # (then C(x, B) > 0: every factor >= 1)
+            ratio = ratio_few(lane[_X + a], d, bf, grow) if ok else 0.0
+            _lane_bound(a, ratio, at_j, bf, quad, per_batch, lane)
+        return
+    _products(pairs, lane)
+    for a in range(LANES):
+        y = lane[_Y + a]
+        ok = (y > 0.0) & (lane[_XPREV + a] >= bf)
+        ratio = (lane[_PREV + a] / y) * grow if ok else 0.0  # (0 below a full batch, and up to the start)
+        _lane_bound(a, ratio, at_j, bf, quad, per_batch, lane)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _lane_bound(
+    a: int,
+    ratio: float,
+    at_j: tuple[float, float, float, float, float, bool, float],
+    bf: float,
+    quad: bool,
+    per_batch: float,
+    lane: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """Lane ``a``'s running sum advanced by ``ratio`` and its bound at the end of ``at_j``."""
+    _, st, w, base_j, q_j, end, _ = at_j
+    x = lane[_X + a]
+    lane[_XPREV + a] = x
+    t = (lane[_T + a] + st) * ratio
+    lane[_T + a] = t
+    first = (lane[_G + a], lane[_BASE + a], lane[_Q + a])
+    v = fixed_bound(x, w - t, lane[_M + a], bf, first, base_j, q_j, quad, per_batch)
+    lane[_LOW + a] = v if end else INF
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _products(pairs: np.ndarray, lane: np.ndarray) -> None:  # pragma: no cover - compiled
+    """``lane[_Y]``: ``C(x, B)`` at every lane's ``x`` by the product formula from its start
+    ``lane[_Y]``, ``lane[_U]`` (:func:`~analysis.optimize._lower.pair_start`; the pairs of
+    :func:`~analysis.optimize._lower.product_pairs`, as
+    :func:`~analysis.optimize._lower.fixed_ratios` takes them)."""
+    for f in range(pairs.shape[1] // 2):  # C(x, B) = y0 prod_f (u + c_f) d_f (product_pairs)
         c, d = pairs[0, f], pairs[1, f]
         for a in range(LANES):
             lane[_Y + a] *= (lane[_U + a] + c) * d
-    for a in range(LANES):
-        x, y = lane[_X + a], lane[_Y + a]
-        ok = (y > 0.0) & (lane[_XPREV + a] >= bf)
-        ratio = (lane[_PREV + a] / y) * grow if ok else 0.0  # (0 below a full batch, and up to the start)
-        lane[_XPREV + a] = x
-        t = (lane[_T + a] + st) * ratio
-        lane[_T + a] = t
-        first = (lane[_G + a], lane[_BASE + a], lane[_Q + a])
-        v = fixed_bound(x, w - t, lane[_M + a], bf, first, base_j, q_j, quad, per_batch)
-        lane[_LOW + a] = v if end else INF
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -368,7 +409,7 @@ def _fixed_lows(
     d = cj - lane[_FCI] - lane[_FXPREV]  # (the samples at j: the same in every lane)
     if d <= FEW_STEPS:  # (ratio_upper's choice, made once for the lanes)
         for a in range(full):
-            ratio = ratio_few(cj - lane[_FCI + a], d, bf)
+            ratio = ratio_few(cj - lane[_FCI + a], d, bf, RATIO_GROW)
             lane[_FT + a] = (lane[_FT + a] + st) * ratio
     else:
         for a in range(full):

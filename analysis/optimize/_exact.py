@@ -208,7 +208,7 @@ def ratio_bounds(i: int, j0: int, data: Arrays, short: Short, ratio: np.ndarray)
     * ``exp(-Z) <= exp(-z)`` for ``z = min(that, 700) <= Z``, and
       ``exp(-z) = exp(-z/256)**256 <= p(z/256)**256`` with ``p`` the Taylor polynomial of
       ``exp(-h)`` to ``h**6/720`` (it ends on a positive term: above ``exp(-h)``, and > 0);
-    * times ``1 + 1e-11``: above the rounding of these steps (a few ulps of ``z <= 700``, its
+    * times ``RATIO_GROW = 1 + 1e-11``: above the rounding of these steps (a few ulps of ``z <= 700``, its
       quotients taken from one reciprocal, ``7e-13`` at most through ``exp``; a few ulps
       doubled by each of the 8 squarings) and of
       each step of the running sum that reads it, so the computed ``T_B`` is at least the
@@ -249,9 +249,12 @@ def ratio_bound(a: float, b: float, bf: float) -> float:  # pragma: no cover - c
     e = e * e
     e = e * e
     e = e * e  # p(h)**256
-    return e * (1.0 + 1e-11)
+    return e * RATIO_GROW
 
 
+# What a bound's ratio is multiplied by (:func:`ratio_bound`, :func:`ratio_upper`): above the
+# rounding of its own steps, of the exact cost's ratio and of the running sum that reads it.
+RATIO_GROW = 1.0 + 1e-11
 # A ratio over at most this many samples is taken as its product (:func:`ratio_few`): exact to
 # a few ulps in a fifth of :func:`ratio_bound`'s flops.  Most ends of a long tail hold one or two
 # samples (41 % and 3 % of the bundled data's ends); 4 and 8 were no faster
@@ -260,18 +263,19 @@ FEW_STEPS = 2
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def ratio_few(b: float, d: float, bf: float) -> float:  # pragma: no cover - compiled
+def ratio_few(b: float, d: float, bf: float, grow: float) -> float:  # pragma: no cover - compiled
     """At least ``C(b - d, B) / C(b, B) = prod_{s < d} (b - s - B) / (b - s)`` for ``1 <= d <=
     FEW_STEPS`` and ``b - d >= B`` (``bf``: ``B``): the products of the factors (each an exact
     integer ``>= 1``; ``1`` for ``s >= d``, so the loop vectorises across callers' lanes), one
-    quotient, times ``1 + 1e-11`` as :func:`ratio_bound` (above their seven roundings, ``8e-16``,
-    and the running sum's)."""
+    quotient (three roundings for ``d <= 2``), times the caller's ``grow`` (``RATIO_GROW``, or
+    the product formula's :func:`~analysis.optimize._lower.product_grow`, which budgets more
+    for its own quotient), above those and the running sum's."""
     num, den = b - bf, b
     for s in range(1, FEW_STEPS):
         sf = float(s)
         num *= (b - sf - bf) if sf < d else 1.0
         den *= (b - sf) if sf < d else 1.0
-    return num / den * (1.0 + 1e-11)
+    return num / den * grow
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
@@ -280,7 +284,7 @@ def ratio_upper(a: float, b: float, bf: float) -> float:  # pragma: no cover - c
     ``FEW_STEPS`` samples, else :func:`ratio_bound` (the one rule every bound's ratio takes:
     the backward pass's tiles choose per end, the same floats)."""
     d = b - a
-    return ratio_few(b, d, bf) if d <= FEW_STEPS else ratio_bound(a, b, bf)
+    return ratio_few(b, d, bf, RATIO_GROW) if d <= FEW_STEPS else ratio_bound(a, b, bf)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")

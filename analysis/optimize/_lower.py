@@ -27,6 +27,7 @@ import numpy as np
 from analysis.optimize._budget import BudgetBounds, full_bound, ones_bound
 from analysis.optimize._costs import INF, Arrays
 from analysis.optimize._exact import (
+    FEW_STEPS,
     LOW_SLACK,
     POWER_ABOVE,
     Short,
@@ -34,6 +35,7 @@ from analysis.optimize._exact import (
     power_bounds,
     power_bounds_within,
     ratio_bounds,
+    ratio_few,
     ratio_upper,
 )
 
@@ -47,6 +49,13 @@ COUNT_SLACK = 4.0 * 2.0**-53
 # :func:`residue_bound` sums its terms exactly from the first end whose count passes
 # ``n 2**(-_RESIDUE_CUT / r)`` (each term below weighs at most ``2**-_RESIDUE_CUT`` of its step).
 _RESIDUE_CUT = 20.0
+
+
+# Batch sizes from which the product formula's ratios over at most ``FEW_STEPS`` samples are
+# taken by :func:`~analysis.optimize._exact.ratio_few` instead (``B / 2`` pairs of factors at
+# both ends against one quotient; below, the pairs cost less than the branch: measured with
+# ``benchmarks/bench_optimize.py --goals``).
+FEW_PRODUCT_FROM = 16
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -80,9 +89,14 @@ def fixed_ratios(
             for j in range(y.size):
                 y[j] *= (u[j] + c) * d
         grow = product_grow(b)
-        for j in range(i + 2, m + 1):
+        for j in range(i + 2, m + 1):  # (over at most FEW_STEPS samples ratio_few: the same floats)
             ok = (cx[j] > 0.0) & (count[j - 1] - c_i >= bf)
-            ratio[j] = (cx[j - 1] / cx[j]) * grow if ok else 0.0  # (0 below a full batch)
+            d = count[j] - count[j - 1]
+            few = ratio_few(count[j] - c_i, d, bf, grow)
+            pf = (cx[j - 1] / cx[j]) * grow
+            ratio[j] = (
+                (few if (d <= FEW_STEPS) & (b >= FEW_PRODUCT_FROM) else pf) if ok else 0.0
+            )  # (0 below B)
     else:  # 0 while x_{j-1} < B, then bounds on the ratios
         full = i + 2 + np.searchsorted(cum[i + 1 : m], ci + b, side="left")  # first x_{j-1} >= B
         ratio[i + 2 : full] = 0.0
@@ -304,7 +318,9 @@ def fixed_path_end(
         x = count[j] - c_i
         y = _product(x, pairs)
         ok = (y > 0.0) & (count[j - 1] - c_i >= bf)
-        t = (t + data.step[j - 1]) * ((prev / y) * grow if ok else 0.0)
+        d = count[j] - count[j - 1]
+        ratio = ratio_few(x, d, bf, grow) if (d <= FEW_STEPS) & (b >= FEW_PRODUCT_FROM) else (prev / y) * grow
+        t = (t + data.step[j - 1]) * (ratio if ok else 0.0)
         prev = y
         mean = mean_low(a_i, short.above[j], x)
         low = fixed_bound(

@@ -47,11 +47,12 @@ def histogram(n_distinct: int, seed: int) -> LengthHistogram:
     return LengthHistogram.from_counts(lengths, counts)
 
 
-@pytest.mark.parametrize("batch_size", [1, 3, 8, 64, 100])
+@pytest.mark.parametrize("batch_size", [1, 3, 8, 41, 64, 100])
 @pytest.mark.parametrize(("n_distinct", "edge_multiple"), [(40, 1), (157, 1), (300, 4)])
 def test_backward_is_the_row_by_row_recursion(batch_size: int, n_distinct: int, edge_multiple: int) -> None:
     """Tiles of several starts and tiles with fewer rows than lanes (40 starts), every start
-    or every fourth length an end; the product formula (B <= 64) and the table of log x!."""
+    or every fourth length an end; the product formula (B <= 64; from 16 the mean's chord
+    and, at ends of one or two samples, ``ratio_few``) and the table of log x!."""
     rule = BatchRule(batch_size=batch_size)
     prob = build_problem(histogram(n_distinct, batch_size), rule, edge_multiple)
     data, short = exact.exact_arrays(prob)
@@ -137,7 +138,7 @@ def test_budget_backward_is_the_row_by_row_recursion(
         assert np.isfinite(got[n_buckets, 0])
 
 
-@pytest.mark.parametrize("batch_size", [1, 8, 64])
+@pytest.mark.parametrize("batch_size", [1, 8, 41, 64])
 def test_tile_rows_are_the_rows_of_bounds(batch_size: int) -> None:
     """The forward pass's tile of rows: each lane's row the start's own
     (:func:`~analysis.optimize._lower.low_costs`) above it, the last start repeated."""
@@ -159,7 +160,7 @@ def test_tile_rows_are_the_rows_of_bounds(batch_size: int) -> None:
         assert np.all(tile[a, starts[0] + 1 : i + 1] == np.inf) and np.all(tile[a, : starts[0] + 1] == -1.0)
 
 
-@pytest.mark.parametrize("batch_size", [3, 8])
+@pytest.mark.parametrize("batch_size", [3, 8, 41])
 def test_the_near_ends_and_the_last_buckets_bound(batch_size: int) -> None:
     """What the product path's backward pass leaves for the forward pass, against the rows
     of bounds one start at a time: ``last[k, i]`` at least every end ``j < m`` whose bound
