@@ -73,8 +73,8 @@ TILE_ENDS = 8
 # Ends whose layers' minima :func:`_product_tile` takes before testing which lanes are near.
 _NEAR_ENDS = 64
 _CI, _X, _Y, _PREV, _XPREV, _T, _G, _BASE, _Q, _FIRST, _LOW = (r * LANES for r in range(11))
-_START, _U, _A, _M, _S = (r * LANES for r in range(11, 16))
-_ROWS = 16 * LANES
+_START, _U, _A, _S = (r * LANES for r in range(11, 15))
+_ROWS = 15 * LANES
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -91,7 +91,6 @@ def _tile_state(
         lane[_G + a], lane[_BASE + a], lane[_Q + a] = data.weight[i + 1], short.base[i + 1], short.q[i + 1]
         lane[_FIRST + a] = fixed_first(i, data, short, is_end)
         lane[_A + a] = short.above[i] * row_mean_scale(short, float(data.size[i + 1]))
-        lane[_M + a] = -1.0  # (the means: where lane[_A] > 0, from each end)
         lane[_START + a] = float(i)
         lane[_X + a] = lane[_Y + a] = lane[_XPREV + a] = lane[_T + a] = 0.0
     lane[_S] = 0.0  # (C(x, B) taken at x = 0)
@@ -104,8 +103,8 @@ def _at(
 ) -> tuple[float, float, float, float, float, bool, float]:  # pragma: no cover - compiled
     """What :func:`_tile_lows` reads at end ``j``: the count up to it, the step before it, its
     weight, ``base`` and ``q``, whether it is an end, and the sum of ``base`` above it."""
-    j_at = (short.cum_float[j], data.step[j - 1], data.weight[j], short.base[j], short.q[j], is_end[j])
-    return (*j_at, short.above[j])
+    cj, base_j, q_j, above_j = short.cum_float[j], short.base[j], short.q[j], short.above[j]
+    return cj, data.step[j - 1], data.weight[j], base_j, q_j, is_end[j], above_j
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -138,41 +137,52 @@ def _tile_lows(
         x = cj - lane[_CI + a]
         lane[_X + a] = x
         lane[_Y + a], lane[_U + a] = pair_start(x, pairs)  # (read where not few)
-    if lane[_A] > 0.0:  # (every lane's scale the same: mean_scale; else the means stay -1)
-        for a in range(LANES):
-            lane[_M + a] = mean_low(lane[_A + a], above_j, lane[_X + a])
+    means = lane[_A] > 0.0  # (every lane's scale the same: mean_scale; else no mean is read)
     if few:
         for a in range(LANES):
-            ok = lane[_XPREV + a] >= bf  # (then C(x, B) > 0: every factor >= 1)
-            ratio = ratio_few(lane[_X + a], d, bf, grow) if ok else 0.0
-            _lane_bound(a, ratio, at_j, bf, quad, per_batch, lane)
+            ratio = ratio_few(lane[_X + a], d, bf, grow) if lane[_XPREV + a] >= bf else 0.0  # (C(x, B) > 0)
+            mean = mean_low(lane[_A + a], above_j, lane[_X + a]) if means else -1.0
+            _lane_bound(a, ratio, mean, at_j, bf, quad, per_batch, lane)
         return
     _products(pairs, lane)
-    for a in range(LANES):
-        y = lane[_Y + a]
-        ok = (y > 0.0) & (lane[_XPREV + a] >= bf)
-        ratio = (lane[_PREV + a] / y) * grow if ok else 0.0  # (0 below a full batch, and up to the start)
-        _lane_bound(a, ratio, at_j, bf, quad, per_batch, lane)
+    if means:
+        for a in range(LANES):
+            mean = mean_low(lane[_A + a], above_j, lane[_X + a])
+            _lane_bound(a, _pair_ratio(a, bf, grow, lane), mean, at_j, bf, quad, per_batch, lane)
+    else:  # (the chord from the mean folds away)
+        for a in range(LANES):
+            _lane_bound(a, _pair_ratio(a, bf, grow, lane), -1.0, at_j, bf, quad, per_batch, lane)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _pair_ratio(a: int, bf: float, grow: float, lane: np.ndarray) -> float:  # pragma: no cover - compiled
+    """Lane ``a``'s ratio ``C(x_prev, B) / C(x, B)`` from the product formula's values at both ends,
+    times ``grow`` (0 below a full batch, and up to the start)."""
+    y = lane[_Y + a]
+    ok = (y > 0.0) & (lane[_XPREV + a] >= bf)
+    return (lane[_PREV + a] / y) * grow if ok else 0.0
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _lane_bound(
     a: int,
     ratio: float,
+    mean: float,
     at_j: tuple[float, float, float, float, float, bool, float],
     bf: float,
     quad: bool,
     per_batch: float,
     lane: np.ndarray,
 ) -> None:  # pragma: no cover - compiled
-    """Lane ``a``'s running sum advanced by ``ratio`` and its bound at the end of ``at_j``."""
+    """Lane ``a``'s running sum advanced by ``ratio`` and its bound at the end of ``at_j`` (``mean``:
+    :func:`~analysis.optimize._lower.fixed_bound`'s)."""
     _, st, w, base_j, q_j, end, _ = at_j
     x = lane[_X + a]
     lane[_XPREV + a] = x
     t = (lane[_T + a] + st) * ratio
     lane[_T + a] = t
     first = (lane[_G + a], lane[_BASE + a], lane[_Q + a])
-    v = fixed_bound(x, w - t, lane[_M + a], bf, first, base_j, q_j, quad, per_batch)
+    v = fixed_bound(x, w - t, mean, bf, first, base_j, q_j, quad, per_batch)
     lane[_LOW + a] = v if end else INF
 
 
