@@ -53,8 +53,10 @@ _RESIDUE_CUT = 20.0
 
 # Batch sizes from which the product formula's ratios over at most ``FEW_STEPS`` samples are
 # taken by :func:`~analysis.optimize._exact.ratio_few` instead (``B / 2`` pairs of factors at
-# both ends against one quotient; below, the pairs cost less than the branch: measured with
-# ``benchmarks/bench_optimize.py --goals``).
+# both ends against one quotient).  Measured on the bundled data, the backward pass alone
+# (min of 5): from 32 it took batch sizes 32 / 48 / 64 from 0.111 / 0.126 / 0.146 s to 0.095 /
+# 0.099 / 0.107 s; from 16 rather than 32, batch sizes 16 and 24 0.104 / 0.113 s -> 0.090 /
+# 0.097 s.
 FEW_PRODUCT_FROM = 16
 
 
@@ -182,10 +184,13 @@ def fixed_first(i: int, data: Arrays, short: Short, is_end: np.ndarray) -> float
     return float(low * (1.0 - LOW_SLACK) + steps)
 
 
-# Batch sizes whose bounds read the chord from E_1 (:func:`fixed_bound`): below, the bounds lie
-# within 1e-5 of the optimum without it (batch size 8 on the bundled data: 6e-6), and above
-# ``POWER_ABOVE`` the power bound takes the short batch; its division per bucket costs the
-# backward pass a fifth more (measured: ``benchmarks/bench_optimize.py --goals``).
+# Batch sizes whose bounds read the chord from E_1 (:func:`fixed_bound`), a division per bucket.
+# Below, the bounds lie within 1e-5 of the optimum without it (batch size 8 on the bundled data:
+# 6e-6) and it cost batch size 8's backward pass 0.071 -> 0.093 s; above ``POWER_ABOVE`` the
+# power bound takes the short batch, and it cost more than it pruned (batch sizes 100 to 10**5,
+# 0.19-0.26 s either way).  Between, it cut the forward pass at 17 / 32 / 48 / 64 from 0.040 /
+# 0.057 / 0.082 / 0.103 s to 0.020 / 0.029 / 0.036 / 0.048 s (rerun the goals:
+# ``benchmarks/bench_optimize.py --goals``).
 _MEAN_FROM = 16
 
 
