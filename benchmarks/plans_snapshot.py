@@ -6,8 +6,9 @@ Run it in each checkout and compare the files::
     (cd OLD_CHECKOUT && PYTHONPATH=. python /path/to/benchmarks/plans_snapshot.py before.json)
 
 For ``data/case_lengths.csv`` and every ``../shared/data/*.npy`` (alpaca clipped at 8,192): the
-edges and efficiency of every method for K = 1..16 under batch_size 8 and max_tokens 65,536,
-the case's edges' efficiency, and sorted padding.  Written against the API both before and
+edges and efficiency of every method for K = 1..16 under each rule of ``RULES`` (batch sizes 8,
+17, 64, 10,000 and 10**8; token budgets with and without ``pad_to_multiple_of``), the case's
+edges' efficiency, and sorted padding.  Written against the API both before and
 after issue 8 (it uses only the keyword batch rule), so an older checkout can run it too.
 """
 
@@ -27,6 +28,8 @@ SHARED = Path(__file__).resolve().parents[2] / "shared" / "data"
 METHODS = ["optimal", "geometric", "equal_count", "equal_tokens", "greedy"]
 RULES = (
     ("batch_size_8", {"batch_size": 8}),
+    ("batch_size_17", {"batch_size": 17}),
+    ("batch_size_64", {"batch_size": 64}),
     ("max_tokens_65536", {"max_tokens": 65536}),
     ("batch_size_10000", {"batch_size": 10_000}),
     ("batch_size_1e8", {"batch_size": 10**8}),
