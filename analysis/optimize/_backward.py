@@ -119,8 +119,11 @@ def _tile_lows(
     bound at ``start + 1``), the lanes' ratios and running sums advanced to ``j`` (``at_j``:
     :func:`_at`; scalars, not the tables' tuples, whose reference counts a call per end
     pays): per lane the arithmetic of :func:`~analysis.optimize._lower.fixed_ratios` (the
-    product formula), :func:`~analysis.optimize._lower.chain` and
-    :func:`~analysis.optimize._lower.fixed_bounds`, the same floats."""
+    product formula; from ``FEW_PRODUCT_FROM``, at an end of at most ``FEW_STEPS`` samples,
+    :func:`~analysis.optimize._exact.ratio_few`, ``C(x, B)`` then taken at the next end that
+    needs it), :func:`~analysis.optimize._lower.chain` and
+    :func:`~analysis.optimize._lower.fixed_bounds` (with the bucket's mean where
+    :func:`~analysis.optimize._lower.row_mean_scale` reads one), the same floats."""
     cj, st, w, base_j, q_j, end, above_j = at_j
     b = pairs.shape[1]
     bf = float(b)

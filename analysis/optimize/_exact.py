@@ -257,8 +257,8 @@ def ratio_bound(a: float, b: float, bf: float) -> float:  # pragma: no cover - c
 RATIO_GROW = 1.0 + 1e-11
 # A ratio over at most this many samples is taken as its product (:func:`ratio_few`): exact to
 # a few ulps in a fifth of :func:`ratio_bound`'s flops.  Most ends of a long tail hold one or two
-# samples (41 % and 3 % of the bundled data's ends); 4 and 8 were no faster
-# (``benchmarks/bench_optimize.py``, batch sizes 100 to 10**5).
+# samples (41 % and 3 % of the bundled data's ends); 4 and 8 were no faster (the backward pass
+# at batch sizes 100 to 10**5; the goals: ``benchmarks/bench_optimize.py --goals``).
 FEW_STEPS = 2
 
 
