@@ -79,8 +79,8 @@ BYTE_COMPILE = "$(PY)" -m compileall -qq -j 0 -x '$(NOT_COMPILED)' "$$("$(PY)" -
 # in: pip leaves a core idle).  The suite's workers and notebook kernels then load the kernels
 # instead of each compiling them at once: a fresh clone's `make test` 3 min 57.6 s, 3 min 59.6 s
 # and 4 min 7.0 s in three runs (the install 73-80 s, was 45 s without it; pytest 159-163 s,
-# was 222 s); 4 min 17.2 s and 4 min 12.4 s after issue 34's bounds for batch sizes 16-64
-# (their kernels compile 4.6 s longer; pytest 169-171 s).
+# was 222 s); a day later 4 min 17.2 s, 4 min 12.4 s and 4 min 16.4 s (pytest 168-171 s), and
+# the commit those three were measured against took 4 min 11.9 s (pytest 168.6 s) beside them.
 # A failed compile fails the install with its log.
 $(STAMP): pyproject.toml
 	$(make_venv)
