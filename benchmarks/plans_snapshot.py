@@ -7,7 +7,7 @@ Run it in each checkout and compare the files::
 
 For ``data/case_lengths.csv`` and every ``../shared/data/*.npy`` (alpaca clipped at 8,192): the
 edges and efficiency of every method for K = 1..16 under each rule of ``RULES`` (batch sizes 8,
-17, 64, 10,000 and 10**8; token budgets with and without ``pad_to_multiple_of``), the case's
+17, 64, 1,000, 10,000 and 10**8; token budgets with and without ``pad_to_multiple_of``), the case's
 edges' efficiency, and sorted padding.  Written against the API both before and
 after issue 8 (it uses only the keyword batch rule), so an older checkout can run it too.
 """
@@ -31,6 +31,7 @@ RULES = (
     ("batch_size_17", {"batch_size": 17}),
     ("batch_size_64", {"batch_size": 64}),
     ("max_tokens_65536", {"max_tokens": 65536}),
+    ("batch_size_1000", {"batch_size": 1000}),
     ("batch_size_10000", {"batch_size": 10_000}),
     ("batch_size_1e8", {"batch_size": 10**8}),
     ("max_tokens_4096_pad_64", {"max_tokens": 4096, "pad_to_multiple_of": 64}),

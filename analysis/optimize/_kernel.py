@@ -10,6 +10,8 @@ candidate search's proof, the greedy rule's descent).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numba
 import numpy as np
 
@@ -26,15 +28,22 @@ _NO_BOUNDS = BudgetBounds(np.zeros(0), np.zeros(0), np.zeros((0, 0)), np.zeros((
 
 
 def solve_kernel(
-    prob: Problem, n_buckets: int, ends: np.ndarray, dense: bool = False
+    prob: Problem,
+    n_buckets: int,
+    ends: np.ndarray,
+    dense: bool = False,
+    wanted: Sequence[int] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """``D[k, j]``: least exact objective of ``k`` buckets covering lengths ``1..j`` with every
     bucket ending in ``ends`` (short batches as they are, :mod:`analysis.optimize._exact`);
     ``A[k, j]``: the start of the last bucket (for backtracking).
 
     Pruned (:mod:`analysis.optimize._pruned`) unless ``dense``: ``D[k, m]`` and the path back
-    from it are exact (the dense DP's, bit for bit) for every ``k``, and the other cells are
-    at least the dense DP's (only optimal plans are followed)."""
+    from it are exact (the dense DP's, bit for bit) for every ``k`` in ``wanted`` (default:
+    ``1..n_buckets``), and the other cells are at least the dense DP's (only plans that may be
+    optimal for a wanted bucket count are followed)."""
+    want = np.zeros(n_buckets + 1, np.bool_)
+    want[list(range(1, n_buckets + 1)) if wanted is None else list(wanted)] = True
     rows, is_end = _rows(prob, n_buckets, ends)
     data, short = exact_arrays(prob)
     if data.token and not dense:
@@ -42,7 +51,7 @@ def solve_kernel(
             bounds = budget_bounds(data)
     else:
         bounds = _NO_BOUNDS
-    out: tuple[np.ndarray, np.ndarray] = solve_exact(data, short, bounds, rows, is_end, n_buckets, dense)
+    out: tuple[np.ndarray, np.ndarray] = solve_exact(data, short, bounds, rows, is_end, want, dense)
     return out
 
 

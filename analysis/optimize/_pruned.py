@@ -8,10 +8,14 @@ plan (the one pruned scheme, for every rule and objective):
    :mod:`analysis.optimize._lower`; with a token budget from the restart-free bounds on
    ``E_B`` of :mod:`analysis.optimize._budget`): ``back[k, i]``, at most the least exact
    objective of ``k`` buckets covering ``(i, m]`` (:mod:`analysis.optimize._backward`, tiled).
-2. *Upper bounds*: for every bucket count, the plan the bounds chose, costed exactly (for a
-   fixed ``B`` without the product formula, where that plan lies far above ``back``, its
-   edges first moved by a local search while the exact cost falls: any plan's exact cost
-   bounds the optimum from above, so the search changes only how much step 3 prunes).
+2. *Upper bounds*: for every bucket count asked for, the plan the bounds chose, costed
+   exactly (for a fixed ``B`` without the product formula, where that plan lies far above
+   ``back``, its edges first moved by a local search while the exact cost falls: any plan's
+   exact cost bounds the optimum from above, so the search changes only how much step 3
+   prunes); ``-inf`` for a bucket count not asked for, so that step 3 follows no plan for it
+   alone (where the bounds are loose for a few buckets, the counts below the one asked for
+   would widen every row: ``optimize_edges(K=6)`` at batch size 1,000 on a real file costed
+   ten times the buckets it needs).
 3. *Forwards, exact*: start ``i`` is followed for its ``k``-th bucket only when the best
    ``k - 1`` buckets up to it plus ``back`` fit under an upper bound, and a bucket from it is
    costed exactly only when its own bound fits too (for one fixed ``B`` by the product
@@ -22,7 +26,8 @@ plan (the one pruned scheme, for every rule and objective):
    it, a bucket whose short batch is not carried along the row is tested once more with a
    tighter bound on its short batch before it is costed: :func:`_residues`).
 
-Why this is the exact optimum: every bucket of an optimal plan passes both tests (the
+Why this is the exact optimum (of each bucket count asked for): every bucket of an optimal
+plan of such a count passes both tests (the
 prefix of an optimal plan is an optimal prefix, computed exactly by induction; its bounds
 are at most its exact costs), so ``D[k, m]`` and the path back from it are those of the DP
 over every bucket's exact cost (``dense``), the same floats: the same smallest start on
@@ -46,7 +51,7 @@ from analysis.optimize._lower import fixed_path_end, fixed_row, low_costs, low_c
 def reach_table(back: np.ndarray, upper: np.ndarray) -> np.ndarray:  # pragma: no cover - compiled
     """``reach[k, j]``: the most a path may spend on its first ``k`` buckets up to ``j`` and
     still be optimal for some bucket count (its rest costs at least ``back``; ``upper[K]`` an
-    upper bound on the optimum of ``K`` buckets)."""
+    upper bound on the optimum of ``K`` buckets; ``-inf`` where not asked for: no path)."""
     n_buckets = back.shape[0] - 1
     m = back.shape[1] - 1
     reach = np.full((n_buckets + 1, m + 1), -INF)
@@ -214,13 +219,15 @@ def _uppers(
     is_end: np.ndarray,
     back: np.ndarray,
     carried: bool | None,
+    wanted: np.ndarray,
 ) -> np.ndarray:
-    """``upper[K]``: for every bucket count, the exact objective of the plan the bounds chose
-    (inf where ``back`` has none), with the margin ``SLACK``; for one fixed ``B`` without the
+    """``upper[K]``: for every bucket count with ``wanted[K]``, the exact objective of the plan
+    the bounds chose (inf where ``back`` has none), with the margin ``SLACK``; ``-inf`` for the
+    others (step 2 of the module docstring); for one fixed ``B`` without the
     product formula (where the bounds' plans lie far from optimal) refined by
     :func:`_refined` (a compiled call of its own, chosen here: the other rules' first call
     does not compile it); ``carried``: :func:`~analysis.optimize._exact.carried_rows`."""
-    upper, plans = _bound_plans(data, short, bounds, rows, is_end, back, carried)
+    upper, plans = _bound_plans(data, short, bounds, rows, is_end, back, carried, wanted)
     if not short.product and not data.token:
         _refined(data, short, is_end, back, upper, plans)
     return upper
@@ -235,6 +242,7 @@ def _bound_plans(
     is_end: np.ndarray,
     back: np.ndarray,
     carried: bool | None,
+    wanted: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
     """:func:`_uppers` before the refinement, and the plans (``plans[K, :K + 1]``: edges);
     ``carried``: :func:`~analysis.optimize._exact.carried_rows`."""
@@ -244,7 +252,9 @@ def _bound_plans(
     plans = np.zeros((n_buckets + 1, n_buckets + 1), np.int64)
     work = np.zeros((4, m + 1))
     for k in range(1, n_buckets + 1):
-        if back[k, 0] == INF:
+        if not wanted[k]:
+            upper[k] = -INF
+        if back[k, 0] == INF or not wanted[k]:
             continue
         total = 0.0
         i = rows[0]  # (0, typed as the other starts: a literal 0 would compile every callee twice)
@@ -279,7 +289,7 @@ def _near(
     back[K - k + 1, i] >= back[K, 0]`` (a plan's exact costs are at least its bounds), so
     ``low(i, j) + back[K - k, j]`` is within ``upper[K] - back[K, 0]`` of
     ``back[K - k + 1, i]``: where that is at most ``tau / 2`` for every ``K`` (half of ``tau``
-    a margin for rounding), ``j <= last[K - k + 1, i]``
+    a margin for rounding; a ``K`` not asked for has ``upper[K] = -inf``), ``j <= last[K - k + 1, i]``
     (:func:`~analysis.optimize._backward.product_backward`)."""
     tau, last, _ = near
     for k in range(1, back.shape[0]):
@@ -440,15 +450,17 @@ def solve_exact(
     bounds: BudgetBounds,
     rows: np.ndarray,
     is_end: np.ndarray,
-    n_buckets: int,
+    wanted: np.ndarray,
     dense: bool,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``D[k, j]`` and ``A[k, j]`` over the exact costs (the module docstring): with ``dense``
-    every bucket costed, else pruned (``D[k, m]`` and its path the dense ones).  Each step is
+    """``D[k, j]`` and ``A[k, j]`` over the exact costs (the module docstring), ``k`` up to
+    ``wanted.size - 1``: with ``dense`` every bucket costed, else pruned (``D[k, m]`` and its
+    path the dense ones where ``wanted[k]``).  Each step is
     a compiled call of its own, the backward pass the one of the rule (so a first call
     compiles the passes of its rule, not every rule's; between the calls only the GIL's
     hand-over)."""
     m = data.cum.size - 1
+    n_buckets = wanted.size - 1
     carried = carried_rows(data)
     if dense:
         return _dense(data, short, rows, is_end, n_buckets, carried)
@@ -457,7 +469,7 @@ def solve_exact(
         last = np.empty((n_buckets + 1, m + 1), np.int64)
         near = (_tau(data, short, rows, is_end), last, np.empty(m + 1))
     back = backward(data, short, bounds, rows, is_end, n_buckets, near)  # 1. backwards over the bounds
-    upper = _uppers(data, short, bounds, rows, is_end, back, carried)  # 2. an upper bound for each K
+    upper = _uppers(data, short, bounds, rows, is_end, back, carried, wanted)  # 2. an upper bound for each K
     best, arg = run_layers(n_buckets, m)
     _forwards(data, short, bounds, rows, is_end, back, upper, best, arg, near, carried)  # 3. forwards, exact
     return best, arg

@@ -93,7 +93,7 @@ def _refine(prob: Problem, k: int, ends: list[int], grid: np.ndarray, max_rounds
             half = max(p - lo, hi - p, 1)
             keep.extend(allowed[max(0, p - half) : min(allowed.size, p + half + 1)].tolist())
         window = np.unique(np.array(keep, dtype=np.int64))
-        best, arg = solve_kernel(prob, k, window)
+        best, arg = solve_kernel(prob, k, window, wanted=[k])
         new = backtrack(arg, k, prob.m)
         if new == ends:
             break
@@ -122,14 +122,15 @@ def use_grid(prob: Problem, candidates: Any) -> int | None:
 def optimal_ends(
     prob: Problem, ks: Sequence[int], grid_size: int | None
 ) -> tuple[dict[int, list[int]], dict[int, float]]:
-    """Optimal bucket ends for each ``k`` in ``ks`` (one DP pass), and for each a proven bound
-    on how far its objective can be above the exact optimum (relative; 0: proven optimal)."""
+    """Optimal bucket ends for each ``k`` in ``ks`` (one DP pass, following only plans that
+    may be optimal for one of them), and for each a proven bound on how far its objective
+    can be above the exact optimum (relative; 0: proven optimal)."""
     from analysis.optimize._kernel import backtrack, solve_kernel  # numba: imported on first use
 
     k_max = max(ks)
     _check_memory(prob, k_max)
     if grid_size is None:
-        best, arg = solve_kernel(prob, k_max, prob.ends)
+        best, arg = solve_kernel(prob, k_max, prob.ends, wanted=ks)
         out = {}
         for k in ks:
             if not np.isfinite(best[k, prob.m]):
@@ -137,7 +138,7 @@ def optimal_ends(
             out[k] = backtrack(arg, k, prob.m)
         return out, dict.fromkeys(ks, 0.0)
     grid = candidate_grid(prob, grid_size)
-    best, arg = solve_kernel(prob, k_max, grid)
+    best, arg = solve_kernel(prob, k_max, grid, wanted=ks)
     out = {}
     for k in ks:
         if not np.isfinite(best[k, prob.m]):

@@ -313,6 +313,30 @@ def test_exact_dp_equals_the_plain_dp_over_the_cost_matrix(batch, n_lengths, str
         assert np.array_equal(arg[k, points][reach], points[ref_arg[k][reach]])
         assert pruned_best[k, prob.m] == want[-1]
         assert kernel.backtrack(pruned_arg, k, prob.m) == kernel.backtrack(arg, k, prob.m)
+        one_best, one_arg = kernel.solve_kernel(prob, k_max, ends, wanted=[k])  # this count alone
+        assert one_best[k, prob.m] == want[-1]
+        assert kernel.backtrack(one_arg, k, prob.m) == kernel.backtrack(arg, k, prob.m)
+
+
+@pytest.mark.parametrize(
+    ("batch", "seed"), [({"batch_size": 1000}, 0), ({"batch_size": 64}, 1), ({"max_tokens": 2**15}, 2)]
+)
+def test_a_dp_asked_for_one_bucket_count_follows_fewer_plans_and_gives_its_dense_optimum(batch, seed):
+    """Heavy-tailed lengths (a log-normal body and a tail to 16k tokens, as a chat corpus), the
+    short batches far from full ones: asked for K = 6 alone, the pruned DP gives the dense
+    DP's optimum and plan for it, and costs fewer buckets than asked for every count up to 6
+    (where the bounds are loose for two to four buckets, those counts widen every row)."""
+    rng = np.random.default_rng(seed)
+    samples = np.clip(rng.lognormal(np.log(600), 1.1, 30_000), 1, 16_000).astype(np.int64)
+    samples = -(-samples // 16) * 16  # (at most 1,000 distinct lengths: the dense DP in a second)
+    prob = problem.build_problem(LengthHistogram.from_lengths(samples), BatchRule(**batch))
+    dense_best, dense_arg = kernel.solve_kernel(prob, 6, prob.ends, dense=True)
+    every_best, _ = kernel.solve_kernel(prob, 6, prob.ends)
+    best, arg = kernel.solve_kernel(prob, 6, prob.ends, wanted=[6])
+    assert best[6, prob.m] == dense_best[6, prob.m]
+    assert kernel.backtrack(arg, 6, prob.m) == kernel.backtrack(dense_arg, 6, prob.m)
+    # cells reached (finite) in the layers below 6: fewer plans followed
+    assert np.isfinite(best[1:6]).sum() < np.isfinite(every_best[1:6]).sum()
 
 
 # --------------------------------------------------- token budgets: the pruned DP's bounds

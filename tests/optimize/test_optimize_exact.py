@@ -347,7 +347,7 @@ def test_the_pruned_dp_reading_only_the_near_ends_is_the_dense_dp_bit_for_bit(se
     there): every upper bound lies within ``tau / 2`` of ``back`` (asserted), so the forward
     pass reads the rows of bounds only up to the backward pass's near ends and the last
     bucket's tighter bound; its optimum for every K up to 8 is still the dense DP's: the same
-    float, the same ends."""
+    float, the same ends, asked for all of them at once or for each alone."""
     rng = np.random.default_rng(8000 + seed)
     n = int(rng.integers(150, 300))
     lengths = np.arange(20, 20 + n)
@@ -360,13 +360,19 @@ def test_the_pruned_dp_reading_only_the_near_ends_is_the_dense_dp_bit_for_bit(se
     last = np.empty((9, prob.m + 1), np.int64)
     near = (pruned._tau(data, short, rows, is_end), last, np.empty(prob.m + 1))
     back = backward.product_backward(data, short, rows, is_end, 8, near)
-    upper = pruned._uppers(data, short, kernel._NO_BOUNDS, rows, is_end, back, exact.carried_rows(data))
+    every = np.ones(9, np.bool_)
+    upper = pruned._uppers(
+        data, short, kernel._NO_BOUNDS, rows, is_end, back, exact.carried_rows(data), every
+    )
     assert pruned._near(back, upper, rows, near).size  # (the near ends are read)
     dense_best, dense_arg = kernel.solve_kernel(prob, 8, prob.ends, dense=True)
     best, arg = kernel.solve_kernel(prob, 8, prob.ends)
     for k in range(1, 9):
         assert best[k, prob.m] == dense_best[k, prob.m]
         assert kernel.backtrack(arg, k, prob.m) == kernel.backtrack(dense_arg, k, prob.m)
+        one_best, one_arg = kernel.solve_kernel(prob, 8, prob.ends, wanted=[k])  # (near ends: K alone)
+        assert one_best[k, prob.m] == dense_best[k, prob.m]
+        assert kernel.backtrack(one_arg, k, prob.m) == kernel.backtrack(dense_arg, k, prob.m)
 
 
 @pytest.mark.parametrize("k", [1, 2, 3])
