@@ -22,8 +22,9 @@ path :func:`optimize_edges` takes down to the compiled kernel and back up to a p
 8. ``_lower``: a start's row of lower bounds on the exact costs (for a fixed ``B`` in three
    vectorised steps: ratios, the running sum, the bounds).
 9. ``_backward``: the backward pass over those bounds, many starts side by side in one pass.
-10. ``_pruned``: the one pruned DP: bounds backwards, an upper bound per ``K``, then exact
-    costs forwards only where a bucket may lie on an optimal plan (bit for bit the dense DP).
+10. ``_pruned``: the one pruned DP: bounds backwards, an upper bound per ``K`` asked for, then
+    exact costs forwards only where a bucket may lie on an optimal plan of such a ``K`` (bit
+    for bit the dense DP).
 11. ``_kernel``: :func:`~analysis.optimize._kernel.solve_kernel`, the entry point, and the
     dense matrices of exact and full-batch costs between given points.  ``_compile``: the lock
     that keeps two Python threads out of numba's parallel code; ``_ahead``: every kernel

@@ -3,7 +3,8 @@ into them.
 
 The DP ``D[k][j] = min_i D[k-1][i] + cost(i, j)`` runs with the costs: each start's row of
 costs pushes into every later end, for every ``k`` at once, so the cost matrix is never stored
-and one pass gives the optimum for every bucket count.  Ties go to the smallest start (starts
+and one pass gives the optimum for every bucket count (pruned, :mod:`analysis.optimize._pruned`:
+for every bucket count asked for).  Ties go to the smallest start (starts
 are pushed in ascending order with a strict ``<``); no monotone-argmin shortcut is assumed.
 """
 
