@@ -80,7 +80,9 @@ BYTE_COMPILE = "$(PY)" -m compileall -qq -j 0 -x '$(NOT_COMPILED)' "$$("$(PY)" -
 # instead of each compiling them at once: a fresh clone's `make test` 3 min 57.6 s, 3 min 59.6 s
 # and 4 min 7.0 s in three runs (the install 73-80 s, was 45 s without it; pytest 159-163 s,
 # was 222 s); a day later 4 min 17.2 s, 4 min 12.4 s and 4 min 16.4 s (pytest 168-171 s), and
-# the commit those three were measured against took 4 min 11.9 s (pytest 168.6 s) beside them.
+# the commit those three were measured against took 4 min 11.9 s (pytest 168.6 s) beside them;
+# two days later (a slower day: `make setup` alone 2 min 7 s) 5 min 29.9 s (pytest 216.4 s) at
+# 5c12e6f and 5 min 16.9 s (pytest 200.1 s) at 21eb708, the commit before it, minutes apart.
 # A failed compile fails the install with its log.
 $(STAMP): pyproject.toml
 	$(make_venv)
