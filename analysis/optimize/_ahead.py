@@ -12,12 +12,9 @@ notebooks, which then load what that compiled.
 
 It makes each top-level call production makes once, on a small histogram: the exact DP for
 the three rules that take different passes (a fixed batch size by the product formula, one
-above it, a token budget), the candidate grid with its proof (batch size 8 and a token
-budget), the frontier's matrices and passes (batch size 8 and a token budget), a floor and
-the greedy rule's descent; and the dense DP the tests check the pruned one against (the dev
-install is the suite's: a fresh clone's suite compiled it, 1.6 s and 4.2 s, and the token
-budget's candidate proof, 3.5 s, in its workers).  A kernel it misses still compiles on its
-first call, as before.
+above it, a token budget), the candidate grid with its proof, the frontier's matrices and
+passes (batch size 8 and a token budget), a floor and the greedy rule's descent.  A kernel it
+misses still compiles on its first call, as before.
 """
 
 from __future__ import annotations
@@ -31,8 +28,6 @@ from analysis.batching import BatchRule
 from analysis.lengths import LengthHistogram
 from analysis.optimize import optimize_edges
 from analysis.optimize._frontier import frontier_minima
-from analysis.optimize._kernel import solve_kernel
-from analysis.optimize._problem import build_problem
 
 # Candidate ends of the grid the candidate search is called with (fewer than the histogram's).
 _GRID = 50
@@ -67,22 +62,13 @@ def _parts(hist: LengthHistogram) -> tuple[tuple[Callable[[], object], ...], ...
         lambda: optimize_edges(hist, 4, RULES[0], candidates=_GRID),
         lambda: frontier_minima(hist, RULES[0], 4, [0.0, 1.0]),
         lambda: optimize_edges(hist, 4, RULES[0], method="greedy"),
-        lambda: _dense(hist, RULES[0]),
     )
     others = (
         lambda: optimize_edges(hist, 4, RULES[1], candidates=None),
         lambda: optimize_edges(hist, 4, RULES[2], candidates=None),
         lambda: frontier_minima(hist, RULES[2], 4, [0.0, 1.0]),
-        lambda: optimize_edges(hist, 4, RULES[2], candidates=_GRID),
-        lambda: _dense(hist, RULES[1]),  # (a token budget's dense DP: the same kernels)
     )
     return batch_8, others
-
-
-def _dense(hist: LengthHistogram, rule: BatchRule) -> None:
-    """The dense DP (every bucket costed: what the tests compare the pruned one with)."""
-    prob = build_problem(hist, rule)
-    solve_kernel(prob, 4, prob.ends, dense=True)
 
 
 def compile_kernels(part: int | None = None) -> None:
