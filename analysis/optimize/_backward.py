@@ -231,15 +231,19 @@ def _near_flush(acc: np.ndarray, layers: int, tau: float, j: float) -> None:  # 
     """A block of ends' minima ``acc[1]`` into the running minima ``acc[0]`` (``acc[1]`` back to
     inf) and ``acc[2, k] = j`` for the lanes where the block's least ``low(i, j) +
     back[k - 1, j]`` is within ``tau`` of the running minimum, ``k >= 2`` (layer 1 reads
-    ``back[0]``, finite at ``m`` alone: no near end)."""
+    ``back[0]``, finite at ``m`` alone: no near end); ``acc[3, k, 0]``: the lanes' largest
+    running minimum plus ``2 tau``, the cap of :func:`_product_tile`'s skip."""
     run, blk, near_j = acc[0], acc[1], acc[2]
     for k in range(1, layers):
+        most = -INF
         for a in range(LANES):
             b, c = blk[k, a], run[k, a]
             n = b if b < c else c
             near_j[k, a] = j if k >= 2 and b - n <= tau else near_j[k, a]
             run[k, a] = n
             blk[k, a] = INF
+            most = n if n > most else most
+        acc[3, k, 0] = most + 2.0 * tau
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -262,7 +266,11 @@ def _product_tile(
     ``at_m[i]`` from :func:`_last_bound`; ``last[k, i]`` at least every end ``j < m`` whose
     bound plus ``back[k - 1, j]`` is within ``tau`` of ``back[k, i]`` (``k >= 2``), and at
     least the top start + 1 below m (:func:`_near_flush`: the block's minimum against the running
-    one, at least ``back[k, i]``: a superset)."""
+    one, at least ``back[k, i]``: a superset).  A layer at an end is skipped where the lanes'
+    least bound plus ``back[k - 1, j]`` lies above every lane's running minimum by more than
+    ``2 tau`` (as of the last block, so at least the present ones): there no lane's sum lowers
+    a minimum or is near one, so ``back`` and ``last`` are the same floats (the sweep's 16
+    layers, batch size 8: 0.143 -> 0.105 s; 6 layers 0.100 -> 0.091 s)."""
     pairs, lane, acc, head = work
     tau, last, at_m = near
     m = back.shape[1] - 1
@@ -281,9 +289,12 @@ def _product_tile(
                 head[j - j0, a] = INF if fj <= lane[_START + a] else v
             continue
         if is_end[j]:  # (else every lane's bound inf)
+            least = INF
+            for a in range(LANES):
+                least = low[a] if low[a] < least else least
             for k in range(1, layers):
                 p = back[k - 1, j]
-                if p < INF:
+                if p < INF and not least + p > acc[3, k, 0]:  # (else no lane's sum counts: skipped)
                     for a in range(LANES):
                         s = low[a] + p
                         acc[1, k, a] = s if s < acc[1, k, a] else acc[1, k, a]
@@ -308,7 +319,7 @@ def product_work(
     (:func:`~analysis.optimize._lower.product_pairs`), the lanes' state, the
     minima of ``n_buckets`` layers (running, a block's, and their near ends) and room for
     ``ends`` ends up to the top start."""
-    return product_pairs(b), np.zeros(_ROWS), np.empty((3, n_buckets + 1, LANES)), np.empty((ends, LANES))
+    return product_pairs(b), np.zeros(_ROWS), np.empty((4, n_buckets + 1, LANES)), np.empty((ends, LANES))
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")

@@ -188,3 +188,33 @@ def test_the_near_ends_and_the_last_buckets_bound(batch_size: int) -> None:
             assert near.size == 0 or near.max() <= last[k, i] < m
             wide += near.size > 1
     assert wide > 0  # (tau lets some rows' near ends spread)
+
+
+@pytest.mark.parametrize(("batch_size", "seed"), [(8, 0), (48, 1)])
+def test_the_layers_skipped_at_far_ends_leave_every_bound_as_the_rows_give_it(
+    batch_size: int, seed: int
+) -> None:
+    """Smooth histograms of 1,500 lengths and thousands of samples (as the bundled data: a
+    tile's ends run on for many blocks past its best ones): the product path skips a layer at
+    an end where the lanes' least bound plus ``back`` lies above every lane's running minimum
+    by ``2 tau``, and ``back`` is still the rows' bit for bit, and ``last`` covers every near
+    end.  (A cap lowered by a thousandth of itself fails it: tried.)"""
+    rng = np.random.default_rng(seed)
+    lengths = np.arange(20, 1_520)
+    density = np.exp(-0.5 * ((np.log(lengths) - np.log(rng.uniform(200, 600))) / 0.6) ** 2)
+    counts = rng.poisson(3000 * density / density.max()) + 1
+    prob = build_problem(LengthHistogram.from_counts(lengths, counts), BatchRule(batch_size=batch_size), 1)
+    data, short = exact.exact_arrays(prob)
+    m, n_buckets = prob.m, 5
+    rows, is_end = kernel._rows(prob, n_buckets, prob.ends)
+    want = row_by_row(data, short, rows, is_end, n_buckets)
+    tau = 1e-4 * want[1, rows[0]]
+    last, at_m = np.full((n_buckets + 1, m + 1), -1), np.full(m + 1, -1.0)
+    got = backward_mod.product_backward(data, short, rows, is_end, n_buckets, (tau, last, at_m))
+    assert same_where_read(got, want)
+    low, ratio = np.empty(m + 1), np.empty(m + 1)
+    for i in rows[::7]:
+        lower.low_costs(i, data, short, kernel._NO_BOUNDS, is_end, ratio, low)
+        for k in range(2, n_buckets):
+            near = np.flatnonzero(low[i + 1 : m] + want[k - 1, i + 1 : m] <= want[k, i] + tau) + i + 1
+            assert near.size == 0 or near.max() <= last[k, i] < m
