@@ -195,17 +195,17 @@ def test_the_layers_skipped_at_far_ends_leave_every_bound_as_the_rows_give_it(
     batch_size: int, seed: int
 ) -> None:
     """Smooth histograms of 1,500 lengths and thousands of samples (as the bundled data: a
-    tile's ends run on for many blocks past its best ones): the product path skips a layer at
-    an end where the lanes' least bound plus ``back`` lies above every lane's running minimum
-    by ``2 tau``, and ``back`` is still the rows' bit for bit, and ``last`` covers every near
-    end.  (A cap lowered by a thousandth of itself fails it: tried.)"""
+    tile's ends run on for many blocks past its best ones) and the sweep's many layers: the
+    product path skips a layer at an end where the lanes' least bound plus ``back`` lies above
+    every lane's running minimum by ``2 tau``, and ``back`` is still the rows' bit for bit, and
+    ``last`` covers every near end.  (A cap lowered by a thousandth of itself fails it: tried.)"""
     rng = np.random.default_rng(seed)
     lengths = np.arange(20, 1_520)
     density = np.exp(-0.5 * ((np.log(lengths) - np.log(rng.uniform(200, 600))) / 0.6) ** 2)
     counts = rng.poisson(3000 * density / density.max()) + 1
     prob = build_problem(LengthHistogram.from_counts(lengths, counts), BatchRule(batch_size=batch_size), 1)
     data, short = exact.exact_arrays(prob)
-    m, n_buckets = prob.m, 5
+    m, n_buckets = prob.m, backward_mod._SKIP_LAYERS + 2  # (the skip's layers: the sweep's)
     rows, is_end = kernel._rows(prob, n_buckets, prob.ends)
     want = row_by_row(data, short, rows, is_end, n_buckets)
     tau = 1e-4 * want[1, rows[0]]
