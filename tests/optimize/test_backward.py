@@ -160,6 +160,28 @@ def test_tile_rows_are_the_rows_of_bounds(batch_size: int) -> None:
         assert np.all(tile[a, starts[0] + 1 : i + 1] == np.inf) and np.all(tile[a, : starts[0] + 1] == -1.0)
 
 
+def tiled_against_rows(prob, n_buckets: int, tau_share: float):
+    """The product path's backward pass with its near ends (``tau``: ``tau_share`` of one
+    bucket's bound), bit for bit the rows' recursion where the DP reads it; returns what the
+    checks of the near ends read."""
+    data, short = exact.exact_arrays(prob)
+    m = prob.m
+    rows, is_end = kernel._rows(prob, n_buckets, prob.ends)
+    want = row_by_row(data, short, rows, is_end, n_buckets)
+    tau = tau_share * want[1, rows[0]]
+    last, at_m = np.full((n_buckets + 1, m + 1), -1), np.full(m + 1, -1.0)
+    got = backward_mod.product_backward(data, short, rows, is_end, n_buckets, (tau, last, at_m))
+    assert same_where_read(got, want)
+    return data, short, rows, is_end, want, tau, last, at_m
+
+
+def near_ends(low: np.ndarray, back: np.ndarray, i: int, k: int, tau: float) -> np.ndarray:
+    """The ends ``j < m`` whose bound from ``i`` plus ``back[k - 1, j]`` is within ``tau`` of
+    ``back[k, i]``."""
+    m = low.size - 1
+    return np.flatnonzero(low[i + 1 : m] + back[k - 1, i + 1 : m] <= back[k, i] + tau) + i + 1
+
+
 @pytest.mark.parametrize("batch_size", [3, 8, 41])
 def test_the_near_ends_and_the_last_buckets_bound(batch_size: int) -> None:
     """What the product path's backward pass leaves for the forward pass, against the rows
@@ -167,14 +189,8 @@ def test_the_near_ends_and_the_last_buckets_bound(batch_size: int) -> None:
     plus ``back[k - 1, j]`` is within ``tau`` of ``back[k, i]`` (``k >= 2``), and below ``m``;
     ``at_m[i]`` at least the row's bound on ``(i, m]`` and at most its exact cost."""
     prob = build_problem(histogram(157, batch_size), BatchRule(batch_size=batch_size), 1)
-    data, short = exact.exact_arrays(prob)
     m, n_buckets = prob.m, 5
-    rows, is_end = kernel._rows(prob, n_buckets, prob.ends)
-    want = row_by_row(data, short, rows, is_end, n_buckets)
-    tau = 1e-3 * want[1, rows[0]]
-    last, at_m = np.full((n_buckets + 1, m + 1), -1), np.full(m + 1, -1.0)
-    got = backward_mod.product_backward(data, short, rows, is_end, n_buckets, (tau, last, at_m))
-    assert same_where_read(got, want)
+    data, short, rows, is_end, want, tau, last, at_m = tiled_against_rows(prob, n_buckets, 1e-3)
     low, ratio, cost, work = np.empty(m + 1), np.empty(m + 1), np.empty(m + 1), np.zeros((2, m + 1))
     only_m = np.zeros(m + 1, np.bool_)
     only_m[m] = True
@@ -184,7 +200,7 @@ def test_the_near_ends_and_the_last_buckets_bound(batch_size: int) -> None:
         exact.exact_row(i, data, short, only_m, cost, work[0], work[1])
         assert low[m] <= at_m[i] <= cost[m]
         for k in range(2, n_buckets):
-            near = np.flatnonzero(low[i + 1 : m] + want[k - 1, i + 1 : m] <= want[k, i] + tau) + i + 1
+            near = near_ends(low, want, i, k, tau)
             assert near.size == 0 or near.max() <= last[k, i] < m
             wide += near.size > 1
     assert wide > 0  # (tau lets some rows' near ends spread)
@@ -204,17 +220,11 @@ def test_the_layers_skipped_at_far_ends_leave_every_bound_as_the_rows_give_it(
     density = np.exp(-0.5 * ((np.log(lengths) - np.log(rng.uniform(200, 600))) / 0.6) ** 2)
     counts = rng.poisson(3000 * density / density.max()) + 1
     prob = build_problem(LengthHistogram.from_counts(lengths, counts), BatchRule(batch_size=batch_size), 1)
-    data, short = exact.exact_arrays(prob)
     m, n_buckets = prob.m, backward_mod._SKIP_LAYERS + 2  # (the skip's layers: the sweep's)
-    rows, is_end = kernel._rows(prob, n_buckets, prob.ends)
-    want = row_by_row(data, short, rows, is_end, n_buckets)
-    tau = 1e-4 * want[1, rows[0]]
-    last, at_m = np.full((n_buckets + 1, m + 1), -1), np.full(m + 1, -1.0)
-    got = backward_mod.product_backward(data, short, rows, is_end, n_buckets, (tau, last, at_m))
-    assert same_where_read(got, want)
+    data, short, rows, is_end, want, tau, last, _ = tiled_against_rows(prob, n_buckets, 1e-4)
     low, ratio = np.empty(m + 1), np.empty(m + 1)
     for i in rows[::7]:
         lower.low_costs(i, data, short, kernel._NO_BOUNDS, is_end, ratio, low)
         for k in range(2, n_buckets):
-            near = np.flatnonzero(low[i + 1 : m] + want[k - 1, i + 1 : m] <= want[k, i] + tau) + i + 1
+            near = near_ends(low, want, i, k, tau)
             assert near.size == 0 or near.max() <= last[k, i] < m
