@@ -75,7 +75,8 @@ _NEAR_ENDS = 64
 # Layers from which :func:`_product_tile` skips a layer at an end where no lane's sum can count:
 # the test costs a minimum over the lanes per end, and skipping repaid it from about 12 layers
 # (bundled data, batch size 8, the backward pass alone, alternating checkouts: 6 layers 0.082
-# -> 0.090 s, 13 layers 0.106 -> 0.101 s, 16 layers 0.124 -> 0.110 s).
+# -> 0.090 s with it, 13 layers 0.106 -> 0.101 s, 16 layers 0.124 -> 0.110 s; rerun:
+# ``benchmarks/bench_backward.py --against DIR``, DIR a checkout from before).
 _SKIP_LAYERS = 12
 _CI, _X, _Y, _PREV, _XPREV, _T, _G, _BASE, _Q, _FIRST, _LOW = (r * LANES for r in range(11))
 _START, _U, _A, _S = (r * LANES for r in range(11, 15))
