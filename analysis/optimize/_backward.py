@@ -237,19 +237,19 @@ def _near_flush(acc: np.ndarray, layers: int, tau: float, j: float) -> None:  # 
     """A block of ends' minima ``acc[1]`` into the running minima ``acc[0]`` (``acc[1]`` back to
     inf) and ``acc[2, k] = j`` for the lanes where the block's least ``low(i, j) +
     back[k - 1, j]`` is within ``tau`` of the running minimum, ``k >= 2`` (layer 1 reads
-    ``back[0]``, finite at ``m`` alone: no near end); ``acc[3, k, 0]``: the lanes' largest
-    running minimum plus ``2 tau``, the cap of :func:`_product_tile`'s skip."""
+    ``back[0]``, finite at ``m`` alone: no near end); with more than ``_SKIP_LAYERS`` layers,
+    ``acc[3, k, 0]``: the lanes' largest running minimum plus ``2 tau``, the cap of
+    :func:`_product_tile`'s skip (fewer layers read no cap)."""
     run, blk, near_j = acc[0], acc[1], acc[2]
     for k in range(1, layers):
-        most = -INF
         for a in range(LANES):
             b, c = blk[k, a], run[k, a]
             n = b if b < c else c
             near_j[k, a] = j if k >= 2 and b - n <= tau else near_j[k, a]
             run[k, a] = n
             blk[k, a] = INF
-            most = n if n > most else most
-        acc[3, k, 0] = most + 2.0 * tau
+        if layers > _SKIP_LAYERS:
+            acc[3, k, 0] = run[k].max() + 2.0 * tau
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")

@@ -254,7 +254,8 @@ def _bound_plans(
     for k in range(1, n_buckets + 1):
         if not wanted[k]:
             upper[k] = -INF
-        if back[k, 0] == INF or not wanted[k]:
+            continue
+        if back[k, 0] == INF:
             continue
         total = 0.0
         i = rows[0]  # (0, typed as the other starts: a literal 0 would compile every callee twice)
