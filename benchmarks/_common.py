@@ -56,21 +56,25 @@ def shared_histogram(name: str, max_len: int = CASE_MAX_LENGTH) -> LengthHistogr
 
 
 def paired_seconds(
-    previous: Callable[[], Any], current: Callable[[], Any], runs: int = 7
+    previous: Callable[[], Any],
+    current: Callable[[], Any],
+    runs: int = 7,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> tuple[float, float, float]:
-    """Median wall times of ``previous()`` and ``current()`` and the median of their per-run
+    """Median times of ``previous()`` and ``current()`` and the median of their per-run
     ratios (current / previous), the two called alternately ``runs`` times after a warm-up
-    call each, so a load that comes and goes slows both alike."""
+    call each, so a load that comes and goes slows both alike (wall time;
+    ``clock=time.process_time`` for this process's CPU time)."""
     previous()
     current()
     before, after = [], []
     for _ in range(runs):
-        start = time.perf_counter()
+        start = clock()
         previous()
-        before.append(time.perf_counter() - start)
-        start = time.perf_counter()
+        before.append(clock() - start)
+        start = clock()
         current()
-        after.append(time.perf_counter() - start)
+        after.append(clock() - start)
     ratio = statistics.median(b / a for a, b in zip(before, after))
     return statistics.median(before), statistics.median(after), ratio
 

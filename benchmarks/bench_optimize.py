@@ -30,8 +30,9 @@ at full resolution (every distinct length a candidate edge), batch size 8:
 ``--goals`` prints only issue 34's goals, each beside its measured median and the naive DP's
 time in the same process (the plain DP of ``analysis.optimize._reference`` over the dense
 matrix of exact bucket costs, the matrix included), pinned to one core, CPU seconds: the
-machines are shared, so the ratios are what to compare across runs; then the same goals on
-every file of ``../shared/data`` (unclipped), one line per file, when it is there.
+machines are shared, so the ratios are what to compare across runs (a ratio goal calls its
+two sides alternately, seven pairs, and prints the median of the pairs' ratios); then the
+same goals on every file of ``../shared/data`` (unclipped), one line per file, when it is there.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from _common import SHARED_DATA, case_histogram, median_seconds, shared_histogram
+from _common import SHARED_DATA, case_histogram, median_seconds, paired_seconds, shared_histogram
 
 from analysis.batching import BatchRule
 from analysis.lengths import LengthHistogram
@@ -199,35 +200,43 @@ def _first_call_seconds(cache_dir: str, rule: str = "batch_size=8") -> float:
     return float(out.stdout.split()[-1])
 
 
-def goals(hist: LengthHistogram, runs: int = 3) -> None:
-    """Issue 34's goals beside the medians (CPU seconds, one core) and the naive DP."""
+def goals(hist: LengthHistogram, runs: int = 3, pairs: int = 7) -> None:
+    """Issue 34's goals beside the medians (CPU seconds, one core) and the naive DP.  A ratio
+    goal calls its two sides alternately ``pairs`` times (:func:`paired_seconds`): the median
+    of the per-pair ratios, so a load that comes and goes slows both alike."""
     os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
     b8 = BatchRule(batch_size=8)
 
     def cpu(fn: Any, n: int = runs) -> float:
         return median_seconds(fn, n, time.process_time)
 
-    def k6(h: LengthHistogram, rule: BatchRule) -> float:
-        return cpu(lambda: optimize_edges(h, 6, rule, candidates=None))
+    def k6(h: LengthHistogram, rule: BatchRule) -> Any:
+        return lambda: optimize_edges(h, 6, rule, candidates=None)
+
+    def against(base: Any, fn: Any) -> tuple[float, float]:
+        """The median of ``fn`` and its median ratio to ``base``, called alternately."""
+        _, t, ratio = paired_seconds(base, fn, pairs, time.process_time)
+        return t, ratio
 
     print(f"{'goal':<58} {'target':>12} {'median':>8}  beside")
     naive = _naive_seconds(hist, b8, 6)
-    base = k6(hist, b8)
+    base = cpu(k6(hist, b8))
     print(f"{'K = 6, batch size 8':<58} {'<= 0.1 s':>12} {base:8.3f}  naive DP {naive:.2f} s")
     print(f"{'   its speed-up over the naive DP':<58} {'>= 80x':>12} {naive / base:7.1f}x")
     sweep = cpu(lambda: sweep_bucket_counts(hist, range(1, 17), ["optimal"], b8, candidates=None))
     print(f"{'sweep K = 1..16, batch size 8':<58} {'<= 0.2 s':>12} {sweep:8.3f}  naive DP K=6 {naive:.2f} s")
     big = LengthHistogram.from_counts(hist.lengths, hist.counts * 4)
+    t, ratio = against(k6(hist, b8), k6(big, b8))
     print(
         f"{'4x the samples, the same lengths (K = 6, batch size 8)':<58} {'<= 1.1x':>12} "
-        f"{k6(big, b8) / base:7.2f}x  of {base:.3f} s"
+        f"{ratio:7.2f}x  ({t:.3f} s)"
     )
     # (fixed batch sizes across the product formula's range, 17..63, and above it)
     rules = [BatchRule(batch_size=b) for b in (16, 32, 48, 64, 100, 1000, 10**4, 10**5, 10**8)]
     rules += [BatchRule(max_tokens=t, pad_to_multiple_of=p) for t in (4096, 16384, 2**24) for p in (1, 64)]
     for rule in rules:
-        t = k6(hist, rule)
-        print(f"{'K = 6, ' + rule.text + ' (warm)':<58} {'<= 2x':>12} {t:8.3f}  {t / base:5.1f}x batch 8")
+        t, ratio = against(k6(hist, b8), k6(hist, rule))
+        print(f"{'K = 6, ' + rule.text + ' (warm)':<58} {'<= 2x':>12} {t:8.3f}  {ratio:5.1f}x batch 8")
     with tempfile.TemporaryDirectory() as tmp:
         cold = _first_call_seconds(tmp)
         warm = _first_call_seconds(tmp)
@@ -237,7 +246,7 @@ def goals(hist: LengthHistogram, runs: int = 3) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             cold = _first_call_seconds(tmp, rule)
         print(f"{'   the same, empty cache, ' + rule:<58} {'':>12} {cold:8.2f}  wall")
-    shared_goals(cpu)
+    shared_goals(cpu, against)
 
 
 #: The rules :func:`shared_goals` sets beside batch size 8 on each file of ``../shared/data``.
@@ -250,9 +259,10 @@ _SHARED_RULES = (
 )
 
 
-def shared_goals(cpu: Any) -> None:
+def shared_goals(cpu: Any, against: Any) -> None:
     """The goals on every file of ``../shared/data`` (unclipped; skipped when absent): K = 6
-    at batch size 8 beside the naive DP, the sweep, and the other rules against batch size 8."""
+    at batch size 8 beside the naive DP, the sweep, and the other rules against batch size 8
+    (``against``: called alternately with it, :func:`goals`)."""
     files = sorted(SHARED_DATA.glob("*.npy"))
     if not files:
         return
@@ -263,11 +273,17 @@ def shared_goals(cpu: Any) -> None:
         base = cpu(lambda h=h: optimize_edges(h, 6, b8, candidates=None))
         naive = _naive_seconds(h, b8, 6)
         sweep = cpu(lambda h=h: sweep_bucket_counts(h, range(1, 17), ["optimal"], b8, candidates=None))
-        ratios = [cpu(lambda h=h, r=r: optimize_edges(h, 6, r, candidates=None)) for r in _SHARED_RULES]
+        ratios = [
+            against(
+                lambda h=h: optimize_edges(h, 6, b8, candidates=None),
+                lambda h=h, r=r: optimize_edges(h, 6, r, candidates=None),
+            )[1]
+            for r in _SHARED_RULES
+        ]
         print(
             f"   {path.stem} ({h.n_samples:,} samples, {h.n_distinct:,} lengths): K = 6 {base:.3f} s, "
             f"{naive / base:.0f}x the naive DP; sweep {sweep:.3f} s; "
-            + ", ".join(f"{r.text} {x / base:.1f}x" for r, x in zip(_SHARED_RULES, ratios, strict=True))
+            + ", ".join(f"{r.text} {x:.1f}x" for r, x in zip(_SHARED_RULES, ratios, strict=True))
         )
 
 
