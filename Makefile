@@ -32,7 +32,7 @@ NOTEBOOKS := $(sort $(wildcard notebooks/[0-9]*.ipynb))
 # Volatile notebook metadata (timestamps, versions) is stripped; outputs and counts are kept.
 STRIP := --keep-output --keep-count --extra-keys "cell.metadata.execution metadata.language_info.version"
 
-.PHONY: help setup setup-report report test test-fast browser-test lint ruff benchmarks notebooks data clean
+.PHONY: help setup setup-report report test test-fast browser-deps browser-test lint ruff benchmarks notebooks data clean
 
 help:  ## List the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
@@ -133,12 +133,14 @@ test-fast: setup  ## The fast unit core only (pytest -m unit: the engine's tests
 # missing browser fails those tests, never skips them.
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 BROWSER_TEST_ARGS ?=
-browser-test: setup  ## Render the report's pages and drive the explorer in JupyterLab, in headless Chromium
+browser-deps:  ## Install Debian's chromium and chromium-driver where either is missing (apt)
 	@if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then \
 	  echo "installing Debian's chromium and chromium-driver"; \
 	  $(SUDO) apt-get update && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium chromium-driver || exit 1; \
 	fi
+
+browser-test: setup browser-deps  ## Render the report's pages and drive the explorer in JupyterLab, in headless Chromium
 	"$(PY)" -m pytest -m browser -s tests/browser $(BROWSER_TEST_ARGS)
 
 lint: ruff  ## ruff (lint and format check) and mypy --strict on the package
