@@ -6,9 +6,9 @@ compile (on these machines about 20 s for batch size 8's exact DP, a minute for 
 called here), and processes started at once (the test workers, the notebooks' kernels) each
 pay it, since none finds the cache yet.
 The dev install (``make setup``, which ``make test`` runs) runs this module beside the install
-of the extras, so the suite's processes load the kernels instead (the Makefile says what it
-saves).  ``make report`` does not: the report places its plan in its own process before it runs the
-notebooks, which then load what that compiled.
+of the extras, so the suite's processes load the kernels instead; the report's install
+(``make report``) its part 0 (batch size 8's), which the report's own process would otherwise
+compile, on one core, before its first notebook (the Makefile says what each saves).
 
 It makes each top-level call production makes once, on a small histogram: the exact DP for
 the three rules that take different passes (a fixed batch size by the product formula, one
