@@ -508,12 +508,13 @@ def _below(
 ) -> bool:  # pragma: no cover
     """Whether some lane's bound before the power bound (``low``), plus ``back`` at ``j``, is
     below that lane's minimum of some layer (else no bound at ``j``, being at least it, can
-    lower a minimum)."""
+    lower a minimum).  A layer where ``back`` is inf is passed over (layer 1 but at ``m``)."""
     hit = False
     for k in range(1, layers):
         p = back[k - 1, j]
-        for a in range(LANES):
-            hit |= low[a] + p < acc[k, a]
+        if p < INF:
+            for a in range(LANES):
+                hit |= low[a] + p < acc[k, a]
     return hit
 
 
