@@ -83,7 +83,8 @@ BYTE_COMPILE = "$(PY)" -m compileall -qq -j 0 -x '$(NOT_COMPILED)' "$$("$(PY)" -
 # the commit those three were measured against took 4 min 11.9 s (pytest 168.6 s) beside them;
 # two days later (a slower day: `make setup` alone 2 min 7 s) 5 min 29.9 s (pytest 216.4 s) at
 # 5c12e6f and 5 min 16.9 s (pytest 200.1 s) at 21eb708, the commit before it, minutes apart;
-# at c51bec2 5 min 34.6 s (pytest 223.8 s).
+# at c51bec2 5 min 34.6 s (pytest 223.8 s); a day later 5 min 34 s (`make setup` 1 min 50.5 s,
+# pytest 217.2 s) at af15b60 and 5 min 5.8 s (pytest 190.8 s) at e500406, hours apart.
 # A failed compile fails the install with its log.
 $(STAMP): pyproject.toml
 	$(make_venv)
