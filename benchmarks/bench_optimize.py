@@ -236,7 +236,7 @@ def goals(hist: LengthHistogram, runs: int = 3, pairs: int = 7) -> None:
     rules += [BatchRule(max_tokens=t, pad_to_multiple_of=p) for t in (4096, 16384, 2**24) for p in (1, 64)]
     for rule in rules:
         t, ratio = against(k6(hist, b8), k6(hist, rule))
-        print(f"{'K = 6, ' + rule.text + ' (warm)':<58} {'<= 2x':>12} {t:8.3f}  {ratio:5.1f}x batch 8")
+        print(f"{'K = 6, ' + rule.text + ' (warm)':<58} {'<= 2x':>12} {t:8.3f}  {ratio:5.2f}x batch 8")
     with tempfile.TemporaryDirectory() as tmp:
         cold = _first_call_seconds(tmp)
         warm = _first_call_seconds(tmp)
@@ -283,7 +283,7 @@ def shared_goals(cpu: Any, against: Any) -> None:
         print(
             f"   {path.stem} ({h.n_samples:,} samples, {h.n_distinct:,} lengths): K = 6 {base:.3f} s, "
             f"{naive / base:.0f}x the naive DP; sweep {sweep:.3f} s; "
-            + ", ".join(f"{r.text} {x:.1f}x" for r, x in zip(_SHARED_RULES, ratios, strict=True))
+            + ", ".join(f"{r.text} {x:.2f}x" for r, x in zip(_SHARED_RULES, ratios, strict=True))
         )
 
 
