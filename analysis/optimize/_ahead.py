@@ -2,9 +2,9 @@
 
 numba compiles a kernel on its first call and keeps the machine code in its cache on disk,
 beside the module (``cache=True``); every later process loads it.  A first call pays the
-compile (on these machines about 20 s for batch size 8's exact DP, a minute for every kernel
-called here), and processes started at once (the test workers, the notebooks' kernels) each
-pay it, since none finds the cache yet.
+compile (on these machines about 30 s for batch size 8's exact DP, a minute and a half of CPU
+for every kernel called here), and processes started at once (the test workers, the
+notebooks' kernels) each pay it, since none finds the cache yet.
 The dev install (``make setup``, which ``make test`` runs) runs this module beside the install
 of the extras, so the suite's processes load the kernels instead; the report's install
 (``make report``) its part 0 (batch size 8's), which the report's own process would otherwise
