@@ -101,8 +101,8 @@ $(STAMP): pyproject.toml
 # process would otherwise compile, on one core, before its first notebook (`_ahead 0`: batch
 # size 8's exact DP, a floor, the candidate grid, the frontier, the greedy descent): the report
 # alone took 72.6 s with an empty cache, 28.9 s with it filled, and a fresh clone's `make
-# report` 1 min 43.8 s before, 1 min 32.6 s with it.  (Part 0 split in two processes: 1 min
-# 32.4 s; the install is then bound by the two cores, not by the compile.)
+# report` 1 min 43.8 s before, 1 min 32.6 s and 1 min 36.7 s with it.  (Part 0 split in two
+# processes: 1 min 32.4 s; the install is then bound by the two cores, not by the compile.)
 $(REPORT_STAMP): pyproject.toml
 	$(make_venv)
 	$(PIP_INSTALL) .
