@@ -39,6 +39,7 @@ same goals on every file of ``../shared/data`` (unclipped), one line per file, w
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import json
 import os
@@ -47,6 +48,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -140,7 +142,6 @@ def efficiency_table(named: dict[str, LengthHistogram]) -> pd.DataFrame:
 
 def sample_count_scaling(hist: LengthHistogram) -> None:
     """Time and memory at 1x and 4x the samples, the same distinct lengths (the module docstring)."""
-    import functools
     import importlib
     import tracemalloc
 
@@ -184,7 +185,7 @@ def _naive_seconds(hist: LengthHistogram, rule: BatchRule, k: int) -> float:
 
 
 def _against_naive(
-    hist: LengthHistogram, rule: BatchRule, median: Any, rounds: int = 3
+    hist: LengthHistogram, rule: BatchRule, median: Callable[[], float], rounds: int = 3
 ) -> tuple[float, float, float]:
     """K = 6's median (``median()``, CPU seconds), the naive DP's (:func:`_naive_seconds`) and
     the median of their ratios, the two taken in turn ``rounds`` times (a naive DP takes
@@ -226,10 +227,10 @@ def goals(hist: LengthHistogram, runs: int = 3, pairs: int = 7) -> None:
     def cpu(fn: Any, n: int = runs) -> float:
         return median_seconds(fn, n, time.process_time)
 
-    def k6(h: LengthHistogram, rule: BatchRule) -> Any:
+    def k6(h: LengthHistogram, rule: BatchRule) -> Callable[[], Any]:
         return lambda: optimize_edges(h, 6, rule, candidates=None)
 
-    def against(base: Any, fn: Any) -> tuple[float, float]:
+    def against(base: Callable[[], Any], fn: Callable[[], Any]) -> tuple[float, float]:
         """The median of ``fn`` and its median ratio to ``base``, called alternately."""
         _, t, ratio = paired_seconds(base, fn, pairs, time.process_time)
         return t, ratio
@@ -274,7 +275,9 @@ _SHARED_RULES = (
 )
 
 
-def shared_goals(cpu: Any, against: Any) -> None:
+def shared_goals(
+    cpu: Callable[[Callable[[], Any]], float], against: Callable[..., tuple[float, float]]
+) -> None:
     """The goals on every file of ``../shared/data`` (unclipped; skipped when absent): K = 6
     at batch size 8 beside the naive DP, the sweep, and the other rules against batch size 8
     (``against``: called alternately with it, :func:`goals`)."""
@@ -285,15 +288,11 @@ def shared_goals(cpu: Any, against: Any) -> None:
     print("\nevery file of ../shared/data (unclipped; targets as above: <= 0.1 s, >= 80x, <= 0.2 s, <= 2x):")
     for path in files:
         h = load_lengths(path)
-        base, _, speed_up = _against_naive(
-            h, b8, lambda h=h: cpu(lambda: optimize_edges(h, 6, b8, candidates=None))
-        )
-        sweep = cpu(lambda h=h: sweep_bucket_counts(h, range(1, 17), ["optimal"], b8, candidates=None))
+        k6_8 = functools.partial(optimize_edges, h, 6, b8, candidates=None)
+        base, _, speed_up = _against_naive(h, b8, functools.partial(cpu, k6_8))
+        sweep = cpu(functools.partial(sweep_bucket_counts, h, range(1, 17), ["optimal"], b8, candidates=None))
         ratios = [
-            against(
-                lambda h=h: optimize_edges(h, 6, b8, candidates=None),
-                lambda h=h, r=r: optimize_edges(h, 6, r, candidates=None),
-            )[1]
+            against(k6_8, functools.partial(optimize_edges, h, 6, r, candidates=None))[1]
             for r in _SHARED_RULES
         ]
         print(
