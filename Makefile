@@ -123,7 +123,8 @@ report: setup-report  ## Run every notebook on the bundled data into reports/ (e
 # them again on import (0.15 s each, measured on `import analysis` and its faces).  pytest runs
 # with it unset: pytest keeps the test modules it rewrites (its assertion messages) as bytecode
 # in their __pycache__ only where bytecode may be written, and otherwise each worker rewrites
-# every one of them again (collection: 13.1 s -> 8.3 s of CPU per worker, measured).
+# every one of them again (collection: 13.1 s -> 8.3 s of CPU per worker, measured, from the
+# second run on: a fresh clone's first run rewrites them once).
 test: setup ruff  ## Run every test: ruff, mypy --strict, unit tests, doctests, nbval over notebooks/
 	PYTHONDONTWRITEBYTECODE= "$(PY)" -m compileall -qq -j 0 analysis tests || true
 	@mkdir -p .make; \
