@@ -44,19 +44,16 @@ setup-report: $(REPORT_STAMP)  ## The same with the report extra only (what `mak
 # named like the package may shadow it: here that folder is the package itself, so the
 # warning filter drops that notice (and only it: the filter matches its first words).
 #
-# pip byte-compiles every installed file on one core (~30 of the ~50 s of a fresh install);
-# compileall does it on every core, skipping the packages' own test folders (never imported
-# here).  Its exit status is ignored, as pip ignores files that do not compile (some packages
-# ship such files as test data).  Leaving it to Python (compiling each module when first
-# imported) is not cheaper: where PYTHONDONTWRITEBYTECODE is set, as on this project's
-# machines, nothing is written back, and each of the suite's many processes (workers, kernels,
-# report runs) compiles its imports again (tried: the install a minute shorter, the suite's
-# CPU ~90 s longer).
-# Not byte-compiled at install (a third of the files, ~9 s of CPU): the packages' test folders,
-# and subtrees no process of the suite or the report imports (transformers' 560 model folders
-# but the few the tests load, torch's compiler, pip and mypy themselves, ...).  One that is
-# imported after all is compiled in memory when imported, as Python does: slower, never wrong.
-NOT_COMPILED := /tests?/|/site-packages/(pip|mypy)/|/transformers/models/(?!(auto|gpt2|encoder_decoder)/|[^/]*\.py$$)|/torch/_inductor/|/networkx/algorithms/|/sympy/physics/|/lhotse/bin/|/numba/cuda/|/trl/experimental/|/numpy/distutils/|/fontTools/ttLib/
+# Python writes bytecode here (PYTHONDONTWRITEBYTECODE, set on this project's machines, is
+# cleared for everything make runs): each module is compiled once, by the first process that
+# imports it, and the suite's many processes (workers, kernels, report runs) load it after.
+# pip installs with --no-compile: it would byte-compile every installed file on one core (~30 of
+# the ~50 s of a fresh install), and compileall (on every core) compiles 10,711 files in 44 s of
+# CPU, the half that no process here imports among them (transformers' model folders, torch's
+# compiler, the packages' tests, ...).  Measured with bytecode written on import: the suite
+# compiles the 5,436 files it imports in no time its noise shows (run without any, 195.4 s and
+# 378 s of CPU; with all of them, 202.1 and 211.5 s, 388 and 406 s of CPU).
+export PYTHONDONTWRITEBYTECODE :=
 
 # pip prints its errors only (-qq): a pip configuration that names a package index or a folder
 # of wheels where some packages are missing gets one warning per package looked up (seen on
@@ -72,7 +69,6 @@ define make_venv
 	"$(PY)" -m pip install $(PIP_QUIET) --upgrade pip
 endef
 PIP_INSTALL = PYTHONWARNINGS='ignore:Editable installation' "$(PY)" -m pip install $(PIP_QUIET) --no-compile -e
-BYTE_COMPILE = "$(PY)" -m compileall -qq -j 0 -x '$(NOT_COMPILED)' "$$("$(PY)" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" || true
 
 # The dev install compiles the optimiser's kernels into numba's cache on disk beside the
 # install of the extras (python -m analysis.optimize._ahead, in two processes, once the core is
@@ -92,7 +88,7 @@ $(STAMP): pyproject.toml
 	@mkdir -p .make
 	"$(PY)" -m analysis.optimize._ahead 0 > .make/ahead0.log 2>&1 & ahead0=$$!; \
 	"$(PY)" -m analysis.optimize._ahead 1 > .make/ahead1.log 2>&1 & ahead1=$$!; \
-	$(PIP_INSTALL) '.[dev]' && { $(BYTE_COMPILE); }; status=$$?; \
+	$(PIP_INSTALL) '.[dev]'; status=$$?; \
 	wait $$ahead0 || { cat .make/ahead0.log; exit 1; }; \
 	wait $$ahead1 || { cat .make/ahead1.log; exit 1; }; exit $$status
 	@touch $(STAMP) $(REPORT_STAMP)
@@ -108,7 +104,7 @@ $(REPORT_STAMP): pyproject.toml
 	$(PIP_INSTALL) .
 	@mkdir -p .make
 	"$(PY)" -m analysis.optimize._ahead 0 > .make/ahead0.log 2>&1 & ahead0=$$!; \
-	$(PIP_INSTALL) '.[report]' && { $(BYTE_COMPILE); }; status=$$?; \
+	$(PIP_INSTALL) '.[report]'; status=$$?; \
 	wait $$ahead0 || { cat .make/ahead0.log; exit 1; }; exit $$status
 	@touch $(REPORT_STAMP)
 
@@ -117,29 +113,23 @@ report: setup-report  ## Run every notebook on the bundled data into reports/ (e
 
 # ruff first (a second); then mypy runs beside pytest, which spreads the tests over every core
 # (pytest-xdist; pyproject's --dist=loadscope keeps a module or notebook on one worker).  mypy's
-# output follows pytest's, and either one failing fails the target.  The package and the tests
-# are byte-compiled first (a second): with PYTHONDONTWRITEBYTECODE set, as on this project's
-# machines, each of the suite's processes (workers, notebook kernels, report runs) would compile
-# them again on import (0.15 s each, measured on `import analysis` and its faces).  pytest runs
-# with it unset: pytest keeps the test modules it rewrites (its assertion messages) as bytecode
-# in their __pycache__ only where bytecode may be written, and otherwise each worker rewrites
-# every one of them again (collection: 13.1 s -> 8.3 s of CPU per worker, measured, from the
-# second run on: a fresh clone's first run rewrites them once).
+# output follows pytest's, and either one failing fails the target.  pytest keeps the test
+# modules it rewrites (its assertion messages) as bytecode in their __pycache__ (bytecode is
+# written, above): from the second run on, collection takes 8.3 s of CPU per worker, not 13.1 s.
 test: setup ruff  ## Run every test: ruff, mypy --strict, unit tests, doctests, nbval over notebooks/
-	PYTHONDONTWRITEBYTECODE= "$(PY)" -m compileall -qq -j 0 analysis tests || true
 	@mkdir -p .make; \
 	echo '"$(PY)" -m mypy > .make/mypy.log &   (shown after pytest)'; \
 	"$(PY)" -m mypy > .make/mypy.log 2>&1 & mypy_pid=$$!; \
-	echo 'PYTHONDONTWRITEBYTECODE= "$(PY)" -m pytest -n auto'; \
-	PYTHONDONTWRITEBYTECODE= "$(PY)" -m pytest -n auto; pytest_status=$$?; \
+	echo '"$(PY)" -m pytest -n auto'; \
+	"$(PY)" -m pytest -n auto; pytest_status=$$?; \
 	wait $$mypy_pid; mypy_status=$$?; \
 	echo '"$(PY)" -m mypy (ran beside pytest):'; cat .make/mypy.log; \
 	[ $$pytest_status -eq 0 ] && [ $$mypy_status -eq 0 ]
 
 # The fast unit core: the tests under the engine's folders of tests/ (marked `unit` by
-# tests/conftest.py), no notebook, no report, no face (bytecode written as for `make test`).
+# tests/conftest.py), no notebook, no report, no face.
 test-fast: setup  ## The fast unit core only (pytest -m unit: the engine's tests, seconds)
-	PYTHONDONTWRITEBYTECODE= "$(PY)" -m pytest -m unit -n auto tests
+	"$(PY)" -m pytest -m unit -n auto tests
 
 # Debian's chromium and chromium-driver (apt, as root or through sudo) when either is missing:
 # selenium is pointed at /usr/bin/chromedriver, so selenium-manager never downloads a browser.
