@@ -198,6 +198,11 @@ def _against_naive(
     return statistics.median(fast), statistics.median(slow), ratio
 
 
+def _k6(hist: LengthHistogram, rule: BatchRule) -> Callable[[], Any]:
+    """The timed call of the goals: the exact ``optimize_edges(hist, 6, rule)``."""
+    return functools.partial(optimize_edges, hist, 6, rule, candidates=None)
+
+
 def _first_call_seconds(cache_dir: str, rule: str = "batch_size=8") -> float:
     """Wall seconds of the first ``optimize_edges(K=6)`` under ``rule`` (keyword arguments, as
     text) in a new process with ``cache_dir`` as numba's cache (empty: every kernel it calls
@@ -227,22 +232,19 @@ def goals(hist: LengthHistogram, runs: int = 3, pairs: int = 7) -> None:
     def cpu(fn: Any, n: int = runs) -> float:
         return median_seconds(fn, n, time.process_time)
 
-    def k6(h: LengthHistogram, rule: BatchRule) -> Callable[[], Any]:
-        return lambda: optimize_edges(h, 6, rule, candidates=None)
-
     def against(base: Callable[[], Any], fn: Callable[[], Any]) -> tuple[float, float]:
         """The median of ``fn`` and its median ratio to ``base``, called alternately."""
         _, t, ratio = paired_seconds(base, fn, pairs, time.process_time)
         return t, ratio
 
     print(f"{'goal':<58} {'target':>12} {'median':>8}  beside")
-    base, naive, speed_up = _against_naive(hist, b8, lambda: cpu(k6(hist, b8)))
+    base, naive, speed_up = _against_naive(hist, b8, lambda: cpu(_k6(hist, b8)))
     print(f"{'K = 6, batch size 8':<58} {'<= 0.1 s':>12} {base:8.3f}  naive DP {naive:.2f} s")
     print(f"{'   its speed-up over the naive DP':<58} {'>= 80x':>12} {speed_up:7.1f}x")
     sweep = cpu(lambda: sweep_bucket_counts(hist, range(1, 17), ["optimal"], b8, candidates=None))
     print(f"{'sweep K = 1..16, batch size 8':<58} {'<= 0.2 s':>12} {sweep:8.3f}  naive DP K=6 {naive:.2f} s")
     big = LengthHistogram.from_counts(hist.lengths, hist.counts * 4)
-    t, ratio = against(k6(hist, b8), k6(big, b8))
+    t, ratio = against(_k6(hist, b8), _k6(big, b8))
     print(
         f"{'4x the samples, the same lengths (K = 6, batch size 8)':<58} {'<= 1.1x':>12} "
         f"{ratio:7.2f}x  ({t:.3f} s)"
@@ -251,7 +253,7 @@ def goals(hist: LengthHistogram, runs: int = 3, pairs: int = 7) -> None:
     rules = [BatchRule(batch_size=b) for b in (16, 32, 48, 64, 100, 1000, 10**4, 10**5, 10**8)]
     rules += [BatchRule(max_tokens=t, pad_to_multiple_of=p) for t in (4096, 16384, 2**24) for p in (1, 64)]
     for rule in rules:
-        t, ratio = against(k6(hist, b8), k6(hist, rule))
+        t, ratio = against(_k6(hist, b8), _k6(hist, rule))
         print(f"{'K = 6, ' + rule.text + ' (warm)':<58} {'<= 2x':>12} {t:8.3f}  {ratio:5.2f}x batch 8")
     with tempfile.TemporaryDirectory() as tmp:
         cold = _first_call_seconds(tmp)
@@ -288,13 +290,10 @@ def shared_goals(
     print("\nevery file of ../shared/data (unclipped; targets as above: <= 0.1 s, >= 80x, <= 0.2 s, <= 2x):")
     for path in files:
         h = load_lengths(path)
-        k6_8 = functools.partial(optimize_edges, h, 6, b8, candidates=None)
+        k6_8 = _k6(h, b8)
         base, _, speed_up = _against_naive(h, b8, functools.partial(cpu, k6_8))
         sweep = cpu(functools.partial(sweep_bucket_counts, h, range(1, 17), ["optimal"], b8, candidates=None))
-        ratios = [
-            against(k6_8, functools.partial(optimize_edges, h, 6, r, candidates=None))[1]
-            for r in _SHARED_RULES
-        ]
+        ratios = [against(k6_8, _k6(h, r))[1] for r in _SHARED_RULES]
         print(
             f"   {path.stem} ({h.n_samples:,} samples, {h.n_distinct:,} lengths): K = 6 {base:.3f} s, "
             f"{speed_up:.0f}x the naive DP; sweep {sweep:.3f} s; "
