@@ -141,13 +141,33 @@ def _midpoint_log_sum(d: np.ndarray, n: float, size: int, terms: int = 9) -> np.
     main = np.log1p(-d / x0)
     offsets = (np.arange(size) - (size - 1) / 2.0) / x0 if size <= _DIRECT_POWER_SUMS else None
     out = size * main
+    steepest = -float(main.min(initial=0.0))  # log(x0 / (x0 - d)) at the largest d
+    widest = (size - 1) / (2.0 * x0)  # the largest |t_i| / x0: w <= size widest**k
     for k in range(2, 2 * terms + 1, 2):
+        if _share(size * widest**k, k, size, steepest) < _NEGLIGIBLE:
+            continue  # (subtracting it would leave every element as it is)
         # sum_i (t_i / x0)^k, no overflow; in closed form for long batches (no size-long array)
         w = float(np.sum(offsets**k)) if offsets is not None else _centered_power_sum(size, x0, k)
         if w == 0.0:
             break
         out = out - (w / k) * np.expm1(-k * main)
     return out
+
+
+# A term of the midpoint series at most this share of its element is below half an ulp of it
+# (an ulp of x is at least |x| 2**-53), with room for the rounding of the share's own estimate.
+_NEGLIGIBLE = 2.0**-58
+
+
+def _share(w: float, k: int, size: int, steepest: float) -> float:
+    """At least the share of every element that the midpoint series' term ``(w / k) expm1(k L)``
+    (``L = -main >= 0`` by row; ``w`` or a bound above it) takes: each element is at least
+    ``size L`` in magnitude (``size * main``, then only terms of the same sign subtracted),
+    and ``expm1(k L) / L`` grows with ``L``, so the share is largest at the largest ``L``
+    (``steepest``); where that is 0 every element and its term are exactly 0."""
+    if steepest == 0.0:
+        return 0.0
+    return (w / (k * size)) * math.expm1(k * steepest) / steepest
 
 
 # Bernoulli numbers B_0..B_18 (odd ones past B_1 are 0), for the power sums below.

@@ -8,6 +8,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
+from analysis.padding import order_stats
 from analysis.padding.order_stats import (
     bucket_waste,
     expected_batch_sum,
@@ -66,3 +67,41 @@ def test_waste_and_objective_with_shared_statistics_are_unchanged(batch_size: in
     assert batch_size in shared and 1 in shared
     assert expected_batch_sum(g, cum, batch_size, shared=shared) == expected_batch_sum(g, cum, batch_size)
     assert expected_excess(g, cum, batch_size, shared) == expected_excess(g, cum, batch_size)
+
+
+def _every_midpoint_term(d: np.ndarray, n: float, size: int) -> np.ndarray:
+    """The midpoint series with all nine of its terms subtracted (the sum the skipped terms
+    must leave as it is), each power sum by :func:`order_stats._centered_power_sum` or
+    directly, as the module takes them."""
+    x0 = n - (size - 1) / 2.0
+    main = np.log1p(-d / x0)
+    out = size * main
+    for k in range(2, 19, 2):
+        if size <= order_stats._DIRECT_POWER_SUMS:
+            w = float(np.sum(((np.arange(size) - (size - 1) / 2.0) / x0) ** k))
+        else:
+            w = order_stats._centered_power_sum(size, x0, k)
+        if w == 0.0:
+            break
+        out = out - (w / k) * np.expm1(-k * main)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_midpoint_series_skips_only_terms_that_change_no_float(seed: int) -> None:
+    """The terms whose share of every element is below half an ulp are skipped: the sums are
+    the nine-term series' bit for bit, from rows at the series' edge (``c = 6 size``) to the
+    top (``d = 0``), for batch sizes on both sides of the direct power sums; and some terms
+    are skipped (else the check would be idle)."""
+    rng = np.random.default_rng(seed)
+    skipped = 0
+    for size in (65, 1_000, 4_096, 5_000, 100_000):
+        n = float(rng.integers(7 * size, 4_000 * size))
+        d = np.unique(np.r_[0.0, n - 6.0 * size, rng.integers(0, int(n - 6 * size), 300).astype(float)])
+        got = order_stats._midpoint_log_sum(d, n, size)
+        assert np.array_equal(_bits(got), _bits(_every_midpoint_term(d, n, size)))
+        steepest = -float(np.log1p(-d / (n - (size - 1) / 2.0)).min())
+        widest = (size - 1) / (2.0 * (n - (size - 1) / 2.0))
+        shares = [order_stats._share(size * widest**k, k, size, steepest) for k in range(2, 19, 2)]
+        skipped += sum(share < order_stats._NEGLIGIBLE for share in shares)
+    assert skipped >= 10
