@@ -79,33 +79,58 @@ def _mixing_matrix(
     return out
 
 
+# Ends a tile of :func:`_solve_points` takes side by side (the loops across them vectorised).
+_TILE = 64
+
+
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _solve_points(
     costs: np.ndarray, mixing: np.ndarray, per: float, n_buckets: int
 ) -> np.ndarray:  # pragma: no cover
     """The DP over the points: ``best[c, k]`` = least sum of ``k`` buckets covering
     ``(points[0], points[c]]``, bucket ``(points[a], points[c]]`` costing ``costs[c, a] - per *
-    mixing[c, a]`` (transposed, so a column's starts are contiguous; formed a row at a time, as
-    the whole matrix would be: ``per = 0`` is ``costs`` alone).  Every ``k`` at once: each
-    start's sums for all layers side by side (an elementwise minimum, vectorised), the same
-    sums as layer by layer; the minimisers are traced afterwards (:func:`_trace_points`)."""
+    mixing[c, a]`` (``per = 0``: ``costs`` alone).  Every ``k`` at once, by tiles of ``_TILE``
+    ends: for each start below the tile its buckets to every end of the tile (a column of the
+    matrices), then each layer's running minimum across the ends (vectorised), then the starts
+    within the tile end by end; each minimum takes its starts in ascending order, as the
+    plain DP does, so the same floats; the minimisers are traced afterwards
+    (:func:`_trace_points`)."""
     p = costs.shape[0]
-    best = np.full((p, n_buckets + 1), INF)  # best[c, k]: the layers side by side (vectorised)
+    best = np.full((p, n_buckets + 1), INF)  # best[c, k]
     best[0, 0] = 0.0
-    row = np.empty(p)
-    for c in range(1, p):
-        here = best[c]
-        if per != 0.0:
-            for a in range(c):
-                row[a] = costs[c, a] - per * mixing[c, a]
-        else:
-            row[:c] = costs[c, :c]
-        for a in range(c):
-            x = row[a]
+    row = np.empty(_TILE)
+    acc = np.empty((n_buckets + 1, _TILE))
+    c0 = 1  # the tile: ends c0 <= c < c1
+    while c0 < p:
+        c1 = min(p, c0 + _TILE)
+        n = c1 - c0
+        acc[:, :n] = INF
+        for a in range(c0):  # below the tile: every end's bucket from a
+            if per != 0.0:
+                for q in range(n):
+                    row[q] = costs[c0 + q, a] - per * mixing[c0 + q, a]
+            else:
+                for q in range(n):
+                    row[q] = costs[c0 + q, a]
             prev = best[a]
             for k in range(1, min(n_buckets, a + 1) + 1):  # (more than a + 1 buckets: none)
-                v = prev[k - 1] + x
-                here[k] = v if v < here[k] else here[k]
+                pk = prev[k - 1]
+                if pk < INF:  # (else every sum is inf or NaN: none is a minimum)
+                    least = acc[k]
+                    for q in range(n):
+                        v = pk + row[q]
+                        least[q] = v if v < least[q] else least[q]
+        for q in range(n):  # within the tile, from the lowest end
+            c = c0 + q
+            for a in range(c0, c):
+                x = costs[c, a] - per * mixing[c, a] if per != 0.0 else costs[c, a]
+                prev = best[a]
+                for k in range(1, min(n_buckets, a + 1) + 1):
+                    v = prev[k - 1] + x
+                    acc[k, q] = v if v < acc[k, q] else acc[k, q]
+            for k in range(1, n_buckets + 1):
+                best[c, k] = acc[k, q]
+        c0 = c1
     return best
 
 

@@ -44,54 +44,125 @@ from analysis.optimize._costs import INF
 _SPREAD = (1.0, 1 / 8, 8.0, 1 / 64, 64.0)
 
 
+# Starts a tile of :func:`backward` takes side by side (the loops across them vectorised).
+_TILE = 64
+
+
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def backward(
-    xt: np.ndarray, yt: np.ndarray, weights: np.ndarray, n_buckets: int
+    xm: np.ndarray, ym: np.ndarray, weights: np.ndarray, n_buckets: int
 ) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
     """``out[u, r, c]``: the least sum of ``r`` buckets covering ``(points[c], points[-1]]`` of
     ``weights[u, 0] X + weights[u, 1] Y`` (a weight of 0 drops its matrix: ``X`` alone is
-    ``(1, 0)``), and ``scale[u]`` its largest finite bucket value; ``xt[c, d]``, ``yt[c, d]``
-    bucket ``(points[c], points[d]]``'s values, ``c < d`` (the floor search's matrices
-    transposed, so a start's ends are contiguous).  Every bucket count at once: for each end
-    ``d`` the ``r`` layers' sums side by side (an elementwise minimum, vectorised; a minimum
-    does not depend on its order, so the table is the layer-by-layer one)."""
-    p = xt.shape[0]
+    ``(1, 0)``), and ``scale[u]`` its largest finite bucket value; ``xm[d, c]``, ``ym[d, c]``
+    bucket ``(points[c], points[d]]``'s values, ``c < d`` (the floor search's matrices, so an
+    end's starts are contiguous).  Every bucket count at once, by tiles of ``_TILE`` starts
+    from the top: at each end above the tile every start's bucket value, then each layer's
+    running minimum across the starts (vectorised), then the ends within the tile start by
+    start from the top (they read the tile's own rows).  A minimum does not depend on its
+    order (no NaN is ever taken), so the table is the layer-by-layer one."""
+    p = xm.shape[0]
     last = p - 1
     nt = weights.shape[0]
-    work = np.full((p, n_buckets + 1), INF)  # work[c, r]: layers side by side
-    out = np.empty((nt, n_buckets + 1, p))
+    out = np.full((nt, n_buckets + 1, p), INF)
     scale = np.zeros(nt)
-    row = np.empty(p)
+    rows = np.empty((_ENDS, _TILE))
+    acc = np.empty((n_buckets + 1, _TILE))
     for u in range(nt):
-        work[:] = INF
-        work[last, 0] = 0.0
-        for c in range(last - 1, -1, -1):
-            _combined(xt[c], yt[c], weights[u, 0], weights[u, 1], c, row)
-            best = work[c]
-            for d in range(c + 1, p):
-                x = row[d]
-                scale[u] = max(scale[u], abs(x) if abs(x) < INF else 0.0)
-                prev = work[d]
+        work = out[u]  # work[r, c]
+        work[0, last] = 0.0
+        wx, wy = weights[u, 0], weights[u, 1]
+        top = 0.0
+        c1 = last  # the tile: starts c0 <= c < c1
+        while c1 > 0:
+            c0 = max(0, c1 - _TILE)
+            n = c1 - c0
+            acc[:, :n] = INF
+            for d in range(c1, p, _ENDS):  # above the tile: every start's buckets to _ENDS ends
+                top = _tile_block(xm, ym, wx, wy, work, d, c0, c1, n_buckets, rows, acc, top)
+            for a in range(n - 1, -1, -1):  # within the tile, from the top
+                c = c0 + a
+                for d in range(c + 1, c1):
+                    top = _combined(xm[d, c : c + 1], ym[d, c : c + 1], wx, wy, rows[0, :1], top)
+                    for r in range(1, n_buckets + 1):
+                        v = work[r - 1, d] + rows[0, 0]
+                        acc[r, a] = v if v < acc[r, a] else acc[r, a]
                 for r in range(1, n_buckets + 1):
-                    v = prev[r - 1] + x
-                    best[r] = v if v < best[r] else best[r]
-        out[u] = work.T
+                    work[r, c] = acc[r, a]
+            c1 = c0
+        scale[u] = top
     return out, scale
+
+
+# Ends whose sums :func:`_tile_block` folds into a tile's running minima at once (each minimum
+# read and written once per block; its loop is written out for four).
+_ENDS = 4
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _tile_block(
+    xm: np.ndarray,
+    ym: np.ndarray,
+    wx: float,
+    wy: float,
+    work: np.ndarray,
+    d: int,
+    c0: int,
+    c1: int,
+    n_buckets: int,
+    rows: np.ndarray,
+    acc: np.ndarray,
+    top: float,
+) -> float:  # pragma: no cover - compiled
+    """The running minima ``acc[r, a]`` of :func:`backward`'s tile (starts ``c0 <= c < c1``)
+    over the ends ``d`` to ``d + _ENDS - 1`` (fewer at the last one), in ascending order; the
+    buckets' values in ``rows``; returns ``top`` raised to their largest finite one (the ends
+    in ascending order; a minimum does not depend on its order: the same floats)."""
+    n = c1 - c0
+    ends = min(_ENDS, xm.shape[0] - d)
+    for e in range(ends):
+        top = _combined(xm[d + e, c0:c1], ym[d + e, c0:c1], wx, wy, rows[e, :n], top)
+    for r in range(1, n_buckets + 1):
+        least = acc[r]
+        if ends == _ENDS:
+            p0, p1, p2, p3 = work[r - 1, d], work[r - 1, d + 1], work[r - 1, d + 2], work[r - 1, d + 3]
+            for a in range(n):
+                low = least[a]
+                v = p0 + rows[0, a]
+                low = v if v < low else low
+                v = p1 + rows[1, a]
+                low = v if v < low else low
+                v = p2 + rows[2, a]
+                low = v if v < low else low
+                v = p3 + rows[3, a]
+                least[a] = v if v < low else low
+        else:
+            for e in range(ends):
+                pr = work[r - 1, d + e]
+                for a in range(n):
+                    v = pr + rows[e, a]
+                    least[a] = v if v < least[a] else least[a]
+    return top
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _combined(
-    rx: np.ndarray, ry: np.ndarray, wx: float, wy: float, c: int, row: np.ndarray
-) -> None:  # pragma: no cover
-    """``row[d] = wx X + wy Y`` of bucket ``(points[c], points[d]]`` for ``d > c`` (the matrix
-    alone where the other's weight is 0, so an inf beside it never makes a NaN)."""
+    rx: np.ndarray, ry: np.ndarray, wx: float, wy: float, row: np.ndarray, top: float
+) -> float:  # pragma: no cover
+    """``row = wx X + wy Y`` of the buckets ``rx``, ``ry`` (the matrix alone where the other's
+    weight is 0, so an inf beside it never makes a NaN); returns ``top`` raised to their
+    largest finite absolute value."""
     if wy == 0.0:
-        row[c + 1 :] = rx[c + 1 :]
+        row[:] = rx
     elif wx == 0.0:
-        row[c + 1 :] = ry[c + 1 :]
+        row[:] = ry
     else:
-        for d in range(c + 1, row.size):
-            row[d] = rx[d] + wy * ry[d]
+        for a in range(row.size):
+            row[a] = rx[a] + wy * ry[a]
+    for a in range(row.size):
+        m = abs(row[a])
+        top = max(top, m if m < INF else 0.0)
+    return top
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -369,16 +440,15 @@ def bounds(
 ) -> Bounds:
     """The completion bounds of ``n_buckets`` buckets over ``xm``, ``ym`` (``[c, a]``: bucket
     ``(points[a], points[c]]``, inf where none), with multipliers spread around ``mu``;
-    ``memo``, a dict kept with these two matrices, holds their transposes and the tables of
-    ``X`` and ``Y`` alone by bucket count, which every search on them shares (the tables are
-    computed weight by weight: the same floats either way)."""
+    ``memo``, a dict kept with these two matrices, holds the tables of ``X`` and ``Y`` alone by
+    bucket count, which every search on them shares (the tables are computed weight by
+    weight: the same floats either way)."""
     mus = np.array([mu * f for f in _SPREAD] if mu > 0 else [0.0])
     memo = {} if memo is None else memo
     if n_buckets not in memo:
-        xt, yt = np.ascontiguousarray(xm.T), np.ascontiguousarray(ym.T)
-        memo[n_buckets] = (xt, yt, *backward(xt, yt, np.array([[1.0, 0.0], [0.0, 1.0]]), n_buckets))
-    xt, yt, alone, alone_scale = memo[n_buckets]
-    lines, line_scale = backward(xt, yt, np.array([[1.0, v] for v in mus]), n_buckets)
+        memo[n_buckets] = backward(xm, ym, np.array([[1.0, 0.0], [0.0, 1.0]]), n_buckets)
+    alone, alone_scale = memo[n_buckets]
+    lines, line_scale = backward(xm, ym, np.array([[1.0, v] for v in mus]), n_buckets)
     return Bounds(
         xm, ym, n_buckets, mus, np.concatenate([alone, lines]), np.concatenate([alone_scale, line_scale])
     )

@@ -294,3 +294,30 @@ def test_optimal_plans_are_optimize_edges_for_every_k(rule):
             one.gap,
             "optimal",
         )
+
+
+@pytest.mark.parametrize(("p", "k", "per"), [(70, 4, 0.0), (150, 6, 0.7), (200, 33, 3.0)])
+def test_the_tiled_pass_is_the_plain_dp_bit_for_bit(p: int, k: int, per: float) -> None:
+    """The λ-DP over the points by tiles of ends (several, and a last short one; some buckets
+    missing) against the reference DP of ``analysis.optimize._reference`` over the matrix of
+    ``costs - per * mixing`` (each bucket's value the same expression): every layer's minima,
+    bit for bit, and the traced ends those of the reference's ``argmin`` (its smallest start)."""
+    from analysis.optimize._reference import reference_dp
+
+    rng = np.random.default_rng(p)
+    costs = np.full((p, p), np.inf)
+    low = np.tril(np.ones((p, p), bool), -1)
+    costs[low] = rng.uniform(1.0, 50.0, low.sum())
+    costs[low & (rng.random((p, p)) < 0.1)] = np.inf
+    mixing = np.where(low, rng.uniform(0.0, 5.0, (p, p)), 0.0)
+    best = frontier_dp._solve_points(costs, mixing, per, k)
+    value = costs - per * mixing if per != 0.0 else costs
+    want, arg = reference_dp(np.ascontiguousarray(value.T), k)
+    assert best.T.tobytes() == want.tobytes()
+    for layers in (1, k // 2, k):
+        ends = frontier_dp._trace_points(best, costs, mixing, per, layers, p - 1)
+        c, back = p - 1, []
+        for layer in range(layers, 0, -1):
+            back.append(c)
+            c = int(arg[layer, c])
+        assert ends.tolist() == back[::-1]

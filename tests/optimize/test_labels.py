@@ -9,6 +9,7 @@ import itertools
 import numpy as np
 import pytest
 
+from analysis.optimize import _labels as labels_mod
 from analysis.optimize._labels import bounds, label_search
 
 
@@ -157,3 +158,39 @@ def test_ties_are_broken_as_a_stable_sort_would_break_them(seed: int) -> None:
     found, _, done, _ = label_search(bounds(xm, ym, k, 0.0), 1e12, 1e12, max_labels=10**6, max_work=10**9)
     assert done and len(want) >= 2
     assert found == want
+
+
+def _backward_by_rows(
+    xm: np.ndarray, ym: np.ndarray, weights: np.ndarray, k: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`analysis.optimize._labels.backward` start by start, each minimum by NumPy over a
+    row (``x + w y``, the matrix alone where the other's weight is 0), and the largest finite
+    bucket value."""
+    p = xm.shape[0]
+    out = np.full((weights.shape[0], k + 1, p), np.inf)
+    scale = np.zeros(weights.shape[0])
+    for u, (wx, wy) in enumerate(weights):
+        out[u, 0, p - 1] = 0.0
+        for c in range(p - 2, -1, -1):
+            rx, ry = xm[c + 1 :, c], ym[c + 1 :, c]
+            row = rx if wy == 0.0 else (ry if wx == 0.0 else rx + wy * ry)
+            finite = np.abs(row[np.isfinite(row)])
+            scale[u] = max(scale[u], finite.max(initial=0.0))
+            for r in range(1, k + 1):
+                out[u, r, c] = np.min(row + out[u, r - 1, c + 1 :])
+    return out, scale
+
+
+@pytest.mark.parametrize(("p", "k"), [(70, 3), (150, 6), (200, 33)])
+def test_the_tiled_backward_is_the_row_by_row_recursion(p: int, k: int) -> None:
+    """Several tiles of starts (and a last, short one), blocks of ends with a short one at the
+    top, some buckets missing (inf): the completion tables and their scales, bit for bit."""
+    rng = np.random.default_rng(p)
+    xm, ym = _matrices(rng, p)
+    missing = np.tril(rng.random((p, p)) < 0.1, -1)
+    xm[missing], ym[missing] = np.inf, np.inf
+    weights = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.3], [1.0, 8.0]])
+    got, got_scale = labels_mod.backward(xm, ym, weights, k)
+    want, want_scale = _backward_by_rows(xm, ym, weights, k)
+    assert got.tobytes() == want.tobytes() and got_scale.tobytes() == want_scale.tobytes()
+    assert np.isfinite(got[:, k, 0]).all()
