@@ -35,6 +35,7 @@ from analysis.optimize._costs import INF, Arrays
 from analysis.optimize._exact import exact_arrays
 from analysis.optimize._gradient import GradientArrays, axis_matrix
 from analysis.optimize._labels import bounds, label_search, polish
+from analysis.optimize._layers import FOLD, fold
 from analysis.optimize._problem import Problem, StepTimeLike, build_problem, resolve_objective
 from analysis.optimize._pruned import exact_matrix
 from analysis.optimize._search import candidate_grid, check_k, edges_to_ends, ends_to_edges
@@ -98,15 +99,15 @@ def _solve_points(
     p = costs.shape[0]
     best = np.full((p, n_buckets + 1), INF)  # best[c, k]
     best[0, 0] = 0.0
-    rows = np.empty((_STARTS, _TILE))
+    rows = np.empty((FOLD, _TILE))
     acc = np.empty((n_buckets + 1, _TILE))
     c0 = 1  # the tile: ends c0 <= c < c1
     while c0 < p:
         c1 = min(p, c0 + _TILE)
         n = c1 - c0
         acc[:, :n] = INF
-        for a in range(0, c0, _STARTS):  # below the tile: every end's buckets from _STARTS starts
-            _points_block(costs, mixing, per, best, a, min(a + _STARTS, c0), c0, c1, rows, acc)
+        for a in range(0, c0, FOLD):  # below the tile: every end's buckets from FOLD starts
+            _points_block(costs, mixing, per, best, a, min(a + FOLD, c0), c0, c1, rows, acc)
         for q in range(n):  # within the tile, from the lowest end
             c = c0 + q
             for a in range(c0, c):
@@ -119,11 +120,6 @@ def _solve_points(
                 best[c, k] = acc[k, q]
         c0 = c1
     return best
-
-
-# Starts whose sums :func:`_points_block` folds into a tile's running minima at once (each
-# minimum read and written once per block; its loop is written out for four).
-_STARTS = 4
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -140,7 +136,7 @@ def _points_block(
     acc: np.ndarray,
 ) -> None:  # pragma: no cover - compiled
     """The running minima ``acc[k, q]`` of :func:`_solve_points`' tile (ends ``c0 <= c < c1``)
-    over the starts ``a0 <= a < a1`` (at most ``_STARTS``) in ascending order, each bucket's
+    over the starts ``a0 <= a < a1`` (at most ``FOLD``) in ascending order, each bucket's
     value ``rows[a - a0, q]`` formed as the plain DP forms it (a sum that is inf or NaN is
     never a minimum, as where the plain DP reads no layer)."""
     n = c1 - c0
@@ -153,20 +149,14 @@ def _points_block(
             for q in range(n):
                 row[q] = costs[c0 + q, a]
     n_buckets = acc.shape[0] - 1
-    if a1 - a0 == _STARTS and a0 + 1 >= n_buckets:  # (every start reads every layer)
+    if a1 - a0 == FOLD and a0 + 1 >= n_buckets:  # (every start reads every layer)
         for k in range(1, n_buckets + 1):
-            least = acc[k]
-            p0, p1, p2, p3 = best[a0, k - 1], best[a0 + 1, k - 1], best[a0 + 2, k - 1], best[a0 + 3, k - 1]
-            for q in range(n):
-                low = least[q]
-                v = p0 + rows[0, q]
-                low = v if v < low else low
-                v = p1 + rows[1, q]
-                low = v if v < low else low
-                v = p2 + rows[2, q]
-                low = v if v < low else low
-                v = p3 + rows[3, q]
-                least[q] = v if v < low else low
+            fold(
+                acc[k],
+                rows,
+                (best[a0, k - 1], best[a0 + 1, k - 1], best[a0 + 2, k - 1], best[a0 + 3, k - 1]),
+                n,
+            )
         return
     for a in range(a0, a1):
         for k in range(1, min(n_buckets, a + 1) + 1):  # (more than a + 1 buckets: none)

@@ -38,6 +38,7 @@ import numba
 import numpy as np
 
 from analysis.optimize._costs import INF
+from analysis.optimize._layers import FOLD, fold
 
 # The Lagrangian bounds' multipliers, times the hull edge's: a partial plan's completions are
 # cut by several lines, which follow their frontier's curve closer than one.
@@ -66,7 +67,7 @@ def backward(
     nt = weights.shape[0]
     out = np.full((nt, n_buckets + 1, p), INF)
     scale = np.zeros(nt)
-    rows = np.empty((_ENDS, _TILE))
+    rows = np.empty((FOLD, _TILE))
     acc = np.empty((n_buckets + 1, _TILE))
     for u in range(nt):
         work = out[u]  # work[r, c]
@@ -78,7 +79,7 @@ def backward(
             c0 = max(0, c1 - _TILE)
             n = c1 - c0
             acc[:, :n] = INF
-            for d in range(c1, p, _ENDS):  # above the tile: every start's buckets to _ENDS ends
+            for d in range(c1, p, FOLD):  # above the tile: every start's buckets to FOLD ends
                 top = _tile_block(xm, ym, wx, wy, work, d, c0, c1, n_buckets, rows, acc, top)
             for a in range(n - 1, -1, -1):  # within the tile, from the top
                 c = c0 + a
@@ -92,11 +93,6 @@ def backward(
             c1 = c0
         scale[u] = top
     return out, scale
-
-
-# Ends whose sums :func:`_tile_block` folds into a tile's running minima at once (each minimum
-# read and written once per block; its loop is written out for four).
-_ENDS = 4
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -115,27 +111,17 @@ def _tile_block(
     top: float,
 ) -> float:  # pragma: no cover - compiled
     """The running minima ``acc[r, a]`` of :func:`backward`'s tile (starts ``c0 <= c < c1``)
-    over the ends ``d`` to ``d + _ENDS - 1`` (fewer at the last one), in ascending order; the
+    over the ends ``d`` to ``d + FOLD - 1`` (fewer at the last one), in ascending order; the
     buckets' values in ``rows``; returns ``top`` raised to their largest finite one (the ends
     in ascending order; a minimum does not depend on its order: the same floats)."""
     n = c1 - c0
-    ends = min(_ENDS, xm.shape[0] - d)
+    ends = min(FOLD, xm.shape[0] - d)
     for e in range(ends):
         top = _combined(xm[d + e, c0:c1], ym[d + e, c0:c1], wx, wy, rows[e, :n], top)
     for r in range(1, n_buckets + 1):
         least = acc[r]
-        if ends == _ENDS:
-            p0, p1, p2, p3 = work[r - 1, d], work[r - 1, d + 1], work[r - 1, d + 2], work[r - 1, d + 3]
-            for a in range(n):
-                low = least[a]
-                v = p0 + rows[0, a]
-                low = v if v < low else low
-                v = p1 + rows[1, a]
-                low = v if v < low else low
-                v = p2 + rows[2, a]
-                low = v if v < low else low
-                v = p3 + rows[3, a]
-                least[a] = v if v < low else low
+        if ends == FOLD:
+            fold(least, rows, (work[r - 1, d], work[r - 1, d + 1], work[r - 1, d + 2], work[r - 1, d + 3]), n)
         else:
             for e in range(ends):
                 pr = work[r - 1, d + e]

@@ -35,3 +35,25 @@ def run_layers(n_buckets: int, m: int) -> tuple[np.ndarray, np.ndarray]:  # prag
     arg = np.zeros((n_buckets + 1, m + 1), np.int64)
     best[0, 0] = 0.0
     return best, arg
+
+
+# Sums :func:`fold` takes into a row of minima at once (its loop is written out for four).
+FOLD = 4
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def fold(least: np.ndarray, rows: np.ndarray, sums: tuple[float, float, float, float], n: int) -> None:
+    """``least[q]`` lowered to ``sums[e] + rows[e, q]`` for ``e = 0..3`` in turn, ``q < n``: one
+    read and one write of each minimum for four sums, vectorised across ``q`` (the tiles of
+    the frontier's passes and of the floor search's bounds; the same floats as four folds)."""
+    s0, s1, s2, s3 = sums
+    for q in range(n):
+        low = least[q]
+        v = s0 + rows[0, q]
+        low = v if v < low else low
+        v = s1 + rows[1, q]
+        low = v if v < low else low
+        v = s2 + rows[2, q]
+        low = v if v < low else low
+        v = s3 + rows[3, q]
+        least[q] = v if v < low else low
