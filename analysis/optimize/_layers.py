@@ -1,5 +1,6 @@
-"""The DP's layers, compiled: the tables ``D[k][j]`` and the push of a row of bucket costs
-into them.
+"""The DP's layers, compiled: the tables ``D[k][j]``, the push of a row of bucket costs
+into them, and the fold of four sums into a row of running minima (the frontier's passes and
+the floor search's bounds, tiled: :func:`fold`).
 
 The DP ``D[k][j] = min_i D[k-1][i] + cost(i, j)`` runs with the costs: each start's row of
 costs pushes into every later end, for every ``k`` at once, so the cost matrix is never stored
