@@ -160,11 +160,11 @@ _NEGLIGIBLE = 2.0**-58
 
 
 def _share(w: float, k: int, size: int, steepest: float) -> float:
-    """At least the share of every element that the midpoint series' term ``(w / k) expm1(k L)``
-    (``L = -main >= 0`` by row; ``w`` or a bound above it) takes: each element is at least
-    ``size L`` in magnitude (``size * main``, then only terms of the same sign subtracted),
-    and ``expm1(k L) / L`` grows with ``L``, so the share is largest at the largest ``L``
-    (``steepest``); where that is 0 every element and its term are exactly 0."""
+    """A bound above the share of its element that the midpoint series' term ``(w / k)
+    expm1(k L)`` takes in every row (``L = -main >= 0`` by row; ``w`` or a bound above it):
+    each element is at least ``size L`` in magnitude (``size * main``, then only terms of the
+    same sign subtracted), and ``expm1(k L) / L`` grows with ``L``, so the share is largest at
+    the largest ``L`` (``steepest``); where that is 0 every element and its term are exactly 0."""
     if steepest == 0.0:
         return 0.0
     return (w / (k * size)) * math.expm1(k * steepest) / steepest
