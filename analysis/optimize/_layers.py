@@ -43,7 +43,9 @@ FOLD = 4
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def fold(least: np.ndarray, rows: np.ndarray, sums: tuple[float, float, float, float], n: int) -> None:
+def fold(
+    least: np.ndarray, rows: np.ndarray, sums: tuple[float, float, float, float], n: int
+) -> None:  # pragma: no cover - compiled
     """``least[q]`` lowered to ``sums[e] + rows[e, q]`` for ``e = 0..3`` in turn, ``q < n``: one
     read and one write of each minimum for four sums, vectorised across ``q`` (the tiles of
     the frontier's passes and of the floor search's bounds; the same floats as four folds)."""
