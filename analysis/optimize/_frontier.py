@@ -84,6 +84,16 @@ def _mixing_matrix(
 _TILE = 64
 
 
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _point_value(
+    costs: np.ndarray, mixing: np.ndarray, per: float, c: int, a: int
+) -> float:  # pragma: no cover - compiled
+    """Bucket ``(points[a], points[c]]``'s value in the λ-DP: ``costs[c, a] - per * mixing[c, a]``,
+    ``costs`` alone where ``per = 0`` (one expression for the pass and its trace: the same
+    floats)."""
+    return float(costs[c, a] - per * mixing[c, a] if per != 0.0 else costs[c, a])
+
+
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _solve_points(
     costs: np.ndarray, mixing: np.ndarray, per: float, n_buckets: int
@@ -111,7 +121,7 @@ def _solve_points(
         for q in range(n):  # within the tile, from the lowest end
             c = c0 + q
             for a in range(c0, c):
-                x = costs[c, a] - per * mixing[c, a] if per != 0.0 else costs[c, a]
+                x = _point_value(costs, mixing, per, c, a)
                 prev = best[a]
                 for k in range(1, min(n_buckets, a + 1) + 1):
                     v = prev[k - 1] + x
@@ -137,17 +147,13 @@ def _points_block(
 ) -> None:  # pragma: no cover - compiled
     """The running minima ``acc[k, q]`` of :func:`_solve_points`' tile (ends ``c0 <= c < c1``)
     over the starts ``a0 <= a < a1`` (at most ``FOLD``) in ascending order, each bucket's
-    value ``rows[a - a0, q]`` formed as the plain DP forms it (a sum that is inf or NaN is
+    value ``rows[a - a0, q]`` from :func:`_point_value` (a sum that is inf or NaN is
     never a minimum, as where the plain DP reads no layer)."""
     n = c1 - c0
     for a in range(a0, a1):
         row = rows[a - a0]
-        if per != 0.0:
-            for q in range(n):
-                row[q] = costs[c0 + q, a] - per * mixing[c0 + q, a]
-        else:
-            for q in range(n):
-                row[q] = costs[c0 + q, a]
+        for q in range(n):
+            row[q] = _point_value(costs, mixing, per, c0 + q, a)
     n_buckets = acc.shape[0] - 1
     if a1 - a0 == FOLD and a0 + 1 >= n_buckets:  # (every start reads every layer)
         for k in range(1, n_buckets + 1):
@@ -174,14 +180,14 @@ def _trace_points(
     """The point indices ending the ``k`` buckets of the minimum ``best[last, k]`` of
     :func:`_solve_points` (the same arguments): at each layer the smallest start whose sum
     equals the layer's minimum, the start a strict ``<`` in ascending order keeps (the
-    padding DP's tie rule), each bucket's cost formed by the same expression."""
+    padding DP's tie rule), each bucket's cost from :func:`_point_value`, as the pass formed it."""
     ends = np.empty(k, np.int64)
     c = last
     for layer in range(k, 0, -1):
         ends[layer - 1] = c
         target = best[c, layer]
         for a in range(layer - 1, c):
-            x = costs[c, a] - per * mixing[c, a] if per != 0.0 else costs[c, a]
+            x = _point_value(costs, mixing, per, c, a)
             if best[a, layer - 1] + x == target:
                 c = a
                 break
