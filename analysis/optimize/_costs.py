@@ -104,8 +104,9 @@ def _restart(i: int, j: int, size: int, data: Arrays) -> tuple[float, float]:  #
     total = 0.0
     total2 = 0.0
     if n >= hi.size:  # beyond the table: Stirling's series
+        no_comb = hi[:0]
         for kk in range(first, j):
-            ratio = ratio_at(cum[kk] - ci, cum[kk + 1] - ci, size, hi[:0], hi, lo)
+            ratio = ratio_at(cum[kk] - ci, cum[kk + 1] - ci, size, no_comb, hi, lo)
             total = (total + step[kk]) * ratio
             total2 = (total2 + step2[kk]) * ratio
         return total, total2
@@ -161,6 +162,7 @@ def row_sums(
     t2 = 0.0
     b_hi = b_lo = s_hi = s_lo = 0.0  # log x_at! and log (x_at - B)!, when known
     known = False
+    no_comb = hi[:0]  # (once: a slice in the loop may count a reference at every step)
     for j in range(i + 1, m + 1):
         if token and size[j] != b:  # B follows the end: T restarts where it changes
             b = size[j]
@@ -193,7 +195,7 @@ def row_sums(
                 b_hi, b_lo, s_hi, s_lo = n_hi, n_lo, t_hi, t_lo
                 known = True
             else:
-                ratio = ratio_at(below, n, b, hi[:0], hi, lo)
+                ratio = ratio_at(below, n, b, no_comb, hi, lo)
             t = (t + step[at - 1]) * ratio
             t2 = (t2 + step2[at - 1]) * ratio
         if as_costs:

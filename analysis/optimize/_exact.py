@@ -302,7 +302,10 @@ def _advance(
 ) -> tuple[int, float, float]:  # pragma: no cover - compiled
     """The running sums for subsets of ``s`` carried from end ``at`` to ``j``: over the steps of
     ``weight`` (and ``weight2``) with the full batches' ratios (``full``: the table of
-    ``C(x, B)`` where there is one), else over ``base`` and ``q``."""
+    ``C(x, B)`` where there is one), else over ``base`` and ``q``.  (The rows are read out of
+    the tables before the loop: a read in it may count a reference at every step.)"""
+    comb, hi, lo = data.comb, short.hi, short.lo
+    step, step2 = (data.step, data.step2) if full else (short.base_step, short.q_step)
     while at < j:
         below = cum[at] - ci
         at += 1
@@ -311,18 +314,12 @@ def _advance(
             t = 0.0
             t2 = 0.0
             continue
-        if full:
-            ratio = (
-                ratio_at(below, n, s, data.comb, short.hi, short.lo)
-                if data.comb.size
-                else (short_ratio(below, n, s, short.hi, short.lo))
-            )
-            t = (t + data.step[at - 1]) * ratio
-            t2 = (t2 + data.step2[at - 1]) * ratio
+        if full and comb.size:
+            ratio = ratio_at(below, n, s, comb, hi, lo)
         else:
-            ratio = short_ratio(below, n, s, short.hi, short.lo)
-            t = (t + short.base_step[at - 1]) * ratio
-            t2 = (t2 + short.q_step[at - 1]) * ratio
+            ratio = short_ratio(below, n, s, hi, lo)
+        t = (t + step[at - 1]) * ratio
+        t2 = (t2 + step2[at - 1]) * ratio
     return at, t, t2
 
 
@@ -440,7 +437,7 @@ def carried_row(
             ats[r], sums[0, r], sums[1, r] = at_r, t, t2
         elif 0 < r <= _CARRY_MAX:
             live = _keep(sizes, live, last, j)
-            carry_at = _advance_all(ci, carry_at, j, sizes[:live], cum, short, sums, work)
+            carry_at = _advance_all(ci, carry_at, j, sizes, live, cum, short, sums, work)
             t, t2 = sums[0, r], sums[1, r]
         elif r > _CARRY_MAX:
             t, t2 = sums_long[0, c_long], sums_long[1, c_long]
@@ -661,119 +658,123 @@ def _advance_all(
     at: int,
     j: int,
     sizes: np.ndarray,
+    count: int,
     cum: np.ndarray,
     short: Short,
     sums: np.ndarray,
     work: np.ndarray,
 ) -> int:  # pragma: no cover - compiled
     """:func:`_advance` over ``base`` and ``q`` from end ``at`` to ``j`` for every subset size
-    of ``sizes`` (ascending, ``<= _CARRY_MAX``) at once: ``sums[0, s]``, ``sums[1, s]`` the
-    running sums of size ``s``.  Each step takes every size's ratio from
+    of ``sizes[:count]`` (ascending, ``<= _CARRY_MAX``) at once: ``sums[0, s]``, ``sums[1, s]``
+    the running sums of size ``s``.  Each step takes every size's ratio from
     :func:`step_ratios` (the floats of :func:`short_ratio`) and each sum the same step as
     :func:`_advance` (0 while fewer than ``s`` samples lie below), so each size's sums are
-    the floats :func:`_advance` would carry."""
-    ratio = work[0]
-    t, t2 = sums[0], sums[1]
-    live = sizes.size
+    the floats :func:`_advance` would carry.  (Rows are indexed, never sliced, in the loop: a
+    slice, or a row read out of a table, may count a reference at every step.)"""
+    base_step, q_step = short.base_step, short.q_step
+    live = count
     while at < j:
         a = cum[at] - ci
         at += 1
         n = cum[at] - ci
-        st, st2 = short.base_step[at - 1], short.q_step[at - 1]
+        st, st2 = base_step[at - 1], q_step[at - 1]
         while live and sizes[live - 1] > a:  # (a grows along the row: once reached, kept)
             live -= 1
         if live:
-            step_ratios(a, n, sizes[:live], work)
+            step_ratios(a, n, sizes, live, work)
         for k in range(live):
             s = sizes[k]
-            t[s] = (t[s] + st) * ratio[s]
-            t2[s] = (t2[s] + st2) * ratio[s]
-        for k in range(live, sizes.size):
+            sums[0, s] = (sums[0, s] + st) * work[0, s]
+            sums[1, s] = (sums[1, s] + st2) * work[0, s]
+        for k in range(live, count):
             s = sizes[k]
-            t[s] = 0.0
-            t2[s] = 0.0
-        live = sizes.size
+            sums[0, s] = 0.0
+            sums[1, s] = 0.0
+        live = count
     return at
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def step_ratios(a: int, b: int, sizes: np.ndarray, work: np.ndarray) -> None:  # pragma: no cover - compiled
-    """``work[0, s] = short_ratio(a, b, s)`` for every ``s`` of ``sizes`` (ascending,
+def step_ratios(
+    a: int, b: int, sizes: np.ndarray, count: int, work: np.ndarray
+) -> None:  # pragma: no cover - compiled
+    """``work[0, s] = short_ratio(a, b, s)`` for every ``s`` of ``sizes[:count]`` (ascending,
     ``<= min(a, _CARRY_MAX)``), the same floats: :func:`short_ratio` multiplies, for
     ``s <= _SMALL_SIZE``, the first ``s`` of the quotients ``(a - t) / (b - t)`` in order, so
     each is a prefix product of one chain; above, where ``d = b - a <= PRODUCT_RATIO``, it is
     :func:`~analysis.optimize._ratios.product_ratio`, whose denominator is the same product
     for every size (its numerator, ``d`` factors per size, is each size's own), else
     :func:`_quotients`."""
-    ratio = work[0]
-    top = sizes[-1]
+    top = sizes[count - 1]
     p = 1.0
     for t in range(min(top, _SMALL_SIZE)):
         p *= (a - t) / (b - t)
-        ratio[t + 1] = p
+        work[0, t + 1] = p
     if top <= _SMALL_SIZE:
         return
     first = 0
     while sizes[first] <= _SMALL_SIZE:  # (top > _SMALL_SIZE: it stops)
         first += 1
     if b - a > PRODUCT_RATIO:
-        _quotients(a, b, sizes[first:], work)
+        _quotients(a, b, sizes, first, count, work)
         return
     den = 1.0
     for y in range(a + 1, b + 1):
         den *= y
-    for k in range(first, sizes.size):
+    for k in range(first, count):
         s = sizes[k]
         num = 1.0
         for y in range(a + 1, b + 1):
             num *= y - s
-        ratio[s] = num / den
+        work[0, s] = num / den
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _quotients(a: int, b: int, sizes: np.ndarray, work: np.ndarray) -> None:  # pragma: no cover - compiled
+def _quotients(
+    a: int, b: int, sizes: np.ndarray, first: int, count: int, work: np.ndarray
+) -> None:  # pragma: no cover - compiled
     """``work[0, s] =`` :func:`~analysis.optimize._ratios.quotient_ratio` ``(a, b, s)`` for
-    ``_SMALL_SIZE < s <= QUOTIENT_TERMS`` of ``sizes`` (ascending) where ``d = b - a >
-    PRODUCT_RATIO``, the same floats.  It multiplies the quotients of 8 factors over 8 in
-    order, each a running product restarted every 8: for ``s <= d`` its factors are
+    the sizes ``sizes[first:count]`` (ascending, ``_SMALL_SIZE < s <= QUOTIENT_TERMS``) where
+    ``d = b - a > PRODUCT_RATIO``, the same floats.  It multiplies the quotients of 8 factors
+    over 8 in order, each a running product restarted every 8: for ``s <= d`` its factors are
     ``(a - t) / (b - t)``, ``t < s``, whose running products (``work[1]``, ``work[2]``) and
     the product of whole groups (``work[3]``) every such size shares, so that one of them is
     ``whole[s // 8]`` times the quotient of its last, partial group; for ``s > d`` its ``d``
     numerators ``b - s - t`` are the size's own (the running denominators ``b - t`` are the
     same)."""
-    ratio, num, den, whole = work[0], work[1], work[2], work[3]
     d = b - a
-    kk = min(sizes[-1], d)
+    kk = min(sizes[count - 1], d)
     nv, dv = 1.0, 1.0
     for t in range(kk):
         if t % 8 == 0:
             nv, dv = 1.0, 1.0
         nv *= a - t
         dv *= b - t
-        num[t], den[t] = nv, dv
-    whole[0] = 1.0
+        work[1, t], work[2, t] = nv, dv
+    work[3, 0] = 1.0
     for g in range(kk // 8):
-        whole[g + 1] = whole[g] * (num[8 * g + 7] / den[8 * g + 7])
-    for s in sizes:
+        work[3, g + 1] = work[3, g] * (work[1, 8 * g + 7] / work[2, 8 * g + 7])
+    for k in range(first, count):
+        s = sizes[k]
         if s > d:
-            ratio[s] = _own_numerators(b - s, d, den)
+            work[0, s] = _own_numerators(b - s, d, work)
         elif s % 8 == 0:
-            ratio[s] = whole[s // 8]
+            work[0, s] = work[3, s // 8]
         else:
-            ratio[s] = whole[s // 8] * (num[s - 1] / den[s - 1])
+            work[0, s] = work[3, s // 8] * (work[1, s - 1] / work[2, s - 1])
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def _own_numerators(top: int, d: int, den: np.ndarray) -> float:  # pragma: no cover - compiled
+def _own_numerators(top: int, d: int, work: np.ndarray) -> float:  # pragma: no cover - compiled
     """:func:`~analysis.optimize._ratios.quotient_ratio` of ``d`` factors ``(top - t) / (b - t)``
-    from the running denominators ``den`` (restarted every 8)."""
+    from the running denominators ``work[2]`` (restarted every 8)."""
     out = 1.0
     for t0 in range(0, d, 8):
         nv = 1.0
         end = min(t0 + 8, d)
         for t in range(t0, end):
             nv *= top - t
-        out *= nv / den[end - 1]
+        out *= nv / work[2, end - 1]
     return out
 
 

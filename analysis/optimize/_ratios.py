@@ -61,12 +61,20 @@ def _log_fact_compiled(n_max: int) -> tuple[np.ndarray, np.ndarray]:  # pragma: 
 _stirlerr = numba.njit(cache=True, nogil=True, error_model="numpy")(stirling_series)
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def log_fact_ratio(a: int, b: int, hi: np.ndarray, lo: np.ndarray) -> float:  # pragma: no cover - compiled
     """``log(b! / a!)`` for ``0 <= a <= b``: the double-double table, or Stirling's series
-    (``x log1p(d/x) + d log b - d + log1p(d/x)/2`` plus the series remainders)."""
+    (:func:`_stirling_log_ratio`: a call that takes no array, so that none is counted at each
+    call)."""
     if b < hi.size:
         return float((hi[b] - hi[a]) + (lo[b] - lo[a]))
+    return _stirling_log_ratio(a, b)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _stirling_log_ratio(a: int, b: int) -> float:  # pragma: no cover - compiled
+    """``log(b! / a!)`` for ``0 <= a <= b`` (beyond the table) by Stirling's series (``x log1p(d/x)
+    + d log b - d + log1p(d/x)/2`` plus the series remainders)."""
     if a < 16:
         fb = float(b)
         lgb = fb * math.log(fb) - fb + 0.5 * math.log(2.0 * math.pi * fb) + _stirlerr(fb)

@@ -530,7 +530,8 @@ def test_the_carried_row_is_each_cell_summed_alone_bit_for_bit(seed):
 def test_every_residues_ratio_of_one_pass_is_short_ratio_bit_for_bit(seed):
     """``step_ratios`` forms every size's ``C(a, s) / C(b, s)`` (``s <= 64``) from prefix
     products shared across sizes, yet each is the float ``short_ratio`` computes alone, for
-    ends of 0 to 200 samples (the chain, the product and both kinds of quotients)."""
+    ends of 0 to 200 samples (the chain, the product and both kinds of quotients); of the
+    sizes it is given, only the first ``count`` (those still live), and none above them."""
     rng = np.random.default_rng(9200 + seed)
     work = np.empty((5, 65))
     for _ in range(300):
@@ -541,9 +542,11 @@ def test_every_residues_ratio_of_one_pass_is_short_ratio_bit_for_bit(seed):
         if not sizes.size:
             continue
         work[:] = np.nan
-        exact.step_ratios(a, b, sizes, work)
-        for s in sizes:
+        count = int(rng.integers(1, sizes.size + 1))  # (the sizes still live: a prefix)
+        exact.step_ratios(a, b, sizes, count, work)
+        for s in sizes[:count]:
             assert work[0, s] == exact.short_ratio(a, b, int(s), np.zeros(0), np.zeros(0)), (a, b, s)
+        assert np.isnan(work[0, sizes[count:][sizes[count:] > max(16, sizes[count - 1])]]).all()
 
 
 @pytest.mark.parametrize(
