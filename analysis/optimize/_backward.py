@@ -393,9 +393,14 @@ def product_backward(
 
 # Ends whose bounds a fixed-``B`` tile without the product formula computes before their
 # layers' minima (:func:`_fixed_chunk`), and its lanes' state: rows of one value per lane, flat
-# at constant offsets (as the product tile's).
+# at constant offsets (as the product tile's).  A chunk's rows, ``buf[r, q, a]`` for end ``q``
+# and lane ``a``: the bound before the power bound (``_LOWS``), ``T_B`` and ``n``, and the
+# bound raised (``_RAISED``, one end at a time, at ``q = 0``): indexed, never sliced per end (a
+# row sliced per end counted a reference twice: 4.5 % of batch size 1,000's samples under
+# ``benchmarks/perf_kernels.py``).
 _CHUNK = 64
-_FCI, _FXPREV, _FT, _FG, _FBASE, _FQ, _FFIRST, _FSTART, _FA, _FM, _FV, _FROWS = (r * LANES for r in range(12))
+_FCI, _FXPREV, _FT, _FG, _FBASE, _FQ, _FFIRST, _FSTART, _FA, _FM, _FROWS = (r * LANES for r in range(11))
+_LOWS, _TB, _N, _RAISED = range(4)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -424,17 +429,17 @@ def _fixed_lows(
     quad: bool,
     per_batch: float,
     lane: np.ndarray,
-    out: np.ndarray,
+    buf: np.ndarray,
+    q: int,
 ) -> None:  # pragma: no cover - compiled
     """Every lane advanced to end ``j`` (``at_j``: :func:`_at`), ``B`` not by the product
-    formula: ``out[0]`` the bound of :func:`~analysis.optimize._lower.fixed_bounds` on
-    ``(start, j]`` before the power bound (inf where not an end), ``out[1]`` the running sum
-    ``T_B``, ``out[2]`` the count ``n``; per lane the arithmetic of
+    formula: ``buf[_LOWS, q]`` the bound of :func:`~analysis.optimize._lower.fixed_bounds` on
+    ``(start, j]`` before the power bound (inf where not an end), ``buf[_TB, q]`` the running
+    sum ``T_B``, ``buf[_N, q]`` the count ``n``; per lane the arithmetic of
     :func:`~analysis.optimize._lower.fixed_ratios` (0 below a full batch, else
     :func:`~analysis.optimize._exact.ratio_upper`), :func:`~analysis.optimize._lower.chain`
     and :func:`~analysis.optimize._lower.fixed_bound`: the same floats."""
     cj, st, w, base_j, q_j, end, above_j = at_j
-    low, tt, xx = out[0], out[1], out[2]
     full = 0  # the lanes with a full batch below j: a prefix (the starts ascend)
     for a in range(LANES):
         full += lane[_FXPREV + a] >= bf
@@ -458,7 +463,7 @@ def _fixed_lows(
         t = lane[_FT + a]
         first = (lane[_FG + a], lane[_FBASE + a], lane[_FQ + a])
         v = fixed_bound(x, w - t, lane[_FM + a], bf, first, base_j, q_j, quad, per_batch)
-        low[a], tt[a], xx[a] = (v if end else INF), t, x
+        buf[_LOWS, q, a], buf[_TB, q, a], buf[_N, q, a] = (v if end else INF), t, x
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -467,19 +472,18 @@ def _fixed_full(
     bf: float,
     per_batch: float,
     lane: np.ndarray,
-    cur: np.ndarray,
-    out: np.ndarray,
+    buf: np.ndarray,
+    q: int,
 ) -> None:  # pragma: no cover - compiled
-    """``out[a]``: lane ``a``'s bound at end ``j`` (``cur``: :func:`_fixed_lows`' rows there)
-    raised to :func:`~analysis.optimize._exact.power_bound` where higher and ``n >= B`` (as
-    :func:`~analysis.optimize._exact.power_bounds` raises a row's: inf stays inf)."""
+    """``buf[_RAISED, 0, a]``: lane ``a``'s bound at end ``j`` (:func:`_fixed_lows`' rows at
+    ``q``) raised to :func:`~analysis.optimize._exact.power_bound` where higher and ``n >= B``
+    (as :func:`~analysis.optimize._exact.power_bounds` raises a row's: inf stays inf)."""
     _, _, w, base_j, q_j, _, _ = at_j
-    low, tt, xx = cur[0], cur[1], cur[2]
     for a in range(LANES):
-        n, t = xx[a], tt[a]
+        n, t = buf[_N, q, a], buf[_TB, q, a]
         pw = power_bound(n, w - t, t, bf, base_j, q_j, lane[_FBASE + a], lane[_FQ + a], per_batch)
-        v = low[a]
-        out[a] = pw if (n >= bf) & (pw > v) else v
+        v = buf[_LOWS, q, a]
+        buf[_RAISED, 0, a] = pw if (n >= bf) & (pw > v) else v
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -491,30 +495,31 @@ def _power_to(j: int, short: Short, bf: float, lane: np.ndarray) -> bool:  # pra
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _settle(
-    j: int, back: np.ndarray, layers: int, v: np.ndarray, acc: np.ndarray
+    j: int, back: np.ndarray, layers: int, buf: np.ndarray, row: int, q: int, acc: np.ndarray
 ) -> None:  # pragma: no cover
-    """Each layer's minima take end ``j`` at the lanes' bounds ``v``."""
+    """Each layer's minima take end ``j`` at the lanes' bounds ``buf[row, q]``."""
     for k in range(1, layers):
         p = back[k - 1, j]
         if p < INF:
             for a in range(LANES):
-                s = v[a] + p
+                s = buf[row, q, a] + p
                 acc[k, a] = s if s < acc[k, a] else acc[k, a]
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _below(
-    j: int, back: np.ndarray, layers: int, low: np.ndarray, acc: np.ndarray
+    j: int, back: np.ndarray, layers: int, buf: np.ndarray, q: int, acc: np.ndarray
 ) -> bool:  # pragma: no cover
-    """Whether some lane's bound before the power bound (``low``), plus ``back`` at ``j``, is
-    below that lane's minimum of some layer (else no bound at ``j``, being at least it, can
-    lower a minimum).  A layer where ``back`` is inf is passed over (layer 1 but at ``m``)."""
+    """Whether some lane's bound before the power bound (``buf[_LOWS, q]``), plus ``back`` at
+    ``j``, is below that lane's minimum of some layer (else no bound at ``j``, being at least
+    it, can lower a minimum).  A layer where ``back`` is inf is passed over (layer 1 but at
+    ``m``)."""
     hit = False
     for k in range(1, layers):
         p = back[k - 1, j]
         if p < INF:
             for a in range(LANES):
-                hit |= low[a] + p < acc[k, a]
+                hit |= buf[_LOWS, q, a] + p < acc[k, a]
     return hit
 
 
@@ -527,7 +532,7 @@ def _seed(
     mid = LANES // 2
     best, arg = acc[k, mid], -1
     for q in range(nc):
-        s = buf[q, 0, mid] + back[k - 1, c0 + q]
+        s = buf[_LOWS, q, mid] + back[k - 1, c0 + q]
         best, arg = (s, q) if s < best else (best, arg)
     return arg
 
@@ -545,7 +550,7 @@ def _fixed_chunk(
 ) -> None:  # pragma: no cover - compiled
     """The layers' minima (``acc``) over the ``nc`` ends from ``c0`` (all above the tile's
     top start + 1).  Without the power bound every end's bounds.  With it, a bound is at least
-    the one before it (``buf[q, 0]``), so an end where none of those, plus ``back``, is below
+    the one before it (``buf[_LOWS, q]``), so an end where none of those, plus ``back``, is below
     its lane's minimum can lower no minimum and its power bounds are skipped: first the end
     least for the middle lane in each layer (a minimum that is near the final one early), then
     every end that passes that test, each with every lane's power bound (the minima of the
@@ -553,23 +558,22 @@ def _fixed_chunk(
     lane, acc, _, buf = work
     bf, per_batch, quad = float(data.size[1]), data.per_batch, short.quad
     power = _power_to(c0 + nc - 1, short, bf, lane)
-    v = lane[_FV : _FV + LANES]
     for q in range(nc):
-        _fixed_lows(_at(c0 + q, data, short, is_end), bf, quad, per_batch, lane, buf[q])
+        _fixed_lows(_at(c0 + q, data, short, is_end), bf, quad, per_batch, lane, buf, q)
     for k in range(1, layers if power else 1):
         q = _seed(c0, nc, k, back, buf, acc)
         if q >= 0:
-            _fixed_full(_at(c0 + q, data, short, is_end), bf, per_batch, lane, buf[q], v)
-            _settle(c0 + q, back, layers, v, acc)
+            _fixed_full(_at(c0 + q, data, short, is_end), bf, per_batch, lane, buf, q)
+            _settle(c0 + q, back, layers, buf, _RAISED, 0, acc)
     for q in range(nc):
         j = c0 + q
         if not is_end[j]:  # (every lane's bound inf)
             continue
         if not power:
-            _settle(j, back, layers, buf[q, 0], acc)
-        elif _below(j, back, layers, buf[q, 0], acc):
-            _fixed_full(_at(j, data, short, is_end), bf, per_batch, lane, buf[q], v)
-            _settle(j, back, layers, v, acc)
+            _settle(j, back, layers, buf, _LOWS, q, acc)
+        elif _below(j, back, layers, buf, q, acc):
+            _fixed_full(_at(j, data, short, is_end), bf, per_batch, lane, buf, q)
+            _settle(j, back, layers, buf, _RAISED, 0, acc)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -586,18 +590,16 @@ def _fixed_head(
     lane, _, head, buf = work
     bf, per_batch, quad = float(data.size[1]), data.per_batch, short.quad
     power = _power_to(starts[LANES - 1] + 1, short, bf, lane)
-    cur, v = buf[0], lane[_FV : _FV + LANES]
+    row = _RAISED if power else _LOWS
     j0 = starts[0] + 1
     for j in range(j0, starts[LANES - 1] + 2):
         at_j = _at(j, data, short, is_end)
-        _fixed_lows(at_j, bf, quad, per_batch, lane, cur)
+        _fixed_lows(at_j, bf, quad, per_batch, lane, buf, 0)
         if power:
-            _fixed_full(at_j, bf, per_batch, lane, cur, v)
-        else:
-            v[:] = cur[0]
+            _fixed_full(at_j, bf, per_batch, lane, buf, 0)
         fj = float(j)
         for a in range(LANES):
-            x = lane[_FFIRST + a] if fj == lane[_FSTART + a] + 1.0 else v[a]
+            x = lane[_FFIRST + a] if fj == lane[_FSTART + a] + 1.0 else buf[row, 0, a]
             head[j - j0, a] = INF if fj <= lane[_FSTART + a] else x
 
 
@@ -638,7 +640,7 @@ def fixed_backward(
         np.zeros(_FROWS),
         np.empty((n_buckets + 1, LANES)),
         np.empty((m + 1, LANES)),
-        np.empty((_CHUNK, 3, LANES)),
+        np.empty((4, _CHUNK, LANES)),
     )
     starts = np.empty(LANES, np.int64)
     r = rows.size - 1
