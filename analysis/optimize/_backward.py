@@ -395,9 +395,9 @@ def product_backward(
 # layers' minima (:func:`_fixed_chunk`), and its lanes' state: rows of one value per lane, flat
 # at constant offsets (as the product tile's).  A chunk's rows, ``buf[r, q, a]`` for end ``q``
 # and lane ``a``: the bound before the power bound (``_LOWS``), ``T_B`` and ``n``, and the
-# bound raised (``_RAISED``, one end at a time, at ``q = 0``): indexed, never sliced per end (a
-# row sliced per end counted a reference twice: 4.5 % of batch size 1,000's samples under
-# ``benchmarks/perf_kernels.py``).
+# bound raised (``_RAISED``, one end at a time, at ``q = 0``): indexed, never sliced per end
+# (each slice counts a reference and gives it back: with rows sliced per end, reference counting
+# took 4.5 % of batch size 1,000's samples, 3.2 % without, ``benchmarks/perf_kernels.py b1000``).
 _CHUNK = 64
 _FCI, _FXPREV, _FT, _FG, _FBASE, _FQ, _FFIRST, _FSTART, _FA, _FM, _FROWS = (r * LANES for r in range(11))
 _LOWS, _TB, _N, _RAISED = range(4)
