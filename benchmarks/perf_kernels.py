@@ -20,8 +20,10 @@ count in their caller.
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -30,8 +32,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-# Before numba is imported (by analysis): compile into an empty cache, in this process.
+# Before numba is imported (by analysis): compile into an empty cache, in this process (the
+# folder removed at exit).
 os.environ["NUMBA_CACHE_DIR"] = tempfile.mkdtemp(prefix="perf-kernels-")
+atexit.register(shutil.rmtree, os.environ["NUMBA_CACHE_DIR"], ignore_errors=True)
 
 from _common import case_histogram  # noqa: E402
 
@@ -129,6 +133,7 @@ def profile(call: Callable[[], object], seconds: float, top: int) -> None:
             text=True,
             check=True,
         )
+    Path(f"/tmp/perf-{os.getpid()}.map").unlink(missing_ok=True)  # (read by perf report: now done)
     lines = [line for line in report.stdout.splitlines() if line.strip()]
     for line in lines[:top]:  # ("  36.00%  [.] SYMBOL   -   -")
         share, _, rest = line.strip().partition(" ")
