@@ -35,7 +35,7 @@ from analysis.optimize._costs import INF, Arrays
 from analysis.optimize._exact import exact_arrays
 from analysis.optimize._gradient import GradientArrays, axis_matrix
 from analysis.optimize._labels import bounds, label_search, polish
-from analysis.optimize._layers import FOLD, fold
+from analysis.optimize._layers import FOLD, fold, fold_one
 from analysis.optimize._problem import Problem, StepTimeLike, build_problem, resolve_objective
 from analysis.optimize._pruned import exact_matrix
 from analysis.optimize._search import candidate_grid, check_k, edges_to_ends, ends_to_edges
@@ -166,11 +166,7 @@ def _points_block(
         return
     for a in range(a0, a1):
         for k in range(1, min(n_buckets, a + 1) + 1):  # (more than a + 1 buckets: none)
-            pk = best[a, k - 1]
-            least = acc[k]
-            for q in range(n):
-                v = pk + rows[a - a0, q]
-                least[q] = v if v < least[q] else least[q]
+            fold_one(acc[k], rows[a - a0], best[a, k - 1], n)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")

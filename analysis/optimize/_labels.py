@@ -38,7 +38,7 @@ import numba
 import numpy as np
 
 from analysis.optimize._costs import INF
-from analysis.optimize._layers import FOLD, fold
+from analysis.optimize._layers import FOLD, fold, fold_one
 
 # The Lagrangian bounds' multipliers, times the hull edge's: a partial plan's completions are
 # cut by several lines, which follow their frontier's curve closer than one.
@@ -124,10 +124,7 @@ def _tile_block(
             fold(least, rows, (work[r - 1, d], work[r - 1, d + 1], work[r - 1, d + 2], work[r - 1, d + 3]), n)
         else:
             for e in range(ends):
-                pr = work[r - 1, d + e]
-                for a in range(n):
-                    v = pr + rows[e, a]
-                    least[a] = v if v < least[a] else least[a]
+                fold_one(least, rows[e], work[r - 1, d + e], n)
     return top
 
 

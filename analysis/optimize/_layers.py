@@ -43,12 +43,22 @@ FOLD = 4
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def fold_one(least: np.ndarray, row: np.ndarray, s: float, n: int) -> None:  # pragma: no cover - compiled
+    """``least[q]`` lowered to ``s + row[q]``, ``q < n``: :func:`fold` for one sum (the tiles'
+    last starts or ends, fewer than ``FOLD``)."""
+    for q in range(n):
+        v = s + row[q]
+        least[q] = v if v < least[q] else least[q]
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def fold(
     least: np.ndarray, rows: np.ndarray, sums: tuple[float, float, float, float], n: int
 ) -> None:  # pragma: no cover - compiled
     """``least[q]`` lowered to ``sums[e] + rows[e, q]`` for ``e = 0..3`` in turn, ``q < n``: one
     read and one write of each minimum for four sums, vectorised across ``q`` (the tiles of
-    the frontier's passes and of the floor search's bounds; the same floats as four folds)."""
+    the frontier's passes and of the floor search's bounds; the same floats as four
+    :func:`fold_one`)."""
     s0, s1, s2, s3 = sums
     for q in range(n):
         low = least[q]
