@@ -5,6 +5,7 @@ Run from the repository root (needs ``perf``; a minute or two: the kernels compi
 
     PYTHONPATH=. .venv/bin/python benchmarks/perf_kernels.py b1000          # one workload
     PYTHONPATH=. .venv/bin/python benchmarks/perf_kernels.py --list         # the workloads
+    PYTHONPATH=. .venv/bin/python benchmarks/perf_kernels.py b64 --data ../shared/data/gsm8k.npy
 
 ``perf`` names only the code it finds in a binary or in ``/tmp/perf-PID.map``; numba's code lies
 in memory with no such entry, so a plain ``perf record`` shows bare addresses.  This script
@@ -40,15 +41,17 @@ atexit.register(shutil.rmtree, os.environ["NUMBA_CACHE_DIR"], ignore_errors=True
 from _common import case_histogram  # noqa: E402
 
 from analysis.batching import BatchRule  # noqa: E402
+from analysis.lengths import LengthHistogram  # noqa: E402
+from analysis.loaders import load_lengths  # noqa: E402
 from analysis.optimize import optimize_edges  # noqa: E402
 from analysis.optimize._frontier import frontier_minima  # noqa: E402
 
 _MANGLED = re.compile(r"^_ZN((?:\d+[A-Za-z_]\w*?)+)(?:B\d+v\d+|E)")
 
 
-def workloads() -> dict[str, Callable[[], object]]:
-    """The profiled calls, on the bundled data (902,087 samples, 8,128 distinct lengths)."""
-    hist = case_histogram()
+def workloads(hist: LengthHistogram) -> dict[str, Callable[[], object]]:
+    """The profiled calls on ``hist`` (by default the bundled data: 902,087 samples, 8,128
+    distinct lengths)."""
 
     def k6(**rule: int) -> Callable[[], object]:
         return lambda: optimize_edges(hist, 6, BatchRule(**rule), candidates=None)
@@ -147,8 +150,9 @@ def main() -> None:
     parser.add_argument("--list", action="store_true", help="print the workloads and stop")
     parser.add_argument("--seconds", type=float, default=5.0, help="how long to record (default 5)")
     parser.add_argument("--top", type=int, default=25, help="how many symbols to print")
+    parser.add_argument("--data", default=None, help="a lengths file to run on (default: the bundled data)")
     args = parser.parse_args()
-    calls = workloads()
+    calls = workloads(case_histogram() if args.data is None else load_lengths(args.data))
     if args.list or args.workload not in calls:
         print("workloads: " + ", ".join(calls))
         sys.exit(0 if args.list else f"no workload {args.workload!r}")
