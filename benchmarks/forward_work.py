@@ -12,8 +12,9 @@ For each ``../shared/data/*.npy`` (unclipped) and batch sizes 8, 64 and 1,000, K
 * ``gap``: ``optimum / back[K, 0] - 1`` (as ``bounds_gap.py``);
 * ``rows``: the starts the forward pass follows (:func:`~analysis.optimize._pruned.live_room`
   and :func:`~analysis.optimize._pruned.needed` over ``low_costs``' rows, as the pass tests
-  them; the product path's tighter bound on the last bucket and its near ends are left out, so
-  this is at least what the pass follows) and ``span``, the ends they cost along their rows
+  them; left out: the product path's tighter bound on the last bucket and its near ends, and
+  the other fixed ``B``'s residue test, all of which only drop more, so the pass follows at
+  most these) and ``span``, the ends they cost along their rows
   (each row's exact costs carry every residue ``r < B`` it needs from its start up to its last
   needed end: the pass's work is about ``span`` times the residues carried);
 * ``ideal``: the same with every bound replaced by the exact cost and ``back`` by the exact
@@ -101,7 +102,7 @@ def _ideal(exact: np.ndarray, pts: np.ndarray, opt: float) -> tuple[int, int]:
 
 
 def _followed(prob: Problem, data: Arrays, short: Short, best: np.ndarray) -> tuple[int, int, float]:
-    """Rows the forward pass follows, their span, and ``back``'s gap below the optimum."""
+    """Rows the forward pass follows (at most), their span, and ``back``'s gap below the optimum."""
     m = prob.m
     rows, is_end = _rows(prob, K, prob.ends)
     want = np.zeros(K + 1, np.bool_)
