@@ -1,6 +1,7 @@
 """Where the exact DP's forward pass spends its work on small files (not a timing): the rows it
-follows against the rows an optimal plan needs, and whether the power bound would tighten
-the backward pass's bounds at batch sizes where it is not applied.
+follows against the rows an optimal plan needs, and which bound on the short batch would
+tighten the backward pass (the power bound where it is not applied; chords through ``E_s`` at
+more subset sizes).
 
 Run it from the repository root (a minute; dense matrices, so files of at most 3,000 distinct
 lengths)::
@@ -17,14 +18,24 @@ For each ``../shared/data/*.npy`` (unclipped) and batch sizes 8, 64 and 1,000, K
   most these) and ``span``, the ends they cost along their rows
   (each row's exact costs carry every residue ``r < B`` it needs from its start up to its last
   needed end: the pass's work is about ``span`` times the residues carried);
+* ``exact back``: the rows followed were ``back`` the exact optimum of the rest, the upper
+  bounds and the bucket tests as they are (what a tighter backward pass could reach);
 * ``ideal``: the same with every bound replaced by the exact cost and ``back`` by the exact
   optimum of the rest: the rows no pruning could drop;
 * ``power``: the gap of a plain DP over the bounds (dense) with, at batch sizes up to
   ``POWER_ABOVE``, every bucket with a short batch also given the power bound of
-  :mod:`analysis.optimize._exact` where higher (applied today only above ``POWER_ABOVE``).
+  :mod:`analysis.optimize._exact` where higher (applied today only above ``POWER_ABOVE``);
+* ``chords at 2**t``: the gap, and the rows followed with ``back`` from it, of a plain DP over
+  bounds whose short batch of ``r`` reads ``E_r`` on the chord between the nearest subset sizes
+  of ``1, 2, 4, ..., B`` around ``r`` (``E_s`` concave in ``s``: the module docstring of
+  :mod:`analysis.optimize._exact`; each ``T_s`` a running sum of its own along the row, its
+  ratios from ``lgamma``, so about ``1e-9`` of itself: ``excess`` is the most a bound lies above
+  the exact cost, relative, which that rounding explains).  Padding objectives only.
 """
 
 from __future__ import annotations
+
+import math
 
 import numba
 import numpy as np
@@ -85,6 +96,61 @@ def _bound_matrix(
     return out
 
 
+@numba.njit(cache=False)
+def _chords_matrix(
+    cum: np.ndarray, w: np.ndarray, is_end: np.ndarray, pts: np.ndarray, b: float, per_batch: float
+) -> np.ndarray:  # pragma: no cover - compiled
+    """``out[a, c]``: a bound on bucket ``(pts[a], pts[c]]`` whose short batch of ``r`` reads
+    ``E_r`` on the chord between the nearest of ``E_1`` (the mean), ``E_s`` at ``s = 2, 4, ...``
+    below ``B`` and ``E_B`` around ``r``, all from the running sums ``T_s`` (padding: ``g`` is
+    ``w``, the same for every batch size)."""
+    m = is_end.size - 1
+    sizes = [1.0]
+    while sizes[-1] * 2.0 < b:
+        sizes.append(sizes[-1] * 2.0)
+    sizes.append(b)
+    at = np.full(m + 1, -1)
+    for c in range(pts.size):
+        at[pts[c]] = c
+    out = np.full((pts.size, pts.size), np.inf)
+    t_s = np.zeros((len(sizes), m + 1))
+    for a in range(pts.size - 1):
+        i = pts[a]
+        for k in range(1, len(sizes)):  # (k = 0: the mean, below)
+            s, t = sizes[k], 0.0
+            for j in range(i + 2, m + 1):
+                x0, x1 = cum[j - 1] - cum[i], cum[j] - cum[i]
+                lr = (
+                    math.lgamma(x0 + 1)
+                    - math.lgamma(x0 - s + 1)
+                    - math.lgamma(x1 + 1)
+                    + math.lgamma(x1 - s + 1)
+                )
+                t = (t + w[j] - w[j - 1]) * (math.exp(lr) if x0 >= s else 0.0)
+                t_s[k, j] = t
+        total = 0.0
+        for j in range(i + 1, m + 1):
+            n = cum[j] - cum[i]
+            total += w[j] * (cum[j] - cum[j - 1])
+            if not is_end[j]:
+                continue
+            full = n // b
+            r = n - full * b
+            cost = n * w[j] + per_batch if n < b else full * b * (w[j] - t_s[-1, j]) + per_batch * full
+            if n >= b and r > 0:
+                k = 1
+                while sizes[k] < r:
+                    k += 1
+                e_lo = total / n if k == 1 else w[j] - t_s[k - 1, j]
+                e_hi = w[j] - t_s[k, j]
+                cost += (
+                    r * (e_lo + (r - sizes[k - 1]) / (sizes[k] - sizes[k - 1]) * (e_hi - e_lo)) + per_batch
+                )
+            if at[j] > a:
+                out[a, at[j]] = cost
+    return out
+
+
 def _ideal(exact: np.ndarray, pts: np.ndarray, opt: float) -> tuple[int, int]:
     """Rows and span when every test reads exact costs: start ``pts[a]`` costs up to its last
     end ``j`` on some optimal plan (``best[k - 1] + cost + rest <= opt``)."""
@@ -101,8 +167,12 @@ def _ideal(exact: np.ndarray, pts: np.ndarray, opt: float) -> tuple[int, int]:
     return rows, span
 
 
-def _followed(prob: Problem, data: Arrays, short: Short, best: np.ndarray) -> tuple[int, int, float]:
-    """Rows the forward pass follows (at most), their span, and ``back``'s gap below the optimum."""
+def _followed(
+    prob: Problem, data: Arrays, short: Short, best: np.ndarray, exact_back: np.ndarray | None = None
+) -> tuple[int, int, float]:
+    """Rows the forward pass follows (at most), their span, and ``back``'s gap below the
+    optimum; with ``exact_back`` (the exact optimum of ``k`` buckets after each end) the rows
+    it would follow were ``back`` that, with the same upper bounds."""
     m = prob.m
     rows, is_end = _rows(prob, K, prob.ends)
     want = np.zeros(K + 1, np.bool_)
@@ -112,6 +182,7 @@ def _followed(prob: Problem, data: Arrays, short: Short, best: np.ndarray) -> tu
         near = (_tau(data, short, rows, is_end), np.empty((K + 1, m + 1), np.int64), np.empty(m + 1))
     back = backward(data, short, _NO_BOUNDS, rows, is_end, K, near)
     upper = _uppers(data, short, _NO_BOUNDS, rows, is_end, back, carried_rows(data), want)
+    back = back if exact_back is None else exact_back
     reach = reach_table(back, upper)
     live, room, need = np.zeros(K + 1, np.bool_), np.empty(m + 1), np.zeros(m + 1, np.bool_)
     low, ratio, no_last = np.empty(m + 1), np.empty(m + 1), np.empty((0, 0), np.int64)
@@ -138,9 +209,31 @@ def report(name: str, hist: LengthHistogram) -> None:
         best[:, pts] = best_pts
         opt = float(best_pts[K, -1])
         rows, span, gap = _followed(prob, data, short, best)
+        rest, _ = reference_dp(exact.T[::-1, ::-1].copy(), K)
+        exact_back = np.full((K + 1, prob.m + 1), np.inf)
+        exact_back[:, pts[::-1]] = rest
+        back_rows = _followed(prob, data, short, best, exact_back)[0]
         ideal_rows, ideal_span = _ideal(exact, pts, opt)
         line = f"   {name:<24} batch {b:>5}: gap {gap:7.1e}  rows {rows:>4} span {span:>7,}"
-        line += f"  ideal rows {ideal_rows} span {ideal_span:,}"
+        line += f"  exact back: rows {back_rows:>4}  ideal rows {ideal_rows} span {ideal_span:,}"
+        if not short.quad:
+            chords = _chords_matrix(
+                data.cum.astype(np.float64),
+                data.weight,
+                _rows(prob, K, prob.ends)[1],
+                pts,
+                float(b),
+                data.per_batch,
+            )
+            finite = np.isfinite(exact)
+            excess = float(np.max((chords[finite] - exact[finite]) / exact[finite]))
+            rest, _ = reference_dp(chords.T[::-1, ::-1].copy(), K)
+            chord_back = np.full((K + 1, prob.m + 1), np.inf)
+            chord_back[:, pts[::-1]] = rest
+            chord_rows = _followed(prob, data, short, best, chord_back)[0]
+            line += (
+                f"  chords at 2**t: gap {opt / rest[K, -1] - 1:7.1e} rows {chord_rows:>4} excess {excess:.0e}"
+            )
         if short.product and b <= POWER_ABOVE and short.power:
             is_end = _rows(prob, K, prob.ends)[1]
             gaps = [
@@ -152,7 +245,7 @@ def report(name: str, hist: LengthHistogram) -> None:
 
 
 def main() -> None:
-    print(f"K = {K}; the forward pass's rows and span, the ideal ones, and the power bound's gap:")
+    print(f"K = {K}; the forward pass's rows and span, with exact back, ideal; tighter bounds' gaps:")
     for path in sorted(SHARED_DATA.glob("*.npy")):
         hist = load_lengths(path)
         if hist.n_distinct <= _DENSE_MAX:
