@@ -7,6 +7,7 @@ Run it from the repository root (a minute; dense matrices, so files of at most 3
 lengths)::
 
     PYTHONPATH=. .venv/bin/python benchmarks/forward_work.py
+    PYTHONPATH=. .venv/bin/python benchmarks/forward_work.py --cost   # and the passes' CPU time
 
 For each ``../shared/data/*.npy`` (unclipped) and batch sizes 8, 64 and 1,000, K = 6:
 
@@ -31,15 +32,22 @@ For each ``../shared/data/*.npy`` (unclipped) and batch sizes 8, 64 and 1,000, K
   :mod:`analysis.optimize._exact`; each ``T_s`` a running sum of its own along the row, its
   ratios from ``lgamma``, so about ``1e-9`` of itself: ``excess`` is the most a bound lies above
   the exact cost, relative, which that rounding explains).  Padding objectives only.
+
+``--cost`` (one core) adds each rule's CPU time for the tiled backward pass and for a plain,
+untiled one over those chords (every row's ``T_s`` carried along it, ``min`` over every end):
+what the tighter bound would cost without the tiled pass's arithmetic.
 """
 
 from __future__ import annotations
 
 import math
+import os
+import sys
+import time
 
 import numba
 import numpy as np
-from _common import SHARED_DATA
+from _common import SHARED_DATA, median_seconds
 
 from analysis.batching import BatchRule
 from analysis.lengths import LengthHistogram
@@ -196,8 +204,88 @@ def _followed(
     return followed, span, float(best[K, m] / back[K, 0] - 1.0)
 
 
-def report(name: str, hist: LengthHistogram) -> None:
-    """One line per batch size."""
+@numba.njit(cache=False, inline="always")
+def _ratio(x0: float, x1: float, s: float) -> float:  # pragma: no cover - compiled
+    """``C(x0, s) / C(x1, s)``: a product of ``x1 - x0`` quotients where at most 8, else from
+    ``lgamma``."""
+    if x0 < s:
+        return 0.0
+    if x1 - x0 <= 8.0:
+        p = 1.0
+        for t in range(int(x1 - x0)):
+            p *= (x1 - s - t) / (x1 - t)
+        return p
+    return math.exp(
+        math.lgamma(x0 + 1) - math.lgamma(x0 - s + 1) - math.lgamma(x1 + 1) + math.lgamma(x1 - s + 1)
+    )
+
+
+@numba.njit(cache=False)
+def _plain_chords_back(
+    cum: np.ndarray, w: np.ndarray, is_end: np.ndarray, rows: np.ndarray, b: float, per_batch: float
+) -> np.ndarray:  # pragma: no cover - compiled
+    """``back`` by a plain (untiled) backward pass over :func:`_chords_matrix`'s bounds (less
+    ``1e-9`` of each), every row's ``T_s`` carried along it: what those bounds would cost
+    without the tiled pass's arithmetic."""
+    m = is_end.size - 1
+    sizes = [1.0]
+    while sizes[-1] * 2.0 < b:
+        sizes.append(sizes[-1] * 2.0)
+    sizes.append(b)
+    ns = len(sizes) - 1
+    back = np.full((K + 1, m + 1), np.inf)
+    back[0, m] = 0.0
+    t, cost = np.zeros(ns + 1), np.empty(m + 1)
+    for ri in range(rows.size - 1, -1, -1):
+        i = rows[ri]
+        total = 0.0
+        t[:] = 0.0
+        for j in range(i + 1, m + 1):
+            x1 = cum[j] - cum[i]
+            for k in range(1, ns + 1):
+                t[k] = (
+                    (t[k] + w[j] - w[j - 1]) * _ratio(cum[j - 1] - cum[i], x1, sizes[k]) if j > i + 1 else 0.0
+                )
+            total += w[j] * (cum[j] - cum[j - 1])
+            full = x1 // b
+            r = x1 - full * b
+            c = x1 * w[j] + per_batch if x1 < b else full * b * (w[j] - t[ns]) + per_batch * full
+            if x1 >= b and r > 0:
+                k = 1
+                while sizes[k] < r:
+                    k += 1
+                e_lo = total / x1 if k == 1 else w[j] - t[k - 1]
+                c += (
+                    r * (e_lo + (r - sizes[k - 1]) / (sizes[k] - sizes[k - 1]) * (w[j] - t[k] - e_lo))
+                    + per_batch
+                )
+            cost[j] = c * (1.0 - 1e-9) if is_end[j] else np.inf
+        for k in range(1, K + 1):
+            least = np.inf
+            for j in range(i + 1, m + 1):
+                least = min(least, cost[j] + back[k - 1, j])
+            back[k, i] = least
+    return back
+
+
+def _pass_seconds(prob: Problem, data: Arrays, short: Short) -> tuple[float, float]:
+    """CPU seconds (median of 5, after a first call) of the tiled backward pass and of
+    :func:`_plain_chords_back`."""
+    m = prob.m
+    rows, is_end = _rows(prob, K, prob.ends)
+    near = (0.0, np.empty((0, 0), np.int64), np.empty(0))
+    if short.product:
+        near = (_tau(data, short, rows, is_end), np.empty((K + 1, m + 1), np.int64), np.empty(m + 1))
+    cum, b = data.cum.astype(np.float64), float(prob.rule.batch_size)
+    tiled = median_seconds(
+        lambda: backward(data, short, _NO_BOUNDS, rows, is_end, K, near), 5, time.process_time
+    )
+    args = (cum, data.weight, is_end, rows, b, data.per_batch)
+    return tiled, median_seconds(lambda: _plain_chords_back(*args), 5, time.process_time)
+
+
+def report(name: str, hist: LengthHistogram, cost: bool) -> None:
+    """One line per batch size (and, with ``cost``, the two passes' CPU seconds)."""
     for b in BATCH_SIZES:
         rule = BatchRule(batch_size=b)
         prob = build_problem(hist, rule, 1, None, resolve_objective(rule, None, None))
@@ -242,14 +330,23 @@ def report(name: str, hist: LengthHistogram) -> None:
             ]
             line += f"  power: chords {gaps[0]:7.1e} -> {gaps[1]:7.1e}"
         print(line)
+        if cost and not short.quad:
+            tiled, plain = _pass_seconds(prob, data, short)
+            pad = " " * 30
+            print(
+                f"{pad}backward pass: tiled {tiled * 1e3:.1f} ms, plain over the chords {plain * 1e3:.1f} ms"
+            )
 
 
 def main() -> None:
+    cost = "--cost" in sys.argv[1:]
+    if cost:
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
     print(f"K = {K}; the forward pass's rows and span, with exact back, ideal; tighter bounds' gaps:")
     for path in sorted(SHARED_DATA.glob("*.npy")):
         hist = load_lengths(path)
         if hist.n_distinct <= _DENSE_MAX:
-            report(path.stem, hist)
+            report(path.stem, hist, cost)
 
 
 if __name__ == "__main__":
