@@ -8,6 +8,7 @@ lengths)::
 
     PYTHONPATH=. .venv/bin/python benchmarks/forward_work.py
     PYTHONPATH=. .venv/bin/python benchmarks/forward_work.py --cost   # and the passes' CPU time
+    PYTHONPATH=. .venv/bin/python benchmarks/forward_work.py --causes # exact tests, perfect upper
 
 For each ``../shared/data/*.npy`` (unclipped) and batch sizes 8, 64 and 1,000, K = 6:
 
@@ -33,6 +34,8 @@ For each ``../shared/data/*.npy`` (unclipped) and batch sizes 8, 64 and 1,000, K
   ratios from ``lgamma``, so about ``1e-9`` of itself: ``excess`` is the most a bound lies above
   the exact cost, relative, which that rounding explains).  Padding objectives only.
 
+``--causes`` adds the rows followed were each bucket's test read its exact cost (``back`` as
+it is), and were the upper bound the optimum: neither is what leaves the rows in.
 ``--cost`` (one core) adds each rule's CPU time for the tiled backward pass and for a plain,
 untiled one over those chords (every row's ``T_s`` carried along it, ``min`` over every end):
 what the tighter bound would cost without the tiled pass's arithmetic.
@@ -53,6 +56,7 @@ from analysis.batching import BatchRule
 from analysis.lengths import LengthHistogram
 from analysis.loaders import load_lengths
 from analysis.optimize._backward import backward
+from analysis.optimize._budget import SLACK
 from analysis.optimize._costs import Arrays
 from analysis.optimize._exact import POWER_ABOVE, Short, carried_rows, exact_arrays, power_bound
 from analysis.optimize._kernel import _NO_BOUNDS, _rows, cost_matrix
@@ -176,11 +180,19 @@ def _ideal(exact: np.ndarray, pts: np.ndarray, opt: float) -> tuple[int, int]:
 
 
 def _followed(
-    prob: Problem, data: Arrays, short: Short, best: np.ndarray, exact_back: np.ndarray | None = None
+    prob: Problem,
+    data: Arrays,
+    short: Short,
+    best: np.ndarray,
+    exact_back: np.ndarray | None = None,
+    exact_rows: np.ndarray | None = None,
+    perfect_upper: bool = False,
 ) -> tuple[int, int, float]:
     """Rows the forward pass follows (at most), their span, and ``back``'s gap below the
     optimum; with ``exact_back`` (the exact optimum of ``k`` buckets after each end) the rows
-    it would follow were ``back`` that, with the same upper bounds."""
+    it would follow were ``back`` that, with the same upper bounds; with ``exact_rows``
+    (``exact_rows[i]``: start ``i``'s exact costs) were each bucket's test read its exact
+    cost; with ``perfect_upper`` were the upper bound the optimum (with the margin)."""
     m = prob.m
     rows, is_end = _rows(prob, K, prob.ends)
     want = np.zeros(K + 1, np.bool_)
@@ -191,6 +203,7 @@ def _followed(
     back = backward(data, short, _NO_BOUNDS, rows, is_end, K, near)
     upper = _uppers(data, short, _NO_BOUNDS, rows, is_end, back, carried_rows(data), want)
     back = back if exact_back is None else exact_back
+    upper[K] = best[K, m] * (1.0 + SLACK) if perfect_upper else upper[K]
     reach = reach_table(back, upper)
     live, room, need = np.zeros(K + 1, np.bool_), np.empty(m + 1), np.zeros(m + 1, np.bool_)
     low, ratio, no_last = np.empty(m + 1), np.empty(m + 1), np.empty((0, 0), np.int64)
@@ -199,6 +212,7 @@ def _followed(
         stop = live_room(int(i), best, back, upper, reach, live, room, no_last)
         if stop >= 0:
             low_costs(int(i), data, short, _NO_BOUNDS, is_end, ratio, low)
+            low = low if exact_rows is None else exact_rows[i]
             _, last = needed(int(i), low, room, need, stop)
             followed, span = followed + (last > i), span + max(0, last - int(i))
     return followed, span, float(best[K, m] / back[K, 0] - 1.0)
@@ -284,8 +298,9 @@ def _pass_seconds(prob: Problem, data: Arrays, short: Short) -> tuple[float, flo
     return tiled, median_seconds(lambda: _plain_chords_back(*args), 5, time.process_time)
 
 
-def report(name: str, hist: LengthHistogram, cost: bool) -> None:
-    """One line per batch size (and, with ``cost``, the two passes' CPU seconds)."""
+def report(name: str, hist: LengthHistogram, cost: bool, causes: bool) -> None:
+    """One line per batch size (and, with ``cost``, the two passes' CPU seconds; with
+    ``causes``, the rows followed with exact bucket tests and with a perfect upper bound)."""
     for b in BATCH_SIZES:
         rule = BatchRule(batch_size=b)
         prob = build_problem(hist, rule, 1, None, resolve_objective(rule, None, None))
@@ -301,6 +316,16 @@ def report(name: str, hist: LengthHistogram, cost: bool) -> None:
         exact_back = np.full((K + 1, prob.m + 1), np.inf)
         exact_back[:, pts[::-1]] = rest
         back_rows = _followed(prob, data, short, best, exact_back)[0]
+        causes_line = ""
+        if causes:
+            rows_of = np.full((prob.m + 1, prob.m + 1), np.inf)
+            rows_of[np.ix_(pts[:-1], pts[1:])] = np.triu(exact[:-1, 1:])
+            rows_of[rows_of == 0.0] = np.inf  # (the lower triangle)
+            tested = _followed(prob, data, short, best, exact_rows=rows_of)[0]
+            upper_rows = _followed(prob, data, short, best, perfect_upper=True)[0]
+            causes_line = (
+                f"{' ' * 30}rows with exact bucket tests {tested}, with upper = optimum {upper_rows}"
+            )
         ideal_rows, ideal_span = _ideal(exact, pts, opt)
         line = f"   {name:<24} batch {b:>5}: gap {gap:7.1e}  rows {rows:>4} span {span:>7,}"
         line += f"  exact back: rows {back_rows:>4}  ideal rows {ideal_rows} span {ideal_span:,}"
@@ -329,7 +354,7 @@ def report(name: str, hist: LengthHistogram, cost: bool) -> None:
                 for p in (False, True)
             ]
             line += f"  power: chords {gaps[0]:7.1e} -> {gaps[1]:7.1e}"
-        print(line)
+        print(line + ("\n" + causes_line if causes_line else ""))
         if cost and not short.quad:
             tiled, plain = _pass_seconds(prob, data, short)
             pad = " " * 30
@@ -346,7 +371,7 @@ def main() -> None:
     for path in sorted(SHARED_DATA.glob("*.npy")):
         hist = load_lengths(path)
         if hist.n_distinct <= _DENSE_MAX:
-            report(path.stem, hist, cost)
+            report(path.stem, hist, cost, "--causes" in sys.argv[1:])
 
 
 if __name__ == "__main__":
