@@ -33,6 +33,8 @@ For each ``../shared/data/*.npy`` (unclipped) and batch sizes 8, 64 and 1,000, K
   :mod:`analysis.optimize._exact`; each ``T_s`` a running sum of its own along the row, its
   ratios from ``lgamma``, so about ``1e-9`` of itself: ``excess`` is the most a bound lies above
   the exact cost, relative, which that rounding explains).  Padding objectives only.
+  ``at B/4, B/2``: the same through ``E_1``, ``E_{B/4}``, ``E_{B/2}`` and ``E_B`` alone (two
+  running sums more per row, not ``log2 B - 1``).
 
 ``--causes`` adds the rows followed were each bucket's test read its exact cost (``back`` as
 it is), and were the upper bound the optimum: neither is what leaves the rows in.
@@ -109,18 +111,31 @@ def _bound_matrix(
 
 
 @numba.njit(cache=False)
+def _chord_sizes(b: float, few: bool) -> list[float]:  # pragma: no cover - compiled
+    """The subset sizes the chords pass through: ``1, 2, 4, ...`` below ``B``, then ``B``; with
+    ``few`` only ``1``, ``B / 4``, ``B / 2`` (whole, above 1) and ``B``."""
+    sizes = [1.0]
+    if few:
+        for s in (math.floor(b / 4.0), math.floor(b / 2.0)):
+            if s > sizes[-1] and s < b:
+                sizes.append(s)
+    else:
+        while sizes[-1] * 2.0 < b:
+            sizes.append(sizes[-1] * 2.0)
+    sizes.append(b)
+    return sizes
+
+
+@numba.njit(cache=False)
 def _chords_matrix(
-    cum: np.ndarray, w: np.ndarray, is_end: np.ndarray, pts: np.ndarray, b: float, per_batch: float
+    cum: np.ndarray, w: np.ndarray, is_end: np.ndarray, pts: np.ndarray, b: float, per_batch: float, few: bool
 ) -> np.ndarray:  # pragma: no cover - compiled
     """``out[a, c]``: a bound on bucket ``(pts[a], pts[c]]`` whose short batch of ``r`` reads
-    ``E_r`` on the chord between the nearest of ``E_1`` (the mean), ``E_s`` at ``s = 2, 4, ...``
-    below ``B`` and ``E_B`` around ``r``, all from the running sums ``T_s`` (padding: ``g`` is
-    ``w``, the same for every batch size)."""
+    ``E_r`` on the chord between the nearest sizes of :func:`_chord_sizes` around ``r`` (``E_1``
+    the mean), all from the running sums ``T_s`` (padding: ``g`` is ``w``, the same for every
+    batch size)."""
     m = is_end.size - 1
-    sizes = [1.0]
-    while sizes[-1] * 2.0 < b:
-        sizes.append(sizes[-1] * 2.0)
-    sizes.append(b)
+    sizes = _chord_sizes(b, few)
     at = np.full(m + 1, -1)
     for c in range(pts.size):
         at[pts[c]] = c
@@ -242,10 +257,7 @@ def _plain_chords_back(
     ``1e-9`` of each), every row's ``T_s`` carried along it: what those bounds would cost
     without the tiled pass's arithmetic."""
     m = is_end.size - 1
-    sizes = [1.0]
-    while sizes[-1] * 2.0 < b:
-        sizes.append(sizes[-1] * 2.0)
-    sizes.append(b)
+    sizes = _chord_sizes(b, False)
     ns = len(sizes) - 1
     back = np.full((K + 1, m + 1), np.inf)
     back[0, m] = 0.0
@@ -330,23 +342,19 @@ def report(name: str, hist: LengthHistogram, cost: bool, causes: bool) -> None:
         line = f"   {name:<24} batch {b:>5}: gap {gap:7.1e}  rows {rows:>4} span {span:>7,}"
         line += f"  exact back: rows {back_rows:>4}  ideal rows {ideal_rows} span {ideal_span:,}"
         if not short.quad:
-            chords = _chords_matrix(
-                data.cum.astype(np.float64),
-                data.weight,
-                _rows(prob, K, prob.ends)[1],
-                pts,
-                float(b),
-                data.per_batch,
-            )
-            finite = np.isfinite(exact)
-            excess = float(np.max((chords[finite] - exact[finite]) / exact[finite]))
-            rest, _ = reference_dp(chords.T[::-1, ::-1].copy(), K)
-            chord_back = np.full((K + 1, prob.m + 1), np.inf)
-            chord_back[:, pts[::-1]] = rest
-            chord_rows = _followed(prob, data, short, best, chord_back)[0]
-            line += (
-                f"  chords at 2**t: gap {opt / rest[K, -1] - 1:7.1e} rows {chord_rows:>4} excess {excess:.0e}"
-            )
+            is_end = _rows(prob, K, prob.ends)[1]
+            for few in (False, True):
+                args = (data.cum.astype(np.float64), data.weight, is_end, pts, float(b), data.per_batch, few)
+                chords = _chords_matrix(*args)
+                finite = np.isfinite(exact)
+                excess = float(np.max((chords[finite] - exact[finite]) / exact[finite]))
+                rest, _ = reference_dp(chords.T[::-1, ::-1].copy(), K)
+                chord_back = np.full((K + 1, prob.m + 1), np.inf)
+                chord_back[:, pts[::-1]] = rest
+                chord_rows = _followed(prob, data, short, best, chord_back)[0]
+                label = "at B/4, B/2" if few else "chords at 2**t"
+                line += f"  {label}: gap {opt / rest[K, -1] - 1:7.1e} rows {chord_rows:>4}"
+                line += "" if few else f" excess {excess:.0e}"
         if short.product and b <= POWER_ABOVE and short.power:
             is_end = _rows(prob, K, prob.ends)[1]
             gaps = [
