@@ -310,6 +310,53 @@ def _pass_seconds(prob: Problem, data: Arrays, short: Short) -> tuple[float, flo
     return tiled, median_seconds(lambda: _plain_chords_back(*args), 5, time.process_time)
 
 
+def _exact_back(exact: np.ndarray, pts: np.ndarray, m: int) -> np.ndarray:
+    """``back[k, j]``: the least of ``k`` buckets after end ``j`` over the costs ``exact``
+    (between ``pts``), by the plain DP on the reversed matrix."""
+    rest, _ = reference_dp(exact.T[::-1, ::-1].copy(), K)
+    back = np.full((K + 1, m + 1), np.inf)
+    back[:, pts[::-1]] = rest
+    return back
+
+
+def _causes(
+    prob: Problem, data: Arrays, short: Short, best: np.ndarray, exact: np.ndarray, pts: np.ndarray
+) -> str:
+    """The rows followed with each bucket's test on its exact cost, and with a perfect upper
+    bound."""
+    rows_of = np.full((prob.m + 1, prob.m + 1), np.inf)
+    for a in range(pts.size - 1):
+        rows_of[pts[a], pts[a + 1 :]] = exact[a, a + 1 :]
+    tested = _followed(prob, data, short, best, exact_rows=rows_of)[0]
+    upper_rows = _followed(prob, data, short, best, perfect_upper=True)[0]
+    return f"\n{' ' * 30}rows with exact bucket tests {tested}, with upper = optimum {upper_rows}"
+
+
+def _tighter(
+    prob: Problem, data: Arrays, short: Short, best: np.ndarray, exact: np.ndarray, pts: np.ndarray
+) -> str:
+    """The chords' columns (both sets of sizes; padding objectives) and the power bound's (at
+    batch sizes up to ``POWER_ABOVE``, by the product formula)."""
+    is_end = _rows(prob, K, prob.ends)[1]
+    b, opt, line = prob.rule.batch_size, float(best[K, prob.m]), ""
+    for few in (False, True) if not short.quad else ():
+        args = (data.cum.astype(np.float64), data.weight, is_end, pts, float(b), data.per_batch, few)
+        chords = _chords_matrix(*args)
+        finite = np.isfinite(exact)
+        excess = float(np.max((chords[finite] - exact[finite]) / exact[finite]))
+        chord_back = _exact_back(chords, pts, prob.m)
+        chord_rows = _followed(prob, data, short, best, chord_back)[0]
+        line += f"  {'at B/4, B/2' if few else 'chords at 2**t'}: gap {opt / chord_back[K, 0] - 1:7.1e}"
+        line += f" rows {chord_rows:>4}" + ("" if few else f" excess {excess:.0e}")
+    if short.product and b <= POWER_ABOVE and short.power:
+        gaps = [
+            1.0 - _exact_back(_bound_matrix(data, short, is_end, pts, p), pts, prob.m)[K, 0] / opt
+            for p in (0, 1)
+        ]
+        line += f"  power: chords {gaps[0]:7.1e} -> {gaps[1]:7.1e}"
+    return line
+
+
 def report(name: str, hist: LengthHistogram, cost: bool, causes: bool) -> None:
     """One line per batch size (and, with ``cost``, the two passes' CPU seconds; with
     ``causes``, the rows followed with exact bucket tests and with a perfect upper bound)."""
@@ -319,56 +366,19 @@ def report(name: str, hist: LengthHistogram, cost: bool, causes: bool) -> None:
         data, short = exact_arrays(prob)
         pts = np.r_[0, prob.ends].astype(np.int64)
         exact = cost_matrix(prob, pts)
-        best_pts, _ = reference_dp(exact, K)
         best = np.full((K + 1, prob.m + 1), np.inf)
-        best[:, pts] = best_pts
-        opt = float(best_pts[K, -1])
+        best[:, pts] = reference_dp(exact, K)[0]
         rows, span, gap = _followed(prob, data, short, best)
-        rest, _ = reference_dp(exact.T[::-1, ::-1].copy(), K)
-        exact_back = np.full((K + 1, prob.m + 1), np.inf)
-        exact_back[:, pts[::-1]] = rest
-        back_rows = _followed(prob, data, short, best, exact_back)[0]
-        causes_line = ""
-        if causes:
-            rows_of = np.full((prob.m + 1, prob.m + 1), np.inf)
-            rows_of[np.ix_(pts[:-1], pts[1:])] = np.triu(exact[:-1, 1:])
-            rows_of[rows_of == 0.0] = np.inf  # (the lower triangle)
-            tested = _followed(prob, data, short, best, exact_rows=rows_of)[0]
-            upper_rows = _followed(prob, data, short, best, perfect_upper=True)[0]
-            causes_line = (
-                f"{' ' * 30}rows with exact bucket tests {tested}, with upper = optimum {upper_rows}"
-            )
-        ideal_rows, ideal_span = _ideal(exact, pts, opt)
+        back_rows = _followed(prob, data, short, best, _exact_back(exact, pts, prob.m))[0]
+        ideal_rows, ideal_span = _ideal(exact, pts, float(best[K, prob.m]))
         line = f"   {name:<24} batch {b:>5}: gap {gap:7.1e}  rows {rows:>4} span {span:>7,}"
         line += f"  exact back: rows {back_rows:>4}  ideal rows {ideal_rows} span {ideal_span:,}"
-        if not short.quad:
-            is_end = _rows(prob, K, prob.ends)[1]
-            for few in (False, True):
-                args = (data.cum.astype(np.float64), data.weight, is_end, pts, float(b), data.per_batch, few)
-                chords = _chords_matrix(*args)
-                finite = np.isfinite(exact)
-                excess = float(np.max((chords[finite] - exact[finite]) / exact[finite]))
-                rest, _ = reference_dp(chords.T[::-1, ::-1].copy(), K)
-                chord_back = np.full((K + 1, prob.m + 1), np.inf)
-                chord_back[:, pts[::-1]] = rest
-                chord_rows = _followed(prob, data, short, best, chord_back)[0]
-                label = "at B/4, B/2" if few else "chords at 2**t"
-                line += f"  {label}: gap {opt / rest[K, -1] - 1:7.1e} rows {chord_rows:>4}"
-                line += "" if few else f" excess {excess:.0e}"
-        if short.product and b <= POWER_ABOVE and short.power:
-            is_end = _rows(prob, K, prob.ends)[1]
-            gaps = [
-                1.0 - reference_dp(_bound_matrix(data, short, is_end, pts, p), K)[0][K, -1] / opt
-                for p in (False, True)
-            ]
-            line += f"  power: chords {gaps[0]:7.1e} -> {gaps[1]:7.1e}"
-        print(line + ("\n" + causes_line if causes_line else ""))
+        line += _tighter(prob, data, short, best, exact, pts)
+        print(line + (_causes(prob, data, short, best, exact, pts) if causes else ""))
         if cost and not short.quad:
             tiled, plain = _pass_seconds(prob, data, short)
-            pad = " " * 30
-            print(
-                f"{pad}backward pass: tiled {tiled * 1e3:.1f} ms, plain over the chords {plain * 1e3:.1f} ms"
-            )
+            times = f"tiled {tiled * 1e3:.1f} ms, plain over the chords {plain * 1e3:.1f} ms"
+            print(f"{' ' * 30}backward pass: {times}")
 
 
 def main() -> None:
