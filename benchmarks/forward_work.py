@@ -351,7 +351,7 @@ def _tighter(
     if short.product and b <= POWER_ABOVE and short.power:
         gaps = [
             1.0 - _exact_back(_bound_matrix(data, short, is_end, pts, p), pts, prob.m)[K, 0] / opt
-            for p in (0, 1)
+            for p in (False, True)
         ]
         line += f"  power: chords {gaps[0]:7.1e} -> {gaps[1]:7.1e}"
     return line
