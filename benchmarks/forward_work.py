@@ -38,9 +38,11 @@ For each ``../shared/data/*.npy`` (unclipped) and batch sizes 8, 64 and 1,000, K
 
 ``--causes`` adds the rows followed were each bucket's test read its exact cost (``back`` as
 it is), and were the upper bound the optimum: neither is what leaves the rows in.
-``--cost`` (one core) adds each rule's CPU time for the tiled backward pass and for a plain,
-untiled one over those chords (every row's ``T_s`` carried along it, ``min`` over every end):
-what the tighter bound would cost without the tiled pass's arithmetic.
+``--cost`` (one core) adds each rule's CPU time for the forward pass as it runs and as it would
+run given ``back`` raised to the chords' (what the tighter bound would save), and for the
+tiled backward pass and a plain, untiled one over those chords (every row's ``T_s`` carried
+along it, ``min`` over every end: what the tighter bound would cost without the tiled pass's
+arithmetic).
 """
 
 from __future__ import annotations
@@ -61,10 +63,11 @@ from analysis.optimize._backward import backward
 from analysis.optimize._budget import SLACK
 from analysis.optimize._costs import Arrays
 from analysis.optimize._exact import POWER_ABOVE, Short, carried_rows, exact_arrays, power_bound
-from analysis.optimize._kernel import _NO_BOUNDS, _rows, cost_matrix
+from analysis.optimize._kernel import _NO_BOUNDS, _rows, backtrack, cost_matrix
+from analysis.optimize._layers import run_layers
 from analysis.optimize._lower import chain, fixed_chords, fixed_first, fixed_ratios, low_costs
 from analysis.optimize._problem import Problem, build_problem, resolve_objective
-from analysis.optimize._pruned import _tau, _uppers, live_room, needed, reach_table
+from analysis.optimize._pruned import _forwards, _tau, _uppers, live_room, needed, reach_table
 from analysis.optimize._reference import reference_dp
 
 K = 6
@@ -310,6 +313,37 @@ def _pass_seconds(prob: Problem, data: Arrays, short: Short) -> tuple[float, flo
     return tiled, median_seconds(lambda: _plain_chords_back(*args), 5, time.process_time)
 
 
+def _forward_seconds(
+    prob: Problem, data: Arrays, short: Short, chord_back: np.ndarray
+) -> tuple[float, float, bool]:
+    """CPU seconds (median of 5, after a first call) of the forward pass as ``optimize_edges``
+    runs it (K = 6 alone), and of the same pass given ``back`` raised to ``chord_back`` (less
+    ``1e-8`` of it: above the ``lgamma`` rounding; the near ends dropped, which ``back``'s own
+    minima decide), and whether both give the same optimum and plan."""
+    m = prob.m
+    rows, is_end = _rows(prob, K, prob.ends)
+    want = np.zeros(K + 1, np.bool_)
+    want[K] = True
+    carried = carried_rows(data)
+    near = (0.0, np.empty((0, 0), np.int64), np.empty(0))
+    if short.product:
+        near = (_tau(data, short, rows, is_end), np.empty((K + 1, m + 1), np.int64), np.empty(m + 1))
+    back = backward(data, short, _NO_BOUNDS, rows, is_end, K, near)
+    upper = _uppers(data, short, _NO_BOUNDS, rows, is_end, back, carried, want)
+    raised = np.where(np.isfinite(chord_back), np.maximum(back, chord_back * (1.0 - 1e-8)), back)
+    no_near = (near[0], np.empty((0, 0), np.int64), near[2])
+    out = []
+
+    def forward(b: np.ndarray, n: tuple[float, np.ndarray, np.ndarray]) -> None:
+        best, arg = run_layers(K, m)
+        _forwards(data, short, _NO_BOUNDS, rows, is_end, b, upper, best, arg, n, carried)
+        out.append((best[K, m], backtrack(arg, K, m)))
+
+    now = median_seconds(lambda: forward(back, near), 5, time.process_time)
+    tight = median_seconds(lambda: forward(raised, no_near), 5, time.process_time)
+    return now, tight, out[0] == out[-1]
+
+
 def _exact_back(exact: np.ndarray, pts: np.ndarray, m: int) -> np.ndarray:
     """``back[k, j]``: the least of ``k`` buckets after end ``j`` over the costs ``exact``
     (between ``pts``), by the plain DP on the reversed matrix."""
@@ -376,6 +410,11 @@ def report(name: str, hist: LengthHistogram, cost: bool, causes: bool) -> None:
         line += _tighter(prob, data, short, best, exact, pts)
         print(line + (_causes(prob, data, short, best, exact, pts) if causes else ""))
         if cost and not short.quad:
+            args = (data.cum.astype(np.float64), data.weight, _rows(prob, K, prob.ends)[1], pts, float(b))
+            chord_back = _exact_back(_chords_matrix(*args, data.per_batch, False), pts, prob.m)
+            now, tight, same = _forward_seconds(prob, data, short, chord_back)
+            times = f"{now * 1e3:.1f} ms, with back raised to the chords' {tight * 1e3:.1f} ms"
+            print(f"{' ' * 30}forward pass: {times} (the same plan: {same})")
             tiled, plain = _pass_seconds(prob, data, short)
             times = f"tiled {tiled * 1e3:.1f} ms, plain over the chords {plain * 1e3:.1f} ms"
             print(f"{' ' * 30}backward pass: {times}")
