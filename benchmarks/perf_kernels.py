@@ -152,7 +152,11 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=25, help="how many symbols to print")
     parser.add_argument("--data", default=None, help="a lengths file to run on (default: the bundled data)")
     args = parser.parse_args()
-    calls = workloads(case_histogram() if args.data is None else load_lengths(args.data))
+    try:
+        hist = case_histogram() if args.data is None else load_lengths(args.data)
+    except (OSError, ValueError) as err:
+        sys.exit(f"perf_kernels: {err}")
+    calls = workloads(hist)
     if args.list or args.workload not in calls:
         print("workloads: " + ", ".join(calls))
         sys.exit(0 if args.list else f"no workload {args.workload!r}")
