@@ -374,7 +374,8 @@ def _mixing_html(facts: SummaryFacts) -> str:
         after = "<span class='note'>(a proxy: the gradient noise below measures what it stands for)</span>"
     return (
         "<dd>the share of the data's length variance a batch keeps (expected within-batch sample "
-        "variance over the data's; 100% for a full shuffle, exact): "
+        "variance over the data's, exact: 100% for a full shuffle in batches of two or more, 0 in "
+        "batches of one sample): "
         f"bucketed <b>{_e(format_percent(mix['bucketed']))}</b>, "
         f"random {_e(format_percent(mix['random']))}, sorted {_e(format_percent(mix['sorted']))}. "
         f"{after}</dd>"
