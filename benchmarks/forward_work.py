@@ -31,8 +31,9 @@ For each ``../shared/data/*.npy`` (unclipped) and batch sizes 8, 64 and 1,000, K
   bounds whose short batch of ``r`` reads ``E_r`` on the chord between the nearest subset sizes
   of ``1, 2, 4, ..., B`` around ``r`` (``E_s`` concave in ``s``: the module docstring of
   :mod:`analysis.optimize._exact`; each ``T_s`` a running sum of its own along the row, its
-  ratios from ``lgamma``, so about ``1e-9`` of itself: ``excess`` is the most a bound lies above
-  the exact cost, relative, which that rounding explains).  Padding objectives only.
+  ratios a product of quotients where a length holds at most 8 samples, else from ``lgamma``,
+  so about ``1e-9`` of itself: ``excess`` is the most a bound lies above the exact cost,
+  relative, which that rounding explains).  Padding objectives only.
   ``at B/4, B/2``: the same through ``E_1``, ``E_{B/4}``, ``E_{B/2}`` and ``E_B`` alone (two
   running sums more per row, not ``log2 B - 1``).
 
@@ -129,55 +130,72 @@ def _chord_sizes(b: float, few: bool) -> list[float]:  # pragma: no cover - comp
     return sizes
 
 
+@numba.njit(cache=False, inline="always")
+def _ratio(x0: float, x1: float, s: float) -> float:  # pragma: no cover - compiled
+    """``C(x0, s) / C(x1, s)``: a product of ``x1 - x0`` quotients where at most 8, else from
+    ``lgamma``."""
+    if x0 < s:
+        return 0.0
+    if x1 - x0 <= 8.0:
+        p = 1.0
+        for t in range(int(x1 - x0)):
+            p *= (x1 - s - t) / (x1 - t)
+        return p
+    return math.exp(
+        math.lgamma(x0 + 1) - math.lgamma(x0 - s + 1) - math.lgamma(x1 + 1) + math.lgamma(x1 - s + 1)
+    )
+
+
+@numba.njit(cache=False)
+def _chord_row(
+    i: int,
+    cum: np.ndarray,
+    w: np.ndarray,
+    sizes: list[float],
+    b: float,
+    per_batch: float,
+    t: np.ndarray,
+    cost: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """``cost[j]`` for ``j > i``: the bound on bucket ``(i, j]`` whose short batch of ``r``
+    reads ``E_r`` on the chord between the nearest of ``sizes`` around ``r`` (``E_1`` the mean),
+    each ``T_s`` carried along the row in ``t`` (padding: ``g`` is ``w``, the same for every
+    batch size)."""
+    ns = len(sizes) - 1
+    total = 0.0
+    t[:] = 0.0
+    for j in range(i + 1, cum.size):
+        x1 = cum[j] - cum[i]
+        for k in range(1, ns + 1):  # (k = 0: the mean)
+            t[k] = (t[k] + w[j] - w[j - 1]) * _ratio(cum[j - 1] - cum[i], x1, sizes[k]) if j > i + 1 else 0.0
+        total += w[j] * (cum[j] - cum[j - 1])
+        full = x1 // b
+        r = x1 - full * b
+        c = x1 * w[j] + per_batch if x1 < b else full * b * (w[j] - t[ns]) + per_batch * full
+        if x1 >= b and r > 0:
+            k = 1
+            while sizes[k] < r:
+                k += 1
+            e_lo = total / x1 if k == 1 else w[j] - t[k - 1]
+            c += (
+                r * (e_lo + (r - sizes[k - 1]) / (sizes[k] - sizes[k - 1]) * (w[j] - t[k] - e_lo)) + per_batch
+            )
+        cost[j] = c
+
+
 @numba.njit(cache=False)
 def _chords_matrix(
     cum: np.ndarray, w: np.ndarray, is_end: np.ndarray, pts: np.ndarray, b: float, per_batch: float, few: bool
 ) -> np.ndarray:  # pragma: no cover - compiled
-    """``out[a, c]``: a bound on bucket ``(pts[a], pts[c]]`` whose short batch of ``r`` reads
-    ``E_r`` on the chord between the nearest sizes of :func:`_chord_sizes` around ``r`` (``E_1``
-    the mean), all from the running sums ``T_s`` (padding: ``g`` is ``w``, the same for every
-    batch size)."""
-    m = is_end.size - 1
+    """``out[a, c]``: :func:`_chord_row`'s bound on bucket ``(pts[a], pts[c]]`` through the
+    sizes of :func:`_chord_sizes`."""
     sizes = _chord_sizes(b, few)
-    at = np.full(m + 1, -1)
-    for c in range(pts.size):
-        at[pts[c]] = c
     out = np.full((pts.size, pts.size), np.inf)
-    t_s = np.zeros((len(sizes), m + 1))
+    t, cost = np.zeros(len(sizes)), np.empty(is_end.size)
     for a in range(pts.size - 1):
-        i = pts[a]
-        for k in range(1, len(sizes)):  # (k = 0: the mean, below)
-            s, t = sizes[k], 0.0
-            for j in range(i + 2, m + 1):
-                x0, x1 = cum[j - 1] - cum[i], cum[j] - cum[i]
-                lr = (
-                    math.lgamma(x0 + 1)
-                    - math.lgamma(x0 - s + 1)
-                    - math.lgamma(x1 + 1)
-                    + math.lgamma(x1 - s + 1)
-                )
-                t = (t + w[j] - w[j - 1]) * (math.exp(lr) if x0 >= s else 0.0)
-                t_s[k, j] = t
-        total = 0.0
-        for j in range(i + 1, m + 1):
-            n = cum[j] - cum[i]
-            total += w[j] * (cum[j] - cum[j - 1])
-            if not is_end[j]:
-                continue
-            full = n // b
-            r = n - full * b
-            cost = n * w[j] + per_batch if n < b else full * b * (w[j] - t_s[-1, j]) + per_batch * full
-            if n >= b and r > 0:
-                k = 1
-                while sizes[k] < r:
-                    k += 1
-                e_lo = total / n if k == 1 else w[j] - t_s[k - 1, j]
-                e_hi = w[j] - t_s[k, j]
-                cost += (
-                    r * (e_lo + (r - sizes[k - 1]) / (sizes[k] - sizes[k - 1]) * (e_hi - e_lo)) + per_batch
-                )
-            if at[j] > a:
-                out[a, at[j]] = cost
+        _chord_row(pts[a], cum, w, sizes, b, per_batch, t, cost)
+        for c in range(a + 1, pts.size):
+            out[a, c] = cost[pts[c]]
     return out
 
 
@@ -236,59 +254,23 @@ def _followed(
     return followed, span, float(best[K, m] / back[K, 0] - 1.0)
 
 
-@numba.njit(cache=False, inline="always")
-def _ratio(x0: float, x1: float, s: float) -> float:  # pragma: no cover - compiled
-    """``C(x0, s) / C(x1, s)``: a product of ``x1 - x0`` quotients where at most 8, else from
-    ``lgamma``."""
-    if x0 < s:
-        return 0.0
-    if x1 - x0 <= 8.0:
-        p = 1.0
-        for t in range(int(x1 - x0)):
-            p *= (x1 - s - t) / (x1 - t)
-        return p
-    return math.exp(
-        math.lgamma(x0 + 1) - math.lgamma(x0 - s + 1) - math.lgamma(x1 + 1) + math.lgamma(x1 - s + 1)
-    )
-
-
 @numba.njit(cache=False)
 def _plain_chords_back(
     cum: np.ndarray, w: np.ndarray, is_end: np.ndarray, rows: np.ndarray, b: float, per_batch: float
 ) -> np.ndarray:  # pragma: no cover - compiled
-    """``back`` by a plain (untiled) backward pass over :func:`_chords_matrix`'s bounds (less
-    ``1e-9`` of each), every row's ``T_s`` carried along it: what those bounds would cost
+    """``back`` by a plain (untiled) backward pass over :func:`_chord_row`'s bounds through
+    every power of two (less ``1e-9`` of each), row by row: what those bounds would cost
     without the tiled pass's arithmetic."""
     m = is_end.size - 1
     sizes = _chord_sizes(b, False)
-    ns = len(sizes) - 1
     back = np.full((K + 1, m + 1), np.inf)
     back[0, m] = 0.0
-    t, cost = np.zeros(ns + 1), np.empty(m + 1)
+    t, cost = np.zeros(len(sizes)), np.empty(m + 1)
     for ri in range(rows.size - 1, -1, -1):
         i = rows[ri]
-        total = 0.0
-        t[:] = 0.0
+        _chord_row(i, cum, w, sizes, b, per_batch, t, cost)
         for j in range(i + 1, m + 1):
-            x1 = cum[j] - cum[i]
-            for k in range(1, ns + 1):
-                t[k] = (
-                    (t[k] + w[j] - w[j - 1]) * _ratio(cum[j - 1] - cum[i], x1, sizes[k]) if j > i + 1 else 0.0
-                )
-            total += w[j] * (cum[j] - cum[j - 1])
-            full = x1 // b
-            r = x1 - full * b
-            c = x1 * w[j] + per_batch if x1 < b else full * b * (w[j] - t[ns]) + per_batch * full
-            if x1 >= b and r > 0:
-                k = 1
-                while sizes[k] < r:
-                    k += 1
-                e_lo = total / x1 if k == 1 else w[j] - t[k - 1]
-                c += (
-                    r * (e_lo + (r - sizes[k - 1]) / (sizes[k] - sizes[k - 1]) * (w[j] - t[k] - e_lo))
-                    + per_batch
-                )
-            cost[j] = c * (1.0 - 1e-9) if is_end[j] else np.inf
+            cost[j] = cost[j] * (1.0 - 1e-9) if is_end[j] else np.inf
         for k in range(1, K + 1):
             least = np.inf
             for j in range(i + 1, m + 1):
