@@ -8,7 +8,8 @@ in one pass over the ends: at each end every lane's bound (the arithmetic of
 across the lanes (vectorised: the lanes are independent), with no row of ratios or bounds ever
 stored.  A fixed ``B`` takes its ratio by the product formula (``C(x, B)``, batch size 8 and
 the like: :func:`_product_tile`) or else by :func:`~analysis.optimize._exact.ratio_upper`
-(:func:`_fixed_tile`), then the running sum and the bound; a token budget takes
+(:func:`_fixed_tile`), then the running sum and the bound (with the chords' sums where
+:func:`~analysis.optimize._lower.chord_sizes` asks: :func:`_chord_lanes`); a token budget takes
 :func:`~analysis.optimize._lower.budget_bound` (:func:`_budget_tile`).  Where a bound may be
 raised by the power bound (``B > POWER_ABOVE``), which costs several times the rest, it is
 computed only at the ends where some lane's bound without it (at most its bound) could still
@@ -36,14 +37,17 @@ from analysis.optimize._exact import (
 )
 from analysis.optimize._lower import (
     FEW_PRODUCT_FROM,
+    NO_CHORDS,
     budget_bound,
     budget_end,
     budget_first,
+    chord_sizes,
     fixed_bound,
     fixed_first,
     mean_low,
     mean_scale,
     pair_start,
+    power_ratio,
     product_grow,
     product_pairs,
     row_mean_scale,
@@ -79,8 +83,8 @@ _NEAR_ENDS = 64
 # ``benchmarks/bench_backward.py --against DIR``, DIR a checkout from before).
 _SKIP_LAYERS = 12
 _CI, _X, _Y, _PREV, _XPREV, _T, _G, _BASE, _Q, _FIRST, _LOW = (r * LANES for r in range(11))
-_START, _U, _A, _S = (r * LANES for r in range(11, 15))
-_ROWS = 15 * LANES
+_START, _U, _A, _S, _T1, _T2 = (r * LANES for r in range(11, 17))
+_ROWS = 17 * LANES
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -99,6 +103,7 @@ def _tile_state(
         lane[_A + a] = short.above[i] * row_mean_scale(short, float(data.size[i + 1]))
         lane[_START + a] = float(i)
         lane[_X + a] = lane[_Y + a] = lane[_XPREV + a] = lane[_T + a] = 0.0
+        lane[_T1 + a] = lane[_T2 + a] = 0.0
     lane[_S] = 0.0  # (C(x, B) taken at x = 0)
     acc[:] = INF
 
@@ -119,6 +124,7 @@ def _tile_lows(
     per_batch: float,
     quad: bool,
     pairs: np.ndarray,
+    sizes: tuple[float, float],
     lane: np.ndarray,
 ) -> None:  # pragma: no cover - compiled
     """``lane[_LOW]``: every lane's bound on ``(start, j]`` (inf up to its start, its first
@@ -129,10 +135,13 @@ def _tile_lows(
     :func:`~analysis.optimize._exact.ratio_few`, ``C(x, B)`` then taken at the next end that
     needs it), :func:`~analysis.optimize._lower.chain` and
     :func:`~analysis.optimize._lower.fixed_bounds` (with the bucket's mean where
-    :func:`~analysis.optimize._lower.row_mean_scale` reads one), the same floats."""
+    :func:`~analysis.optimize._lower.row_mean_scale` reads one) and the chords' sums where
+    :func:`~analysis.optimize._lower.chord_sizes` carries them
+    (:func:`~analysis.optimize._lower.chord_sums`), the same floats."""
     cj, st, w, base_j, q_j, end, above_j = at_j
     b = pairs.shape[1]
     bf = float(b)
+    s1, s2 = sizes
     grow = product_grow(b)
     d = cj - lane[_CI] - lane[_X]  # the samples at j (where lane 0 holds no full batch, no lane does)
     few = (d <= FEW_STEPS) & (b >= FEW_PRODUCT_FROM)  # (ratio_few, else C(x, B): fixed_ratios' choice)
@@ -147,20 +156,60 @@ def _tile_lows(
         lane[_X + a] = x
         lane[_Y + a], lane[_U + a] = pair_start(x, pairs)  # (read where not few)
     means = lane[_A] > 0.0  # (every lane's scale the same: mean_scale; else no mean is read)
+    if s1 > 0.0:  # (the chords: every lane's sums, then its bound reading them)
+        _chord_lanes(d, st, sizes, lane)
+        if few:
+            for a in range(LANES):
+                ratio = ratio_few(lane[_X + a], d, bf, grow) if lane[_XPREV + a] >= bf else 0.0
+                mean = mean_low(lane[_A + a], above_j, lane[_X + a])
+                chords = (s1, s2, w - lane[_T1 + a], w - lane[_T2 + a])
+                _lane_bound(a, ratio, mean, at_j, bf, quad, per_batch, chords, lane)
+            return
+        _products(pairs, lane)
+        for a in range(LANES):
+            mean = mean_low(lane[_A + a], above_j, lane[_X + a])
+            chords = (s1, s2, w - lane[_T1 + a], w - lane[_T2 + a])
+            _lane_bound(a, _pair_ratio(a, bf, grow, lane), mean, at_j, bf, quad, per_batch, chords, lane)
+        return
     if few:
         for a in range(LANES):
             ratio = ratio_few(lane[_X + a], d, bf, grow) if lane[_XPREV + a] >= bf else 0.0  # (C(x, B) > 0)
             mean = mean_low(lane[_A + a], above_j, lane[_X + a]) if means else -1.0
-            _lane_bound(a, ratio, mean, at_j, bf, quad, per_batch, lane)
+            _lane_bound(a, ratio, mean, at_j, bf, quad, per_batch, NO_CHORDS, lane)
         return
     _products(pairs, lane)
     if means:
         for a in range(LANES):
             mean = mean_low(lane[_A + a], above_j, lane[_X + a])
-            _lane_bound(a, _pair_ratio(a, bf, grow, lane), mean, at_j, bf, quad, per_batch, lane)
+            _lane_bound(a, _pair_ratio(a, bf, grow, lane), mean, at_j, bf, quad, per_batch, NO_CHORDS, lane)
     else:  # (the chord from the mean folds away)
         for a in range(LANES):
-            _lane_bound(a, _pair_ratio(a, bf, grow, lane), -1.0, at_j, bf, quad, per_batch, lane)
+            _lane_bound(a, _pair_ratio(a, bf, grow, lane), -1.0, at_j, bf, quad, per_batch, NO_CHORDS, lane)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _chord_lanes(
+    d: float, st: float, sizes: tuple[float, float], lane: np.ndarray
+) -> None:  # pragma: no cover - compiled
+    """Every lane's chords' sums ``T_{s_1}``, ``T_{s_2}`` advanced to its ``x`` (``lane[_X]``,
+    from ``lane[_XPREV]``, ``d`` samples before) by
+    :func:`~analysis.optimize._lower.chord_ratio` (its choice of rule made once for the lanes:
+    the same floats)."""
+    s1, s2 = sizes
+    if d <= FEW_STEPS:
+        for a in range(LANES):
+            x, x_prev = lane[_X + a], lane[_XPREV + a]
+            r1 = ratio_few(x, d, s1, RATIO_GROW) if x_prev >= s1 else 0.0
+            r2 = ratio_few(x, d, s2, RATIO_GROW) if x_prev >= s2 else 0.0
+            lane[_T1 + a] = (lane[_T1 + a] + st) * r1
+            lane[_T2 + a] = (lane[_T2 + a] + st) * r2
+        return
+    for a in range(LANES):
+        x, x_prev = lane[_X + a], lane[_XPREV + a]
+        r1 = power_ratio(x_prev, x, s1) if x_prev >= s1 else 0.0
+        r2 = power_ratio(x_prev, x, s2) if x_prev >= s2 else 0.0
+        lane[_T1 + a] = (lane[_T1 + a] + st) * r1
+        lane[_T2 + a] = (lane[_T2 + a] + st) * r2
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
@@ -181,17 +230,18 @@ def _lane_bound(
     bf: float,
     quad: bool,
     per_batch: float,
+    chords: tuple[float, float, float, float],
     lane: np.ndarray,
 ) -> None:  # pragma: no cover - compiled
-    """Lane ``a``'s running sum advanced by ``ratio`` and its bound at the end of ``at_j`` (``mean``:
-    :func:`~analysis.optimize._lower.fixed_bound`'s)."""
+    """Lane ``a``'s running sum advanced by ``ratio`` and its bound at the end of ``at_j`` (``mean``,
+    ``chords``: :func:`~analysis.optimize._lower.fixed_bound`'s)."""
     _, st, w, base_j, q_j, end, _ = at_j
     x = lane[_X + a]
     lane[_XPREV + a] = x
     t = (lane[_T + a] + st) * ratio
     lane[_T + a] = t
     first = (lane[_G + a], lane[_BASE + a], lane[_Q + a])
-    v = fixed_bound(x, w - t, mean, bf, first, base_j, q_j, quad, per_batch)
+    v = fixed_bound(x, w - t, mean, bf, first, base_j, q_j, quad, per_batch, chords)
     lane[_LOW + a] = v if end else INF
 
 
@@ -219,6 +269,8 @@ def _last_bound(
     m = at_m.size - 1
     bf = float(data.size[m])
     scale = mean_scale(short)
+    s1, s2 = chord_sizes(short, bf)
+    w = data.weight[m]
     for a in range(LANES):
         i = starts[a]
         v = lane[_FIRST + a] if i + 1 == m else lane[_LOW + a]
@@ -226,8 +278,10 @@ def _last_bound(
         if i + 1 < m and scale > 0.0:
             first = (lane[_G + a], lane[_BASE + a], lane[_Q + a])
             mean = mean_low(short.above[i] * scale, 0.0, x)
-            eb = data.weight[m] - lane[_T + a]
-            c1 = fixed_bound(x, eb, mean, bf, first, short.base[m], short.q[m], short.quad, data.per_batch)
+            eb = w - lane[_T + a]
+            chords = (s1, s2, w - lane[_T1 + a], w - lane[_T2 + a])
+            base_m, q_m = short.base[m], short.q[m]
+            c1 = fixed_bound(x, eb, mean, bf, first, base_m, q_m, short.quad, data.per_batch, chords)
             v = c1 if c1 > v else v
         at_m[i] = v
 
@@ -278,6 +332,7 @@ def _product_tile(
     present ones): there no lane's sum lowers a minimum or is near one, so ``back`` and
     ``last`` are the same floats."""
     pairs, lane, acc, head = work
+    sizes = chord_sizes(short, float(data.size[starts[0] + 1]))
     tau, last, at_m = near
     m = back.shape[1] - 1
     _tile_state(starts, data, short, is_end, lane, acc)
@@ -285,7 +340,7 @@ def _product_tile(
     low = lane[_LOW : _LOW + LANES]
     acc[2] = float(min(top + 1, m - 1))
     for j in range(j0, m + 1):
-        _tile_lows(_at(j, data, short, is_end), data.per_batch, short.quad, pairs, lane)
+        _tile_lows(_at(j, data, short, is_end), data.per_batch, short.quad, pairs, sizes, lane)
         if j == m:
             _last_bound(starts, data, short, lane, at_m)
         if j <= top + 1:  # up to a lane's start inf, at start + 1 its first bound
@@ -348,13 +403,14 @@ def tile_rows(
     the tile's first start, or the last end of the call before on the same tile: the lanes
     carry on from there)."""
     pairs, lane, acc, _ = work
+    sizes = chord_sizes(short, float(data.size[starts[0] + 1]))
     if done == starts[0]:
         _tile_state(starts, data, short, is_end, lane, acc)
     buf = np.empty((TILE_ENDS, LANES))
     for j0 in range(done + 1, stop + 1, TILE_ENDS):
         nj = min(TILE_ENDS, stop + 1 - j0)
         for q in range(nj):
-            _tile_lows(_at(j0 + q, data, short, is_end), data.per_batch, short.quad, pairs, lane)
+            _tile_lows(_at(j0 + q, data, short, is_end), data.per_batch, short.quad, pairs, sizes, lane)
             fj = float(j0 + q)
             for a in range(LANES):
                 v = lane[_FIRST + a] if fj == lane[_START + a] + 1.0 else lane[_LOW + a]
@@ -462,7 +518,7 @@ def _fixed_lows(
         lane[_FXPREV + a] = x
         t = lane[_FT + a]
         first = (lane[_FG + a], lane[_FBASE + a], lane[_FQ + a])
-        v = fixed_bound(x, w - t, lane[_FM + a], bf, first, base_j, q_j, quad, per_batch)
+        v = fixed_bound(x, w - t, lane[_FM + a], bf, first, base_j, q_j, quad, per_batch, NO_CHORDS)
         buf[_LOWS, q, a], buf[_TB, q, a], buf[_N, q, a] = (v if end else INF), t, x
 
 

@@ -9,6 +9,9 @@ the chain ``T`` (:func:`chain`), then :func:`fixed_bounds` (nothing carried: vec
 The formula of one bucket's bound is :func:`fixed_bound`, the one home that the rows, the
 backward pass's tiles (the same three steps lane by lane) and :func:`fixed_path_end` (a
 row's bounds one end at a time, up to the end the search asks for) all read.
+Where the DP asks (``Short.chords``: :func:`chord_sizes`) a bucket's short batch also reads the
+chords through ``E_s`` at two sizes ``s`` below ``B``, each from a running sum ``T_s`` carried
+as ``T_B`` is (:func:`chord_ratio`; a row's: :func:`chord_sums`).
 With a token budget the bounds come from the restart-free sums of
 :mod:`analysis.optimize._budget` (:func:`budget_bound`, one bucket's: the home that the rows
 and the backward pass's tiles both read).  :func:`low_costs` gives one start's row either way,
@@ -30,6 +33,7 @@ from analysis.optimize._exact import (
     FEW_STEPS,
     LOW_SLACK,
     POWER_ABOVE,
+    RATIO_GROW,
     Short,
     capped,
     power_bounds,
@@ -184,6 +188,12 @@ def fixed_first(i: int, data: Arrays, short: Short, is_end: np.ndarray) -> float
     return float(low * (1.0 - LOW_SLACK) + steps)
 
 
+# Batch sizes from which the bounds may read the chords through E_{B/4} and E_{B/2}
+# (:func:`chord_sizes`; below, they gained little: ``analysis.optimize._pruned._CHORD_GAP``).
+_CHORDS_FROM = 32
+# :func:`fixed_bound`'s ``chords`` where none are read.
+NO_CHORDS = (0.0, 0.0, 0.0, 0.0)
+
 # Batch sizes whose bounds read the chord from E_1 (:func:`fixed_bound`), a division per bucket.
 # Below, the bounds lie within 1e-5 of the optimum without it (batch size 8 on the bundled data:
 # 6e-6) and it cost batch size 8's backward pass 0.071 -> 0.093 s; above ``POWER_ABOVE`` the
@@ -213,6 +223,50 @@ def row_mean_scale(short: Short, bf: float) -> float:
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def chord_sizes(short: Short, bf: float) -> tuple[float, float]:
+    """The subset sizes ``s_2``, the largest power of two at most ``B / 2``, and ``s_1 = s_2 /
+    2`` (8 and 16, or 16 and 32) whose running sums ``T_s`` the bounds of batches of ``bf``
+    carry beside ``T_B`` (:func:`fixed_bound`'s ``chords``), where ``C(x, B)`` is by the
+    product formula, ``B >= _CHORDS_FROM`` (``B <= POWER_ABOVE``) and every bound reads its
+    mean (:func:`row_mean_scale`: ``E_s`` concave in ``s``) and ``short.chords`` asks for
+    them, else ``(0, 0)``: none carried."""
+    if not short.chords or not short.product or bf < _CHORDS_FROM or row_mean_scale(short, bf) == 0.0:
+        return 0.0, 0.0
+    s2 = 32.0 if bf >= 64.0 else 16.0
+    return s2 * 0.5, s2
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def chord_ratio(x_prev: float, x: float, sf: float) -> float:
+    """The ratio a chord's running sum ``T_s`` (:func:`chord_sizes`: ``s`` 8, 16 or 32) takes
+    from ``x_prev`` to ``x`` samples, at least ``C(x_prev, s) / C(x, s)``, 0 while
+    ``x_prev < s`` (up to a start too): over at most ``FEW_STEPS`` samples
+    :func:`~analysis.optimize._exact.ratio_few`, else :func:`power_ratio`."""
+    d = x - x_prev
+    ratio = ratio_few(x, d, sf, RATIO_GROW) if d <= FEW_STEPS else power_ratio(x_prev, x, sf)
+    return ratio if x_prev >= sf else 0.0
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def power_ratio(a: float, b: float, sf: float) -> float:
+    """At least ``C(a, s) / C(b, s) = prod_{t < s} (a - t) / (b - t)`` for ``s <= a < b``, ``s``
+    8, 16 or 32: ``((a - h) / (b - h))**s``, ``h = (s - 1) / 2`` (``log((a - t) / (b - t))``
+    is concave in ``t``, so the mean of its ``s`` values is at most its value at their mean
+    ``h``: Jensen), by squarings (the quotient's rounding doubled by each, at most 64 ulps),
+    times ``RATIO_GROW``.  One division and five products where
+    :func:`~analysis.optimize._exact.ratio_bound` reads a series; within ``s**3 d / (12
+    a**3)`` of the ratio per end of ``d`` samples."""
+    h = (sf - 1.0) * 0.5
+    q = (a - h) / (b - h)
+    p8 = q * q
+    p8 *= p8
+    p8 *= p8
+    p16 = p8 * p8
+    p = p8 if sf == 8.0 else (p16 if sf == 16.0 else p16 * p16)
+    return p * RATIO_GROW
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def mean_low(a_i: float, above_j: float, n: float) -> float:
     """At least the mean ``base`` of the ``n`` samples of ``(i, j]``, ``E_1``, from ``a_i =
     above[i] * mean_scale`` (the difference of the sums above ``i`` and ``j`` less their
@@ -231,6 +285,7 @@ def fixed_bound(
     q_j: float,
     quad: bool,
     per_batch: float,
+    chords: tuple[float, float, float, float],
 ) -> float:  # pragma: no cover - compiled
     """The bound of :func:`fixed_bounds` on one bucket of ``n`` samples whose full batches'
     ``E_B`` is at least ``eb`` (``first``: the row's ``g_B``, ``base`` and ``q`` at its first
@@ -238,7 +293,15 @@ def fixed_bound(
     short batch of ``r`` samples costs ``r E_r``, at least the chord from ``base`` at the
     first end (``r = 0``) to ``E_B``; where ``mean >= 0`` (:func:`mean_low`, at most ``E_1``:
     ``E_r`` concave in ``r``), also at least the chord from ``E_1`` to ``E_B``, tighter by as
-    much as the bucket's mean lies above its shortest length (a heavy-tailed bucket)."""
+    much as the bucket's mean lies above its shortest length (a heavy-tailed bucket).
+
+    ``chords = (s_1, s_2, e_1, e_2)``: where ``s_1 > 0`` (:func:`chord_sizes`, only with a
+    mean), ``e_t`` at most ``E_{s_t}`` (``w - T_{s_t}``, its running sum by
+    :func:`chord_ratio`), and ``E_r`` also at least the chord of the bracket that holds ``r``
+    among ``1, s_1, s_2, B`` (between two sizes a concave ``E`` lies above its chord, and the
+    chord only rises with its ends' values): where ``B`` is far above ``r``, far tighter than
+    the chord from ``E_1`` to ``E_B`` (a short batch of half a batch draws nearly what a full
+    one draws, which one chord across the whole range cannot see)."""
     g_first, base_first, q_first = first
     inv_b = 1.0 / bf
     full = (n * inv_b + _ROUND) - _ROUND  # the nearest integer (n < 2**52), then corrected
@@ -252,6 +315,11 @@ def fixed_bound(
     e_r = (base_first + r * q_first) + f * d
     c1 = mean + ((r - 1.0) * (1.0 / (bf - 1.0))) * (eb - mean)  # (B = 1: r = 0, not read)
     e_r = c1 if (mean >= 0.0) & (r > 0.0) & (c1 > e_r) else e_r
+    s1, s2, e1, e2 = chords
+    lo_s, lo_e = (1.0, mean) if r <= s1 else ((s1, e1) if r <= s2 else (s2, e2))
+    hi_s, hi_e = (s1, e1) if r <= s1 else ((s2, e2) if r <= s2 else (bf, eb))
+    c2 = lo_e + ((r - lo_s) / (hi_s - lo_s)) * (hi_e - lo_e)  # (s_1 = 0: not read)
+    e_r = c2 if (s1 > 0.0) & (r > 0.0) & (c2 > e_r) else e_r
     low = (n - r) * eb + r * e_r
     steps = per_batch * (full + (1.0 if r > 0.0 else 0.0))
     alone = n * (base_j + n * q_j) + per_batch  # one batch of n samples: exact
@@ -270,22 +338,55 @@ def fixed_bounds(
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
+def chord_sums(
+    i: int, data: Arrays, short: Short, sizes: tuple[float, float]
+) -> np.ndarray:  # pragma: no cover - compiled
+    """``out[t, j]``: the running sum ``T_{s_t}`` of the sizes ``sizes`` (:func:`chord_sizes`)
+    from start ``i`` to end ``j``, ``i + 2 <= j <= m`` (0 at ``i + 1``), its ratios by
+    :func:`chord_ratio` (as :func:`chain` carries ``T_B``: the same floats as the backward
+    pass's lanes)."""
+    count = short.cum_float
+    m = count.size - 1
+    c_i = count[i]
+    out = np.zeros((2, m + 1))
+    for t in range(2):
+        sf = sizes[t]
+        row = out[t]
+        for j in range(i + 2, m + 1):
+            row[j] = chord_ratio(count[j - 1] - c_i, count[j] - c_i, sf)
+        chain(i + 2, m + 1, 0.0, data.step, row)
+    return out
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def fixed_chords(
     i: int, data: Arrays, short: Short, is_end: np.ndarray, t: np.ndarray, out: np.ndarray
 ) -> None:  # pragma: no cover - compiled
     """:func:`fixed_bounds` before the power bound: :func:`fixed_bound` of every end (inf where
-    not an end; ``floor(n / B)`` of the rounded quotient, corrected: branch-free, vectorised)."""
+    not an end; ``floor(n / B)`` of the rounded quotient, corrected: branch-free, vectorised),
+    with the chords' sums where :func:`chord_sizes` carries them (:func:`chord_sums`)."""
     c_i = short.cum_float[i]
     bf = float(data.size[i + 1])
     first = (data.weight[i + 1], short.base[i + 1], short.q[i + 1])  # (a fixed B: weight2 is 0)
     a_i = short.above[i] * row_mean_scale(short, bf)
+    sizes = chord_sizes(short, bf)
     j0 = i + 2  # (the rows sliced from j0: an index from 0 is known not to wrap, vectorised)
     count, w, tt, base, q = short.cum_float[j0:], data.weight[j0:], t[j0:], short.base[j0:], short.q[j0:]
     end, row, per_batch, above = is_end[j0:], out[j0:], data.per_batch, short.above[j0:]
+    if sizes[0] > 0.0:
+        ts = chord_sums(i, data, short, sizes)
+        t1, t2 = ts[0, j0:], ts[1, j0:]
+        for k in range(count.size):
+            n, eb = count[k] - c_i, w[k] - tt[k]
+            mean = mean_low(a_i, above[k], n)
+            chords = (sizes[0], sizes[1], w[k] - t1[k], w[k] - t2[k])
+            low = fixed_bound(n, eb, mean, bf, first, base[k], q[k], short.quad, per_batch, chords)
+            row[k] = low if end[k] else INF
+        return
     for k in range(count.size):
         n, eb = count[k] - c_i, w[k] - tt[k]
         mean = mean_low(a_i, above[k], n)
-        low = fixed_bound(n, eb, mean, bf, first, base[k], q[k], short.quad, per_batch)
+        low = fixed_bound(n, eb, mean, bf, first, base[k], q[k], short.quad, per_batch, NO_CHORDS)
         row[k] = low if end[k] else INF
 
 
@@ -315,22 +416,29 @@ def fixed_path_end(
         return i + 1
     first = (data.weight[i + 1], short.base[i + 1], short.q[i + 1])
     a_i = short.above[i] * row_mean_scale(short, bf)
+    s1, s2 = chord_sizes(short, bf)
     pairs = product_pairs(b)
     prev = _product(count[i + 1] - c_i, pairs)
     grow = product_grow(b)
-    t = 0.0
+    t = t1 = t2 = 0.0
     for j in range(i + 2, m):
         x = count[j] - c_i
         y = _product(x, pairs)
-        ok = (y > 0.0) & (count[j - 1] - c_i >= bf)
+        x_prev = count[j - 1] - c_i
+        ok = (y > 0.0) & (x_prev >= bf)
         d = count[j] - count[j - 1]
         ratio = ratio_few(x, d, bf, grow) if (d <= FEW_STEPS) & (b >= FEW_PRODUCT_FROM) else (prev / y) * grow
-        t = (t + data.step[j - 1]) * (ratio if ok else 0.0)
+        st = data.step[j - 1]
+        t = (t + st) * (ratio if ok else 0.0)
+        if s1 > 0.0:  # (the chords' sums as chord_sums carries them)
+            t1 = (t1 + st) * chord_ratio(x_prev, x, s1)
+            t2 = (t2 + st) * chord_ratio(x_prev, x, s2)
         prev = y
         mean = mean_low(a_i, short.above[j], x)
-        low = fixed_bound(
-            x, data.weight[j] - t, mean, bf, first, short.base[j], short.q[j], short.quad, data.per_batch
-        )
+        w = data.weight[j]
+        chords = (s1, s2, w - t1, w - t2)
+        base_j, q_j = short.base[j], short.q[j]
+        low = fixed_bound(x, w - t, mean, bf, first, base_j, q_j, short.quad, data.per_batch, chords)
         if is_end[j] and low + after[j] == target:
             return j
     return m

@@ -8,6 +8,10 @@ plan (the one pruned scheme, for every rule and objective):
    :mod:`analysis.optimize._lower`; with a token budget from the restart-free bounds on
    ``E_B`` of :mod:`analysis.optimize._budget`): ``back[k, i]``, at most the least exact
    objective of ``k`` buckets covering ``(i, m]`` (:mod:`analysis.optimize._backward`, tiled).
+   For a fixed ``B`` of 32 to 64 by the product formula, where the bounds lie loose under an
+   equal-count plan's exact cost (:func:`_loose`: a heavy tail of few samples per length), the
+   bounds also read the chords through ``E_{B/4}`` and ``E_{B/2}`` (two running sums more
+   per row: :func:`~analysis.optimize._lower.chord_sizes`), in every step that reads them.
 2. *Upper bounds*: for every bucket count asked for, the plan the bounds chose, costed
    exactly (for a fixed ``B`` without the product formula, where that plan lies far above
    ``back``, its edges first moved by a local search while the exact cost falls: any plan's
@@ -44,7 +48,14 @@ from analysis.optimize._budget import SLACK, BudgetBounds
 from analysis.optimize._costs import INF, Arrays, row_costs
 from analysis.optimize._exact import POWER_ABOVE, Short, carried_rows, cut_cost, exact_cells, exact_row
 from analysis.optimize._layers import push, run_layers
-from analysis.optimize._lower import fixed_path_end, fixed_row, low_costs, low_costs_within, residue_bound
+from analysis.optimize._lower import (
+    chord_sizes,
+    fixed_path_end,
+    fixed_row,
+    low_costs,
+    low_costs_within,
+    residue_bound,
+)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -149,6 +160,11 @@ def _path_end(
 # gains 0.08 s), and the pattern search's first step (ends).
 _REFINE_GAP = 2e-4
 _REFINE_STEP = 32
+# Looseness of the bounds (:func:`_looseness`) above which they take the chords (:func:`_loose`).
+# Measured, K = 6, one process, with the chords against without: every file of ../shared/data
+# at batch sizes 32, 48 and 64 (looseness 3.4e-5 to 8.4e-3) 0.19x to 0.76x the time; the bundled
+# data (6.1e-6 to 2.2e-5) 1.15x to 1.31x.  Rerun: ``benchmarks/chords_gate.py 32,48,64``.
+_CHORD_GAP = 3e-5
 _REFINE_PASSES = 6
 
 
@@ -445,6 +461,40 @@ def _scale(data: Arrays, short: Short, rows: np.ndarray, is_end: np.ndarray) -> 
     return float(low[m])
 
 
+def _loose(data: Arrays, short: Short, rows: np.ndarray, is_end: np.ndarray, n_buckets: int) -> bool:
+    """Whether the bounds take the chords (:func:`~analysis.optimize._lower.chord_sizes`): where
+    they may, and the bounds without them lie more than ``_CHORD_GAP`` below the exact cost
+    of an equal-count plan of ``n_buckets`` buckets (the starts of ``rows`` nearest the
+    quantiles of the samples; :func:`_looseness`)."""
+    if data.token or chord_sizes(short._replace(chords=True), float(data.size[1]))[0] == 0.0:
+        return False
+    return bool(_looseness(data, short, rows, is_end, n_buckets, carried_rows(data)) > _CHORD_GAP)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _looseness(
+    data: Arrays, short: Short, rows: np.ndarray, is_end: np.ndarray, n_buckets: int, carried: bool | None
+) -> float:  # pragma: no cover - compiled
+    """``exact / bound - 1`` over the buckets of an equal-count plan: ``n_buckets`` buckets, each
+    ending at the start of ``rows`` nearest above its quantile of the samples (or at ``m``)."""
+    m = data.cum.size - 1
+    total = float(data.cum[m])
+    work = np.zeros((4, m + 1))
+    low, ratio = np.empty(m + 1), np.empty(m + 1)
+    exact = bound = 0.0
+    i = rows[0]
+    for k in range(1, n_buckets + 1):
+        r = np.searchsorted(data.cum[rows], total * k / n_buckets, side="left")
+        j = m if k == n_buckets or r >= rows.size else int(rows[r])
+        if j <= i:
+            continue
+        fixed_row(i, data, short, is_end, ratio, low)
+        exact += _bucket(i, j, data, short, is_end, work, carried)
+        bound += low[j]
+        i = j
+    return exact / bound - 1.0 if bound > 0.0 else 0.0
+
+
 def solve_exact(
     data: Arrays,
     short: Short,
@@ -469,6 +519,7 @@ def solve_exact(
     if short.product and not data.token:  # the product path records the near ends
         last = np.empty((n_buckets + 1, m + 1), np.int64)
         near = (_tau(data, short, rows, is_end), last, np.empty(m + 1))
+    short = short._replace(chords=_loose(data, short, rows, is_end, n_buckets))
     back = backward(data, short, bounds, rows, is_end, n_buckets, near)  # 1. backwards over the bounds
     upper = _uppers(data, short, bounds, rows, is_end, back, carried, wanted)  # 2. an upper bound for each K
     best, arg = run_layers(n_buckets, m)

@@ -55,14 +55,15 @@ def test_backward_is_the_row_by_row_recursion(batch_size: int, n_distinct: int, 
     and, at ends of one or two samples, ``ratio_few``) and the table of log x!."""
     rule = BatchRule(batch_size=batch_size)
     prob = build_problem(histogram(n_distinct, batch_size), rule, edge_multiple)
-    data, short = exact.exact_arrays(prob)
-    assert short.product == (batch_size <= 64)
-    for n_buckets in (1, 2, 5):
-        rows, is_end = kernel._rows(prob, n_buckets, prob.ends)
-        got = backward_mod.backward(data, short, kernel._NO_BOUNDS, rows, is_end, n_buckets)
-        want = row_by_row(data, short, rows, is_end, n_buckets)
-        assert same_where_read(got, want)
-        assert np.isfinite(got[n_buckets, 0])
+    data, plain = exact.exact_arrays(prob)
+    assert plain.product == (batch_size <= 64)
+    for short in (plain, plain._replace(chords=True)):  # (from 32 the chords through E_{B/4}, E_{B/2})
+        for n_buckets in (1, 2, 5):
+            rows, is_end = kernel._rows(prob, n_buckets, prob.ends)
+            got = backward_mod.backward(data, short, kernel._NO_BOUNDS, rows, is_end, n_buckets)
+            want = row_by_row(data, short, rows, is_end, n_buckets)
+            assert same_where_read(got, want)
+            assert np.isfinite(got[n_buckets, 0])
 
 
 def test_backward_with_a_step_time_is_the_row_by_row_recursion() -> None:
@@ -138,12 +139,16 @@ def test_budget_backward_is_the_row_by_row_recursion(
         assert np.isfinite(got[n_buckets, 0])
 
 
-@pytest.mark.parametrize("batch_size", [1, 8, 41, 64])
-def test_tile_rows_are_the_rows_of_bounds(batch_size: int) -> None:
+@pytest.mark.parametrize(
+    ("batch_size", "chords"), [(1, False), (8, False), (41, False), (41, True), (64, True)]
+)
+def test_tile_rows_are_the_rows_of_bounds(batch_size: int, chords: bool) -> None:
     """The forward pass's tile of rows: each lane's row the start's own
-    (:func:`~analysis.optimize._lower.low_costs`) above it, the last start repeated."""
+    (:func:`~analysis.optimize._lower.low_costs`) above it, the last start repeated (with
+    the chords' sums too)."""
     prob = build_problem(histogram(157, batch_size), BatchRule(batch_size=batch_size), 2)
     data, short = exact.exact_arrays(prob)
+    short = short._replace(chords=chords)
     m = prob.m
     is_end = np.zeros(m + 1, np.bool_)
     is_end[prob.ends] = True
@@ -160,11 +165,12 @@ def test_tile_rows_are_the_rows_of_bounds(batch_size: int) -> None:
         assert np.all(tile[a, starts[0] + 1 : i + 1] == np.inf) and np.all(tile[a, : starts[0] + 1] == -1.0)
 
 
-def tiled_against_rows(prob, n_buckets: int, tau_share: float):
+def tiled_against_rows(prob, n_buckets: int, tau_share: float, chords: bool = False):
     """The product path's backward pass with its near ends (``tau``: ``tau_share`` of one
-    bucket's bound), bit for bit the rows' recursion where the DP reads it; returns what the
-    checks of the near ends read."""
+    bucket's bound; ``chords``: the bounds' chords asked for), bit for bit the rows' recursion
+    where the DP reads it; returns what the checks of the near ends read."""
     data, short = exact.exact_arrays(prob)
+    short = short._replace(chords=chords)
     m = prob.m
     rows, is_end = kernel._rows(prob, n_buckets, prob.ends)
     want = row_by_row(data, short, rows, is_end, n_buckets)
@@ -182,15 +188,15 @@ def near_ends(low: np.ndarray, back: np.ndarray, i: int, k: int, tau: float) -> 
     return np.flatnonzero(low[i + 1 : m] + back[k - 1, i + 1 : m] <= back[k, i] + tau) + i + 1
 
 
-@pytest.mark.parametrize("batch_size", [3, 8, 41])
-def test_the_near_ends_and_the_last_buckets_bound(batch_size: int) -> None:
+@pytest.mark.parametrize(("batch_size", "chords"), [(3, False), (8, False), (41, False), (41, True)])
+def test_the_near_ends_and_the_last_buckets_bound(batch_size: int, chords: bool) -> None:
     """What the product path's backward pass leaves for the forward pass, against the rows
     of bounds one start at a time: ``last[k, i]`` at least every end ``j < m`` whose bound
     plus ``back[k - 1, j]`` is within ``tau`` of ``back[k, i]`` (``k >= 2``), and below ``m``;
     ``at_m[i]`` at least the row's bound on ``(i, m]`` and at most its exact cost."""
     prob = build_problem(histogram(157, batch_size), BatchRule(batch_size=batch_size), 1)
     m, n_buckets = prob.m, 5
-    data, short, rows, is_end, want, tau, last, at_m = tiled_against_rows(prob, n_buckets, 1e-3)
+    data, short, rows, is_end, want, tau, last, at_m = tiled_against_rows(prob, n_buckets, 1e-3, chords)
     low, ratio, cost, work = np.empty(m + 1), np.empty(m + 1), np.empty(m + 1), np.zeros((2, m + 1))
     only_m = np.zeros(m + 1, np.bool_)
     only_m[m] = True
@@ -206,9 +212,9 @@ def test_the_near_ends_and_the_last_buckets_bound(batch_size: int) -> None:
     assert wide > 0  # (tau lets some rows' near ends spread)
 
 
-@pytest.mark.parametrize(("batch_size", "seed"), [(8, 0), (48, 1)])
+@pytest.mark.parametrize(("batch_size", "seed", "chords"), [(8, 0, False), (48, 1, False), (48, 2, True)])
 def test_the_layers_skipped_at_far_ends_leave_every_bound_as_the_rows_give_it(
-    batch_size: int, seed: int
+    batch_size: int, seed: int, chords: bool
 ) -> None:
     """Smooth histograms of 1,500 lengths and thousands of samples (as the bundled data: a
     tile's ends run on for many blocks past its best ones) and the sweep's many layers: the
@@ -221,7 +227,7 @@ def test_the_layers_skipped_at_far_ends_leave_every_bound_as_the_rows_give_it(
     counts = rng.poisson(3000 * density / density.max()) + 1
     prob = build_problem(LengthHistogram.from_counts(lengths, counts), BatchRule(batch_size=batch_size), 1)
     m, n_buckets = prob.m, backward_mod._SKIP_LAYERS + 2  # (the skip's layers: the sweep's)
-    data, short, rows, is_end, want, tau, last, _ = tiled_against_rows(prob, n_buckets, 1e-4)
+    data, short, rows, is_end, want, tau, last, _ = tiled_against_rows(prob, n_buckets, 1e-4, chords)
     low, ratio = np.empty(m + 1), np.empty(m + 1)
     for i in rows[::7]:
         lower.low_costs(i, data, short, kernel._NO_BOUNDS, is_end, ratio, low)

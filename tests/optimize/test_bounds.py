@@ -137,6 +137,73 @@ def test_the_chord_from_the_mean_is_at_most_the_exact_cost_and_raises_bounds(see
     assert raised > m
 
 
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("size", [32, 37, 64])
+def test_the_chords_sums_bound_their_exact_sums_and_raise_the_bounds(seed, size):
+    """Batch sizes 32 to 64 (the product formula, a mean read): the chords' running sums
+    ``T_s`` at ``s`` 8 and 16 (16 and 32 at 64; ``chord_sums``) are at least the exact
+    ``T_s`` in rationals (0 where the bucket holds fewer than ``s``); each bound of ``low_costs`` is
+    ``fixed_bound`` reading them (the same floats), at least the bound without them, and
+    higher at many buckets of a heavy tail (the last lengths far above the rest)."""
+    rng = np.random.default_rng(8300 + seed)
+    m = 14
+    lengths = sorted(rng.choice(np.arange(20, 400), m - 4, replace=False).tolist()) + [900, 2000, 5000, 9000]
+    counts = rng.integers(3, 40, m).tolist()
+    counts[-4:] = rng.integers(1, 4, 4).tolist()
+    prob = problem.build_problem(LengthHistogram.from_counts(lengths, counts), BatchRule(batch_size=size), 1)
+    data, plain = exact.exact_arrays(prob)
+    assert lower.chord_sizes(plain, float(size)) == (0.0, 0.0)  # (none unless asked for)
+    short = plain._replace(chords=True)
+    sizes = lower.chord_sizes(short, float(size))
+    assert sizes == ((16.0, 32.0) if size >= 64 else (8.0, 16.0))
+    is_end = np.ones(m + 1, np.bool_)
+    low, t_b = np.empty(m + 1), np.empty(m + 1)
+    steps = [Fraction(float(v)) for v in short.base_step]
+    raised = 0
+    for i in range(m - 1):
+        lower.low_costs(i, data, short, kernel._NO_BOUNDS, is_end, t_b, low)  # (t_b: the row's T_B)
+        sums = lower.chord_sums(i, data, short, sizes)
+        c_i, w = short.cum_float[i], data.weight
+        a_i = short.above[i] * lower.row_mean_scale(short, float(size))
+        first = (w[i + 1], short.base[i + 1], short.q[i + 1])
+        for j in range(i + 2, m + 1):
+            for t, s in enumerate(sizes):
+                if sum(counts[i:j]) < s:  # (no subset of s: every ratio 0)
+                    assert sums[t, j] == 0.0
+                    continue
+                want = below_sum(counts[i:j], steps[i + 1 : j], int(s))
+                assert Fraction(sums[t, j]) >= want, (i, j, s)
+            n = short.cum_float[j] - c_i
+            mean = lower.mean_low(a_i, short.above[j], n)
+            ends = (short.base[j], short.q[j], False, data.per_batch)
+            bound = (n, w[j] - t_b[j], mean, float(size), first, *ends)
+            chords = (sizes[0], sizes[1], w[j] - sums[0, j], w[j] - sums[1, j])
+            assert lower.fixed_bound(*bound, chords) == low[j], (i, j)
+            without = lower.fixed_bound(*bound, lower.NO_CHORDS)
+            assert low[j] >= without, (i, j)
+            raised += int(low[j] > without * (1 + 1e-6))
+    assert raised > m
+
+
+@pytest.mark.parametrize("size", [8, 16, 32])
+def test_the_chords_power_ratio_is_at_least_the_ratio_and_close_far_above_its_size(size):
+    """``power_ratio`` (Jensen's bound by squarings) is at least ``C(a, s) / C(b, s)`` in
+    rationals from ``a = s`` (where it is far above) to ``a`` of millions, over 3 to 10**4
+    samples, and within ``s**3 d / (6 a**3)`` of it where ``a >= 8 s`` (and the margin
+    ``RATIO_GROW``)."""
+    close = 0
+    for a in [size, size + 1, size + 5, 2 * size, 8 * size, 50 * size, 10**4, 3 * 10**6]:
+        for d in [3, 4, 17, 200, 10**4]:
+            b = a + d
+            got = lower.power_ratio(float(a), float(b), float(size))
+            want = Fraction(math.comb(a, size), math.comb(b, size))
+            assert Fraction(got) >= want, (a, d)
+            if a >= 8 * size and want > 0:
+                assert got <= float(want) * (1 + size**3 * d / (6 * a**3) + 2e-11) + 1e-300, (a, d)
+                close += 1
+    assert close >= 20
+
+
 def test_the_mean_read_from_the_sums_above_is_at_most_the_mean():
     """``mean_low`` from the sums of ``base`` above each end (``Short.above``, from the top) is
     at most each bucket's mean in rationals, also where the bucket is a sliver below a tail

@@ -26,8 +26,18 @@ def scan(low: np.ndarray, after: np.ndarray, target: float, i: int) -> int:
     return j
 
 
-@pytest.mark.parametrize(("batch_size", "time"), [(1, False), (3, False), (8, False), (8, True), (64, False)])
-def test_path_end_is_the_row_scan(batch_size: int, time: bool) -> None:
+@pytest.mark.parametrize(
+    ("batch_size", "time", "chords"),
+    [
+        (1, False, False),
+        (3, False, False),
+        (8, False, False),
+        (8, True, False),
+        (64, False, False),
+        (64, False, True),
+    ],
+)
+def test_path_end_is_the_row_scan(batch_size: int, time: bool, chords: bool) -> None:
     rng = np.random.default_rng(batch_size)
     lengths = np.sort(rng.choice(np.arange(1, 900), 200, replace=False))
     hist = LengthHistogram.from_counts(lengths, rng.integers(1, 30, 200))
@@ -35,6 +45,7 @@ def test_path_end_is_the_row_scan(batch_size: int, time: bool) -> None:
     prob = build_problem(hist, BatchRule(batch_size=batch_size), 3, step_time=model)
     data, short = exact.exact_arrays(prob)
     assert short.product
+    short = short._replace(chords=chords)  # (the chords' sums carried one end at a time too)
     m = prob.m
     is_end = np.zeros(m + 1, np.bool_)
     is_end[prob.ends] = True

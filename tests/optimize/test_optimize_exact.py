@@ -255,6 +255,32 @@ def test_the_pruned_dp_is_the_dense_exact_dp_bit_for_bit(seed, rule, monkeypatch
         assert kernel.backtrack(arg, k, prob.m) == kernel.backtrack(dense_arg, k, prob.m)
 
 
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("gap", [-1.0, np.inf])
+def test_the_pruned_dp_with_the_chords_is_the_dense_exact_dp_bit_for_bit(seed, gap, monkeypatch):
+    """Batch sizes 32 to 64 on heavy tails (a few samples per length, some lengths far above
+    the rest), the bounds with the chords through ``E_{B/4}`` and ``E_{B/2}`` (``gap`` -1:
+    always, asserted) and without (inf): the optimum for every K up to 8 is the dense DP's,
+    the same float, the same ends."""
+    rng = np.random.default_rng(5100 + seed)
+    n = int(rng.integers(60, 300))
+    lengths = np.sort(rng.choice(np.arange(1, 3000), n, replace=False))
+    lengths[-3:] = [9000, 20000, 40000]
+    counts = np.where(rng.random(n) < 0.6, 1, rng.integers(1, 6, n))
+    hist = LengthHistogram.from_counts(lengths, counts)
+    asked = []
+    loose = pruned._loose
+    monkeypatch.setattr(pruned, "_CHORD_GAP", gap)
+    monkeypatch.setattr(pruned, "_loose", lambda *a: asked.append(loose(*a)) or asked[-1])
+    prob = problem.build_problem(hist, BatchRule(batch_size=[32, 48, 64][seed % 3]), 1)
+    dense_best, dense_arg = kernel.solve_kernel(prob, 8, prob.ends, dense=True)
+    best, arg = kernel.solve_kernel(prob, 8, prob.ends)
+    assert asked == [gap < 0.0]
+    for k in range(1, 9):
+        assert best[k, prob.m] == dense_best[k, prob.m]
+        assert kernel.backtrack(arg, k, prob.m) == kernel.backtrack(dense_arg, k, prob.m)
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_step_twos_refined_plan_is_a_plan_costed_exactly_and_bounds_the_optimum(seed):
     """The local search of step 2 (a fixed B above the product formula's) returns the exact
