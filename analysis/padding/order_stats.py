@@ -92,12 +92,12 @@ def log_prob_max_at_most(cum: np.ndarray, n: int, size: int) -> np.ndarray:
         return out
     c = cum.astype(float)
     few = d <= _PRODUCT_TERMS
-    if few.any():
-        df = d[few]
-        acc = np.zeros(df.shape)
-        for i in range(int(df.max())):
-            acc += np.where(i < df, np.log1p(-size / (nf - i)), 0.0)
-        out[few] = acc
+    if few.any():  # sum_{i < d} log1p(-size / (n - i)), in order of i: one running sum for all rows
+        df = d[few].astype(np.int64)
+        top = int(df.max())
+        running = np.zeros(top + 1)
+        np.cumsum(np.log1p(-size / (nf - np.arange(top, dtype=float))), out=running[1:])
+        out[few] = running[df]
     # Far from the singularity (c >= 6 size): the B terms log1p(-d / x), x = n - i, vary
     # slowly; expand around the middle x0 (midpoint series, ratio <= 1/121 per term).
     middle = ~few & (c >= _MIDPOINT_MIN_RATIO * size)
