@@ -53,6 +53,23 @@ def test_shared_log_probs_are_the_exact_binomial_ratios() -> None:
         np.testing.assert_allclose(shared[size], exact, rtol=1e-14)
 
 
+@pytest.mark.parametrize("size", [65, 300, 5000])
+def test_the_rows_near_the_top_are_the_exact_binomial_ratios_for_a_large_size(size: int) -> None:
+    """Above 64 a row at most 64 samples below the top (one running sum over the terms) is
+    ``log(C(c, size) / C(n, size))`` in rationals to ``1e-13`` of itself, and of the running sum
+    of its own terms, in order, bit for bit (what a row alone gives)."""
+    n = 3 * size + 17
+    cum = np.array([n - 64, n - 40, n - 17, n - 3, n - 1, n])
+    got = log_prob_max_at_most(cum, n, size)
+    for c, value in zip(cum.tolist(), got.tolist(), strict=True):
+        exact = math.log(Fraction(math.comb(c, size), math.comb(n, size))) if c < n else 0.0
+        assert value == pytest.approx(exact, rel=1e-13, abs=1e-300)
+        alone = 0.0
+        for i in range(n - c):
+            alone += float(np.log1p(-size / (n - i)))
+        assert value == alone
+
+
 @pytest.mark.parametrize("batch_size", [2, 5, 8, 64])
 def test_waste_and_objective_with_shared_statistics_are_unchanged(batch_size: int) -> None:
     rng = np.random.default_rng(batch_size)
