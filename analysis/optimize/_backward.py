@@ -47,7 +47,8 @@ from analysis.optimize._lower import (
     mean_low,
     mean_scale,
     pair_start,
-    power_ratio,
+    power_grow,
+    power_quotient,
     product_grow,
     product_pairs,
     row_mean_scale,
@@ -83,8 +84,9 @@ _NEAR_ENDS = 64
 # ``benchmarks/bench_backward.py --against DIR``, DIR a checkout from before).
 _SKIP_LAYERS = 12
 _CI, _X, _Y, _PREV, _XPREV, _T, _G, _BASE, _Q, _FIRST, _LOW = (r * LANES for r in range(11))
-_START, _U, _A, _S, _T1, _T2 = (r * LANES for r in range(11, 17))
-_ROWS = 17 * LANES
+_START, _U, _A, _S, _T1, _T2, _Q1 = (r * LANES for r in range(11, 18))
+_ROWS = 19 * LANES  # (_Q1: two rows)
+_CHORD_ROWS = (_X, _XPREV, _T1, _T2, _Q1)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -157,7 +159,7 @@ def _tile_lows(
         lane[_Y + a], lane[_U + a] = pair_start(x, pairs)  # (read where not few)
     means = lane[_A] > 0.0  # (every lane's scale the same: mean_scale; else no mean is read)
     if s1 > 0.0:  # (the chords: every lane's sums, then its bound reading them)
-        _chord_lanes(d, st, sizes, lane)
+        _chord_lanes(d, st, sizes, lane, _CHORD_ROWS)
         if few:
             for a in range(LANES):
                 ratio = ratio_few(lane[_X + a], d, bf, grow) if lane[_XPREV + a] >= bf else 0.0
@@ -189,27 +191,45 @@ def _tile_lows(
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def _chord_lanes(
-    d: float, st: float, sizes: tuple[float, float], lane: np.ndarray
+    d: float, st: float, sizes: tuple[float, float], lane: np.ndarray, rows: tuple[int, int, int, int, int]
 ) -> None:  # pragma: no cover - compiled
-    """Every lane's chords' sums ``T_{s_1}``, ``T_{s_2}`` advanced to its ``x`` (``lane[_X]``,
-    from ``lane[_XPREV]``, ``d`` samples before) by
-    :func:`~analysis.optimize._lower.chord_ratio` (its choice of rule made once for the lanes:
-    the same floats)."""
+    """Every lane's chords' sums ``T_{s_1}``, ``T_{s_2}`` advanced to its ``x`` from its
+    ``x_prev``, ``d`` samples before, by :func:`~analysis.optimize._lower.chord_ratio` (its
+    choice of rule made once for the lanes, the powers squared for all lanes at once: the same
+    floats); ``rows``: the offsets in ``lane`` of ``x``, ``x_prev``, the two sums and two work
+    rows (the product and the fixed tiles' layouts)."""
     s1, s2 = sizes
+    xs, xps, t1s, t2s, qs = rows
     if d <= FEW_STEPS:
         for a in range(LANES):
-            x, x_prev = lane[_X + a], lane[_XPREV + a]
+            x, x_prev = lane[xs + a], lane[xps + a]
             r1 = ratio_few(x, d, s1, RATIO_GROW) if x_prev >= s1 else 0.0
             r2 = ratio_few(x, d, s2, RATIO_GROW) if x_prev >= s2 else 0.0
-            lane[_T1 + a] = (lane[_T1 + a] + st) * r1
-            lane[_T2 + a] = (lane[_T2 + a] + st) * r2
+            lane[t1s + a] = (lane[t1s + a] + st) * r1
+            lane[t2s + a] = (lane[t2s + a] + st) * r2
         return
+    q2s = qs + LANES
     for a in range(LANES):
-        x, x_prev = lane[_X + a], lane[_XPREV + a]
-        r1 = power_ratio(x_prev, x, s1) if x_prev >= s1 else 0.0
-        r2 = power_ratio(x_prev, x, s2) if x_prev >= s2 else 0.0
-        lane[_T1 + a] = (lane[_T1 + a] + st) * r1
-        lane[_T2 + a] = (lane[_T2 + a] + st) * r2
+        x, x_prev = lane[xs + a], lane[xps + a]
+        lane[qs + a] = power_quotient(x_prev, x, s1)
+        lane[q2s + a] = power_quotient(x_prev, x, s2)
+    k = 1.0
+    while k < s1:
+        for a in range(LANES):
+            lane[qs + a] *= lane[qs + a]
+            lane[q2s + a] *= lane[q2s + a]
+        k += k
+    while k < s2:
+        for a in range(LANES):
+            lane[q2s + a] *= lane[q2s + a]
+        k += k
+    g1, g2 = power_grow(s1), power_grow(s2)
+    for a in range(LANES):
+        x_prev = lane[xps + a]
+        r1 = lane[qs + a] * g1 if x_prev >= s1 else 0.0
+        r2 = lane[q2s + a] * g2 if x_prev >= s2 else 0.0
+        lane[t1s + a] = (lane[t1s + a] + st) * r1
+        lane[t2s + a] = (lane[t2s + a] + st) * r2
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
@@ -455,7 +475,10 @@ def product_backward(
 # (each slice counts a reference and gives it back: with rows sliced per end, reference counting
 # took 4.5 % of batch size 1,000's samples, 3.2 % without, ``benchmarks/perf_kernels.py b1000``).
 _CHUNK = 64
-_FCI, _FXPREV, _FT, _FG, _FBASE, _FQ, _FFIRST, _FSTART, _FA, _FM, _FROWS = (r * LANES for r in range(11))
+_FCI, _FXPREV, _FT, _FG, _FBASE, _FQ, _FFIRST, _FSTART, _FA, _FM = (r * LANES for r in range(10))
+_FX, _FT1, _FT2, _FQ1 = (r * LANES for r in range(10, 14))
+_FROWS = 15 * LANES  # (_FQ1: two rows)
+_FCHORD_ROWS = (_FX, _FXPREV, _FT1, _FT2, _FQ1)
 _LOWS, _TB, _N, _RAISED = range(4)
 
 
@@ -474,7 +497,7 @@ def _fixed_state(
         lane[_FA + a] = short.above[i] * row_mean_scale(short, float(data.size[i + 1]))
         lane[_FM + a] = -1.0  # (the means: where lane[_FA] > 0, from each end)
         lane[_FSTART + a] = float(i)
-        lane[_FXPREV + a] = lane[_FT + a] = 0.0
+        lane[_FXPREV + a] = lane[_FT + a] = lane[_FT1 + a] = lane[_FT2 + a] = 0.0
     acc[:] = INF
 
 
@@ -484,12 +507,15 @@ def _fixed_lows(
     bf: float,
     quad: bool,
     per_batch: float,
+    sizes: tuple[float, float],
     lane: np.ndarray,
     buf: np.ndarray,
     q: int,
 ) -> None:  # pragma: no cover - compiled
     """Every lane advanced to end ``j`` (``at_j``: :func:`_at`), ``B`` not by the product
-    formula: ``buf[_LOWS, q]`` the bound of :func:`~analysis.optimize._lower.fixed_bounds` on
+    formula (the chords' sums too where ``sizes``,
+    :func:`~analysis.optimize._lower.chord_sizes`, carries them: :func:`_chord_lanes`):
+    ``buf[_LOWS, q]`` the bound of :func:`~analysis.optimize._lower.fixed_bounds` on
     ``(start, j]`` before the power bound (inf where not an end), ``buf[_TB, q]`` the running
     sum ``T_B``, ``buf[_N, q]`` the count ``n``; per lane the arithmetic of
     :func:`~analysis.optimize._lower.fixed_ratios` (0 below a full batch, else
@@ -513,6 +539,20 @@ def _fixed_lows(
     if lane[_FA] > 0.0:  # (every lane's scale the same: mean_scale; else the means stay -1)
         for a in range(LANES):
             lane[_FM + a] = mean_low(lane[_FA + a], above_j, cj - lane[_FCI + a])
+    s1, s2 = sizes
+    if s1 > 0.0:
+        for a in range(LANES):
+            lane[_FX + a] = cj - lane[_FCI + a]
+        _chord_lanes(d, st, sizes, lane, _FCHORD_ROWS)
+        for a in range(LANES):
+            x = lane[_FX + a]
+            lane[_FXPREV + a] = x
+            t = lane[_FT + a]
+            first = (lane[_FG + a], lane[_FBASE + a], lane[_FQ + a])
+            chords = (s1, s2, w - lane[_FT1 + a], w - lane[_FT2 + a])
+            v = fixed_bound(x, w - t, lane[_FM + a], bf, first, base_j, q_j, quad, per_batch, chords)
+            buf[_LOWS, q, a], buf[_TB, q, a], buf[_N, q, a] = (v if end else INF), t, x
+        return
     for a in range(LANES):
         x = cj - lane[_FCI + a]
         lane[_FXPREV + a] = x
@@ -614,8 +654,9 @@ def _fixed_chunk(
     lane, acc, _, buf = work
     bf, per_batch, quad = float(data.size[1]), data.per_batch, short.quad
     power = _power_to(c0 + nc - 1, short, bf, lane)
+    sizes = chord_sizes(short, bf)
     for q in range(nc):
-        _fixed_lows(_at(c0 + q, data, short, is_end), bf, quad, per_batch, lane, buf, q)
+        _fixed_lows(_at(c0 + q, data, short, is_end), bf, quad, per_batch, sizes, lane, buf, q)
     for k in range(1, layers if power else 1):
         q = _seed(c0, nc, k, back, buf, acc)
         if q >= 0:
@@ -647,10 +688,11 @@ def _fixed_head(
     bf, per_batch, quad = float(data.size[1]), data.per_batch, short.quad
     power = _power_to(starts[LANES - 1] + 1, short, bf, lane)
     row = _RAISED if power else _LOWS
+    sizes = chord_sizes(short, bf)
     j0 = starts[0] + 1
     for j in range(j0, starts[LANES - 1] + 2):
         at_j = _at(j, data, short, is_end)
-        _fixed_lows(at_j, bf, quad, per_batch, lane, buf, 0)
+        _fixed_lows(at_j, bf, quad, per_batch, sizes, lane, buf, 0)
         if power:
             _fixed_full(at_j, bf, per_batch, lane, buf, 0)
         fj = float(j)

@@ -118,7 +118,7 @@ class Short(NamedTuple):
     product: bool  # one fixed B whose C(N, B) fits float64: C(x, B) by the product formula
     power: bool  # steps of base and q >= 0 (the power bound holds): the module docstring
     above: np.ndarray  # the sum of base over the samples above each end, from the top
-    # the bounds also read the chords through E_{B/4} and E_{B/2} where they apply
+    # the bounds also read the chords through E_s at two powers of two below B where they apply
     # (:func:`~analysis.optimize._lower.chord_sizes`; set by the pruned DP where the bounds are loose)
     chords: bool = False
 

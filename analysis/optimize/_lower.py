@@ -224,46 +224,55 @@ def row_mean_scale(short: Short, bf: float) -> float:
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def chord_sizes(short: Short, bf: float) -> tuple[float, float]:
-    """The subset sizes ``s_2``, the largest power of two at most ``B / 2``, and ``s_1 = s_2 /
-    2`` (8 and 16, or 16 and 32) whose running sums ``T_s`` the bounds of batches of ``bf``
-    carry beside ``T_B`` (:func:`fixed_bound`'s ``chords``), where ``C(x, B)`` is by the
-    product formula, ``B >= _CHORDS_FROM`` (``B <= POWER_ABOVE``) and every bound reads its
-    mean (:func:`row_mean_scale`: ``E_s`` concave in ``s``) and ``short.chords`` asks for
-    them, else ``(0, 0)``: none carried."""
-    if not short.chords or not short.product or bf < _CHORDS_FROM or row_mean_scale(short, bf) == 0.0:
+    """The subset sizes ``s_2``, the largest power of two below ``B``, and ``s_1 = s_2 / 2``
+    (16 and 32 at batch size 64, 256 and 512 at 1,000) whose running sums ``T_s`` the bounds
+    of batches of ``bf`` carry beside ``T_B`` (:func:`fixed_bound`'s ``chords``), where ``B >=
+    _CHORDS_FROM``, ``E_s`` is concave in ``s`` (:func:`mean_scale`: ``q = 0``, steps ``>= 0``)
+    and ``short.chords`` asks for them, else ``(0, 0)``: none carried."""
+    if not short.chords or bf < _CHORDS_FROM or mean_scale(short) == 0.0:
         return 0.0, 0.0
-    s2 = 32.0 if bf >= 64.0 else 16.0
+    s2 = 2.0 ** np.floor(np.log2(bf - 1.0))
     return s2 * 0.5, s2
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def chord_ratio(x_prev: float, x: float, sf: float) -> float:
-    """The ratio a chord's running sum ``T_s`` (:func:`chord_sizes`: ``s`` 8, 16 or 32) takes
-    from ``x_prev`` to ``x`` samples, at least ``C(x_prev, s) / C(x, s)``, 0 while
-    ``x_prev < s`` (up to a start too): over at most ``FEW_STEPS`` samples
-    :func:`~analysis.optimize._exact.ratio_few`, else :func:`power_ratio`."""
+    """The ratio a chord's running sum ``T_s`` (:func:`chord_sizes`: ``s`` a power of two) takes
+    from ``x_prev`` to ``x`` samples, at least ``C(x_prev, s) / C(x, s)``, 0 while ``x_prev <
+    s`` (up to a start too): over at most ``FEW_STEPS`` samples
+    :func:`~analysis.optimize._exact.ratio_few`, else :func:`power_quotient` squared
+    ``log2 s`` times, times :func:`power_grow` (the backward pass's lanes square all at once:
+    the same floats)."""
     d = x - x_prev
-    ratio = ratio_few(x, d, sf, RATIO_GROW) if d <= FEW_STEPS else power_ratio(x_prev, x, sf)
+    if d <= FEW_STEPS:
+        ratio = ratio_few(x, d, sf, RATIO_GROW)
+    else:
+        ratio = power_quotient(x_prev, x, sf)
+        k = 1.0
+        while k < sf:
+            ratio *= ratio
+            k += k
+        ratio *= power_grow(sf)
     return ratio if x_prev >= sf else 0.0
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
-def power_ratio(a: float, b: float, sf: float) -> float:
-    """At least ``C(a, s) / C(b, s) = prod_{t < s} (a - t) / (b - t)`` for ``s <= a < b``, ``s``
-    8, 16 or 32: ``((a - h) / (b - h))**s``, ``h = (s - 1) / 2`` (``log((a - t) / (b - t))``
-    is concave in ``t``, so the mean of its ``s`` values is at most its value at their mean
-    ``h``: Jensen), by squarings (the quotient's rounding doubled by each, at most 64 ulps),
-    times ``RATIO_GROW``.  One division and five products where
-    :func:`~analysis.optimize._exact.ratio_bound` reads a series; within ``s**3 d / (12
-    a**3)`` of the ratio per end of ``d`` samples."""
+def power_quotient(a: float, b: float, sf: float) -> float:
+    """``(a - h) / (b - h)``, ``h = (s - 1) / 2``: its ``s``-th power is at least ``C(a, s) / C(b, s)
+    = prod_{t < s} (a - t) / (b - t)`` for ``s <= a < b`` (``log((a - t) / (b - t))`` is
+    concave in ``t``, so the mean of its ``s`` values is at most its value at their mean ``h``:
+    Jensen), within ``s**3 d / (12 a**3)`` of it per end of ``d`` samples; one division where
+    :func:`~analysis.optimize._exact.ratio_bound` reads a series."""
     h = (sf - 1.0) * 0.5
-    q = (a - h) / (b - h)
-    p8 = q * q
-    p8 *= p8
-    p8 *= p8
-    p16 = p8 * p8
-    p = p8 if sf == 8.0 else (p16 if sf == 16.0 else p16 * p16)
-    return p * RATIO_GROW
+    return (a - h) / (b - h)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def power_grow(sf: float) -> float:
+    """What :func:`chord_ratio` multiplies the ``s``-th power of :func:`power_quotient` by so
+    that it stays at least the ratio: ``RATIO_GROW`` and ``4 s`` ulps (the quotient's rounding
+    doubled by each of ``log2 s`` squarings, and each squaring's own: under ``2 s`` ulps)."""
+    return RATIO_GROW + 4.0 * sf * 2.0**-53
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
@@ -295,13 +304,15 @@ def fixed_bound(
     ``E_r`` concave in ``r``), also at least the chord from ``E_1`` to ``E_B``, tighter by as
     much as the bucket's mean lies above its shortest length (a heavy-tailed bucket).
 
-    ``chords = (s_1, s_2, e_1, e_2)``: where ``s_1 > 0`` (:func:`chord_sizes`, only with a
-    mean), ``e_t`` at most ``E_{s_t}`` (``w - T_{s_t}``, its running sum by
+    ``chords = (s_1, s_2, e_1, e_2)``: where ``s_1 > 0`` (:func:`chord_sizes`, only without
+    ``q``), ``e_t`` at most ``E_{s_t}`` (``w - T_{s_t}``, its running sum by
     :func:`chord_ratio`), and ``E_r`` also at least the chord of the bracket that holds ``r``
-    among ``1, s_1, s_2, B`` (between two sizes a concave ``E`` lies above its chord, and the
-    chord only rises with its ends' values): where ``B`` is far above ``r``, far tighter than
-    the chord from ``E_1`` to ``E_B`` (a short batch of half a batch draws nearly what a full
-    one draws, which one chord across the whole range cannot see)."""
+    among ``1`` (``E_1`` at least ``mean``; where no mean is read, ``0``, where ``E_0`` is
+    the shortest length), ``s_1``, ``s_2`` and ``B`` (between two sizes a concave ``E`` lies
+    above its chord, and the chord only rises with its ends' values): where ``B`` is far
+    above ``r``, far tighter than the chord from ``E_1`` to ``E_B`` (a short batch of half a
+    batch draws nearly what a full one draws, which one chord across the whole range cannot
+    see)."""
     g_first, base_first, q_first = first
     inv_b = 1.0 / bf
     full = (n * inv_b + _ROUND) - _ROUND  # the nearest integer (n < 2**52), then corrected
@@ -316,7 +327,8 @@ def fixed_bound(
     c1 = mean + ((r - 1.0) * (1.0 / (bf - 1.0))) * (eb - mean)  # (B = 1: r = 0, not read)
     e_r = c1 if (mean >= 0.0) & (r > 0.0) & (c1 > e_r) else e_r
     s1, s2, e1, e2 = chords
-    lo_s, lo_e = (1.0, mean) if r <= s1 else ((s1, e1) if r <= s2 else (s2, e2))
+    e0s, e0 = (1.0, mean) if mean >= 0.0 else (0.0, base_first)  # (E_0: the shortest length)
+    lo_s, lo_e = (e0s, e0) if r <= s1 else ((s1, e1) if r <= s2 else (s2, e2))
     hi_s, hi_e = (s1, e1) if r <= s1 else ((s2, e2) if r <= s2 else (bf, eb))
     c2 = lo_e + ((r - lo_s) / (hi_s - lo_s)) * (hi_e - lo_e)  # (s_1 = 0: not read)
     e_r = c2 if (s1 > 0.0) & (r > 0.0) & (c2 > e_r) else e_r

@@ -8,10 +8,11 @@ plan (the one pruned scheme, for every rule and objective):
    :mod:`analysis.optimize._lower`; with a token budget from the restart-free bounds on
    ``E_B`` of :mod:`analysis.optimize._budget`): ``back[k, i]``, at most the least exact
    objective of ``k`` buckets covering ``(i, m]`` (:mod:`analysis.optimize._backward`, tiled).
-   For a fixed ``B`` of 32 to 64 by the product formula, where the bounds lie loose under an
-   equal-count plan's exact cost (:func:`_loose`: a heavy tail of few samples per length), the
-   bounds also read the chords through ``E_{B/4}`` and ``E_{B/2}`` (two running sums more
-   per row: :func:`~analysis.optimize._lower.chord_sizes`), in every step that reads them.
+   For a fixed ``B`` from 32 (padding, or a step time without a working-set term), where the
+   bounds lie loose under an equal-count plan's exact cost (:func:`_loose`: a heavy tail of
+   few samples per length), the bounds also read the chords through ``E_s`` at the two largest
+   powers of two below ``B`` (two running sums more per row:
+   :func:`~analysis.optimize._lower.chord_sizes`), in every step that reads them.
 2. *Upper bounds*: for every bucket count asked for, the plan the bounds chose, costed
    exactly (for a fixed ``B`` without the product formula, where that plan lies far above
    ``back``, its edges first moved by a local search while the exact cost falls: any plan's
@@ -162,8 +163,8 @@ _REFINE_GAP = 2e-4
 _REFINE_STEP = 32
 # Looseness of the bounds (:func:`_looseness`) above which they take the chords (:func:`_loose`).
 # Measured, K = 6, one process, with the chords against without: every file of ../shared/data
-# at batch sizes 32, 48 and 64 (looseness 3.4e-5 to 8.4e-3) 0.19x to 0.76x the time; the bundled
-# data (6.1e-6 to 2.2e-5) 1.15x to 1.31x.  Rerun: ``benchmarks/chords_gate.py 32,48,64``.
+# at batch sizes 32 to 1,000 where looser (3.4e-5 to 2.8e-2) 0.22x to 0.96x the time; the
+# bundled data (3.8e-6 to 2.2e-5) 1.15x to 1.63x.  Rerun: ``benchmarks/chords_gate.py 32,48,64,100,1000``.
 _CHORD_GAP = 3e-5
 _REFINE_PASSES = 6
 

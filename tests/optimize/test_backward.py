@@ -96,13 +96,14 @@ def test_the_fixed_tiles_are_the_row_by_row_recursion(
         StepTimeModel(per_step=0.1, per_token=1e-3, attention=1e-6, working_set=1e-9) if step_time else None
     )
     prob = build_problem(hist, BatchRule(batch_size=batch_size), step_time=model)
-    data, short = exact.exact_arrays(prob)
-    assert not short.product and short.power and short.quad == step_time
-    for n_buckets in (1, 3, 6):
-        rows, is_end = kernel._rows(prob, n_buckets, prob.ends)
-        got = backward_mod.backward(data, short, kernel._NO_BOUNDS, rows, is_end, n_buckets)
-        assert same_where_read(got, row_by_row(data, short, rows, is_end, n_buckets))
-        assert np.isfinite(got[n_buckets, 0])
+    data, plain = exact.exact_arrays(prob)
+    assert not plain.product and plain.power and plain.quad == step_time
+    for short in (plain, plain._replace(chords=True)):  # (the chords where no q: chord_sizes)
+        for n_buckets in (1, 3, 6):
+            rows, is_end = kernel._rows(prob, n_buckets, prob.ends)
+            got = backward_mod.backward(data, short, kernel._NO_BOUNDS, rows, is_end, n_buckets)
+            assert same_where_read(got, row_by_row(data, short, rows, is_end, n_buckets))
+            assert np.isfinite(got[n_buckets, 0])
 
 
 @pytest.mark.parametrize(

@@ -258,8 +258,8 @@ def test_the_pruned_dp_is_the_dense_exact_dp_bit_for_bit(seed, rule, monkeypatch
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("gap", [-1.0, np.inf])
 def test_the_pruned_dp_with_the_chords_is_the_dense_exact_dp_bit_for_bit(seed, gap, monkeypatch):
-    """Batch sizes 32 to 64 on heavy tails (a few samples per length, some lengths far above
-    the rest), the bounds with the chords through ``E_{B/4}`` and ``E_{B/2}`` (``gap`` -1:
+    """Batch sizes 32 to 1,000 (by the product formula to 64, then not) on heavy tails (a few
+    samples per length, some lengths far above the rest), the bounds with the chords (``gap`` -1:
     always, asserted) and without (inf): the optimum for every K up to 8 is the dense DP's,
     the same float, the same ends."""
     rng = np.random.default_rng(5100 + seed)
@@ -272,7 +272,7 @@ def test_the_pruned_dp_with_the_chords_is_the_dense_exact_dp_bit_for_bit(seed, g
     loose = pruned._loose
     monkeypatch.setattr(pruned, "_CHORD_GAP", gap)
     monkeypatch.setattr(pruned, "_loose", lambda *a: asked.append(loose(*a)) or asked[-1])
-    prob = problem.build_problem(hist, BatchRule(batch_size=[32, 48, 64][seed % 3]), 1)
+    prob = problem.build_problem(hist, BatchRule(batch_size=[32, 48, 64, 100, 1000, 37][seed]), 1)
     dense_best, dense_arg = kernel.solve_kernel(prob, 8, prob.ends, dense=True)
     best, arg = kernel.solve_kernel(prob, 8, prob.ends)
     assert asked == [gap < 0.0]
