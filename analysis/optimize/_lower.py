@@ -191,6 +191,9 @@ def fixed_first(i: int, data: Arrays, short: Short, is_end: np.ndarray) -> float
 # Batch sizes from which the bounds may read the chords through E_{B/4} and E_{B/2}
 # (:func:`chord_sizes`; below, they gained little: ``analysis.optimize._pruned._CHORD_GAP``).
 _CHORDS_FROM = 32
+# ... and up to which (at 10**4 they cost more than they saved on every file, 1.14x to 1.45x,
+# however loose: ``benchmarks/chords_gate.py 10000``; at 1,000 0.69x to 0.92x where loose).
+_CHORDS_TO = 1024
 # :func:`fixed_bound`'s ``chords`` where none are read.
 NO_CHORDS = (0.0, 0.0, 0.0, 0.0)
 
@@ -226,10 +229,11 @@ def row_mean_scale(short: Short, bf: float) -> float:
 def chord_sizes(short: Short, bf: float) -> tuple[float, float]:
     """The subset sizes ``s_2``, the largest power of two below ``B``, and ``s_1 = s_2 / 2``
     (16 and 32 at batch size 64, 256 and 512 at 1,000) whose running sums ``T_s`` the bounds
-    of batches of ``bf`` carry beside ``T_B`` (:func:`fixed_bound`'s ``chords``), where ``B >=
-    _CHORDS_FROM``, ``E_s`` is concave in ``s`` (:func:`mean_scale`: ``q = 0``, steps ``>= 0``)
-    and ``short.chords`` asks for them, else ``(0, 0)``: none carried."""
-    if not short.chords or bf < _CHORDS_FROM or mean_scale(short) == 0.0:
+    of batches of ``bf`` carry beside ``T_B`` (:func:`fixed_bound`'s ``chords``), where
+    ``_CHORDS_FROM <= B <= _CHORDS_TO``, ``E_s`` is concave in ``s`` (:func:`mean_scale`:
+    ``q = 0``, steps ``>= 0``) and ``short.chords`` asks for them, else ``(0, 0)``: none
+    carried."""
+    if not short.chords or bf < _CHORDS_FROM or bf > _CHORDS_TO or mean_scale(short) == 0.0:
         return 0.0, 0.0
     s2 = 2.0 ** np.floor(np.log2(bf - 1.0))
     return s2 * 0.5, s2

@@ -8,10 +8,10 @@ plan (the one pruned scheme, for every rule and objective):
    :mod:`analysis.optimize._lower`; with a token budget from the restart-free bounds on
    ``E_B`` of :mod:`analysis.optimize._budget`): ``back[k, i]``, at most the least exact
    objective of ``k`` buckets covering ``(i, m]`` (:mod:`analysis.optimize._backward`, tiled).
-   For a fixed ``B`` from 32 (padding, or a step time without a working-set term), where the
-   bounds lie loose under an equal-count plan's exact cost (:func:`_loose`: a heavy tail of
-   few samples per length), the bounds also read the chords through ``E_s`` at the two largest
-   powers of two below ``B`` (two running sums more per row:
+   For a fixed ``B`` of 32 to 1,024 (padding, or a step time without a working-set term),
+   where the bounds lie loose under an equal-count plan's exact cost (:func:`_loose`: a heavy
+   tail of few samples per length), the bounds also read the chords through ``E_s`` at the
+   two largest powers of two below ``B`` (two running sums more per row:
    :func:`~analysis.optimize._lower.chord_sizes`), in every step that reads them.
 2. *Upper bounds*: for every bucket count asked for, the plan the bounds chose, costed
    exactly (for a fixed ``B`` without the product formula, where that plan lies far above
