@@ -1,4 +1,5 @@
-"""Where the exact DP's bounds should take the chords through ``E_{B/4}`` and ``E_{B/2}``: the
+"""Where the exact DP's bounds should take the chords through ``E_s`` at two powers of two below
+``B`` (:func:`analysis.optimize._lower.chord_sizes`): the
 time of ``optimize_edges(K=6)`` with them and without, beside the looseness the DP decides by.
 
 Run it from the repository root (under a minute)::
@@ -10,7 +11,7 @@ For the bundled data and every ``../shared/data/*.npy`` (unclipped), each batch 
 looseness of the bounds without the chords (:func:`analysis.optimize._pruned._looseness`:
 an equal-count plan's exact cost over its bounds, less 1), and the median CPU seconds (one
 process) of the call with the gate shut (``_CHORD_GAP`` inf: never) and open (-1: always,
-from ``_lower._CHORDS_FROM``; below it the two are the same code), the best of two rounds
+from ``_lower._CHORDS_FROM`` to ``_CHORDS_TO``; outside, the two are the same code), the best of two rounds
 each, and their ratio.  The DP takes the chords where the looseness passes ``_CHORD_GAP``:
 where the ratio is below 1 the chords pay for their sums.
 """

@@ -188,8 +188,9 @@ def fixed_first(i: int, data: Arrays, short: Short, is_end: np.ndarray) -> float
     return float(low * (1.0 - LOW_SLACK) + steps)
 
 
-# Batch sizes from which the bounds may read the chords through E_{B/4} and E_{B/2}
-# (:func:`chord_sizes`; below, they gained little: ``analysis.optimize._pruned._CHORD_GAP``).
+# Batch sizes from which the bounds may read the chords (:func:`chord_sizes`; at 16, chords then
+# through E_4 and E_8 with ``ratio_bound``'s ratios, K = 6 took 0.69x to 1.36x the time on the
+# shared files: little to gain; ``benchmarks/chords_gate.py 16``).
 _CHORDS_FROM = 32
 # ... and up to which (at 10**4 they cost more than they saved on every file, 1.14x to 1.45x,
 # however loose: ``benchmarks/chords_gate.py 10000``; at 1,000 0.69x to 0.92x where loose).

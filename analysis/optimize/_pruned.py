@@ -161,12 +161,12 @@ def _path_end(
 # gains 0.08 s), and the pattern search's first step (ends).
 _REFINE_GAP = 2e-4
 _REFINE_STEP = 32
+_REFINE_PASSES = 6
 # Looseness of the bounds (:func:`_looseness`) above which they take the chords (:func:`_loose`).
 # Measured, K = 6, one process, with the chords against without: every file of ../shared/data
-# at batch sizes 32 to 1,000 where looser (3.4e-5 to 2.8e-2) 0.22x to 0.96x the time; the
+# at batch sizes 32 to 1,000 where looser (3.4e-5 to 2.8e-2) 0.19x to 0.96x the time; the
 # bundled data (3.8e-6 to 2.2e-5) 1.15x to 1.63x.  Rerun: ``benchmarks/chords_gate.py 32,48,64,100,1000``.
 _CHORD_GAP = 3e-5
-_REFINE_PASSES = 6
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -462,14 +462,17 @@ def _scale(data: Arrays, short: Short, rows: np.ndarray, is_end: np.ndarray) -> 
     return float(low[m])
 
 
-def _loose(data: Arrays, short: Short, rows: np.ndarray, is_end: np.ndarray, n_buckets: int) -> bool:
+def _loose(
+    data: Arrays, short: Short, rows: np.ndarray, is_end: np.ndarray, n_buckets: int, carried: bool | None
+) -> bool:
     """Whether the bounds take the chords (:func:`~analysis.optimize._lower.chord_sizes`): where
     they may, and the bounds without them lie more than ``_CHORD_GAP`` below the exact cost
     of an equal-count plan of ``n_buckets`` buckets (the starts of ``rows`` nearest the
-    quantiles of the samples; :func:`_looseness`)."""
+    quantiles of the samples; :func:`_looseness`; ``carried``:
+    :func:`~analysis.optimize._exact.carried_rows`)."""
     if data.token or chord_sizes(short._replace(chords=True), float(data.size[1]))[0] == 0.0:
         return False
-    return bool(_looseness(data, short, rows, is_end, n_buckets, carried_rows(data)) > _CHORD_GAP)
+    return bool(_looseness(data, short, rows, is_end, n_buckets, carried) > _CHORD_GAP)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -520,7 +523,7 @@ def solve_exact(
     if short.product and not data.token:  # the product path records the near ends
         last = np.empty((n_buckets + 1, m + 1), np.int64)
         near = (_tau(data, short, rows, is_end), last, np.empty(m + 1))
-    short = short._replace(chords=_loose(data, short, rows, is_end, n_buckets))
+    short = short._replace(chords=_loose(data, short, rows, is_end, n_buckets, carried))
     back = backward(data, short, bounds, rows, is_end, n_buckets, near)  # 1. backwards over the bounds
     upper = _uppers(data, short, bounds, rows, is_end, back, carried, wanted)  # 2. an upper bound for each K
     best, arg = run_layers(n_buckets, m)
