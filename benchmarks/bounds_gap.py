@@ -9,7 +9,9 @@ Run it from the repository root::
 For the bundled data and every ``../shared/data/*.npy`` (unclipped), batch sizes 8, 64 and
 1,000, K = 1..6: ``optimum / back[K, 0] - 1``, the optimum's relative distance above the
 backward pass's bound (batch size 8 on the bundled data: about 6e-6; the forward pass costs
-exactly what lies within that distance).
+exactly what lies within that distance), the bounds without the chords (``Short.chords``
+false, as ``exact_arrays`` gives it; the DP takes them where its bounds are loose:
+:func:`~analysis.optimize._pruned._loose`, ``benchmarks/chords_gate.py``).
 
 ``--raised`` (files of at most 3,000 distinct lengths; a dense matrix of bounds): the same
 distance when every bucket's bound of a fixed ``B`` above ``POWER_ABOVE`` is raised to

@@ -12,7 +12,9 @@ lengths)::
 
 For each ``../shared/data/*.npy`` (unclipped) and batch sizes 8, 64 and 1,000, K = 6:
 
-* ``gap``: ``optimum / back[K, 0] - 1`` (as ``bounds_gap.py``);
+* ``gap``: ``optimum / back[K, 0] - 1`` (as ``bounds_gap.py``; ``back`` of the bounds without
+  the chords, ``Short.chords`` false as ``exact_arrays`` gives it, where the DP now takes them
+  if its bounds are loose: :func:`~analysis.optimize._pruned._loose`, ``chords_gate.py``);
 * ``rows``: the starts the forward pass follows (:func:`~analysis.optimize._pruned.live_room`
   and :func:`~analysis.optimize._pruned.needed` over ``low_costs``' rows, as the pass tests
   them; left out: the product path's tighter bound on the last bucket and its near ends, and
