@@ -140,10 +140,9 @@ def _tile_lows(
     :func:`~analysis.optimize._lower.row_mean_scale` reads one) and the chords' sums where
     :func:`~analysis.optimize._lower.chord_sizes` carries them
     (:func:`~analysis.optimize._lower.chord_sums`), the same floats."""
-    cj, st, w, base_j, q_j, end, above_j = at_j
+    cj, _, _, _, _, _, above_j = at_j
     b = pairs.shape[1]
     bf = float(b)
-    s1, s2 = sizes
     grow = product_grow(b)
     d = cj - lane[_CI] - lane[_X]  # the samples at j (where lane 0 holds no full batch, no lane does)
     few = (d <= FEW_STEPS) & (b >= FEW_PRODUCT_FROM)  # (ratio_few, else C(x, B): fixed_ratios' choice)
@@ -158,20 +157,8 @@ def _tile_lows(
         lane[_X + a] = x
         lane[_Y + a], lane[_U + a] = pair_start(x, pairs)  # (read where not few)
     means = lane[_A] > 0.0  # (every lane's scale the same: mean_scale; else no mean is read)
-    if s1 > 0.0:  # (the chords: every lane's sums, then its bound reading them)
-        _chord_lanes(d, st, sizes, lane, _CHORD_ROWS)
-        if few:
-            for a in range(LANES):
-                ratio = ratio_few(lane[_X + a], d, bf, grow) if lane[_XPREV + a] >= bf else 0.0
-                mean = mean_low(lane[_A + a], above_j, lane[_X + a])
-                chords = (s1, s2, w - lane[_T1 + a], w - lane[_T2 + a])
-                _lane_bound(a, ratio, mean, at_j, bf, quad, per_batch, chords, lane)
-            return
-        _products(pairs, lane)
-        for a in range(LANES):
-            mean = mean_low(lane[_A + a], above_j, lane[_X + a])
-            chords = (s1, s2, w - lane[_T1 + a], w - lane[_T2 + a])
-            _lane_bound(a, _pair_ratio(a, bf, grow, lane), mean, at_j, bf, quad, per_batch, chords, lane)
+    if sizes[0] > 0.0:  # (the chords: a branch of its own, so that the plain one folds them away)
+        _chord_lows(at_j, d, few, (per_batch, quad), pairs, sizes, lane)
         return
     if few:
         for a in range(LANES):
@@ -187,6 +174,41 @@ def _tile_lows(
     else:  # (the chord from the mean folds away)
         for a in range(LANES):
             _lane_bound(a, _pair_ratio(a, bf, grow, lane), -1.0, at_j, bf, quad, per_batch, NO_CHORDS, lane)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _chord_lows(
+    at_j: tuple[float, float, float, float, float, bool, float],
+    d: float,
+    few: bool,
+    model: tuple[float, bool],
+    pairs: np.ndarray,
+    sizes: tuple[float, float],
+    lane: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """:func:`_tile_lows` past its lanes' counts where the bounds read the chords (``sizes``:
+    :func:`~analysis.optimize._lower.chord_sizes`; every bound then reads its mean): the
+    chords' sums (:func:`_chord_lanes`), then each lane's bound reading them (``d``: the
+    samples at ``j``; ``few``: ``ratio_few`` takes the ratio; ``model``: ``per_batch`` and
+    ``quad``)."""
+    _, st, w, _, _, _, above_j = at_j
+    per_batch, quad = model
+    bf = float(pairs.shape[1])
+    grow = product_grow(pairs.shape[1])
+    s1, s2 = sizes
+    _chord_lanes(d, st, sizes, lane, _CHORD_ROWS)
+    if few:
+        for a in range(LANES):
+            ratio = ratio_few(lane[_X + a], d, bf, grow) if lane[_XPREV + a] >= bf else 0.0
+            mean = mean_low(lane[_A + a], above_j, lane[_X + a])
+            chords = (s1, s2, w - lane[_T1 + a], w - lane[_T2 + a])
+            _lane_bound(a, ratio, mean, at_j, bf, quad, per_batch, chords, lane)
+        return
+    _products(pairs, lane)
+    for a in range(LANES):
+        mean = mean_low(lane[_A + a], above_j, lane[_X + a])
+        chords = (s1, s2, w - lane[_T1 + a], w - lane[_T2 + a])
+        _lane_bound(a, _pair_ratio(a, bf, grow, lane), mean, at_j, bf, quad, per_batch, chords, lane)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
