@@ -263,6 +263,18 @@ def _segments_cross(
     return (side(a, b, c) * side(a, b, d) < 0) and (side(c, d, a) * side(c, d, b) < 0)
 
 
+def _point_boxes(
+    ax: Axes, points: tuple[npt.ArrayLike, npt.ArrayLike] | None, half: float, to_pt: float
+) -> list[tuple[float, float, float, float]]:
+    """Boxes (points on screen, ``half`` either side) around the finite ``points`` of ``ax``."""
+    if points is None:
+        return []
+    xy = np.column_stack([np.asarray(points[0], float), np.asarray(points[1], float)])
+    xy = xy[np.isfinite(xy).all(axis=1)]
+    centres = ax.transData.transform(xy) * to_pt if xy.size else np.zeros((0, 2))
+    return [(x - half, y - half, x + half, y + half) for x, y in centres]
+
+
 def place_labels(
     ax: Axes,
     xs: Sequence[float] | npt.NDArray[np.floating[Any]],
@@ -272,12 +284,14 @@ def place_labels(
     fontsize: float = 9,
     marker_pt: float = 7.0,
     color: str = "black",
+    avoid: tuple[npt.ArrayLike, npt.ArrayLike] | None = None,
 ) -> list[Annotation]:
     """Label each point ``(xs[i], ys[i])`` with ``labels[i]`` next to it: the nearest spot
     (sixteen directions, growing distance) that overlaps no other label or point and stays
     inside the axes; a thin leader line joins a label set further off.  Leader lines cross
     no label or other line when that is possible; labels never overlap unless the axes have
-    no free spot at all."""
+    no free spot at all.  ``avoid``: the other points drawn, ``(xs, ys)`` in data
+    coordinates, that no label may cover either (a smaller marker: ``marker_pt / 2``)."""
     fig = ax.get_figure(root=True)
     assert fig is not None, "the axes belong to a figure"
     fig.draw_without_rendering()  # the layout first: positions on screen are then final
@@ -286,6 +300,7 @@ def place_labels(
     box = ax.bbox
     inside = (box.x0 * to_pt + 4, box.y0 * to_pt + 4, box.x1 * to_pt - 4, box.y1 * to_pt - 4)
     markers = [(x - marker_pt, y - marker_pt, x + marker_pt, y + marker_pt) for x, y in pts]
+    obstacles = [*markers, *_point_boxes(ax, avoid, marker_pt / 2, to_pt)]
     sizes = [text_size_pt(fig, text, fontsize) for text in labels]
     angles = np.deg2rad(np.arange(0, 360, 22.5))
     radii = (11, 18, 26, 38, 52, 70, 95, 125, 160, 200)
@@ -336,7 +351,7 @@ def place_labels(
                 )
 
             found = [
-                c for c in candidates(i) if not any(_overlaps(c[3], t, 3.0) for t in (*markers, *placed))
+                c for c in candidates(i) if not any(_overlaps(c[3], t, 3.0) for t in (*obstacles, *placed))
             ]
             choice = next((c for c in found if clean((x + c[0][0], y + c[0][1]), c[2], c[3])), None)
             if choice is None:

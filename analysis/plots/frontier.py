@@ -234,6 +234,8 @@ def plot_frontier(
     default = "the effective batch" if gradient else "mixing"
     ax.set_title(title or f"Padding against {default}: every strategy and knob")
     if texts:
-        for note in place_labels(ax, np.array(xs), np.array(ys), texts, fontsize=8):
+        shown = f[is_frontier | (f["knob"] != "given")]  # the points drawn (the marks are labelled)
+        drawn = (np.maximum(shown["mixing"].to_numpy(float), floor), shown[axis].to_numpy(float))
+        for note in place_labels(ax, np.array(xs), np.array(ys), texts, fontsize=8, avoid=drawn):
             note.set_bbox({"facecolor": "white", "edgecolor": "none", "alpha": 0.7, "pad": 1.0})
     return fig

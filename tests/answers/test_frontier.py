@@ -12,6 +12,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.text import Text
 
 import analysis.cli as cli
 from analysis import (
@@ -489,3 +491,32 @@ def test_the_points_left_unproven_hold_every_beaten_one(seed, rule):
     checked = frontier(hist, rule, floor_checks=FLOOR_CHECKS, **kw)
     assert checked.unchecked == 0 and checked.unproven == ()
     assert pareto_check_sentence(checked) == PARETO_CHECKED
+
+
+@pytest.fixture(scope="module")
+def two_humps():
+    """A frontier of a two-humped histogram under batch size 64, K up to 10."""
+    rng = np.random.default_rng(0)
+    lengths = np.concatenate([rng.lognormal(3.5, 0.4, 8_000), rng.lognormal(5.4, 0.6, 12_000)])
+    hist = LengthHistogram.from_lengths(lengths.astype(int) + 1)
+    return frontier(hist, batch_size=64, rng=np.random.default_rng(0), max_buckets=10, n_lambdas=2, epochs=1)
+
+
+@pytest.mark.parametrize("k", [8, 9, 10])
+def test_the_marks_labels_cover_no_drawn_point(two_humps, k):
+    """A mark's label sits where no point is drawn (here the chosen plan's label once covered
+    two to four of the K-sweep's markers beside it): no label's text box holds the centre of a
+    marker of any curve, ring or staircase."""
+    frame = two_humps.frame
+    trainer = frame.loc[frame["strategy"] == "length_grouped", "label"].iloc[0]
+    fig = plot_frontier(frame, marks={"this plan": f"optimal edges, K={k}", "HF Trainer": trainer})
+    ax = fig.axes[0]
+    FigureCanvasAgg(fig).draw()
+    renderer = fig.canvas.get_renderer()
+    texts = [Text.get_window_extent(t, renderer) for t in ax.texts]  # (the leader lines left out)
+    assert len(texts) == 2
+    points = [p for c in ax.collections for p in c.get_offset_transform().transform(c.get_offsets())]
+    points += [p for line in ax.lines for p in line.get_transform().transform(line.get_xydata())]
+    assert len(points) > 3 * k
+    assert [tuple(p) for box in texts for p in points if box.contains(*p)] == []
+    plt.close(fig)
