@@ -214,14 +214,23 @@ def length_axis(ax: Axes, lo: float, hi: float, *, log: bool, label: str = "samp
 # ---------------------------------------------------------------------------- direct labels
 def text_size_pt(fig: Figure, text: str, fontsize: float) -> tuple[float, float]:
     """Width and height in points of ``text`` drawn at ``fontsize`` (measured with Agg)."""
+    ((width, height),) = text_sizes_pt(fig, [text], fontsize)
+    return width, height
+
+
+def text_sizes_pt(fig: Figure, texts: Sequence[str], fontsize: float) -> list[tuple[float, float]]:
+    """:func:`text_size_pt` of each of ``texts`` (one renderer for all)."""
     # backend_agg ships no stubs and RendererAgg.__init__ is unannotated in matplotlib itself.
     renderer = RendererAgg(  # type: ignore[no-untyped-call]
         int(fig.bbox.width) or 1, int(fig.bbox.height) or 1, fig.dpi
     )
-    probe = Text(0, 0, text, fontsize=fontsize)
-    probe.set_figure(fig)
-    box = probe.get_window_extent(renderer)
-    return box.width * 72.0 / fig.dpi, box.height * 72.0 / fig.dpi
+    out = []
+    for text in texts:
+        probe = Text(0, 0, text, fontsize=fontsize)
+        probe.set_figure(fig)
+        box = probe.get_window_extent(renderer)
+        out.append((box.width * 72.0 / fig.dpi, box.height * 72.0 / fig.dpi))
+    return out
 
 
 def _overlaps(a: tuple[float, float, float, float], b: tuple[float, float, float, float], pad: float) -> bool:

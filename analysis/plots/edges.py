@@ -22,6 +22,7 @@ from matplotlib.colorbar import Colorbar
 from matplotlib.colors import Colormap, Normalize
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
+from matplotlib.table import Cell
 from matplotlib.text import Annotation, Text
 from matplotlib.ticker import FuncFormatter, MaxNLocator, PercentFormatter
 from matplotlib.transforms import Bbox, blended_transform_factory
@@ -36,6 +37,7 @@ from analysis.plots._common import (
     format_count,
     length_axis,
     text_size_pt,
+    text_sizes_pt,
     wants_log_axis,
 )
 from analysis.tables import format_length, format_percent
@@ -397,8 +399,32 @@ class EdgesOnHistogram:
         return buf.getvalue()
 
 
+# The table's font size at most, and the least room either side of a cell's text (points).
+_TABLE_SIZE = 8.0
+_TABLE_MARGIN = 3.0
+
+
+def _table_layout(ax: Axes, cells: list[list[str]]) -> tuple[float, list[float]]:
+    """The font size and column widths (shares of ``ax``'s width) at which every text of
+    ``cells`` (rows of strings) fits its column with ``_TABLE_MARGIN`` points either side
+    (besides the cell's own pad, ``Cell.PAD`` of its width on the aligned side): each column
+    takes a share of the room as its longest text needs, at ``_TABLE_SIZE`` where the texts fit
+    the axes' width, else at a font smaller in proportion."""
+    fig = ax.get_figure(root=True)
+    assert fig is not None, "the axes belong to a figure"
+    room = ax.bbox.width * 72.0 / fig.dpi
+    columns = [list(column) for column in zip(*cells, strict=True)]
+    longest = [max(w for w, _ in text_sizes_pt(fig, column, _TABLE_SIZE)) for column in columns]
+    margins = 2.0 * _TABLE_MARGIN * len(columns)
+    fontsize = _TABLE_SIZE * min(1.0, (room * (1.0 - Cell.PAD) - margins) / sum(longest))
+    need = [(w * fontsize / _TABLE_SIZE + 2.0 * _TABLE_MARGIN) / (1.0 - Cell.PAD) for w in longest]
+    return fontsize, [w / sum(need) for w in need]
+
+
 def _bucket_table(ax: Axes, frame: pd.DataFrame, n: int) -> None:
-    """Every bucket as a row: its lengths, batch size, samples and expected efficiency."""
+    """Every bucket as a row: its lengths, batch size, samples and expected efficiency (each
+    column as wide as its longest text, the font smaller where the axes hold less: see
+    :func:`_table_layout`)."""
     ax.axis("off")
     rows = [
         [
@@ -412,15 +438,17 @@ def _bucket_table(ax: Axes, frame: pd.DataFrame, n: int) -> None:
         for b, (_, r) in enumerate(frame.iterrows())
     ]
     cols = ["bucket", "lengths (tokens)", "batch size", "samples", "share of samples", "expected efficiency"]
+    fontsize, widths = _table_layout(ax, [cols, *rows])
     table = ax.table(
         cellText=rows,
         colLabels=cols,
+        colWidths=widths,
         loc="upper center",
         cellLoc="right",
         colLoc="right",
         bbox=Bbox.from_bounds(0.0, 0.0, 1.0, 1.0),
     )
     table.auto_set_font_size(False)
-    table.set_fontsize(8)
+    table.set_fontsize(fontsize)
     for cell in table.get_celld().values():
         cell.set_linewidth(0.3)

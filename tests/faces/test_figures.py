@@ -419,6 +419,10 @@ def test_narrow_buckets_get_a_table():
     cells = tables[0].get_celld()
     assert max(r for r, _ in cells) == plan.n_buckets  # a header and a row per bucket
     assert cells[plan.n_buckets, 0].get_text().get_text() == f"#{plan.n_buckets}"
+    for (row, col), cell in cells.items():  # every text inside its cell, clear of both borders
+        text, frame = cell.get_text().get_window_extent(renderer), cell.get_window_extent(renderer)
+        gap = 2.0 * fig.dpi / 72.0  # two points
+        assert frame.x0 + gap <= text.x0 and text.x1 <= frame.x1 - gap, (row, col, text, frame)
 
 
 def test_padding_per_step_compares_like_with_like(figures):
