@@ -434,8 +434,11 @@ def optimal_plans(
 
 
 def _optimal(hist: LengthHistogram, prob: Problem, ks: list[int], candidates: Any) -> dict[int, BucketPlan]:
+    """The optimal plan of each ``K`` in ``ks``, priced through one memo (a bucket that several
+    ``K`` share, and the mixing's prefix sums, computed once: the same numbers)."""
     ends, gaps = optimal_ends(prob, ks, use_grid(prob, candidates))
-    return {k: make_plan(hist, prob, ends_to_edges(prob, ends[k]), "optimal", k, gaps[k]) for k in ks}
+    memo: dict[Any, Any] = {}
+    return {k: make_plan(hist, prob, ends_to_edges(prob, ends[k]), "optimal", k, gaps[k], memo) for k in ks}
 
 
 # Deliberately the keywords of optimal_plans above: both are public entry points, so both take
