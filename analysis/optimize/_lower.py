@@ -188,13 +188,15 @@ def fixed_first(i: int, data: Arrays, short: Short, is_end: np.ndarray) -> float
     return float(low * (1.0 - LOW_SLACK) + steps)
 
 
-# Batch sizes from which the bounds may read the chords (:func:`chord_sizes`; at 16, chords then
-# through E_4 and E_8 with ``ratio_bound``'s ratios, K = 6 took 0.69x to 1.36x the time on the
-# shared files: little to gain; ``benchmarks/chords_gate.py 16``).
-_CHORDS_FROM = 32
-# ... and up to which (at 10**4 they cost more than they saved on every file, 1.14x to 1.45x,
-# however loose: ``benchmarks/chords_gate.py 10000``; at 1,000 0.69x to 0.92x where loose).
-_CHORDS_TO = 1024
+# Batch sizes from which the bounds may read the chords (:func:`chord_sizes`).  Measured with
+# the chords always read against never, K = 6, one process, where the gate (``_pruned._loose``)
+# opens: at 24 and 28 (chords through E_4 and E_16) 0.36x to 0.96x the time on the shared
+# files; at 16 and 20 up to 1.15x and 1.19x (``benchmarks/chords_gate.py 16,20,24,28``).
+_CHORDS_FROM = 24
+# ... and up to which: where the gate opens 0.34x to 0.90x the time from 1,500 to 10**4 on the
+# shared files (1.06x at 10**4 on tldr); the bundled data, 1.00x to 1.36x there, keeps its
+# gate shut (``benchmarks/chords_gate.py 1500,2000,3000,4096,5000,10000``).
+_CHORDS_TO = 10_000
 # :func:`fixed_bound`'s ``chords`` where none are read.
 NO_CHORDS = (0.0, 0.0, 0.0, 0.0)
 
@@ -228,16 +230,22 @@ def row_mean_scale(short: Short, bf: float) -> float:
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
 def chord_sizes(short: Short, bf: float) -> tuple[float, float]:
-    """The subset sizes ``s_2``, the largest power of two below ``B``, and ``s_1 = s_2 / 2``
-    (16 and 32 at batch size 64, 256 and 512 at 1,000) whose running sums ``T_s`` the bounds
-    of batches of ``bf`` carry beside ``T_B`` (:func:`fixed_bound`'s ``chords``), where
-    ``_CHORDS_FROM <= B <= _CHORDS_TO``, ``E_s`` is concave in ``s`` (:func:`mean_scale`:
-    ``q = 0``, steps ``>= 0``) and ``short.chords`` asks for them, else ``(0, 0)``: none
-    carried."""
+    """The subset sizes ``s_1``, the power of two nearest ``sqrt(B)`` (in ``log2``; halved
+    where ``4 s_1`` would reach ``B``), and ``s_2 = 4 s_1`` (8 and 32 at batch size 64, 32 and
+    128 at 1,000) whose running sums ``T_s`` the bounds of batches of ``bf`` carry beside
+    ``T_B`` (:func:`fixed_bound`'s ``chords``), where ``_CHORDS_FROM <= B <= _CHORDS_TO``,
+    ``E_s`` is concave in ``s`` (:func:`mean_scale`: ``q = 0``, steps ``>= 0``) and
+    ``short.chords`` asks for them, else ``(0, 0)``: none carried.
+
+    The sizes were measured (K = 6, the shared files, batch sizes 64 to 1,000: the pairs
+    ``(4, 16)`` to ``(64, 256)``, and the two largest powers of two below ``B`` these replace,
+    which took 1.1x to 9x the time of the best pair at 100 to 1,000); a short batch of
+    ``r`` reads the chord of its bracket among ``1, s_1, s_2, B`` (``chords_gate.py``)."""
     if not short.chords or bf < _CHORDS_FROM or bf > _CHORDS_TO or mean_scale(short) == 0.0:
         return 0.0, 0.0
-    s2 = 2.0 ** np.floor(np.log2(bf - 1.0))
-    return s2 * 0.5, s2
+    s1 = 2.0 ** np.floor(0.5 * np.log2(bf) + 0.5)
+    s1 = s1 * 0.5 if 4.0 * s1 >= bf else s1
+    return s1, 4.0 * s1
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")

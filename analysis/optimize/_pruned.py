@@ -8,11 +8,11 @@ plan (the one pruned scheme, for every rule and objective):
    :mod:`analysis.optimize._lower`; with a token budget from the restart-free bounds on
    ``E_B`` of :mod:`analysis.optimize._budget`): ``back[k, i]``, at most the least exact
    objective of ``k`` buckets covering ``(i, m]`` (:mod:`analysis.optimize._backward`, tiled).
-   For a fixed ``B`` of 32 to 1,024 (padding, or a step time without a working-set term),
+   For a fixed ``B`` of 24 to 10**4 (padding, or a step time without a working-set term),
    where the bounds lie loose under an equal-count plan's exact cost (:func:`_loose`: a heavy
-   tail of few samples per length), the bounds also read the chords through ``E_s`` at the
-   two largest powers of two below ``B`` (two running sums more per row:
-   :func:`~analysis.optimize._lower.chord_sizes`), in every step that reads them.
+   tail of few samples per length), the bounds also read the chords through ``E_s`` at two
+   powers of two below ``B``, near ``sqrt(B)`` and four times it (two running sums more per
+   row: :func:`~analysis.optimize._lower.chord_sizes`), in every step that reads them.
 2. *Upper bounds*: for every bucket count asked for, the plan the bounds chose, costed
    exactly (for a fixed ``B`` without the product formula, where that plan lies far above
    ``back``, its edges first moved by a local search while the exact cost falls: any plan's
@@ -162,11 +162,14 @@ def _path_end(
 _REFINE_GAP = 2e-4
 _REFINE_STEP = 32
 _REFINE_PASSES = 6
-# Looseness of the bounds (:func:`_looseness`) above which they take the chords (:func:`_loose`).
-# Measured, K = 6, one process, with the chords against without: every file of ../shared/data
-# at batch sizes 32 to 1,000 where looser (3.4e-5 to 2.8e-2) 0.19x to 0.96x the time; the
-# bundled data (3.8e-6 to 2.2e-5) 1.15x to 1.63x.  Rerun: ``benchmarks/chords_gate.py 32,48,64,100,1000``.
+# Looseness of the bounds (:func:`_looseness`) above which they take the chords (:func:`_loose`),
+# times ``B / _CHORD_GAP_B`` above that batch size.  Measured, K = 6, one process, with the
+# chords against without: every file of ../shared/data at batch sizes 24 to 10**4 where looser
+# (3.0e-5 to 9.4e-2; the gate as here) 0.09x to 0.98x the time (1.06x once); the bundled data
+# (3.4e-6 to 2.2e-5 up to 1,000; 3.1e-5 to 2.1e-4 from 1,500 to 10**4, under the scaled gap)
+# 1.00x to 1.55x.  Rerun: ``benchmarks/chords_gate.py 24,32,64,100,300,1000,1500,3000,10000``.
 _CHORD_GAP = 3e-5
+_CHORD_GAP_B = 1_000.0
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -466,13 +469,27 @@ def _loose(
     data: Arrays, short: Short, rows: np.ndarray, is_end: np.ndarray, n_buckets: int, carried: bool | None
 ) -> bool:
     """Whether the bounds take the chords (:func:`~analysis.optimize._lower.chord_sizes`): where
-    they may, and the bounds without them lie more than ``_CHORD_GAP`` below the exact cost
-    of an equal-count plan of ``n_buckets`` buckets (the starts of ``rows`` nearest the
-    quantiles of the samples; :func:`_looseness`; ``carried``:
-    :func:`~analysis.optimize._exact.carried_rows`)."""
+    they may, and :func:`chord_gate`'s looseness passes its gap."""
     if data.token or chord_sizes(short._replace(chords=True), float(data.size[1]))[0] == 0.0:
         return False
-    return bool(_looseness(data, short, rows, is_end, n_buckets, carried) > _CHORD_GAP)
+    looseness, gap = chord_gate(data, short, rows, is_end, n_buckets, carried)
+    return looseness > gap
+
+
+def chord_gate(
+    data: Arrays, short: Short, rows: np.ndarray, is_end: np.ndarray, n_buckets: int, carried: bool | None
+) -> tuple[float, float]:
+    """How far the bounds without the chords lie below the exact cost of an equal-count plan
+    (:func:`_looseness`) of ``n_buckets`` buckets, or fewer where each would hold less than
+    two batches (a bucket of one batch has an exact bound, which says nothing of the larger
+    buckets the DP weighs; 0 where the data hold less than two batches: the DP is then small,
+    and the chords cost it 1.3x to 1.4x on the shared files), and the gap above which the
+    bounds take the chords (``_CHORD_GAP``, scaled above ``_CHORD_GAP_B``); ``carried``:
+    :func:`~analysis.optimize._exact.carried_rows`."""
+    bf = float(data.size[1])
+    k = min(n_buckets, int(data.cum[-1] // (2.0 * bf)))
+    looseness = float(_looseness(data, short, rows, is_end, k, carried)) if k > 0 else 0.0
+    return looseness, _CHORD_GAP * max(1.0, bf / _CHORD_GAP_B)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")

@@ -47,7 +47,7 @@ def histogram(n_distinct: int, seed: int) -> LengthHistogram:
     return LengthHistogram.from_counts(lengths, counts)
 
 
-@pytest.mark.parametrize("batch_size", [1, 3, 8, 41, 64, 100])
+@pytest.mark.parametrize("batch_size", [1, 3, 8, 28, 41, 64, 100])
 @pytest.mark.parametrize(("n_distinct", "edge_multiple"), [(40, 1), (157, 1), (300, 4)])
 def test_backward_is_the_row_by_row_recursion(batch_size: int, n_distinct: int, edge_multiple: int) -> None:
     """Tiles of several starts and tiles with fewer rows than lanes (40 starts), every start
@@ -57,7 +57,7 @@ def test_backward_is_the_row_by_row_recursion(batch_size: int, n_distinct: int, 
     prob = build_problem(histogram(n_distinct, batch_size), rule, edge_multiple)
     data, plain = exact.exact_arrays(prob)
     assert plain.product == (batch_size <= 64)
-    for short in (plain, plain._replace(chords=True)):  # (from 32 the chords: chord_sizes)
+    for short in (plain, plain._replace(chords=True)):  # (from 24 the chords: chord_sizes)
         for n_buckets in (1, 2, 5):
             rows, is_end = kernel._rows(prob, n_buckets, prob.ends)
             got = backward_mod.backward(data, short, kernel._NO_BOUNDS, rows, is_end, n_buckets)

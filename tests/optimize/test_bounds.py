@@ -137,11 +137,33 @@ def test_the_chord_from_the_mean_is_at_most_the_exact_cost_and_raises_bounds(see
     assert raised > m
 
 
+def test_the_chord_sizes_are_powers_of_two_near_the_root_of_b_and_four_times_it_below_b():
+    """From 24 to 10**4 (and no chords outside): ``s_1`` the power of two nearest ``sqrt(B)``
+    in ``log2``, or the one below where ``4 s_1`` would reach ``B``; ``s_2 = 4 s_1 < B``."""
+    hist = LengthHistogram.from_counts([3, 9, 40], [5, 7, 2])
+    plain = exact.exact_arrays(problem.build_problem(hist, BatchRule(batch_size=64), 1))[1]
+    short = plain._replace(chords=True)
+    assert lower.chord_sizes(short, 23.0) == lower.chord_sizes(short, 10_001.0) == (0.0, 0.0)
+    for b in range(24, 10_001):
+        s1, s2 = lower.chord_sizes(short, float(b))
+        e = math.log2(s1)
+        assert e == int(e) and s2 == 4 * s1 < b, b
+        nearest = abs(e - math.log2(b) / 2) <= 0.5
+        assert nearest or (abs(e + 1 - math.log2(b) / 2) <= 0.5 and 8 * s1 >= b), b
+    assert [lower.chord_sizes(short, float(b)) for b in (24, 64, 100, 1000, 10_000)] == [
+        (4.0, 16.0),
+        (8.0, 32.0),
+        (8.0, 32.0),
+        (32.0, 128.0),
+        (128.0, 512.0),
+    ]
+
+
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("size", [32, 37, 64])
 def test_the_chords_sums_bound_their_exact_sums_and_raise_the_bounds(seed, size):
     """Batch sizes 32 to 64 (the product formula, a mean read): the chords' running sums
-    ``T_s`` at ``s`` 8 and 16 (16 and 32 above 32; ``chord_sums``) are at least the exact
+    ``T_s`` at ``s`` 4 and 16 (8 and 32 above 32; ``chord_sums``) are at least the exact
     ``T_s`` in rationals (0 where the bucket holds fewer than ``s``); each bound of ``low_costs`` is
     ``fixed_bound`` reading them (the same floats), at least the bound without them, and
     higher at many buckets of a heavy tail (the last lengths far above the rest)."""
@@ -155,7 +177,7 @@ def test_the_chords_sums_bound_their_exact_sums_and_raise_the_bounds(seed, size)
     assert lower.chord_sizes(plain, float(size)) == (0.0, 0.0)  # (none unless asked for)
     short = plain._replace(chords=True)
     sizes = lower.chord_sizes(short, float(size))
-    assert sizes == ((8.0, 16.0) if size == 32 else (16.0, 32.0))  # (the largest power of two below B)
+    assert sizes == ((4.0, 16.0) if size == 32 else (8.0, 32.0))  # (near sqrt(B), 4 times it, below B)
     is_end = np.ones(m + 1, np.bool_)
     low, t_b = np.empty(m + 1), np.empty(m + 1)
     steps = [Fraction(float(v)) for v in short.base_step]
