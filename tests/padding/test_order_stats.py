@@ -70,6 +70,34 @@ def test_the_rows_near_the_top_are_the_exact_binomial_ratios_for_a_large_size(si
         assert value == alone
 
 
+@pytest.mark.parametrize("size", [65, 300, 1000])
+def test_the_stirling_rows_are_each_terms_own_call_and_the_exact_ratios(size: int) -> None:
+    """Rows neither near the top nor far above ``size`` (Stirling's series) are, bit for bit,
+    the series with each function called on its own argument (the form the rows once took,
+    one row at a time), and ``log(C(c, size) / C(n, size))`` in rationals to ``1e-12``."""
+    n = 5 * size + 101
+    cum = np.unique(np.linspace(size + 16, 6 * size - 1, 40).astype(np.int64))
+    cum = cum[(cum <= n - 65) & (cum < 6 * size)]
+    got = log_prob_max_at_most(cum, n, size)
+    nf = float(n)
+    for c, value in zip(cum.tolist(), got.tolist(), strict=True):
+        a, d = np.array([float(c)]), np.array([float(n - c)])
+        b = a - size
+        alone = (
+            -a * order_stats._log1pmx(d / a)
+            + b * order_stats._log1pmx(d / b)
+            + d * np.log1p(-size / nf)
+            - 0.5 * (np.log1p(d / a) - np.log1p(d / b))
+            + order_stats._stirlerr(a)
+            - order_stats._stirlerr(a + d)
+            - order_stats._stirlerr(b)
+            + order_stats._stirlerr(b + d)
+        )
+        assert _bits(np.array([value]))[0] == _bits(alone)[0], c
+        exact = math.log(math.comb(c, size)) - math.log(math.comb(n, size))  # (exact integers)
+        assert value == pytest.approx(exact, rel=1e-12)
+
+
 @pytest.mark.parametrize("batch_size", [2, 5, 8, 64])
 def test_waste_and_objective_with_shared_statistics_are_unchanged(batch_size: int) -> None:
     rng = np.random.default_rng(batch_size)
