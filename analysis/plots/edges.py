@@ -399,8 +399,10 @@ class EdgesOnHistogram:
         return buf.getvalue()
 
 
-# The table's font size at most, and the least room either side of a cell's text (points).
+# The table's font size at most and at least, and the least room either side of a cell's text
+# (points; below the least size, on axes too narrow for any readable table, texts may cross).
 _TABLE_SIZE = 8.0
+_TABLE_SIZE_MIN = 4.0
 _TABLE_MARGIN = 3.0
 
 
@@ -416,7 +418,8 @@ def _table_layout(ax: Axes, cells: list[list[str]]) -> tuple[float, list[float]]
     columns = [list(column) for column in zip(*cells, strict=True)]
     longest = [max(w for w, _ in text_sizes_pt(fig, column, _TABLE_SIZE)) for column in columns]
     margins = 2.0 * _TABLE_MARGIN * len(columns)
-    fontsize = _TABLE_SIZE * min(1.0, (room * (1.0 - Cell.PAD) - margins) / sum(longest))
+    fits = _TABLE_SIZE * (room * (1.0 - Cell.PAD) - margins) / sum(longest)
+    fontsize = min(_TABLE_SIZE, max(_TABLE_SIZE_MIN, fits))
     need = [(w * fontsize / _TABLE_SIZE + 2.0 * _TABLE_MARGIN) / (1.0 - Cell.PAD) for w in longest]
     return fontsize, [w / sum(need) for w in need]
 
