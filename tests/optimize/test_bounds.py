@@ -207,7 +207,7 @@ def test_the_chords_sums_bound_their_exact_sums_and_raise_the_bounds(seed, size)
     assert raised > m
 
 
-@pytest.mark.parametrize("size", [8, 16, 32, 256, 512])
+@pytest.mark.parametrize("size", [4, 8, 16, 32, 64, 128, 256, 512])
 def test_the_chords_ratio_is_at_least_the_ratio_and_close_far_above_its_size(size):
     """``chord_ratio`` (over more than two samples Jensen's bound by squarings) is at least
     ``C(a, s) / C(b, s)`` in rationals from ``a = s`` (where it is far above) to ``a`` of
