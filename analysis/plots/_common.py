@@ -310,7 +310,7 @@ def place_labels(
     inside = (box.x0 * to_pt + 4, box.y0 * to_pt + 4, box.x1 * to_pt - 4, box.y1 * to_pt - 4)
     markers = [(x - marker_pt, y - marker_pt, x + marker_pt, y + marker_pt) for x, y in pts]
     obstacles = [*markers, *_point_boxes(ax, avoid, marker_pt / 2, to_pt)]
-    sizes = [text_size_pt(fig, text, fontsize) for text in labels]
+    sizes = text_sizes_pt(fig, labels, fontsize)
     angles = np.deg2rad(np.arange(0, 360, 22.5))
     radii = (11, 18, 26, 38, 52, 70, 95, 125, 160, 200)
 
