@@ -10,6 +10,11 @@ edges and efficiency of every method for K = 1..16 under each rule of ``RULES`` 
 17, 64, 1,000, 10,000 and 10**8; token budgets with and without ``pad_to_multiple_of``), the case's
 edges' efficiency, and sorted padding.  Written against the API both before and
 after issue 8 (it uses only the keyword batch rule), so an older checkout can run it too.
+
+``--bits`` keeps every float to its last bit (``repr``) where the default rounds efficiencies
+to 15 digits, and adds each plan's padded tokens and objective::
+
+    PYTHONPATH=. python benchmarks/plans_snapshot.py --bits after.json
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ RULES = (
 )
 
 
-def snapshot() -> dict[str, dict[str, object]]:
+def snapshot(bits: bool = False) -> dict[str, dict[str, object]]:
     files = {"case": Path("data/case_lengths.csv"), **{p.stem: p for p in sorted(SHARED.glob("*.npy"))}}
     out: dict[str, dict[str, object]] = {}
     for name, path in files.items():
@@ -59,6 +64,9 @@ def snapshot() -> dict[str, dict[str, object]]:
                     sweep["n_buckets"], sweep["method"], sweep["edges"], sweep["efficiency"]
                 )
             ]
+            if bits:  # every float to its last bit
+                columns = [c for c in ("efficiency", "padded_tokens", "objective") if c in sweep]
+                row[key] = [list(r) for r in zip(row[key], *([repr(v) for v in sweep[c]] for c in columns))]
         edges = cover_edges(list(CASE_EDGES), hist)
         row["case_edges_efficiency"] = expected_padding(hist, edges, rule=BatchRule(batch_size=8)).efficiency
         out[name] = row
@@ -66,5 +74,8 @@ def snapshot() -> dict[str, dict[str, object]]:
 
 
 if __name__ == "__main__":
-    Path(sys.argv[1]).write_text(json.dumps(snapshot(), indent=1) + "\n", encoding="utf-8")
-    print("wrote", sys.argv[1])
+    args = sys.argv[1:]
+    full = "--bits" in args
+    target = Path(next(a for a in args if a != "--bits"))
+    target.write_text(json.dumps(snapshot(full), indent=1) + "\n", encoding="utf-8")
+    print("wrote", target)
