@@ -284,6 +284,28 @@ def _point_boxes(
     return [(x - half, y - half, x + half, y + half) for x, y in centres]
 
 
+def _line_segments(
+    ax: Axes, lines: Sequence[tuple[npt.ArrayLike, npt.ArrayLike]], to_pt: float
+) -> list[tuple[tuple[float, float], tuple[float, float]]]:
+    """The segments (points on screen) of the polylines ``lines`` (data coordinates) of
+    ``ax`` between consecutive finite vertices."""
+    out = []
+    for xs, ys in lines:
+        xy = np.column_stack([np.asarray(xs, float), np.asarray(ys, float)])
+        xy = xy[np.isfinite(xy).all(axis=1)]
+        if len(xy) < 2:
+            continue
+        screen = ax.transData.transform(xy) * to_pt
+        out += [
+            ((float(a[0]), float(a[1])), (float(b[0]), float(b[1]))) for a, b in zip(screen[:-1], screen[1:])
+        ]
+    return out
+
+
+def _grown(box: tuple[float, float, float, float], pad: float) -> tuple[float, float, float, float]:
+    return (box[0] - pad, box[1] - pad, box[2] + pad, box[3] + pad)
+
+
 def place_labels(
     ax: Axes,
     xs: Sequence[float] | npt.NDArray[np.floating[Any]],
@@ -294,13 +316,17 @@ def place_labels(
     marker_pt: float = 7.0,
     color: str = "black",
     avoid: tuple[npt.ArrayLike, npt.ArrayLike] | None = None,
+    lines: Sequence[tuple[npt.ArrayLike, npt.ArrayLike]] = (),
 ) -> list[Annotation]:
     """Label each point ``(xs[i], ys[i])`` with ``labels[i]`` next to it: the nearest spot
     (sixteen directions, growing distance) that overlaps no other label or point and stays
     inside the axes; a thin leader line joins a label set further off.  Leader lines cross
     no label or other line when that is possible; labels never overlap unless the axes have
     no free spot at all.  ``avoid``: the other points drawn, ``(xs, ys)`` in data
-    coordinates, that no label may cover either (a smaller marker: ``marker_pt / 2``)."""
+    coordinates, that no label may cover either (a smaller marker: ``marker_pt / 2``);
+    ``lines``: the polylines drawn, ``(xs, ys)`` in data coordinates, that no label crosses
+    where a spot clear of them is free (else it may: a line under a label is read through
+    its translucent box, a point under it is hidden)."""
     fig = ax.get_figure(root=True)
     assert fig is not None, "the axes belong to a figure"
     fig.draw_without_rendering()  # the layout first: positions on screen are then final
@@ -310,6 +336,7 @@ def place_labels(
     inside = (box.x0 * to_pt + 4, box.y0 * to_pt + 4, box.x1 * to_pt - 4, box.y1 * to_pt - 4)
     markers = [(x - marker_pt, y - marker_pt, x + marker_pt, y + marker_pt) for x, y in pts]
     obstacles = [*markers, *_point_boxes(ax, avoid, marker_pt / 2, to_pt)]
+    segments = _line_segments(ax, lines, to_pt)
     sizes = text_sizes_pt(fig, labels, fontsize)
     angles = np.deg2rad(np.arange(0, 360, 22.5))
     radii = (11, 18, 26, 38, 52, 70, 95, 125, 160, 200)
@@ -332,6 +359,16 @@ def place_labels(
                     and cand[3] <= inside[3]
                 ):
                     yield (ox, oy), (sx, sy), radius, cand
+
+    # each label's spots clear of the points drawn, and of these the ones no line crosses
+    free = [
+        [c for c in candidates(i) if not any(_overlaps(c[3], t, 3.0) for t in obstacles)]
+        for i in range(len(pts))
+    ]
+    clear = [
+        [c for c in spots if not any(_segment_hits_box(a, b, _grown(c[3], 1.5)) for a, b in segments)]
+        for spots in free
+    ]
 
     def plan(order: Sequence[int]) -> tuple[float, dict[int, Any]]:
         """Place the labels in ``order``; the cost counts crossing leaders, then distance."""
@@ -359,9 +396,10 @@ def place_labels(
                     or any(_segments_cross((x, y), anchor, a, b) for a, b in leaders)
                 )
 
-            found = [
-                c for c in candidates(i) if not any(_overlaps(c[3], t, 3.0) for t in (*obstacles, *placed))
-            ]
+            found = [c for c in clear[i] if not any(_overlaps(c[3], t, 3.0) for t in placed)]
+            if not found:  # every spot clear of the lines taken: one across a line
+                cost += 500.0
+                found = [c for c in free[i] if not any(_overlaps(c[3], t, 3.0) for t in placed)]
             choice = next((c for c in found if clean((x + c[0][0], y + c[0][1]), c[2], c[3])), None)
             if choice is None:
                 cost += 1_000.0  # a crossing leader (or, worse, no free spot at all)

@@ -155,6 +155,7 @@ def plot_frontier(
             )
         )
     rest = f[~is_frontier & (f["knob"] != "given")]
+    lines: list[tuple[Any, Any]] = []  # the polylines drawn, which the labels keep clear of
     for name, group in rest.groupby("strategy", sort=False):
         g = group.sort_values("knob_value") if group["knob_value"].notna().all() else group
         color, marker = STRATEGY_COLORS.get(str(name), GREY), _MARKERS.get(str(name), "o")
@@ -175,11 +176,16 @@ def plot_frontier(
         if not gradient and str(name) == "sorted" and float(g["mixing"].min()) < floor:
             label += f" (mixing {format_percent(float(g['mixing'].min()), 'figure')}: on the left edge)"
         handles.append(Line2D([], [], color=color, marker=marker, mec="black", mew=0.4, label=label))
+        lines.append((np.maximum(g["mixing"], floor), g[axis]))
     pareto = f[f["pareto"]].sort_values("mixing")
     if not pareto.empty:
+        px, py = np.maximum(pareto["mixing"], floor).to_numpy(float), pareto[axis].to_numpy(float)
+        lines.append(
+            (np.r_[px[0], np.repeat(px[1:], 2)], np.r_[np.repeat(py[:-1], 2), py[-1]])
+        )  # (the steps)
         ax.step(
-            np.maximum(pareto["mixing"], floor),
-            pareto[axis],
+            px,
+            py,
             where="post",
             color="black",
             lw=1.0,
@@ -236,6 +242,6 @@ def plot_frontier(
     if texts:
         shown = f[is_frontier | (f["knob"] != "given")]  # the points drawn (the marks are labelled)
         drawn = (np.maximum(shown["mixing"].to_numpy(float), floor), shown[axis].to_numpy(float))
-        for note in place_labels(ax, np.array(xs), np.array(ys), texts, fontsize=8, avoid=drawn):
+        for note in place_labels(ax, np.array(xs), np.array(ys), texts, fontsize=8, avoid=drawn, lines=lines):
             note.set_bbox({"facecolor": "white", "edgecolor": "none", "alpha": 0.7, "pad": 1.0})
     return fig

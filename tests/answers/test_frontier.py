@@ -520,3 +520,43 @@ def test_the_marks_labels_cover_no_drawn_point(two_humps, k):
     assert len(points) > 3 * k
     assert [tuple(p) for box in texts for p in points if box.contains(*p)] == []
     plt.close(fig)
+
+
+def _drawn_segments(ax) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The segments on screen of every line of ``ax`` as matplotlib draws it (its steps
+    included), but its markers alone."""
+    from matplotlib.cbook import STEP_LOOKUP_MAP
+
+    out = []
+    for line in ax.lines:
+        if line.get_linestyle() in ("None", "", " "):
+            continue
+        x, y = STEP_LOOKUP_MAP[line.get_drawstyle()](*np.asarray(line.get_xydata(), float).T)
+        screen = line.get_transform().transform(np.column_stack([x, y]))
+        out += list(zip(screen[:-1], screen[1:], strict=True))
+    return out
+
+
+def _crosses(a: np.ndarray, b: np.ndarray, box) -> bool:
+    """Whether the segment ``a``-``b`` passes through ``box`` (sampled every 0.1 px)."""
+    n = int(np.hypot(*(b - a)) * 10) + 2
+    return any(box.contains(*p) for p in a + np.linspace(0.0, 1.0, n)[:, None] * (b - a))
+
+
+@pytest.mark.parametrize("k", [2, 6, 8, 9, 10])
+def test_the_marks_labels_cross_no_drawn_line(two_humps, k):
+    """A mark's label sits clear of the lines drawn too, where there is room (on alpaca's
+    data at batch size 1,000 the Pareto staircase ran under the HF Trainer's label): no
+    label's text box is crossed by a strategy's curve or the staircase (its leader line may
+    cross them)."""
+    frame = two_humps.frame
+    trainer = frame.loc[frame["strategy"] == "length_grouped", "label"].iloc[0]
+    fig = plot_frontier(frame, marks={"this plan": f"optimal edges, K={k}", "HF Trainer": trainer})
+    ax = fig.axes[0]
+    FigureCanvasAgg(fig).draw()
+    renderer = fig.canvas.get_renderer()
+    texts = [Text.get_window_extent(t, renderer) for t in ax.texts]
+    segments = _drawn_segments(ax)
+    assert len(texts) == 2 and len(segments) > 10
+    assert [(i, tuple(a)) for i, box in enumerate(texts) for a, b in segments if _crosses(a, b, box)] == []
+    plt.close(fig)
