@@ -47,30 +47,27 @@ setup-report: $(REPORT_STAMP)  ## The same with the report extra only (what `mak
 # Python writes bytecode here (PYTHONDONTWRITEBYTECODE, set on this project's machines, is
 # cleared for everything make runs): each module is compiled once, by the first process that
 # imports it, and the suite's many processes (workers, kernels, report runs) load it after.
-# pip installs with --no-compile: it would byte-compile every installed file on one core (~30 of
-# the ~50 s of a fresh install).  compileall, which did it on every core, took 44 s of CPU for
-# 10,711 files; the install and `make test` import 5,923 of them, which compile in 12.7 s of CPU
-# (one process, measured on the files a fresh clone's `make test` had written).
+# The installs write none: byte-compiling every installed file took pip ~30 of the ~50 s of a
+# fresh install, on one core; compileall, on every core, 44 s of CPU for 10,711 files; the
+# install and `make test` import 5,923 of them, which compile in 12.7 s of CPU (one process,
+# measured on the files a fresh clone's `make test` had written).
 export PYTHONDONTWRITEBYTECODE :=
-
-# pip prints its errors only (-qq): a pip configuration that names a package index or a folder
-# of wheels where some packages are missing gets one warning per package looked up (seen on
-# these machines: 30 lines of "Location ... is ignored" for file:///opt/pypi-more/simple),
-# none of them about this project.  A failed install still prints pip's ERROR lines and fails.
-PIP_QUIET := -qq
 
 define make_venv
 	@if [ ! -x "$(PY)" ]; then \
 	  echo "creating $(ENV_PREFIX) with $(BASE_PYTHON)"; \
 	  "$(BASE_PYTHON)" -m venv "$(ENV_PREFIX)"; \
 	fi
-	"$(PY)" -m pip install $(PIP_QUIET) --upgrade pip
 endef
-PIP_INSTALL = PYTHONWARNINGS='ignore:Editable installation' "$(PY)" -m pip install $(PIP_QUIET) --no-compile -e
+# .ci/install: uv, given pip's configuration (its indexes, find-links and constraints), else
+# pip as before (quiet, no bytecode).  pip's dev install took about a minute here, uv's 6.5 s.
+PIP_INSTALL = "$(PY)" .ci/install -e
 
 # The dev install compiles the optimiser's kernels into numba's cache on disk beside the
 # install of the extras (python -m analysis.optimize._ahead, in two processes, once the core is
-# in: pip leaves a core idle).  The suite's workers and notebook kernels then load the kernels
+# in; uv installs the extras in seconds, so the compile is the install's longest part: `make
+# setup` from a fresh clone took 94 s with uv, 118 s with pip, one after the other, and both
+# installed the same 188 packages at the same versions).  The suite's workers and notebook kernels then load the kernels
 # instead of each compiling them at once: a fresh clone's `make test` 3 min 57.6 s, 3 min 59.6 s
 # and 4 min 7.0 s in three runs (the install 73-80 s, was 45 s without it; pytest 159-163 s,
 # was 222 s); a day later 4 min 17.2 s, 4 min 12.4 s and 4 min 16.4 s (pytest 168-171 s), and
@@ -149,8 +146,8 @@ lint: ruff  ## ruff (lint and format check) and mypy --strict on the package
 	"$(PY)" -m mypy
 
 ruff: setup  ## ruff only: lint and format check
-	"$(PY)" -m ruff check analysis tests benchmarks notebooks
-	"$(PY)" -m ruff format --check analysis tests benchmarks notebooks
+	"$(PY)" -m ruff check analysis tests benchmarks notebooks .ci/install
+	"$(PY)" -m ruff format --check analysis tests benchmarks notebooks .ci/install
 
 notebooks: setup  ## Re-execute the stored notebooks in place (outputs kept for nbval) and strip volatile metadata
 	cd notebooks && for nb in $(notdir $(NOTEBOOKS)); do "$(PY)" -m jupyter nbconvert --to notebook --execute --inplace "$$nb" || exit 1; done
