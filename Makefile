@@ -63,19 +63,21 @@ endef
 # pip as before (quiet, no bytecode).  pip's dev install took about a minute here, uv's 6.5 s.
 PIP_INSTALL = "$(PY)" .ci/install -e
 
-# The dev install compiles the optimiser's kernels into numba's cache on disk beside the
-# install of the extras (python -m analysis.optimize._ahead, in two processes, once the core is
-# in; uv installs the extras in seconds, so the compile is the install's longest part: `make
-# setup` from a fresh clone took 94 s with uv, 118 s with pip, one after the other, and both
-# installed the same 188 packages at the same versions).  The suite's workers and notebook kernels then load the kernels
-# instead of each compiling them at once: a fresh clone's `make test` 3 min 57.6 s, 3 min 59.6 s
-# and 4 min 7.0 s in three runs (the install 73-80 s, was 45 s without it; pytest 159-163 s,
-# was 222 s); a day later 4 min 17.2 s, 4 min 12.4 s and 4 min 16.4 s (pytest 168-171 s), and
-# the commit those three were measured against took 4 min 11.9 s (pytest 168.6 s) beside them;
-# two days later (a slower day: `make setup` alone 2 min 7 s) 5 min 29.9 s (pytest 216.4 s) at
-# 5c12e6f and 5 min 16.9 s (pytest 200.1 s) at 21eb708, the commit before it, minutes apart;
-# at c51bec2 5 min 34.6 s (pytest 223.8 s); a day later 5 min 34 s (`make setup` 1 min 50.5 s,
-# pytest 217.2 s) at af15b60 and 5 min 5.8 s (pytest 190.8 s) at e500406, hours apart.
+# The dev install compiles the optimiser's kernels into numba's cache on disk beside the install
+# of the extras (python -m analysis.optimize._ahead, in two processes, once the core is in; uv
+# installs the extras in seconds, so the compile is the install's longest part: `make setup` from
+# a fresh clone took 94 s with uv, 118 s with pip, one after the other, and both installed the
+# same 188 packages at the same versions).  The suite's workers and notebook kernels then load the
+# kernels instead of each compiling them at once: a fresh clone's `make test` 3 min 57.6 s, 3 min
+# 59.6 s and 4 min 7.0 s in three runs (the install 73-80 s, was 45 s without it; pytest 159-163
+# s, was 222 s); a day later 4 min 17.2 s, 4 min 12.4 s and 4 min 16.4 s (pytest 168-171 s), and
+# the commit those three were measured against took 4 min 11.9 s (pytest 168.6 s) beside them; two
+# days later (a slower day: `make setup` alone 2 min 7 s) 5 min 29.9 s (pytest 216.4 s) at 5c12e6f
+# and 5 min 16.9 s (pytest 200.1 s) at 21eb708, the commit before it, minutes apart; at c51bec2 5
+# min 34.6 s (pytest 223.8 s); a day later 5 min 34 s (`make setup` 1 min 50.5 s, pytest 217.2 s)
+# at af15b60 and 5 min 5.8 s (pytest 190.8 s) at e500406, hours apart; at 074184c 4 min 48.0 s
+# (pytest 191.5 s); in an afternoon's pair, 5 min 13.4 s with pip and 5 min 8.4 s with uv (pytest
+# 205.9 s and 218.6 s).
 # A failed compile fails the install with its log.
 $(STAMP): pyproject.toml
 	$(make_venv)
