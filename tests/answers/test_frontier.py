@@ -502,18 +502,24 @@ def two_humps():
     return frontier(hist, batch_size=64, rng=np.random.default_rng(0), max_buckets=10, n_lambdas=2, epochs=1)
 
 
-@pytest.mark.parametrize("k", [8, 9, 10])
-def test_the_marks_labels_cover_no_drawn_point(two_humps, k):
-    """A mark's label sits where no point is drawn (here the chosen plan's label once covered
-    two to four of the K-sweep's markers beside it): no label's text box holds the centre of a
-    marker of any curve, ring or staircase."""
-    frame = two_humps.frame
+def _marked(result, k: int):
+    """The frontier figure of ``result`` with K = ``k``'s optimal plan and the HF Trainer
+    marked, drawn, its axes and the text boxes of its labels on screen (leader lines left out)."""
+    frame = result.frame
     trainer = frame.loc[frame["strategy"] == "length_grouped", "label"].iloc[0]
     fig = plot_frontier(frame, marks={"this plan": f"optimal edges, K={k}", "HF Trainer": trainer})
     ax = fig.axes[0]
     FigureCanvasAgg(fig).draw()
     renderer = fig.canvas.get_renderer()
-    texts = [Text.get_window_extent(t, renderer) for t in ax.texts]  # (the leader lines left out)
+    return fig, ax, [Text.get_window_extent(t, renderer) for t in ax.texts]
+
+
+@pytest.mark.parametrize("k", [8, 9, 10])
+def test_the_marks_labels_cover_no_drawn_point(two_humps, k):
+    """A mark's label sits where no point is drawn (here the chosen plan's label once covered
+    two to four of the K-sweep's markers beside it): no label's text box holds the centre of a
+    marker of any curve, ring or staircase."""
+    fig, ax, texts = _marked(two_humps, k)
     assert len(texts) == 2
     points = [p for c in ax.collections for p in c.get_offset_transform().transform(c.get_offsets())]
     points += [p for line in ax.lines for p in line.get_transform().transform(line.get_xydata())]
@@ -549,13 +555,7 @@ def test_the_marks_labels_cross_no_drawn_line(two_humps, k):
     data at batch size 1,000 the Pareto staircase ran under the HF Trainer's label): no
     label's text box is crossed by a strategy's curve or the staircase (its leader line may
     cross them)."""
-    frame = two_humps.frame
-    trainer = frame.loc[frame["strategy"] == "length_grouped", "label"].iloc[0]
-    fig = plot_frontier(frame, marks={"this plan": f"optimal edges, K={k}", "HF Trainer": trainer})
-    ax = fig.axes[0]
-    FigureCanvasAgg(fig).draw()
-    renderer = fig.canvas.get_renderer()
-    texts = [Text.get_window_extent(t, renderer) for t in ax.texts]
+    fig, ax, texts = _marked(two_humps, k)
     segments = _drawn_segments(ax)
     assert len(texts) == 2 and len(segments) > 10
     assert [(i, tuple(a)) for i, box in enumerate(texts) for a, b in segments if _crosses(a, b, box)] == []
