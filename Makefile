@@ -83,26 +83,29 @@ $(STAMP): pyproject.toml
 	$(make_venv)
 	$(PIP_INSTALL) .
 	@mkdir -p .make
-	"$(PY)" -m analysis.optimize._ahead 0 > .make/ahead0.log 2>&1 & ahead0=$$!; \
-	"$(PY)" -m analysis.optimize._ahead 1 > .make/ahead1.log 2>&1 & ahead1=$$!; \
+	"$(PY)" -m analysis.optimize._ahead 0,1 > .make/ahead0.log 2>&1 & ahead0=$$!; \
+	"$(PY)" -m analysis.optimize._ahead 2 > .make/ahead1.log 2>&1 & ahead1=$$!; \
 	$(PIP_INSTALL) '.[dev]'; status=$$?; \
 	wait $$ahead0 || { cat .make/ahead0.log; exit 1; }; \
 	wait $$ahead1 || { cat .make/ahead1.log; exit 1; }; exit $$status
 	@touch $(STAMP) $(REPORT_STAMP)
 
 # The report's install compiles, beside the install of its extra, the kernels the report's own
-# process would otherwise compile, on one core, before its first notebook (`_ahead 0`: batch
-# size 8's exact DP, a floor, the candidate grid, the frontier, the greedy descent): the report
-# alone took 72.6 s with an empty cache, 28.9 s with it filled, and a fresh clone's `make
-# report` 1 min 43.8 s before, 1 min 32.6 s and 1 min 36.7 s with it.  (Part 0 split in two
-# processes: 1 min 32.4 s; the install is then bound by the two cores, not by the compile.)
+# process would otherwise compile, on one core, before its first notebook (`_ahead 0` and `1`:
+# batch size 8's exact DP and greedy descent; a floor, the candidate grid, the frontier): the
+# report alone took 72.6 s with an empty cache, 28.9 s with it filled, and a fresh clone's `make
+# report` 1 min 43.8 s before, 1 min 32.6 s and 1 min 36.7 s with it.  In two processes (with
+# pip, which then took the second core, 1 min 32.4 s; uv installs in seconds): 91.4 s and 89.8 s
+# against 101.0 s and 97.3 s in one, in fresh clones, taking turns.
 $(REPORT_STAMP): pyproject.toml
 	$(make_venv)
 	$(PIP_INSTALL) .
 	@mkdir -p .make
 	"$(PY)" -m analysis.optimize._ahead 0 > .make/ahead0.log 2>&1 & ahead0=$$!; \
+	"$(PY)" -m analysis.optimize._ahead 1 > .make/ahead1.log 2>&1 & ahead1=$$!; \
 	$(PIP_INSTALL) '.[report]'; status=$$?; \
-	wait $$ahead0 || { cat .make/ahead0.log; exit 1; }; exit $$status
+	wait $$ahead0 || { cat .make/ahead0.log; exit 1; }; \
+	wait $$ahead1 || { cat .make/ahead1.log; exit 1; }; exit $$status
 	@touch $(REPORT_STAMP)
 
 report: setup-report  ## Run every notebook on the bundled data into reports/ (executed copies, HTML, figures)

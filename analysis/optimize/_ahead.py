@@ -6,9 +6,10 @@ compile (on these machines about 30 s for batch size 8's exact DP, a minute and 
 for every kernel called here), and processes started at once (the test workers, the
 notebooks' kernels) each pay it, since none finds the cache yet.
 The dev install (``make setup``, which ``make test`` runs) runs this module beside the install
-of the extras, so the suite's processes load the kernels instead; the report's install
-(``make report``) its part 0 (batch size 8's), which the report's own process would otherwise
-compile, on one core, before its first notebook (the Makefile says what each saves).
+of the extras, parts 0 and 1 in one process and part 2 in another, so the suite's processes load
+the kernels instead; the report's install (``make report``) parts 0 and 1, batch size 8's, each
+in its own process, which the report's own process would otherwise compile, on one core, before
+its first notebook (the Makefile says what each saves).
 
 It makes each top-level call production makes once, on a small histogram: the exact DP for
 the three rules that take different passes (a fixed batch size by the product formula, one
@@ -20,7 +21,7 @@ misses still compiles on its first call, as before.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -50,40 +51,43 @@ def histogram() -> LengthHistogram:
 
 
 def _parts(hist: LengthHistogram) -> tuple[tuple[Callable[[], object], ...], ...]:
-    """The calls in two parts that share few kernels, for two processes side by side (here 33 s
-    and 44 s of compile, side by side; one process compiles them all in 63 s): the exact DP by
-    the product formula, a floor, the candidate grid, the frontier and the greedy rule's
-    descent (all batch size 8: the kernels without
-    :func:`~analysis.optimize._exact.carried_row`); the exact DP of the other two rules and a
-    token budget's frontier."""
+    """The calls in three parts, for processes side by side: batch size 8's exact DP (by the
+    product formula) and the greedy rule's descent; a floor, the candidate grid and the
+    frontier, at batch size 8 (those two: the kernels without
+    :func:`~analysis.optimize._exact.carried_row`; 38.8 s and 40.2 s of CPU from an empty
+    cache, 42.4 s of wall side by side, against 60.6 s for the five calls in one process, 58.2 s
+    of CPU: they share some kernels, compiled twice side by side); the exact DP of the other two
+    rules and a token budget's frontier (about 44 s, sharing few kernels with the others)."""
     batch_8 = (
         lambda: optimize_edges(hist, 4, RULES[0], candidates=None),
+        lambda: optimize_edges(hist, 4, RULES[0], method="greedy"),
+    )
+    searches = (
         lambda: optimize_edges(hist, 4, RULES[0], min_mixing=0.5),
         lambda: optimize_edges(hist, 4, RULES[0], candidates=_GRID),
         lambda: frontier_minima(hist, RULES[0], 4, [0.0, 1.0]),
-        lambda: optimize_edges(hist, 4, RULES[0], method="greedy"),
     )
     others = (
         lambda: optimize_edges(hist, 4, RULES[1], candidates=None),
         lambda: optimize_edges(hist, 4, RULES[2], candidates=None),
         lambda: frontier_minima(hist, RULES[2], 4, [0.0, 1.0]),
     )
-    return batch_8, others
+    return batch_8, searches, others
 
 
-def compile_kernels(part: int | None = None) -> None:
-    """Call every kernel the optimiser's entry points reach, or those of part ``part`` (0 or 1:
-    :func:`_parts`; each compiles into the cache on disk unless it is there already).
+def compile_kernels(parts: Sequence[int] | None = None) -> None:
+    """Call every kernel the optimiser's entry points reach, or those of ``parts`` (of 0, 1
+    and 2: :func:`_parts`; each compiles into the cache on disk unless it is there already).
 
     Examples
     --------
     >>> compile_kernels()  # a second call loads every kernel: a second or so
     """
-    parts = _parts(histogram())
-    for calls in parts if part is None else parts[part : part + 1]:
-        for call in calls:
+    every = _parts(histogram())
+    for part in range(len(every)) if parts is None else parts:
+        for call in every[part]:
             call()
 
 
-if __name__ == "__main__":
-    compile_kernels(int(sys.argv[1]) if len(sys.argv) > 1 else None)
+if __name__ == "__main__":  # python -m analysis.optimize._ahead [PART[,PART...]]
+    compile_kernels([int(p) for p in sys.argv[1].split(",")] if len(sys.argv) > 1 else None)
