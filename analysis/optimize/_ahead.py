@@ -1,4 +1,4 @@
-"""The optimiser's kernels compiled ahead of their first call: ``python -m analysis.optimize._ahead [PART]``.
+"""The optimiser's kernels compiled ahead: ``python -m analysis.optimize._ahead [PART[,PART...]]``.
 
 numba compiles a kernel on its first call and keeps the machine code in its cache on disk,
 beside the module (``cache=True``); every later process loads it.  A first call pays the
