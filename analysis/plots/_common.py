@@ -272,15 +272,18 @@ def _segments_cross(
     return (side(a, b, c) * side(a, b, d) < 0) and (side(c, d, a) * side(c, d, b) < 0)
 
 
+def _on_screen(ax: Axes, xs: npt.ArrayLike, ys: npt.ArrayLike, to_pt: float) -> np.ndarray:
+    """The finite points ``(xs, ys)`` (data coordinates) of ``ax`` on screen, in points."""
+    xy = np.column_stack([np.asarray(xs, float), np.asarray(ys, float)])
+    xy = xy[np.isfinite(xy).all(axis=1)]
+    return ax.transData.transform(xy) * to_pt if xy.size else np.zeros((0, 2))
+
+
 def _point_boxes(
     ax: Axes, points: tuple[npt.ArrayLike, npt.ArrayLike] | None, half: float, to_pt: float
 ) -> list[tuple[float, float, float, float]]:
     """Boxes (points on screen, ``half`` either side) around the finite ``points`` of ``ax``."""
-    if points is None:
-        return []
-    xy = np.column_stack([np.asarray(points[0], float), np.asarray(points[1], float)])
-    xy = xy[np.isfinite(xy).all(axis=1)]
-    centres = ax.transData.transform(xy) * to_pt if xy.size else np.zeros((0, 2))
+    centres = np.zeros((0, 2)) if points is None else _on_screen(ax, *points, to_pt)
     return [(x - half, y - half, x + half, y + half) for x, y in centres]
 
 
@@ -291,11 +294,7 @@ def _line_segments(
     ``ax`` between consecutive finite vertices."""
     out = []
     for xs, ys in lines:
-        xy = np.column_stack([np.asarray(xs, float), np.asarray(ys, float)])
-        xy = xy[np.isfinite(xy).all(axis=1)]
-        if len(xy) < 2:
-            continue
-        screen = ax.transData.transform(xy) * to_pt
+        screen = _on_screen(ax, xs, ys, to_pt)
         out += [
             ((float(a[0]), float(a[1])), (float(b[0]), float(b[1]))) for a, b in zip(screen[:-1], screen[1:])
         ]
