@@ -63,28 +63,35 @@ endef
 # pip as before (quiet, no bytecode).  pip's dev install took about a minute here, uv's 6.5 s.
 PIP_INSTALL = "$(PY)" .ci/install -e
 
-# The dev install compiles the optimiser's kernels into numba's cache on disk beside the install
-# of the extras (python -m analysis.optimize._ahead, in two processes, once the core is in; uv
-# installs the extras in seconds, so the compile is the install's longest part: `make setup` from
-# a fresh clone took 94 s with uv, 118 s with pip, one after the other, and both installed the
-# same 188 packages at the same versions).  The suite's workers and notebook kernels then load the
-# kernels instead of each compiling them at once: a fresh clone's `make test` 3 min 57.6 s, 3 min
-# 59.6 s and 4 min 7.0 s in three runs (the install 73-80 s, was 45 s without it; pytest 159-163
-# s, was 222 s); a day later 4 min 17.2 s, 4 min 12.4 s and 4 min 16.4 s (pytest 168-171 s), and
-# the commit those three were measured against took 4 min 11.9 s (pytest 168.6 s) beside them; two
-# days later (a slower day: `make setup` alone 2 min 7 s) 5 min 29.9 s (pytest 216.4 s) at 5c12e6f
-# and 5 min 16.9 s (pytest 200.1 s) at 21eb708, the commit before it, minutes apart; at c51bec2 5
-# min 34.6 s (pytest 223.8 s); a day later 5 min 34 s (`make setup` 1 min 50.5 s, pytest 217.2 s)
-# at af15b60 and 5 min 5.8 s (pytest 190.8 s) at e500406, hours apart; at 074184c 4 min 48.0 s
-# (pytest 191.5 s); in an afternoon's pair, 5 min 13.4 s with pip and 5 min 8.4 s with uv (pytest
-# 205.9 s and 218.6 s).
+# The installs compile the optimiser's kernels into numba's cache on disk beside the install of
+# the extras (python -m analysis.optimize._ahead, in two processes, once the core is in), so that
+# the suite's workers, the report and the notebooks' kernels load them instead of each compiling
+# them at once.  uv installs the extras in seconds, so the compile is the install's longest part;
+# it runs at LLVM's -O1 (NUMBA_OPT=1, for these processes only): 12-13 % less CPU than numba's
+# -O3 (the dev install's two processes 45.7 s and 57.1 s against 52.6 s and 63.1 s, from an empty
+# cache, and again 47.3 s and 55.9 s against 54.6 s and 66.7 s), for kernels that run as fast
+# (K = 6 at batch size 8 0.089 s either way; seven rules, two frontiers, a floor, the greedy rule
+# and the grid within the timings' noise; the sweep 3-4 % slower in both rounds, 0.18 s) and give
+# the same floats (benchmarks/plans_snapshot.py --bits identical: without fast-math LLVM may not
+# reorder them).  -O0 is no option: numba cannot cache some of the kernels it compiles there.  A
+# kernel compiled later, on a first call, takes numba's default.  benchmarks/bench_ahead.py
+# measures both levels.
+AHEAD = NUMBA_OPT=1 "$(PY)" -m analysis.optimize._ahead
+#
+# A fresh clone's `make test` has taken from 3 min 57.6 s to 5 min 36.4 s on these 2 shared
+# cores, much of the spread from day to day rather than from commit to commit (pytest alone
+# 159-245 s, `make setup` 78 s to 2 min 7 s): 3 min 57.6 s, 3 min 59.6 s and 4 min 7.0 s in
+# three runs on one day (the install 73-80 s, 45 s without the compile, when pytest took 222 s
+# instead of 159-163 s); 5 min 29.9 s and 5 min 16.9 s at 5c12e6f and 21eb708, minutes apart, on
+# a slow day; 4 min 48.0 s at 074184c; 5 min 13.4 s with pip and 5 min 8.4 s with uv, an
+# afternoon's pair.
 # A failed compile fails the install with its log.
 $(STAMP): pyproject.toml
 	$(make_venv)
 	$(PIP_INSTALL) .
 	@mkdir -p .make
-	"$(PY)" -m analysis.optimize._ahead 0,1 > .make/ahead0.log 2>&1 & ahead0=$$!; \
-	"$(PY)" -m analysis.optimize._ahead 2 > .make/ahead1.log 2>&1 & ahead1=$$!; \
+	$(AHEAD) 0,1 > .make/ahead0.log 2>&1 & ahead0=$$!; \
+	$(AHEAD) 2 > .make/ahead1.log 2>&1 & ahead1=$$!; \
 	$(PIP_INSTALL) '.[dev]'; status=$$?; \
 	wait $$ahead0 || { cat .make/ahead0.log; exit 1; }; \
 	wait $$ahead1 || { cat .make/ahead1.log; exit 1; }; exit $$status
@@ -101,8 +108,8 @@ $(REPORT_STAMP): pyproject.toml
 	$(make_venv)
 	$(PIP_INSTALL) .
 	@mkdir -p .make
-	"$(PY)" -m analysis.optimize._ahead 0 > .make/ahead0.log 2>&1 & ahead0=$$!; \
-	"$(PY)" -m analysis.optimize._ahead 1 > .make/ahead1.log 2>&1 & ahead1=$$!; \
+	$(AHEAD) 0 > .make/ahead0.log 2>&1 & ahead0=$$!; \
+	$(AHEAD) 1 > .make/ahead1.log 2>&1 & ahead1=$$!; \
 	$(PIP_INSTALL) '.[report]'; status=$$?; \
 	wait $$ahead0 || { cat .make/ahead0.log; exit 1; }; \
 	wait $$ahead1 || { cat .make/ahead1.log; exit 1; }; exit $$status

@@ -2,9 +2,11 @@
 
 numba compiles a kernel on its first call and keeps the machine code in its cache on disk,
 beside the module (``cache=True``); every later process loads it.  A first call pays the
-compile (on these machines about 30 s for batch size 8's exact DP, a minute and a half of CPU
+compile (on these machines about 30 s for batch size 8's exact DP, about two minutes of CPU
 for every kernel called here), and processes started at once (the test workers, the
-notebooks' kernels) each pay it, since none finds the cache yet.
+notebooks' kernels) each pay it, since none finds the cache yet.  The installs run this module
+at LLVM's -O1 (``NUMBA_OPT=1``): 12-13 % less CPU than numba's default -O3, for kernels as fast
+and the same floats (``benchmarks/bench_ahead.py``; the Makefile says more).
 The dev install (``make setup``, which ``make test`` runs) runs this module beside the install
 of the extras, parts 0 and 1 in one process and part 2 in another, so the suite's processes load
 the kernels instead; the report's install (``make report``) parts 0 and 1, batch size 8's, each
