@@ -103,7 +103,9 @@ $(STAMP): pyproject.toml
 # report alone took 72.6 s with an empty cache, 28.9 s with it filled, and a fresh clone's `make
 # report` 1 min 43.8 s before, 1 min 32.6 s and 1 min 36.7 s with it.  In two processes (with
 # pip, which then took the second core, 1 min 32.4 s; uv installs in seconds): 91.4 s and 89.8 s
-# against 101.0 s and 97.3 s in one, in fresh clones, taking turns.
+# against 101.0 s and 97.3 s in one, in fresh clones, taking turns; at -O1 (AHEAD, above) 81.5 s
+# and 84.7 s against 92.0 s and 88.8 s at -O3, and `make setup` 81.8 s and 74.9 s against 80.7 s
+# and 83.4 s, taking turns again.
 $(REPORT_STAMP): pyproject.toml
 	$(make_venv)
 	$(PIP_INSTALL) .
