@@ -204,7 +204,7 @@ def test_the_near_ends_and_the_last_buckets_bound(batch_size: int, chords: bool)
     wide = 0
     for i in rows:
         lower.low_costs(i, data, short, kernel._NO_BOUNDS, is_end, ratio, low)
-        exact.exact_row(i, data, short, only_m, cost, work[0], work[1])
+        exact.exact_row(i, data, short, only_m, cost, work[0], work[1], True)  # (the DP's types)
         assert low[m] <= at_m[i] <= cost[m]
         for k in range(2, n_buckets):
             near = near_ends(low, want, i, k, tau)
