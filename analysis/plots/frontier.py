@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from matplotlib.cbook import pts_to_poststep
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, PercentFormatter
@@ -180,9 +181,8 @@ def plot_frontier(
     pareto = f[f["pareto"]].sort_values("mixing")
     if not pareto.empty:
         px, py = np.maximum(pareto["mixing"], floor).to_numpy(float), pareto[axis].to_numpy(float)
-        lines.append(
-            (np.r_[px[0], np.repeat(px[1:], 2)], np.r_[np.repeat(py[:-1], 2), py[-1]])
-        )  # (the steps)
+        steps_x, steps_y = pts_to_poststep(px, py)  # the staircase's vertices, as ax.step draws them
+        lines.append((steps_x, steps_y))
         ax.step(
             px,
             py,
