@@ -7,7 +7,7 @@ Run it from the repository root, with nothing else on the machine (about five mi
 
 For each level (``NUMBA_OPT``), from an empty numba cache of its own: the CPU seconds of
 ``python -m analysis.optimize._ahead 0,1`` and ``... 2`` side by side, as ``make setup`` runs
-them (``/usr/bin/time``'s user seconds of each); then, in a new process on one core with numba's
+them (the user seconds of each); then, in a new process on one core with numba's
 default level (the cache's kernels are loaded, not compiled again), the median CPU seconds of
 five calls of each of :data:`CALLS` on the bundled data.  The levels take turns ``--rounds``
 times (default 2) and every median is printed, so a load that comes and goes shows.
@@ -87,18 +87,23 @@ def _child() -> None:
 
 
 def _compile(level: str, cache: str) -> tuple[float, float]:
-    """The user CPU seconds of ``_ahead 0,1`` and ``_ahead 2``, side by side, at ``level``."""
+    """The user CPU seconds of ``_ahead 0,1`` and ``_ahead 2``, side by side, at ``level``
+    (each process's own, from ``os.wait4``)."""
     env = {**os.environ, "NUMBA_OPT": level, "NUMBA_CACHE_DIR": cache}
-    procs = []
-    for parts in ("0,1", "2"):
-        command = ["/usr/bin/time", "-f", "%U", sys.executable, "-m", "analysis.optimize._ahead", parts]
-        procs.append(subprocess.Popen(command, cwd=PROJECT_ROOT, env=env, stderr=subprocess.PIPE, text=True))
     seconds = []
-    for proc in procs:
-        _, err = proc.communicate()
-        if proc.returncode != 0:
-            raise SystemExit(f"_ahead at NUMBA_OPT={level} failed:\n{err}")
-        seconds.append(float(err.split()[-1]))
+    with tempfile.TemporaryFile("w+") as log:
+        command = [sys.executable, "-m", "analysis.optimize._ahead"]
+        procs = [
+            subprocess.Popen([*command, parts], cwd=PROJECT_ROOT, env=env, stdout=log, stderr=log)
+            for parts in ("0,1", "2")
+        ]
+        for proc in procs:
+            _, status, usage = os.wait4(proc.pid, 0)
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            if proc.returncode != 0:
+                log.seek(0)
+                raise SystemExit(f"_ahead at NUMBA_OPT={level} failed:\n{log.read()}")
+            seconds.append(usage.ru_utime)
     return seconds[0], seconds[1]
 
 
