@@ -4,6 +4,7 @@ section over an earlier one (pure functions; the installs themselves run in ``ma
 
 from __future__ import annotations
 
+import importlib
 import importlib.machinery
 import importlib.util
 from pathlib import Path
@@ -41,6 +42,7 @@ def test_pips_configuration_becomes_uvs_options(install: ModuleType) -> None:
     pairs = list(zip(options[::2], options[1::2], strict=True))
     assert pairs == [
         ("--index-strategy", "unsafe-best-match"),
+        ("--constraint", str(SCRIPT.parent / "constraints.txt")),
         ("--constraint", "/etc/xdg/pip/constraints.txt"),
         ("--extra-index-url", "file:///opt/pypi/simple"),
         ("--extra-index-url", "file:///opt/pypi-more/simple"),
@@ -66,7 +68,7 @@ def test_a_later_section_wins_and_other_lines_are_left_out(install: ModuleType) 
         "trusted-host": "a.example b.example",
     }
     options, env = install.uv_options(config)
-    assert options[2:] == [
+    assert options[4:] == [
         "--index-url",
         "https://b.example/simple",
         "--no-index",
@@ -84,3 +86,12 @@ def test_a_failed_step_is_named_by_its_error_line(install: ModuleType) -> None:
     assert install._last(uv) == "error: Because only trl==1.13.0 is available ..."
     assert install._last("first\nsecond\n") == "second"
     assert install._last("") == "no message"
+
+
+def test_the_installed_soundfile_loads_its_library() -> None:
+    """lhotse imports soundfile, and so do transformers' audio utilities, which trl and the
+    Trainer import: a soundfile wheel without libsndfile (uv's pick from this machine's local
+    index, before ``.ci/constraints.txt``) fails all of them on a machine without the system's
+    libsndfile."""
+    soundfile = importlib.import_module("soundfile")  # (the dev extra's lhotse requires it)
+    assert soundfile.__libsndfile_version__.count(".") >= 1
