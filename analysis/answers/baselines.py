@@ -5,6 +5,8 @@ which nobody runs under a token budget)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
 
@@ -19,26 +21,36 @@ BUDGET_BASELINES = ("token_budget", "packing")
 
 
 def budget_baselines(
-    hist: LengthHistogram, rule: BatchRule, *, rng: np.random.Generator, epochs: int = 2
+    hist: LengthHistogram,
+    rule: BatchRule,
+    *,
+    rng: np.random.Generator,
+    edges: Sequence[int],
+    epochs: int,
+    world_size: int = 1,
 ) -> pd.DataFrame | None:
-    """Dynamic batching and packing under ``rule``'s token budget, simulated for ``epochs``
-    epochs (:func:`analysis.compare_strategies`): a row per strategy with its ``steps``,
-    ``efficiency`` and ``mixing``; None without a token budget.
+    """Dynamic batching and packing under ``rule``'s token budget: their rows (``steps``,
+    ``efficiency``, ``mixing``) of notebook 02's table, the same simulation
+    (:func:`analysis.compare_strategies` of every strategy in order from ``rng``, the bucketed
+    one on ``edges``, for ``epochs`` epochs on ``world_size`` ranks: given a generator seeded
+    alike, the same floats); None without a token budget.
 
     Examples
     --------
     >>> h = LengthHistogram.from_lengths(np.random.default_rng(0).integers(1, 100, 300))
-    >>> base = budget_baselines(h, BatchRule(max_tokens=400), rng=np.random.default_rng(0))
+    >>> rule, edges = BatchRule(max_tokens=400), [0, 50, 99]
+    >>> base = budget_baselines(h, rule, rng=np.random.default_rng(0), edges=edges, epochs=2)
     >>> list(base.index), list(base.columns)
     (['token_budget', 'packing'], ['steps', 'efficiency', 'mixing'])
     >>> bool(base.loc["packing", "steps"] <= base.loc["token_budget", "steps"])
     True
-    >>> budget_baselines(h, BatchRule(8), rng=np.random.default_rng(0)) is None
+    >>> table = compare_strategies(h, rule, rng=np.random.default_rng(0), edges=edges, epochs=2)
+    >>> bool((table.loc[list(base.index), list(base.columns)] == base).all(axis=None))
+    True
+    >>> budget_baselines(h, BatchRule(8), rng=np.random.default_rng(0), edges=edges, epochs=2) is None
     True
     """
     if rule.max_tokens is None:
         return None
-    table = compare_strategies(
-        hist, rule, rng=rng, edges=[0, hist.max], epochs=epochs, strategies=BUDGET_BASELINES
-    )
+    table = compare_strategies(hist, rule, rng=rng, edges=edges, epochs=epochs, world_size=world_size)
     return table.loc[list(BUDGET_BASELINES), ["steps", "efficiency", "mixing"]]

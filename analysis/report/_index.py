@@ -22,7 +22,7 @@ import pandas as pd
 
 from analysis.answers.baselines import budget_baselines
 from analysis.answers.gradient_noise import PlanQuality, plan_quality
-from analysis.answers.recommendation import Recommendation
+from analysis.answers.recommendation import DEFAULT_TIME_EPOCHS, Recommendation
 from analysis.answers.throughput import predict_strategy_throughput
 from analysis.answers.tradeoff import TradeOff, tradeoff
 from analysis.lengths import LengthHistogram
@@ -253,7 +253,14 @@ def summary_facts(
     simulated = trade.frontier.simulated_samples
     if 0 < simulated < hist.n_samples:  # the Trainer's row: simulated on a subsample
         mixing.attrs = {"simulated_samples": simulated, "population_samples": hist.n_samples}
-    baselines = budget_baselines(hist, rec.rule, rng=np.random.default_rng(seed))
+    baselines = budget_baselines(  # notebook 02's table's rows (the report passes it these settings)
+        hist,
+        rec.rule,
+        rng=np.random.default_rng(seed),
+        edges=rec.plan.edges,
+        epochs=DEFAULT_TIME_EPOCHS,
+        world_size=world_size,
+    )
     speed = _speed(
         rec,
         hist,

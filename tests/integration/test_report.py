@@ -298,6 +298,17 @@ def test_every_page_of_the_report_is_offline_titled_and_linked(shared_report):
     assert re.search(r"<pre>Explorer\(optimal, 3 buckets: efficiency \d", explorer)  # its static status
 
 
+def _strategy_steps(notebook: Path) -> dict[str, str]:
+    """The ``steps`` column of an executed notebook 02's strategy table, as it prints, by strategy."""
+    nb = nbformat.read(notebook, as_version=4)
+    (cell,) = [c for c in nb.cells if c.cell_type == "code" and "compare_strategies(" in c.source]
+    (page,) = [o["data"]["text/html"] for o in cell.outputs if "text/html" in o.get("data", {})]
+    header = re.findall(r"<th>(.*?)</th>", page.split("</tr>")[0])  # ["", "batch_rule", ...]
+    rows = re.findall(r"<tr>\s*<th>(\w+)</th>(.*?)</tr>", page, re.S)
+    column = header.index("steps") - 1
+    return {name: re.findall(r"<td>(.*?)</td>", cells)[column] for name, cells in rows if "<td>" in cells}
+
+
 def test_the_summary_page_answers_for_this_file(shared_report):
     out = shared_report.out
     rec = json.loads((out / "recommendation.json").read_text())
@@ -319,7 +330,9 @@ def test_the_summary_page_answers_for_this_file(shared_report):
     # shuffle whose one batch size must fit the longest sample
     answer = index.split('<p class="answer">')[1].split("</p>")[0]
     assert f"<b>{format_count(plan['n_batches'])}</b> steps per epoch" in answer
-    assert "dynamic batching (token_budget) takes" in answer and "packing takes" in answer
+    steps = _strategy_steps(out / "02_strategies.ipynb")  # notebook 02's table, as shown
+    assert f"dynamic batching (token_budget) takes {steps['token_budget']} steps" in answer
+    assert f"packing takes {steps['packing']} steps" in answer
     assert "full shuffle" not in answer
     assert rec["tradeoff"]["sentence"] in index.replace("&#x27;", "'")  # one computation, one sentence
     assert f"budget fill <b>{format_percent(plan['budget_fill'])}</b>" in index
