@@ -58,7 +58,14 @@ from analysis.timing.epoch import expected_epoch_time
 from analysis.timing.noise import GradientNoise, check_noise, plan_noise, time_to_quality
 from analysis.timing.step_time import StepTimeModel
 
-__all__ = ["FRONTIER_COLUMNS", "PRINTED_COLUMNS", "Frontier", "frontier", "frontier_table"]
+__all__ = [
+    "FRONTIER_COLUMNS",
+    "PRINTED_COLUMNS",
+    "Frontier",
+    "frontier",
+    "frontier_columns",
+    "frontier_table",
+]
 
 #: The columns of :attr:`Frontier.frame`, in order.
 FRONTIER_COLUMNS = (
@@ -142,6 +149,10 @@ class Frontier:
         """The table a face prints: :func:`frontier_table` (short: the Pareto set, one row per
         K, rows that print alike merged; else every row)."""
         return frontier_table(self, short=short)
+
+    def shown_columns(self) -> list[str]:
+        """The columns a face prints of :meth:`table` (:func:`frontier_columns`)."""
+        return frontier_columns(self)
 
     def best(
         self,
@@ -868,3 +879,30 @@ def frontier_table(result: Frontier, *, short: bool = True) -> pd.DataFrame:
     if not short:
         return result.frame.reset_index(drop=True)
     return _merged(_one_per_k(result.pareto))
+
+
+def frontier_columns(result: Frontier) -> list[str]:
+    """The columns of :func:`frontier_table` a face prints (the CLI's ``frontier``, notebook
+    02): the label, the padding efficiency and the plane's axis (the budget fill under a token
+    budget, predicted tokens/s), the second axis with its SE (and the length mixing beside the
+    effective batch), the time to quality when known, the simulated rows' order figures.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from analysis import LengthHistogram
+    >>> hist = LengthHistogram.from_lengths(np.random.default_rng(0).integers(1, 200, 500))
+    >>> res = frontier(hist, max_tokens=800, rng=np.random.default_rng(1), max_buckets=3,
+    ...                n_lambdas=2, simulate_strategies=False)
+    >>> frontier_columns(res)[:5]
+    ['label', 'efficiency', 'budget_fill', 'mixing', 'mixing_se']
+    """
+    first = ["efficiency", "budget_fill"] if result.rule.max_tokens is not None else ["efficiency"]
+    if result.axis == "tokens_per_s":
+        first.append("tokens_per_s")
+    second = [result.mixing_axis, f"{result.mixing_axis}_se"]
+    if result.mixing_axis != "mixing":
+        second.append("mixing")
+        if result.frame["quality_time"].notna().any():
+            second.append("quality_time")
+    return ["label", *first, *second, "lag1_autocorr", "composition_repeat", "exact"]

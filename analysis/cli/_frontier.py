@@ -15,7 +15,6 @@ from analysis.answers.frontier import (
     DEFAULT_LAMBDAS,
     DEFAULT_MAX_BUCKETS,
     FLOOR_CHECKS,
-    Frontier,
     frontier,
 )
 from analysis.answers.tradeoff import TRAINER_LABEL, read_tradeoff
@@ -170,21 +169,6 @@ def add_frontier_subcommand(sub: Any, formatter_class: type[argparse.HelpFormatt
     p.add_argument("--json", action="store_true", help="print one JSON object (every row) instead")
 
 
-def _columns(res: Frontier) -> list[str]:
-    """The columns ``frontier`` prints: the label, the axis (and efficiency beside tokens/s),
-    the second axis with its SE (and the length mixing beside the effective batch), the time to
-    quality when known, the simulated rows' order figures."""
-    first = ["efficiency", "budget_fill"] if res.rule.max_tokens is not None else ["efficiency"]
-    if res.axis == "tokens_per_s":
-        first.append("tokens_per_s")
-    second = [res.mixing_axis, f"{res.mixing_axis}_se"]
-    if res.mixing_axis != "mixing":
-        second.append("mixing")
-        if res.frame["quality_time"].notna().any():
-            second.append("quality_time")
-    return ["label", *first, *second, "lag1_autocorr", "composition_repeat", "exact"]
-
-
 def cmd_frontier(args: argparse.Namespace, out: TextIO) -> None:
     noise, clock = load_noise(args), load_clock(args)
     hist = load(args)
@@ -224,7 +208,7 @@ def cmd_frontier(args: argparse.Namespace, out: TextIO) -> None:
             f"The Pareto set (no point beats these on both {measure} and {what.removeprefix('the ')}), one "
             f"row per K (its most {measure}), rows that print alike merged"
         )
-    shown = res.table(short=not args.all)[_columns(res)].set_index("label")
+    shown = res.table(short=not args.all)[res.shown_columns()].set_index("label")
     print(
         wrap(f"{title}, {rule.text}{'' if args.max_len is None else f', max_len = {args.max_len:,}'}:"),
         file=out,

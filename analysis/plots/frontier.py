@@ -96,7 +96,8 @@ def plot_frontier(
     """Efficiency (``axis="budget_fill"``: the steps' fill of a token budget;
     ``"tokens_per_s"``: predicted tokens/s; :attr:`analysis.Frontier.axis`) against mixing: a marked curve
     per strategy along its knob, the frontier-edge plans as small rings, the Pareto frontier
-    as a black staircase, and ``marks`` (caption -> a row's ``label``: ``{"chosen": ...,
+    as a black staircase (a black square around its point where one point beats every other),
+    and ``marks`` (caption -> a row's ``label``: ``{"chosen": ...,
     "case": ...}``) ringed and named (the first with a star).
 
     ``mixing_axis`` is the frontier's column drawn against ``axis``: ``"mixing"`` (the length
@@ -183,17 +184,23 @@ def plot_frontier(
         px, py = np.maximum(pareto["mixing"], floor).to_numpy(float), pareto[axis].to_numpy(float)
         steps_x, steps_y = pts_to_poststep(px, py)  # the staircase's vertices, as ax.step draws them
         lines.append((steps_x, steps_y))
-        ax.step(
-            px,
-            py,
-            where="post",
-            color="black",
-            lw=1.0,
-            ls="--",
-            zorder=4,
-            alpha=0.8,
-        )
-        handles.append(Line2D([], [], color="black", ls="--", label="Pareto frontier"))
+        if len(pareto) > 1:
+            ax.step(px, py, where="post", color="black", lw=1.0, ls="--", zorder=4, alpha=0.8)
+            handles.append(Line2D([], [], color="black", ls="--", label="Pareto frontier"))
+        else:  # one point beats every other: a staircase of one point draws nothing, so it is ringed
+            ax.scatter(
+                px,
+                py,
+                s=260,
+                marker="s",
+                facecolors="none",
+                edgecolors="black",
+                lw=1.0,
+                zorder=4,
+                clip_on=False,
+            )
+            label = f"Pareto frontier: {pareto['label'].iloc[0]} alone (it beats every other point)"
+            handles.append(Line2D([], [], ls="", marker="s", ms=11, mfc="none", color="black", label=label))
     xs, ys, texts = [], [], []
     merged: dict[str, list[str]] = {}
     for text, name in (marks or {}).items():

@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import nbformat
 import numpy as np
 import pandas as pd
 import pytest
@@ -33,6 +34,7 @@ from analysis.batching import DEFAULT_SEED
 from analysis.narrative.frontier import PARETO_CHECKED, frontier_sentence, named_points, pareto_check_sentence
 from analysis.optimize import Floor, floor_plans
 from analysis.padding.mixing import random_mixing, sorted_mixing
+from analysis.paths import NOTEBOOKS_DIR
 from analysis.plots import plot_frontier
 from analysis.tables import format_percent
 from analysis.timing.epoch import expected_epoch_time
@@ -285,6 +287,43 @@ def test_the_cli_prints_the_short_table_and_every_row_with_all(tmp_path, capsys,
     assert "one row per K" in short and "Every point" in every
     assert labels(short) == res.table()["label"].tolist()
     assert labels(every) == res.frame["label"].tolist()
+
+
+def test_a_pareto_set_of_one_point_is_drawn_and_named():
+    """Where one point beats every other (packing under a tight budget, arena_hard at 4,096
+    tokens), a staircase of one point would draw nothing under its legend entry: the point is
+    ringed by a square and the legend names it; two points draw the staircase (its vertices)."""
+    rows = [
+        dict(_bucketed("optimal edges", 2, 0.80, 0.01), pareto=False),
+        dict(_bucketed("optimal edges", 3, 0.85, 0.005), pareto=False),
+        dict(strategy="packing", knob="", label="packing", efficiency=0.99, mixing=0.3, pareto=True),
+    ]
+    ax = plot_frontier(_frontier_of(rows).frame).axes[0]
+    squares = [c for c in ax.collections if c.get_offsets().tolist() == [[0.3, 0.99]]]
+    assert len(squares) == 1 and squares[0].get_facecolor().size == 0  # an open square, at the point
+    legend = [t.get_text() for t in ax.get_legend().get_texts()] if ax.get_legend() else []
+    legend += [t.get_text() for t in ax.figure.legends[0].get_texts()] if ax.figure.legends else []
+    assert "Pareto frontier: packing alone (it beats every other point)" in legend
+    rows[1]["pareto"] = True  # two points: the staircase, from the first point to the second
+    ax = plot_frontier(_frontier_of(rows).frame).axes[0]
+    drawn = [
+        (line.get_drawstyle(), line.get_xydata().tolist())
+        for line in ax.lines
+        if line.get_linestyle() == "--"
+    ]
+    assert drawn == [("steps-post", [[0.005, 0.85], [0.3, 0.99]])]
+
+
+def test_the_cli_and_notebook_02_print_the_same_columns_the_axis_among_them():
+    """Under a token budget the Pareto set is on the budget fill: the printed table has it
+    beside the padding efficiency; with a batch size only the efficiency."""
+    rows = [dict(strategy="packing", knob="", label="packing", efficiency=0.99, mixing=0.3, pareto=True)]
+    res = _frontier_of(rows)
+    assert res.shown_columns()[:4] == ["label", "efficiency", "mixing", "mixing_se"]
+    budget = Frontier(res.frame, BatchRule(max_tokens=64), "budget_fill", ())
+    assert budget.shown_columns()[:4] == ["label", "efficiency", "budget_fill", "mixing"]
+    nb = nbformat.read(NOTEBOOKS_DIR / "02_strategies.ipynb", as_version=4)
+    assert any("trade.table()[trade.shown_columns()]" in c.source for c in nb.cells if c.cell_type == "code")
 
 
 def test_the_figure_marks_points_and_refuses_unknown_ones(result):
