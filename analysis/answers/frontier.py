@@ -889,13 +889,11 @@ def frontier_columns(result: Frontier) -> list[str]:
 
     Examples
     --------
-    >>> import numpy as np
-    >>> from analysis import LengthHistogram
-    >>> hist = LengthHistogram.from_lengths(np.random.default_rng(0).integers(1, 200, 500))
-    >>> res = frontier(hist, max_tokens=800, rng=np.random.default_rng(1), max_buckets=3,
-    ...                n_lambdas=2, simulate_strategies=False)
-    >>> frontier_columns(res)[:5]
+    >>> frame = pd.DataFrame(columns=list(FRONTIER_COLUMNS))
+    >>> frontier_columns(Frontier(frame, BatchRule(max_tokens=800), "budget_fill", ()))[:5]
     ['label', 'efficiency', 'budget_fill', 'mixing', 'mixing_se']
+    >>> frontier_columns(Frontier(frame, BatchRule(batch_size=8), "efficiency", ()))[:4]
+    ['label', 'efficiency', 'mixing', 'mixing_se']
     """
     first = ["efficiency", "budget_fill"] if result.rule.max_tokens is not None else ["efficiency"]
     if result.axis == "tokens_per_s":
