@@ -29,11 +29,13 @@ def budget_baselines(
     epochs: int,
     world_size: int = 1,
 ) -> pd.DataFrame | None:
-    """Dynamic batching and packing under ``rule``'s token budget: their rows (``steps``,
-    ``efficiency``, ``mixing``) of notebook 02's table, the same simulation
-    (:func:`analysis.compare_strategies` of every strategy in order from ``rng``, the bucketed
-    one on ``edges``, for ``epochs`` epochs on ``world_size`` ranks: given a generator seeded
-    alike, the same floats); None without a token budget.
+    """Dynamic batching and packing under ``rule``'s token budget: their rows of notebook 02's
+    table, the same simulation (:func:`analysis.compare_strategies` of every strategy in order
+    from ``rng``, the bucketed one on ``edges``, for ``epochs`` epochs on ``world_size`` ranks:
+    given a generator seeded alike, the same floats), with their ``batches`` per epoch (each
+    batch one step of one rank, the unit of a plan's ``n_batches``; the table's ``steps`` with
+    one rank, ``world_size`` times them with more), ``efficiency`` and ``mixing``; None without
+    a token budget.
 
     Examples
     --------
@@ -41,8 +43,8 @@ def budget_baselines(
     >>> rule, edges = BatchRule(max_tokens=400), [0, 50, 99]
     >>> base = budget_baselines(h, rule, rng=np.random.default_rng(0), edges=edges, epochs=2)
     >>> list(base.index), list(base.columns)
-    (['token_budget', 'packing'], ['steps', 'efficiency', 'mixing'])
-    >>> bool(base.loc["packing", "steps"] <= base.loc["token_budget", "steps"])
+    (['token_budget', 'packing'], ['batches', 'efficiency', 'mixing'])
+    >>> bool(base.loc["packing", "batches"] <= base.loc["token_budget", "batches"])
     True
     >>> table = compare_strategies(h, rule, rng=np.random.default_rng(0), edges=edges, epochs=2)
     >>> bool((table.loc[list(base.index), list(base.columns)] == base).all(axis=None))
@@ -53,4 +55,4 @@ def budget_baselines(
     if rule.max_tokens is None:
         return None
     table = compare_strategies(hist, rule, rng=rng, edges=edges, epochs=epochs, world_size=world_size)
-    return table.loc[list(BUDGET_BASELINES), ["steps", "efficiency", "mixing"]]
+    return table.loc[list(BUDGET_BASELINES), ["batches", "efficiency", "mixing"]]

@@ -95,7 +95,8 @@ def describe_answer(
     rule, and what it gains against what a team would otherwise run.  With a batch size that is a
     full shuffle and sorted batches, with the expected speed-up (``speed_ratio``, measured in
     ``speed_unit``); under a token budget it is dynamic batching (``token_budget``) and packing
-    (``baselines``: :func:`analysis.answers.baselines.budget_baselines`, their steps and mixing),
+    (``baselines``: :func:`analysis.answers.baselines.budget_baselines`, their batches, each a
+    step of one rank as the plan's, and mixing),
     never a shuffle whose one batch size must fit the longest sample.
 
     Examples
@@ -109,7 +110,7 @@ def describe_answer(
     tokens per epoch than a shuffle (**1.398×** fewer); expected speed-up **1.398×** (padded-token
     ratio).
     >>> rec = recommend(LengthHistogram.from_lengths([1, 2, 3, 4, 50, 60, 70, 80]), 2, max_tokens=160)
-    >>> base = pd.DataFrame({"steps": [4, 2], "mixing": [0.31, 0.92]}, index=["token_budget", "packing"])
+    >>> base = pd.DataFrame({"batches": [4, 2], "mixing": [0.31, 0.92]}, index=["token_budget", "packing"])
     >>> print(describe_answer(rec, 1.33, "step ratio", base))
     Use **2 optimal buckets** with edges **[0, 4, 80]** (max_tokens 160): **3** steps per epoch,
     budget fill **56.25%** (useful tokens / steps × budget), keeping **7.08%** of the mixing;
@@ -127,7 +128,7 @@ def describe_answer(
         if baselines is not None and len(baselines):
             others = [
                 f"{'dynamic batching (token_budget)' if name == 'token_budget' else name} takes "
-                f"{format_count(row['steps'])} steps keeping {format_percent(row['mixing'])}"
+                f"{format_count(row['batches'])} steps keeping {format_percent(row['mixing'])}"
                 + (" of the mixing" if i == 0 else "")
                 for i, (name, row) in enumerate(baselines.iterrows())
             ]

@@ -184,7 +184,7 @@ def _speed(
     if rec.plan.objective_kind == "steps":  # a token budget: every step is sized for the budget
         basis = "step ratio: the speed-up if every step, sized for the whole token budget, takes as long"
         if baselines is not None and "token_budget" in baselines.index:  # what a team would run
-            steps = float(baselines["steps"].astype(float)["token_budget"])
+            steps = float(baselines["batches"].astype(float)["token_budget"])  # (the plan's unit)
             return Speed(
                 steps / rec.plan.n_batches, "step ratio", basis, {}, "dynamic batching (token_budget)"
             )

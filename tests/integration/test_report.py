@@ -330,7 +330,7 @@ def test_the_summary_page_answers_for_this_file(shared_report):
     # shuffle whose one batch size must fit the longest sample
     answer = index.split('<p class="answer">')[1].split("</p>")[0]
     assert f"<b>{format_count(plan['n_batches'])}</b> steps per epoch" in answer
-    steps = _strategy_steps(out / "02_strategies.ipynb")  # notebook 02's table, as shown
+    steps = _strategy_steps(out / "02_strategies.ipynb")  # notebook 02's table (one rank: steps = batches)
     assert f"dynamic batching (token_budget) takes {steps['token_budget']} steps" in answer
     assert f"packing takes {steps['packing']} steps" in answer
     assert "full shuffle" not in answer

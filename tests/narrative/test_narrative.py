@@ -202,18 +202,29 @@ def test_the_floor_sentence_names_a_different_plan_or_says_there_is_none():
 
 
 # ------------------------------------------------------------------ honest baselines, one form
-def test_under_a_token_budget_the_headline_compares_with_dynamic_batching_and_packing():
+@pytest.mark.parametrize("world_size", [1, 3])
+def test_under_a_token_budget_the_headline_compares_with_dynamic_batching_and_packing(world_size):
+    """The baselines are notebook 02's simulation (seed, the plan's edges, 3 epochs, the
+    report's ranks), counted in the plan's unit, batches (a step of one rank): with one rank
+    the table's steps; with three, not its steps (a third of them), which the plan's
+    ``n_batches`` would be compared with."""
     hist = _hist(7, 3_000)
     rec = recommend(hist, 4, max_tokens=1_200)
-    page = index_html(summary_facts(Source("x", ()), rec, hist, seed=0), [])
+    facts = summary_facts(Source("x", ()), rec, hist, seed=0, world_size=world_size)
+    page = index_html(facts, [])
     answer = re.search(r"<p class=\"answer\">(.*?)</p>", page, re.S).group(1)
-    # notebook 02's table, as the report runs it (seed, the plan's edges, 3 epochs, one rank)
-    table = compare_strategies(hist, rec.rule, rng=np.random.default_rng(0), edges=rec.plan.edges, epochs=3)
+    table = compare_strategies(
+        hist, rec.rule, rng=np.random.default_rng(0), edges=rec.plan.edges, epochs=3, world_size=world_size
+    )
+    if world_size == 1:
+        assert (table["batches"] == table["steps"]).all()
     for name, words in (
         ("token_budget", "dynamic batching (token_budget) takes"),
         ("packing", "packing takes"),
     ):
-        assert f"{words} {format_count(table.loc[name, 'steps'])} steps" in answer
+        assert f"{words} {format_count(table.loc[name, 'batches'])} steps" in answer
+    assert f"<b>{format_count(rec.plan.n_batches)}</b> steps per epoch" in answer
+    assert facts.speed.ratio == table.loc["token_budget", "batches"] / rec.plan.n_batches
     assert "full shuffle" not in answer
     assert "over dynamic batching (token_budget)" in page  # the speed-up's baseline too
 
