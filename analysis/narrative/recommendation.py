@@ -145,6 +145,34 @@ def describe_answer(
     )
 
 
+def describe_ranks(world_size: int, batches: int | None = None) -> str:
+    """What ``world_size`` data-parallel ranks change in the summary's counts: an optimizer step
+    takes one batch per rank; ``batches`` (a token budget's plan, whose steps the page counts in
+    batches, one rank's step each): at least ``batches / world_size`` optimizer steps.
+
+    Examples
+    --------
+    >>> print(describe_ranks(4, 300))
+    4 data-parallel ranks (--world-size 4): an optimizer step takes 4 batches, one per rank. The
+    steps counted on this page are batches, each one rank's step: the plan's 300 are at least 75
+    optimizer steps per epoch (notebook 02 simulates the ranks, and its table counts optimizer
+    steps).
+    >>> describe_ranks(2)
+    '2 data-parallel ranks (--world-size 2): an optimizer step takes 2 batches, one per rank.'
+    """
+    text = (
+        f"{world_size:,} data-parallel ranks (--world-size {world_size}): an optimizer step takes "
+        f"{world_size:,} batches, one per rank."
+    )
+    if batches is not None:
+        text += (
+            f" The steps counted on this page are batches, each one rank's step: the plan's "
+            f"{format_count(batches)} are at least {format_count(-(-batches // world_size))} optimizer "
+            "steps per epoch (notebook 02 simulates the ranks, and its table counts optimizer steps)."
+        )
+    return text
+
+
 def describe_case() -> str:
     """What "the case" is, in one line (the summary page, the CLI's help): the training run this
     workbench comes from, whose batch size and K are the defaults.

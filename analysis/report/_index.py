@@ -30,7 +30,12 @@ from analysis.loaders import LengthSource, expand_paths
 from analysis.narrative.frontier import floor_sentence, frontier_sentence
 from analysis.narrative.noise import describe_noise_model, describe_plan_noise
 from analysis.narrative.plan import plan_warnings
-from analysis.narrative.recommendation import describe_answer, describe_case, describe_recommendation
+from analysis.narrative.recommendation import (
+    describe_answer,
+    describe_case,
+    describe_ranks,
+    describe_recommendation,
+)
 from analysis.optimize import sweep_measure
 from analysis.padding.mixing import random_mixing, sorted_mixing
 from analysis.report._notebooks import REPORT_CSS, Page
@@ -135,6 +140,7 @@ class SummaryFacts:
     noise: GradientNoise | None = None  # the --noise model
     quality: PlanQuality | None = None  # the plan in gradient noise (with the --noise model)
     noise_figures: Mapping[str, NoiseFigure] | None = None  # the model's figures on the data
+    world_size: int = 1  # data-parallel ranks (--world-size)
 
     @property
     def frontier_text(self) -> str:
@@ -275,7 +281,9 @@ def summary_facts(
         None if noise is None else plan_quality(noise, hist, rec.rule, edges=rec.plan.edges, step_time=model)
     )
     figures = None if noise is None else noise.figures(hist)
-    return SummaryFacts(source, rec, mixing, trade, seed, speed, baselines, noise, quality, figures)
+    return SummaryFacts(
+        source, rec, mixing, trade, seed, speed, baselines, noise, quality, figures, world_size
+    )
 
 
 def _e(value: object) -> str:
@@ -424,6 +432,15 @@ def _budget_html(rec: Recommendation) -> str:
     return text
 
 
+def _ranks_html(facts: SummaryFacts) -> str:
+    """The ranks, with more than one (:func:`~analysis.narrative.recommendation.describe_ranks`)."""
+    if facts.world_size == 1:
+        return ""
+    plan = facts.rec.plan
+    steps = plan.n_batches if plan.objective_kind == "steps" else None  # (counted as steps)
+    return f"<dt>ranks</dt><dd>{_e(describe_ranks(facts.world_size, steps))}</dd>"
+
+
 def _pages_html(pages: Sequence[Page], skipped: Sequence[str]) -> str:
     items = "".join(f"<li><a href='{_e(p.html)}'>{_e(p.title)}</a></li>" for p in pages)
     items += "".join(
@@ -476,6 +493,7 @@ def index_html(
 {"".join(f"<dt>{_e(name)}</dt><dd>{_e(text)}</dd>" for name, text in extra)}
 {f"<dt>lengths</dt><dd>{_e(lengths)}</dd>" if lengths else ""}
 <dt>batch rule</dt><dd>{_e(rec.rule.text)}</dd>
+{_ranks_html(facts)}
 <dt>plan</dt><dd>K = {plan.n_buckets} ({_e(plan.method)}), edges
 <span class="mono">{_e(format_value(plan.edges))}</span>, batch sizes per bucket
 <span class="mono">{_e(format_value(plan.batch_sizes))}</span></dd>

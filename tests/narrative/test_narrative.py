@@ -7,6 +7,7 @@ explorer and the notebooks show numbers through ``tables``."""
 from __future__ import annotations
 
 import ast
+import html
 import math
 import re
 from pathlib import Path
@@ -225,8 +226,27 @@ def test_under_a_token_budget_the_headline_compares_with_dynamic_batching_and_pa
         assert f"{words} {format_count(table.loc[name, 'batches'])} steps" in answer
     assert f"<b>{format_count(rec.plan.n_batches)}</b> steps per epoch" in answer
     assert facts.speed.ratio == table.loc["token_budget", "batches"] / rec.plan.n_batches
+    # the page says the steps it counts are batches, and what they are in optimizer steps
+    ranks = f"the plan's {format_count(rec.plan.n_batches)} are at least "
+    ranks += f"{format_count(-(-rec.plan.n_batches // world_size))} optimizer steps per epoch"
+    assert (ranks in html.unescape(page)) == (world_size > 1) and ("<dt>ranks</dt>" in page) == (
+        world_size > 1
+    )
+    assert table.loc["bucketed", "steps"] >= rec.plan.n_batches / world_size  # (what notebook 02 shows)
     assert "full shuffle" not in answer
     assert "over dynamic batching (token_budget)" in page  # the speed-up's baseline too
+
+
+def test_with_a_batch_size_the_ranks_say_what_a_step_takes_and_count_no_steps():
+    hist = _hist(8)
+    rec = recommend(hist, 3, batch_size=4)
+    page = html.unescape(index_html(summary_facts(Source("x", ()), rec, hist, seed=0, world_size=2), []))
+    assert (
+        "<dt>ranks</dt><dd>2 data-parallel ranks (--world-size 2): an optimizer step takes 2 batches" in page
+    )
+    assert "steps counted on this page" not in page
+    one = html.unescape(index_html(summary_facts(Source("x", ()), rec, hist, seed=0), []))
+    assert "<dt>ranks</dt>" not in one
 
 
 def test_the_summary_page_says_what_the_case_is():
