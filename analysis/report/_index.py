@@ -437,7 +437,7 @@ def _ranks_html(facts: SummaryFacts) -> str:
     if facts.world_size == 1:
         return ""
     plan = facts.rec.plan
-    steps = plan.n_batches if plan.objective_kind == "steps" else None  # (counted as steps)
+    steps = plan.n_batches if plan.budget_fill is not None else None  # (a budget's: counted as steps)
     return f"<dt>ranks</dt><dd>{_e(describe_ranks(facts.world_size, steps))}</dd>"
 
 
