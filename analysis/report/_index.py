@@ -126,7 +126,7 @@ class Speed:
     against: str = "a full shuffle"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SummaryFacts:
     """Everything the summary page states, from the engine."""
 
@@ -282,7 +282,17 @@ def summary_facts(
     )
     figures = None if noise is None else noise.figures(hist)
     return SummaryFacts(
-        source, rec, mixing, trade, seed, speed, baselines, noise, quality, figures, world_size
+        source=source,
+        rec=rec,
+        mixing=mixing,
+        tradeoff=trade,
+        seed=seed,
+        speed=speed,
+        baselines=baselines,
+        noise=noise,
+        quality=quality,
+        noise_figures=figures,
+        world_size=world_size,
     )
 
 
