@@ -32,8 +32,11 @@ time in the same process (the plain DP of ``analysis.optimize._reference`` over 
 matrix of exact bucket costs, the matrix included), pinned to one core, CPU seconds: the
 machines are shared, so the ratios are what to compare across runs (a ratio goal calls its
 two sides alternately, seven pairs, and prints the median of the pairs' ratios; the naive DP
-takes turns with K = 6 three times, and the speed-up is the median of those ratios); then the
-same goals on every file of ``../shared/data`` (unclipped), one line per file, when it is there.
+takes turns with K = 6 three times, and the speed-up is the median of those ratios); then K = 6
+and the sweep beside the same calls of the kernel before exactness (``cf9ab15``, the issue's
+0.065 s and 0.128 s, in a child process on the same core, taking turns: what the compiled floor
+is on this machine today); then the same goals on every file of ``../shared/data``
+(unclipped), one line per file, when it is there.
 """
 
 from __future__ import annotations
@@ -41,11 +44,13 @@ from __future__ import annotations
 import argparse
 import functools
 import importlib
+import io
 import json
 import os
 import statistics
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from collections.abc import Callable
@@ -53,7 +58,13 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from _common import SHARED_DATA, case_histogram, median_seconds, paired_seconds, shared_histogram
+from _common import (
+    SHARED_DATA,
+    case_histogram,
+    median_seconds,
+    paired_seconds,
+    shared_histogram,
+)
 
 from analysis.batching import BatchRule
 from analysis.lengths import LengthHistogram
@@ -264,7 +275,99 @@ def goals(hist: LengthHistogram, runs: int = 3, pairs: int = 7) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             cold = _first_call_seconds(tmp, rule)
         print(f"{'   the same, empty cache, ' + rule:<58} {'':>12} {cold:8.2f}  wall")
+    floor_goals(hist)
     shared_goals(cpu, against)
+
+
+#: The commit the issue names "before exactness": the last kernel that minimised the full-batch
+#: objective (each bucket's last short batch counted as full), at 0.065 s for K = 6 at batch size
+#: 8 when the issue was filed; the compiled floor the exact DP is held to.
+FLOOR_REV = "cf9ab15"
+
+#: The kernel before exactness in a child process (its package imports modules lazily, which in
+#: this process would resolve to the current ones): each line read names a call, each answered
+#: with that call's CPU seconds, on the core this process is pinned to.
+_FLOOR_CHILD = """\
+import os, sys, time
+os.sched_setaffinity(0, {int(sys.argv[3])})
+sys.path.insert(0, sys.argv[1])
+import numpy as np
+import analysis
+from analysis import LengthHistogram, optimize_edges, sweep_bucket_counts
+assert analysis.__file__.startswith(sys.argv[1])
+saved = np.load(sys.argv[2])
+hist = LengthHistogram.from_counts(saved["lengths"], saved["counts"])
+calls = {
+    "k6": lambda: optimize_edges(hist, 6, batch_size=8, candidates=None),
+    "sweep": lambda: sweep_bucket_counts(hist, range(1, 17), ["optimal"], batch_size=8, candidates=None),
+}
+for line in sys.stdin:
+    start = time.process_time()
+    calls[line.strip()]()
+    print(time.process_time() - start, flush=True)
+"""
+
+
+def _floor_child(hist: LengthHistogram, rev: str, folder: str) -> subprocess.Popen[str] | None:
+    """The child of :data:`_FLOOR_CHILD` on ``rev``'s package (unpacked into ``folder``), or None
+    where git cannot give it (no history: a shallow clone, an archive)."""
+    try:
+        archive = subprocess.run(
+            ["git", "-C", str(PROJECT_ROOT), "archive", "--format=tar", rev, "analysis"],
+            capture_output=True,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(folder, filter="data")
+    saved = os.path.join(folder, "hist.npz")
+    np.savez(saved, lengths=hist.lengths, counts=hist.counts)
+    core = str(min(os.sched_getaffinity(0)))
+    argv = [sys.executable, "-c", _FLOOR_CHILD, folder, saved, core]
+    return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=folder)
+
+
+def floor_goals(hist: LengthHistogram, pairs: int = 7, rev: str = FLOOR_REV) -> None:
+    """K = 6 at batch size 8 and the K = 1..16 sweep beside the same calls of the kernel before
+    exactness (``rev``, in a child process on the same core: :data:`_FLOOR_CHILD`), the two
+    called alternately ``pairs`` times after a warm-up each (the first compiles ``rev``'s
+    kernels), CPU seconds, and the median of the pairs' ratios: what the issue's 0.065 s and
+    0.128 s are on this machine today."""
+    b8 = BatchRule(batch_size=8)
+    ours = {
+        "k6": _k6(hist, b8),
+        "sweep": functools.partial(sweep_bucket_counts, hist, range(1, 17), ["optimal"], b8, candidates=None),
+    }
+    with tempfile.TemporaryDirectory() as folder:
+        child = _floor_child(hist, rev, folder)
+        if child is None:
+            print(f"(the kernel before exactness, {rev}, cannot be read here: no git history)")
+            return
+        assert child.stdin is not None and child.stdout is not None
+
+        def before(call: str) -> float:
+            child.stdin.write(call + "\n")
+            child.stdin.flush()
+            return float(child.stdout.readline())
+
+        for call, name in (("k6", "K = 6"), ("sweep", "sweep K = 1..16")):
+            before(call)
+            ours[call]()
+            old, new = [], []
+            for _ in range(pairs):
+                old.append(before(call))
+                start = time.process_time()
+                ours[call]()
+                new.append(time.process_time() - start)
+            ratio = statistics.median(n / o for o, n in zip(old, new, strict=True))
+            label = f"{name}, batch size 8, beside the kernel before exactness"
+            print(
+                f"{label:<58} {'(' + rev + ')':>12} {statistics.median(new):8.3f}  {ratio:5.2f}x "
+                f"{rev}'s {statistics.median(old):.3f} s"
+            )
+        child.stdin.close()
+        child.wait()
 
 
 #: The rules :func:`shared_goals` sets beside batch size 8 on each file of ``../shared/data``.
