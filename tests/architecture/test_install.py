@@ -43,6 +43,7 @@ def test_pips_configuration_becomes_uvs_options(install: ModuleType) -> None:
     assert pairs == [
         ("--index-strategy", "unsafe-best-match"),
         ("--constraint", str(SCRIPT.parent / "constraints.txt")),
+        ("--excludes", str(SCRIPT.parent / "excludes.txt")),
         ("--constraint", "/etc/xdg/pip/constraints.txt"),
         ("--extra-index-url", "file:///opt/pypi/simple"),
         ("--extra-index-url", "file:///opt/pypi-more/simple"),
@@ -68,7 +69,7 @@ def test_a_later_section_wins_and_other_lines_are_left_out(install: ModuleType) 
         "trusted-host": "a.example b.example",
     }
     options, env = install.uv_options(config)
-    assert options[4:] == [
+    assert options[6:] == [
         "--index-url",
         "https://b.example/simple",
         "--no-index",
