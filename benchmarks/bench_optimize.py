@@ -325,15 +325,18 @@ def _floor_child(hist: LengthHistogram, rev: str, folder: str) -> subprocess.Pop
     np.savez(saved, lengths=hist.lengths, counts=hist.counts)
     core = str(min(os.sched_getaffinity(0)))
     argv = [sys.executable, "-c", _FLOOR_CHILD, folder, saved, core]
-    return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=folder)
+    env = {**os.environ, "NUMBA_NUM_THREADS": "1"}  # (its parallel loops on the one core, serial)
+    return subprocess.Popen(
+        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=folder, env=env
+    )
 
 
 def floor_goals(hist: LengthHistogram, pairs: int = 7, rev: str = FLOOR_REV) -> None:
     """K = 6 at batch size 8 and the K = 1..16 sweep beside the same calls of the kernel before
-    exactness (``rev``, in a child process on the same core: :data:`_FLOOR_CHILD`), the two
-    called alternately ``pairs`` times after a warm-up each (the first compiles ``rev``'s
-    kernels), CPU seconds, and the median of the pairs' ratios: what the issue's 0.065 s and
-    0.128 s are on this machine today."""
+    exactness (``rev``, in a child process on the same core, its parallel loops on one thread:
+    :data:`_FLOOR_CHILD`), the two called alternately ``pairs`` times after a warm-up each (the
+    first compiles ``rev``'s kernels), CPU seconds, and the median of the pairs' ratios: what
+    the issue's 0.065 s and 0.128 s are on this machine today."""
     b8 = BatchRule(batch_size=8)
     ours = {
         "k6": _k6(hist, b8),
@@ -351,7 +354,7 @@ def floor_goals(hist: LengthHistogram, pairs: int = 7, rev: str = FLOOR_REV) -> 
             child.stdin.flush()
             return float(child.stdout.readline())
 
-        for call, name in (("k6", "K = 6"), ("sweep", "sweep K = 1..16")):
+        for call, name in (("k6", "K = 6, batch size 8"), ("sweep", "sweep K = 1..16")):
             before(call)
             ours[call]()
             old, new = [], []
@@ -361,7 +364,7 @@ def floor_goals(hist: LengthHistogram, pairs: int = 7, rev: str = FLOOR_REV) -> 
                 ours[call]()
                 new.append(time.process_time() - start)
             ratio = statistics.median(n / o for o, n in zip(old, new, strict=True))
-            label = f"{name}, batch size 8, beside the kernel before exactness"
+            label = f"{name}, beside the kernel before exactness"
             print(
                 f"{label:<58} {'(' + rev + ')':>12} {statistics.median(new):8.3f}  {ratio:5.2f}x "
                 f"{rev}'s {statistics.median(old):.3f} s"
