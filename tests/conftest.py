@@ -158,6 +158,8 @@ SLOW_UNIT_TESTS = {
         "test_the_cli_prints_the_short_table_and_every_row_with_all",
         "test_under_a_token_budget_the_plane_is_the_steps_budget_fill",
         "test_no_floor_plan_beats_a_pareto_point",
+        "test_the_marks_labels_cover_no_drawn_point",
+        "test_the_marks_labels_cross_no_drawn_line",
     ),
     "narrative/test_narrative.py": (
         "test_the_summary_page_and_notebook_02_say_the_same_trade_off",
@@ -165,6 +167,7 @@ SLOW_UNIT_TESTS = {
         "test_the_summary_page_says_what_the_case_is",
         "test_a_full_shuffle_reaching_the_target_is_said_not_k_1_keeps_100_percent",
         "test_the_explorer_formats_through_tables",
+        "test_with_a_batch_size_the_ranks_say_what_a_step_takes_and_count_no_steps",
     ),
     "timing/test_gradient_noise.py": (
         "test_the_report_records_the_noise_model_in_recommendation_json",

@@ -7,6 +7,7 @@ explorer and the notebooks show numbers through ``tables``."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 import html
 import math
 import re
@@ -240,13 +241,14 @@ def test_under_a_token_budget_the_headline_compares_with_dynamic_batching_and_pa
 def test_with_a_batch_size_the_ranks_say_what_a_step_takes_and_count_no_steps():
     hist = _hist(8)
     rec = recommend(hist, 3, batch_size=4)
-    page = html.unescape(index_html(summary_facts(Source("x", ()), rec, hist, seed=0, world_size=2), []))
+    facts = summary_facts(Source("x", ()), rec, hist, seed=0, world_size=2)
+    page = html.unescape(index_html(facts, []))
     assert (
         "<dt>ranks</dt><dd>2 data-parallel ranks (--world-size 2): an optimizer step takes 2 batches" in page
     )
     assert "steps counted on this page" not in page
-    one = html.unescape(index_html(summary_facts(Source("x", ()), rec, hist, seed=0), []))
-    assert "<dt>ranks</dt>" not in one
+    one = html.unescape(index_html(dataclasses.replace(facts, world_size=1), []))
+    assert "<dt>ranks</dt>" not in one and "<dt>batch rule</dt>" in one
 
 
 def test_the_summary_page_says_what_the_case_is():
