@@ -58,13 +58,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from _common import (
-    SHARED_DATA,
-    case_histogram,
-    median_seconds,
-    paired_seconds,
-    shared_histogram,
-)
+from _common import SHARED_DATA, case_histogram, median_seconds, paired_seconds, shared_histogram
 
 from analysis.batching import BatchRule
 from analysis.lengths import LengthHistogram
@@ -352,7 +346,10 @@ def floor_goals(hist: LengthHistogram, pairs: int = 7, rev: str = FLOOR_REV) -> 
         def before(call: str) -> float:
             child.stdin.write(call + "\n")
             child.stdin.flush()
-            return float(child.stdout.readline())
+            line = child.stdout.readline()
+            if not line:
+                raise SystemExit(f"the kernel before exactness ({rev}) stopped: its error is above")
+            return float(line)
 
         for call, name in (("k6", "K = 6, batch size 8"), ("sweep", "sweep K = 1..16")):
             before(call)
