@@ -79,6 +79,22 @@ def paired_seconds(
     return statistics.median(before), statistics.median(after), ratio
 
 
+def unpack_analysis(rev: str, folder: Path) -> bool:
+    """The ``analysis`` package as of git revision ``rev`` unpacked into ``folder`` (as
+    ``folder/analysis``); False when git cannot give it (no git, a shallow clone)."""
+    try:
+        archive = subprocess.run(
+            ["git", "-C", str(PROJECT_ROOT), "archive", "--format=tar", rev, "analysis"],
+            capture_output=True,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return False
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(folder, filter="data")
+    return True
+
+
 def previous_analysis(rev: str) -> ModuleType | None:
     """The ``analysis`` package as of git revision ``rev`` (or from the directory ``rev``, which
     holds an ``analysis/`` folder), imported in this process beside the current one (its
@@ -92,18 +108,10 @@ def previous_analysis(rev: str) -> ModuleType | None:
     if (Path(rev) / "analysis" / "__init__.py").is_file():
         root = Path(rev).resolve()
     else:
-        try:
-            archive = subprocess.run(
-                ["git", "-C", str(PROJECT_ROOT), "archive", "--format=tar", rev, "analysis"],
-                capture_output=True,
-                check=True,
-            ).stdout
-        except (OSError, subprocess.CalledProcessError):
-            return None
         root = Path(tempfile.mkdtemp(prefix="analysis_previous_"))
         atexit.register(shutil.rmtree, root, ignore_errors=True)
-        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-            tar.extractall(root, filter="data")
+        if not unpack_analysis(rev, root):
+            return None
 
     def ours(name: str) -> bool:
         return name == "analysis" or name.startswith("analysis.")

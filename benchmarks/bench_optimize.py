@@ -44,21 +44,27 @@ from __future__ import annotations
 import argparse
 import functools
 import importlib
-import io
 import json
 import os
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from _common import SHARED_DATA, case_histogram, median_seconds, paired_seconds, shared_histogram
+from _common import (
+    SHARED_DATA,
+    case_histogram,
+    median_seconds,
+    paired_seconds,
+    shared_histogram,
+    unpack_analysis,
+)
 
 from analysis.batching import BatchRule
 from analysis.lengths import LengthHistogram
@@ -305,16 +311,8 @@ for line in sys.stdin:
 def _floor_child(hist: LengthHistogram, rev: str, folder: str) -> subprocess.Popen[str] | None:
     """The child of :data:`_FLOOR_CHILD` on ``rev``'s package (unpacked into ``folder``), or None
     where git cannot give it (no history: a shallow clone, an archive)."""
-    try:
-        archive = subprocess.run(
-            ["git", "-C", str(PROJECT_ROOT), "archive", "--format=tar", rev, "analysis"],
-            capture_output=True,
-            check=True,
-        ).stdout
-    except (OSError, subprocess.CalledProcessError):
+    if not unpack_analysis(rev, Path(folder)):
         return None
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(folder, filter="data")
     saved = os.path.join(folder, "hist.npz")
     np.savez(saved, lengths=hist.lengths, counts=hist.counts)
     core = str(min(os.sched_getaffinity(0)))
