@@ -96,8 +96,8 @@ def describe_answer(
     full shuffle and sorted batches, with the expected speed-up (``speed_ratio``, measured in
     ``speed_unit``); under a token budget it is dynamic batching (``token_budget``) and packing
     (``baselines``: :func:`analysis.answers.baselines.budget_baselines`, their batches, each a
-    step of one rank as the plan's, and mixing),
-    never a shuffle whose one batch size must fit the longest sample.
+    step of one rank as the plan's, and mixing), never a shuffle whose one batch size must fit
+    the longest sample.
 
     Examples
     --------
