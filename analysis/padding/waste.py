@@ -26,7 +26,7 @@ import pandas as pd
 from analysis._validate import known_name
 from analysis.batching import BatchRule, as_rule, bucket_bounds, check_edges, round_up
 from analysis.lengths import LengthHistogram
-from analysis.padding.order_stats import LogProbs, bucket_waste, exact_cumsum
+from analysis.padding.order_stats import LogProbs, bucket_waste, exact_cumsum, fill_log_probs
 
 __all__ = [
     "WasteEstimate",
@@ -185,6 +185,21 @@ def bucketed_estimate(
     plan's: the caller drops it)."""
     batch_sizes = rule.batch_sizes(edges)
     prefix = _memo_prefix_sums(hist, rule.pad_to_multiple_of, memo)
+    # the buckets not in memo, each with its order statistics: those above the product form
+    # filled in one call for all of them (a local dict where the caller keeps none)
+    todo: dict[tuple[int, int, int], LogProbs | None] = {}
+    for lo, hi, size in zip(*bucket_bounds(hist.lengths, edges), batch_sizes):
+        if lo < hi and (memo is None or ("waste", lo, hi, size) not in memo):
+            todo[lo, hi, size] = (
+                shared.setdefault((lo, hi), {}) if shared is not None else {} if size > 64 else None
+            )
+    fill_log_probs(
+        [
+            (hist.counts[lo:hi], _samples(hist, lo, hi, prefix), b, logs)
+            for (lo, hi, b), logs in todo.items()
+            if logs is not None
+        ]
+    )
     samples: list[int] = []
     tokens: list[int] = []
     batches: list[int] = []
@@ -197,8 +212,7 @@ def bucketed_estimate(
         key = ("waste", lo, hi, size)
         numbers = None if memo is None else memo.get(key)
         if numbers is None:
-            logs = None if shared is None else shared.setdefault((lo, hi), {})
-            numbers = _bucket_numbers(hist, lo, hi, size, rule.pad_to_multiple_of, prefix, logs)
+            numbers = _bucket_numbers(hist, lo, hi, size, rule.pad_to_multiple_of, prefix, todo[lo, hi, size])
             if memo is not None:
                 memo[key] = numbers
         n, t, b, w = numbers
@@ -225,6 +239,11 @@ def bucketed_estimate(
     )
 
 
+def _samples(hist: LengthHistogram, lo: int, hi: int, prefix: tuple[np.ndarray, ...] | None) -> int:
+    """Samples of the distinct lengths ``lo:hi`` (a Python int)."""
+    return sum(hist.counts[lo:hi].tolist()) if prefix is None else int(prefix[0][hi] - prefix[0][lo])
+
+
 def _bucket_numbers(
     hist: LengthHistogram,
     lo: int,
@@ -236,7 +255,7 @@ def _bucket_numbers(
 ) -> tuple[int, int, int, int | float]:
     """One bucket's samples, tokens, batches and expected padding (:func:`bucketed_estimate`)."""
     if prefix is None:
-        n, t, sums = sum(hist.counts[lo:hi].tolist()), _bucket_tokens(hist, lo, hi), None
+        n, t, sums = _samples(hist, lo, hi, None), _bucket_tokens(hist, lo, hi), None
     else:
         n, t, r = (int(p[hi] - p[lo]) for p in prefix)
         sums = (n, t, r)

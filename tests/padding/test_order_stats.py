@@ -163,3 +163,66 @@ def test_the_power_sums_are_the_exact_sums_of_the_whole_batch(size: int) -> None
         for k, w in zip(ks, got, strict=True):
             exact = sum(((i - centre) / scale) ** k for i in range(size))
             assert abs(Fraction(w) - exact) <= 16 * 2.0**-53 * exact, (k, w, float(exact))
+
+
+def _buckets_of_every_form(rng: np.random.Generator) -> list[tuple[np.ndarray, int, int]]:
+    """Buckets ``(rows, n, size)`` whose rows reach every form of :func:`log_prob_max_at_most`:
+    the product form (``size <= 64``), and above 64 the rows near the top, the midpoint series,
+    Stirling's series and plain gammaln differences (and a row at the top, ``c = n``)."""
+    out = []
+    for size in (7, 64, 65, 131, 1_000, 5_000):
+        n = int(rng.integers(8 * size, 40 * size))
+        cum = np.unique(np.r_[size, size + 3, size + 20, rng.integers(size, n - 65, 30), n - 64, n - 1, n])
+        out.append((cum, n, size))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_several_buckets_at_once_are_each_bucket_alone_bit_for_bit(seed: int) -> None:
+    """:func:`order_stats.log_probs` of several buckets side by side gives each bucket's rows
+    the floats of its own call, whatever its neighbours (sizes from 7 to 5,000, every form)."""
+    buckets = _buckets_of_every_form(np.random.default_rng(seed))
+    order = np.random.default_rng(seed + 10).permutation(len(buckets))
+    buckets = [buckets[i] for i in order]
+    together = order_stats.log_probs(*zip(*buckets, strict=True))
+    for (rows, n, size), got in zip(buckets, together, strict=True):
+        alone = log_prob_max_at_most(rows, n, size)
+        assert np.array_equal(_bits(got), _bits(alone))
+        np.testing.assert_allclose(got, [_exact_log_ratio(c, n, size) for c in rows.tolist()], rtol=1e-11)
+
+
+def _exact_log_ratio(c: int, n: int, size: int) -> float:
+    """``log(C(c, size) / C(n, size))`` from exact integers: the ratio in rationals where it
+    is a float, else the difference of the two logarithms (then thousands: no cancellation)."""
+    top, bottom = math.comb(c, size), math.comb(n, size)
+    if top * 2**1000 > bottom:
+        return math.log(Fraction(top, bottom))
+    return math.log(top) - math.log(bottom)
+
+
+@pytest.mark.parametrize(
+    "rule", [{"batch_size": 100}, {"max_tokens": 4_000}, {"max_tokens": 4_000, "pad_to_multiple_of": 8}]
+)
+def test_a_plans_buckets_priced_together_are_each_bucket_priced_alone(rule: dict[str, int]) -> None:
+    """:func:`~analysis.padding.waste.bucketed_estimate` fills every bucket's order statistics
+    in one call (:func:`order_stats.fill_log_probs`): each bucket's expected padding is
+    :func:`bucket_waste`'s of that bucket alone, bit for bit (batch sizes above 64, with and
+    without a short batch)."""
+    from analysis import BatchRule, LengthHistogram
+    from analysis.padding.waste import bucketed_estimate
+
+    rng = np.random.default_rng(5)
+    lengths = np.unique(rng.integers(5, 400, size=150))
+    hist = LengthHistogram.from_counts(lengths, rng.integers(1, 60, size=lengths.size))
+    edges = [0, 40, 90, 150, 260, 400]
+    batch_rule = BatchRule(**rule)
+    est = bucketed_estimate(hist, edges, batch_rule)
+    assert max(est.batch_sizes) > 64
+    for lo_edge, hi_edge, size, got in zip(
+        edges[:-1], edges[1:], est.batch_sizes, est.bucket_waste_tokens, strict=True
+    ):
+        inside = (hist.lengths > lo_edge) & (hist.lengths <= hi_edge)
+        exact, excess = bucket_waste(
+            hist.lengths[inside], hist.counts[inside], size, batch_rule.pad_to_multiple_of
+        )
+        assert got == (exact + excess if excess else exact)
