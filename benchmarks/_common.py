@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import atexit
 import importlib
+import importlib.util
 import io
 import shutil
 import statistics
@@ -120,8 +121,9 @@ def previous_analysis(rev: str) -> ModuleType | None:
     sys.path.insert(0, str(root))
     try:
         old = importlib.import_module("analysis")
-        for sub in ("simulation", "strategies", "sampler", "batching"):
-            importlib.import_module(f"analysis.{sub}")
+        for sub in ("simulation", "strategies", "sampler", "batching", "padding.waste"):  # (those it has)
+            if importlib.util.find_spec(f"analysis.{sub}") is not None:
+                importlib.import_module(f"analysis.{sub}")
     finally:
         sys.path.remove(str(root))
         loaded = {name: sys.modules.pop(name) for name in list(sys.modules) if ours(name)}
