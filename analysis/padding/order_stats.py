@@ -371,27 +371,31 @@ def share_log_probs(cum: np.ndarray, sizes: tuple[int, ...], shared: LogProbs) -
         shared[size] = partial[size - 1, _first_at_least(inner, size) :].copy()
 
 
-def fill_log_probs(buckets: Sequence[tuple[np.ndarray, int, int, LogProbs]]) -> None:
-    """For each bucket ``(counts, n, batch_size, shared)`` (``n`` its samples) whose
-    :func:`bucket_waste` would take its order statistics from :func:`log_prob_max_at_most` (a
-    batch size above ``_PRODUCT_TERMS``, more than one batch and one length), those of its full
-    and its short batch into ``shared``, every bucket's in one :func:`log_probs` call (the same
-    floats)."""
+def fill_log_probs(buckets: Sequence[tuple[np.ndarray, int, int, LogProbs | None]]) -> list[LogProbs | None]:
+    """For each bucket ``(counts, n, batch_size, shared)`` (``n`` its samples; ``shared`` its
+    :data:`LogProbs` or None) whose :func:`bucket_waste` would take its order statistics from
+    :func:`log_prob_max_at_most` (a batch size above ``_PRODUCT_TERMS``, more than one batch and
+    one length), those of its full and its short batch, every bucket's in one :func:`log_probs`
+    call (the same floats); returns what each bucket's :func:`bucket_waste` is to read:
+    ``shared`` so filled, a new dict for a bucket filled without one, else ``shared``."""
+    out: list[LogProbs | None] = []
     jobs: list[tuple[np.ndarray, int, int, LogProbs]] = []
     for counts, n, batch_size, shared in buckets:
+        out.append(shared)
         if counts.size < 2 or batch_size <= _PRODUCT_TERMS or n <= batch_size or n >= 2**63:
             continue
+        logs = out[-1] = {} if shared is None else shared
         cum = np.cumsum(counts)
         rest = n % batch_size
         for size in (batch_size, rest) if rest > 1 else (batch_size,):
-            if size not in shared:
+            if size not in logs:
                 inner = cum[:-1]
-                jobs.append((inner[_first_at_least(inner, size) :], n, size, shared))
-    if not jobs:
-        return
-    values = log_probs([j[0] for j in jobs], [j[1] for j in jobs], [j[2] for j in jobs])
-    for (_, _, size, shared), value in zip(jobs, values, strict=True):
-        shared[size] = value
+                jobs.append((inner[_first_at_least(inner, size) :], n, size, logs))
+    if jobs:
+        values = log_probs([j[0] for j in jobs], [j[1] for j in jobs], [j[2] for j in jobs])
+        for (_, _, size, logs), value in zip(jobs, values, strict=True):
+            logs[size] = value
+    return out
 
 
 def _first_at_least(inner: np.ndarray, size: int) -> int:

@@ -185,21 +185,25 @@ def bucketed_estimate(
     plan's: the caller drops it)."""
     batch_sizes = rule.batch_sizes(edges)
     prefix = _memo_prefix_sums(hist, rule.pad_to_multiple_of, memo)
-    # the buckets not in memo, each with its order statistics: those above the product form
-    # filled in one call for all of them (a local dict where the caller keeps none)
-    todo: dict[tuple[int, int, int], LogProbs | None] = {}
-    for lo, hi, size in zip(*bucket_bounds(hist.lengths, edges), batch_sizes):
-        if lo < hi and (memo is None or ("waste", lo, hi, size) not in memo):
-            todo[lo, hi, size] = (
-                shared.setdefault((lo, hi), {}) if shared is not None else {} if size > 64 else None
-            )
-    fill_log_probs(
+    # the buckets not in memo, with their order statistics above the product form filled in
+    # one call for all of them
+    todo = [
+        (lo, hi, size)
+        for lo, hi, size in zip(*bucket_bounds(hist.lengths, edges), batch_sizes)
+        if lo < hi and (memo is None or ("waste", lo, hi, size) not in memo)
+    ]
+    logs = fill_log_probs(
         [
-            (hist.counts[lo:hi], _samples(hist, lo, hi, prefix), b, logs)
-            for (lo, hi, b), logs in todo.items()
-            if logs is not None
+            (
+                hist.counts[lo:hi],
+                _samples(hist, lo, hi, prefix),
+                size,
+                None if shared is None else shared.setdefault((lo, hi), {}),
+            )
+            for lo, hi, size in todo
         ]
     )
+    by_bucket = dict(zip(todo, logs, strict=True))
     samples: list[int] = []
     tokens: list[int] = []
     batches: list[int] = []
@@ -212,7 +216,9 @@ def bucketed_estimate(
         key = ("waste", lo, hi, size)
         numbers = None if memo is None else memo.get(key)
         if numbers is None:
-            numbers = _bucket_numbers(hist, lo, hi, size, rule.pad_to_multiple_of, prefix, todo[lo, hi, size])
+            numbers = _bucket_numbers(
+                hist, lo, hi, size, rule.pad_to_multiple_of, prefix, by_bucket[lo, hi, size]
+            )
             if memo is not None:
                 memo[key] = numbers
         n, t, b, w = numbers
