@@ -185,25 +185,7 @@ def bucketed_estimate(
     plan's: the caller drops it)."""
     batch_sizes = rule.batch_sizes(edges)
     prefix = _memo_prefix_sums(hist, rule.pad_to_multiple_of, memo)
-    # the buckets not in memo, with their order statistics above the product form filled in
-    # one call for all of them
-    todo = [
-        (lo, hi, size)
-        for lo, hi, size in zip(*bucket_bounds(hist.lengths, edges), batch_sizes)
-        if lo < hi and (memo is None or ("waste", lo, hi, size) not in memo)
-    ]
-    logs = fill_log_probs(
-        [
-            (
-                hist.counts[lo:hi],
-                _samples(hist, lo, hi, prefix),
-                size,
-                None if shared is None else shared.setdefault((lo, hi), {}),
-            )
-            for lo, hi, size in todo
-        ]
-    )
-    by_bucket = dict(zip(todo, logs, strict=True))
+    logs = _order_statistics(hist, edges, batch_sizes, prefix, memo, shared)
     samples: list[int] = []
     tokens: list[int] = []
     batches: list[int] = []
@@ -216,9 +198,7 @@ def bucketed_estimate(
         key = ("waste", lo, hi, size)
         numbers = None if memo is None else memo.get(key)
         if numbers is None:
-            numbers = _bucket_numbers(
-                hist, lo, hi, size, rule.pad_to_multiple_of, prefix, by_bucket[lo, hi, size]
-            )
+            numbers = _bucket_numbers(hist, lo, hi, size, rule.pad_to_multiple_of, prefix, logs[lo, hi, size])
             if memo is not None:
                 memo[key] = numbers
         n, t, b, w = numbers
@@ -243,6 +223,36 @@ def bucketed_estimate(
         bucket_batches=tuple(batches),
         bucket_waste_tokens=tuple(waste),
     )
+
+
+def _order_statistics(
+    hist: LengthHistogram,
+    edges: list[int],
+    batch_sizes: list[int],
+    prefix: tuple[np.ndarray, ...] | None,
+    memo: dict[Any, Any] | None,
+    shared: dict[tuple[int, int], LogProbs] | None,
+) -> dict[tuple[int, int, int], LogProbs | None]:
+    """What :func:`~analysis.padding.order_stats.bucket_waste` reads for each bucket ``(lo, hi,
+    batch size)`` not in ``memo``: its order statistics, those above the product form filled in
+    one call for every bucket (:func:`~analysis.padding.order_stats.fill_log_probs`)."""
+    todo = [
+        (lo, hi, size)
+        for lo, hi, size in zip(*bucket_bounds(hist.lengths, edges), batch_sizes)
+        if lo < hi and (memo is None or ("waste", lo, hi, size) not in memo)
+    ]
+    logs = fill_log_probs(
+        [
+            (
+                hist.counts[lo:hi],
+                _samples(hist, lo, hi, prefix),
+                size,
+                None if shared is None else shared.setdefault((lo, hi), {}),
+            )
+            for lo, hi, size in todo
+        ]
+    )
+    return dict(zip(todo, logs, strict=True))
 
 
 def _samples(hist: LengthHistogram, lo: int, hi: int, prefix: tuple[np.ndarray, ...] | None) -> int:
