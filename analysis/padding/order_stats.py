@@ -88,7 +88,17 @@ def log_probs(rows: Sequence[np.ndarray], ns: Sequence[int], sizes: Sequence[int
     """:func:`log_prob_max_at_most` of several buckets at once (``rows[b]``, ``ns[b]``,
     ``sizes[b]``): their rows side by side in each NumPy call, every function elementwise, so
     each row's floats are those of its bucket alone, in a fraction of the calls (a plan's
-    buckets under a token budget: one call for all, not two per bucket)."""
+    buckets under a token budget: one call for all, not two per bucket).
+
+    Examples
+    --------
+    >>> rows, ns, sizes = [np.array([70, 90, 200]), np.array([150, 400])], [300, 500], [65, 100]
+    >>> together = log_probs(rows, ns, sizes)
+    >>> [bool((t == log_prob_max_at_most(*one)).all()) for t, one in zip(together, zip(rows, ns, sizes))]
+    [True, True]
+    >>> round(float(together[1][0]), 6)  # log(C(150, 100) / C(500, 100))
+    -154.287422
+    """
     if len(rows) < 2:
         return [log_prob_max_at_most(r, n, size) for r, n, size in zip(rows, ns, sizes, strict=True)]
     lens = [r.size for r in rows]
