@@ -381,10 +381,15 @@ def share_log_probs(cum: np.ndarray, sizes: tuple[int, ...], shared: LogProbs) -
         shared[size] = partial[size - 1, _first_at_least(inner, size) :].copy()
 
 
+#: Batch sizes above which :func:`fill_log_probs` fills a bucket's order statistics (at most
+#: it, :func:`share_log_probs` takes them together in the product form).
+FILLED_ABOVE = _PRODUCT_TERMS
+
+
 def fill_log_probs(buckets: Sequence[tuple[np.ndarray, int, int, LogProbs | None]]) -> list[LogProbs | None]:
     """For each bucket ``(counts, n, batch_size, shared)`` (``n`` its samples; ``shared`` its
     :data:`LogProbs` or None) whose :func:`bucket_waste` would take its order statistics from
-    :func:`log_prob_max_at_most` (a batch size above ``_PRODUCT_TERMS``, more than one batch and
+    :func:`log_prob_max_at_most` (a batch size above ``FILLED_ABOVE``, more than one batch and
     one length), those of its full and its short batch, every bucket's in one :func:`log_probs`
     call (the same floats); returns what each bucket's :func:`bucket_waste` is to read:
     ``shared`` so filled, a new dict for a bucket filled without one, else ``shared``."""
@@ -392,7 +397,7 @@ def fill_log_probs(buckets: Sequence[tuple[np.ndarray, int, int, LogProbs | None
     jobs: list[tuple[np.ndarray, int, int, LogProbs]] = []
     for counts, n, batch_size, shared in buckets:
         out.append(shared)
-        if counts.size < 2 or batch_size <= _PRODUCT_TERMS or n <= batch_size or n >= 2**63:
+        if counts.size < 2 or batch_size <= FILLED_ABOVE or n <= batch_size or n >= 2**63:
             continue
         logs = out[-1] = {} if shared is None else shared
         cum = np.cumsum(counts)

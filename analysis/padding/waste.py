@@ -26,7 +26,7 @@ import pandas as pd
 from analysis._validate import known_name
 from analysis.batching import BatchRule, as_rule, bucket_bounds, check_edges, round_up
 from analysis.lengths import LengthHistogram
-from analysis.padding.order_stats import LogProbs, bucket_waste, exact_cumsum, fill_log_probs
+from analysis.padding.order_stats import FILLED_ABOVE, LogProbs, bucket_waste, exact_cumsum, fill_log_probs
 
 __all__ = [
     "WasteEstimate",
@@ -185,12 +185,13 @@ def bucketed_estimate(
     plan's: the caller drops it)."""
     batch_sizes = rule.batch_sizes(edges)
     prefix = _memo_prefix_sums(hist, rule.pad_to_multiple_of, memo)
-    logs = _order_statistics(hist, edges, batch_sizes, prefix, memo, shared)
+    buckets = list(zip(*bucket_bounds(hist.lengths, edges), batch_sizes))
+    logs = _order_statistics(hist, buckets, prefix, memo, shared)
     samples: list[int] = []
     tokens: list[int] = []
     batches: list[int] = []
     waste: list[int | float] = []
-    for lo, hi, size in zip(*bucket_bounds(hist.lengths, edges), batch_sizes):
+    for lo, hi, size in buckets:
         if lo == hi:
             for column in (samples, tokens, batches, waste):
                 column.append(0)
@@ -227,32 +228,27 @@ def bucketed_estimate(
 
 def _order_statistics(
     hist: LengthHistogram,
-    edges: list[int],
-    batch_sizes: list[int],
+    buckets: list[tuple[int, int, int]],
     prefix: tuple[np.ndarray, ...] | None,
     memo: dict[Any, Any] | None,
     shared: dict[tuple[int, int], LogProbs] | None,
 ) -> dict[tuple[int, int, int], LogProbs | None]:
     """What :func:`~analysis.padding.order_stats.bucket_waste` reads for each bucket ``(lo, hi,
-    batch size)`` not in ``memo``: its order statistics, those above the product form filled in
-    one call for every bucket (:func:`~analysis.padding.order_stats.fill_log_probs`)."""
-    todo = [
-        (lo, hi, size)
-        for lo, hi, size in zip(*bucket_bounds(hist.lengths, edges), batch_sizes)
-        if lo < hi and (memo is None or ("waste", lo, hi, size) not in memo)
-    ]
-    logs = fill_log_probs(
-        [
-            (
-                hist.counts[lo:hi],
-                _samples(hist, lo, hi, prefix),
-                size,
-                None if shared is None else shared.setdefault((lo, hi), {}),
-            )
-            for lo, hi, size in todo
-        ]
-    )
-    return dict(zip(todo, logs, strict=True))
+    batch size)`` not in ``memo``: its order statistics (``shared``'s, or None), those of the
+    batch sizes above ``FILLED_ABOVE`` filled in one call for every bucket
+    (:func:`~analysis.padding.order_stats.fill_log_probs`)."""
+    todo = [b for b in buckets if b[0] < b[1] and (memo is None or ("waste", *b) not in memo)]
+    logs = {b: None if shared is None else shared.setdefault(b[:2], {}) for b in todo}
+    filled = [b for b in todo if b[2] > FILLED_ABOVE]
+    if filled:
+        got = fill_log_probs(
+            [
+                (hist.counts[lo:hi], _samples(hist, lo, hi, prefix), size, logs[lo, hi, size])
+                for lo, hi, size in filled
+            ]
+        )
+        logs.update(zip(filled, got, strict=True))
+    return logs
 
 
 def _samples(hist: LengthHistogram, lo: int, hi: int, prefix: tuple[np.ndarray, ...] | None) -> int:
