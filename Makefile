@@ -80,18 +80,18 @@ AHEAD = NUMBA_OPT=1 "$(PY)" -m analysis.optimize._ahead
 #
 # A fresh clone's `make test` has taken from 3 min 57.6 s to 6 min 0.6 s on these 2 shared
 # cores, much of the spread from day to day rather than from commit to commit (pytest alone
-# 159-252 s, `make setup` 78 s to 2 min 7 s): 4 min 36.5 s at 370be00 (pytest 197.9 s), 5
-# min 11.8 s minutes before at a7365c3 (pytest 225.4 s; one test failed there), and inside
-# a fresh clone's `.ci/run` at 370be00 (5 min 56.6 s in all) pytest 200.0 s; 5 min 16.5 s
-# and 5 min 37.4 s at 3b184ef and 722466e (pytest 237.8 s and 239.0 s, the install 79 s and
-# 92 s), and inside a fresh clone's `.ci/run` at f1f495a about 4 min 38 s (pytest 194.2 s;
-# the whole run 6 min 8.8 s), within the hour; 6 min 0.6 s at 86ad6bb; 4 min 40.8 s and 5
-# min 39.4 s an hour apart at 79d34c1 and 00d1ab8 (pytest 201.7 s and 251.8 s; the same
-# work took 484 s and 595 s of user time); 3 min 57.6 s, 3 min 59.6 s and 4 min 7.0 s in
-# three runs on one day (the install 73-80 s, 45 s without the compile, when pytest took
-# 222 s instead of 159-163 s); 5 min 29.9 s and 5 min 16.9 s at 5c12e6f and 21eb708,
-# minutes apart, on a slow day; 4 min 48.0 s at 074184c; 5 min 13.4 s with pip and 5 min
-# 8.4 s with uv, an afternoon's pair.
+# 159-252 s, `make setup` 78 s to 2 min 7 s): 4 min 32.3 s at f75b0bc (pytest 194.4 s) and 4
+# min 36.5 s at 370be00 (pytest 197.9 s), 5 min 11.8 s minutes before at a7365c3 (pytest
+# 225.4 s; one test failed there), and inside a fresh clone's `.ci/run` at 370be00 (5 min
+# 56.6 s in all) pytest 200.0 s; 5 min 16.5 s and 5 min 37.4 s at 3b184ef and 722466e
+# (pytest 237.8 s and 239.0 s, the install 79 s and 92 s), and inside a fresh clone's
+# `.ci/run` at f1f495a about 4 min 38 s (pytest 194.2 s; the whole run 6 min 8.8 s), within
+# the hour; 6 min 0.6 s at 86ad6bb; 4 min 40.8 s and 5 min 39.4 s an hour apart at 79d34c1
+# and 00d1ab8 (pytest 201.7 s and 251.8 s; the same work took 484 s and 595 s of user time);
+# 3 min 57.6 s, 3 min 59.6 s and 4 min 7.0 s in three runs on one day (the install 73-80 s,
+# 45 s without the compile, when pytest took 222 s instead of 159-163 s); 5 min 29.9 s and 5
+# min 16.9 s at 5c12e6f and 21eb708, minutes apart, on a slow day; 4 min 48.0 s at 074184c;
+# 5 min 13.4 s with pip and 5 min 8.4 s with uv, an afternoon's pair.
 # A failed compile fails the install with its log.
 $(STAMP): pyproject.toml
 	$(make_venv)
