@@ -96,6 +96,14 @@ def unpack_analysis(rev: str, folder: Path) -> bool:
     return True
 
 
+def _has_module(name: str) -> bool:
+    """Whether ``name`` can be imported (its parent packages included)."""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:  # a parent package it lacks
+        return False
+
+
 def previous_analysis(rev: str) -> ModuleType | None:
     """The ``analysis`` package as of git revision ``rev`` (or from the directory ``rev``, which
     holds an ``analysis/`` folder), imported in this process beside the current one (its
@@ -121,8 +129,8 @@ def previous_analysis(rev: str) -> ModuleType | None:
     sys.path.insert(0, str(root))
     try:
         old = importlib.import_module("analysis")
-        for sub in ("simulation", "strategies", "sampler", "batching", "padding.waste"):  # (those it has)
-            if importlib.util.find_spec(f"analysis.{sub}") is not None:
+        for sub in ("simulation", "strategies", "sampler", "batching", "padding.waste"):
+            if _has_module(f"analysis.{sub}"):  # (the ones that commit has)
                 importlib.import_module(f"analysis.{sub}")
     finally:
         sys.path.remove(str(root))
