@@ -29,6 +29,8 @@ __all__ = [
     "TEMPLATES_DIR",
     "REPORT_CSS",
     "INDEX_HTML",
+    "kernel_sockets",
+    "run_notebook",
 ]
 
 _KERNEL = "python3"
@@ -147,26 +149,72 @@ def _literal(path: Path) -> str:
     return str(path).replace("{", "{{").replace("}", "}}")
 
 
-#: Kernel starts a notebook gets: a kernel that dies before it answers (two processes took the
-#: same free port, as Jupyter picks ports by binding and releasing them) ran no cell, so it is
-#: started again.
+#: Kernel starts a notebook gets: a kernel that never answers ran no cell, so it is started
+#: again.  Over TCP (where :func:`kernel_sockets` gives no Unix sockets) that happens when two
+#: processes take the same free port, as Jupyter picks ports by binding and releasing them.
 KERNEL_STARTS = 3
+#: How nbclient says a kernel never answered: it died, or it hung, before ``kernel_info``.
+_NEVER_ANSWERED = ("before replying to kernel_info", "didn't respond in")
+#: The longest path a kernel's Unix socket may have (``sun_path`` holds 108 bytes on Linux,
+#: 104 on macOS), a socket's ``-N`` suffix included.
+_SOCKET_PATH_MAX = 100
+
+
+@contextlib.contextmanager
+def kernel_sockets() -> Iterator[Any]:
+    """A traitlets ``Config`` that gives kernels Unix sockets in a new private folder, removed
+    on exit; None on Windows, or where the temporary folder's path is too long for a socket.
+
+    A TCP port that Jupyter picked (by binding and releasing it) can be taken by any process
+    before the kernel binds it; the kernel then never answers.  A socket in a folder no other
+    process knows cannot be taken.  Kernels started one after another may share the folder.
+
+    Examples
+    --------
+    >>> import os
+    >>> with kernel_sockets() as config:
+    ...     ip = config.KernelManager.ip
+    ...     config.KernelManager.transport, os.path.isdir(os.path.dirname(ip))
+    ('ipc', True)
+    >>> os.path.exists(os.path.dirname(ip))
+    False
+    """
+    import shutil
+    import tempfile
+
+    from traitlets.config import Config
+
+    if os.name != "posix":
+        yield None
+        return
+    folder = tempfile.mkdtemp(prefix="workbench-kernel-")
+    try:
+        ip = os.path.join(folder, "kernel")
+        too_long = len(os.fsencode(ip)) + len("-99") > _SOCKET_PATH_MAX
+        yield None if too_long else Config({"KernelManager": {"transport": "ipc", "ip": ip}})
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def run_notebook(src: Path, dst: Path, parameters: dict[str, Any], *, cwd: Path, show_progress: bool) -> None:
-    """Execute ``src`` into ``dst`` with papermill (:func:`_run_once`), starting the kernel again
-    (up to :data:`KERNEL_STARTS` times) when it died before it ran a cell."""
+    """Execute ``src`` into ``dst`` with papermill (:func:`_run_once`), its kernel on sockets
+    of its own (:func:`kernel_sockets`), starting the kernel again (up to
+    :data:`KERNEL_STARTS` times) when it never answered."""
     for start in range(1, KERNEL_STARTS + 1):
         try:
-            _run_once(src, dst, parameters, cwd=cwd, show_progress=show_progress)
+            with kernel_sockets() as config:
+                _run_once(src, dst, parameters, cwd=cwd, show_progress=show_progress, config=config)
             return
         except RuntimeError as exc:
-            if "before replying to kernel_info" not in str(exc) or start == KERNEL_STARTS:
+            if not any(said in str(exc) for said in _NEVER_ANSWERED) or start == KERNEL_STARTS:
                 raise
 
 
-def _run_once(src: Path, dst: Path, parameters: dict[str, Any], *, cwd: Path, show_progress: bool) -> None:
-    """Execute ``src`` into ``dst`` with papermill, in a worker thread: the main thread only
+def _run_once(
+    src: Path, dst: Path, parameters: dict[str, Any], *, cwd: Path, show_progress: bool, config: Any
+) -> None:
+    """Execute ``src`` into ``dst`` with papermill (its kernel manager configured by
+    ``config``, a traitlets ``Config`` or None), in a worker thread: the main thread only
     waits, so a signal (Ctrl-C, SIGTERM) reaches the caller's handlers at once (nbclient
     replaces a main thread's SIGINT and SIGTERM handlers while it runs, and swallows them).  An
     interrupted kernel exits with this process (ipykernel watches its parent)."""
@@ -175,6 +223,7 @@ def _run_once(src: Path, dst: Path, parameters: dict[str, Any], *, cwd: Path, sh
 
     bar: bool | dict[str, Any] = {"desc": src.stem, "leave": False} if show_progress else False
     failure: list[BaseException] = []
+    settings = {} if config is None else {"config": config}
 
     def execute() -> None:
         try:
@@ -186,6 +235,7 @@ def _run_once(src: Path, dst: Path, parameters: dict[str, Any], *, cwd: Path, sh
                 cwd=str(cwd),
                 progress_bar=bar,
                 log_output=False,
+                **settings,
             )
         except BaseException as exc:  # handed to the waiting thread
             failure.append(exc)

@@ -358,11 +358,14 @@ def test_every_face_that_builds_batches_suggests_max_len_for_a_heavy_tail(tmp_pa
     assert f"try --max-len {p99:,}" in (out / "index.html").read_text()
 
 
+@pytest.mark.parametrize(
+    "said", ["Kernel died before replying to kernel_info", "Kernel didn't respond in 60 seconds"]
+)
 @pytest.mark.parametrize("failures, calls, raises", [(1, 2, False), (3, 3, True)])
-def test_a_kernel_dead_before_it_answers_starts_again(tmp_path, monkeypatch, failures, calls, raises):
-    """Jupyter picks a kernel's ports by binding and releasing them, so two kernels started at
-    once can take the same port; the one that loses dies before it runs a cell and is started
-    again, up to KERNEL_STARTS times (a failure in a cell is never retried)."""
+def test_a_kernel_that_never_answered_starts_again(tmp_path, monkeypatch, said, failures, calls, raises):
+    """A kernel that died or hung before it answered (over TCP, another process took its port)
+    ran no cell and is started again, up to KERNEL_STARTS times (a failure in a cell is never
+    retried)."""
     import papermill
 
     import analysis.report._notebooks as notebooks
@@ -372,14 +375,14 @@ def test_a_kernel_dead_before_it_answers_starts_again(tmp_path, monkeypatch, fai
     def execute_notebook(src, dst, **_):
         seen.append(dst)
         if len(seen) <= failures:
-            raise RuntimeError("Kernel died before replying to kernel_info")
+            raise RuntimeError(said)
         Path(dst).write_text("ran", encoding="utf-8")
 
     monkeypatch.setattr(papermill, "execute_notebook", execute_notebook)
     dst = tmp_path / "out.ipynb"
     run = lambda: notebooks.run_notebook(tmp_path / "in.ipynb", dst, {}, cwd=tmp_path, show_progress=False)  # noqa: E731
     if raises:
-        with pytest.raises(RuntimeError, match="kernel_info"):
+        with pytest.raises(RuntimeError, match=said):
             run()
     else:
         run()
@@ -395,3 +398,51 @@ def test_a_kernel_dead_before_it_answers_starts_again(tmp_path, monkeypatch, fai
     with pytest.raises(RuntimeError, match="something else"):
         run()
     assert len(seen) == 1
+
+
+def test_a_notebooks_kernel_takes_unix_sockets_no_other_process_can_take(tmp_path):
+    """The report's kernel listens on Unix sockets in a private folder (no TCP port another
+    process could take between Jupyter's choice and the kernel's bind), removed afterwards."""
+    from analysis.report._notebooks import run_notebook
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells.append(
+        nbformat.v4.new_code_cell(
+            "import os\nfrom ipykernel.connect import get_connection_info\n"
+            "info = get_connection_info(unpack=True)\n"
+            "print(info['transport'], info['ip'], sorted(os.listdir(os.path.dirname(info['ip']))))"
+        )
+    )
+    src, dst = tmp_path / "in.ipynb", tmp_path / "out.ipynb"
+    nbformat.write(nb, src)
+    run_notebook(src, dst, {}, cwd=tmp_path, show_progress=False)
+    transport, ip, sockets = nbformat.read(dst, as_version=4).cells[0].outputs[0]["text"].split(" ", 2)
+    assert transport == "ipc"
+    assert sockets.strip() == str([f"kernel-{n}" for n in range(1, 6)])
+    assert Path(ip).name == "kernel" and not Path(ip).parent.exists()
+
+
+def test_a_temporary_folder_too_long_for_a_socket_leaves_the_kernel_on_tcp(tmp_path, monkeypatch):
+    """Where a socket's path would pass the Unix limit (about 104 bytes), the kernel keeps
+    Jupyter's TCP ports (and its starts again); the private folder is removed either way."""
+    import tempfile
+
+    from analysis.report._notebooks import kernel_sockets
+
+    long = tmp_path / ("x" * 40) / ("y" * 40)
+    long.mkdir(parents=True)
+    monkeypatch.setattr(tempfile, "tempdir", str(long))
+    with kernel_sockets() as config:
+        assert config is None
+        made = list(long.iterdir())
+        assert len(made) == 1 and made[0].name.startswith("workbench-kernel-")
+    assert list(long.iterdir()) == []
+
+
+def test_nbvals_kernels_take_unix_sockets_too():
+    """tests/kernel_sockets.py hands nbval's kernel manager the same private sockets, so the
+    stored notebooks' runs under xdist cannot lose a port either."""
+    import nbval.kernel
+
+    manager = nbval.kernel.KernelManager(kernel_name="python3")
+    assert manager.transport == "ipc" and Path(manager.ip).parent.is_dir()
