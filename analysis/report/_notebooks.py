@@ -29,7 +29,8 @@ __all__ = [
     "TEMPLATES_DIR",
     "REPORT_CSS",
     "INDEX_HTML",
-    "kernel_sockets",
+    "kernel_config",
+    "kernel_folder",
     "run_notebook",
 ]
 
@@ -150,7 +151,7 @@ def _literal(path: Path) -> str:
 
 
 #: Kernel starts a notebook gets: a kernel that never answers ran no cell, so it is started
-#: again.  Over TCP (where :func:`kernel_sockets` gives no Unix sockets) that happens when two
+#: again.  Over TCP (where :func:`kernel_config` gives no Unix sockets) that happens when two
 #: processes take the same free port, as Jupyter picks ports by binding and releasing them.
 KERNEL_STARTS = 3
 #: How nbclient says a kernel never answered: it died, or it hung, before ``kernel_info``.
@@ -161,48 +162,54 @@ _SOCKET_PATH_MAX = 100
 
 
 @contextlib.contextmanager
-def kernel_sockets() -> Iterator[Any]:
-    """A traitlets ``Config`` that gives kernels Unix sockets in a new private folder, removed
-    on exit; None on Windows, or where the temporary folder's path is too long for a socket.
-
-    A TCP port that Jupyter picked (by binding and releasing it) can be taken by any process
-    before the kernel binds it; the kernel then never answers.  A socket in a folder no other
-    process knows cannot be taken.  Kernels started one after another may share the folder.
-
-    Examples
-    --------
-    >>> import os
-    >>> with kernel_sockets() as config:
-    ...     ip = config.KernelManager.ip
-    ...     config.KernelManager.transport, os.path.isdir(os.path.dirname(ip))
-    ('ipc', True)
-    >>> os.path.exists(os.path.dirname(ip))
-    False
-    """
+def kernel_folder() -> Iterator[str]:
+    """A new private temporary folder for kernels' files (:func:`kernel_config`), removed on
+    exit with whatever a kernel stopped by a signal left there."""
     import shutil
     import tempfile
 
-    from traitlets.config import Config
-
-    if os.name != "posix":
-        yield None
-        return
     folder = tempfile.mkdtemp(prefix="workbench-kernel-")
     try:
-        ip = os.path.join(folder, "kernel")
-        too_long = len(os.fsencode(ip)) + len("-99") > _SOCKET_PATH_MAX
-        yield None if too_long else Config({"KernelManager": {"transport": "ipc", "ip": ip}})
+        yield folder
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def kernel_config(folder: str, name: str = "kernel") -> Any:
+    """A traitlets ``Config`` for a kernel manager that keeps the kernel's files in ``folder``
+    under ``name``: its connection file (it holds the key that signs the kernel's messages;
+    Jupyter would leave it in the temporary folder when the run is stopped) and, on POSIX
+    where the path is short enough for one, its Unix sockets.
+
+    A TCP port that Jupyter picked (by binding and releasing it) can be taken by any process
+    before the kernel binds it, and the kernel then never answers.  A socket in a folder no
+    other process knows cannot be taken.
+
+    Examples
+    --------
+    >>> settings = kernel_config("/tmp/workbench-kernel-x").KernelManager
+    >>> settings.transport, settings.ip, settings.connection_file
+    ('ipc', '/tmp/workbench-kernel-x/kernel', '/tmp/workbench-kernel-x/kernel.json')
+    >>> "transport" in kernel_config("/" + "x" * 100).KernelManager  # too long for a socket
+    False
+    """
+    from traitlets.config import Config
+
+    path = os.path.join(folder, name)
+    settings: dict[str, str] = {"connection_file": path + ".json"}
+    if os.name == "posix" and len(os.fsencode(path)) + len("-99") <= _SOCKET_PATH_MAX:
+        settings |= {"transport": "ipc", "ip": path}
+    return Config({"KernelManager": settings})
+
+
 def run_notebook(src: Path, dst: Path, parameters: dict[str, Any], *, cwd: Path, show_progress: bool) -> None:
-    """Execute ``src`` into ``dst`` with papermill (:func:`_run_once`), its kernel on sockets
-    of its own (:func:`kernel_sockets`), starting the kernel again (up to
+    """Execute ``src`` into ``dst`` with papermill (:func:`_run_once`), its kernel's files in a
+    folder of its own (:func:`kernel_config`), starting the kernel again (up to
     :data:`KERNEL_STARTS` times) when it never answered."""
     for start in range(1, KERNEL_STARTS + 1):
         try:
-            with kernel_sockets() as config:
+            with kernel_folder() as folder:
+                config = kernel_config(folder)
                 _run_once(src, dst, parameters, cwd=cwd, show_progress=show_progress, config=config)
             return
         except RuntimeError as exc:
@@ -214,7 +221,7 @@ def _run_once(
     src: Path, dst: Path, parameters: dict[str, Any], *, cwd: Path, show_progress: bool, config: Any
 ) -> None:
     """Execute ``src`` into ``dst`` with papermill (its kernel manager configured by
-    ``config``, a traitlets ``Config`` or None), in a worker thread: the main thread only
+    ``config``, a traitlets ``Config``), in a worker thread: the main thread only
     waits, so a signal (Ctrl-C, SIGTERM) reaches the caller's handlers at once (nbclient
     replaces a main thread's SIGINT and SIGTERM handlers while it runs, and swallows them).  An
     interrupted kernel exits with this process (ipykernel watches its parent)."""
@@ -223,7 +230,6 @@ def _run_once(
 
     bar: bool | dict[str, Any] = {"desc": src.stem, "leave": False} if show_progress else False
     failure: list[BaseException] = []
-    settings = {} if config is None else {"config": config}
 
     def execute() -> None:
         try:
@@ -235,7 +241,7 @@ def _run_once(
                 cwd=str(cwd),
                 progress_bar=bar,
                 log_output=False,
-                **settings,
+                config=config,
             )
         except BaseException as exc:  # handed to the waiting thread
             failure.append(exc)

@@ -153,7 +153,12 @@ def test_an_interrupted_rerun_leaves_the_earlier_report_as_it_was(tmp_path, monk
     """SIGTERM, SIGINT (even where it was ignored at start, as a shell leaves it for a
     background job: the report ran on to the end and exited 0) and SIGKILL, each while a
     notebook of a rerun runs: the earlier, complete report stays every byte as it was.  The
-    reruns are child processes (signalled); the complete runs before and after are in this one."""
+    reruns are child processes (signalled); the complete runs before and after are in this one.
+    The kernel's private socket folder goes with a stopped run; SIGKILL leaves it (the reruns'
+    temporary folder is the test's own, short enough for a socket's path)."""
+    import shutil
+    import tempfile
+
     nbs = notebooks_in(tmp_path / "nbs")
     _use(monkeypatch, nbs)
     src = save_histogram(LengthHistogram.from_lengths(LENGTHS), tmp_path / "in.csv")
@@ -165,29 +170,46 @@ def test_an_interrupted_rerun_leaves_the_earlier_report_as_it_was(tmp_path, monk
         (signal.SIGINT, 128 + signal.SIGINT, {"preexec_fn": _ignore_sigint}),
         (signal.SIGKILL, -signal.SIGKILL, {}),
     ]
-    for signum, code, popen in cases:
-        flag = tmp_path / f"started-{signum}"
-        rerun = _start(nbs, src, out, {"SLOW": "60", "STARTED": str(flag)}, **popen)
-        _wait_for(flag, rerun)
-        time.sleep(0.3)
-        started = time.monotonic()
-        rerun.send_signal(signum)
-        _, err = rerun.communicate(timeout=30)
-        assert rerun.returncode == code, err
-        assert time.monotonic() - started < 15  # stopped, not run on to the notebook's end
-        assert _snapshot(out) == before  # the earlier, complete report: every byte as it was
-        left = [p for p in tmp_path.iterdir() if p.name.startswith(".")]
-        if signum == signal.SIGKILL:  # no cleanup possible: a staging folder is left beside
-            assert [p.name.split("-")[0] for p in left] == [".report.partial"]
-        else:
-            name = signal.Signals(signum).name
-            assert err.strip().splitlines() == [
-                f"padding-workbench: interrupted by {name}; {out} is left as it was"
-            ]
-            assert left == []
+    temp = Path(tempfile.mkdtemp(prefix="rerun-"))
+    try:
+        for signum, code, popen in cases:
+            env = {"SLOW": "60", "STARTED": str(tmp_path / f"started-{signum}"), "TMPDIR": str(temp)}
+            returncode, err, seconds = _signal_rerun(nbs, src, out, env, signum, popen)
+            assert returncode == code, err
+            assert seconds < 15  # stopped, not run on to the notebook's end
+            assert _snapshot(out) == before  # the earlier, complete report: every byte as it was
+            left = [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+            if signum == signal.SIGKILL:  # no cleanup possible: a staging folder is left beside
+                assert [p.name.split("-")[0] for p in left] == [".report.partial"]
+                assert sorted(p.name.split("-")[:2] for p in temp.iterdir()) == [
+                    ["padding", "report"],
+                    ["workbench", "kernel"],
+                ]
+            else:
+                name = signal.Signals(signum).name
+                assert err.strip().splitlines() == [
+                    f"padding-workbench: interrupted by {name}; {out} is left as it was"
+                ]
+                assert left == [] and list(temp.iterdir()) == []
+    finally:
+        shutil.rmtree(temp)
     # the next run removes the killed run's staging folder
     assert cli.main(["--quiet", "report", str(src), "--out", str(out)]) == 0
     assert [p for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def _signal_rerun(
+    nbs: Path, src: Path, out: Path, env: dict[str, str], signum: int, popen: dict[str, object]
+) -> tuple[int, str, float]:
+    """Start a rerun, send it ``signum`` while its notebook runs: its exit code, its stderr,
+    and the seconds it took to stop."""
+    rerun = _start(nbs, src, out, env, **popen)
+    _wait_for(Path(env["STARTED"]), rerun)
+    time.sleep(0.3)
+    started = time.monotonic()
+    rerun.send_signal(signum)
+    _, err = rerun.communicate(timeout=30)
+    return rerun.returncode, err, time.monotonic() - started
 
 
 def test_raw_data_is_measured_beside_the_folder_and_moved_into_the_report(tmp_path, monkeypatch, capsys):
@@ -402,7 +424,8 @@ def test_a_kernel_that_never_answered_starts_again(tmp_path, monkeypatch, said, 
 
 def test_a_notebooks_kernel_takes_unix_sockets_no_other_process_can_take(tmp_path):
     """The report's kernel listens on Unix sockets in a private folder (no TCP port another
-    process could take between Jupyter's choice and the kernel's bind), removed afterwards."""
+    process could take between Jupyter's choice and the kernel's bind), its connection file
+    beside them, and the folder is removed afterwards."""
     from analysis.report._notebooks import run_notebook
 
     nb = nbformat.v4.new_notebook()
@@ -418,31 +441,28 @@ def test_a_notebooks_kernel_takes_unix_sockets_no_other_process_can_take(tmp_pat
     run_notebook(src, dst, {}, cwd=tmp_path, show_progress=False)
     transport, ip, sockets = nbformat.read(dst, as_version=4).cells[0].outputs[0]["text"].split(" ", 2)
     assert transport == "ipc"
-    assert sockets.strip() == str([f"kernel-{n}" for n in range(1, 6)])
+    assert sockets.strip() == str([*(f"kernel-{n}" for n in range(1, 6)), "kernel.json"])
     assert Path(ip).name == "kernel" and not Path(ip).parent.exists()
 
 
-def test_a_temporary_folder_too_long_for_a_socket_leaves_the_kernel_on_tcp(tmp_path, monkeypatch):
+def test_a_folder_too_long_for_a_socket_leaves_the_kernel_on_tcp_with_its_connection_file_kept(tmp_path):
     """Where a socket's path would pass the Unix limit (about 104 bytes), the kernel keeps
-    Jupyter's TCP ports (and its starts again); the private folder is removed either way."""
-    import tempfile
+    Jupyter's TCP ports (and its starts again); its connection file stays in the folder."""
+    from analysis.report._notebooks import kernel_config
 
-    from analysis.report._notebooks import kernel_sockets
-
-    long = tmp_path / ("x" * 40) / ("y" * 40)
-    long.mkdir(parents=True)
-    monkeypatch.setattr(tempfile, "tempdir", str(long))
-    with kernel_sockets() as config:
-        assert config is None
-        made = list(long.iterdir())
-        assert len(made) == 1 and made[0].name.startswith("workbench-kernel-")
-    assert list(long.iterdir()) == []
+    for folder, sockets in [(tmp_path.anchor + "s" * 89, True), (tmp_path.anchor + "l" * 90, False)]:
+        settings = kernel_config(folder).KernelManager
+        assert len(os.fsencode(os.path.join(folder, "kernel-99"))) == (100 if sockets else 101)
+        assert settings.connection_file == os.path.join(folder, "kernel.json")
+        assert ("transport" in settings) is sockets
 
 
 def test_nbvals_kernels_take_unix_sockets_too():
-    """tests/kernel_sockets.py hands nbval's kernel manager the same private sockets, so the
-    stored notebooks' runs under xdist cannot lose a port either."""
+    """tests/kernel_files.py hands each of nbval's kernel managers its own sockets and
+    connection file in a private folder, so the stored notebooks' runs under xdist cannot lose
+    a port either."""
     import nbval.kernel
 
-    manager = nbval.kernel.KernelManager(kernel_name="python3")
-    assert manager.transport == "ipc" and Path(manager.ip).parent.is_dir()
+    first, second = (nbval.kernel.KernelManager(kernel_name="python3") for _ in range(2))
+    assert first.transport == second.transport == "ipc" and Path(first.ip).parent.is_dir()
+    assert first.ip != second.ip and Path(first.connection_file).parent == Path(first.ip).parent
