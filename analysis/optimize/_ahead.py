@@ -30,7 +30,10 @@ import numpy as np
 from analysis.batching import BatchRule
 from analysis.lengths import LengthHistogram
 from analysis.optimize import optimize_edges
+from analysis.optimize._budget import budget_bounds
+from analysis.optimize._exact import exact_arrays
 from analysis.optimize._frontier import frontier_minima
+from analysis.optimize._problem import build_problem
 
 # Candidate ends of the grid the candidate search is called with (fewer than the histogram's).
 _GRID = 50
@@ -59,7 +62,8 @@ def _parts(hist: LengthHistogram) -> tuple[tuple[Callable[[], object], ...], ...
     :func:`~analysis.optimize._exact.carried_row`; 38.8 s and 40.2 s of CPU from an empty
     cache, 42.4 s of wall side by side, against 60.6 s for the five calls in one process, 58.2 s
     of CPU: they share some kernels, compiled twice side by side); the exact DP of the other two
-    rules and a token budget's frontier (about 44 s, sharing few kernels with the others)."""
+    rules, a token budget's frontier and its table of bounds on threads (about 44 s, sharing
+    few kernels with the others)."""
     batch_8 = (
         lambda: optimize_edges(hist, 4, RULES[0], candidates=None),
         lambda: optimize_edges(hist, 4, RULES[0], method="greedy"),
@@ -73,8 +77,17 @@ def _parts(hist: LengthHistogram) -> tuple[tuple[Callable[[], object], ...], ...
         lambda: optimize_edges(hist, 4, RULES[1], candidates=None),
         lambda: optimize_edges(hist, 4, RULES[2], candidates=None),
         lambda: frontier_minima(hist, RULES[2], 4, [0.0, 1.0]),
+        lambda: _both_tables(hist),
     )
     return batch_8, searches, others
+
+
+def _both_tables(hist: LengthHistogram) -> None:
+    """A token budget's table of bounds filled on every thread and on one: the histogram's
+    table is too small for the optimiser to take threads for it."""
+    data, _ = exact_arrays(build_problem(hist, RULES[2]))
+    for threaded in (True, False):
+        budget_bounds(data, threaded=threaded)
 
 
 def compile_kernels(parts: Sequence[int] | None = None) -> None:

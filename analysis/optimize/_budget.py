@@ -31,6 +31,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
+from analysis.optimize._compile import threads_lock
 from analysis.optimize._costs import Arrays, row_sums
 
 # The bounds' running sums: a row per ``BOUND_STRIDE`` starts, or further where the table
@@ -46,6 +47,13 @@ from analysis.optimize._costs import Arrays, row_sums
 BOUND_STRIDE = 32
 BOUND_ROWS = 64
 BOUND_BYTES = 64 << 20
+# The table runs on every thread from this many cells (rows times lengths) on.  Threads spin
+# for a while after a parallel loop: optimize_edges(K=6, max_tokens=16384) took as long on
+# two threads as on one on gsm8k (2.5 ms, 3,597 cells) but 6.5 ms of CPU, not 2.5; on
+# alpaca_eval (138,864 cells) 17 ms against 20 ms, for 30 ms of CPU against 20; on the
+# bundled data (2,064,766 cells) 107 ms against 128 ms, for 128 ms of CPU (rows dealt in
+# turn: the table itself 0.48-0.74 the time on two threads).
+THREADED_CELLS = 1 << 18
 _RUNG = 1.05
 _RUNG_COARSE = 1.1  # (1.2 passes below 0.98 of a cost in the tightness test)
 SLACK = 1e-8
@@ -91,23 +99,67 @@ def ones_bound(mass_j: float, mass_i: float, err: float, n: float, g_top: float)
     return ((mass_j - mass_i) - err) - SLACK * n * g_top
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy", parallel=True)
 def _bound_table(
-    data: Arrays, rung: np.ndarray, stride: int, two: bool
-) -> tuple[np.ndarray, np.ndarray]:  # pragma: no cover - compiled
+    data: Arrays, rung: np.ndarray, stride: int, two: bool, threaded: bool | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """``T(g, j)`` (and the second sum, if ``two``) for every start ``g`` that is a multiple
-    of ``stride`` and every ``j > g``, for batches of ``rung[j]``, the rows on every thread:
-    with ``rung <= size``, at least the sums of any start at or above ``g`` (the
-    module docstring)."""
+    of ``stride`` and every ``j > g``, for batches of ``rung[j]``: with ``rung <= size``, at
+    least the sums of any start at or above ``g`` (the module docstring).  The rows run on
+    every thread when ``threaded`` (by default: from ``THREADED_CELLS`` cells on, with more
+    than one thread), else on this one; each row is the same either way, bit for bit."""
     m = data.cum.size - 1
     n_rows = (m - 1) // stride + 1
-    every = np.ones(m + 1, np.bool_)
     t_up = np.zeros((n_rows, m + 1))
     t2_up = np.zeros((n_rows if two else 0, m + 1))
-    for r in numba.prange(n_rows):
-        second = t2_up[r] if two else np.empty(m + 1)
-        row_sums(r * stride, data, rung, every, False, t_up[r], second)
+    if threaded is None:
+        threaded = n_rows * (m + 1) >= THREADED_CELLS and numba.get_num_threads() > 1
+    if threaded:
+        with threads_lock(True):
+            lanes = max(1, min(numba.get_num_threads(), n_rows))
+            _bound_rows_threaded(data, rung, stride, t_up, t2_up, lanes)
+    else:
+        _bound_rows(data, rung, stride, t_up, t2_up)
     return t_up, t2_up
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _bound_row(
+    r: int,
+    data: Arrays,
+    rung: np.ndarray,
+    stride: int,
+    every: np.ndarray,
+    t_up: np.ndarray,
+    t2_up: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """Row ``r`` of the table (start ``r * stride``) into ``t_up[r]`` and, where it has rows,
+    ``t2_up[r]``."""
+    second = t2_up[r] if t2_up.shape[0] > 0 else np.empty(t_up.shape[1])
+    row_sums(r * stride, data, rung, every, False, t_up[r], second)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _bound_rows(
+    data: Arrays, rung: np.ndarray, stride: int, t_up: np.ndarray, t2_up: np.ndarray
+) -> None:  # pragma: no cover - compiled
+    """Every row of the table, on this thread."""
+    every = np.ones(t_up.shape[1], np.bool_)
+    for r in range(t_up.shape[0]):
+        _bound_row(r, data, rung, stride, every, t_up, t2_up)
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy", parallel=True)
+def _bound_rows_threaded(
+    data: Arrays, rung: np.ndarray, stride: int, t_up: np.ndarray, t2_up: np.ndarray, lanes: int
+) -> None:  # pragma: no cover - compiled
+    """Every row of the table, dealt in turn to ``lanes`` lanes (one per thread): a row costs
+    more the lower its start, so contiguous halves would leave one of two threads about three
+    quarters of the work (numba splits a ``prange`` into contiguous chunks)."""
+    every = np.ones(t_up.shape[1], np.bool_)
+    n_rows = t_up.shape[0]
+    for lane in numba.prange(lanes):
+        for r in range(lane, n_rows, lanes):
+            _bound_row(r, data, rung, stride, every, t_up, t2_up)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -149,16 +201,18 @@ def rung_factor(data: Arrays) -> float:
     return _RUNG_COARSE if data.per_batch > 0.0 else _RUNG
 
 
-def budget_bounds(data: Arrays, stride: int | None = None) -> BudgetBounds:
+def budget_bounds(data: Arrays, stride: int | None = None, threaded: bool | None = None) -> BudgetBounds:
     """The bounds of a token budget's bucket costs, their rows ``stride`` starts apart (by
     default ``BOUND_STRIDE``, or further where the table would pass ``BOUND_BYTES`` or, with a
-    cost per batch, where there would be more than ``BOUND_ROWS`` rows)."""
+    cost per batch, where there would be more than ``BOUND_ROWS`` rows), filled on every
+    thread or on this one (``threaded``; by default by the table's size: :func:`_bound_table`)."""
     if stride is None:
         m = data.cum.size - 1
         per_row = (m + 1) * 8 * (2 if data.weight2.any() else 1)
         coarse = -(-m // BOUND_ROWS) if data.per_batch > 0.0 else 1
         stride = max(BOUND_STRIDE, coarse, -(-m * per_row // BOUND_BYTES))
-    t_up, t2_up = _bound_table(data, _rungs(data.size, rung_factor(data)), stride, bool(data.weight2.any()))
+    rung = _rungs(data.size, rung_factor(data))
+    t_up, t2_up = _bound_table(data, rung, stride, bool(data.weight2.any()), threaded)
     mass, err = _mass(data)
     return BudgetBounds(
         data.cum.astype(np.float64), data.size.astype(np.float64), t_up, t2_up, stride, mass, err

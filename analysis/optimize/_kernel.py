@@ -12,11 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numba
 import numpy as np
 
 from analysis.optimize._budget import BudgetBounds, budget_bounds
-from analysis.optimize._compile import threads_lock
 from analysis.optimize._costs import cost_arrays
 from analysis.optimize._exact import exact_arrays
 from analysis.optimize._problem import Problem
@@ -47,8 +45,7 @@ def solve_kernel(
     rows, is_end = _rows(prob, n_buckets, ends)
     data, short = exact_arrays(prob)
     if data.token and not dense:
-        with threads_lock(numba.get_num_threads() > 1):
-            bounds = budget_bounds(data)
+        bounds = budget_bounds(data)
     else:
         bounds = _NO_BOUNDS
     out: tuple[np.ndarray, np.ndarray] = solve_exact(data, short, bounds, rows, is_end, want, dense)

@@ -239,8 +239,8 @@ def test_the_threaded_dp_runs_from_two_python_threads_at_once():
     """numba's workqueue threading layer (the one every machine has) aborts the process when
     two Python threads enter parallel code together, as when the explorer optimises in the
     background while a cell optimises too: a token budget's table of bounds (on every thread)
-    takes a lock.  Run in a process of its own with that layer forced; three threads get the
-    same tables as one call."""
+    takes a lock.  Run in a process of its own with that layer forced, on a table large enough
+    to run on threads; three threads get the same tables as one call."""
     code = textwrap.dedent(
         """
         import importlib, threading
@@ -250,6 +250,9 @@ def test_the_threaded_dp_runs_from_two_python_threads_at_once():
         from analysis.optimize import _problem as problem
         hist = LengthHistogram.from_lengths(np.random.default_rng(5).integers(1, 3_000, 40_000))
         prob = problem.build_problem(hist, BatchRule(max_tokens=8_192), 1)
+        from analysis.optimize import _budget
+        rows = (prob.m - 1) // _budget.BOUND_STRIDE + 1  # the table is large enough for threads
+        assert rows * (prob.m + 1) >= _budget.THREADED_CELLS
         want = kernel.solve_kernel(prob, 6, prob.ends)
         got = []
         solve = lambda: got.append(kernel.solve_kernel(prob, 6, prob.ends))
@@ -399,13 +402,16 @@ def test_pruned_bounds_never_exceed_a_bucket_cost(seed, n_lengths, time, multipl
     table's row at or below ``i`` (sums under batch sizes lowered to rungs) is at most the
     kernel's exact cost of ``(i, j]``, and below a full batch it is that cost, in batches of
     one that cost less its margins; they are also close (within 2 % on buckets of many
-    batches), or nothing would be pruned."""
+    batches), or nothing would be pruned.  The table is the same on every thread as on one."""
     prob = _token_problem(seed, n_lengths, time, multiple, factor)
     data, short = exact_module.exact_arrays(prob)
     two = bool(prob.weight2.any())
     assert two == time
-    t_up, t2_up = budget._bound_table(data, budget._rungs(prob.size, budget.rung_factor(data)), stride, two)
+    rung = budget._rungs(prob.size, budget.rung_factor(data))
+    t_up, t2_up = budget._bound_table(data, rung, stride, two, threaded=False)
     assert t2_up.shape[0] == (t_up.shape[0] if two else 0)
+    threaded = budget._bound_table(data, rung, stride, two, threaded=True)  # rows dealt in turn
+    assert np.array_equal(threaded[0], t_up) and np.array_equal(threaded[1], t2_up)
     points = np.arange(prob.m + 1)
     exact = kernel.cost_matrix(prob, points)
     is_end = np.ones(prob.m + 1, np.bool_)  # every end, as the matrix has them
