@@ -47,12 +47,12 @@ from analysis.optimize._costs import Arrays, row_sums
 BOUND_STRIDE = 32
 BOUND_ROWS = 64
 BOUND_BYTES = 64 << 20
-# The table runs on every thread from this many cells (rows times lengths) on.  Threads spin
-# for a while after a parallel loop: optimize_edges(K=6, max_tokens=16384) took as long on
-# two threads as on one on gsm8k (2.5 ms, 3,597 cells) but 6.5 ms of CPU, not 2.5; on
-# alpaca_eval (138,864 cells) 17 ms against 20 ms, for 30 ms of CPU against 20; on the
-# bundled data (2,064,766 cells) 107 ms against 128 ms, for 128 ms of CPU (rows dealt in
-# turn: the table itself 0.48-0.74 the time on two threads).
+# The table runs on every thread from this many cells (rows times lengths) on.  Rows dealt
+# in turn fill it in 0.45-0.64 the time on two threads, but threads spin for a while after a
+# parallel loop: optimize_edges(K=6, max_tokens=16384) on two threads took 2.53 ms for 6.49 ms
+# of CPU on gsm8k (3,597 cells) against 2.53 ms on one; 18.1 ms for 31.8 ms of CPU on
+# alpaca_eval (138,864 cells) against 19.3 ms; 97 ms for 112 ms of CPU on the bundled data
+# (2,064,766 cells) against 106 ms (benchmarks/bench_bound_table.py --rounds 7).
 THREADED_CELLS = 1 << 18
 _RUNG = 1.05
 _RUNG_COARSE = 1.1  # (1.2 passes below 0.98 of a cost in the tightness test)
