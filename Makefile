@@ -132,12 +132,17 @@ report: setup-report  ## Run every notebook on the bundled data into reports/ (e
 # output follows pytest's, and either one failing fails the target.  pytest keeps the test
 # modules it rewrites (its assertion messages) as bytecode in their __pycache__ (bytecode is
 # written, above): from the second run on, `pytest --collect-only` takes 8.3 s, not 13.1 s.
+# The workers already take every core, so the OpenMP and BLAS pools inside each (torch's,
+# OpenBLAS's) get one thread: their threads spin between calls on the core the other worker
+# needs.  The suite's user CPU 297 s and 310 s against 333 s and 328 s (wall 174 s and 182 s
+# against 195 s and 190 s), taking turns on a loaded afternoon.  numba's threads are its own
+# (NUMBA_NUM_THREADS), and the tests of its threaded code set them.
 test: setup ruff  ## Run every test: ruff, mypy --strict, unit tests, doctests, nbval over notebooks/
 	@mkdir -p .make; \
 	echo '"$(PY)" -m mypy > .make/mypy.log &   (shown after pytest)'; \
 	"$(PY)" -m mypy > .make/mypy.log 2>&1 & mypy_pid=$$!; \
-	echo '"$(PY)" -m pytest -n auto'; \
-	"$(PY)" -m pytest -n auto; pytest_status=$$?; \
+	echo 'OMP_NUM_THREADS=1 "$(PY)" -m pytest -n auto'; \
+	OMP_NUM_THREADS=1 "$(PY)" -m pytest -n auto; pytest_status=$$?; \
 	wait $$mypy_pid; mypy_status=$$?; \
 	echo '"$(PY)" -m mypy (ran beside pytest):'; cat .make/mypy.log; \
 	[ $$pytest_status -eq 0 ] && [ $$mypy_status -eq 0 ]
@@ -145,7 +150,7 @@ test: setup ruff  ## Run every test: ruff, mypy --strict, unit tests, doctests, 
 # The fast unit core: the tests under the engine's folders of tests/ (marked `unit` by
 # tests/conftest.py), no notebook, no report, no face.
 test-fast: setup  ## The fast unit core only (pytest -m unit: the engine's tests, seconds)
-	"$(PY)" -m pytest -m unit -n auto tests
+	OMP_NUM_THREADS=1 "$(PY)" -m pytest -m unit -n auto tests
 
 # Debian's chromium and chromium-driver (apt, as root or through sudo) when either is missing:
 # selenium is pointed at /usr/bin/chromedriver, so selenium-manager never downloads a browser.
