@@ -80,8 +80,12 @@ AHEAD = NUMBA_OPT=1 "$(PY)" -m analysis.optimize._ahead
 #
 # A fresh clone's `make test` has taken from 3 min 57.6 s to 6 min 0.6 s on these 2 shared
 # cores, much of the spread from day to day rather than from commit to commit (pytest alone
-# 159-252 s, `make setup` 78 s to 2 min 7 s): 4 min 32.3 s at f75b0bc (pytest 194.4 s) and 4
-# min 36.5 s at 370be00 (pytest 197.9 s), 5 min 11.8 s minutes before at a7365c3 (pytest
+# 159-252 s, `make setup` 78 s to 2 min 7 s): 4 min 50.5 s and 4 min 33.0 s at 75b5048 (pytest
+# 207.7 s and 199.5 s), 4 min 41.6 s at 304205a (pytest 203.5 s) and 5 min 7.3 s at 02291e4
+# (pytest 213.8 s; 526 s of user time against 486 s), within two hours, and a fresh clone's
+# `.ci/run` at f19e1ef 6 min 23.5 s (pytest 209.2 s); 4 min 32.3 s at f75b0bc (pytest
+# 194.4 s) and 4 min 36.5 s at 370be00 (pytest 197.9 s), 5 min 11.8 s minutes before at
+# a7365c3 (pytest
 # 225.4 s; one test failed there), and inside a fresh clone's `.ci/run` at 370be00 (5 min
 # 56.6 s in all) pytest 200.0 s; 5 min 16.5 s and 5 min 37.4 s at 3b184ef and 722466e
 # (pytest 237.8 s and 239.0 s, the install 79 s and 92 s), and inside a fresh clone's
