@@ -164,7 +164,16 @@ _SOCKET_PATH_MAX = 100
 @contextlib.contextmanager
 def kernel_folder() -> Iterator[str]:
     """A new private temporary folder for kernels' files (:func:`kernel_config`), removed on
-    exit with whatever a kernel stopped by a signal left there."""
+    exit with whatever a kernel stopped by a signal left there.
+
+    Examples
+    --------
+    >>> with kernel_folder() as folder:
+    ...     os.path.isdir(folder), os.path.basename(folder).startswith("workbench-kernel-")
+    (True, True)
+    >>> os.path.exists(folder)
+    False
+    """
     import shutil
     import tempfile
 
