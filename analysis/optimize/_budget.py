@@ -31,7 +31,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from analysis.optimize._compile import threads_lock
+from analysis.optimize._compile import THREADS_LOCK
 from analysis.optimize._costs import Arrays, row_sums
 
 # The bounds' running sums: a row per ``BOUND_STRIDE`` starts, or further where the table
@@ -114,7 +114,7 @@ def _bound_table(
     if threaded is None:
         threaded = n_rows * (m + 1) >= THREADED_CELLS and numba.get_num_threads() > 1
     if threaded:
-        with threads_lock(True):
+        with THREADS_LOCK:
             lanes = max(1, min(numba.get_num_threads(), n_rows))
             _bound_rows_threaded(data, rung, stride, t_up, t2_up, lanes)
     else:
