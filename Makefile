@@ -75,7 +75,9 @@ PIP_INSTALL = "$(PY)" .ci/install -e
 # the same floats (benchmarks/plans_snapshot.py --bits identical: without fast-math LLVM may not
 # reorder them).  -O0 is no option: numba cannot cache some of the kernels it compiles there.  A
 # kernel compiled later, on a first call, takes numba's default.  benchmarks/bench_ahead.py
-# measures both levels.
+# measures both levels.  The two processes share the cache as it fills, and the order of their
+# calls decides how many kernels both compile (analysis/optimize/_ahead.py's _parts): 52.8-59.8 s
+# of wall against 57.6-63.7 s in the order before, taking turns (bench_ahead.py --schedule).
 AHEAD = NUMBA_OPT=1 "$(PY)" -m analysis.optimize._ahead
 #
 # A fresh clone's `make test` has taken from 3 min 57.6 s to 6 min 0.6 s on these 2 shared
@@ -101,15 +103,15 @@ $(STAMP): pyproject.toml
 	$(make_venv)
 	$(PIP_INSTALL) .
 	@mkdir -p .make
-	$(AHEAD) 0,1 > .make/ahead0.log 2>&1 & ahead0=$$!; \
-	$(AHEAD) 2 > .make/ahead1.log 2>&1 & ahead1=$$!; \
+	$(AHEAD) 1,0,2 > .make/ahead0.log 2>&1 & ahead0=$$!; \
+	$(AHEAD) 3 > .make/ahead1.log 2>&1 & ahead1=$$!; \
 	$(PIP_INSTALL) '.[dev]'; status=$$?; \
 	wait $$ahead0 || { cat .make/ahead0.log; exit 1; }; \
 	wait $$ahead1 || { cat .make/ahead1.log; exit 1; }; exit $$status
 	@touch $(STAMP) $(REPORT_STAMP)
 
 # The report's install compiles, beside the install of its extra, the kernels the report's own
-# process would otherwise compile, on one core, before its first notebook (`_ahead 0` and `1`:
+# process would otherwise compile, on one core, before its first notebook (`_ahead 0,1` and `2`:
 # batch size 8's exact DP and greedy descent; a floor, the candidate grid, the frontier): the
 # report alone took 72.6 s with an empty cache, 28.9 s with it filled, and a fresh clone's `make
 # report` 1 min 43.8 s before, 1 min 32.6 s and 1 min 36.7 s with it.  In two processes (with
@@ -121,8 +123,8 @@ $(REPORT_STAMP): pyproject.toml
 	$(make_venv)
 	$(PIP_INSTALL) .
 	@mkdir -p .make
-	$(AHEAD) 0 > .make/ahead0.log 2>&1 & ahead0=$$!; \
-	$(AHEAD) 1 > .make/ahead1.log 2>&1 & ahead1=$$!; \
+	$(AHEAD) 0,1 > .make/ahead0.log 2>&1 & ahead0=$$!; \
+	$(AHEAD) 2 > .make/ahead1.log 2>&1 & ahead1=$$!; \
 	$(PIP_INSTALL) '.[report]'; status=$$?; \
 	wait $$ahead0 || { cat .make/ahead0.log; exit 1; }; \
 	wait $$ahead1 || { cat .make/ahead1.log; exit 1; }; exit $$status

@@ -6,7 +6,7 @@ Run it from the repository root, with nothing else on the machine (about five mi
     PYTHONPATH=. .venv/bin/python benchmarks/bench_ahead.py
 
 For each level (``NUMBA_OPT``), from an empty numba cache of its own: the CPU seconds of
-``python -m analysis.optimize._ahead 0,1`` and ``... 2`` side by side, as ``make setup`` runs
+``python -m analysis.optimize._ahead 1,0,2`` and ``... 3`` side by side, as ``make setup`` runs
 them (the user seconds of each); then, in a new process on one core with numba's
 default level (the cache's kernels are loaded, not compiled again), the median CPU seconds of
 five calls of each of :data:`CALLS` on the bundled data.  The levels take turns ``--rounds``
@@ -14,6 +14,15 @@ times (default 2) and every median is printed, so a load that comes and goes sho
 
 The floats are the same at both levels: ``benchmarks/plans_snapshot.py --bits`` with each cache
 (``NUMBA_CACHE_DIR``) writes identical files.
+
+``--schedule`` measures instead the order of the calls in the two processes, each from an
+empty cache at -O1: the dev install's (``make setup``: parts 1, 0 and 2 beside part 3), the
+order before (parts 0, 1 and 2 beside part 3's calls in the order of their first use, the token
+budget's table of bounds last), and the report's install (parts 0 and 1 beside part 2); the
+schedules take turns ``--rounds`` times, each line the CPU seconds of both processes and the
+wall seconds until both have ended (about a minute a line)::
+
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_ahead.py --schedule --rounds 3
 """
 
 from __future__ import annotations
@@ -87,7 +96,7 @@ def _child() -> None:
 
 
 def _compile(level: str, cache: str) -> tuple[float, float]:
-    """The user CPU seconds of ``_ahead 0,1`` and ``_ahead 2``, side by side, at ``level``
+    """The user CPU seconds of ``_ahead 1,0,2`` and ``_ahead 3``, side by side, at ``level``
     (each process's own, from ``os.wait4``)."""
     env = {**os.environ, "NUMBA_OPT": level, "NUMBA_CACHE_DIR": cache}
     seconds = []
@@ -95,7 +104,7 @@ def _compile(level: str, cache: str) -> tuple[float, float]:
         command = [sys.executable, "-m", "analysis.optimize._ahead"]
         procs = [
             subprocess.Popen([*command, parts], cwd=PROJECT_ROOT, env=env, stdout=log, stderr=log)
-            for parts in ("0,1", "2")
+            for parts in ("1,0,2", "3")
         ]
         for proc in procs:
             _, status, usage = os.wait4(proc.pid, 0)
@@ -105,6 +114,56 @@ def _compile(level: str, cache: str) -> tuple[float, float]:
                 raise SystemExit(f"_ahead at NUMBA_OPT={level} failed:\n{log.read()}")
             seconds.append(usage.ru_utime)
     return seconds[0], seconds[1]
+
+
+# Each schedule: what each of the two processes calls, in order: a part of
+# :func:`analysis.optimize._ahead._parts` (its calls in order), or ``(part, order)`` (those of its
+# calls, in that order).  "Before": the order before the reorder (the calls in the order of their
+# first use, the token budget's table last).
+SCHEDULES: dict[str, tuple[list[int | tuple[int, tuple[int, ...]]], ...]] = {
+    "make setup's (1,0,2 beside 3)": ([1, 0, 2], [3]),
+    "before (0,1,2 beside 3 as 2,3,1,0)": ([0, 1, 2], [(3, (2, 3, 1, 0))]),
+    "make report's (0,1 beside 2)": ([0, 1], [2]),
+}
+
+
+def _calls_of(spec: str) -> None:
+    """In a child: the calls of one process of a schedule (:data:`SCHEDULES`, as ``repr``)."""
+    import ast
+
+    from analysis.optimize import _ahead
+
+    every = _ahead._parts(_ahead.histogram())
+    for item in ast.literal_eval(spec):
+        part, order = item if isinstance(item, tuple) else (item, range(len(every[item])))
+        for index in order:
+            every[part][index]()
+
+
+def _schedule(parts: tuple[list[int | tuple[int, tuple[int, ...]]], ...]) -> tuple[float, float, float]:
+    """The CPU seconds of the two processes of ``parts`` side by side, from an empty cache at
+    -O1, and the wall seconds until both have ended."""
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "NUMBA_OPT": "1", "NUMBA_CACHE_DIR": cache}
+        start = time.perf_counter()
+        commands = [[sys.executable, __file__, "--parts", repr(p)] for p in parts]
+        procs = [subprocess.Popen(command, cwd=PROJECT_ROOT, env=env) for command in commands]
+        seconds = []
+        for proc in procs:
+            _, status, usage = os.wait4(proc.pid, 0)
+            if os.waitstatus_to_exitcode(status) != 0:
+                raise SystemExit(f"the schedule {parts} failed")
+            seconds.append(usage.ru_utime + usage.ru_stime)
+        return seconds[0], seconds[1], time.perf_counter() - start
+
+
+def _schedules(rounds: int) -> None:
+    """:func:`_schedule` of every one of :data:`SCHEDULES`, taking turns ``rounds`` times."""
+    for _ in range(rounds):
+        for name, parts in SCHEDULES.items():
+            first, second, wall = _schedule(parts)
+            cpu = f"CPU {first:5.1f} s + {second:5.1f} s = {first + second:5.1f} s"
+            print(f"{name:<37} {cpu}, wall {wall:5.1f} s")
 
 
 def _run_times(cache: str) -> dict[str, float]:
@@ -126,16 +185,25 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--child", action="store_true")
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--schedule", action="store_true", help="time the orders of the calls instead")
+    parser.add_argument("--parts", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         _child()
+        return
+    if args.parts is not None:
+        _calls_of(args.parts)
+        return
+    if args.schedule:
+        _schedules(args.rounds)
         return
     runs: dict[str, list[dict[str, float]]] = {level: [] for level in LEVELS}
     for _ in range(args.rounds):
         for level in LEVELS:
             with tempfile.TemporaryDirectory() as cache:
                 first, second = _compile(level, cache)
-                print(f"-O{level}: _ahead 0,1 {first:.1f} s and _ahead 2 {second:.1f} s of CPU, side by side")
+                both = f"_ahead 1,0,2 {first:.1f} s and _ahead 3 {second:.1f} s of CPU"
+                print(f"-O{level}: {both}, side by side")
                 runs[level].append(_run_times(cache))
     print("\nmedian CPU seconds of each call (one core), each round's, by level:")
     for name in runs[LEVELS[0]][0]:

@@ -8,10 +8,12 @@ notebooks' kernels) each pay it, since none finds the cache yet.  The installs r
 at LLVM's -O1 (``NUMBA_OPT=1``): 12-13 % less CPU than numba's default -O3, for kernels as fast
 and the same floats (``benchmarks/bench_ahead.py``; the Makefile says more).
 The dev install (``make setup``, which ``make test`` runs) runs this module beside the install
-of the extras, parts 0 and 1 in one process and part 2 in another, so the suite's processes load
-the kernels instead; the report's install (``make report``) parts 0 and 1, batch size 8's, each
-in its own process, which the report's own process would otherwise compile, on one core, before
-its first notebook (the Makefile says what each saves).
+of the extras, in two processes: parts 1, 0 and 2 in one, part 3 in the other, so the suite's
+processes load the kernels instead; the report's install (``make report``) parts 0 and 1 in one
+and part 2 in the other, batch size 8's, which the report's own process would otherwise compile,
+on one core, before its first notebook (the Makefile says what each saves).  Two processes
+share the cache on disk as it fills: a kernel one of them has written, the other loads.  The
+order of the calls decides how many kernels both compile at once (:func:`_parts`).
 
 It makes each top-level call production makes once, on a small histogram: the exact DP for
 the three rules that take different passes (a fixed batch size by the product formula, one
@@ -56,30 +58,34 @@ def histogram() -> LengthHistogram:
 
 
 def _parts(hist: LengthHistogram) -> tuple[tuple[Callable[[], object], ...], ...]:
-    """The calls in three parts, for processes side by side: batch size 8's exact DP (by the
-    product formula) and the greedy rule's descent; a floor, the candidate grid and the
-    frontier, at batch size 8 (those two: the kernels without
-    :func:`~analysis.optimize._exact.carried_row`; 38.8 s and 40.2 s of CPU from an empty
-    cache, 42.4 s of wall side by side, against 60.6 s for the five calls in one process, 58.2 s
-    of CPU: they share some kernels, compiled twice side by side); the exact DP of the other two
-    rules, a token budget's frontier and its table of bounds on threads (about 44 s, sharing
-    few kernels with the others)."""
-    batch_8 = (
-        lambda: optimize_edges(hist, 4, RULES[0], candidates=None),
-        lambda: optimize_edges(hist, 4, RULES[0], method="greedy"),
-    )
+    """The calls in four parts, for processes side by side: batch size 8's exact DP (by the
+    product formula); the greedy rule's descent; a floor, the candidate grid and the frontier, at
+    batch size 8; the exact DP of the other two rules, a token budget's frontier and its table
+    of bounds on threads.
+
+    The dev install's two processes share many kernels (the bounds, the tiles), and each
+    compiles those it reaches before the other has written them: the last part starts with
+    the token budget's table of bounds and frontier, and the other process
+    starts with the greedy rule's descent (its own kernels), so that one of the two has written
+    most shared kernels by the time the other reaches them.  From an empty cache, taking turns
+    three times (``benchmarks/bench_ahead.py --schedule --rounds 3``): 52.8, 59.8 and 57.0 s of
+    wall until both end, against 57.6, 63.7 and 62.6 s with the calls in the order of their
+    first use (the token budget's table last), and 3-6 s less CPU.  The report's install runs
+    parts 0 and 1 beside part 2, as before (37.8-42.9 s of wall)."""
+    batch_8 = (lambda: optimize_edges(hist, 4, RULES[0], candidates=None),)
+    greedy = (lambda: optimize_edges(hist, 4, RULES[0], method="greedy"),)
     searches = (
         lambda: optimize_edges(hist, 4, RULES[0], min_mixing=0.5),
         lambda: optimize_edges(hist, 4, RULES[0], candidates=_GRID),
         lambda: frontier_minima(hist, RULES[0], 4, [0.0, 1.0]),
     )
     others = (
+        lambda: _both_tables(hist),
+        lambda: frontier_minima(hist, RULES[2], 4, [0.0, 1.0]),
         lambda: optimize_edges(hist, 4, RULES[1], candidates=None),
         lambda: optimize_edges(hist, 4, RULES[2], candidates=None),
-        lambda: frontier_minima(hist, RULES[2], 4, [0.0, 1.0]),
-        lambda: _both_tables(hist),
     )
-    return batch_8, searches, others
+    return batch_8, greedy, searches, others
 
 
 def _both_tables(hist: LengthHistogram) -> None:
@@ -91,8 +97,9 @@ def _both_tables(hist: LengthHistogram) -> None:
 
 
 def compile_kernels(parts: Sequence[int] | None = None) -> None:
-    """Call every kernel the optimiser's entry points reach, or those of ``parts`` (of 0, 1
-    and 2: :func:`_parts`; each compiles into the cache on disk unless it is there already).
+    """Call every kernel the optimiser's entry points reach, or those of ``parts`` (of 0 to 3,
+    in the order given: :func:`_parts`; each compiles into the cache on disk unless it is there
+    already).
 
     Examples
     --------

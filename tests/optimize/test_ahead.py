@@ -19,7 +19,7 @@ def test_its_rules_take_the_product_the_carried_and_the_budget_passes():
 
 
 def test_it_compiles_the_table_of_bounds_on_threads_though_its_own_table_is_too_small(monkeypatch):
-    """Part 2 fills a token budget's table on threads and on one, which no plan of its own
+    """Part 3 fills a token budget's table on threads and on one, which no plan of its own
     histogram would do (its table is below THREADED_CELLS)."""
     hist = ahead.histogram()
     data, _ = exact_arrays(build_problem(hist, ahead.RULES[2]))
@@ -28,5 +28,5 @@ def test_it_compiles_the_table_of_bounds_on_threads_though_its_own_table_is_too_
     monkeypatch.setattr(ahead, "budget_bounds", lambda data, threaded=None: filled.append(threaded))
     for name in ("optimize_edges", "frontier_minima"):  # (those compile their own kernels)
         monkeypatch.setattr(ahead, name, lambda *args, **kwargs: None)
-    ahead.compile_kernels([2])
+    ahead.compile_kernels([3])
     assert sorted(filled) == [False, True]
