@@ -180,7 +180,6 @@ SLOW_UNIT_TESTS = {
         "test_batch_size_beyond_a_bucket_is_one_short_batch",
         "test_a_subsample_s_counts_are_scaled_to_the_data_s_epoch",
     ),
-    "timing/test_step_time.py": ("test_import_analysis_does_not_import_torch",),
     "answers/test_recommendation.py": (
         "test_recommend_for_time_is_notebook_04s_calls_and_its_json_is_theirs",
     ),
