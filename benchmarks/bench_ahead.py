@@ -120,7 +120,8 @@ def _compile(level: str, cache: str) -> tuple[float, float]:
 # :func:`analysis.optimize._ahead._parts` (its calls in order), or ``(part, order)`` (those of its
 # calls, in that order).  "Before": the order before the reorder (the calls in the order of their
 # first use, the token budget's table last).
-SCHEDULES: dict[str, tuple[list[int | tuple[int, tuple[int, ...]]], ...]] = {
+Step = int | tuple[int, tuple[int, ...]]
+SCHEDULES: dict[str, tuple[list[Step], list[Step]]] = {
     "make setup's (1,0,2 beside 3)": ([1, 0, 2], [3]),
     "before (0,1,2 beside 3 as 2,3,1,0)": ([0, 1, 2], [(3, (2, 3, 1, 0))]),
     "make report's (0,1 beside 2)": ([0, 1], [2]),
@@ -140,7 +141,7 @@ def _calls_of(spec: str) -> None:
             every[part][index]()
 
 
-def _schedule(parts: tuple[list[int | tuple[int, tuple[int, ...]]], ...]) -> tuple[float, float, float]:
+def _schedule(parts: tuple[list[Step], list[Step]]) -> tuple[float, float, float]:
     """The CPU seconds of the two processes of ``parts`` side by side, from an empty cache at
     -O1, and the wall seconds until both have ended."""
     with tempfile.TemporaryDirectory() as cache:

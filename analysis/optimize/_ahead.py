@@ -64,14 +64,14 @@ def _parts(hist: LengthHistogram) -> tuple[tuple[Callable[[], object], ...], ...
     of bounds on threads.
 
     The dev install's two processes share many kernels (the bounds, the tiles), and each
-    compiles those it reaches before the other has written them: the last part starts with
-    the token budget's table of bounds and frontier, and the other process
-    starts with the greedy rule's descent (its own kernels), so that one of the two has written
-    most shared kernels by the time the other reaches them.  From an empty cache, taking turns
-    three times (``benchmarks/bench_ahead.py --schedule --rounds 3``): 52.8, 59.8 and 57.0 s of
-    wall until both end, against 57.6, 63.7 and 62.6 s with the calls in the order of their
-    first use (the token budget's table last), and 3-6 s less CPU.  The report's install runs
-    parts 0 and 1 beside part 2, as before (37.8-42.9 s of wall)."""
+    compiles those it reaches before the other has written them: the last part starts with the
+    token budget's table of bounds and frontier, and the other process starts with the greedy
+    rule's descent (its own kernels), so that one of the two has written most shared kernels by
+    the time the other reaches them.  From an empty cache, taking turns three times
+    (``benchmarks/bench_ahead.py --schedule --rounds 3``): 52.8, 59.8 and 57.0 s of wall until
+    both end, against 57.6, 63.7 and 62.6 s with the calls in the order of their first use (the
+    token budget's table last), and 3-6 s less CPU.  The report's install runs parts 0 and 1
+    beside part 2, as before (39.6-42.9 s of wall)."""
     batch_8 = (lambda: optimize_edges(hist, 4, RULES[0], candidates=None),)
     greedy = (lambda: optimize_edges(hist, 4, RULES[0], method="greedy"),)
     searches = (

@@ -384,9 +384,10 @@ def test_ground_modules_read_no_file(path):
 
 
 def test_import_analysis_loads_no_ui_library():
-    """Nor what the engine imports on first use only: ``scipy.special`` (the order statistics'
-    rare rows; ``python -c "import analysis"`` took 0.81-1.01 s of CPU without it, 1.08-1.24 s
-    with it, taking turns) and ``scipy.optimize`` (a step-time model's fit)."""
+    """No UI library (:data:`FORBIDDEN`), nor what the engine imports on first use only:
+    ``scipy.special`` (the order statistics' rare rows; ``python -c "import analysis"`` took
+    0.81-1.01 s of CPU without it, 1.08-1.24 s with it, taking turns) and ``scipy.optimize`` (a
+    step-time model's fit)."""
     code = "import json, sys, analysis; print(json.dumps(sorted(sys.modules)))"
     modules = set(
         json.loads(
