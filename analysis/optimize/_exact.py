@@ -646,7 +646,7 @@ def _carried_sizes(last: np.ndarray, i: int) -> tuple[np.ndarray, bool]:  # prag
 def _keep(sizes: np.ndarray, live: int, last: np.ndarray, j: int) -> int:  # pragma: no cover - compiled
     """Drop from the first ``live`` of ``sizes`` (in place, in order) those no end from ``j``
     on reads; returns how many are left."""
-    kept = 0
+    kept = int(np.int64(0))  # (typed int64, not a literal 0: the caller's _advance_all compiles once)
     for k in range(live):
         s = sizes[k]
         if last[s] >= j:
@@ -1033,5 +1033,8 @@ def cut_cost(i: int, j: int, data: Arrays, short: Short) -> float:  # pragma: no
         if s > 0 and n >= s:
             cut = ci + n * 2.0 ** (-70.0 / s)
             first = i + 1 + np.searchsorted(cum[i + 1 : j], cut, side="right")
-            _, sums[2 * c], sums[2 * c + 1] = _advance(ci, first, 0.0, 0.0, j, s, cum, short, c == 0, data)
+            if c == 0:  # (literal flags, as every caller passes them: a bool compiles _advance again)
+                _, sums[0], sums[1] = _advance(ci, first, 0.0, 0.0, j, s, cum, short, True, data)
+            else:
+                _, sums[2], sums[3] = _advance(ci, first, 0.0, 0.0, j, s, cum, short, False, data)
     return _bucket_cost(n, b, _at(j, data, short), (sums[0], sums[1], sums[2], sums[3]))

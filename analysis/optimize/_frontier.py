@@ -111,7 +111,7 @@ def _solve_points(
     best[0, 0] = 0.0
     rows = np.empty((FOLD, _TILE))
     acc = np.empty((n_buckets + 1, _TILE))
-    c0 = 1  # the tile: ends c0 <= c < c1
+    c0 = int(np.int64(1))  # the tile: ends c0 <= c < c1 (typed int64: a literal compiles again)
     while c0 < p:
         c1 = min(p, c0 + _TILE)
         n = c1 - c0

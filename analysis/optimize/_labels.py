@@ -205,8 +205,8 @@ def _front(xs: np.ndarray, ys: np.ndarray, runs: np.ndarray) -> np.ndarray:  # p
             at = hi[new - 1] if new > 0 else 0
             if r + 1 < count:
                 end = _merge_fronts(xs, ys, src, lo[r], hi[r], lo[r + 1], hi[r + 1], dst, at)
-            else:  # (the last alone: only its own unbeaten labels)
-                end = _merge_fronts(xs, ys, src, lo[r], hi[r], 0, 0, dst, at)
+            else:  # (the last alone, beside an empty run: only its own unbeaten labels)
+                end = _merge_fronts(xs, ys, src, lo[r], hi[r], hi[r], hi[r], dst, at)
             lo[new], hi[new] = at, end  # (entries r >= 2 new + 2, still to read, untouched)
             new += 1
         src, dst = dst, src
