@@ -99,7 +99,10 @@ AHEAD = NUMBA_OPT=1 "$(PY)" -m analysis.optimize._ahead
 # min 16.9 s at 5c12e6f and 21eb708, minutes apart, on a slow day; 4 min 48.0 s at 074184c;
 # 5 min 13.4 s with pip and 5 min 8.4 s with uv, an afternoon's pair; 4 min 36.1 s at e6e8231
 # (pytest 197.8 s, 475 s of user time), then 4 min 11.0 s and 4 min 49.6 s at e68ee9e (pytest
-# 177.6 s and 216.2 s; 435 s and 502 s of user time), within two hours.
+# 177.6 s and 216.2 s; 435 s and 502 s of user time), within two hours; 4 min 10.8 s at dac4f4d
+# (pytest 183.6 s, 434 s of user time), then 4 min 39.5 s and 3 min 55.3 s at d2c8153 (pytest
+# 197.0 s and 171.5 s; 483 s and 407 s of user time) and a fresh clone's `.ci/run` 5 min
+# 19.6 s (pytest 176.0 s), within 70 minutes.
 # A failed compile fails the install with its log.
 $(STAMP): pyproject.toml
 	$(make_venv)
