@@ -95,25 +95,30 @@ def _child() -> None:
         print(f"{name}\t{statistics.median(values)}")
 
 
-def _compile(level: str, cache: str) -> tuple[float, float]:
-    """The user CPU seconds of ``_ahead 1,0,2`` and ``_ahead 3``, side by side, at ``level``
-    (each process's own, from ``os.wait4``)."""
-    env = {**os.environ, "NUMBA_OPT": level, "NUMBA_CACHE_DIR": cache}
-    seconds = []
+def _side_by_side(commands: list[list[str]], env: dict[str, str], what: str) -> list[Any]:
+    """Run ``commands`` side by side (from the repository root, under ``env``) until all have
+    ended; each process's own resource usage (``os.wait4``), in order.  A failure ends the
+    benchmark with ``what`` and the processes' output."""
     with tempfile.TemporaryFile("w+") as log:
-        command = [sys.executable, "-m", "analysis.optimize._ahead"]
-        procs = [
-            subprocess.Popen([*command, parts], cwd=PROJECT_ROOT, env=env, stdout=log, stderr=log)
-            for parts in ("1,0,2", "3")
-        ]
+        procs = [subprocess.Popen(c, cwd=PROJECT_ROOT, env=env, stdout=log, stderr=log) for c in commands]
+        usages = []
         for proc in procs:
             _, status, usage = os.wait4(proc.pid, 0)
             proc.returncode = os.waitstatus_to_exitcode(status)
             if proc.returncode != 0:
                 log.seek(0)
-                raise SystemExit(f"_ahead at NUMBA_OPT={level} failed:\n{log.read()}")
-            seconds.append(usage.ru_utime)
-    return seconds[0], seconds[1]
+                raise SystemExit(f"{what} failed:\n{log.read()}")
+            usages.append(usage)
+    return usages
+
+
+def _compile(level: str, cache: str) -> tuple[float, float]:
+    """The user CPU seconds of ``_ahead 1,0,2`` and ``_ahead 3``, side by side, at ``level``
+    (each process's own)."""
+    env = {**os.environ, "NUMBA_OPT": level, "NUMBA_CACHE_DIR": cache}
+    command = [sys.executable, "-m", "analysis.optimize._ahead"]
+    first, second = _side_by_side([[*command, "1,0,2"], [*command, "3"]], env, f"_ahead at NUMBA_OPT={level}")
+    return first.ru_utime, second.ru_utime
 
 
 # Each schedule: what each of the two processes calls, in order: a part of
@@ -148,14 +153,9 @@ def _schedule(parts: tuple[list[Step], list[Step]]) -> tuple[float, float, float
         env = {**os.environ, "NUMBA_OPT": "1", "NUMBA_CACHE_DIR": cache}
         start = time.perf_counter()
         commands = [[sys.executable, __file__, "--parts", repr(p)] for p in parts]
-        procs = [subprocess.Popen(command, cwd=PROJECT_ROOT, env=env) for command in commands]
-        seconds = []
-        for proc in procs:
-            _, status, usage = os.wait4(proc.pid, 0)
-            if os.waitstatus_to_exitcode(status) != 0:
-                raise SystemExit(f"the schedule {parts} failed")
-            seconds.append(usage.ru_utime + usage.ru_stime)
-        return seconds[0], seconds[1], time.perf_counter() - start
+        first, second = _side_by_side(commands, env, f"the schedule {parts}")
+        wall = time.perf_counter() - start
+    return first.ru_utime + first.ru_stime, second.ru_utime + second.ru_stime, wall
 
 
 def _schedules(rounds: int) -> None:
