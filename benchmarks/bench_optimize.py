@@ -44,6 +44,7 @@ every file of ``../shared/data`` (unclipped), one line per file, when it is ther
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import importlib
 import json
@@ -53,7 +54,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -365,23 +366,46 @@ def issue_naive_goal(hist: LengthHistogram, rounds: int = 3, rev: str = ISSUE_RE
     the same core: :data:`_NAIVE_CHILD`), taking turns ``rounds`` times: the speed-up as the
     issue measured it (its 13x, 7.9 s), the median of the rounds' ratios."""
     k6 = _k6(hist, BatchRule(batch_size=8))
-    with tempfile.TemporaryDirectory() as folder:
-        child = _child_on(hist, rev, folder, _NAIVE_CHILD)
-        if child is None:
-            print(f"(the issue's naive DP, {rev}, cannot be read here: no git history)")
+    with _child_asker(hist, rev, _NAIVE_CHILD, "the issue's naive DP") as ask:
+        if ask is None:
             return
-        ask = _asker(child, f"the issue's naive DP ({rev})")
         k6()
-        naive, ours = [], []
-        for _ in range(rounds):
-            naive.append(ask("naive"))
-            start = time.process_time()
-            k6()
-            ours.append(time.process_time() - start)
-        _done(child)
+        naive, ours = _turns(ask, "naive", k6, rounds)
     ratio = statistics.median(n / o for n, o in zip(naive, ours, strict=True))
     label = "   its speed-up over the naive DP the issue timed"
     print(f"{label:<58} {'>= 80x':>12} {ratio:7.1f}x  ({rev}'s naive DP {statistics.median(naive):.2f} s)")
+
+
+@contextlib.contextmanager
+def _child_asker(
+    hist: LengthHistogram, rev: str, script: str, what: str
+) -> Iterator[Callable[[str], float] | None]:
+    """:func:`_asker` of the child running ``script`` on ``rev``'s package (:func:`_child_on`,
+    in a temporary folder), ended on leaving; None, said in a line naming ``what``, where git
+    cannot give ``rev``."""
+    with tempfile.TemporaryDirectory() as folder:
+        child = _child_on(hist, rev, folder, script)
+        if child is None:
+            print(f"({what}, {rev}, cannot be read here: no git history)")
+            yield None
+            return
+        try:
+            yield _asker(child, f"{what} ({rev})")
+        finally:
+            _done(child)
+
+
+def _turns(
+    ask: Callable[[str], float], call: str, ours: Callable[[], Any], n: int
+) -> tuple[list[float], list[float]]:
+    """The child's ``call`` (``ask``) and ``ours()`` in turn ``n`` times: each one's CPU seconds."""
+    theirs, mine = [], []
+    for _ in range(n):
+        theirs.append(ask(call))
+        start = time.process_time()
+        ours()
+        mine.append(time.process_time() - start)
+    return theirs, mine
 
 
 def _asker(child: subprocess.Popen[str], what: str) -> Callable[[str], float]:
@@ -420,29 +444,19 @@ def floor_goals(hist: LengthHistogram, pairs: int = 7, rev: str = FLOOR_REV) -> 
         "k6": _k6(hist, b8),
         "sweep": functools.partial(sweep_bucket_counts, hist, range(1, 17), ["optimal"], b8, candidates=None),
     }
-    with tempfile.TemporaryDirectory() as folder:
-        child = _child_on(hist, rev, folder, _FLOOR_CHILD)
-        if child is None:
-            print(f"(the kernel before exactness, {rev}, cannot be read here: no git history)")
+    with _child_asker(hist, rev, _FLOOR_CHILD, "the kernel before exactness") as before:
+        if before is None:
             return
-        before = _asker(child, f"the kernel before exactness ({rev})")
-
         for call, name in (("k6", "K = 6, batch size 8"), ("sweep", "sweep K = 1..16")):
             before(call)
             ours[call]()
-            old, new = [], []
-            for _ in range(pairs):
-                old.append(before(call))
-                start = time.process_time()
-                ours[call]()
-                new.append(time.process_time() - start)
+            old, new = _turns(before, call, ours[call], pairs)
             ratio = statistics.median(n / o for o, n in zip(old, new, strict=True))
             label = f"{name}, beside the kernel before exactness"
             print(
                 f"{label:<58} {'(' + rev + ')':>12} {statistics.median(new):8.3f}  {ratio:5.2f}x "
                 f"{rev}'s {statistics.median(old):.3f} s"
             )
-        _done(child)
 
 
 #: The rules :func:`shared_goals` sets beside batch size 8 on each file of ``../shared/data``.
