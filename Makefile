@@ -80,7 +80,7 @@ PIP_INSTALL = "$(PY)" .ci/install -e
 # of wall against 57.6-63.7 s in the order before, taking turns (bench_ahead.py --schedule).
 AHEAD = NUMBA_OPT=1 "$(PY)" -m analysis.optimize._ahead
 #
-# A fresh clone's `make test` has taken from 3 min 57.6 s to 6 min 0.6 s on these 2 shared
+# A fresh clone's `make test` has taken from 3 min 55.3 s to 6 min 0.6 s on these 2 shared
 # cores, much of the spread from day to day rather than from commit to commit (pytest alone
 # 159-252 s, `make setup` 78 s to 2 min 7 s): 4 min 50.5 s and 4 min 33.0 s at 75b5048 (pytest
 # 207.7 s and 199.5 s), 4 min 41.6 s at 304205a (pytest 203.5 s) and 5 min 7.3 s at 02291e4
@@ -102,7 +102,8 @@ AHEAD = NUMBA_OPT=1 "$(PY)" -m analysis.optimize._ahead
 # 177.6 s and 216.2 s; 435 s and 502 s of user time), within two hours; 4 min 10.8 s at dac4f4d
 # (pytest 183.6 s, 434 s of user time), then 4 min 39.5 s and 3 min 55.3 s at d2c8153 (pytest
 # 197.0 s and 171.5 s; 483 s and 407 s of user time) and a fresh clone's `.ci/run` 5 min
-# 19.6 s (pytest 176.0 s), within 70 minutes.
+# 19.6 s (pytest 176.0 s), within 70 minutes; 3 min 58.2 s at 1aaa7f1 (pytest 177.2 s, 413 s of
+# user time).
 # A failed compile fails the install with its log.
 $(STAMP): pyproject.toml
 	$(make_venv)
