@@ -288,28 +288,41 @@ def goals(hist: LengthHistogram, runs: int = 3, pairs: int = 7) -> None:
 #: 8 when the issue was filed; the compiled floor the exact DP is held to.
 FLOOR_REV = "cf9ab15"
 
-#: The kernel before exactness in a child process (its package imports modules lazily, which in
-#: this process would resolve to the current ones): each line read names a call, each answered
-#: with that call's CPU seconds, on the core this process is pinned to.
-_FLOOR_CHILD = """\
-import os, sys, time
+#: What every child process on an older commit's package begins with (that package imports
+#: modules lazily, which in this process would resolve to the current ones): the core this
+#: process is pinned to, the package unpacked into ``argv[1]`` and the histogram saved at
+#: ``argv[2]`` (:func:`_child_on`).
+_CHILD_HEAD = """\
+import importlib, os, sys, time
 os.sched_setaffinity(0, {int(sys.argv[3])})
 sys.path.insert(0, sys.argv[1])
 import numpy as np
 import analysis
-from analysis import LengthHistogram, optimize_edges, sweep_bucket_counts
+from analysis import LengthHistogram
 assert analysis.__file__.startswith(sys.argv[1])
 saved = np.load(sys.argv[2])
 hist = LengthHistogram.from_counts(saved["lengths"], saved["counts"])
-calls = {
-    "k6": lambda: optimize_edges(hist, 6, batch_size=8, candidates=None),
-    "sweep": lambda: sweep_bucket_counts(hist, range(1, 17), ["optimal"], batch_size=8, candidates=None),
-}
+"""
+#: What every child ends with: each line read names one of its ``calls``, answered with that
+#: call's CPU seconds.
+_CHILD_LOOP = """\
 for line in sys.stdin:
     start = time.process_time()
     calls[line.strip()]()
     print(time.process_time() - start, flush=True)
 """
+#: The kernel before exactness in a child process: K = 6 and the sweep at batch size 8.
+_FLOOR_CHILD = (
+    _CHILD_HEAD
+    + """\
+from analysis import optimize_edges, sweep_bucket_counts
+calls = {
+    "k6": lambda: optimize_edges(hist, 6, batch_size=8, candidates=None),
+    "sweep": lambda: sweep_bucket_counts(hist, range(1, 17), ["optimal"], batch_size=8, candidates=None),
+}
+"""
+    + _CHILD_LOOP
+)
 
 
 def _child_on(hist: LengthHistogram, rev: str, folder: str, script: str) -> subprocess.Popen[str] | None:
@@ -335,30 +348,22 @@ def _child_on(hist: LengthHistogram, rev: str, folder: str, script: str) -> subp
 #: that kernel (the forward pass's too) also speeds up the baseline.
 ISSUE_REV = "9f9ad52"
 
-#: That commit's naive DP in a child process, as :data:`_FLOOR_CHILD` (each line read asks for
-#: one run, answered with its CPU seconds; the matrix's kernel compiled first on a few points).
-_NAIVE_CHILD = """\
-import importlib, os, sys, time
-os.sched_setaffinity(0, {int(sys.argv[3])})
-sys.path.insert(0, sys.argv[1])
-import numpy as np
-import analysis
-from analysis import LengthHistogram
+#: That commit's naive DP in a child process, as :data:`_FLOOR_CHILD` (the matrix's kernel
+#: compiled first, on a few points).
+_NAIVE_CHILD = (
+    _CHILD_HEAD
+    + """\
 from analysis.batching import BatchRule
 from analysis.optimize._reference import reference_dp
-assert analysis.__file__.startswith(sys.argv[1])
 problem = importlib.import_module("analysis.optimize._problem")  # (also a function's name)
 kernel = importlib.import_module("analysis.optimize._kernel")
-saved = np.load(sys.argv[2])
-hist = LengthHistogram.from_counts(saved["lengths"], saved["counts"])
 prob = problem._problem(hist, BatchRule(batch_size=8))
 points = np.r_[0, prob.ends]
 kernel._cost_matrix(prob, points[:8])
-for line in sys.stdin:
-    start = time.process_time()
-    reference_dp(kernel._cost_matrix(prob, points), 6)
-    print(time.process_time() - start, flush=True)
+calls = {"naive": lambda: reference_dp(kernel._cost_matrix(prob, points), 6)}
 """
+    + _CHILD_LOOP
+)
 
 
 def issue_naive_goal(hist: LengthHistogram, rounds: int = 3, rev: str = ISSUE_REV) -> None:
