@@ -43,9 +43,10 @@ def _times(fn: Callable[[], Any], runs: int) -> tuple[float, float]:
 
 
 def _table(hist: LengthHistogram, max_tokens: int, rounds: int) -> str:
-    data, _ = exact_arrays(build_problem(hist, BatchRule(max_tokens=max_tokens)))
-    stride = budget.budget_bounds(data).stride
-    rung, two = budget._rungs(data.size, budget.rung_factor(data)), bool(data.weight2.any())
+    prob = build_problem(hist, BatchRule(max_tokens=max_tokens))
+    data, _ = exact_arrays(prob)
+    stride = budget.budget_bounds(data, objective=prob.objective).stride
+    rung, two = budget._rungs(data.size, budget.rung_factor(data, prob.objective)), bool(data.weight2.any())
     fill = {t: (lambda t=t: budget._bound_table(data, rung, stride, two, t)) for t in (True, False)}
     same = all(np.array_equal(a, b) for a, b in zip(fill[True](), fill[False]()))
     m = data.cum.size - 1

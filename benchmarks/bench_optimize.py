@@ -38,7 +38,9 @@ in 7.5-7.7 s, where today's takes 0.9 s; in a child process on the same core, ta
 then K = 6 and the sweep beside the same calls of the kernel before exactness (``cf9ab15``, the
 issue's 0.065 s and 0.128 s, in a child process on the same core, taking turns: what the
 compiled floor is on this machine today); then the same goals on every file of
-``../shared/data`` (unclipped), one line per file, when it is there.
+``../shared/data`` (unclipped), when it is there: K = 6 and the sweep a line per file, every
+other rule against batch size 8 a row of a table with a column per file (``--shared``: this
+part alone, a minute or two).
 """
 
 from __future__ import annotations
@@ -78,6 +80,14 @@ from analysis.optimize._reference import reference_dp
 from analysis.paths import BUNDLED_DATA, PROJECT_ROOT
 
 REAL = ("alpaca_eval_outputs", "arena_hard_answers")
+#: The rules the goals set beside batch size 8 (within 2x of it), on the bundled data and on
+#: every file of ``../shared/data``: fixed batch sizes across the product formula's range (up
+#: to 64) and above it, and token budgets across the issue's range, 4,096 to 2**24, with and
+#: without ``pad_to_multiple_of``.
+OTHER_RULES = tuple(
+    [BatchRule(batch_size=b) for b in (16, 32, 48, 64, 100, 1000, 10**4, 10**5, 10**8)]
+    + [BatchRule(max_tokens=t, pad_to_multiple_of=p) for t in (4096, 16384, 65536, 2**24) for p in (1, 64)]
+)
 kernel = importlib.import_module("analysis.optimize._kernel")
 
 
@@ -236,10 +246,11 @@ def _first_call_seconds(cache_dir: str, rule: str = "batch_size=8") -> float:
     return float(out.stdout.split()[-1])
 
 
-def goals(hist: LengthHistogram, runs: int = 3, pairs: int = 7) -> None:
+def goals(hist: LengthHistogram, runs: int = 3, pairs: int = 7, shared_only: bool = False) -> None:
     """Issue 34's goals beside the medians (CPU seconds, one core) and the naive DP.  A ratio
     goal calls its two sides alternately ``pairs`` times (:func:`paired_seconds`): the median
-    of the per-pair ratios, so a load that comes and goes slows both alike."""
+    of the per-pair ratios, so a load that comes and goes slows both alike.  ``shared_only``:
+    the goals on ``../shared/data`` alone (:func:`shared_goals`)."""
     os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
     b8 = BatchRule(batch_size=8)
 
@@ -251,6 +262,9 @@ def goals(hist: LengthHistogram, runs: int = 3, pairs: int = 7) -> None:
         _, t, ratio = paired_seconds(base, fn, pairs, time.process_time)
         return t, ratio
 
+    if shared_only:
+        shared_goals(cpu, against)
+        return
     print(f"{'goal':<58} {'target':>12} {'median':>8}  beside")
     base, naive, speed_up = _against_naive(hist, b8, lambda: cpu(_k6(hist, b8)))
     print(f"{'K = 6, batch size 8':<58} {'<= 0.1 s':>12} {base:8.3f}  naive DP {naive:.2f} s")
@@ -264,10 +278,7 @@ def goals(hist: LengthHistogram, runs: int = 3, pairs: int = 7) -> None:
         f"{'4x the samples, the same lengths (K = 6, batch size 8)':<58} {'<= 1.1x':>12} "
         f"{ratio:7.2f}x  ({t:.3f} s)"
     )
-    # (fixed batch sizes across the product formula's range, 17..63, and above it)
-    rules = [BatchRule(batch_size=b) for b in (16, 32, 48, 64, 100, 1000, 10**4, 10**5, 10**8)]
-    rules += [BatchRule(max_tokens=t, pad_to_multiple_of=p) for t in (4096, 16384, 2**24) for p in (1, 64)]
-    for rule in rules:
+    for rule in OTHER_RULES:
         t, ratio = against(_k6(hist, b8), _k6(hist, rule))
         print(f"{'K = 6, ' + rule.text + ' (warm)':<58} {'<= 2x':>12} {t:8.3f}  {ratio:5.2f}x batch 8")
     with tempfile.TemporaryDirectory() as tmp:
@@ -464,38 +475,32 @@ def floor_goals(hist: LengthHistogram, pairs: int = 7, rev: str = FLOOR_REV) -> 
             )
 
 
-#: The rules :func:`shared_goals` sets beside batch size 8 on each file of ``../shared/data``.
-_SHARED_RULES = (
-    BatchRule(batch_size=16),
-    BatchRule(batch_size=64),
-    BatchRule(batch_size=1000),
-    BatchRule(max_tokens=16384),
-    BatchRule(max_tokens=16384, pad_to_multiple_of=64),
-)
-
-
 def shared_goals(
     cpu: Callable[[Callable[[], Any]], float], against: Callable[..., tuple[float, float]]
 ) -> None:
     """The goals on every file of ``../shared/data`` (unclipped; skipped when absent): K = 6
-    at batch size 8 beside the naive DP, the sweep, and the other rules against batch size 8
-    (``against``: called alternately with it, :func:`goals`)."""
+    at batch size 8 beside the naive DP and the sweep, a line per file; then every rule of
+    :data:`OTHER_RULES` against batch size 8 (``against``: called alternately with it,
+    :func:`goals`), a row per rule and a column per file, ``!`` beside a ratio above 2x."""
     files = sorted(SHARED_DATA.glob("*.npy"))
     if not files:
         return
     b8 = BatchRule(batch_size=8)
     print("\nevery file of ../shared/data (unclipped; targets as above: <= 0.1 s, >= 80x, <= 0.2 s, <= 2x):")
-    for path in files:
-        h = load_lengths(path)
+    hists = {path.stem: load_lengths(path) for path in files}
+    for name, h in hists.items():
         k6_8 = _k6(h, b8)
         base, _, speed_up = _against_naive(h, b8, functools.partial(cpu, k6_8))
         sweep = cpu(functools.partial(sweep_bucket_counts, h, range(1, 17), ["optimal"], b8, candidates=None))
-        ratios = [against(k6_8, _k6(h, r))[1] for r in _SHARED_RULES]
         print(
-            f"   {path.stem} ({h.n_samples:,} samples, {h.n_distinct:,} lengths): K = 6 {base:.3f} s, "
-            f"{speed_up:.0f}x the naive DP; sweep {sweep:.3f} s; "
-            + ", ".join(f"{r.text} {x:.2f}x" for r, x in zip(_SHARED_RULES, ratios, strict=True))
+            f"   {name} ({h.n_samples:,} samples, {h.n_distinct:,} lengths): K = 6 {base * 1e3:.1f} ms, "
+            f"{speed_up:.0f}x the naive DP; sweep {sweep * 1e3:.1f} ms"
         )
+    print(f"\n   {'K = 6, against batch size 8 (<= 2x)':<44}" + "".join(f"{n[:12]:>13}" for n in hists))
+    for rule in OTHER_RULES:
+        ratios = [against(_k6(h, b8), _k6(h, rule))[1] for h in hists.values()]
+        cells = "".join(f"{x:11.2f}x{'!' if x > 2.0 else ' '}" for x in ratios)
+        print(f"   {rule.text:<44}{cells}")
 
 
 def main() -> None:
@@ -505,6 +510,7 @@ def main() -> None:
     parser.add_argument("--exact-timeout", type=float, default=900.0)
     parser.add_argument("--scaling", action="store_true", help="only the sample-count scaling")
     parser.add_argument("--goals", action="store_true", help="only issue 34's goals")
+    parser.add_argument("--shared", action="store_true", help="only the goals on ../shared/data")
     args = parser.parse_args()
     if args.child:
         _child(args.child)
@@ -515,8 +521,8 @@ def main() -> None:
     if args.scaling:
         sample_count_scaling(hist)
         return
-    if args.goals:
-        goals(hist)
+    if args.goals or args.shared:
+        goals(hist, shared_only=args.shared)
         return
     print(
         f"data: {name}: {hist.n_samples:,} samples, {hist.n_distinct:,} distinct lengths "

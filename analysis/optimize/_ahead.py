@@ -91,9 +91,10 @@ def _parts(hist: LengthHistogram) -> tuple[tuple[Callable[[], object], ...], ...
 def _both_tables(hist: LengthHistogram) -> None:
     """A token budget's table of bounds filled on every thread and on one: the histogram's
     table is too small for the optimiser to take threads for it."""
-    data, _ = exact_arrays(build_problem(hist, RULES[2]))
+    prob = build_problem(hist, RULES[2])
+    data, _ = exact_arrays(prob)
     for threaded in (True, False):
-        budget_bounds(data, threaded=threaded)
+        budget_bounds(data, threaded=threaded, objective=prob.objective)
 
 
 def compile_kernels(parts: Sequence[int] | None = None) -> None:

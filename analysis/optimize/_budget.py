@@ -40,10 +40,17 @@ from analysis.optimize._costs import Arrays, row_sums
 # sums move its bound little (on the bundled data rows 127 apart prune as 32 did, and a table
 # 32 apart cost more than the backward pass it serves: 0.13 s at ``max_tokens=65536``), while
 # the padding objective's bounds move with the sums one for one (rows 127 apart cost its
-# forward pass 2.6 times as much there); batch sizes within a factor ``_RUNG`` (with a cost
-# per batch ``_RUNG_COARSE``: half the restarts, the same pruning there, while the padding
-# objective's forward pass took twice as long at ``max_tokens=65536``) share a restart, and
-# a relative margin ``SLACK`` (far above the rounding of the sums) on each.
+# forward pass 2.6 times as much there); batch sizes within a factor ``_RUNG`` share a
+# restart (with a cost per batch ``_RUNG_COARSE``, where the padding objective's forward pass
+# took twice as long at ``max_tokens=65536``; under the steps objective ``_RUNG_STEPS``), and
+# a relative margin ``SLACK`` (far above the rounding of the sums) on each.  Under the steps
+# objective a bucket's steps are exact and the sums only order plans of equal steps, so rungs
+# a factor 2 apart prune as 1.1 did and restart a seventh as often: the table of
+# alpaca_eval_outputs at ``max_tokens=65536`` (batch sizes 4,096 down to 7) took 9.5 ms at
+# 1.1 and 2.2 ms at 2, and ``optimize_edges(K=6)`` 2.48 against 1.68 times batch size 8's
+# (1.82 against 1.33 at 16,384); on the bundled data and the other shared files the same or
+# less, where 3 and 4 cost tldr_pages 1.15 and 1.3 times 2's at 65,536
+# (``benchmarks/bench_optimize.py --shared``).
 BOUND_STRIDE = 32
 BOUND_ROWS = 64
 BOUND_BYTES = 64 << 20
@@ -55,7 +62,8 @@ BOUND_BYTES = 64 << 20
 # (2,064,766 cells) against 106 ms (benchmarks/bench_bound_table.py --rounds 7).
 THREADED_CELLS = 1 << 18
 _RUNG = 1.05
-_RUNG_COARSE = 1.1  # (1.2 passes below 0.98 of a cost in the tightness test)
+_RUNG_COARSE = 1.1  # (the time objective: 2 passes below 0.88 of a cost in the tightness test)
+_RUNG_STEPS = 2.0
 SLACK = 1e-8
 
 
@@ -195,14 +203,20 @@ def _mass(data: Arrays) -> tuple[np.ndarray, float]:
     return mass, err
 
 
-def rung_factor(data: Arrays) -> float:
-    """The factor between the bounds' rungs: ``_RUNG_COARSE`` with a cost per batch, else
-    ``_RUNG`` (the module's constants)."""
+def rung_factor(data: Arrays, objective: str) -> float:
+    """The factor between the bounds' rungs under ``objective`` (the problem's, one of
+    :data:`~analysis.optimize._problem.OBJECTIVES`): ``_RUNG_STEPS`` for the steps objective,
+    ``_RUNG_COARSE`` with any other cost per batch, else ``_RUNG`` (the module's constants)."""
+    if objective == "steps":
+        return _RUNG_STEPS
     return _RUNG_COARSE if data.per_batch > 0.0 else _RUNG
 
 
-def budget_bounds(data: Arrays, stride: int | None = None, threaded: bool | None = None) -> BudgetBounds:
-    """The bounds of a token budget's bucket costs, their rows ``stride`` starts apart (by
+def budget_bounds(
+    data: Arrays, stride: int | None = None, threaded: bool | None = None, *, objective: str
+) -> BudgetBounds:
+    """The bounds of a token budget's bucket costs under ``objective`` (the problem's: its
+    rungs, :func:`rung_factor`), their rows ``stride`` starts apart (by
     default ``BOUND_STRIDE``, or further where the table would pass ``BOUND_BYTES`` or, with a
     cost per batch, where there would be more than ``BOUND_ROWS`` rows), filled on every
     thread or on this one (``threaded``; by default by the table's size: :func:`_bound_table`)."""
@@ -211,7 +225,7 @@ def budget_bounds(data: Arrays, stride: int | None = None, threaded: bool | None
         per_row = (m + 1) * 8 * (2 if data.weight2.any() else 1)
         coarse = -(-m // BOUND_ROWS) if data.per_batch > 0.0 else 1
         stride = max(BOUND_STRIDE, coarse, -(-m * per_row // BOUND_BYTES))
-    rung = _rungs(data.size, rung_factor(data))
+    rung = _rungs(data.size, rung_factor(data, objective))
     t_up, t2_up = _bound_table(data, rung, stride, bool(data.weight2.any()), threaded)
     mass, err = _mass(data)
     return BudgetBounds(

@@ -45,7 +45,7 @@ def solve_kernel(
     rows, is_end = _rows(prob, n_buckets, ends)
     data, short = exact_arrays(prob)
     if data.token and not dense:
-        bounds = budget_bounds(data)
+        bounds = budget_bounds(data, objective=prob.objective)
     else:
         bounds = _NO_BOUNDS
     out: tuple[np.ndarray, np.ndarray] = solve_exact(data, short, bounds, rows, is_end, want, dense)

@@ -129,7 +129,7 @@ def test_budget_backward_is_the_row_by_row_recursion(
     model = StepTimeModel(per_step=0.05, per_token=1e-3, attention=1e-7, working_set=1e-9) if time else None
     prob = build_problem(hist, BatchRule(max_tokens=int(lengths[-1] * budget_factor)), 1, model)
     data, short = exact.exact_arrays(prob)
-    bounds = budget_mod.budget_bounds(data, stride)
+    bounds = budget_mod.budget_bounds(data, stride, objective=prob.objective)
     assert (bounds.t2_up.shape[0] > 0) == time and ((prob.size == 1).any() == (budget_factor < 2))
     ends = np.unique(np.r_[prob.ends[every - 1 :: every], prob.m])
     for n_buckets in (1, 3, 6):

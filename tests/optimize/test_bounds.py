@@ -85,7 +85,7 @@ def test_every_lower_bound_is_at_most_the_exact_cost(seed, rule, model):
     prob = problem.build_problem(hist, BatchRule(**rule), 1, step_time=model, objective=objective)
     data, short = exact.exact_arrays(prob)
     assert short.power
-    bounds = budget.budget_bounds(data) if data.token else kernel._NO_BOUNDS
+    bounds = budget.budget_bounds(data, objective=prob.objective) if data.token else kernel._NO_BOUNDS
     m = prob.m
     is_end = np.ones(m + 1, np.bool_)
     low, chord, work = np.empty(m + 1), np.empty(m + 1), np.empty(m + 1)

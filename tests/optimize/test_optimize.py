@@ -407,7 +407,7 @@ def test_pruned_bounds_never_exceed_a_bucket_cost(seed, n_lengths, time, multipl
     data, short = exact_module.exact_arrays(prob)
     two = bool(prob.weight2.any())
     assert two == time
-    rung = budget._rungs(prob.size, budget.rung_factor(data))
+    rung = budget._rungs(prob.size, budget.rung_factor(data, prob.objective))
     t_up, t2_up = budget._bound_table(data, rung, stride, two, threaded=False)
     assert t2_up.shape[0] == (t_up.shape[0] if two else 0)
     threaded = budget._bound_table(data, rung, stride, two, threaded=True)  # rows dealt in turn
@@ -418,7 +418,7 @@ def test_pruned_bounds_never_exceed_a_bucket_cost(seed, n_lengths, time, multipl
     low = np.empty(prob.m + 1)
     count, batch = prob.cum.astype(float), prob.size.astype(float)
     bounds = budget.BudgetBounds(count, batch, t_up, t2_up, stride, *budget._mass(data))
-    built = budget.budget_bounds(data, stride)  # what the pruned DP builds: the same bounds
+    built = budget.budget_bounds(data, stride, objective=prob.objective)  # what the pruned DP builds
     assert built.stride == stride and all(np.array_equal(a, b) for a, b in zip(built[:4], bounds[:4]))
     assert (prob.size == 1).any() == (factor is not None)
     close = []
