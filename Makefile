@@ -103,7 +103,9 @@ AHEAD = NUMBA_OPT=1 "$(PY)" -m analysis.optimize._ahead
 # (pytest 183.6 s, 434 s of user time), then 4 min 39.5 s and 3 min 55.3 s at d2c8153 (pytest
 # 197.0 s and 171.5 s; 483 s and 407 s of user time) and a fresh clone's `.ci/run` 5 min
 # 19.6 s (pytest 176.0 s), within 70 minutes; 3 min 58.2 s at 1aaa7f1 (pytest 177.2 s, 413 s of
-# user time).
+# user time); 4 min 7.2 s and 3 min 57.6 s at a036e69 (pytest 178.3 s and 176.6 s; 428 s and
+# 413 s of user time), 20 minutes apart, and a fresh clone's `.ci/run` between them 5 min 31.9 s
+# (pytest 194.1 s).
 # A failed compile fails the install with its log.
 $(STAMP): pyproject.toml
 	$(make_venv)
