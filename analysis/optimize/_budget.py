@@ -48,9 +48,10 @@ from analysis.optimize._costs import Arrays, row_sums
 # a factor 2 apart prune as 1.1 did and restart a seventh as often: the table of
 # alpaca_eval_outputs at ``max_tokens=65536`` (batch sizes 4,096 down to 7) took 9.5 ms at
 # 1.1 and 2.2 ms at 2, and ``optimize_edges(K=6)`` 2.48 against 1.68 times batch size 8's
-# (1.82 against 1.33 at 16,384); on the bundled data and the other shared files the same or
-# less, where 3 and 4 cost tldr_pages 1.15 and 1.3 times 2's at 65,536
-# (``benchmarks/bench_optimize.py --shared``).
+# (1.82 against 1.33 at 16,384); on the bundled data and the other shared files less, or more
+# by at most 8 % (moss_sft_conversations at 65,536 with ``pad_to_multiple_of=64``, 1.53
+# against 1.42: the runs' spread), where 3 and 4 cost tldr_pages 1.15 and 1.3 times 2's at
+# 65,536 (``benchmarks/bench_optimize.py --shared``).
 BOUND_STRIDE = 32
 BOUND_ROWS = 64
 BOUND_BYTES = 64 << 20

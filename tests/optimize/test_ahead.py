@@ -25,7 +25,10 @@ def test_it_compiles_the_table_of_bounds_on_threads_though_its_own_table_is_too_
     data, _ = exact_arrays(build_problem(hist, ahead.RULES[2]))
     assert (data.cum.size - 1) ** 2 < budget.THREADED_CELLS
     filled: list[bool | None] = []
-    record = lambda data, threaded=None, objective="": filled.append(threaded)  # noqa: E731
+
+    def record(data: object, threaded: bool | None = None, objective: str = "") -> None:
+        filled.append(threaded)
+
     monkeypatch.setattr(ahead, "budget_bounds", record)
     for name in ("optimize_edges", "frontier_minima"):  # (those compile their own kernels)
         monkeypatch.setattr(ahead, name, lambda *args, **kwargs: None)
