@@ -46,8 +46,9 @@ def _table(hist: LengthHistogram, max_tokens: int, rounds: int) -> str:
     prob = build_problem(hist, BatchRule(max_tokens=max_tokens))
     data, _ = exact_arrays(prob)
     stride = budget.budget_bounds(data, objective=prob.objective).stride
+    starts = budget.row_starts(data.cum.size - 1, stride)
     rung, two = budget._rungs(data.size, budget.rung_factor(data, prob.objective)), bool(data.weight2.any())
-    fill = {t: (lambda t=t: budget._bound_table(data, rung, stride, two, t)) for t in (True, False)}
+    fill = {t: (lambda t=t: budget._bound_table(data, rung, starts, two, t)) for t in (True, False)}
     same = all(np.array_equal(a, b) for a, b in zip(fill[True](), fill[False]()))
     m = data.cum.size - 1
     runs = 50 if m < 3_000 else 10

@@ -851,13 +851,13 @@ def _budget_lanes(
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
-def _budget_runs(starts: np.ndarray, stride: int, runs: np.ndarray) -> None:  # pragma: no cover - compiled
-    """The tile's lanes in runs that read one row of the bounds' table (``starts // stride``
+def _budget_runs(starts: np.ndarray, row_of: np.ndarray, runs: np.ndarray) -> None:  # pragma: no cover
+    """The tile's lanes in runs that read one row of the bounds' table (``row_of[starts]``
     never falls): ``runs[0, u]`` the first lane of run ``u`` (``runs[0, count]`` = ``LANES``),
     ``runs[1, u]`` its row, ``runs[0, LANES]`` the count."""
     count = 0
     for a in range(LANES):
-        row = starts[a] // stride
+        row = row_of[starts[a]]
         if a == 0 or row != runs[1, count - 1]:
             runs[0, count], runs[1, count] = a, row
             count += 1
@@ -887,7 +887,7 @@ def _budget_seed(
         first = budget_first(starts[a], data, short, bounds)
         for f in range(7):
             state[f * LANES + a] = first[f]
-    _budget_runs(starts, bounds.stride, runs)
+    _budget_runs(starts, bounds.row_of, runs)
     acc[:] = INF
     m = back.shape[1] - 1
     for k in range(1, layers):

@@ -5,12 +5,12 @@ With a token budget ``B`` follows the end, so each start's running sum restarts 
 changes (:func:`~analysis.optimize._costs._restart`): ``O(m)`` stretches of constant ``B`` for
 each of ``m`` starts, too many to run for every bucket.  ``T`` only grows when the bucket's
 start moves down (more short samples: every ``P(max <= v)`` grows) and when ``B`` falls (fewer
-draws).  So the sums of the start at or below ``i`` that is a multiple of the stride (at
-least ``BOUND_STRIDE``; with a cost per batch about ``m / BOUND_ROWS``), under batch sizes
-lowered to rungs a factor ``rung_factor`` apart (``_bound_table``: a restart per rung, not per end, and one
-row per stride of starts), bound ``T`` from above and every bucket's full batches' ``E_B``
-from below (:func:`full_bound`), with a margin ``SLACK`` far above the
-sums' rounding.  :func:`~analysis.optimize._lower.budget_bound` then turns them into bounds
+draws).  So the sums of the table's row at or below ``i`` (rows a stride of starts apart, at
+least ``BOUND_STRIDE``; with a cost per batch about ``m / BOUND_ROWS``; closer near the top:
+:func:`row_starts`), under batch sizes lowered to rungs a factor ``rung_factor`` apart
+(``_bound_table``: a restart per rung, not per end), bound ``T`` from above and every
+bucket's full batches' ``E_B`` from below (:func:`full_bound`), with a margin ``SLACK`` far
+above the sums' rounding.  :func:`~analysis.optimize._lower.budget_bound` then turns them into bounds
 on the exact cost.
 
 Where ``B = 1`` (samples at least half the budget, and those longer than it, whose weights
@@ -65,14 +65,39 @@ THREADED_CELLS = 1 << 18
 _RUNG = 1.05
 _RUNG_COARSE = 1.1  # (the time objective: 2 passes below 0.88 of a cost in the tightness test)
 _RUNG_STEPS = 2.0
+# Near the top the rows lie closer: a row reads the sums of up to a stride of lengths below a
+# bucket's start as the bucket's, which loosens most the narrow buckets of few samples that a
+# tail ends in (arena_hard_answers at ``max_tokens=65536``: its top bucket holds 25 lengths
+# of one sample each, its bound 13.5 below its cost with rows 32 apart).  Where fewer than
+# ``TOP_SHARE`` strides of lengths lie above, rows are at most a ``TOP_SHARE``-th of them
+# apart, every start in the top ``TOP_SHARE`` (``TOP_SHARE`` + 1 rows per factor e of lengths
+# left: short rows, cheap).  Measured, K = 6, paired against rows 32 apart: under the steps
+# objective at 65,536 arena 3.25 -> 1.36 times batch size 8's (with the rungs below), gsm8k
+# 2.42 -> 2.08, tldr_pages 2.28 -> 2.04, elsewhere 3 to 17 % slower, within 1.8 times batch
+# size 8's (the extra rows; gsm8k at 4,096 1.23 -> 1.44); under the padding objective at 65,536
+# arena 116 -> 34 ms and with a step time 129 -> 38 ms, tldr_pages at 16,384 28 -> 18 ms and
+# 17 -> 14 ms; the bundled data within 2 % (one process; /tmp scripts of the session of this
+# change, rerun by ``benchmarks/bench_optimize.py --shared``).  A sixteenth left tldr_pages at
+# 65,536 at 2.27.
+TOP_SHARE = 32
+# Under the steps objective, data of fewer than ``_SPARSE`` samples per distinct length take
+# rungs ``_RUNG_COARSE`` apart: there a batch's longest sample falls far as its batch size
+# halves, so rungs a factor 2 apart leave the padding's bounds loose (arena_hard_answers, 2,250
+# samples over 1,131 lengths, at ``max_tokens=65536``: the bounds 10.3 below the optimum at 2,
+# 3.3 at 1.1; table, backward and forward passes 17.8 against 9.2 ms), where dense data pay
+# the restarts for nothing (alpaca_eval_outputs, 87 a length: 14.5 against 23.1 ms; gsm8k,
+# tldr_pages and the bundled data 27 to 111 a length, the same or slower at 1.1;
+# moss_sft_conversations, 1.4 a length, the same or faster).
+_SPARSE = 4.0
 SLACK = 1e-8
 
 
 class BudgetBounds(NamedTuple):
-    """The table of bounds' sums (``t_up``, ``t2_up``: :func:`_bound_table`, a row per
-    ``stride`` starts) with ``cum`` and ``size`` as floats, and where ``B = 1`` the prefix
-    sums of the samples' weights ``mass`` (:func:`_mass`) with a bound ``mass_err`` on the
-    rounding of a difference of two."""
+    """The table of bounds' sums (``t_up``, ``t2_up``: :func:`_bound_table`, its rows
+    ``stride`` starts apart, closer near the top: :func:`row_starts`; ``row_of[i]`` the row
+    that start ``i`` reads) with ``cum`` and ``size`` as floats, and where ``B = 1`` the
+    prefix sums of the samples' weights ``mass`` (:func:`_mass`) with a bound ``mass_err`` on
+    the rounding of a difference of two."""
 
     cum_float: np.ndarray
     size_float: np.ndarray
@@ -81,6 +106,7 @@ class BudgetBounds(NamedTuple):
     stride: int
     mass: np.ndarray
     mass_err: float
+    row_of: np.ndarray
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
@@ -109,15 +135,15 @@ def ones_bound(mass_j: float, mass_i: float, err: float, n: float, g_top: float)
 
 
 def _bound_table(
-    data: Arrays, rung: np.ndarray, stride: int, two: bool, threaded: bool | None = None
+    data: Arrays, rung: np.ndarray, starts: np.ndarray, two: bool, threaded: bool | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``T(g, j)`` (and the second sum, if ``two``) for every start ``g`` that is a multiple
-    of ``stride`` and every ``j > g``, for batches of ``rung[j]``: with ``rung <= size``, at
-    least the sums of any start at or above ``g`` (the module docstring).  The rows run on
+    """``T(g, j)`` (and the second sum, if ``two``) for every start ``g`` of ``starts``
+    (:func:`row_starts`) and every ``j > g``, for batches of ``rung[j]``: with ``rung <= size``,
+    at least the sums of any start at or above ``g`` (the module docstring).  The rows run on
     every thread when ``threaded`` (by default: from ``THREADED_CELLS`` cells on, with more
     than one thread), else on this one; each row is the same either way, bit for bit."""
     m = data.cum.size - 1
-    n_rows = (m - 1) // stride + 1
+    n_rows = starts.size
     t_up = np.zeros((n_rows, m + 1))
     t2_up = np.zeros((n_rows if two else 0, m + 1))
     if threaded is None:
@@ -125,9 +151,9 @@ def _bound_table(
     if threaded:
         with THREADS_LOCK:
             lanes = max(1, min(numba.get_num_threads(), n_rows))
-            _bound_rows_threaded(data, rung, stride, t_up, t2_up, lanes)
+            _bound_rows_threaded(data, rung, starts, t_up, t2_up, lanes)
     else:
-        _bound_rows(data, rung, stride, t_up, t2_up)
+        _bound_rows(data, rung, starts, t_up, t2_up)
     return t_up, t2_up
 
 
@@ -136,30 +162,30 @@ def _bound_row(
     r: int,
     data: Arrays,
     rung: np.ndarray,
-    stride: int,
+    starts: np.ndarray,
     every: np.ndarray,
     t_up: np.ndarray,
     t2_up: np.ndarray,
 ) -> None:  # pragma: no cover - compiled
-    """Row ``r`` of the table (start ``r * stride``) into ``t_up[r]`` and, where it has rows,
+    """Row ``r`` of the table (start ``starts[r]``) into ``t_up[r]`` and, where it has rows,
     ``t2_up[r]``."""
     second = t2_up[r] if t2_up.shape[0] > 0 else np.empty(t_up.shape[1])
-    row_sums(r * stride, data, rung, every, False, t_up[r], second)
+    row_sums(starts[r], data, rung, every, False, t_up[r], second)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _bound_rows(
-    data: Arrays, rung: np.ndarray, stride: int, t_up: np.ndarray, t2_up: np.ndarray
+    data: Arrays, rung: np.ndarray, starts: np.ndarray, t_up: np.ndarray, t2_up: np.ndarray
 ) -> None:  # pragma: no cover - compiled
     """Every row of the table, on this thread."""
     every = np.ones(t_up.shape[1], np.bool_)
     for r in range(t_up.shape[0]):
-        _bound_row(r, data, rung, stride, every, t_up, t2_up)
+        _bound_row(r, data, rung, starts, every, t_up, t2_up)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy", parallel=True)
 def _bound_rows_threaded(
-    data: Arrays, rung: np.ndarray, stride: int, t_up: np.ndarray, t2_up: np.ndarray, lanes: int
+    data: Arrays, rung: np.ndarray, starts: np.ndarray, t_up: np.ndarray, t2_up: np.ndarray, lanes: int
 ) -> None:  # pragma: no cover - compiled
     """Every row of the table, dealt in turn to ``lanes`` lanes (one per thread): a row costs
     more the lower its start, so contiguous halves would leave one of two threads about three
@@ -168,7 +194,7 @@ def _bound_rows_threaded(
     n_rows = t_up.shape[0]
     for lane in numba.prange(lanes):
         for r in range(lane, n_rows, lanes):
-            _bound_row(r, data, rung, stride, every, t_up, t2_up)
+            _bound_row(r, data, rung, starts, every, t_up, t2_up)
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
@@ -206,10 +232,11 @@ def _mass(data: Arrays) -> tuple[np.ndarray, float]:
 
 def rung_factor(data: Arrays, objective: str) -> float:
     """The factor between the bounds' rungs under ``objective`` (the problem's, one of
-    :data:`~analysis.optimize._problem.OBJECTIVES`): ``_RUNG_STEPS`` for the steps objective,
+    :data:`~analysis.optimize._problem.OBJECTIVES`): ``_RUNG_STEPS`` for the steps objective
+    (``_RUNG_COARSE`` on data of fewer than ``_SPARSE`` samples per distinct length),
     ``_RUNG_COARSE`` with any other cost per batch, else ``_RUNG`` (the module's constants)."""
     if objective == "steps":
-        return _RUNG_STEPS
+        return _RUNG_COARSE if data.cum[-1] < _SPARSE * (data.cum.size - 1) else _RUNG_STEPS
     return _RUNG_COARSE if data.per_batch > 0.0 else _RUNG
 
 
@@ -220,15 +247,34 @@ def budget_bounds(
     rungs, :func:`rung_factor`), their rows ``stride`` starts apart (by
     default ``BOUND_STRIDE``, or further where the table would pass ``BOUND_BYTES`` or, with a
     cost per batch, where there would be more than ``BOUND_ROWS`` rows), filled on every
-    thread or on this one (``threaded``; by default by the table's size: :func:`_bound_table`)."""
+    thread or on this one (``threaded``; by default by the table's size: :func:`_bound_table`),
+    closer near the top (:func:`row_starts`) unless those rows would pass ``BOUND_BYTES``."""
+    m = data.cum.size - 1
+    per_row = (m + 1) * 8 * (2 if data.weight2.any() else 1)
     if stride is None:
-        m = data.cum.size - 1
-        per_row = (m + 1) * 8 * (2 if data.weight2.any() else 1)
         coarse = -(-m // BOUND_ROWS) if data.per_batch > 0.0 else 1
         stride = max(BOUND_STRIDE, coarse, -(-m * per_row // BOUND_BYTES))
+    starts = row_starts(m, stride)
+    if starts.size * per_row > BOUND_BYTES:  # (every ``stride``-th start alone: within it)
+        starts = np.arange(0, m, stride, dtype=np.int64)
     rung = _rungs(data.size, rung_factor(data, objective))
-    t_up, t2_up = _bound_table(data, rung, stride, bool(data.weight2.any()), threaded)
+    t_up, t2_up = _bound_table(data, rung, starts, bool(data.weight2.any()), threaded)
     mass, err = _mass(data)
-    return BudgetBounds(
-        data.cum.astype(np.float64), data.size.astype(np.float64), t_up, t2_up, stride, mass, err
-    )
+    count, size = data.cum.astype(np.float64), data.size.astype(np.float64)
+    return BudgetBounds(count, size, t_up, t2_up, stride, mass, err, row_index(starts, m))
+
+
+def row_starts(m: int, stride: int) -> np.ndarray:
+    """The starts of the table's rows over ``m`` lengths: ``stride`` apart, and where fewer
+    than ``TOP_SHARE * stride`` lengths lie above, at most a ``TOP_SHARE``-th of them apart
+    (every start in the top ``TOP_SHARE``; the module docstring)."""
+    out, g = [0], 0
+    while (g := g + max(1, min(stride, (m - g) // TOP_SHARE))) < m:
+        out.append(g)
+    return np.array(out, np.int64)
+
+
+def row_index(starts: np.ndarray, m: int) -> np.ndarray:
+    """``row_of[i]``: the row of ``starts`` at or below each start ``i`` of ``0..m``."""
+    out: np.ndarray = np.searchsorted(starts, np.arange(m + 1), side="right") - 1
+    return out.astype(np.int64)

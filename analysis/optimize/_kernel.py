@@ -22,7 +22,9 @@ from analysis.optimize._pruned import cost_matrix_of, exact_matrix, solve_exact
 
 # (writable, as budget_bounds' arrays are: the solver then compiles once for every rule, not
 # again for a token budget's first call)
-_NO_BOUNDS = BudgetBounds(np.zeros(0), np.zeros(0), np.zeros((0, 0)), np.zeros((0, 0)), 1, np.zeros(0), 0.0)
+_NO_BOUNDS = BudgetBounds(
+    np.zeros(0), np.zeros(0), np.zeros((0, 0)), np.zeros((0, 0)), 1, np.zeros(0), 0.0, np.zeros(0, np.int64)
+)
 
 
 def solve_kernel(

@@ -631,7 +631,7 @@ def budget_row(
     it is asked the same floats: :func:`budget_bound`), so ``out[j] <= room[j]`` exactly where
     the bound is within it."""
     m = out.size - 1
-    row = i // bounds.stride
+    row = bounds.row_of[i]
     first = budget_first(i, data, short, bounds)
     t_row = bounds.t_up[row]
     t2_row = bounds.t2_up[row] if bounds.t2_up.shape[0] > 0 else np.zeros(m + 1)

@@ -408,18 +408,21 @@ def test_pruned_bounds_never_exceed_a_bucket_cost(seed, n_lengths, time, multipl
     two = bool(prob.weight2.any())
     assert two == time
     rung = budget._rungs(prob.size, budget.rung_factor(data, prob.objective))
-    t_up, t2_up = budget._bound_table(data, rung, stride, two, threaded=False)
+    starts = budget.row_starts(prob.m, stride)
+    t_up, t2_up = budget._bound_table(data, rung, starts, two, threaded=False)
     assert t2_up.shape[0] == (t_up.shape[0] if two else 0)
-    threaded = budget._bound_table(data, rung, stride, two, threaded=True)  # rows dealt in turn
+    threaded = budget._bound_table(data, rung, starts, two, threaded=True)  # rows dealt in turn
     assert np.array_equal(threaded[0], t_up) and np.array_equal(threaded[1], t2_up)
     points = np.arange(prob.m + 1)
     exact = kernel.cost_matrix(prob, points)
     is_end = np.ones(prob.m + 1, np.bool_)  # every end, as the matrix has them
     low = np.empty(prob.m + 1)
     count, batch = prob.cum.astype(float), prob.size.astype(float)
-    bounds = budget.BudgetBounds(count, batch, t_up, t2_up, stride, *budget._mass(data))
+    row_of = budget.row_index(starts, prob.m)
+    bounds = budget.BudgetBounds(count, batch, t_up, t2_up, stride, *budget._mass(data), row_of)
     built = budget.budget_bounds(data, stride, objective=prob.objective)  # what the pruned DP builds
     assert built.stride == stride and all(np.array_equal(a, b) for a, b in zip(built[:4], bounds[:4]))
+    assert np.array_equal(built.row_of, bounds.row_of)
     assert (prob.size == 1).any() == (factor is not None)
     close = []
     for i in range(prob.m):
@@ -468,6 +471,56 @@ def test_pruned_token_dp_gives_the_dense_optimum_bit_for_bit(
     for k in range(1, 9):
         assert best[k, prob.m] == dense_best[k, prob.m]
         assert kernel.backtrack(arg, k, prob.m) == kernel.backtrack(dense_arg, k, prob.m)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_pruned_token_dp_on_sparse_data_gives_the_dense_optimum(seed):
+    """Data of few samples per length (a heavy tail's: 1 to 3 each) take the steps objective's
+    finer rungs (``rung_factor``) and the table's closer rows near the top; the pruned DP still
+    gives the dense optimum, the same float and plan, for every bucket count up to 8."""
+    rng = np.random.default_rng(900 + seed)
+    lengths = np.unique(rng.integers(20, 6_000, 700))
+    hist = LengthHistogram.from_counts(lengths, rng.integers(1, 4, lengths.size))
+    rule = BatchRule(max_tokens=int(rng.choice([8_192, 65_536])))
+    prob = problem.build_problem(hist, rule, 1, None, problem.resolve_objective(rule, None, None))
+    data, _ = exact_module.exact_arrays(prob)
+    assert prob.objective == "steps" and budget.rung_factor(data, "steps") == budget._RUNG_COARSE
+    dense_best, dense_arg = kernel.solve_kernel(prob, 8, prob.ends, dense=True)
+    best, arg = kernel.solve_kernel(prob, 8, prob.ends)
+    for k in range(1, 9):
+        assert best[k, prob.m] == dense_best[k, prob.m]
+        assert kernel.backtrack(arg, k, prob.m) == kernel.backtrack(dense_arg, k, prob.m)
+
+
+@pytest.mark.parametrize(("m", "stride"), [(1, 32), (5, 1), (33, 32), (326, 32), (8_128, 127), (70_000, 32)])
+def test_bound_table_rows_close_in_near_the_top(m, stride):
+    """The table's rows (``row_starts``) run from 0 up, ``stride`` apart where at least
+    ``TOP_SHARE`` strides of lengths lie above, else at most a ``TOP_SHARE``-th of those
+    apart, every start of the top ``TOP_SHARE`` a row; ``row_index`` gives each start the row
+    at or below it, the nearest."""
+    starts = budget.row_starts(m, stride)
+    gaps, above = np.diff(np.r_[starts, m]), m - starts
+    assert starts[0] == 0 and (gaps >= 1).all()
+    assert np.array_equal(gaps[:-1], np.maximum(1, np.minimum(stride, above[:-1] // budget.TOP_SHARE)))
+    assert set(range(max(0, m - budget.TOP_SHARE), m)) <= set(starts.tolist())
+    row_of, at = budget.row_index(starts, m), np.arange(m + 1)
+    assert (starts[row_of] <= at).all() and (np.r_[starts, m + 1][row_of + 1] > at).all()
+
+
+def test_bound_table_keeps_to_its_bytes(monkeypatch):
+    """Where the closer rows near the top would pass ``BOUND_BYTES``, the table takes every
+    ``stride``-th start alone (as within it), and its bounds still give the dense optimum."""
+    prob = _token_problem(1, 700, False, 1, None)
+    data, _ = exact_module.exact_arrays(prob)
+    closer = budget.budget_bounds(data, 32, objective=prob.objective)
+    assert closer.t_up.shape[0] == budget.row_starts(prob.m, 32).size > (prob.m - 1) // 32 + 1
+    monkeypatch.setattr(budget, "BOUND_BYTES", closer.t_up.nbytes - 1)
+    capped = budget.budget_bounds(data, 32, objective=prob.objective)
+    assert capped.t_up.shape[0] == (prob.m - 1) // 32 + 1
+    assert np.array_equal(capped.row_of, np.arange(prob.m + 1) // 32)
+    monkeypatch.setattr(budget, "BOUND_STRIDE", 32)
+    dense_best, _ = kernel.solve_kernel(prob, 6, prob.ends, dense=True)
+    assert kernel.solve_kernel(prob, 6, prob.ends)[0][6, prob.m] == dense_best[6, prob.m]
 
 
 @settings(max_examples=60, deadline=None)
