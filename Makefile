@@ -105,7 +105,9 @@ AHEAD = NUMBA_OPT=1 "$(PY)" -m analysis.optimize._ahead
 # 19.6 s (pytest 176.0 s), within 70 minutes; 3 min 58.2 s at 1aaa7f1 (pytest 177.2 s, 413 s of
 # user time); 4 min 7.2 s and 3 min 57.6 s at a036e69 (pytest 178.3 s and 176.6 s; 428 s and
 # 413 s of user time), 20 minutes apart, and a fresh clone's `.ci/run` between them 5 min 31.9 s
-# (pytest 194.1 s).
+# (pytest 194.1 s); 4 min 30.7 s at c5a3859 (pytest 198.9 s, 462 s of user time) and a fresh
+# clone's `.ci/run` after it 5 min 59.5 s (pytest 204.6 s), on a day whose benchmarks ran 10-20 %
+# slower than the day before's.
 # A failed compile fails the install with its log.
 $(STAMP): pyproject.toml
 	$(make_venv)
