@@ -268,10 +268,22 @@ def row_starts(m: int, stride: int) -> np.ndarray:
     """The starts of the table's rows over ``m`` lengths: ``stride`` apart, and where fewer
     than ``TOP_SHARE * stride`` lengths lie above, at most a ``TOP_SHARE``-th of them apart
     (every start in the top ``TOP_SHARE``; the module docstring)."""
-    out, g = [0], 0
-    while (g := g + max(1, min(stride, (m - g) // TOP_SHARE))) < m:
-        out.append(g)
-    return np.array(out, np.int64)
+    out: np.ndarray = _row_starts(m, stride, TOP_SHARE)
+    return out
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _row_starts(m: int, stride: int, share: int) -> np.ndarray:  # pragma: no cover - compiled
+    """:func:`row_starts` with ``TOP_SHARE`` as ``share`` (compiled: a loop of a few hundred
+    steps took 0.1 ms in Python, 4 % of a call on gsm8k)."""
+    out = np.empty(max(m, 1), np.int64)
+    out[0], g, n = 0, 0, 1
+    while True:
+        g += max(1, min(stride, (m - g) // share))
+        if g >= m:
+            return out[:n].copy()
+        out[n] = g
+        n += 1
 
 
 def row_index(starts: np.ndarray, m: int) -> np.ndarray:
