@@ -70,24 +70,28 @@ _RUNG_STEPS = 2.0
 # tail ends in (arena_hard_answers at ``max_tokens=65536``: its top bucket holds 25 lengths
 # of one sample each, its bound 13.5 below its cost with rows 32 apart).  Where fewer than
 # ``TOP_SHARE`` strides of lengths lie above, rows are at most a ``TOP_SHARE``-th of them
-# apart, every start in the top ``TOP_SHARE`` (``TOP_SHARE`` + 1 rows per factor e of lengths
-# left: short rows, cheap).  Measured, K = 6, paired against rows 32 apart: under the steps
-# objective at 65,536 arena 3.25 -> 1.36 times batch size 8's (with the rungs below), gsm8k
-# 2.42 -> 2.08, tldr_pages 2.28 -> 2.04, elsewhere 3 to 17 % slower, within 1.8 times batch
-# size 8's (the extra rows; gsm8k at 4,096 1.23 -> 1.44); under the padding objective at 65,536
-# arena 116 -> 34 ms and with a step time 129 -> 38 ms, tldr_pages at 16,384 28 -> 18 ms and
-# 17 -> 14 ms; the bundled data within 2 % (one process; /tmp scripts of the session of this
-# change, rerun by ``benchmarks/bench_optimize.py --shared``).  A sixteenth left tldr_pages at
-# 65,536 at 2.27.
+# apart (about ``TOP_SHARE`` rows per factor e of the lengths left above, then every start of
+# the top ``TOP_SHARE``: short rows).  Measured, K = 6, one process, against every
+# ``stride``-th start and rungs a factor 2 apart (``benchmarks/bench_bound_rows.py``, two
+# runs): under the steps objective at 65,536 arena 3.17-3.21 -> 1.31-1.35 times batch size
+# 8's (with ``_SPARSE`` below), gsm8k 2.43-2.48 -> 2.04-2.05, tldr_pages 2.24-2.31 -> 2.00-2.06;
+# elsewhere the extra rows cost up to 17 % (tldr_pages and gsm8k at 4,096, 1.21 -> 1.35 and
+# 1.30 -> 1.43; alpaca_eval_outputs 3-6 %), every ratio within 1.8 but gsm8k at 16,384 (2.2
+# -> 2.1); under the padding objective and with a step time 0.29 to 1.03 times as long
+# (arena at 65,536 116 -> 34 ms, moss_sft_conversations at 16,384 with a step time 14 -> 6
+# ms; arena at 16,384 under padding 1.18, 5.8 -> 6.8 ms), the bundled data within 4 %.  A
+# sixteenth left tldr_pages at 65,536 at 2.27 times batch size 8's.
 TOP_SHARE = 32
 # Under the steps objective, data of fewer than ``_SPARSE`` samples per distinct length take
 # rungs ``_RUNG_COARSE`` apart: there a batch's longest sample falls far as its batch size
 # halves, so rungs a factor 2 apart leave the padding's bounds loose (arena_hard_answers, 2,250
 # samples over 1,131 lengths, at ``max_tokens=65536``: the bounds 10.3 below the optimum at 2,
-# 3.3 at 1.1; table, backward and forward passes 17.8 against 9.2 ms), where dense data pay
-# the restarts for nothing (alpaca_eval_outputs, 87 a length: 14.5 against 23.1 ms; gsm8k,
-# tldr_pages and the bundled data 27 to 111 a length, the same or slower at 1.1;
-# moss_sft_conversations, 1.4 a length, the same or faster).
+# 3.3 at 1.1), where dense data pay the restarts for nothing (alpaca_eval_outputs, 87 a length,
+# at 65,536: its table, backward and forward passes 14.5 ms at 2 against 23.1 at 1.1; gsm8k,
+# tldr_pages and the bundled data, 27 to 111 a length, the same or slower at 1.1).  K = 6,
+# against rungs 2 apart with the rows as now (``benchmarks/bench_bound_rows.py --rungs``): arena
+# 2.39 -> 1.33 times batch size 8's at 65,536, 0.72 -> 0.91 at 16,384, 0.59 -> 0.64 at 4,096;
+# moss_sft_conversations (1.4 a length) 0.75-1.27 -> 0.77-1.25.
 _SPARSE = 4.0
 SLACK = 1e-8
 
@@ -267,7 +271,7 @@ def budget_bounds(
 def row_starts(m: int, stride: int) -> np.ndarray:
     """The starts of the table's rows over ``m`` lengths: ``stride`` apart, and where fewer
     than ``TOP_SHARE * stride`` lengths lie above, at most a ``TOP_SHARE``-th of them apart
-    (every start in the top ``TOP_SHARE``; the module docstring)."""
+    (every start in the top ``TOP_SHARE``; why: the comment at ``TOP_SHARE``)."""
     out: np.ndarray = _row_starts(m, stride, TOP_SHARE)
     return out
 
