@@ -289,7 +289,9 @@ def test_the_pruned_dp_with_the_chords_is_the_dense_exact_dp_bit_for_bit(seed, g
 def test_step_twos_refined_plan_is_a_plan_costed_exactly_and_bounds_the_optimum(seed):
     """The local search of step 2 (a fixed B above the product formula's) returns the exact
     objective of the plan it leaves in ``edges`` (the dense matrix's sum over its buckets),
-    no more than the plan it was given, and the optimum is at most it."""
+    no more than the plan it was given, and the optimum is at most it; it stops where no edge
+    lowers the estimate by a move to the next end on either side (``_moves``, here checked
+    against the matrix: a local minimum of the finest step)."""
     rng = np.random.default_rng(7000 + seed)
     n = int(rng.integers(80, 300))
     lengths = np.sort(rng.choice(np.arange(1, 3000), n, replace=False))
@@ -309,6 +311,10 @@ def test_step_twos_refined_plan_is_a_plan_costed_exactly_and_bounds_the_optimum(
         )
         assert dense_best[k, prob.m] <= total * (1 + 1e-12) and total <= given * (1 + 1e-12)
         assert np.all(np.diff(edges) > 0) and edges[0] == 0 and edges[-1] == prob.m
+        for t in range(1, k):
+            a, x, c = (index[int(e)] for e in edges[t - 1 : t + 2])
+            here = matrix[a, x] + matrix[x, c]
+            assert min(matrix[a, y] + matrix[y, c] for y in (x - 1, x + 1)) >= here * (1 - 1e-12)
 
 
 @pytest.mark.parametrize("seed", range(4))
