@@ -107,7 +107,8 @@ AHEAD = NUMBA_OPT=1 "$(PY)" -m analysis.optimize._ahead
 # 413 s of user time), 20 minutes apart, and a fresh clone's `.ci/run` between them 5 min 31.9 s
 # (pytest 194.1 s); 4 min 30.7 s at c5a3859 (pytest 198.9 s, 462 s of user time) and a fresh
 # clone's `.ci/run` after it 5 min 59.5 s (pytest 204.6 s), on a day whose benchmarks ran 10-20 %
-# slower than the day before's.
+# slower than the day before's, and 25 minutes later 3 min 53.3 s at 2a84a78 (pytest 172.4 s,
+# 402 s of user time).
 # A failed compile fails the install with its log.
 $(STAMP): pyproject.toml
 	$(make_venv)
