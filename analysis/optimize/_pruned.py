@@ -245,7 +245,8 @@ def _moves(
     same upper bound, 4.2e-4 above ``back``); where the gap is the bounds' own, the search costs
     a sixth (tldr_pages at batch size 100: 0.72 -> 0.19 ms, K = 6 2.14 -> 2.03 times batch size
     8's; moss_sft_conversations at 100 its upper bound 9.9e-4 -> 1.1e-3 above ``back``, 1.45 ->
-    1.51 times; the other shared files and batch sizes 64 to 10**4 within 3 %; measured paired
+    1.51 times; the other shared files and batch sizes 64 to 10**8 within 4 %, but gsm8k at 64,
+    8 %, on the product formula's path, which runs no search: the runs' spread; measured paired
     in one process; ``benchmarks/bench_optimize.py --shared`` here and in a worktree of the
     commit before gives the ratios)."""
     below, above = x - 1, x + 1
