@@ -3,11 +3,11 @@
     PYTHONPATH=. python benchmarks/bench_bound_table.py [--rounds N]
 
 For the bundled data and every ``../shared/data/*.npy`` (unclipped), at ``max_tokens`` 4,096,
-16,384 and 65,536: the table's size in cells, the table alone filled on every thread and on
-this one (wall ms, medians, the two taking turns; the same floats checked), and at 16,384
-``optimize_edges(K=6)`` with the table forced onto threads and onto one thread: wall and CPU
-ms (CPU counts every thread, the spin after a parallel loop included).  Run it on a quiet
-machine: the threads need the second core.
+16,384 and 65,536: the table's size in cells (``_budget.filled_cells``), the table alone
+filled on every thread and on this one (wall ms, medians, the two taking turns; the same
+floats checked), and at 16,384 ``optimize_edges(K=6)`` with the table forced onto threads
+and onto one thread: wall and CPU ms (CPU counts every thread, the spin after a parallel loop
+included).  Run it on a quiet machine: the threads need the second core.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def _table(hist: LengthHistogram, max_tokens: int, rounds: int) -> str:
     prob = build_problem(hist, BatchRule(max_tokens=max_tokens))
     data, _ = exact_arrays(prob)
     stride = budget.budget_bounds(data, objective=prob.objective).stride
-    starts = budget.row_starts(data.cum.size - 1, stride)
+    starts = budget.table_starts(data, stride)
     rung, two = budget._rungs(data.size, budget.rung_factor(data, prob.objective)), bool(data.weight2.any())
     fill = {t: (lambda t=t: budget._bound_table(data, rung, starts, two, t)) for t in (True, False)}
     same = all(np.array_equal(a, b) for a, b in zip(fill[True](), fill[False]()))
@@ -57,7 +57,7 @@ def _table(hist: LengthHistogram, max_tokens: int, rounds: int) -> str:
         for t in (True, False):
             laps[t].append(_times(fill[t], runs)[0])
     threads, one = (statistics.median(laps[t]) for t in (True, False))
-    cells = ((m - 1) // stride + 1) * (m + 1)
+    cells = budget.filled_cells(starts, m)
     ratio = threads / one
     return f"{cells:>10,} cells  threads {threads:8.3f}  one {one:8.3f} ms  {ratio:4.2f}x  same {same}"
 

@@ -142,16 +142,17 @@ def _bound_table(
     data: Arrays, rung: np.ndarray, starts: np.ndarray, two: bool, threaded: bool | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """``T(g, j)`` (and the second sum, if ``two``) for every start ``g`` of ``starts``
-    (:func:`row_starts`) and every ``j > g``, for batches of ``rung[j]``: with ``rung <= size``,
+    (:func:`table_starts`) and every ``j > g``, for batches of ``rung[j]``: with ``rung <= size``,
     at least the sums of any start at or above ``g`` (the module docstring).  The rows run on
-    every thread when ``threaded`` (by default: from ``THREADED_CELLS`` cells on, with more
-    than one thread), else on this one; each row is the same either way, bit for bit."""
+    every thread when ``threaded`` (by default: from ``THREADED_CELLS`` cells on,
+    :func:`filled_cells`, with more than one thread), else on this one; each row is the same
+    either way, bit for bit."""
     m = data.cum.size - 1
     n_rows = starts.size
     t_up = np.zeros((n_rows, m + 1))
     t2_up = np.zeros((n_rows if two else 0, m + 1))
     if threaded is None:
-        threaded = n_rows * (m + 1) >= THREADED_CELLS and numba.get_num_threads() > 1
+        threaded = filled_cells(starts, m) >= THREADED_CELLS and numba.get_num_threads() > 1
     if threaded:
         with THREADS_LOCK:
             lanes = max(1, min(numba.get_num_threads(), n_rows))
@@ -254,18 +255,37 @@ def budget_bounds(
     thread or on this one (``threaded``; by default by the table's size: :func:`_bound_table`),
     closer near the top (:func:`row_starts`) unless those rows would pass ``BOUND_BYTES``."""
     m = data.cum.size - 1
-    per_row = (m + 1) * 8 * (2 if data.weight2.any() else 1)
     if stride is None:
         coarse = -(-m // BOUND_ROWS) if data.per_batch > 0.0 else 1
-        stride = max(BOUND_STRIDE, coarse, -(-m * per_row // BOUND_BYTES))
-    starts = row_starts(m, stride)
-    if starts.size * per_row > BOUND_BYTES:  # (every ``stride``-th start alone: within it)
-        starts = np.arange(0, m, stride, dtype=np.int64)
+        stride = max(BOUND_STRIDE, coarse, -(-m * _row_bytes(data) // BOUND_BYTES))
+    starts = table_starts(data, stride)
     rung = _rungs(data.size, rung_factor(data, objective))
     t_up, t2_up = _bound_table(data, rung, starts, bool(data.weight2.any()), threaded)
     mass, err = _mass(data)
     count, size = data.cum.astype(np.float64), data.size.astype(np.float64)
     return BudgetBounds(count, size, t_up, t2_up, stride, mass, err, row_index(starts, m))
+
+
+def _row_bytes(data: Arrays) -> int:
+    """The bytes of one row of the table (one or two sums per end)."""
+    return data.cum.size * 8 * (2 if data.weight2.any() else 1)
+
+
+def table_starts(data: Arrays, stride: int) -> np.ndarray:
+    """The starts of the table's rows: :func:`row_starts`, or every ``stride``-th start alone
+    where those would pass ``BOUND_BYTES`` (as the stride keeps within it)."""
+    m = data.cum.size - 1
+    starts = row_starts(m, stride)
+    if starts.size * _row_bytes(data) > BOUND_BYTES:
+        return np.arange(0, m, stride, dtype=np.int64)
+    return starts
+
+
+def filled_cells(starts: np.ndarray, m: int) -> int:
+    """The cells a table of rows from ``starts`` over ``m`` lengths fills, counted as
+    ``THREADED_CELLS`` was measured (rows times lengths, for rows a stride apart): twice the
+    ends above each start, so that the short rows near the top count for what they cost."""
+    return 2 * int((m - starts).sum())
 
 
 def row_starts(m: int, stride: int) -> np.ndarray:

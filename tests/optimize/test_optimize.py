@@ -251,8 +251,9 @@ def test_the_threaded_dp_runs_from_two_python_threads_at_once():
         hist = LengthHistogram.from_lengths(np.random.default_rng(5).integers(1, 3_000, 40_000))
         prob = problem.build_problem(hist, BatchRule(max_tokens=8_192), 1)
         from analysis.optimize import _budget
-        rows = (prob.m - 1) // _budget.BOUND_STRIDE + 1  # the table is large enough for threads
-        assert rows * (prob.m + 1) >= _budget.THREADED_CELLS
+        data, _ = importlib.import_module("analysis.optimize._exact").exact_arrays(prob)
+        starts = _budget.table_starts(data, _budget.BOUND_STRIDE)  # large enough for threads
+        assert _budget.filled_cells(starts, prob.m) >= _budget.THREADED_CELLS
         want = kernel.solve_kernel(prob, 6, prob.ends)
         got = []
         solve = lambda: got.append(kernel.solve_kernel(prob, 6, prob.ends))
@@ -408,7 +409,7 @@ def test_pruned_bounds_never_exceed_a_bucket_cost(seed, n_lengths, time, multipl
     two = bool(prob.weight2.any())
     assert two == time
     rung = budget._rungs(prob.size, budget.rung_factor(data, prob.objective))
-    starts = budget.row_starts(prob.m, stride)
+    starts = budget.table_starts(data, stride)
     t_up, t2_up = budget._bound_table(data, rung, starts, two, threaded=False)
     assert t2_up.shape[0] == (t_up.shape[0] if two else 0)
     threaded = budget._bound_table(data, rung, starts, two, threaded=True)  # rows dealt in turn
