@@ -6,6 +6,7 @@ Run from the repository root (needs ``perf``; a minute or two: the kernels compi
     PYTHONPATH=. .venv/bin/python benchmarks/perf_kernels.py b1000          # one workload
     PYTHONPATH=. .venv/bin/python benchmarks/perf_kernels.py --list         # the workloads
     PYTHONPATH=. .venv/bin/python benchmarks/perf_kernels.py b64 --data ../shared/data/gsm8k.npy
+    PYTHONPATH=. .venv/bin/python benchmarks/perf_kernels.py b100 --vector  # packed or scalar
 
 ``perf`` names only the code it finds in a binary or in ``/tmp/perf-PID.map``; numba's code lies
 in memory with no such entry, so a plain ``perf record`` shows bare addresses.  This script
@@ -16,6 +17,12 @@ function's address and the distance to the next), then records only the warm rep
 symbol: the kernels as ``module.function`` (numba's mangled names shortened), libm's
 ``exp``/``log1p`` and the interpreter as they are.  Inlined helpers (``inline="always"``)
 count in their caller.
+
+``--vector`` adds, beside each kernel, the floating-point arithmetic of its machine code
+(numba's assembly of the kernels compiled here): instructions on 8 (``zmm``) and 4 (``ymm``)
+doubles, and scalar ones, so that a lane loop the vectoriser left scalar shows (the tiles of
+the backward pass are 8-wide on this machine's AVX-512: their cost is their flops, not
+divisions or loop structure).
 """
 
 from __future__ import annotations
@@ -59,6 +66,7 @@ def workloads(hist: LengthHistogram) -> dict[str, Callable[[], object]]:
     return {
         "b8": k6(batch_size=8),
         "b64": k6(batch_size=64),
+        "b100": k6(batch_size=100),
         "b1000": k6(batch_size=1000),
         "b10000": k6(batch_size=10_000),
         "tokens16384": k6(max_tokens=16_384),
@@ -109,9 +117,35 @@ def write_perf_map() -> int:
     return len(ordered)
 
 
-def profile(call: Callable[[], object], seconds: float, top: int) -> None:
+_ARITHMETIC = re.compile(r"^\s+v(?:add|sub|mul|div|fn?m(?:add|sub)\d*|max|min|sqrt)(pd|sd)\s+(\S+)", re.M)
+
+
+def vector_counts() -> dict[str, tuple[int, int, int]]:
+    """Per kernel compiled in this process (``module.function``), its double-precision
+    arithmetic instructions on ``zmm`` (8 doubles), on ``ymm`` (4) and scalar."""
+    import gc
+
+    from numba.core.registry import CPUDispatcher
+
+    out: dict[str, tuple[int, int, int]] = {}
+    for obj in gc.get_objects():
+        if not isinstance(obj, CPUDispatcher):
+            continue
+        name = f"{obj.py_func.__module__}.{obj.py_func.__name__}"
+        for asm in obj.inspect_asm().values():
+            wide = narrow = scalar = 0
+            for kind, register in _ARITHMETIC.findall(asm):
+                scalar += kind == "sd"
+                wide += kind == "pd" and register.startswith("%zmm")
+                narrow += kind == "pd" and register.startswith("%ymm")
+            old = out.get(name, (0, 0, 0))
+            out[name] = (old[0] + wide, old[1] + narrow, old[2] + scalar)
+    return out
+
+
+def profile(call: Callable[[], object], seconds: float, top: int, vector: bool = False) -> None:
     """Record ``call`` repeated for about ``seconds`` (after a first, compiling call) and print
-    perf's ``top`` symbols."""
+    perf's ``top`` symbols (with ``vector``, each kernel's :func:`vector_counts`)."""
     started = time.perf_counter()
     call()
     print(f"first call (compiles): {time.perf_counter() - started:.1f} s; {write_perf_map()} functions named")
@@ -138,10 +172,15 @@ def profile(call: Callable[[], object], seconds: float, top: int) -> None:
         )
     Path(f"/tmp/perf-{os.getpid()}.map").unlink(missing_ok=True)  # (read by perf report: now done)
     lines = [line for line in report.stdout.splitlines() if line.strip()]
+    counts = vector_counts() if vector else {}
+    if vector:
+        print(f"{'':8}  {'kernel':<50} zmm ops  ymm ops  scalar")
     for line in lines[:top]:  # ("  36.00%  [.] SYMBOL   -   -")
         share, _, rest = line.strip().partition(" ")
-        symbol = re.split(r"\s{2,}", rest.replace("[.]", "").strip())[0]
-        print(f"{share:>8}  {kernel_name(symbol)}")
+        name = kernel_name(re.split(r"\s{2,}", rest.replace("[.]", "").strip())[0])
+        ops = counts.get(name)
+        beside = "" if ops is None else f" {ops[0]:7d}  {ops[1]:7d}  {ops[2]:6d}"
+        print(f"{share:>8}  {name:<50}{beside}" if vector else f"{share:>8}  {name}")
 
 
 def main() -> None:
@@ -150,6 +189,7 @@ def main() -> None:
     parser.add_argument("--list", action="store_true", help="print the workloads and stop")
     parser.add_argument("--seconds", type=float, default=5.0, help="how long to record (default 5)")
     parser.add_argument("--top", type=int, default=25, help="how many symbols to print")
+    parser.add_argument("--vector", action="store_true", help="each kernel's packed and scalar arithmetic")
     parser.add_argument("--data", default=None, help="a lengths file to run on (default: the bundled data)")
     args = parser.parse_args()
     try:
@@ -160,7 +200,7 @@ def main() -> None:
     if args.list or args.workload not in calls:
         print("workloads: " + ", ".join(calls))
         sys.exit(0 if args.list else f"no workload {args.workload!r}")
-    profile(calls[args.workload], args.seconds, args.top)
+    profile(calls[args.workload], args.seconds, args.top, args.vector)
 
 
 if __name__ == "__main__":
