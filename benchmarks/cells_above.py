@@ -4,8 +4,10 @@ Run from the repository root (a minute; the dense matrices of exact costs)::
 
     PYTHONPATH=. .venv/bin/python benchmarks/cells_above.py
     PYTHONPATH=. .venv/bin/python benchmarks/cells_above.py --k 6 --rules batch_size=8 max_tokens=16384
+    PYTHONPATH=. .venv/bin/python benchmarks/cells_above.py --data data/case_lengths.csv --rules batch_size=8
 
-For each file of ``../shared/data`` (unclipped) and each rule: the share of the buckets ``(i, j]``
+For each file of ``../shared/data`` (unclipped; or the files of ``--data``: the bundled data's
+dense matrix takes half a gigabyte) and each rule: the share of the buckets ``(i, j]``
 (every pair of distinct lengths) whose exact cost alone is above the optimum of ``K`` buckets,
 so that no plan of ``K`` buckets at least as good holds them, and the share of rows whose costs
 never fall as ``j`` grows (where they do not, those buckets are a suffix of each row: a pass
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 import numpy as np
 from _common import SHARED_DATA
@@ -54,13 +57,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--k", type=int, default=6, help="buckets (default 6)")
     parser.add_argument("--rules", nargs="+", default=list(_RULES), help="batch_size=N or max_tokens=N")
+    parser.add_argument("--data", nargs="+", type=Path, help="lengths files (default: ../shared/data)")
     args = parser.parse_args()
-    files = sorted(SHARED_DATA.glob("*.npy"))
+    files = args.data or sorted(SHARED_DATA.glob("*.npy"))
     if not files:
         sys.exit(f"cells_above: no data in {SHARED_DATA}")
     print(f"{'file':<24} {'rule':<18} {'lengths':>8} {'above K=' + str(args.k):>10} {'rows rising':>12}")
     for path in files:
-        hist = load_lengths(path)
+        try:
+            hist = load_lengths(path)
+        except (OSError, ValueError) as err:
+            sys.exit(f"cells_above: {err}")
         for text in args.rules:
             prob = build_problem(hist, rule_of(text))
             best, _ = solve_kernel(prob, args.k, prob.ends)
