@@ -1,6 +1,6 @@
 """How much of the exact DP's triangle of buckets no optimal plan can use (not a timing).
 
-Run from the repository root (a minute; the dense matrices of exact costs)::
+Run from the repository root (seconds: the dense matrices of exact costs)::
 
     PYTHONPATH=. .venv/bin/python benchmarks/cells_above.py
     PYTHONPATH=. .venv/bin/python benchmarks/cells_above.py --k 6 --rules batch_size=8 max_tokens=16384

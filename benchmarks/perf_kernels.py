@@ -20,9 +20,8 @@ count in their caller.
 
 ``--vector`` adds, beside each kernel, the floating-point arithmetic of its machine code
 (numba's assembly of the kernels compiled here): instructions on 8 (``zmm``) and 4 (``ymm``)
-doubles, and scalar ones, so that a lane loop the vectoriser left scalar shows (the tiles of
-the backward pass are 8-wide on this machine's AVX-512: their cost is their flops, not
-divisions or loop structure).
+doubles, and scalar ones (summed over the kernel's compiled signatures), so that a lane loop
+the vectoriser left scalar shows (the backward pass's tiles are 8-wide on an AVX-512 machine).
 """
 
 from __future__ import annotations
@@ -122,7 +121,8 @@ _ARITHMETIC = re.compile(r"^\s+v(?:add|sub|mul|div|fn?m(?:add|sub)\d*|max|min|sq
 
 def vector_counts() -> dict[str, tuple[int, int, int]]:
     """Per kernel compiled in this process (``module.function``), its double-precision
-    arithmetic instructions on ``zmm`` (8 doubles), on ``ymm`` (4) and scalar."""
+    arithmetic instructions on ``zmm`` (8 doubles), on ``ymm`` (4) and scalar, summed over its
+    compiled signatures."""
     import gc
 
     from numba.core.registry import CPUDispatcher
