@@ -38,6 +38,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 # Before numba is imported (by analysis): compile into an empty cache, in this process (the
 # folder removed at exit).
@@ -91,16 +92,19 @@ def kernel_name(mangled: str) -> str:
     return ".".join(parts) or mangled
 
 
-def write_perf_map() -> int:
-    """``/tmp/perf-PID.map`` for every function numba compiled in this process; their count."""
+def _dispatchers() -> list[Any]:
+    """Every numba dispatcher (a compiled function and its signatures) alive in this process."""
     import gc
 
     from numba.core.registry import CPUDispatcher
 
+    return [obj for obj in gc.get_objects() if isinstance(obj, CPUDispatcher)]
+
+
+def write_perf_map() -> int:
+    """``/tmp/perf-PID.map`` for every function numba compiled in this process; their count."""
     addresses: dict[int, str] = {}
-    for obj in gc.get_objects():
-        if not isinstance(obj, CPUDispatcher):
-            continue
+    for obj in _dispatchers():
         for result in list(obj.overloads.values()):
             library = result.library
             for fn in library._final_module.functions:  # (compiled here: the IR is kept)
@@ -123,14 +127,8 @@ def vector_counts() -> dict[str, tuple[int, int, int]]:
     """Per kernel compiled in this process (``module.function``), its double-precision
     arithmetic instructions on ``zmm`` (8 doubles), on ``ymm`` (4) and scalar, summed over its
     compiled signatures."""
-    import gc
-
-    from numba.core.registry import CPUDispatcher
-
     out: dict[str, tuple[int, int, int]] = {}
-    for obj in gc.get_objects():
-        if not isinstance(obj, CPUDispatcher):
-            continue
+    for obj in _dispatchers():
         name = f"{obj.py_func.__module__}.{obj.py_func.__name__}"
         for asm in obj.inspect_asm().values():
             wide = narrow = scalar = 0

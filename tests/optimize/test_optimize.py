@@ -250,8 +250,8 @@ def test_the_threaded_dp_runs_from_two_python_threads_at_once():
         from analysis.optimize import _problem as problem
         hist = LengthHistogram.from_lengths(np.random.default_rng(5).integers(1, 3_000, 40_000))
         prob = problem.build_problem(hist, BatchRule(max_tokens=8_192), 1)
-        from analysis.optimize import _budget
-        data, _ = importlib.import_module("analysis.optimize._exact").exact_arrays(prob)
+        from analysis.optimize import _budget, _exact
+        data, _ = _exact.exact_arrays(prob)
         starts = _budget.table_starts(data, _budget.BOUND_STRIDE)  # large enough for threads
         assert _budget.filled_cells(starts, prob.m) >= _budget.THREADED_CELLS
         want = kernel.solve_kernel(prob, 6, prob.ends)
@@ -519,7 +519,6 @@ def test_bound_table_keeps_to_its_bytes(monkeypatch):
     capped = budget.budget_bounds(data, 32, objective=prob.objective)
     assert capped.t_up.shape[0] == (prob.m - 1) // 32 + 1
     assert np.array_equal(capped.row_of, np.arange(prob.m + 1) // 32)
-    monkeypatch.setattr(budget, "BOUND_STRIDE", 32)
     dense_best, _ = kernel.solve_kernel(prob, 6, prob.ends, dense=True)
     assert kernel.solve_kernel(prob, 6, prob.ends)[0][6, prob.m] == dense_best[6, prob.m]
 
