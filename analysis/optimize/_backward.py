@@ -11,7 +11,8 @@ the like: :func:`_product_tile`) or else by :func:`~analysis.optimize._exact.rat
 (:func:`_fixed_tile`), then the running sum and the bound (with the chords' sums where
 :func:`~analysis.optimize._lower.chord_sizes` asks: :func:`_chord_lanes`); a token budget takes
 :func:`~analysis.optimize._lower.budget_bound` (:func:`_budget_tile`).  Where a bound may be
-raised by the power bound (``B > POWER_ABOVE``), which costs several times the rest, it is
+raised by the power bound (``B > POWER_ABOVE`` without the chords:
+:func:`~analysis.optimize._exact.takes_power`), which costs several times the rest, it is
 computed only at the ends where some lane's bound without it (at most its bound) could still
 lower a minimum.  The ends up to a tile's last start come last, row by row from the top (they
 read ``back`` at the tile's own starts).  Every bound is a lone start's and a minimum is exact
@@ -28,12 +29,12 @@ from analysis.optimize._budget import BudgetBounds
 from analysis.optimize._costs import INF, Arrays
 from analysis.optimize._exact import (
     FEW_STEPS,
-    POWER_ABOVE,
     RATIO_GROW,
     Short,
     power_bound,
     ratio_bound,
     ratio_few,
+    takes_power,
 )
 from analysis.optimize._lower import (
     FEW_PRODUCT_FROM,
@@ -612,9 +613,10 @@ def _fixed_full(
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def _power_to(j: int, short: Short, bf: float, lane: np.ndarray) -> bool:  # pragma: no cover - compiled
-    """Whether some lane's bound up to end ``j`` may take the power bound: ``B > POWER_ABOVE``,
-    steps ``>= 0`` and a full batch in the first lane's bucket (the most samples)."""
-    return short.power and bf > POWER_ABOVE and short.cum_float[j] - lane[_FCI] >= bf
+    """Whether some lane's bound up to end ``j`` may take the power bound
+    (:func:`~analysis.optimize._exact.takes_power`, and a full batch in the first lane's bucket:
+    the most samples)."""
+    return takes_power(short, bf) and short.cum_float[j] - lane[_FCI] >= bf
 
 
 @numba.njit(cache=True, nogil=True, error_model="numpy")

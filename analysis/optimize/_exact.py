@@ -30,7 +30,8 @@ weight).  ``E[g(max of s)] = g(v_j) - T_s(i, j)`` with ``T_s`` the running sum o
   ``E`` is the shortest, ``h_first``), and with ``q``
   ``E_r[g_r] >= g_r(first) + (r / B)**2 (E_B[g_B] - g_B(first))``;
 * and where ``B > POWER_ABOVE`` (above, a residue's exact sum is long) the *power bound*
-  where higher (:func:`power_cap`, :func:`power_bounds`).  With ``P(x) = C(x, B) / C(n, B)``
+  where higher (:func:`power_cap`, :func:`power_bounds`; not beside the chords:
+  :func:`takes_power`).  With ``P(x) = C(x, B) / C(n, B)``
   and ``R(x) = C(x, r) / C(n, r)`` the chances that a batch of ``B`` (``r``) draws no sample
   above the ``x`` shortest: ``R(x) <= (x / n)**r`` and ``P(x) >= ((x - B + 1) / (n - B + 1))**B``
   (each factor ``(x - t) / (n - t)`` falls with ``t``), so ``R(x) <= Psi(P(x))`` for every
@@ -940,17 +941,30 @@ def capped(
     return (n - r) * eb + r * (g_top - s_r * power_cap(t, s_r, n, b, r))
 
 
+@numba.njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def takes_power(short: Short, bf: float) -> bool:  # pragma: no cover - compiled
+    """Whether the bounds of batches of ``bf`` are raised to the power bound (:func:`power_bounds`,
+    :func:`power_bounds_within` and the backward pass's tiles): ``B > POWER_ABOVE``, steps
+    ``>= 0`` (``Short.power``: the bound holds), and no chords read (``Short.chords``).  Beside
+    the chords it paid nothing back: without it the forward pass took the same time on
+    alpaca_eval_outputs at batch size 100 and the backward pass 1.9 ms less (of 14.0), and
+    ``K = 6`` took 0.81x to 0.97x the time on the five files of ../shared/data at batch sizes
+    100 to 10**4, the bundled data 0.90x to 1.01x (its bounds mostly without the chords), with
+    the same plans (``benchmarks/bench_against.py`` beside a checkout from before)."""
+    return short.power and not short.chords and bf > POWER_ABOVE
+
+
 @numba.njit(cache=True, nogil=True, error_model="numpy")
 def power_bounds(
     i: int, data: Arrays, short: Short, t: np.ndarray, out: np.ndarray
 ) -> None:  # pragma: no cover
     """``out[j]`` (the bounds of :func:`~analysis.optimize._lower.fixed_bounds` from
     ``t[j] = T_B(i, j)``, one fixed ``B``) raised to the power bound where higher, for every
-    ``j > i + 1`` with a full batch (nothing where ``B <= POWER_ABOVE`` or the steps are not
-    all ``>= 0``).  The rows are sliced from the first such ``j`` (an index from 0 is known
-    not to wrap: the loop is vectorised)."""
+    ``j > i + 1`` with a full batch (nothing where :func:`takes_power` is false).  The rows
+    are sliced from the first such ``j`` (an index from 0 is known not to wrap: the loop is
+    vectorised)."""
     bf = float(data.size[i + 1])
-    if not short.power or bf <= POWER_ABOVE:
+    if not takes_power(short, bf):
         return
     count = short.cum_float
     c_i = count[i]
@@ -974,7 +988,7 @@ def power_bounds_within(
     least ``out[j]``, is above ``room[j]`` either way (all the forward pass asks of a bound,
     and the power bound costs several times the rest of it)."""
     bf = float(data.size[i + 1])
-    if not short.power or bf <= POWER_ABOVE:
+    if not takes_power(short, bf):
         return
     count = short.cum_float
     m = count.size - 1

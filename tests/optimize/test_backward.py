@@ -87,8 +87,9 @@ def test_the_fixed_tiles_are_the_row_by_row_recursion(
 ) -> None:
     """Batch sizes without the product formula (ratios by ``ratio_bound``): most buckets hold
     full batches, so above ``POWER_ABOVE`` the tiles skip the power bounds that cannot lower a
-    minimum; at 64 with ``C(N, 64)`` beyond float64 (no power bound), and at a batch size above
-    every bucket (none there either); the time objective's working-set term at 1,000."""
+    minimum (beside the chords no power bound: ``takes_power``); at 64 with ``C(N, 64)`` beyond
+    float64 (no power bound), and at a batch size above every bucket (none there either); the
+    time objective's working-set term at 1,000."""
     rng = np.random.default_rng(batch_size)
     lengths = np.sort(rng.choice(np.arange(1, 3000), 700, replace=False))
     hist = LengthHistogram.from_counts(lengths, rng.integers(1, max_count, 700))
