@@ -947,10 +947,12 @@ def takes_power(short: Short, bf: float) -> bool:  # pragma: no cover - compiled
     :func:`power_bounds_within` and the backward pass's tiles): ``B > POWER_ABOVE``, steps
     ``>= 0`` (``Short.power``: the bound holds), and no chords read (``Short.chords``).  Beside
     the chords it paid nothing back: without it the forward pass took the same time on
-    alpaca_eval_outputs at batch size 100 and the backward pass 1.9 ms less (of 14.0), and
-    ``K = 6`` took 0.81x to 0.97x the time on the five files of ../shared/data at batch sizes
-    100 to 10**4, the bundled data 0.90x to 1.01x (its bounds mostly without the chords), with
-    the same plans (``benchmarks/bench_against.py`` beside a checkout from before)."""
+    alpaca_eval_outputs at batch size 100 and the backward pass 1.9 ms less (of 14.0).  ``K =
+    6`` took 0.82x to 0.94x the time on gsm8k, tldr_pages and arena_hard_answers at batch sizes
+    100 to 1,000, 0.91x to 0.99x on alpaca_eval_outputs at 100 to 1,500; elsewhere (moss, the
+    bundled data, whose bounds mostly read no chords, and alpaca from 3,000) within the runs'
+    noise, 0.93x to 1.13x; the same plans (two runs of ``benchmarks/bench_against.py`` beside
+    a checkout from before)."""
     return short.power and not short.chords and bf > POWER_ABOVE
 
 
