@@ -41,6 +41,7 @@ from analysis.optimize._exact import (
     ratio_bounds,
     ratio_few,
     ratio_upper,
+    takes_power,
 )
 
 _ROUND = 2.0**52  # x + 2**52 - 2**52 rounds 0 <= x < 2**52 to the nearest integer
@@ -529,8 +530,8 @@ def budget_first(
 ) -> tuple[float, ...]:  # pragma: no cover
     """What :func:`budget_bound` reads at start ``i``: its count and prefix weight, ``w``,
     ``w2``, ``base`` and ``q`` at its first end, and whether the power bound applies (1.0:
-    ``B > POWER_ABOVE`` there, steps ``>= 0``; a float, as the tiles hold it)."""
-    power = 1.0 if short.power and data.size[i + 1] > POWER_ABOVE else 0.0
+    :func:`~analysis.optimize._exact.takes_power` at ``B`` there; a float, as the tiles hold it)."""
+    power = 1.0 if takes_power(short, float(data.size[i + 1])) else 0.0
     return (
         bounds.cum_float[i],
         bounds.mass[i],
