@@ -108,7 +108,8 @@ AHEAD = NUMBA_OPT=1 "$(PY)" -m analysis.optimize._ahead
 # (pytest 194.1 s); 4 min 30.7 s at c5a3859 (pytest 198.9 s, 462 s of user time) and a fresh
 # clone's `.ci/run` after it 5 min 59.5 s (pytest 204.6 s), on a day whose benchmarks ran 10-20 %
 # slower than the day before's, and 25 minutes later 3 min 53.3 s at 2a84a78 (pytest 172.4 s,
-# 402 s of user time).
+# 402 s of user time); 4 min 28.3 s and 3 min 58.1 s at 768f1a9 (pytest 194.5 s and 175.6 s;
+# 462 s and 410 s of user time), 6 minutes apart.
 # A failed compile fails the install with its log.
 $(STAMP): pyproject.toml
 	$(make_venv)
